@@ -1,0 +1,118 @@
+"""One exception tree for legionrm, rooted at :class:`LegionError`.
+
+Every error a user can meet derives from ``LegionError`` so a program can
+catch legionrm's failures in one place.  Errors that are about *input* (a
+query, a config file, a request string) carry the place they refer to, so the
+message says what is wrong and where.
+
+Refusals are not exceptions: a resource saying "no" is an ordinary outcome and
+is returned as a :class:`legionrm.models.Refusal` value.
+"""
+
+from __future__ import annotations
+
+
+class LegionError(Exception):
+    """Root of every legionrm error."""
+
+
+# --- input languages --------------------------------------------------------
+
+
+class SourceError(LegionError):
+    """An error at a place in some source text (a query, a select string).
+
+    ``line`` and ``column`` are 1-based; ``caret`` is the offending source line
+    with a ``^`` under the column, ready to print.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        text: str = "",
+        line: int = 0,
+        column: int = 0,
+        expected: tuple[str, ...] = (),
+    ) -> None:
+        self.message = message
+        self.text = text
+        self.line = line
+        self.column = column
+        self.expected = tuple(expected)
+        super().__init__(self.render())
+
+    @property
+    def caret(self) -> str:
+        """The offending line with a caret under the column ('' if unknown)."""
+        if not self.text or self.line <= 0:
+            return ""
+        lines = self.text.splitlines() or [""]
+        src = lines[min(self.line, len(lines)) - 1]
+        return f"{src}\n{' ' * max(self.column - 1, 0)}^"
+
+    def render(self) -> str:
+        where = f"line {self.line}, column {self.column}: " if self.line else ""
+        msg = f"{where}{self.message}"
+        if self.expected:
+            msg += f" (expected {', '.join(self.expected)})"
+        caret = self.caret
+        return f"{msg}\n{caret}" if caret else msg
+
+
+class MILError(SourceError):
+    """Any error in a MIL query."""
+
+
+class MILSyntaxError(MILError):
+    """A MIL query that does not parse."""
+
+
+class MILTypeError(MILError):
+    """A MIL query with a type error certain before evaluation (``"a" + 1``)."""
+
+
+class SelectSyntaxError(SourceError):
+    """A PBS-style select / place string that does not parse."""
+
+
+# --- configuration ----------------------------------------------------------
+
+
+class ConfigError(LegionError):
+    """A configuration file that is malformed; names the file, table and key."""
+
+    def __init__(self, message: str, *, file: str = "", table: str = "", key: str = "") -> None:
+        self.file, self.table, self.key = file, table, key
+        where = ": ".join(p for p in (file, table + (f".{key}" if key and table else key)) if p)
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class PoolValidationError(LegionError):
+    """A resource-pool change that breaks one of the pool tree's rules."""
+
+
+# --- the running system -----------------------------------------------------
+
+
+class CollectionError(LegionError):
+    """A Collection operation on something it does not hold."""
+
+
+class UnknownResourceError(CollectionError, KeyError):
+    """A resource id that the Collection (or a host group) does not know."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else "unknown resource"
+
+
+class SchedulingError(LegionError):
+    """A scheduling request that cannot be handled at all (malformed)."""
+
+
+class EnactmentError(LegionError):
+    """The enactor could not talk to a resource for a reason other than a veto."""
+
+
+class SystemNotRunningError(LegionError):
+    """No legionrm system is running where one was expected."""

@@ -1,0 +1,1 @@
+"""legionrm.hostobj."""

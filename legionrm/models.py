@@ -1,0 +1,188 @@
+"""Pydantic types that cross an actor boundary.
+
+Everything a Ray call carries in or out is defined here, in one installed
+module, so that Ray pickles it by reference (cheap) and every part of the
+system agrees on one shape.  Models are frozen where they are values
+(tokens, refusals, records) so that nobody edits a copy they do not own.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+AttrValue = Union[bool, int, float, str]
+"""A value a resource may export as an attribute (bool before int: order matters)."""
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --- outcomes ----------------------------------------------------------------
+
+
+class Refusal(Frozen):
+    """A typed "no": who refused, with a machine-readable code and a reason.
+
+    ``code`` is a dotted reason code (``capacity``, ``policy.user``,
+    ``token.expired`` ...); ``by`` names what refused (a resource, a policy,
+    a filter) so a user can ask "why not host X".
+    """
+
+    code: str
+    reason: str
+    by: str = ""
+
+    def __bool__(self) -> bool:  # a refusal is never truthy, so `if result:` reads right
+        return False
+
+
+# --- identity and access -----------------------------------------------------
+
+
+class Identity(Frozen):
+    """Who is asking: a user, optionally the class whose instance is placed,
+    and the groups the user belongs to (owner policies may admit by group)."""
+
+    user: str
+    class_name: str | None = None
+    groups: tuple[str, ...] = ()
+
+
+class AccessPolicy(Frozen):
+    """Who a resource accepts, as its owner declared it.
+
+    Empty allow lists mean "anyone"; a deny entry always wins over an allow.
+    The Collection applies this when a query names a caller, as Legion's
+    collection answers only with resources that would accept that caller.
+    """
+
+    allow_users: tuple[str, ...] = ()
+    deny_users: tuple[str, ...] = ()
+    allow_classes: tuple[str, ...] = ()
+    deny_classes: tuple[str, ...] = ()
+    allow_groups: tuple[str, ...] = ()
+
+    def accepts(self, caller: Identity | None) -> bool:
+        """True when ``caller`` may use the resource (None: no caller, accept)."""
+        if caller is None:
+            return True
+        if caller.user in self.deny_users:
+            return False
+        if caller.class_name is not None and caller.class_name in self.deny_classes:
+            return False
+        if self.allow_users or self.allow_groups:
+            ok_user = caller.user in self.allow_users
+            ok_group = any(g in self.allow_groups for g in caller.groups)
+            if not (ok_user or ok_group):
+                return False
+        if self.allow_classes and caller.class_name not in self.allow_classes:
+            return False
+        return True
+
+
+# --- the collection ----------------------------------------------------------
+
+ResourceKind = Literal["host", "vault"]
+
+
+class ResourceRecord(Frozen):
+    """What the Collection knows of one resource."""
+
+    name: str
+    kind: ResourceKind = "host"
+    nodepool: str | None = None
+    attributes: dict[str, AttrValue] = Field(default_factory=dict)
+    access: AccessPolicy = AccessPolicy()
+    available: bool = True
+    last_heartbeat: float = Field(default_factory=time.time)
+
+
+class QueryResult(Frozen):
+    """The answer to a Collection query: the matching records, in name order."""
+
+    query: str
+    records: tuple[ResourceRecord, ...]
+    considered: int
+    elapsed_ms: float
+
+    @property
+    def names(self) -> list[str]:
+        return [r.name for r in self.records]
+
+
+# --- reservations (resource side) --------------------------------------------
+
+
+class Resources(Frozen):
+    """An amount of a host's (or vault's) capacity."""
+
+    cpus: float = Field(0.0, ge=0)
+    memory_gb: float = Field(0.0, ge=0)
+    gpus: int = Field(0, ge=0)
+    storage_gb: float = Field(0.0, ge=0)
+    exclusive: bool = False
+
+
+class Holder(Frozen):
+    """Who holds a reservation: the user, the class, and the enactor acting."""
+
+    user: str
+    class_name: str | None = None
+    enactor: str = "enactor"
+    groups: tuple[str, ...] = ()
+
+    def identity(self) -> Identity:
+        return Identity(user=self.user, class_name=self.class_name, groups=self.groups)
+
+
+class ReservationRequest(Frozen):
+    """Ask a host or vault for a block of capacity over time.
+
+    ``request_id`` is chosen by the caller and makes ``make_reservation``
+    idempotent: asking twice with the same id returns the same token.
+    ``start=None`` means an instant reservation (now); a future time is an
+    advance reservation.  ``timeout_s`` is how long the holder has to use the
+    token before it expires at the resource.
+    """
+
+    request_id: str
+    resource: str
+    holder: Holder
+    resources: Resources
+    vault: str | None = None
+    start: float | None = None
+    duration_s: float | None = Field(None, gt=0)
+    timeout_s: float = Field(30.0, gt=0)
+    reusable: bool = False
+
+
+class ReservationToken(Frozen):
+    """Proof of a reservation, signed (HMAC-SHA256) by the issuing resource."""
+
+    token_id: str
+    issuer: str
+    holder: Holder
+    resources: Resources
+    vault: str | None = None
+    start: float
+    end: float | None
+    expires_at: float
+    reusable: bool = False
+    signature: str = ""
+
+
+class InstanceRef(Frozen):
+    """A running instance started on a host with a token."""
+
+    instance_id: str
+    class_name: str
+    host: str
+    vault: str | None = None
+    token_id: str
+    user: str
+    started_at: float
+    node_id: str | None = None
