@@ -311,3 +311,71 @@ class SchedulerResponse(Frozen):
     masters: int = 0
     enact: EnactResult | None = None
     message: str = ""
+
+
+# --- cluster description (what `legionrm up` builds actors from) ------------
+
+
+class HostSpec(Frozen):
+    """A host as the cluster file describes it.  Capacity is read from the
+    ``cpus``, ``memory_gb`` and ``gpus`` attributes."""
+
+    name: str
+    nodepool: str | None = None
+    attributes: dict[str, AttrValue] = Field(default_factory=dict)
+    access: AccessPolicy = AccessPolicy()
+    policy: str | None = None  # "module:Class" of an owner policy
+    policy_args: dict = Field(default_factory=dict)
+
+    def capacity(self) -> Resources:
+        a = self.attributes
+        return Resources(
+            cpus=float(a.get("cpus", 0)), memory_gb=float(a.get("memory_gb", 0)), gpus=int(a.get("gpus", 0))
+        )
+
+
+class VaultSpec(Frozen):
+    """A vault: storage capacity (``storage_gb`` attribute) and the hosts it serves
+    (shell-style patterns; empty serves every host)."""
+
+    name: str
+    attributes: dict[str, AttrValue] = Field(default_factory=dict)
+    access: AccessPolicy = AccessPolicy()
+    serves: tuple[str, ...] = ()
+    policy: str | None = None
+    policy_args: dict = Field(default_factory=dict)
+
+
+class ClassSpec(Frozen):
+    """A class object: what it instantiates and its class-level policy."""
+
+    name: str
+    implementation: str | None = None  # "module:Class" run as the instance (real Ray nodes)
+    host_list: tuple[str, ...] = ()  # Legion's class_host_list; empty means any host
+    max_instances: int | None = Field(None, ge=0)
+    policy: str | None = None
+    policy_args: dict = Field(default_factory=dict)
+
+
+class CollectionSettings(Frozen):
+    heartbeat_interval_s: float = Field(5.0, gt=0)
+    stale_after: int = Field(3, ge=1)
+
+
+class ClusterSpec(Frozen):
+    """A whole cluster file, validated."""
+
+    source: str = "<memory>"
+    collection: CollectionSettings = CollectionSettings()
+    hosts: tuple[HostSpec, ...] = ()
+    vaults: tuple[VaultSpec, ...] = ()
+    classes: tuple[ClassSpec, ...] = ()
+
+    def records(self) -> list[ResourceRecord]:
+        """Collection records for every host and vault, as they join."""
+        out = [
+            ResourceRecord(name=h.name, kind="host", nodepool=h.nodepool, attributes=h.attributes, access=h.access)
+            for h in self.hosts
+        ]
+        out += [ResourceRecord(name=v.name, kind="vault", attributes=v.attributes, access=v.access) for v in self.vaults]
+        return out
