@@ -379,3 +379,38 @@ class ClusterSpec(Frozen):
         ]
         out += [ResourceRecord(name=v.name, kind="vault", attributes=v.attributes, access=v.access) for v in self.vaults]
         return out
+
+
+# --- enactment (legionrm.enactor) ---------------------------------------------
+
+
+class EnactRequest(Frozen):
+    """Legion's LegionScheduleRequestArray: the ranked master schedules (each
+    with its delta schedules) for one request, and who holds what is reserved.
+
+    ``request_id`` seeds every reservation's request id, so re-sending the same
+    request is safe.  ``timeout_s`` is each reservation's token timeout;
+    ``duration_s`` maps a class name to its walltime (absent: open-ended);
+    ``args`` maps a class name to its ``create_instance`` arguments.  With
+    ``create=False`` the enactor only reserves (and asks approval) and returns
+    the tokens, leaving instance creation to the caller.
+    """
+
+    request_id: str
+    holder: Holder
+    masters: tuple[MasterSchedule, ...]
+    timeout_s: float = Field(30.0, gt=0)
+    duration_s: dict[str, float] = Field(default_factory=dict)
+    args: dict[str, dict[str, AttrValue]] = Field(default_factory=dict)
+    create: bool = True
+
+
+class ScheduleProposal(Frozen):
+    """What the enactor shows the scheduler for confirmation (Legion's step 6):
+    every placement of master ``master`` is reserved; ``stage="start"`` when a
+    start-time veto made the enactor revise an approved mapping."""
+
+    request_id: str
+    master: int
+    placements: tuple[Placement, ...]
+    stage: Literal["reserve", "start"] = "reserve"
