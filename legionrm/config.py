@@ -81,3 +81,136 @@ def expand_names(name: str, count: int | None) -> list[str]:
     if count is None:
         return [name]
     return [f"{name}{i}" for i in range(1, count + 1)]
+
+
+# --- the cluster file --------------------------------------------------------
+
+from importlib import resources as _resources  # noqa: E402  (kept beside its only user)
+
+from pydantic import ValidationError  # noqa: E402
+
+from legionrm.models import (  # noqa: E402
+    AccessPolicy,
+    ClassSpec,
+    ClusterSpec,
+    CollectionSettings,
+    HostSpec,
+    VaultSpec,
+)
+
+_ACCESS_KEYS = ("allow_users", "deny_users", "allow_classes", "deny_classes", "allow_groups")
+_ATTR_TYPES = (bool, int, float, str)
+
+
+def default_cluster_path() -> Path:
+    """The example cluster shipped inside the package."""
+    return Path(str(_resources.files("legionrm") / "data" / "cluster.toml"))
+
+
+def _attributes(t: dict[str, Any], *, file: str, where: str) -> dict[str, Any]:
+    attrs = expect(t, "attributes", dict, {}, file=file, where=where)
+    for key, value in attrs.items():
+        if not isinstance(value, _ATTR_TYPES):
+            raise ConfigError(
+                f"attribute values must be bool, int, float or string, not {type(value).__name__}",
+                file=file, table=f"{where}.attributes", key=key,
+            )
+    return dict(attrs)
+
+
+def _access(t: dict[str, Any], *, file: str, where: str) -> AccessPolicy:
+    acc = expect(t, "access", dict, {}, file=file, where=where)
+    check_keys(acc, _ACCESS_KEYS, file=file, where=f"{where}.access")
+    out: dict[str, tuple[str, ...]] = {}
+    for key in _ACCESS_KEYS:
+        names = expect(acc, key, list, [], file=file, where=f"{where}.access")
+        if not all(isinstance(n, str) for n in names):
+            raise ConfigError("must be a list of strings", file=file, table=f"{where}.access", key=key)
+        out[key] = tuple(names)
+    return AccessPolicy(**out)
+
+
+def _policy(t: dict[str, Any], *, file: str, where: str) -> tuple[str | None, dict]:
+    policy = expect(t, "policy", str, None, file=file, where=where)
+    if policy is not None and policy.count(":") != 1:
+        raise ConfigError(f"must be 'module:Class', not {policy!r}", file=file, table=where, key="policy")
+    return policy, dict(expect(t, "policy_args", dict, {}, file=file, where=where))
+
+
+def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec:
+    """Validate a parsed cluster document; raises ConfigError naming the place."""
+    check_keys(doc, ("collection", "host", "vault", "class"), file=file, where="")
+    coll = expect(doc, "collection", dict, {}, file=file, where="collection")
+    check_keys(coll, CollectionSettings.model_fields, file=file, where="collection")
+    try:
+        settings = CollectionSettings(**coll)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ConfigError(err["msg"], file=file, table="collection", key=str(err["loc"][0])) from None
+
+    seen: dict[str, str] = {}
+
+    def claim(name: str, where: str) -> None:
+        if name in seen:
+            raise ConfigError(f"name {name!r} is already used by {seen[name]}", file=file, table=where, key="name")
+        seen[name] = where
+
+    hosts: list[HostSpec] = []
+    for i, t in enumerate(tables(doc, "host", file)):
+        where = f"host[{i}]"
+        check_keys(t, ("name", "count", "nodepool", "attributes", "access", "policy", "policy_args"), file=file, where=where)
+        name = require(t, "name", str, file=file, where=where)
+        count = expect(t, "count", int, None, file=file, where=where)
+        if count is not None and count < 1:
+            raise ConfigError(f"must be at least 1, not {count}", file=file, table=where, key="count")
+        attrs = _attributes(t, file=file, where=where)
+        for cap in ("cpus", "memory_gb", "gpus"):
+            v = attrs.get(cap, 0)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+                raise ConfigError(f"capacity must be a number >= 0, not {v!r}", file=file, table=f"{where}.attributes", key=cap)
+        policy, args = _policy(t, file=file, where=where)
+        access = _access(t, file=file, where=where)
+        pool = expect(t, "nodepool", str, None, file=file, where=where)
+        for n in expand_names(name, count):
+            claim(n, where)
+            hosts.append(HostSpec(name=n, nodepool=pool, attributes=attrs, access=access, policy=policy, policy_args=args))
+
+    vaults: list[VaultSpec] = []
+    for i, t in enumerate(tables(doc, "vault", file)):
+        where = f"vault[{i}]"
+        check_keys(t, ("name", "count", "attributes", "access", "serves", "policy", "policy_args"), file=file, where=where)
+        name = require(t, "name", str, file=file, where=where)
+        count = expect(t, "count", int, None, file=file, where=where)
+        serves = expect(t, "serves", list, [], file=file, where=where)
+        policy, args = _policy(t, file=file, where=where)
+        attrs = _attributes(t, file=file, where=where)
+        access = _access(t, file=file, where=where)
+        for n in expand_names(name, count):
+            claim(n, where)
+            vaults.append(VaultSpec(name=n, attributes=attrs, access=access, serves=tuple(serves), policy=policy, policy_args=args))
+
+    classes: list[ClassSpec] = []
+    for i, t in enumerate(tables(doc, "class", file)):
+        where = f"class[{i}]"
+        check_keys(t, ("name", "implementation", "host_list", "max_instances", "policy", "policy_args"), file=file, where=where)
+        name = require(t, "name", str, file=file, where=where)
+        if any(c.name == name for c in classes):
+            raise ConfigError(f"class {name!r} is defined twice", file=file, table=where, key="name")
+        policy, args = _policy(t, file=file, where=where)
+        classes.append(
+            ClassSpec(
+                name=name,
+                implementation=expect(t, "implementation", str, None, file=file, where=where),
+                host_list=tuple(expect(t, "host_list", list, [], file=file, where=where)),
+                max_instances=expect(t, "max_instances", int, None, file=file, where=where),
+                policy=policy,
+                policy_args=args,
+            )
+        )
+    return ClusterSpec(source=file, collection=settings, hosts=tuple(hosts), vaults=tuple(vaults), classes=tuple(classes))
+
+
+def load_cluster(path: str | Path | None = None) -> ClusterSpec:
+    """Load a cluster file (the bundled example when ``path`` is None)."""
+    p = Path(path) if path is not None else default_cluster_path()
+    return parse_cluster(load_toml(p), file=str(p))

@@ -1,0 +1,332 @@
+"""The Collection core: what every resource is, and which ones fit a query.
+
+Resources ``join`` with their attributes and access policy, send heartbeats
+(``update``) with partial attributes, and ``leave``.  ``query`` answers a MIL
+expression with the matching records; given a caller it answers only with
+resources that would accept that caller, as Legion's collection does.  A
+resource whose heartbeats stop for ``stale_after`` intervals is unavailable and
+left out of answers unless asked for; ``vary_off`` takes one out by hand.
+
+Bookkeeping lives in the columnar store beside the exported attributes, under
+reserved names that start with ``_`` (an owner cannot export those), so that
+availability and access are filtered with the same vectorised MIL engine as
+the user's query, with no per-host Python loop:
+
+- ``_access``: an integer id of the resource's :class:`AccessPolicy` (few
+  distinct policies exist, so access is decided once per policy, not per host)
+- ``_heartbeat``: the time of the last heartbeat
+- ``_off``: varied off by an operator
+
+Every resource also exports ``name``, ``kind`` and ``nodepool`` (unless it sets
+them itself) so ``$name == "batch1"`` works.
+
+A Collection may serve the resources of sub-collections, polled with a MIL
+query every ``interval_s`` seconds (Legion's hierarchy of collections).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Protocol
+
+import numpy as np
+
+from legionrm.collection.store import AttributeStore, StoreSnapshot
+from legionrm.errors import CollectionError, UnknownResourceError
+from legionrm.mil import compile_query
+from legionrm.models import AccessPolicy, AttrValue, Identity, QueryResult, ResourceRecord
+
+RESERVED_PREFIX = "_"
+_ACCESS, _HEARTBEAT, _OFF = "_access", "_heartbeat", "_off"
+
+
+class CollectionSource(Protocol):
+    """Anything a Collection can poll as a sub-collection (a Collection, or an
+    adapter over a remote Collection actor)."""
+
+    def query(self, text: str, caller: Identity | None = None, include_unavailable: bool = False) -> QueryResult: ...
+
+
+@dataclass
+class _Sub:
+    name: str
+    source: CollectionSource
+    query: str
+    interval_s: float
+    next_poll: float = 0.0
+    members: set[str] = field(default_factory=set)
+
+
+class CollectionSnapshot:
+    """An immutable view of the Collection at one instant: planners read one of
+    these per decision and never re-read live state half way."""
+
+    def __init__(
+        self,
+        table: StoreSnapshot,
+        records: Mapping[str, ResourceRecord],
+        policies: tuple[AccessPolicy, ...],
+        now: float,
+        stale_before: float,
+    ) -> None:
+        self.table = table
+        self._records = records
+        self._policies = policies
+        self.now = now
+        self._stale_before = stale_before
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def _mask(self, text: str, caller: Identity | None, include_unavailable: bool) -> np.ndarray:
+        mask = compile_query(text).mask(self.table)
+        if not include_unavailable:
+            # Heartbeat times are plain floats; the literal is written with repr so it round-trips exactly.
+            alive = compile_query(f"not ${_OFF} and ${_HEARTBEAT} >= {self._stale_before!r}")
+            mask = mask & alive.mask(self.table)
+        if caller is not None:
+            accepted = [str(i) for i, p in enumerate(self._policies) if p.accepts(caller)]
+            if not accepted:
+                return np.zeros_like(mask)
+            mask = mask & _access_query(tuple(accepted)).mask(self.table)
+        return mask
+
+    def names(self, text: str = "true", caller: Identity | None = None, include_unavailable: bool = False) -> list[str]:
+        """Names of matching resources, sorted.  Raises MILError on a bad query."""
+        mask = self._mask(text, caller, include_unavailable)
+        return sorted(str(n) for n in self.table.names[np.flatnonzero(mask)])
+
+    def query(self, text: str, caller: Identity | None = None, include_unavailable: bool = False) -> QueryResult:
+        """The records matching ``text`` (sorted by name).  Raises MILError."""
+        t0 = time.perf_counter()
+        names = self.names(text, caller, include_unavailable)
+        records = tuple(self.record(n) for n in names)
+        return QueryResult(
+            query=text, records=records, considered=len(self._records), elapsed_ms=(time.perf_counter() - t0) * 1e3
+        )
+
+    def record(self, name: str) -> ResourceRecord:
+        """The record of ``name`` as of this snapshot (availability computed now)."""
+        try:
+            rec = self._records[name]
+        except KeyError:
+            raise UnknownResourceError(f"no resource named {name!r} in the collection") from None
+        available = self.is_available(name)
+        return rec if rec.available == available else rec.model_copy(update={"available": available})
+
+    def is_available(self, name: str) -> bool:
+        rec = self._records[name]
+        attrs = rec.attributes
+        return not attrs.get(_OFF, False) and float(attrs.get(_HEARTBEAT, 0.0)) >= self._stale_before
+
+    def attribute_names(self) -> list[str]:
+        """Attributes some resource exports (reserved ones left out)."""
+        return sorted(a for a in self.table.attribute_names() if not a.startswith(RESERVED_PREFIX))
+
+    def resource_names(self) -> list[str]:
+        return sorted(self._records)
+
+
+def _access_query(ids: tuple[str, ...]):
+    return compile_query(" or ".join(f"${_ACCESS} == {i}" for i in ids))
+
+
+class Collection:
+    """The Collection core.  Thread-safe: the actor may call it from a heartbeat
+    thread and from request handlers at once.
+
+    ``clock`` is injectable so tests move time without sleeping.
+    """
+
+    def __init__(
+        self,
+        *,
+        heartbeat_interval_s: float = 5.0,
+        stale_after: int = 3,
+        clock: Callable[[], float] = time.time,
+        name: str = "collection",
+    ) -> None:
+        if heartbeat_interval_s <= 0 or stale_after < 1:
+            raise CollectionError("heartbeat_interval_s must be > 0 and stale_after >= 1")
+        self.name = name
+        self.heartbeat_interval_s = heartbeat_interval_s
+        self.stale_after = stale_after
+        self._clock = clock
+        self._store = AttributeStore()
+        # name -> record with its public attributes plus the reserved bookkeeping ones
+        self._records: dict[str, ResourceRecord] = {}
+        self._policies: list[AccessPolicy] = []
+        self._policy_ids: dict[AccessPolicy, int] = {}
+        self._subs: dict[str, _Sub] = {}
+        self._lock = threading.RLock()
+
+    # --- membership -------------------------------------------------------
+
+    def join(self, record: ResourceRecord) -> None:
+        """A resource joins (or re-joins, replacing what was known).  Idempotent.
+
+        Raises CollectionError for an attribute name in the reserved ``_`` space.
+        """
+        _check_public(record.name, record.attributes)
+        with self._lock:
+            attrs: dict[str, AttrValue] = {"name": record.name, "kind": record.kind}
+            if record.nodepool is not None:
+                attrs["nodepool"] = record.nodepool
+            attrs.update(record.attributes)
+            attrs[_ACCESS] = self._policy_id(record.access)
+            attrs[_HEARTBEAT] = float(self._clock())
+            attrs[_OFF] = not record.available
+            self._put(record.model_copy(update={"attributes": attrs, "available": True}), replace=True)
+
+    def update(self, name: str, attrs: Mapping[str, AttrValue] | None = None) -> None:
+        """A heartbeat: merge ``attrs`` (partial; may be empty) and mark the
+        resource alive now.  Raises UnknownResourceError if it never joined."""
+        attrs = dict(attrs or {})
+        _check_public(name, attrs)
+        with self._lock:
+            rec = self._get(name)
+            merged = {**rec.attributes, **attrs, _HEARTBEAT: float(self._clock())}
+            self._put(rec.model_copy(update={"attributes": merged}), changed={**attrs, _HEARTBEAT: merged[_HEARTBEAT]})
+
+    def leave(self, name: str) -> bool:
+        """A resource leaves.  Idempotent: returns False if it was not there."""
+        with self._lock:
+            if self._records.pop(name, None) is None:
+                return False
+            self._store.remove(name)
+            return True
+
+    def vary_off(self, name: str) -> None:
+        """Take a resource out of answers by hand (it stays known)."""
+        self._set_off(name, True)
+
+    def vary_on(self, name: str) -> None:
+        """Put a varied-off resource back."""
+        self._set_off(name, False)
+
+    # --- reading ----------------------------------------------------------
+
+    def snapshot(self) -> CollectionSnapshot:
+        """An immutable view for one decision (cheap: the store is copy-on-write)."""
+        with self._lock:
+            now = float(self._clock())
+            return CollectionSnapshot(
+                self._store.snapshot(),
+                dict(self._records),
+                tuple(self._policies),
+                now,
+                now - self.stale_after * self.heartbeat_interval_s,
+            )
+
+    def query(self, text: str, caller: Identity | None = None, include_unavailable: bool = False) -> QueryResult:
+        """Answer a MIL query (Legion's QueryCollection).  Raises MILError on a bad
+        query before touching any resource.  Records come back without the
+        reserved bookkeeping attributes."""
+        result = self.snapshot().query(text, caller, include_unavailable)
+        return result.model_copy(update={"records": tuple(public(r) for r in result.records)})
+
+    def retrieve_all_attributes(self, name: str) -> dict[str, AttrValue]:
+        """Every attribute ``name`` exports.  Raises UnknownResourceError."""
+        with self._lock:
+            return dict(public(self._get(name)).attributes)
+
+    def record(self, name: str) -> ResourceRecord:
+        """The public record of ``name`` with its availability now."""
+        return public(self.snapshot().record(name))
+
+    def names(self) -> list[str]:
+        with self._lock:
+            return sorted(self._records)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    # --- hierarchy --------------------------------------------------------
+
+    def add_subcollection(self, name: str, source: CollectionSource, query: str = "true", interval_s: float = 30.0) -> None:
+        """Serve the resources of ``source`` that match ``query`` as our own,
+        refreshed by :meth:`poll_subcollections`.  The query is checked now."""
+        compile_query(query)
+        if interval_s <= 0:
+            raise CollectionError("interval_s must be > 0")
+        with self._lock:
+            self._subs[name] = _Sub(name, source, query, interval_s)
+
+    def remove_subcollection(self, name: str) -> None:
+        """Stop polling ``name`` and drop every resource it supplied.  Idempotent."""
+        with self._lock:
+            sub = self._subs.pop(name, None)
+            for member in sub.members if sub else ():
+                self.leave(member)
+
+    def poll_subcollections(self, force: bool = False) -> dict[str, int]:
+        """Poll every sub-collection that is due (all with ``force``).  Resources
+        it no longer reports leave; a sub-collection that fails keeps its last
+        answer until its resources go stale.  Returns members per polled sub."""
+        now = float(self._clock())
+        polled: dict[str, int] = {}
+        for sub in list(self._subs.values()):
+            if not force and now < sub.next_poll:
+                continue
+            sub.next_poll = now + sub.interval_s
+            try:
+                result = sub.source.query(sub.query, None, True)
+            except Exception:  # a dead sub-collection must not take this one down
+                continue
+            fresh = {r.name for r in result.records}
+            with self._lock:
+                for gone in sub.members - fresh:
+                    self.leave(gone)
+                for rec in result.records:
+                    self.join(public(rec))
+                    if not rec.available:
+                        self._set_off(rec.name, True)
+                sub.members = fresh
+            polled[sub.name] = len(fresh)
+        return polled
+
+    # --- internals --------------------------------------------------------
+
+    def _policy_id(self, policy: AccessPolicy) -> int:
+        pid = self._policy_ids.get(policy)
+        if pid is None:
+            pid = self._policy_ids[policy] = len(self._policies)
+            self._policies.append(policy)
+        return pid
+
+    def _get(self, name: str) -> ResourceRecord:
+        try:
+            return self._records[name]
+        except KeyError:
+            raise UnknownResourceError(f"no resource named {name!r} in collection {self.name!r}") from None
+
+    def _put(self, rec: ResourceRecord, *, replace: bool = False, changed: Mapping[str, AttrValue] | None = None) -> None:
+        self._records[rec.name] = rec
+        self._store.upsert(rec.name, rec.attributes if changed is None else changed, replace=replace)
+
+    def _set_off(self, name: str, off: bool) -> None:
+        with self._lock:
+            rec = self._get(name)
+            self._put(rec.model_copy(update={"attributes": {**rec.attributes, _OFF: off}}), changed={_OFF: off})
+
+
+def public(rec: ResourceRecord) -> ResourceRecord:
+    """``rec`` without the Collection's reserved bookkeeping attributes."""
+    attrs = {k: v for k, v in rec.attributes.items() if not k.startswith(RESERVED_PREFIX)}
+    hb = rec.attributes.get(_HEARTBEAT)
+    update: dict = {"attributes": attrs}
+    if hb is not None:
+        update["last_heartbeat"] = float(hb)
+    if rec.attributes.get(_OFF):
+        update["available"] = False
+    return rec.model_copy(update=update)
+
+
+def _check_public(name: str, attrs: Mapping[str, AttrValue]) -> None:
+    for key in attrs:
+        if key.startswith(RESERVED_PREFIX):
+            raise CollectionError(
+                f"resource {name!r}: attribute {key!r} is reserved (names starting with '_' belong to the collection)"
+            )

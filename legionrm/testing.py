@@ -1,0 +1,31 @@
+"""Shared fakes and builders for tests (and for people trying things out).
+
+Nothing here imports Ray.
+"""
+
+from __future__ import annotations
+
+from legionrm.models import AccessPolicy, AttrValue, ResourceRecord
+
+
+class FakeClock:
+    """A clock tests move by hand: ``clock()`` reads it, ``advance(s)`` moves it."""
+
+    def __init__(self, start: float = 1_000_000.0) -> None:
+        self.now = float(start)
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> float:
+        self.now += seconds
+        return self.now
+
+
+def host(name: str, access: AccessPolicy | None = None, nodepool: str | None = None, **attrs: AttrValue) -> ResourceRecord:
+    """A host record with the given attributes (``host("h1", cpus=8)``)."""
+    return ResourceRecord(name=name, kind="host", nodepool=nodepool, attributes=attrs, access=access or AccessPolicy())
+
+
+def vault(name: str, **attrs: AttrValue) -> ResourceRecord:
+    return ResourceRecord(name=name, kind="vault", attributes=attrs)

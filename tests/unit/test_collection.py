@@ -1,0 +1,165 @@
+"""The Collection core: membership, heartbeats, staleness, access, hierarchy."""
+
+from __future__ import annotations
+
+import pytest
+
+from legionrm.collection.collection import Collection
+from legionrm.errors import CollectionError, MILSyntaxError, UnknownResourceError
+from legionrm.models import AccessPolicy, Identity
+from legionrm.testing import FakeClock, host, vault
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def coll(clock: FakeClock) -> Collection:
+    c = Collection(heartbeat_interval_s=5, stale_after=3, clock=clock)
+    c.join(host("a1", cpus=8, arch="x86_64", memory_gb=32.0))
+    c.join(host("a2", cpus=16, arch="x86_64", memory_gb=64.0))
+    c.join(host("s1", cpus=4, arch="sparc", access=AccessPolicy(allow_users=("alice",))))
+    c.join(host("g1", cpus=24, arch="x86_64", gpus=4, access=AccessPolicy(deny_users=("visitor",))))
+    c.join(host("d1", cpus=4, arch="x86_64", access=AccessPolicy(allow_classes=("Shell",))))
+    c.join(vault("v1", storage_gb=1000))
+    return c
+
+
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("true", ["a1", "a2", "d1", "g1", "s1", "v1"]),
+        ("$cpus >= 16", ["a2", "g1"]),
+        ('$arch == "sparc"', ["s1"]),
+        ('$kind == "vault"', ["v1"]),
+        ('$name == "a1"', ["a1"]),
+        ("$gpus > 0", ["g1"]),  # undefined on the others: not a match
+        ("not ($gpus > 0)", []),  # undefined stays unknown under not
+        ("$memory_gb / $cpus >= 4", ["a1", "a2"]),
+    ],
+    ids=["all", "cpus", "string-eq", "kind", "name", "undefined-not-matched", "not-undefined", "arith"],
+)
+def test_query_answers(coll: Collection, query: str, expected: list[str]) -> None:
+    assert coll.query(query).names == expected
+
+
+@pytest.mark.parametrize(
+    "caller, expected",
+    [
+        (Identity(user="alice"), ["a1", "a2", "g1", "s1", "v1"]),
+        (Identity(user="bob"), ["a1", "a2", "g1", "v1"]),
+        (Identity(user="visitor"), ["a1", "a2", "v1"]),
+        (Identity(user="bob", class_name="Shell"), ["a1", "a2", "d1", "g1", "v1"]),
+        (Identity(user="alice", class_name="Shell"), ["a1", "a2", "d1", "g1", "s1", "v1"]),
+    ],
+    ids=["allowed-user", "other-user", "denied-user", "allowed-class", "user-and-class"],
+)
+def test_query_with_caller_returns_only_resources_that_accept_them(coll: Collection, caller, expected) -> None:
+    assert coll.query("true", caller).names == expected
+
+
+def test_reserved_bookkeeping_never_leaks_into_answers(coll: Collection) -> None:
+    rec = coll.query('$name == "a1"').records[0]
+    assert not any(k.startswith("_") for k in rec.attributes)
+    assert rec.attributes == {"name": "a1", "kind": "host", "cpus": 8, "arch": "x86_64", "memory_gb": 32.0}
+    assert "_heartbeat" not in coll.snapshot().attribute_names()
+
+
+def test_owner_cannot_export_reserved_attributes(coll: Collection) -> None:
+    with pytest.raises(CollectionError, match="reserved"):
+        coll.join(host("x", _access=0))
+    with pytest.raises(CollectionError, match="reserved"):
+        coll.update("a1", {"_off": True})
+
+
+def test_heartbeat_merges_partial_attributes(coll: Collection) -> None:
+    coll.update("a1", {"load": 0.5, "cpus": 6})
+    attrs = coll.retrieve_all_attributes("a1")
+    assert attrs["load"] == 0.5 and attrs["cpus"] == 6 and attrs["arch"] == "x86_64"
+    assert coll.query("$load < 1").names == ["a1"]
+
+
+def test_rejoin_replaces_the_record(coll: Collection) -> None:
+    coll.update("a1", {"load": 0.5})
+    coll.join(host("a1", cpus=2))
+    assert coll.retrieve_all_attributes("a1") == {"name": "a1", "kind": "host", "cpus": 2}
+
+
+def test_stale_resources_are_left_out_unless_asked(coll: Collection, clock: FakeClock) -> None:
+    clock.advance(14)
+    coll.update("a1")  # only a1 keeps beating
+    clock.advance(2)  # others now 16 s silent > 3 intervals of 5 s
+    assert coll.query("true").names == ["a1"]
+    assert len(coll.query("true", include_unavailable=True).names) == 6
+    assert coll.record("a2").available is False
+    coll.update("a2")
+    assert coll.query("true").names == ["a1", "a2"]
+
+
+def test_vary_off_and_on(coll: Collection) -> None:
+    coll.vary_off("a2")
+    assert "a2" not in coll.query("true").names
+    assert coll.record("a2").available is False
+    coll.update("a2")  # a heartbeat does not undo an operator's vary_off
+    assert "a2" not in coll.query("true").names
+    coll.vary_on("a2")
+    assert "a2" in coll.query("true").names
+
+
+def test_leave_is_idempotent_and_unknown_names_are_clear_errors(coll: Collection) -> None:
+    assert coll.leave("a1") is True
+    assert coll.leave("a1") is False
+    assert "a1" not in coll.query("true").names
+    with pytest.raises(UnknownResourceError, match="a1"):
+        coll.update("a1", {"load": 1})
+    with pytest.raises(UnknownResourceError, match="nope"):
+        coll.retrieve_all_attributes("nope")
+
+
+def test_bad_query_raises_before_anything(coll: Collection) -> None:
+    with pytest.raises(MILSyntaxError) as err:
+        coll.query("$cpus >= ")
+    assert err.value.line == 1 and "^" in str(err.value)
+
+
+def test_snapshot_is_immutable(coll: Collection) -> None:
+    snap = coll.snapshot()
+    coll.update("a1", {"cpus": 64})
+    coll.leave("a2")
+    coll.join(host("n1", cpus=99))
+    assert snap.names("$cpus >= 16") == ["a2", "g1"]
+    assert coll.snapshot().names("$cpus >= 16") == ["a1", "g1", "n1"]
+
+
+def test_subcollections_are_served_as_our_own(clock: FakeClock) -> None:
+    site_a = Collection(clock=clock, name="site-a")
+    site_a.join(host("a1", cpus=8, site="a"))
+    site_a.join(host("a2", cpus=2, site="a"))
+    site_a.join(host("a3", cpus=32, site="a"))
+    top = Collection(clock=clock, name="top")
+    top.join(host("t1", cpus=4))
+    top.add_subcollection("site-a", site_a, query="$cpus >= 4", interval_s=10)
+    assert top.poll_subcollections() == {"site-a": 2}
+    assert top.query("true").names == ["a1", "a3", "t1"]
+    # not due yet: changes at the sub are not seen
+    site_a.leave("a3")
+    assert top.poll_subcollections() == {}
+    clock.advance(10)
+    assert top.poll_subcollections() == {"site-a": 1}
+    assert top.query("true").names == ["a1", "t1"]
+    top.remove_subcollection("site-a")
+    assert top.query("true").names == ["t1"]
+
+
+def test_a_failing_subcollection_keeps_the_last_answer(clock: FakeClock) -> None:
+    class Broken:
+        def query(self, *a, **k):
+            raise RuntimeError("down")
+
+    top = Collection(clock=clock)
+    top.add_subcollection("broken", Broken())
+    assert top.poll_subcollections() == {}
+    with pytest.raises(MILSyntaxError):
+        top.add_subcollection("bad", Broken(), query="((")

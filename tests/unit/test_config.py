@@ -1,0 +1,57 @@
+"""Cluster files: the bundled example loads, and bad files say where."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from legionrm.config import load_cluster, parse_cluster
+from legionrm.errors import ConfigError
+
+
+def test_bundled_cluster_has_a_dozen_varied_hosts_and_two_vaults() -> None:
+    spec = load_cluster()
+    assert len(spec.hosts) == 12 and len(spec.vaults) == 2
+    assert {h.attributes["arch"] for h in spec.hosts} == {"x86_64", "aarch64", "sparc"}
+    assert spec.hosts[0].name == "batch1" and spec.hosts[0].nodepool == "batch"
+    assert spec.hosts[0].capacity().cpus == 16
+
+
+def test_count_expands_names() -> None:
+    spec = parse_cluster({"host": [{"name": "n", "count": 3, "attributes": {"cpus": 2}}]})
+    assert [h.name for h in spec.hosts] == ["n1", "n2", "n3"]
+
+
+@pytest.mark.parametrize(
+    "doc, where",
+    [
+        ({"host": [{"count": 2}]}, "host[0].name: is required"),
+        ({"host": [{"name": "a", "colour": 1}]}, "host[0].colour: unknown key"),
+        ({"host": [{"name": "a", "count": 0}]}, "host[0].count: must be at least 1"),
+        ({"host": [{"name": "a", "attributes": {"x": [1]}}]}, "host[0].attributes.x: attribute values"),
+        ({"host": [{"name": "a", "attributes": {"cpus": -1}}]}, "host[0].attributes.cpus: capacity"),
+        ({"host": [{"name": "a"}, {"name": "a"}]}, "host[1].name: name 'a' is already used by host[0]"),
+        ({"host": [{"name": "a", "policy": "nocolon"}]}, "host[0].policy: must be 'module:Class'"),
+        ({"host": [{"name": "a", "access": {"allow_users": "bob"}}]}, "host[0].access.allow_users: must be list"),
+        ({"vault": [{"name": "v", "serves": "x"}]}, "vault[0].serves: must be list"),
+        ({"class": [{"name": "C"}, {"name": "C"}]}, "class[1].name: class 'C' is defined twice"),
+        ({"collection": {"stale_after": 0}}, "collection.stale_after"),
+        ({"hosts": []}, "hosts: unknown key"),
+    ],
+    ids=["missing-name", "unknown-key", "zero-count", "bad-attr-type", "negative-capacity", "duplicate-name",
+         "bad-policy", "access-not-list", "serves-not-list", "duplicate-class", "bad-settings", "unknown-table"],
+)
+def test_bad_cluster_files_name_the_place(doc, where) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_cluster(doc, file="c.toml")
+    assert str(err.value).startswith("c.toml: ") and where in str(err.value)
+
+
+def test_missing_and_malformed_files(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such file"):
+        load_cluster(tmp_path / "nope.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[host]\nname=")
+    with pytest.raises(ConfigError, match="bad.toml: not valid TOML"):
+        load_cluster(bad)
