@@ -414,3 +414,22 @@ class ScheduleProposal(Frozen):
     master: int
     placements: tuple[Placement, ...]
     stage: Literal["reserve", "start"] = "reserve"
+
+
+# --- host objects: batched starts (hostobj) -----------------------------------
+
+
+class StartRequest(Frozen):
+    """One ``start_object`` in a host group's batched ``start_objects``.
+
+    The host is the token's issuer; ``holder`` is who presents the token (it
+    must be the token's holder); ``impl`` is the import path ("module:Class")
+    of the code a real host runs (simulated hosts ignore it).
+    """
+
+    token: ReservationToken
+    class_name: str
+    holder: Holder
+    vault: str | None = None
+    args: dict[str, AttrValue] = Field(default_factory=dict)
+    impl: str | None = None

@@ -1,0 +1,235 @@
+"""A reservation calendar: bookings of a capacity vector over time.
+
+A booking holds an amount (one number per dimension: cpus, memory, gpus ... or
+storage for a vault) over the half-open interval ``[start, end)``; ``end`` is
+``math.inf`` for an open-ended booking.  Usage at a time is the sum of the
+bookings covering it, and it only rises at booking starts, so the peak over a
+window is the maximum over the window's start and the booking starts inside it.
+The work is numpy over the bookings (a cached matrix), never a loop over time.
+
+The calendar is the base check of every resource object: :meth:`add` refuses
+to overbook, so no owner hook or caller bug can push usage past capacity.
+
+State names follow OpenPBS node bucketing: ``free`` (fits now, no future
+reservation starts), ``busy_later`` (fits now, but a reservation starts later:
+a job fits only if it ends before that), ``busy`` (does not fit now).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal, Sequence
+
+import numpy as np
+
+State = Literal["free", "busy_later", "busy"]
+FREE: State = "free"
+BUSY_LATER: State = "busy_later"
+BUSY: State = "busy"
+
+Check = Literal["ok", "total", "capacity", "calendar"]
+
+_EPS = 1e-9  # float slack so 0.1+0.2 cpus still fits 0.3
+
+
+@dataclass(frozen=True)
+class Booking:
+    key: str
+    amount: np.ndarray
+    start: float
+    end: float  # math.inf when open-ended
+
+
+class Calendar:
+    """Bookings on one resource.  Not thread-safe: its owner holds the lock."""
+
+    def __init__(self, capacity: Sequence[float] | np.ndarray, dims: Sequence[str] | None = None) -> None:
+        self.capacity = np.asarray(capacity, dtype=float).copy()
+        if self.capacity.ndim != 1 or (self.capacity < 0).any():
+            raise ValueError(f"capacity must be a non-negative vector, not {capacity!r}")
+        self.dims = tuple(dims) if dims is not None else tuple(f"d{i}" for i in range(len(self.capacity)))
+        if len(self.dims) != len(self.capacity):
+            raise ValueError("dims and capacity differ in length")
+        self._bookings: dict[str, Booking] = {}
+        self._cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    # --- bookings --------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._bookings)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._bookings
+
+    def bookings(self) -> list[Booking]:
+        """All bookings, by start then key (stable order)."""
+        return sorted(self._bookings.values(), key=lambda b: (b.start, b.key))
+
+    def get(self, key: str) -> Booking | None:
+        return self._bookings.get(key)
+
+    def add(self, key: str, amount: Sequence[float] | np.ndarray, start: float, end: float | None = None) -> None:
+        """Book ``amount`` over ``[start, end)``.
+
+        Raises ValueError for a duplicate key, an empty interval, or a booking
+        that would push usage past capacity at any time (the overbooking guard:
+        callers :meth:`check` first and only ever add what fits).
+        """
+        vec = self._vec(amount)
+        stop = math.inf if end is None else float(end)
+        if key in self._bookings:
+            raise ValueError(f"booking {key!r} exists")
+        if not stop > start:
+            raise ValueError(f"booking {key!r}: end {stop} must be after start {start}")
+        if self.check(vec, start, stop) != "ok":
+            raise ValueError(f"booking {key!r} would overbook {dict(zip(self.dims, vec.tolist()))} at {start}")
+        self._bookings[key] = Booking(key, vec, float(start), stop)
+        self._cache = None
+
+    def remove(self, key: str) -> bool:
+        """Drop a booking; False if there was none (idempotent)."""
+        if self._bookings.pop(key, None) is None:
+            return False
+        self._cache = None
+        return True
+
+    def set_end(self, key: str, end: float | None) -> None:
+        """Shorten (or, when it still fits, lengthen) a booking's end."""
+        b = self._bookings[key]
+        stop = math.inf if end is None else float(end)
+        if stop <= b.start:
+            self.remove(key)
+            return
+        if stop > b.end:
+            self.remove(key)
+            try:
+                self.add(key, b.amount, b.start, stop)
+            except ValueError:
+                self._bookings[key] = b  # put it back as it was
+                self._cache = None
+                raise
+            return
+        self._bookings[key] = Booking(key, b.amount, b.start, stop)
+        self._cache = None
+
+    def prune(self, now: float) -> list[str]:
+        """Remove bookings that ended at or before ``now``; returns their keys."""
+        gone = [k for k, b in self._bookings.items() if b.end <= now]
+        for k in gone:
+            del self._bookings[k]
+        if gone:
+            self._cache = None
+        return gone
+
+    # --- questions ---------------------------------------------------------------------
+
+    def usage_at(self, t: float) -> np.ndarray:
+        """Summed amount of the bookings covering time ``t``."""
+        starts, ends, amounts = self._arrays()
+        live = (starts <= t) & (t < ends)
+        return live.astype(float) @ amounts
+
+    def free_at(self, t: float) -> np.ndarray:
+        return self.capacity - self.usage_at(t)
+
+    def peak(self, start: float, end: float | None) -> np.ndarray:
+        """Per-dimension maximum usage over ``[start, end)``."""
+        stop = math.inf if end is None else float(end)
+        starts, ends, amounts = self._arrays()
+        inside = starts[(starts > start) & (starts < stop)]
+        points = np.concatenate(([float(start)], inside))
+        live = (starts[None, :] <= points[:, None]) & (points[:, None] < ends[None, :])
+        usage = live.astype(float) @ amounts  # points x dims
+        return usage.max(axis=0) if len(usage) else np.zeros_like(self.capacity)
+
+    def check(self, amount: Sequence[float] | np.ndarray, start: float, end: float | None) -> Check:
+        """Would ``amount`` fit over ``[start, end)``?
+
+        ``"total"``: more than the capacity at all; ``"capacity"``: not free at
+        ``start``; ``"calendar"``: free at ``start`` but a later booking in the
+        window collides; ``"ok"``: it fits.
+        """
+        vec = self._vec(amount)
+        cap = self.capacity + _EPS
+        if (vec > cap).any():
+            return "total"
+        if (self.usage_at(start) + vec > cap).any():
+            return "capacity"
+        if (self.peak(start, end) + vec > cap).any():
+            return "calendar"
+        return "ok"
+
+    def fits(self, amount: Sequence[float] | np.ndarray, start: float, end: float | None) -> bool:
+        return self.check(amount, start, end) == "ok"
+
+    def next_event_time(self, now: float) -> float | None:
+        """The earliest booking start strictly after ``now`` (a PBS "run event"),
+        or None.  A job of duration d fits before it when ``now + d <= t``."""
+        starts, _, _ = self._arrays()
+        later = starts[starts > now]
+        return float(later.min()) if len(later) else None
+
+    def state(
+        self, now: float, amount: Sequence[float] | np.ndarray | None = None, walltime: float | None = None
+    ) -> State:
+        """``free`` / ``busy_later`` / ``busy`` at ``now``.
+
+        Without ``amount`` the whole resource is asked about (as PBS asks about a
+        node): busy when anything is booked now.  With ``amount``: busy when the
+        amount does not fit now.  Either way ``busy_later`` means free now with a
+        reservation starting later (:meth:`next_event_time`).  With ``amount``
+        and ``walltime`` the answer is for that job: a resource where it fits now
+        but collides with a later reservation before ``now + walltime`` is busy
+        for it (PBS's busy-later time test, made per dimension).
+        """
+        if amount is None:
+            busy = bool((self.usage_at(now) > _EPS).any())
+        else:
+            vec = self._vec(amount)
+            busy = bool((self.usage_at(now) + vec > self.capacity + _EPS).any())
+            if not busy and walltime is not None:
+                busy = self.check(vec, now, now + walltime) != "ok"
+        if busy:
+            return BUSY
+        return BUSY_LATER if self.next_event_time(now) is not None else FREE
+
+    def earliest_fit(
+        self, amount: Sequence[float] | np.ndarray, duration: float | None, after: float
+    ) -> float | None:
+        """The earliest time ``t >= after`` when ``amount`` fits over
+        ``[t, t + duration)`` (open-ended when ``duration`` is None); None when
+        it never fits (more than capacity, or an open-ended booking in the way).
+
+        Free room only grows at booking ends, so the candidates are ``after``
+        and the booking ends after it, tried in time order.
+        """
+        vec = self._vec(amount)
+        if (vec > self.capacity + _EPS).any():
+            return None
+        _, ends, _ = self._arrays()
+        cands = np.unique(np.concatenate(([float(after)], ends[(ends > after) & np.isfinite(ends)])))
+        for t in cands:  # few candidates per resource; each check is vectorised
+            stop = None if duration is None else float(t) + duration
+            if self.check(vec, float(t), stop) == "ok":
+                return float(t)
+        return None
+
+    # --- internals ------------------------------------------------------------------
+
+    def _vec(self, amount: Sequence[float] | np.ndarray) -> np.ndarray:
+        vec = np.asarray(amount, dtype=float)
+        if vec.shape != self.capacity.shape:
+            raise ValueError(f"amount {amount!r} does not match dims {self.dims}")
+        return vec
+
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._cache is None:
+            bs = list(self._bookings.values())
+            d = len(self.capacity)
+            self._cache = (
+                np.array([b.start for b in bs], dtype=float),
+                np.array([b.end for b in bs], dtype=float),
+                np.array([b.amount for b in bs], dtype=float).reshape(len(bs), d),
+            )
+        return self._cache

@@ -1,0 +1,169 @@
+"""The host object: reservations of cpus, memory and gpus, and running instances.
+
+A :class:`HostObject` is Legion's host object as a plain, thread-safe Python
+object.  Owners customise it by subclassing and overriding the narrow hooks
+(:meth:`admit_reservation`, :meth:`admit_start`, :meth:`attributes`) or by
+attaching a ready-made :mod:`~legionrm.hostobj.policies` policy; the base checks
+(capacity, calendar, every token rule) always run first and cannot be skipped.
+
+``start_object`` checks, in order: the token (issuer, signature, known,
+holder, class, cancelled, expired, used, in use, not yet started), then the
+owner's ``admit_start`` (a host "is free to refuse ... at any point"), then
+launches.  A simulated host launches nothing; :class:`RayNodeHost` starts a
+real Ray actor by overriding :meth:`_launch` and :meth:`_halt`.
+"""
+
+from __future__ import annotations
+
+import collections
+import fnmatch
+import itertools
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from legionrm.hostobj import codes, tokens
+from legionrm.hostobj.policies import ADMIT, Verdict
+from legionrm.hostobj.resource import Reservation, ResourceObject, public
+from legionrm.models import AttrValue, Holder, InstanceRef, Refusal, ReservationRequest, ReservationToken, Resources
+
+
+@dataclass(frozen=True)
+class StopRecord:
+    """Why an instance stopped (kept for ``legionrm status`` and tests)."""
+
+    instance_id: str
+    reason: str
+    at: float
+
+
+class HostObject(ResourceObject):
+    """A host: capacity in cpus, memory_gb and gpus, a calendar, instances.
+
+    ``vaults`` (shell patterns) names the vaults this host pairs with; empty
+    means any.  Other keyword arguments: see :class:`ResourceObject`.
+    """
+
+    kind = "host"
+    dims = ("cpus", "memory_gb", "gpus")
+
+    def __init__(self, name: str, capacity: Resources, *, vaults: Iterable[str] = (), **kw: Any) -> None:
+        super().__init__(name, capacity, **kw)
+        self.vaults = tuple(vaults)
+        self._instances: dict[str, tuple[InstanceRef, Reservation]] = {}
+        self._ids = itertools.count(1)
+        self.stopped: collections.deque[StopRecord] = collections.deque(maxlen=1000)
+
+    # --- owner hooks ---------------------------------------------------------------------
+
+    def admit_start(self, token: ReservationToken, class_name: str) -> Verdict:
+        """Owner's say when a valid token is presented.  Default: the policy, else admit."""
+        return self.policy.admit_start(self, token, class_name) if self.policy else ADMIT
+
+    # --- instances -----------------------------------------------------------------------
+
+    @public
+    def start_object(
+        self,
+        token: ReservationToken,
+        class_name: str,
+        holder: Holder,
+        *,
+        vault: str | None = None,
+        args: Mapping[str, Any] | None = None,
+        impl: str | None = None,
+    ) -> InstanceRef | Refusal:
+        """Start an instance of ``class_name`` with ``token``, presented by ``holder``.
+
+        ``vault`` is the vault the instance uses (default: the token's);
+        ``impl`` the import path of the code to run (real hosts only).  Not
+        idempotent: each success starts one instance.  Returns the instance or
+        the refusal (a token code, a policy code, or ``start.failed``).
+        """
+        res = self._validate(token, holder, class_name)
+        if isinstance(res, Refusal):
+            return res
+        verdict = self.admit_start(token, class_name)
+        if isinstance(verdict, Refusal):
+            return verdict if verdict.by else verdict.model_copy(update={"by": self.name})
+        ref = InstanceRef(
+            instance_id=f"{self.name}{tokens.TOKEN_ID_SEP}i{next(self._ids)}",
+            class_name=class_name,
+            host=self.name,
+            vault=vault if vault is not None else token.vault,
+            token_id=token.token_id,
+            user=holder.user,
+            started_at=self._clock(),
+        )
+        launched = self._launch(ref, token, impl, dict(args or {}))
+        if isinstance(launched, Refusal):
+            return launched
+        self._instances[launched.instance_id] = (launched, res)
+        self._use(res, launched.instance_id)
+        return launched
+
+    @public
+    def stop_object(self, instance_id: str, reason: str = "stopped") -> Resources | Refusal:
+        """Stop an instance (done, preempted, evicted ...) and return its
+        capacity to the host.  Returns the resources freed (none when a reusable
+        reservation keeps holding them), or ``instance.unknown``."""
+        return self._stop(instance_id, reason)
+
+    @public
+    def list_instances(self) -> list[InstanceRef]:
+        """Running instances, in start order."""
+        return [ref for ref, _ in self._instances.values()]
+
+    def instances_of(self, user: str) -> int:
+        with self._lock:
+            return sum(1 for ref, _ in self._instances.values() if ref.user == user)
+
+    @public
+    def dynamic_attributes(self) -> dict[str, AttrValue]:
+        attrs = super().dynamic_attributes()
+        attrs["instances"] = len(self._instances)
+        return attrs
+
+    def shutdown(self, reason: str = "host stopped") -> None:
+        """Stop every instance and leave the collection (the host is going away)."""
+        with self._lock:
+            for iid in list(self._instances):
+                self._stop(iid, reason)
+        self.leave()
+
+    # --- for subclasses ------------------------------------------------------------------
+
+    def _launch(
+        self, ref: InstanceRef, token: ReservationToken, impl: str | None, args: dict[str, Any]
+    ) -> InstanceRef | Refusal:
+        """Run the instance; a simulated host has nothing to run.  Return the
+        (possibly enriched) ref, or a ``start.failed`` refusal."""
+        return ref
+
+    def _halt(self, ref: InstanceRef, reason: str) -> None:
+        """Stop the running code of an instance (a simulated host has none)."""
+
+    # --- internals -------------------------------------------------------------------------
+
+    def _stop(self, instance_id: str, reason: str) -> Resources | Refusal:
+        item = self._instances.pop(instance_id, None)
+        if item is None:
+            return self._refuse(codes.INSTANCE_UNKNOWN, f"no instance {instance_id!r} on {self.name}")
+        ref, res = item
+        self._halt(ref, reason)
+        self.stopped.append(StopRecord(instance_id, reason, self._clock()))
+        self._unuse(res, instance_id)
+        return res.token.resources if res.closed_at is not None else Resources()
+
+    def _end_holders(self, res: Reservation, now: float) -> None:
+        # The reservation's time is up: its instances stop with it (walltime).
+        for iid in sorted(res.holders):
+            item = self._instances.pop(iid, None)
+            if item is not None:
+                self._halt(item[0], "reservation ended")
+                self.stopped.append(StopRecord(iid, "reservation ended", now))
+        res.holders.clear()
+
+    def _check_pairing(self, request: ReservationRequest) -> Refusal | None:
+        if request.vault is not None and self.vaults and not any(fnmatch.fnmatchcase(request.vault, p) for p in self.vaults):
+            return self._refuse(codes.VAULT_INCOMPATIBLE, f"vault {request.vault!r} is not paired with {self.name} ({', '.join(self.vaults)})")
+        return None

@@ -1,0 +1,444 @@
+"""What host and vault objects share: reservations, tokens, expiry, the collection.
+
+:class:`ResourceObject` keeps a :class:`~legionrm.hostobj.calendar.Calendar` of
+reservations and the records behind the tokens it signed.  Every public method
+takes the object's lock and first sweeps what the host's own clock says has
+expired, so an unused reservation returns its capacity at the resource without
+anyone calling back (Legion 8.2.3: "a reservation may have a time-out period
+after which the reservation is released").
+
+``make_reservation`` runs its checks in a fixed order, and the order is the
+contract: idempotency (a retried request gets the same token) -> the request is
+for this resource -> capacity and calendar (the base checks, before any owner
+code, so an owner can only refuse what would fit) -> the owner's
+``admit_reservation`` hook -> a signed token.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Literal, Mapping, Protocol, TypeVar
+
+import numpy as np
+
+from legionrm.hostobj import codes, tokens
+from legionrm.hostobj.calendar import Calendar, State
+from legionrm.hostobj.policies import ADMIT, Policy, Verdict
+from legionrm.models import (
+    AccessPolicy,
+    AttrValue,
+    Holder,
+    Refusal,
+    ReservationRequest,
+    ReservationToken,
+    ResourceKind,
+    ResourceRecord,
+    Resources,
+)
+
+
+class CollectionSink(Protocol):
+    """Where a resource reports itself: the Collection (or a fake in tests).
+    ``update`` takes a partial attribute dict; the load travels as ``load``."""
+
+    def join(self, record: ResourceRecord) -> Any: ...
+
+    def update(self, name: str, attrs: dict[str, AttrValue]) -> Any: ...
+
+    def leave(self, name: str) -> Any: ...
+
+
+class NullSink:
+    """A sink that drops everything (a resource not attached to a collection)."""
+
+    def join(self, record: ResourceRecord) -> None:
+        pass
+
+    def update(self, name: str, attrs: dict[str, AttrValue]) -> None:
+        pass
+
+    def leave(self, name: str) -> None:
+        pass
+
+
+Status = Literal["active", "used", "cancelled", "expired", "ended"]
+
+
+@dataclass
+class Reservation:
+    """The resource's own record behind one token (never leaves the resource)."""
+
+    token: ReservationToken
+    request: ReservationRequest
+    status: Status = "active"
+    uses: int = 0
+    holders: set[str] = field(default_factory=set)  # instance ids (or vault uses) holding the booking
+    closed_at: float | None = None  # when the booking was released
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def public(fn: F) -> F:
+    """Take the lock and sweep expired reservations before the call."""
+
+    @functools.wraps(fn)
+    def wrapper(self: "ResourceObject", *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            self._sweep(self._clock())
+            return fn(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+class ResourceObject:
+    """A resource that grants reservations as signed tokens.  Thread-safe.
+
+    Subclasses set ``kind`` and ``dims`` (the capacity dimensions the calendar
+    tracks) and may override the owner hooks :meth:`admit_reservation` and
+    :meth:`attributes`.
+    """
+
+    kind: ClassVar[ResourceKind] = "host"
+    dims: ClassVar[tuple[str, ...]] = ("cpus", "memory_gb", "gpus")
+
+    def __init__(
+        self,
+        name: str,
+        capacity: Resources,
+        *,
+        attributes: Mapping[str, AttrValue] | None = None,
+        policy: Policy | None = None,
+        access: AccessPolicy | None = None,
+        nodepool: str | None = None,
+        secret: bytes | None = None,
+        clock: Callable[[], float] = time.time,
+        sink: CollectionSink | None = None,
+        retain_s: float = 3600.0,
+    ) -> None:
+        self.name = name
+        self.capacity = capacity
+        self.static_attributes: dict[str, AttrValue] = dict(attributes or {})
+        self.policy = policy
+        self.access = access or AccessPolicy()
+        self.nodepool = nodepool
+        self._secret = secret or tokens.new_secret()
+        self._clock = clock
+        self.sink: CollectionSink = sink or NullSink()
+        self.retain_s = retain_s
+        self.calendar = Calendar(self._vector(capacity, exclusive_ok=False), self.dims)
+        self._by_token: dict[str, Reservation] = {}
+        self._by_request: dict[str, Reservation] = {}
+        self._open: dict[str, Reservation] = {}  # reservations still holding a booking
+        self._next_deadline = math.inf  # earliest expiry or end among the open ones
+        self._lock = threading.RLock()
+        self.joined = False
+
+    # --- owner hooks (override these; safe defaults) ---------------------------------
+
+    def admit_reservation(self, request: ReservationRequest) -> Verdict:
+        """Owner's say on a reservation that fits.  Default: the attached policy, else admit."""
+        return self.policy.admit_reservation(self, request) if self.policy else ADMIT
+
+    def attributes(self) -> dict[str, AttrValue]:
+        """Owner-defined attributes, added to every record and heartbeat."""
+        return {}
+
+    # --- what policies may ask -----------------------------------------------------------
+
+    def now(self) -> float:
+        return self._clock()
+
+    def load(self) -> float:
+        """Fraction of the first dimension (cpus, or storage) booked now."""
+        cap = float(self.calendar.capacity[0])
+        return float(self.calendar.usage_at(self._clock())[0]) / cap if cap > 0 else 0.0
+
+    def projected_load(self, resources: Resources) -> float:
+        """The load if ``resources`` were added now."""
+        cap = float(self.calendar.capacity[0])
+        extra = float(self._vector(resources)[0])
+        return self.load() + (extra / cap if cap > 0 else 0.0)
+
+    def reservations_of(self, user: str) -> int:
+        """Unused active reservations held by ``user``."""
+        return sum(1 for r in self._open.values() if r.status == "active" and r.uses == 0 and r.token.holder.user == user)
+
+    def instances_of(self, user: str) -> int:
+        return 0
+
+    # --- reservations ---------------------------------------------------------------------
+
+    @public
+    def make_reservation(self, request: ReservationRequest) -> ReservationToken | Refusal:
+        """Grant ``request`` as a signed token, or refuse it.
+
+        Idempotent by ``request.request_id``: the same request again returns the
+        same token (whatever became of it since); the same id with a different
+        request is refused (``request.conflict``).  See the module doc for the
+        order of checks.
+        """
+        now = self._clock()
+        old = self._by_request.get(request.request_id)
+        if old is not None:
+            if old.request == request:
+                return old.token
+            return self._refuse(codes.REQUEST_CONFLICT, f"request id {request.request_id!r} was used for another request")
+        if request.resource != self.name:
+            return self._refuse(codes.RESOURCE_MISMATCH, f"request is for {request.resource!r}, this is {self.name!r}")
+        pairing = self._check_pairing(request)
+        if pairing is not None:
+            return pairing
+        start = now if request.start is None or request.start <= now else float(request.start)
+        end = None if request.duration_s is None else start + request.duration_s
+        amount = self._vector(request.resources)
+        fit = self.calendar.check(amount, start, end)
+        if fit != "ok":
+            return self._capacity_refusal(fit, request.resources, start, end)
+        verdict = self.admit_reservation(request)
+        if isinstance(verdict, Refusal):
+            return verdict if verdict.by else verdict.model_copy(update={"by": self.name})
+        expires = start + request.timeout_s
+        token = tokens.sign(
+            ReservationToken(
+                token_id=tokens.make_token_id(self.name, request.request_id, self._secret),
+                issuer=self.name,
+                holder=request.holder,
+                resources=request.resources,
+                vault=request.vault,
+                start=start,
+                end=end,
+                expires_at=expires if end is None else min(expires, end),
+                reusable=request.reusable,
+            ),
+            self._secret,
+        )
+        self.calendar.add(token.token_id, amount, start, end)
+        res = Reservation(token=token, request=request)
+        self._by_token[token.token_id] = self._by_request[request.request_id] = self._open[token.token_id] = res
+        self._next_deadline = min(self._next_deadline, token.expires_at)
+        return token
+
+    @public
+    def check_reservation(self, token_id: str) -> ReservationToken | Refusal:
+        """The token if it can still be used to start something, else why not
+        (``token.unknown``, ``token.expired``, ``token.cancelled``, ``token.used``)."""
+        res = self._by_token.get(token_id)
+        if res is None:
+            return self._refuse(codes.TOKEN_UNKNOWN, f"no reservation {token_id!r} here")
+        refusal = self._status_refusal(res)
+        return refusal if refusal is not None else res.token
+
+    @public
+    def cancel_reservation(self, token: str | ReservationToken) -> bool:
+        """Release a reservation (by token id or token).  Idempotent and safe:
+        True only when an active reservation was cancelled now; False for
+        unknown, expired, already cancelled or consumed (one-shot, started)
+        tokens.  An instance started with a reusable token keeps running; its
+        capacity returns when it stops."""
+        token_id = token.token_id if isinstance(token, ReservationToken) else token
+        res = self._by_token.get(token_id)
+        if res is None or res.status != "active":
+            return False
+        res.status = "cancelled"
+        if not res.holders:
+            self._close(res, self._clock())
+        return True
+
+    @public
+    def reservations(self) -> list[ReservationToken]:
+        """Tokens of the reservations that still hold capacity, by start."""
+        return sorted((r.token for r in self._open.values()), key=lambda t: (t.start, t.token_id))
+
+    def expire(self) -> list[str]:
+        """Expire and end what is due by the resource's clock (the actor calls
+        this on its timer; every public call does it too).  Returns the token
+        ids whose capacity returned in this sweep.  Idempotent."""
+        with self._lock:
+            return self._sweep(self._clock())
+
+    # --- collection -----------------------------------------------------------------------
+
+    @public
+    def dynamic_attributes(self) -> dict[str, AttrValue]:
+        """What changes: free capacity now, load, counts, calendar state, plus owner attributes."""
+        now = self._clock()
+        free = self.calendar.free_at(now)
+        attrs: dict[str, AttrValue] = {f"free_{d}": _num(v, d) for d, v in zip(self.dims, free)}
+        attrs["load"] = round(self.load(), 4)
+        attrs["reservations"] = sum(1 for r in self._open.values() if r.status == "active" and r.uses == 0)
+        attrs["state"] = self.state()
+        attrs.update(self.attributes())
+        return attrs
+
+    def state(self) -> State:
+        with self._lock:
+            return self.calendar.state(self._clock())
+
+    @public
+    def record(self) -> ResourceRecord:
+        """The record this resource joins the collection with."""
+        attrs: dict[str, AttrValue] = dict(self.static_attributes)
+        for d, v in zip(self.dims, self.calendar.capacity):
+            attrs.setdefault(d, _num(v, d))
+        attrs.update(self.dynamic_attributes())
+        access = self.policy.restrict(self.access) if self.policy else self.access
+        return ResourceRecord(
+            name=self.name, kind=self.kind, nodepool=self.nodepool, attributes=attrs, access=access, last_heartbeat=self._clock()
+        )
+
+    def join(self) -> ResourceRecord:
+        """Join the collection (on start).  Idempotent: joining again replaces the record."""
+        rec = self.record()
+        self.sink.join(rec)
+        self.joined = True
+        return rec
+
+    def heartbeat(self) -> dict[str, AttrValue]:
+        """Push the dynamic attributes (load included) to the collection; returns them."""
+        attrs = self.dynamic_attributes()
+        if not self.joined:
+            self.join()
+        else:
+            self.sink.update(self.name, attrs)
+        return attrs
+
+    def leave(self) -> None:
+        """Leave the collection (on stop).  Idempotent."""
+        if self.joined:
+            self.sink.leave(self.name)
+            self.joined = False
+
+    # --- for subclasses -----------------------------------------------------------------
+
+    def _check_pairing(self, request: ReservationRequest) -> Refusal | None:
+        return None
+
+    def _validate(self, token: ReservationToken, presenter: Holder, class_name: str | None) -> Reservation | Refusal:
+        """Every token check, in order; the reservation when the token may be used now."""
+        if token.issuer != self.name:
+            return self._refuse(codes.TOKEN_WRONG_ISSUER, f"token issued by {token.issuer!r}, not by {self.name!r}")
+        if not tokens.verify(token, self._secret):
+            return self._refuse(codes.TOKEN_FORGED, "token signature does not match: forged or altered")
+        res = self._by_token.get(token.token_id)
+        if res is None:
+            return self._refuse(codes.TOKEN_UNKNOWN, f"no reservation {token.token_id!r} here")
+        if presenter.user != token.holder.user:
+            return self._refuse(
+                codes.TOKEN_WRONG_HOLDER, f"token held by {token.holder.user!r}, presented by {presenter.user!r}"
+            )
+        if class_name is not None and token.holder.class_name is not None and class_name != token.holder.class_name:
+            return self._refuse(
+                codes.TOKEN_WRONG_CLASS, f"token reserved for class {token.holder.class_name!r}, not {class_name!r}"
+            )
+        refusal = self._status_refusal(res)
+        if refusal is not None:
+            return refusal
+        if token.reusable and res.holders:
+            return self._refuse(codes.TOKEN_IN_USE, f"reusable token {token.token_id!r} is in use by {sorted(res.holders)}")
+        now = self._clock()
+        if now < token.start:
+            return self._refuse(codes.TOKEN_NOT_YET, f"reservation starts at {token.start:.0f}, it is {now:.0f}")
+        return res
+
+    def _status_refusal(self, res: Reservation) -> Refusal | None:
+        tid = res.token.token_id
+        if res.status == "cancelled":
+            return self._refuse(codes.TOKEN_CANCELLED, f"reservation {tid!r} was cancelled")
+        if res.status == "expired":
+            return self._refuse(codes.TOKEN_EXPIRED, f"reservation {tid!r} expired unused at {res.token.expires_at:.0f}")
+        if res.status == "ended":
+            return self._refuse(codes.TOKEN_EXPIRED, f"reservation {tid!r} ended at {res.token.end:.0f}")
+        if res.status == "used":
+            return self._refuse(codes.TOKEN_USED, f"one-shot token {tid!r} was already used")
+        return None
+
+    def _use(self, res: Reservation, holder_id: str) -> None:
+        """Record one use of a validated reservation by ``holder_id``."""
+        res.uses += 1
+        res.holders.add(holder_id)
+        if not res.token.reusable:
+            res.status = "used"
+        end = res.token.end
+        self._next_deadline = min(self._next_deadline, end if end is not None else math.inf)
+
+    def _unuse(self, res: Reservation, holder_id: str) -> None:
+        """``holder_id`` no longer holds the reservation: release the booking
+        unless a reusable reservation is still active."""
+        res.holders.discard(holder_id)
+        if not res.holders and not (res.status == "active" and res.token.reusable):
+            self._close(res, self._clock())
+
+    def _end_holders(self, res: Reservation, now: float) -> None:
+        """A reservation reached its end while held (hosts stop the instances)."""
+        res.holders.clear()
+
+    def _close(self, res: Reservation, now: float) -> None:
+        self.calendar.remove(res.token.token_id)
+        self._open.pop(res.token.token_id, None)
+        res.closed_at = now
+
+    def _sweep(self, now: float) -> list[str]:
+        """Expire unused reservations past their timeout and end those past
+        their end; forget closed records after ``retain_s``.  O(1) when nothing
+        is due.  Returns the token ids released."""
+        if now < self._next_deadline:
+            return []
+        nxt = math.inf
+        released: list[str] = []
+        for res in list(self._open.values()):
+            t = res.token
+            if t.end is not None and t.end <= now:
+                if res.status in ("active", "used"):
+                    res.status = "ended" if res.uses else "expired"
+                if res.holders:
+                    self._end_holders(res, now)
+                self._close(res, now)
+                released.append(t.token_id)
+            elif res.status == "active" and res.uses == 0 and t.expires_at <= now:
+                res.status = "expired"
+                self._close(res, now)
+                released.append(t.token_id)
+            else:
+                due = [x for x in (t.end, t.expires_at if res.uses == 0 and res.status == "active" else None) if x is not None]
+                nxt = min([nxt, *due])
+        horizon = now - self.retain_s
+        old = [tid for tid, r in self._by_token.items() if r.closed_at is not None and r.closed_at < horizon]
+        for tid in old:
+            r = self._by_token.pop(tid)
+            self._by_request.pop(r.request.request_id, None)
+        closed = [r.closed_at + self.retain_s for r in self._by_token.values() if r.closed_at is not None]
+        self._next_deadline = min([nxt, *closed])
+        return released
+
+    def _vector(self, r: Resources, exclusive_ok: bool = True) -> np.ndarray:
+        """The calendar amount for ``r``; an exclusive request books the whole resource."""
+        if exclusive_ok and r.exclusive:
+            return self.calendar.capacity.copy()
+        return np.array([float(getattr(r, d)) for d in self.dims], dtype=float)
+
+    def _capacity_refusal(self, fit: str, r: Resources, start: float, end: float | None) -> Refusal:
+        amount = self._vector(r)
+        want = ", ".join(f"{d}={_num(v, d)}" for d, v in zip(self.dims, amount) if v)
+        if fit == "total":
+            cap = ", ".join(f"{d}={_num(v, d)}" for d, v in zip(self.dims, self.calendar.capacity))
+            return self._refuse(codes.CAPACITY_TOTAL, f"asks {want or 'nothing'}{' (exclusive)' if r.exclusive else ''}; capacity is {cap}")
+        if fit == "capacity":
+            free = ", ".join(f"{d}={_num(v, d)}" for d, v in zip(self.dims, self.calendar.free_at(start)))
+            return self._refuse(codes.CAPACITY, f"asks {want}{' (exclusive)' if r.exclusive else ''}; free at start: {free}")
+        nxt = self.calendar.earliest_fit(amount, None if end is None else end - start, start)
+        hint = f"; earliest fit at {nxt:.0f}" if nxt is not None else ""
+        return self._refuse(codes.CALENDAR_BUSY, f"asks {want} until {'forever' if end is None else f'{end:.0f}'}, "
+                            f"but a reservation starting before then needs it{hint}")
+
+    def _refuse(self, code: str, reason: str) -> Refusal:
+        return Refusal(code=code, reason=reason, by=self.name)
+
+
+def _num(v: float, dim: str) -> AttrValue:
+    """Attribute values: gpus are counts, the rest floats rounded for display."""
+    return int(round(v)) if dim == "gpus" else round(float(v), 6)
