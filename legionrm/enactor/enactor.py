@@ -1,0 +1,546 @@
+"""The Enactor: negotiate a ranked list of schedules into reservations and
+running instances (Legion manual 8.2.2, 8.2.3 and 8.2.5).
+
+The algorithm, as the manual states it and as this module runs it:
+
+1. Iterate over the master schedules in order.  For a master, request every
+   placement's host reservation and (when the placement names a vault) vault
+   reservation, all in one parallel round (the gateway sends one batched call
+   per host group).
+2. If any reservation is refused, or its resource is dead, look at that
+   master's delta schedules in order.  A delta is **applicable** when it
+   replaces at least one mapping that is failing right now.  Applying it:
+   the target mapping is the current mapping with the delta's placements
+   substituted; reservations that conflict with the target (held for a key
+   the delta moves to another resource or to other resources) are released
+   first, every reservation the target still uses is **kept**, and only the
+   missing ones are requested.  Failing mappings the delta does not replace
+   are not asked again (their resources just said no).
+   If every reservation the delta needed was granted, the delta is adopted:
+   it becomes the current mapping and the failures it replaced are cleared.
+   Otherwise the current mapping stays and the next delta is tried.  Deltas
+   therefore compose: two failing keys can be repaired by two one-key deltas.
+3. When no failure is left, the master succeeded.  When the deltas run out
+   with failures left, everything held for this master is released and the
+   next master is tried.  When every master failed, the result lists, per
+   master, every placement failure (key, resource, code, reason).
+4. On success the scheduler confirms (an approval callback; default
+   approve).  If it declines, everything is released and the refusal is
+   reported.  Then every instance is created through its class object with
+   the tokens.  A host may still veto at start: the vetoed mappings are
+   repaired with the master's applicable deltas (ones that do not move an
+   instance already started), reserving anew; if none works, the instances
+   started are stopped, everything is released and the failure reported.
+
+Reservation thrashing (releasing a reservation and asking for the same
+resource for the same mapping again) is counted in ``EnactResult.thrash``;
+keeping every reservation a delta still uses keeps it at zero in the common
+case.  Tokens carry a timeout, so a crashed enactor leaks nothing for long;
+a live one cancels what it holds on every failure path, exceptions included.
+Request ids are ``<request_id>/<key>/<host|vault>/<n>`` where ``n`` counts
+the requests this enactment made for that slot, so replaying an enactment
+sends the same ids and resources answer them idempotently.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Literal, Sequence
+
+from legionrm.enactor.gateway import DEAD, CreateItem, ResourceGateway
+from legionrm.errors import EnactmentError, LegionError
+from legionrm.models import (
+    DeltaSchedule,
+    EnactRequest,
+    EnactResult,
+    InstanceRef,
+    MasterSchedule,
+    Placement,
+    PlacementFailure,
+    Refusal,
+    ReservationRequest,
+    ReservationToken,
+    Resources,
+    ScheduleAttempt,
+    ScheduleProposal,
+)
+
+log = logging.getLogger(__name__)
+
+Kind = Literal["host", "vault"]
+Slot = tuple[str, Kind]  # (placement key, which reservation)
+Approver = Callable[[ScheduleProposal], "bool | Refusal"]
+
+
+def approve_all(proposal: ScheduleProposal) -> bool:
+    """The default confirmation: the scheduler approves every schedule."""
+    return True
+
+
+@dataclass(slots=True)
+class _Held:
+    token: ReservationToken
+    spec: tuple  # what the reservation was made for; a target with another spec conflicts
+
+
+@dataclass
+class _Run:
+    """The state of one enactment (never shared between enactments)."""
+
+    request: EnactRequest
+    held: dict[Slot, _Held] = field(default_factory=dict)
+    released: set[tuple[str, str, str]] = field(default_factory=set)  # (resource, key, kind)
+    sent: dict[tuple[str, str], int] = field(default_factory=dict)  # requests per slot: request-id suffix
+    made: int = 0
+    n_released: int = 0
+    thrash: int = 0
+    started: list[InstanceRef] = field(default_factory=list)
+
+
+def _spec(p: Placement, kind: Kind) -> tuple | None:
+    """What a slot's reservation must be made for (None: the slot is not needed).
+
+    A host reservation is for (host, resources); a vault reservation for
+    (vault, resources).  The vault is deliberately not part of the host's
+    spec: the vault is named at start (Legion's start_object), so a delta
+    that only changes the vault keeps the host reservation.
+    """
+    if kind == "host":
+        return (p.host, p.resources)
+    if p.vault is None:
+        return None
+    return (p.vault, p.resources)
+
+
+def _slots(mapping: dict[str, Placement], keys) -> list[tuple[Slot, tuple]]:
+    out = []
+    for k in keys:
+        p = mapping[k]
+        for kind in ("host", "vault"):
+            s = _spec(p, kind)  # type: ignore[arg-type]
+            if s is not None:
+                out.append(((k, kind), s))
+    return out
+
+
+class Enactor:
+    """The enactor core: pure Python, talks to resources only through ``gateway``.
+
+    ``clock`` is the time source used to notice expired tokens (tests pass a
+    fake clock); ``approve`` is the default confirmation callback;
+    ``min_token_life_s`` treats a token that expires within that margin as
+    already expired (so it is renewed before it is used); ``max_renewals``
+    bounds how many rounds of renewing expired tokens one schedule may take.
+
+    Thread-safe: all per-enactment state lives in a private run object, so
+    an actor may run several enactments at once in threads.
+    """
+
+    def __init__(
+        self,
+        gateway: ResourceGateway,
+        *,
+        clock: Callable[[], float] = time.time,
+        approve: Approver = approve_all,
+        name: str = "enactor",
+        min_token_life_s: float = 0.0,
+        max_renewals: int = 2,
+    ) -> None:
+        self.gateway = gateway
+        self.clock = clock
+        self.approve = approve
+        self.name = name
+        self.min_token_life_s = min_token_life_s
+        self.max_renewals = max_renewals
+        self._lock = threading.Lock()
+        self.stats = {"enactments": 0, "succeeded": 0, "reservations_made": 0, "thrash": 0}
+
+    # --- public ---------------------------------------------------------
+
+    def enact_schedule(self, schedules: EnactRequest, *, approve: Approver | None = None) -> EnactResult:
+        """Negotiate ``schedules`` (masters in order, deltas per master).
+
+        Returns ``EnactResult(ok=True, master=i, placements, host_tokens,
+        vault_tokens, instances)`` for the first master that could be fully
+        reserved (and started, when ``schedules.create``), or ``ok=False``
+        with every master's failures in ``attempts``.  On any failure, and
+        when an exception escapes, every reservation made by this call has
+        been cancelled and every instance it started stopped.  Gateway
+        exceptions are re-raised as :class:`EnactmentError`.  Deterministic
+        for a deterministic gateway.  Not idempotent by itself, but a repeat
+        sends the same request ids, so resources answer it idempotently.
+        """
+        approver = approve or self.approve
+        run = _Run(request=schedules)
+        result: EnactResult | None = None
+        try:
+            result = self._enact(run, approver)
+            return result
+        except LegionError:
+            raise
+        except Exception as exc:  # a broken gateway or resource: report, after cleanup
+            raise EnactmentError(f"enact_schedule {schedules.request_id!r}: {type(exc).__name__}: {exc}") from exc
+        finally:
+            if result is None or not result.ok:
+                self._rollback(run)
+            with self._lock:
+                self.stats["enactments"] += 1
+                self.stats["succeeded"] += int(bool(result and result.ok))
+                self.stats["reservations_made"] += run.made
+                self.stats["thrash"] += run.thrash
+
+    # --- the algorithm ----------------------------------------------------
+
+    def _enact(self, run: _Run, approver: Approver) -> EnactResult:
+        req = run.request
+        attempts: list[ScheduleAttempt] = []
+        for mi, master in enumerate(req.masters):
+            ok, mapping, failures, tried, used = self._negotiate_master(run, master)
+            if not ok:
+                attempts.append(ScheduleAttempt(master=mi, deltas_tried=tried, failures=tuple(failures), succeeded=False))
+                self._release_all(run)
+                continue
+            # Step 6: confirm with the scheduler before anything is started.
+            verdict = self._confirm(run, approver, mi, mapping, "reserve")
+            if verdict is not None:
+                attempts.append(
+                    ScheduleAttempt(master=mi, deltas_tried=tried, failures=tuple(failures) + (verdict,), succeeded=False)
+                )
+                return self._result(run, False, attempts)
+            if req.create:
+                ok, mapping, more, tried = self._start_all(run, mi, master, mapping, used, tried, approver)
+                failures += more
+                if not ok:
+                    attempts.append(ScheduleAttempt(master=mi, deltas_tried=tried, failures=tuple(failures), succeeded=False))
+                    return self._result(run, False, attempts)
+            attempts.append(ScheduleAttempt(master=mi, deltas_tried=tried, failures=tuple(failures), succeeded=True))
+            return self._result(run, True, attempts, master=mi, mapping=mapping)
+        return self._result(run, False, attempts)
+
+    def _negotiate_master(
+        self, run: _Run, master: MasterSchedule
+    ) -> tuple[bool, dict[str, Placement], list[PlacementFailure], int, set[int]]:
+        """Reserve one master, repairing failures with its deltas.
+
+        Returns (ok, final mapping, every failure met, deltas tried, indexes
+        of the deltas used up).  On ok, every slot of the mapping is held."""
+        mapping = {p.key: p for p in master.placements}
+        failures: list[PlacementFailure] = []
+        failing = self._reconcile(run, mapping, list(mapping), failures)
+        tried = 0
+        used: set[int] = set()
+        for di, delta in enumerate(master.deltas):
+            if not failing:
+                # Time passed during the deltas: renew anything that expired meanwhile.
+                failing = self._reconcile(run, mapping, list(mapping), failures)
+                if not failing:
+                    break
+            if not (delta.keys & failing.keys()):
+                continue  # not an alternative for anything failing now
+            tried += 1
+            used.add(di)
+            target = _apply(mapping, delta)
+            if target is None:
+                failures.append(_plan_failure(delta))
+                continue
+            # Ask for the delta's own mappings and for any mapping that lost its
+            # reservation earlier; not again for failing keys the delta leaves alone.
+            ask = [k for k in target if k in delta.keys or k not in failing]
+            new_fail = self._reconcile(run, target, ask, failures)
+            if not (new_fail.keys() & delta.keys):
+                mapping = target  # adopted: the delta is now the current mapping
+                failing = {k: v for k, v in failing.items() if k not in delta.keys}
+            failing.update({k: v for k, v in new_fail.items() if k not in delta.keys})
+        if not failing:
+            failing = self._reconcile(run, mapping, list(mapping), failures)
+        return (not failing, mapping, failures, tried, used)
+
+    def _reconcile(
+        self, run: _Run, target: dict[str, Placement], ask, failures: list[PlacementFailure]
+    ) -> dict[str, list[PlacementFailure]]:
+        """Make the held reservations match ``target`` for the keys in ``ask``.
+
+        Releases held reservations that conflict with ``target`` (any key),
+        keeps every one that matches, drops expired ones, and requests what is
+        missing for ``ask`` in one parallel round.  Repeats (up to
+        ``max_renewals`` times) while tokens expired during the round.
+        Returns the keys that failed, with why (also appended to ``failures``).
+        """
+        ask = list(ask)
+        # 1. release what conflicts with the target
+        conflict = [
+            s
+            for s, h in run.held.items()
+            if s[0] not in target or _spec(target[s[0]], s[1]) != h.spec
+        ]
+        self._release(run, conflict)
+        for _round in range(self.max_renewals + 1):
+            self._drop_expired(run)
+            wanted = _slots(target, ask)
+            missing = [(s, sp) for s, sp in wanted if s not in run.held]
+            if not missing:
+                return {}
+            failing = self._reserve(run, target, missing, failures)
+            if failing:
+                return failing
+        # still expiring after every renewal round: fail those mappings
+        self._drop_expired(run)
+        failing: dict[str, list[PlacementFailure]] = {}
+        for (k, kind), sp in _slots(target, ask):
+            if (k, kind) not in run.held:
+                f = PlacementFailure(
+                    key=k, resource=sp[0], code="token.expired", reason="token expired again after renewal"
+                )
+                failing.setdefault(k, []).append(f)
+                failures.append(f)
+        return failing
+
+    def _reserve(
+        self, run: _Run, target: dict[str, Placement], missing: list[tuple[Slot, tuple]], failures
+    ) -> dict[str, list[PlacementFailure]]:
+        req = run.request
+        requests: list[ReservationRequest] = []
+        groups: list[str | None] = []
+        for (k, kind), sp in missing:
+            p = target[k]
+            n = run.sent.get((k, kind), 0)
+            run.sent[(k, kind)] = n + 1
+            requests.append(
+                ReservationRequest(
+                    request_id=f"{req.request_id}/{k}/{kind}/{n}",
+                    resource=sp[0],
+                    holder=req.holder,
+                    resources=p.resources if kind == "host" else Resources(storage_gb=p.resources.storage_gb),
+                    vault=p.vault if kind == "host" else None,
+                    duration_s=req.duration_s.get(p.class_name),
+                    timeout_s=req.timeout_s,
+                )
+            )
+            groups.append(p.group)
+        answers = self.gateway.reserve(requests, groups)
+        if len(answers) != len(requests):
+            raise EnactmentError(f"gateway answered {len(answers)} of {len(requests)} reservation requests")
+        failing: dict[str, list[PlacementFailure]] = {}
+        for ((k, kind), sp), rq, ans in zip(missing, requests, answers):
+            if isinstance(ans, ReservationToken):
+                run.made += 1
+                if (rq.resource, k, kind) in run.released:
+                    run.thrash += 1
+                run.held[(k, kind)] = _Held(token=ans, spec=sp)
+            else:
+                refusal = ans if isinstance(ans, Refusal) else Refusal(code=DEAD, reason=repr(ans), by=rq.resource)
+                f = PlacementFailure(key=k, resource=rq.resource, code=refusal.code, reason=refusal.reason)
+                failing.setdefault(k, []).append(f)
+                failures.append(f)
+        return failing
+
+    # --- approval and start ---------------------------------------------------
+
+    def _confirm(
+        self, run: _Run, approver: Approver, mi: int, mapping: dict[str, Placement], stage: Literal["reserve", "start"]
+    ) -> PlacementFailure | None:
+        """Ask the scheduler to confirm; None when it approves, else why not."""
+        proposal = ScheduleProposal(
+            request_id=run.request.request_id, master=mi, placements=tuple(mapping.values()), stage=stage
+        )
+        verdict = approver(proposal)
+        if verdict is True or (verdict and not isinstance(verdict, Refusal)):
+            return None
+        code, reason, by = "approval.declined", "the scheduler declined the schedule", "scheduler"
+        if isinstance(verdict, Refusal):
+            code, reason, by = verdict.code, verdict.reason, verdict.by or by
+        return PlacementFailure(key="*", resource=by, code=code, reason=reason, stage="plan")
+
+    def _start_all(
+        self,
+        run: _Run,
+        mi: int,
+        master: MasterSchedule,
+        mapping: dict[str, Placement],
+        used: set[int],
+        tried: int,
+        approver: Approver,
+    ) -> tuple[bool, dict[str, Placement], list[PlacementFailure], int]:
+        """Create every instance through its class object (Legion's steps 7-8).
+
+        A veto at start (or a token that expired before use) is repaired with
+        the master's unused deltas that replace a vetoed mapping and move no
+        started instance: reserve anew, confirm the revised mapping, start the
+        delta's instances, repeat.  Returns (ok, mapping, failures, tried)."""
+        failures: list[PlacementFailure] = []
+        started: set[str] = set()
+        vetoed: dict[str, list[PlacementFailure]] = {}
+        pending = list(mapping)
+        while True:
+            if pending:
+                # Renew any token that expired since it was granted, then start.
+                lost = self._reconcile(run, mapping, pending, failures)
+                vetoed.update(lost)
+                ready = [k for k in pending if k not in lost]
+                items = [self._create_item(run, mapping[k]) for k in ready]
+                answers = self.gateway.create_instances(items) if items else []
+                if len(answers) != len(items):
+                    raise EnactmentError(f"gateway answered {len(answers)} of {len(items)} create requests")
+                newly: list[str] = []
+                for k, ans in zip(ready, answers):
+                    if isinstance(ans, InstanceRef):
+                        run.started.append(ans)
+                        started.add(k)
+                    else:
+                        r = ans if isinstance(ans, Refusal) else Refusal(code=DEAD, reason=repr(ans))
+                        f = PlacementFailure(
+                            key=k, resource=r.by or mapping[k].host, code=r.code, reason=r.reason, stage="start"
+                        )
+                        failures.append(f)
+                        vetoed[k] = [f]
+                        newly.append(k)
+                # A host that vetoed the start is not asked to start on that token
+                # again: release it, so a delta that keeps the host reserves anew.
+                self._release(run, [(k, "host") for k in newly if (k, "host") in run.held])
+            if not vetoed:
+                return True, mapping, failures, tried
+            pending = []
+            for di, delta in enumerate(master.deltas):
+                if di in used or not (delta.keys & vetoed.keys()) or (delta.keys & started):
+                    continue
+                used.add(di)
+                tried += 1
+                target = _apply(mapping, delta)
+                if target is None:
+                    failures.append(_plan_failure(delta))
+                    continue
+                new_fail = self._reconcile(run, target, [k for k in target if k in delta.keys], failures)
+                if new_fail:
+                    continue
+                verdict = self._confirm(run, approver, mi, target, "start")
+                if verdict is not None:
+                    failures.append(verdict)
+                    return False, mapping, failures, tried
+                mapping = target
+                pending = [k for k in target if k in delta.keys]
+                vetoed = {k: v for k, v in vetoed.items() if k not in delta.keys}
+                break
+            if not pending:
+                return False, mapping, failures, tried
+
+    def _create_item(self, run: _Run, p: Placement) -> CreateItem:
+        req = run.request
+        n = run.sent.get((p.key, "start"), 0)
+        run.sent[(p.key, "start")] = n + 1
+        vault = run.held.get((p.key, "vault"))
+        return CreateItem(
+            request_id=f"{req.request_id}/{p.key}/start/{n}",
+            key=p.key,
+            class_name=p.class_name,
+            host=p.host,
+            vault=p.vault,
+            host_token=run.held[(p.key, "host")].token,
+            vault_token=vault.token if vault else None,
+            holder=req.holder,
+            args=req.args.get(p.class_name, {}),
+            group=p.group,
+        )
+
+    # --- release ------------------------------------------------------------
+
+    def _drop_expired(self, run: _Run) -> None:
+        """Forget held tokens that have (or are about to) expire; cancel them
+        too (idempotent), in case the resource's clock is behind ours."""
+        limit = self.clock() + self.min_token_life_s
+        gone = [s for s, h in run.held.items() if h.token.expires_at <= limit]
+        if gone:
+            self.gateway.cancel([run.held[s].token for s in gone])
+            for s in gone:
+                del run.held[s]
+
+    def _release(self, run: _Run, slots: Sequence[Slot]) -> None:
+        if not slots:
+            return
+        # Cancel first, forget after: if the cancel raises, the rollback still
+        # sees these tokens and tries again.
+        self.gateway.cancel([run.held[s].token for s in slots])
+        for s in slots:
+            h = run.held.pop(s)
+            run.released.add((h.spec[0], s[0], s[1]))
+        run.n_released += len(slots)
+
+    def _release_all(self, run: _Run) -> None:
+        self._release(run, list(run.held))
+
+    def _rollback(self, run: _Run) -> None:
+        """Undo everything this enactment holds; never raises (tokens time out anyway)."""
+        try:
+            if run.started:
+                self.gateway.stop_instances(list(run.started))
+                run.started.clear()
+        except Exception:  # noqa: BLE001 - cleanup must go on
+            log.exception("enactor %s: stopping instances of %s failed", self.name, run.request.request_id)
+        # Cancel is idempotent, so one retry of a failed batch is safe; after
+        # that the tokens are left to time out at their resources.
+        for attempt in (1, 2):
+            try:
+                self._release_all(run)
+                break
+            except Exception:  # noqa: BLE001
+                log.warning(
+                    "enactor %s: cancelling reservations of %s failed (attempt %d)",
+                    self.name, run.request.request_id, attempt, exc_info=True,
+                )
+        run.held.clear()
+
+    def _result(
+        self,
+        run: _Run,
+        ok: bool,
+        attempts: list[ScheduleAttempt],
+        *,
+        master: int | None = None,
+        mapping: dict[str, Placement] | None = None,
+    ) -> EnactResult:
+        if not ok:
+            self._rollback(run)
+            return EnactResult(
+                ok=False,
+                attempts=tuple(attempts),
+                reservations_made=run.made,
+                reservations_released=run.n_released,
+                thrash=run.thrash,
+            )
+        assert mapping is not None
+        return EnactResult(
+            ok=True,
+            master=master,
+            placements=tuple(mapping.values()),
+            host_tokens={k: h.token for (k, kind), h in run.held.items() if kind == "host"},
+            vault_tokens={k: h.token for (k, kind), h in run.held.items() if kind == "vault"},
+            attempts=tuple(attempts),
+            reservations_made=run.made,
+            reservations_released=run.n_released,
+            thrash=run.thrash,
+            instances=tuple(run.started),
+        )
+
+
+def _apply(mapping: dict[str, Placement], delta: DeltaSchedule) -> dict[str, Placement] | None:
+    """The mapping with the delta's placements substituted (order kept);
+    None when the delta names a key the schedule does not have."""
+    if not delta.keys <= mapping.keys():
+        return None
+    new = dict(mapping)
+    for p in delta.placements:
+        new[p.key] = p
+    return new
+
+
+def _plan_failure(delta: DeltaSchedule) -> PlacementFailure:
+    extra = sorted(delta.keys)
+    return PlacementFailure(
+        key=",".join(extra),
+        resource="",
+        code="delta.unknown_key",
+        reason=f"delta schedule replaces keys the master does not have: {extra}",
+        stage="plan",
+    )

@@ -1,0 +1,171 @@
+"""What the enactor needs from the resources: the gateway collaborator.
+
+The enactor core (:mod:`legionrm.enactor.enactor`) never talks to host,
+vault or class objects itself; it hands batches to a :class:`ResourceGateway`.
+Two gateways exist: :class:`InProcessGateway` here (plain Python resource
+objects, for tests, offline tools and one-process systems) and
+``legionrm.enactor.actor.RayGateway`` (Ray actors, one batched call per host
+group, all groups in parallel).  ``legionrm.enactor.fakes`` has a scripted
+fake for unit tests.
+
+Every method takes and returns batches because a batch is what crosses an
+actor boundary cheaply (one call carrying 1,000 reservations costs about what
+ten single calls cost).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+
+from legionrm.models import (
+    AttrValue,
+    Holder,
+    InstanceRef,
+    Refusal,
+    ReservationRequest,
+    ReservationToken,
+)
+
+DEAD = "resource.dead"
+"""Refusal code for a resource that did not answer (died, timed out, unknown)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CreateItem:
+    """One ``create_instance`` the enactor asks a class object to carry out
+    (Legion's step 7): start ``class_name`` on ``host`` with ``host_token``,
+    using ``vault`` (and its token, when the placement named one).
+
+    ``request_id`` is deterministic (request, key, attempt), so a class object
+    may use it to make a repeated create harmless.  ``group`` is the host
+    group actor carrying ``host`` (a routing hint, may be None).
+    """
+
+    request_id: str
+    key: str
+    class_name: str
+    host: str
+    vault: str | None
+    host_token: ReservationToken
+    vault_token: ReservationToken | None
+    holder: Holder
+    args: Mapping[str, AttrValue] = field(default_factory=dict)
+    group: str | None = None
+
+
+@runtime_checkable
+class ResourceGateway(Protocol):
+    """The enactor's view of the resources.
+
+    Implementations must keep the order of their inputs in their outputs and
+    must turn an unreachable resource into ``Refusal(code=DEAD)``, never into
+    an exception; an exception means the gateway itself is broken, and the
+    enactor answers it by cancelling everything it holds and raising
+    :class:`legionrm.errors.EnactmentError`.
+    """
+
+    def reserve(
+        self, requests: Sequence[ReservationRequest], groups: Sequence[str | None] | None = None
+    ) -> list[ReservationToken | Refusal]:
+        """Ask every resource named in ``requests`` for a reservation, all in
+        parallel (one batched call per host group).  ``groups[i]`` is the host
+        group that carries ``requests[i].resource`` when the schedule knew it.
+        Returns one token or refusal per request, in request order.  Safe to
+        repeat: resources answer a repeated ``request_id`` with the same token."""
+        ...
+
+    def cancel(self, tokens: Sequence[ReservationToken]) -> None:
+        """Release reservations.  Idempotent; unknown or expired tokens and dead
+        resources are ignored (tokens time out on their own)."""
+        ...
+
+    def create_instances(self, items: Sequence[CreateItem]) -> list[InstanceRef | Refusal]:
+        """Have each item's class object create its instance (the class asks
+        the host to ``start_object`` with the token; either may veto).  Returns
+        one instance or refusal per item, in order."""
+        ...
+
+    def stop_instances(self, instances: Sequence[InstanceRef]) -> None:
+        """Stop instances this enactment started (rollback after a start-stage
+        failure).  Idempotent; best effort."""
+        ...
+
+
+# --- the in-process gateway ---------------------------------------------------
+
+
+class _Reserver(Protocol):
+    def make_reservations(self, requests: list[ReservationRequest]) -> list[ReservationToken | Refusal]: ...
+
+    def cancel_reservations(self, tokens: list[ReservationToken]) -> Any: ...
+
+
+class InProcessGateway:
+    """A gateway over plain Python resource objects in this process.
+
+    ``resources`` maps a host or vault name to the object that carries it: a
+    batched resource (``make_reservations`` / ``cancel_reservations``, such as
+    a ``HostGroup``), or a single one (``make_reservation`` /
+    ``cancel_reservation``).  ``classes`` maps a class name to its class
+    object (``create_instance``); ``stop`` is called to stop an instance.
+    Requests to the same batched object go in one call, as over Ray.
+    """
+
+    def __init__(
+        self,
+        resources: Mapping[str, Any],
+        classes: Mapping[str, Any] | None = None,
+        *,
+        stop: Callable[[InstanceRef], Any] | None = None,
+    ) -> None:
+        self._resources = dict(resources)
+        self._classes = dict(classes or {})
+        self._stop = stop
+
+    def reserve(
+        self, requests: Sequence[ReservationRequest], groups: Sequence[str | None] | None = None
+    ) -> list[ReservationToken | Refusal]:
+        out: list[ReservationToken | Refusal | None] = [None] * len(requests)
+        batches: dict[int, tuple[Any, list[int]]] = {}
+        for i, req in enumerate(requests):
+            target = self._resources.get(req.resource)
+            if target is None:
+                out[i] = Refusal(code=DEAD, reason=f"unknown resource {req.resource!r}", by=req.resource)
+            elif hasattr(target, "make_reservations"):
+                batches.setdefault(id(target), (target, []))[1].append(i)
+            else:
+                out[i] = target.make_reservation(req)
+        for target, idx in batches.values():
+            answers = target.make_reservations([requests[i] for i in idx])
+            for i, a in zip(idx, answers):
+                out[i] = a
+        return out  # type: ignore[return-value]
+
+    def cancel(self, tokens: Sequence[ReservationToken]) -> None:
+        batches: dict[int, tuple[Any, list[ReservationToken]]] = {}
+        for t in tokens:
+            target = self._resources.get(t.issuer)
+            if target is None:
+                continue
+            if hasattr(target, "cancel_reservations"):
+                batches.setdefault(id(target), (target, []))[1].append(t)
+            else:
+                target.cancel_reservation(t)
+        for target, toks in batches.values():
+            target.cancel_reservations(toks)
+
+    def create_instances(self, items: Sequence[CreateItem]) -> list[InstanceRef | Refusal]:
+        out: list[InstanceRef | Refusal] = []
+        for it in items:
+            cls = self._classes.get(it.class_name)
+            if cls is None:
+                out.append(Refusal(code=DEAD, reason=f"unknown class {it.class_name!r}", by=it.class_name))
+                continue
+            out.append(cls.create_instance(it.host, it.vault, it.host_token, dict(it.args)))
+        return out
+
+    def stop_instances(self, instances: Sequence[InstanceRef]) -> None:
+        if self._stop is not None:
+            for ref in instances:
+                self._stop(ref)
