@@ -103,13 +103,13 @@ class _Run:
 def _spec(p: Placement, kind: Kind) -> tuple | None:
     """What a slot's reservation must be made for (None: the slot is not needed).
 
-    A host reservation is for (host, resources); a vault reservation for
-    (vault, resources).  The vault is deliberately not part of the host's
-    spec: the vault is named at start (Legion's start_object), so a delta
-    that only changes the vault keeps the host reservation.
+    A host reservation is for (host, resources, vault): as in Legion, a host
+    reserves for a host-vault pair and checks the pairing when it grants, so
+    a delta that changes only the vault must re-reserve the host too (and
+    that counts as thrash).  A vault reservation is for (vault, resources).
     """
     if kind == "host":
-        return (p.host, p.resources)
+        return (p.host, p.resources, p.vault)
     if p.vault is None:
         return None
     return (p.vault, p.resources)
@@ -319,7 +319,7 @@ class Enactor:
                     timeout_s=req.timeout_s,
                 )
             )
-            groups.append(p.group)
+            groups.append(p.group if kind == "host" else None)  # a group carries hosts only
         answers = self.gateway.reserve(requests, groups)
         if len(answers) != len(requests):
             raise EnactmentError(f"gateway answered {len(answers)} of {len(requests)} reservation requests")

@@ -16,7 +16,7 @@ ten single calls cost).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from legionrm.models import (
     AttrValue,
@@ -95,33 +95,43 @@ class ResourceGateway(Protocol):
 # --- the in-process gateway ---------------------------------------------------
 
 
-class _Reserver(Protocol):
-    def make_reservations(self, requests: list[ReservationRequest]) -> list[ReservationToken | Refusal]: ...
-
-    def cancel_reservations(self, tokens: list[ReservationToken]) -> Any: ...
-
-
 class InProcessGateway:
-    """A gateway over plain Python resource objects in this process.
+    """A gateway over ``legionrm.hostobj`` cores in this process.
 
-    ``resources`` maps a host or vault name to the object that carries it: a
-    batched resource (``make_reservations`` / ``cancel_reservations``, such as
-    a ``HostGroup``), or a single one (``make_reservation`` /
-    ``cancel_reservation``).  ``classes`` maps a class name to its class
-    object (``create_instance``); ``stop`` is called to stop an instance.
-    Requests to the same batched object go in one call, as over Ray.
+    ``resources`` maps a host or vault name to the object that carries it:
+    a batched carrier (``make_reservations`` / ``cancel_reservations``, e.g. a
+    ``HostGroup``) or a single resource (``make_reservation`` /
+    ``cancel_reservation``, e.g. a ``HostObject`` or ``VaultObject``).
+    Requests to the same carrier go in one call, as over Ray.  ``classes``
+    maps a class name to its ``ClassObject`` (``create_instance``,
+    ``destroy_instance``); ``groups`` maps a host group name to its carrier,
+    and a request whose group hint names one goes there (as over Ray).  A
+    name nothing carries answers ``resource.dead``.
     """
 
     def __init__(
         self,
         resources: Mapping[str, Any],
         classes: Mapping[str, Any] | None = None,
-        *,
-        stop: Callable[[InstanceRef], Any] | None = None,
+        groups: Mapping[str, Any] | None = None,
     ) -> None:
         self._resources = dict(resources)
         self._classes = dict(classes or {})
-        self._stop = stop
+        self._groups = dict(groups or {})
+
+    @classmethod
+    def of(cls, carriers: Sequence[Any], classes: Sequence[Any] = ()) -> "InProcessGateway":
+        """Index host groups (by every host they carry) and single resources by name."""
+        index: dict[str, Any] = {}
+        groups: dict[str, Any] = {}
+        for c in carriers:
+            if hasattr(c, "names"):
+                groups[c.name] = c
+                for n in c.names():
+                    index[n] = c
+            else:
+                index[c.name] = c
+        return cls(index, {c.name: c for c in classes}, groups)
 
     def reserve(
         self, requests: Sequence[ReservationRequest], groups: Sequence[str | None] | None = None
@@ -129,17 +139,19 @@ class InProcessGateway:
         out: list[ReservationToken | Refusal | None] = [None] * len(requests)
         batches: dict[int, tuple[Any, list[int]]] = {}
         for i, req in enumerate(requests):
-            target = self._resources.get(req.resource)
+            hint = groups[i] if groups is not None else None
+            target = self._groups.get(hint) if hint is not None else None
             if target is None:
-                out[i] = Refusal(code=DEAD, reason=f"unknown resource {req.resource!r}", by=req.resource)
+                target = self._resources.get(req.resource)
+            if target is None:
+                out[i] = Refusal(code=DEAD, reason=f"no resource {req.resource!r} is reachable", by=req.resource)
             elif hasattr(target, "make_reservations"):
                 batches.setdefault(id(target), (target, []))[1].append(i)
             else:
                 out[i] = target.make_reservation(req)
         for target, idx in batches.values():
-            answers = target.make_reservations([requests[i] for i in idx])
-            for i, a in zip(idx, answers):
-                out[i] = a
+            for i, answer in zip(idx, target.make_reservations([requests[i] for i in idx])):
+                out[i] = answer
         return out  # type: ignore[return-value]
 
     def cancel(self, tokens: Sequence[ReservationToken]) -> None:
@@ -147,7 +159,7 @@ class InProcessGateway:
         for t in tokens:
             target = self._resources.get(t.issuer)
             if target is None:
-                continue
+                continue  # gone: the token times out there, if anywhere
             if hasattr(target, "cancel_reservations"):
                 batches.setdefault(id(target), (target, []))[1].append(t)
             else:
@@ -160,12 +172,17 @@ class InProcessGateway:
         for it in items:
             cls = self._classes.get(it.class_name)
             if cls is None:
-                out.append(Refusal(code=DEAD, reason=f"unknown class {it.class_name!r}", by=it.class_name))
+                out.append(Refusal(code=DEAD, reason=f"no class object {it.class_name!r} is reachable", by=it.class_name))
                 continue
-            out.append(cls.create_instance(it.host, it.vault, it.host_token, dict(it.args)))
+            out.append(
+                cls.create_instance(
+                    it.host, it.vault, it.host_token, dict(it.args), vault_token=it.vault_token, holder=it.holder
+                )
+            )
         return out
 
     def stop_instances(self, instances: Sequence[InstanceRef]) -> None:
-        if self._stop is not None:
-            for ref in instances:
-                self._stop(ref)
+        for ref in instances:
+            cls = self._classes.get(ref.class_name)
+            if cls is not None:
+                cls.destroy_instance(ref.instance_id, "enactment rolled back")

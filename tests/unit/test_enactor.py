@@ -106,12 +106,14 @@ def test_delta_releases_exactly_the_reservations_it_conflicts_with():
     assert r.host_tokens["a"].token_id == "h1:r1/a/host/0"  # kept from the master round
 
 
-def test_delta_that_only_changes_the_vault_keeps_the_host():
-    g = gw("h1", "v1", "v2", refuse={"v1": "vault.full"})
-    master = M(P("a", "h1", "v1"), deltas=((P("a", "h1", "v2"),),))
+def test_delta_that_changes_the_vault_re_pairs_the_host():
+    # a host reserves for a host-vault pair, so a new vault means a new host reservation
+    g = gw("h1", "h2", "v1", "v2", refuse={"v1": "vault.full"})
+    master = M(P("a", "h1", "v1"), P("b", "h2", "v2"), deltas=((P("a", "h1", "v2"),),))
     r = Enactor(g, clock=g.clock).enact_schedule(req(master))
-    assert r.ok and r.thrash == 0 and g.cancelled() == []
-    assert r.host_tokens["a"].token_id == "h1:r1/a/host/0" and r.vault_tokens["a"].issuer == "v2"
+    assert r.ok and r.thrash == 1 and g.cancelled() == ["h1:r1/a/host/0"]
+    assert r.host_tokens["a"].token_id == "h1:r1/a/host/1" and r.vault_tokens["a"].issuer == "v2"
+    assert r.host_tokens["b"].token_id == "h2:r1/b/host/0"  # untouched mapping kept
 
 
 @pytest.mark.parametrize(
