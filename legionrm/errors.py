@@ -116,3 +116,43 @@ class EnactmentError(LegionError):
 
 class SystemNotRunningError(LegionError):
     """No legionrm system is running where one was expected."""
+
+
+# --- resource pools (appended by the respool work) ----------------------------
+
+
+class PoolRuleError(PoolValidationError):
+    """A pool config refused by one validator rule.
+
+    ``path`` is the pool being created or updated, ``rule`` the validator
+    (``resource_pool``, ``cycle``, ``parent``, ``siblings``,
+    ``children_reservations``, ``controller_limit``, ``path``), ``kind`` the
+    resource kind involved and ``value`` / ``bound`` the two numbers compared
+    (None where the rule has none).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str = "",
+        rule: str = "",
+        kind: str | None = None,
+        value: float | None = None,
+        bound: float | None = None,
+    ) -> None:
+        self.path, self.rule, self.kind, self.value, self.bound = path, rule, kind, value, bound
+        self.detail = message
+        super().__init__(f"{path}: {message}" if path else message)
+
+
+class PoolNotFoundError(PoolValidationError):
+    """A pool path or id that the tree does not hold."""
+
+
+class PoolBusyError(PoolValidationError):
+    """A pool that cannot be deleted now (not a leaf, or it holds work)."""
+
+
+class AdmissionError(LegionError):
+    """A malformed admission call: a gang with no tasks, a non-leaf pool, a bad limit."""

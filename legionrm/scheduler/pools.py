@@ -1,0 +1,203 @@
+"""``legionrm pools FILE [--json]``: validate a pool file, compute entitlement, admit once, print.
+
+The file (see docs/pools.md)::
+
+    [capacity]            # cluster capacity per kind: cpu, memory, disk, gpu
+    [slack_capacity]      # revocable capacity (only cpu is used)
+    [[pool]]              # path, optional controller_limit_percent, slack_limit_percent
+    [pool.cpu]            # reservation, limit, share (default 1), type (ELASTIC | STATIC)
+    [[demand]]            # pool, the four kinds, slack = true for the revocable side
+    [[allocation]]        # pool, the four kinds, slack; optional preemptible, controller
+    [[gang]]              # id, pool, tasks = [{cpu, memory, disk, gpu, priority,
+                          #   preemptible, revocable, controller}, ...]
+
+Pools are created parents first (file order within a depth) under a root
+whose reservation and limit are ``[capacity]``, each through the validators;
+the first refusal is the command's error (exit 2).  Shape errors in the file
+are ConfigErrors naming file, table and key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from legionrm.config import check_keys, expect, load_toml, require, tables
+from legionrm.errors import ConfigError, LegionError
+from legionrm.scheduler.respool import (
+    Gang,
+    PoolConfig,
+    ReservationType,
+    ResourcePoolTree,
+    ResourceSpec,
+    Task,
+)
+from legionrm.scheduler.respool_vec import KINDS, vec
+
+NUM = (float, int)
+
+
+def _kinds(table: dict[str, Any], *, file: str, where: str) -> dict[str, float]:
+    return {k: expect(table, k, float, 0.0, file=file, where=where) for k in KINDS}
+
+
+def _capacity(doc: dict[str, Any], name: str, file: str) -> dict[str, float]:
+    table = doc.get(name, {})
+    if not isinstance(table, dict):
+        raise ConfigError("must be a table", file=file, table=name)
+    check_keys(table, KINDS, file=file, where=name)
+    return _kinds(table, file=file, where=name)
+
+
+def _pool_config(table: dict[str, Any], *, file: str, where: str) -> tuple[str, PoolConfig]:
+    scalar_keys = {"path", "controller_limit_percent", "slack_limit_percent"}
+    for key, value in table.items():
+        if key not in scalar_keys and not isinstance(value, dict):
+            raise ConfigError(
+                f"unknown key (known: {', '.join(sorted(scalar_keys))}, and a sub-table per kind: {', '.join(KINDS)})",
+                file=file, table=where, key=key,
+            )  # fmt: skip
+    path = require(table, "path", str, file=file, where=where)
+    specs: list[ResourceSpec] = []
+    for key, sub in table.items():
+        if not isinstance(sub, dict):
+            continue
+        sw = f"{where}.{key}"
+        check_keys(sub, ("reservation", "limit", "share", "type"), file=file, where=sw)
+        kind_type = expect(sub, "type", str, "ELASTIC", file=file, where=sw)
+        if kind_type.upper() not in ("ELASTIC", "STATIC"):
+            raise ConfigError(f"must be ELASTIC or STATIC, not {kind_type!r}", file=file, table=sw, key="type")
+        specs.append(
+            ResourceSpec(
+                kind=key,  # an unknown kind is the validator's to refuse, with its message
+                reservation=expect(sub, "reservation", float, 0.0, file=file, where=sw),
+                limit=expect(sub, "limit", float, 0.0, file=file, where=sw),
+                share=expect(sub, "share", float, 1.0, file=file, where=sw),
+                type=ReservationType(kind_type.upper()),
+            )
+        )
+    config = PoolConfig(
+        resources=tuple(specs),
+        controller_limit_percent=expect(table, "controller_limit_percent", float, None, file=file, where=where),
+        slack_limit_percent=expect(table, "slack_limit_percent", float, None, file=file, where=where),
+    )
+    return path, config
+
+
+def _pool_ref(tree: ResourcePoolTree, table: dict[str, Any], *, file: str, where: str, leaf: bool) -> str:
+    path = require(table, "pool", str, file=file, where=where)
+    try:
+        pool = tree.get(path)
+    except LegionError as exc:
+        raise ConfigError(str(exc), file=file, table=where, key="pool") from None
+    if leaf and not pool.is_leaf:
+        raise ConfigError(f"resource pool {path} is not a leaf node", file=file, table=where, key="pool")
+    return path
+
+
+def _gang(table: dict[str, Any], *, file: str, where: str) -> Gang:
+    check_keys(table, ("id", "pool", "tasks"), file=file, where=where)
+    gid = require(table, "id", str, file=file, where=where)
+    raw = require(table, "tasks", list, file=file, where=where)
+    if not raw:
+        raise ConfigError("gang has no elements", file=file, table=where, key="tasks")
+    tasks = []
+    for i, t in enumerate(raw):
+        tw = f"{where}.tasks[{i}]"
+        if not isinstance(t, dict):
+            raise ConfigError("must be a table", file=file, table=tw)
+        check_keys(t, (*KINDS, "id", "priority", "preemptible", "revocable", "controller"), file=file, where=tw)
+        tasks.append(
+            Task(
+                id=expect(t, "id", str, f"{gid}-{i}", file=file, where=tw),
+                **_kinds(t, file=file, where=tw),
+                priority=expect(t, "priority", int, 0, file=file, where=tw),
+                preemptible=expect(t, "preemptible", bool, True, file=file, where=tw),
+                revocable=expect(t, "revocable", bool, False, file=file, where=tw),
+                controller=expect(t, "controller", bool, False, file=file, where=tw),
+            )
+        )
+    return Gang(gid, tuple(tasks))
+
+
+def run_file(file: str) -> dict[str, Any]:
+    """Load, validate, compute entitlement, run one admission cycle; the --json answer."""
+    doc = load_toml(file)
+    check_keys(doc, ("capacity", "slack_capacity", "pool", "demand", "allocation", "gang"), file=file, where="")
+    capacity = _capacity(doc, "capacity", file)
+    slack_capacity = _capacity(doc, "slack_capacity", file)
+    tree = ResourcePoolTree()
+    tree.set_capacity(vec(capacity))  # children of the root are validated against the cluster, as in a running system
+
+    pools = [(i, *_pool_config(t, file=file, where=f"pool[{i}]")) for i, t in enumerate(tables(doc, "pool", file))]
+    pools.sort(key=lambda p: (p[1].count("/") if p[1] != "/" else 0, p[0]))  # parents first, then file order
+    for _, path, config in pools:
+        tree.create(path, config)
+
+    for i, t in enumerate(tables(doc, "demand", file)):
+        w = f"demand[{i}]"
+        check_keys(t, (*KINDS, "pool", "slack"), file=file, where=w)
+        path = _pool_ref(tree, t, file=file, where=w, leaf=True)
+        tree.add_demand(path, _kinds(t, file=file, where=w), slack=expect(t, "slack", bool, False, file=file, where=w))
+    for i, t in enumerate(tables(doc, "allocation", file)):
+        w = f"allocation[{i}]"
+        check_keys(t, (*KINDS, "pool", "slack", "preemptible", "controller"), file=file, where=w)
+        path = _pool_ref(tree, t, file=file, where=w, leaf=True)
+        tree.add_allocation(
+            path,
+            _kinds(t, file=file, where=w),
+            slack=expect(t, "slack", bool, False, file=file, where=w),
+            preemptible=expect(t, "preemptible", bool, True, file=file, where=w),
+            controller=expect(t, "controller", bool, False, file=file, where=w),
+        )
+    seen: set[str] = set()
+    for i, t in enumerate(tables(doc, "gang", file)):
+        w = f"gang[{i}]"
+        gang = _gang(t, file=file, where=w)
+        if gang.id in seen:
+            raise ConfigError(f"gang id {gang.id!r} is used twice", file=file, table=w, key="id")
+        seen.add(gang.id)
+        path = _pool_ref(tree, t, file=file, where=w, leaf=True)
+        tree.enqueue(gang, path)
+
+    tree.compute_entitlement(capacity, slack_capacity)
+    admitted = tree.admit_cycle()
+    return {"pools": tree.report(), "admitted": [g.id for g in admitted]}
+
+
+def _n(v: float) -> str:
+    return f"{v:.3f}".rstrip("0").rstrip(".") if v != int(v) else str(int(v))
+
+
+def _v(d: dict[str, float]) -> str:
+    return " ".join(f"{k}={_n(d[k])}" for k in KINDS)
+
+
+def render(result: dict[str, Any]) -> str:
+    """The human table: one block per pool, then the admitted gangs."""
+    lines: list[str] = []
+    for path, p in result["pools"].items():
+        lines.append(path)
+        for label, key in (
+            ("entitlement", "entitlement"),
+            ("non-slack", "non_slack_entitlement"),
+            ("slack", "slack_entitlement"),
+            ("allocation", "allocation"),
+        ):
+            lines.append(f"  {label:<12} {_v(p[key])}")
+        queued = [f"{q}: {', '.join(ids)}" for q, ids in p["queues"].items() if ids]
+        if queued:
+            lines.append(f"  {'queued':<12} " + "; ".join(queued))
+    lines.append("admitted: " + (", ".join(result["admitted"]) or "(none)"))
+    return "\n".join(lines)
+
+
+def cli_main(args: argparse.Namespace) -> int:
+    """Entry point for ``legionrm pools``; LegionErrors propagate to cli.py (exit 2)."""
+    result = run_file(args.file)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(render(result))
+    return 0
