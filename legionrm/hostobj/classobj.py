@@ -36,7 +36,7 @@ class HostPort(Protocol):
 class VaultPort(Protocol):
     def use(self, token: ReservationToken, host: str, holder: Holder) -> str | Refusal: ...
 
-    def release(self, use_id: str) -> Resources | Refusal: ...
+    def release(self, use_id: str, *, rollback: bool = False) -> Resources | Refusal: ...
 
 
 Resolver = Mapping[str, Any] | Callable[[str], Any]
@@ -133,7 +133,7 @@ class ClassObject:
             ref = host_port.start_object(token, self.name, holder, vault=vault_name, args=dict(args or {}), impl=self.implementation)
             if isinstance(ref, Refusal):
                 if vault_port is not None and use_id is not None:
-                    vault_port.release(use_id)  # the host said no: give the space back
+                    vault_port.release(use_id, rollback=True)  # the host said no: the vault token stays good
                 return ref
             self._instances[ref.instance_id] = (ref, host_port, vault_port, use_id)
             return ref

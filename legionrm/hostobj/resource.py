@@ -137,6 +137,7 @@ class ResourceObject:
         self._next_deadline = math.inf  # earliest expiry or end among the open ones
         self._lock = threading.RLock()
         self.joined = False
+        self.measured_load: float | None = None  # set by a real host from its own measurements
 
     # --- owner hooks (override these; safe defaults) ---------------------------------
 
@@ -154,9 +155,11 @@ class ResourceObject:
         return self._clock()
 
     def load(self) -> float:
-        """Fraction of the first dimension (cpus, or storage) booked now."""
+        """Fraction of the first dimension (cpus, or storage) booked now, or the
+        measured load when one is set and higher (work the host runs outside legionrm)."""
         cap = float(self.calendar.capacity[0])
-        return float(self.calendar.usage_at(self._clock())[0]) / cap if cap > 0 else 0.0
+        booked = float(self.calendar.usage_at(self._clock())[0]) / cap if cap > 0 else 0.0
+        return booked if self.measured_load is None else max(booked, self.measured_load)
 
     def projected_load(self, resources: Resources) -> float:
         """The load if ``resources`` were added now."""

@@ -83,13 +83,21 @@ class VaultObject(ResourceObject):
         return use_id
 
     @public
-    def release(self, use_id: str) -> Resources | Refusal:
+    def release(self, use_id: str, *, rollback: bool = False) -> Resources | Refusal:
         """Free the space a use took (the object's state was deleted or moved).
-        Idempotent in effect: an unknown use id is ``instance.unknown``."""
+        With ``rollback`` (the host refused the start that needed the space) the
+        use is undone instead: the reservation is active again and its token can
+        be used for another host before it expires.  An unknown use id is
+        ``instance.unknown``."""
         tid = self._uses.pop(use_id, None)
         res = self._by_token.get(tid) if tid is not None else None
         if res is None:
             return self._refuse(codes.INSTANCE_UNKNOWN, f"no use {use_id!r} on vault {self.name}")
+        if rollback and res.uses == 1 and res.closed_at is None and res.status in ("used", "active"):
+            res.holders.discard(use_id)
+            res.uses, res.status = 0, "active"
+            self._next_deadline = min(self._next_deadline, res.token.expires_at)
+            return Resources()
         self._unuse(res, use_id)
         return res.token.resources if res.closed_at is not None else Resources()
 

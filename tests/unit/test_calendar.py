@@ -1,0 +1,118 @@
+"""The reservation calendar: free / busy-later / busy, fits, earliest fit."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from legionrm.hostobj.calendar import BUSY, BUSY_LATER, FREE, Calendar
+
+
+def cal() -> Calendar:
+    """4 cpus, 16 GB: one advance reservation of 3 cpus over [100, 200) and
+    an overlapping one of 1 cpu over [150, 300)."""
+    c = Calendar([4, 16], ("cpus", "memory_gb"))
+    c.add("a", [3, 4], 100, 200)
+    c.add("b", [1, 4], 150, 300)
+    return c
+
+
+@pytest.mark.parametrize(
+    "now, amount, walltime, want",
+    [
+        (0, None, None, BUSY_LATER),  # nothing now, reservations later
+        (0, [2, 1], None, BUSY_LATER),
+        (0, [2, 1], 50, BUSY_LATER),  # fits before t=100: still a busy-later resource
+        (0, [2, 1], 150, BUSY),  # would run into the 3-cpu reservation at 100
+        (120, None, None, BUSY),  # something booked now
+        (120, [1, 1], None, BUSY_LATER),  # 1 cpu free now, b starts at 150
+        (120, [1, 1], 100, BUSY),  # b starts at 150 and takes the last cpu
+        (160, [1, 1], None, BUSY),  # a+b use all 4 cpus
+        (250, [3, 1], None, FREE),  # only b (1 cpu) is left, nothing starts later
+        (300, None, None, FREE),  # half-open: b ended at 300
+    ],
+    ids=["idle-early", "fits-early", "fits-before-event", "collides-later", "anything-now",
+         "fits-now-busy-later", "walltime-collides", "full", "free-after-a", "after-all"],
+)
+def test_state(now: float, amount, walltime, want: str) -> None:
+    assert cal().state(now, amount, walltime) == want
+
+
+@pytest.mark.parametrize(
+    "amount, start, end, want",
+    [
+        ([5, 1], 0, 10, "total"),
+        ([2, 1], 0, 50, "ok"),
+        ([2, 1], 0, 100, "ok"),  # ends exactly when a starts
+        ([2, 1], 0, 101, "calendar"),
+        ([2, 1], 120, 130, "capacity"),
+        ([1, 1], 120, 140, "ok"),
+        ([1, 1], 120, 160, "calendar"),
+        ([1, 1], 120, None, "calendar"),
+        ([3, 1], 200, None, "ok"),
+        ([4, 1], 200, None, "capacity"),
+    ],
+    ids=["too-big", "before", "abutting", "overlap-later", "busy-at-start", "gap", "gap-overrun",
+         "open-ended", "after-a", "b-still-there"],
+)
+def test_check(amount, start: float, end, want: str) -> None:
+    assert cal().check(amount, start, end) == want
+
+
+def test_add_refuses_to_overbook() -> None:
+    c = cal()
+    with pytest.raises(ValueError, match="overbook"):
+        c.add("x", [1, 1], 120, 160)
+    assert "x" not in c and len(c) == 2
+
+
+def test_usage_peak_and_events() -> None:
+    c = cal()
+    np.testing.assert_allclose(c.usage_at(160), [4, 8])
+    np.testing.assert_allclose(c.peak(0, 1000), [4, 8])
+    np.testing.assert_allclose(c.peak(200, 1000), [1, 4])
+    assert c.next_event_time(0) == 100
+    assert c.next_event_time(100) == 150
+    assert c.next_event_time(150) is None
+
+
+@pytest.mark.parametrize(
+    "amount, duration, after, want",
+    [
+        ([2, 1], 50, 0, 0.0),
+        ([2, 1], 150, 0, 200.0),  # waits for a to end; b leaves 3 cpus
+        ([4, 1], 101, 0, 300.0),  # the whole host for longer than the gap: after b ends
+        ([4, 1], None, 0, 300.0),
+        ([5, 1], 10, 0, None),
+        ([1, 1], 30, 120, 120.0),
+    ],
+    ids=["now", "after-a", "whole-host", "open-ended", "never", "in-gap"],
+)
+def test_earliest_fit(amount, duration, after, want) -> None:
+    assert cal().earliest_fit(amount, duration, after) == want
+
+
+def test_open_ended_booking_blocks_forever() -> None:
+    c = Calendar([2])
+    c.add("x", [2], 0)
+    assert c.get("x").end == math.inf
+    assert c.earliest_fit([1], 1, 0) is None
+    c.set_end("x", 10)
+    assert c.earliest_fit([1], 1, 0) == 10
+
+
+def test_remove_and_prune() -> None:
+    c = cal()
+    assert c.remove("a") and not c.remove("a")
+    assert c.prune(300) == ["b"] and len(c) == 0
+
+
+def test_set_end_cannot_overbook() -> None:
+    c = Calendar([2])
+    c.add("x", [2], 0, 10)
+    c.add("y", [2], 10, 20)
+    with pytest.raises(ValueError):
+        c.set_end("x", 15)
+    assert c.get("x").end == 10

@@ -1,0 +1,309 @@
+"""Host object core: the order of checks, expiry, instances, owner hooks, races."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from legionrm.hostobj import codes
+from legionrm.hostobj.host import HostObject
+from legionrm.hostobj.policies import ADMIT, Verdict
+from legionrm.models import Holder, InstanceRef, Refusal, ReservationRequest, ReservationToken, Resources
+
+ANN = Holder(user="ann", class_name="Foo", groups=("lab",))
+
+
+class Clock:
+    def __init__(self, t: float = 1000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def join(self, record):
+        self.calls.append(("join", record.name, dict(record.attributes)))
+
+    def update(self, name, attrs):
+        self.calls.append(("update", name, dict(attrs)))
+
+    def leave(self, name):
+        self.calls.append(("leave", name))
+
+
+def req(rid: str = "r1", holder: Holder = ANN, **kw) -> ReservationRequest:
+    base = dict(request_id=rid, resource="h1", holder=holder, resources=Resources(cpus=2, memory_gb=4), timeout_s=10.0)
+    return ReservationRequest(**{**base, **kw})
+
+
+def host(clock: Clock | None = None, **kw) -> HostObject:
+    return HostObject("h1", Resources(cpus=4, memory_gb=16, gpus=1), clock=clock or Clock(), **kw)
+
+
+def free_cpus(h: HostObject) -> float:
+    return h.dynamic_attributes()["free_cpus"]
+
+
+# --- make_reservation --------------------------------------------------------
+
+
+def test_same_request_id_same_token_and_no_double_booking() -> None:
+    h = host()
+    a = h.make_reservation(req())
+    assert h.make_reservation(req()) == a
+    assert free_cpus(h) == 2
+
+
+def test_request_id_reused_for_another_request() -> None:
+    h = host()
+    h.make_reservation(req())
+    r = h.make_reservation(req(resources=Resources(cpus=1)))
+    assert r.code == codes.REQUEST_CONFLICT
+
+
+@pytest.mark.parametrize(
+    "kw, code",
+    [
+        (dict(resource="h9"), codes.RESOURCE_MISMATCH),
+        (dict(resources=Resources(cpus=5)), codes.CAPACITY_TOTAL),
+        (dict(resources=Resources(gpus=2)), codes.CAPACITY_TOTAL),
+        (dict(resources=Resources(cpus=3)), codes.CAPACITY),  # 2 of 4 cpus taken now
+        (dict(resources=Resources(memory_gb=8), duration_s=600), None),  # memory is left all along
+        (dict(resources=Resources(cpus=1, exclusive=True)), codes.CAPACITY),
+        (dict(resources=Resources(cpus=2), duration_s=600), codes.CALENDAR_BUSY),  # collides with the advance one
+        (dict(resources=Resources(cpus=2), duration_s=100), None),  # ends before it
+    ],
+    ids=["other-resource", "more-cpus-than-host", "more-gpus-than-host", "busy-now", "fits",
+         "exclusive-on-busy-host", "collides-later", "ends-before"],
+)
+def test_base_checks(kw: dict, code: str | None) -> None:
+    clock = Clock()
+    h = host(clock)
+    h.make_reservation(req("first"))  # 2 cpus now, open-ended
+    h.make_reservation(req("adv", start=clock.t + 300, duration_s=100, resources=Resources(cpus=2)))  # 2 more later
+    out = h.make_reservation(req("x", **kw))
+    if code is None:
+        assert isinstance(out, ReservationToken)
+    else:
+        assert isinstance(out, Refusal) and out.code == code and out.by == "h1", out
+
+
+def test_calendar_busy_reason_names_the_earliest_fit() -> None:
+    clock = Clock()
+    h = host(clock)
+    h.make_reservation(req("adv", start=clock.t + 300, duration_s=100, resources=Resources(cpus=4)))
+    out = h.make_reservation(req("x", duration_s=600))
+    assert out.code == codes.CALENDAR_BUSY and "earliest fit at 1400" in out.reason
+
+
+class Grumpy(HostObject):
+    """An owner hook that counts its calls and refuses everyone but ann."""
+
+    def __init__(self, *a, **kw) -> None:
+        super().__init__(*a, **kw)
+        self.asked = 0
+
+    def admit_reservation(self, request: ReservationRequest) -> Verdict:
+        self.asked += 1
+        if request.holder.user != "ann":
+            return Refusal(code="policy.grumpy", reason="only ann")
+        return ADMIT
+
+    def admit_start(self, token: ReservationToken, class_name: str) -> Verdict:
+        return Refusal(code="policy.closed", reason="closed for starts", by="grumpy") if class_name == "Late" else ADMIT
+
+    def attributes(self):
+        return {"owner": "ann"}
+
+
+def test_owner_hook_runs_after_the_base_checks() -> None:
+    h = Grumpy("h1", Resources(cpus=4, memory_gb=16), clock=Clock())
+    assert h.make_reservation(req(resources=Resources(cpus=9))).code == codes.CAPACITY_TOTAL
+    assert h.asked == 0  # never asked about what would not fit
+    r = h.make_reservation(req("b", holder=Holder(user="bob")))
+    assert r.code == "policy.grumpy" and r.by == "h1"
+    assert isinstance(h.make_reservation(req("c")), ReservationToken) and h.asked == 2
+    assert h.record().attributes["owner"] == "ann"
+
+
+def test_owner_may_veto_again_at_start() -> None:
+    h = Grumpy("h1", Resources(cpus=4, memory_gb=16), clock=Clock())
+    tok = h.make_reservation(req(holder=Holder(user="ann")))
+    out = h.start_object(tok, "Late", Holder(user="ann"))
+    assert out.code == "policy.closed" and out.by == "grumpy"
+    assert isinstance(h.start_object(tok, "Foo", Holder(user="ann")), InstanceRef)
+
+
+# --- expiry and instances ------------------------------------------------------
+
+
+def test_unused_reservation_expires_at_the_host_and_returns_its_capacity() -> None:
+    clock = Clock()
+    h = host(clock)
+    tok = h.make_reservation(req(resources=Resources(cpus=4)))
+    assert free_cpus(h) == 0
+    clock.t += 9.9
+    assert h.make_reservation(req("b", resources=Resources(cpus=1))).code == codes.CAPACITY
+    clock.t += 0.1
+    assert h.expire() == [tok.token_id]  # the timer's sweep
+    assert h.expire() == []
+    assert free_cpus(h) == 4
+    assert h.cancel_reservation(tok.token_id) is False  # safe on an expired token
+
+
+def test_lazy_expiry_without_the_timer() -> None:
+    clock = Clock()
+    h = host(clock)
+    h.make_reservation(req(resources=Resources(cpus=4)))
+    clock.t += 11
+    assert isinstance(h.make_reservation(req("b", resources=Resources(cpus=4))), ReservationToken)
+
+
+def test_used_reservation_does_not_expire_and_stop_returns_capacity() -> None:
+    clock = Clock()
+    h = host(clock)
+    tok = h.make_reservation(req())
+    ref = h.start_object(tok, "Foo", ANN)
+    clock.t += 100
+    assert free_cpus(h) == 2 and h.list_instances() == [ref]
+    freed = h.stop_object(ref.instance_id, "preempted")
+    assert freed == tok.resources and free_cpus(h) == 4 and h.list_instances() == []
+    assert h.stopped[-1].reason == "preempted"
+    assert h.stop_object(ref.instance_id, "again").code == codes.INSTANCE_UNKNOWN
+
+
+def test_reservation_end_stops_its_instances() -> None:
+    clock = Clock()
+    h = host(clock)
+    tok = h.make_reservation(req(duration_s=60))
+    ref = h.start_object(tok, "Foo", ANN)
+    clock.t += 60
+    assert h.expire() == [tok.token_id]
+    assert h.list_instances() == [] and free_cpus(h) == 4
+    assert h.stopped[-1].instance_id == ref.instance_id and h.stopped[-1].reason == "reservation ended"
+    assert h.check_reservation(tok.token_id).code == codes.TOKEN_EXPIRED
+
+
+def test_cancel_is_idempotent_and_safe() -> None:
+    h = host()
+    tok = h.make_reservation(req())
+    assert h.cancel_reservation(tok.token_id) is True
+    assert h.cancel_reservation(tok) is False
+    assert h.cancel_reservation("h1~unknown") is False
+    assert free_cpus(h) == 4
+
+
+def test_exclusive_takes_the_whole_host() -> None:
+    h = host()
+    tok = h.make_reservation(req(resources=Resources(cpus=1, exclusive=True)))
+    assert isinstance(tok, ReservationToken) and free_cpus(h) == 0
+    assert h.make_reservation(req("b", resources=Resources(memory_gb=1))).code == codes.CAPACITY
+
+
+def test_reusable_keeps_its_capacity_between_uses_until_cancelled() -> None:
+    h = host()
+    tok = h.make_reservation(req(reusable=True))
+    ref = h.start_object(tok, "Foo", ANN)
+    assert h.stop_object(ref.instance_id, "done") == Resources()  # still reserved
+    assert free_cpus(h) == 2
+    assert h.cancel_reservation(tok.token_id) and free_cpus(h) == 4
+
+
+def test_vault_pairing() -> None:
+    h = host(vaults=("v-*",))
+    assert h.make_reservation(req(vault="w1")).code == codes.VAULT_INCOMPATIBLE
+    assert isinstance(h.make_reservation(req("b", vault="v-1")), ReservationToken)
+
+
+# --- collection ---------------------------------------------------------------------
+
+
+def test_join_heartbeat_leave() -> None:
+    sink = Sink()
+    h = host(sink=sink, attributes={"arch": "x86_64"})
+    h.heartbeat()  # not joined yet: joins
+    assert sink.calls[0][0] == "join" and sink.calls[0][2]["arch"] == "x86_64" and sink.calls[0][2]["cpus"] == 4
+    h.make_reservation(req())
+    attrs = h.heartbeat()
+    assert sink.calls[-1] == ("update", "h1", attrs)
+    assert attrs["free_cpus"] == 2 and attrs["load"] == 0.5 and attrs["reservations"] == 1 and attrs["state"] == "busy"
+    h.shutdown()
+    h.leave()
+    assert [c for c in sink.calls if c[0] == "leave"] == [("leave", "h1")]
+
+
+# --- concurrency and invariants -----------------------------------------------------------
+
+
+def test_two_holders_race_for_the_last_slot() -> None:
+    for round_ in range(20):
+        h = host()
+        h.make_reservation(req("base", resources=Resources(cpus=3)))
+        barrier = threading.Barrier(2)
+        out: dict[str, object] = {}
+
+        def grab(user: str) -> None:
+            barrier.wait()
+            out[user] = h.make_reservation(req(f"{user}-{round_}", holder=Holder(user=user), resources=Resources(cpus=1)))
+
+        ts = [threading.Thread(target=grab, args=(u,)) for u in ("ann", "bob")]
+        [t.start() for t in ts]
+        [t.join() for t in ts]
+        winners = [u for u, r in out.items() if isinstance(r, ReservationToken)]
+        assert len(winners) == 1, out
+        loser = ({"ann", "bob"} - set(winners)).pop()
+        assert out[loser].code == codes.CAPACITY
+        assert free_cpus(h) == 0
+
+
+ops = st.lists(
+    st.tuples(
+        st.sampled_from(["reserve", "advance", "cancel", "start", "stop", "tick"]),
+        st.integers(0, 7),
+        st.floats(0.5, 3.0),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops)
+def test_capacity_is_never_exceeded(seq) -> None:
+    clock = Clock(0.0)
+    h = HostObject("h1", Resources(cpus=4, memory_gb=8), clock=clock)
+    toks: list[ReservationToken] = []
+    refs: list[InstanceRef] = []
+    for i, (op, k, x) in enumerate(seq):
+        if op in ("reserve", "advance"):
+            start = clock.t + 5 * x if op == "advance" else None
+            r = h.make_reservation(ReservationRequest(
+                request_id=f"r{i}", resource="h1", holder=ANN, resources=Resources(cpus=x, memory_gb=x),
+                start=start, duration_s=10 * x if k % 2 else None, timeout_s=3.0, reusable=k == 7))
+            if isinstance(r, ReservationToken):
+                toks.append(r)
+        elif op == "cancel" and toks:
+            h.cancel_reservation(toks[k % len(toks)].token_id)
+        elif op == "start" and toks:
+            r = h.start_object(toks[k % len(toks)], "Foo", ANN)
+            if isinstance(r, InstanceRef):
+                refs.append(r)
+        elif op == "stop" and refs:
+            h.stop_object(refs[k % len(refs)].instance_id, "stop")
+        else:
+            clock.t += x
+            h.expire()
+        cal = h.calendar
+        times = [clock.t] + [b.start for b in cal.bookings()]
+        for t in times:
+            assert (cal.usage_at(t) <= cal.capacity + 1e-6).all()
+        # every running instance still holds a booking; nothing open is unbooked
+        held = {tid for tid in (ref.token_id for ref in h.list_instances())}
+        assert held <= {b.key for b in cal.bookings()}
+        assert {t.token_id for t in h.reservations()} == {b.key for b in cal.bookings()}
