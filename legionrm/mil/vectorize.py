@@ -1,0 +1,607 @@
+"""The vectorized engine: a MIL tree compiled into numpy operations over columns.
+
+``compile_vector(node)`` returns a function ``ctx -> Column`` that computes
+the node's value for every row of a :class:`~legionrm.mil.columns.ColumnTable`
+at once.  The rules are exactly those of :mod:`legionrm.mil.values` (the
+per-record reference); each operation has
+
+* a fast path when both operands have one kind on every row (a pure int
+  column against an int literal is one numpy compare; string equality with a
+  literal compares dictionary codes), and
+* a general path over per-row tags for mixed columns, undefined cells and
+  errors, which computes every candidate result and selects per row.
+
+Constants are 0-d arrays that numpy broadcasts.  Integer arithmetic wraps
+like C int64 (numpy's own behaviour); division and ``mod`` guard their
+divisors so no row can trap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from legionrm.mil import values as V
+from legionrm.mil.columns import Column, ColumnTable
+from legionrm.mil.nodes import Attr, Binary, Call, Const, Logic, Node, Unary
+
+UNDEF, ERR, BOOL, INT, FLOAT, STR = V.UNDEF, V.ERR, V.BOOL, V.INT, V.FLOAT, V.STR
+NUMERIC_TAGS = (BOOL, INT, FLOAT)
+
+
+class Ctx:
+    """State of one evaluation over one table: row count and string literals
+    that are not in the table's dictionary (given negative codes)."""
+
+    __slots__ = ("table", "n", "local")
+
+    def __init__(self, table: ColumnTable) -> None:
+        self.table = table
+        self.n = len(table)
+        self.local: list[str] = []
+
+    def code(self, s: str) -> int:
+        c = self.table.strings.index.get(s)
+        if c is not None:
+            return c
+        try:
+            return -1 - self.local.index(s)
+        except ValueError:
+            self.local.append(s)
+            return -len(self.local)
+
+    def string(self, c: int) -> str:
+        return self.table.strings.strings[c] if c >= 0 else self.local[-1 - c]
+
+
+VecFn = Callable[[Ctx], Column]
+
+
+def _const(n: int, tag: int, **data: np.ndarray) -> Column:
+    return Column(n, uniform=tag, **data)
+
+
+def _full(n: int, v: V.Value, ctx: Ctx) -> Column:
+    t = V.tag_of(v)
+    if t == BOOL:
+        return _const(n, t, b=np.array(v, dtype=bool))
+    if t == INT:
+        return _const(n, t, i=np.array(v, dtype=np.int64))
+    if t == FLOAT:
+        return _const(n, t, f=np.array(v, dtype=np.float64))
+    if t == STR:
+        return _const(n, t, s=np.array(ctx.code(v), dtype=np.int32))  # type: ignore[arg-type]
+    return _const(n, t)
+
+
+def _bcast(a: np.ndarray | bool, n: int) -> np.ndarray:
+    a = np.asarray(a)
+    return a if a.shape == (n,) else np.broadcast_to(a, (n,))
+
+
+# --- kind-wise views --------------------------------------------------------------
+
+_ZERO_I = np.array(0, dtype=np.int64)
+_ZERO_F = np.array(0.0)
+_FALSE = np.array(False)
+
+
+def _ints(v: Column) -> np.ndarray:
+    """int64 values, valid at BOOL and INT rows."""
+    if v.uniform == INT:
+        return v.i  # type: ignore[return-value]
+    if v.uniform == BOOL:
+        return v.b.astype(np.int64)  # type: ignore[union-attr]
+    i = v.i if v.i is not None else _ZERO_I
+    if v.b is not None:
+        return np.where(v.tags() == BOOL, v.b, i)
+    return i
+
+
+def _floats(v: Column) -> np.ndarray:
+    """float64 values, valid at BOOL, INT and FLOAT rows."""
+    if v.uniform == FLOAT:
+        return v.f  # type: ignore[return-value]
+    if v.uniform in (INT, BOOL):
+        return _ints(v).astype(np.float64)
+    if v.f is None:
+        return _ints(v).astype(np.float64)
+    if v.i is None and v.b is None:
+        return v.f
+    return np.where(v.tags() == FLOAT, v.f, _ints(v).astype(np.float64))
+
+
+def _select(n: int, tag: np.ndarray, **data: np.ndarray | None) -> Column:
+    """A result column from a per-row tag array, collapsing to uniform if possible."""
+    if tag.size and (tag == tag[0]).all():
+        return Column(n, uniform=int(tag[0]), **data)
+    if n == 0:
+        return Column(n, uniform=UNDEF)
+    return Column(n, tag=tag, **data)
+
+
+def _strict_tags(ta: np.ndarray, tb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows forced to ERROR, rows forced to UNDEFINED (error wins)."""
+    err = (ta == ERR) | (tb == ERR)
+    und = ~err & ((ta == UNDEF) | (tb == UNDEF))
+    return err, und
+
+
+# --- arithmetic -----------------------------------------------------------------------
+
+
+def _int_op(op: str, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """(result, rows dividing by zero or None) for int64 operands (C semantics)."""
+    if op == "+":
+        return x + y, None
+    if op == "-":
+        return x - y, None
+    if op == "*":
+        return x * y, None
+    zero = y == 0
+    minus1 = y == -1
+    ys = np.where(zero | minus1, 1, y)  # no row can trap: INT64_MIN / -1 is handled below
+    if op == "/":
+        q = np.floor_divide(x, ys)
+        r = x - q * ys
+        q = q + ((r != 0) & ((x < 0) != (ys < 0)))  # floor -> truncate toward zero
+        q = np.where(minus1, np.negative(x), q)  # wraps INT64_MIN like C int64
+        return q, zero
+    return np.fmod(x, ys), zero  # fmod on ints: C remainder, sign of the dividend
+
+
+def _float_op(op: str, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    if op == "+":
+        return x + y, None
+    if op == "-":
+        return x - y, None
+    if op == "*":
+        return x * y, None
+    zero = y == 0.0
+    if op == "/":
+        return x / y, zero
+    return np.fmod(x, y), zero
+
+
+def arith(op: str, a: Column, b: Column, n: int) -> Column:
+    ua, ub = a.uniform, b.uniform
+    if ua is not None and ub is not None:
+        s = V._strict(ua, ub)
+        if s is not None:
+            return _const(n, V.tag_of(s))
+        if ua == STR or ub == STR:
+            return _const(n, ERR)
+        if ua == FLOAT or ub == FLOAT:
+            r, zero = _float_op(op, _floats(a), _floats(b))
+            kind, data = FLOAT, {"f": r}
+        else:
+            r, zero = _int_op(op, _ints(a), _ints(b))
+            kind, data = INT, {"i": r}
+        if zero is not None and zero.any():
+            tag = np.where(_bcast(zero, n), np.int8(ERR), np.int8(kind)).astype(np.int8)
+            if r.ndim == 0:
+                data = {k: _bcast(v, n) for k, v in data.items()}
+            return _select(n, tag, **data)
+        return _const(n, kind, **data) if r.ndim == 0 else Column(n, uniform=kind, **data)
+    ta, tb = a.tags(), b.tags()
+    err, und = _strict_tags(ta, tb)
+    bad = ~err & ~und & ((ta == STR) | (tb == STR))
+    ok = ~(err | und | bad)
+    isf = ok & ((ta == FLOAT) | (tb == FLOAT))
+    isi = ok & ~isf
+    tag = np.full(n, INT, dtype=np.int8)
+    tag[isf] = FLOAT
+    tag[und] = UNDEF
+    tag[err | bad] = ERR
+    i = f = None
+    if isi.any():
+        i, zero = _int_op(op, _ints(a), _ints(b))
+        i = _bcast(i, n)
+        if zero is not None:
+            tag[isi & zero] = ERR
+    if isf.any():
+        f, zero = _float_op(op, _floats(a), _floats(b))
+        f = _bcast(f, n)
+        if zero is not None:
+            tag[isf & zero] = ERR
+    return _select(n, tag, i=i, f=f)
+
+
+def maxmin(fn: str, a: Column, b: Column, n: int) -> Column:
+    def fmax(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        pick = (y > x) if fn == "max" else (y < x)
+        return np.where(pick, y, x)
+
+    def ffloat(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return np.where(np.isnan(x) | np.isnan(y), np.nan, fmax(x, y))
+
+    ua, ub = a.uniform, b.uniform
+    if ua is not None and ub is not None:
+        s = V._strict(ua, ub)
+        if s is not None:
+            return _const(n, V.tag_of(s))
+        if ua == STR or ub == STR:
+            return _const(n, ERR)
+        if ua == FLOAT or ub == FLOAT:
+            return Column(n, uniform=FLOAT, f=ffloat(_floats(a), _floats(b)))
+        return Column(n, uniform=INT, i=fmax(_ints(a), _ints(b)))
+    ta, tb = a.tags(), b.tags()
+    err, und = _strict_tags(ta, tb)
+    bad = ~err & ~und & ((ta == STR) | (tb == STR))
+    ok = ~(err | und | bad)
+    isf = ok & ((ta == FLOAT) | (tb == FLOAT))
+    isi = ok & ~isf
+    tag = np.full(n, INT, dtype=np.int8)
+    tag[isf] = FLOAT
+    tag[und] = UNDEF
+    tag[err | bad] = ERR
+    i = _bcast(fmax(_ints(a), _ints(b)), n) if isi.any() else None
+    f = _bcast(ffloat(_floats(a), _floats(b)), n) if isf.any() else None
+    return _select(n, tag, i=i, f=f)
+
+
+def negate(a: Column, n: int) -> Column:
+    u = a.uniform
+    if u is not None:
+        if u in (UNDEF, ERR):
+            return a
+        if u == FLOAT:
+            return Column(n, uniform=FLOAT, f=np.negative(a.f))
+        if u in (INT, BOOL):
+            return Column(n, uniform=INT, i=np.negative(_ints(a)))
+        return _const(n, ERR)
+    ta = a.tags()
+    tag = ta.copy()
+    tag[ta == BOOL] = INT
+    tag[ta == STR] = ERR
+    i = np.negative(_ints(a)) if (a.i is not None or a.b is not None) else None
+    f = np.negative(a.f) if a.f is not None else None
+    return _select(n, tag, i=None if i is None else _bcast(i, n), f=f)
+
+
+def bitnot(a: Column, n: int) -> Column:
+    u = a.uniform
+    if u is not None:
+        if u in (UNDEF, ERR):
+            return a
+        if u in (INT, BOOL):
+            return Column(n, uniform=INT, i=np.invert(_ints(a)))
+        return _const(n, ERR)
+    ta = a.tags()
+    tag = ta.copy()
+    tag[ta == BOOL] = INT
+    tag[(ta == STR) | (ta == FLOAT)] = ERR
+    i = np.invert(_ints(a)) if (a.i is not None or a.b is not None) else None
+    return _select(n, tag, i=None if i is None else _bcast(i, n))
+
+
+# --- comparison ---------------------------------------------------------------------------
+
+_NP_CMP = {
+    "==": np.equal,
+    "!=": np.not_equal,
+    "<": np.less,
+    "<=": np.less_equal,
+    ">": np.greater,
+    ">=": np.greater_equal,
+}
+
+
+def _str_cmp(op: str, x: np.ndarray, y: np.ndarray, ctx: Ctx) -> np.ndarray:
+    """Compare string codes: equality on codes, order via sorted ranks."""
+    if op in ("==", "!="):
+        return _NP_CMP[op](x, y)
+    fn = V._CMP[op]
+    if x.ndim == 0 and y.ndim == 0:
+        return np.array(fn(ctx.string(int(x)), ctx.string(int(y))))
+    if x.ndim == 0 or y.ndim == 0:  # one literal: decide once per distinct string
+        lit, arr, lit_left = (x, y, True) if x.ndim == 0 else (y, x, False)
+        ls = ctx.string(int(lit))
+        strings = ctx.table.strings.strings
+        out = np.zeros(arr.shape, dtype=bool)
+        uniq, inv = np.unique(arr, return_inverse=True)
+        res = np.fromiter(
+            ((fn(ls, ctx.string(c)) if lit_left else fn(ctx.string(c), ls)) for c in uniq.tolist()),
+            dtype=bool,
+            count=uniq.size,
+        )
+        del strings
+        out[...] = res[inv.reshape(arr.shape)] if uniq.size else out
+        return out
+    if ctx.local:  # only literals get local codes, and two arrays hold none
+        raise AssertionError("local string codes in a column")  # pragma: no cover
+    ranks = ctx.table.strings.ranks()
+    return _NP_CMP[op](ranks[x], ranks[y])
+
+
+def compare(op: str, a: Column, b: Column, ctx: Ctx) -> Column:
+    n = ctx.n
+    npop = _NP_CMP[op]
+    ua, ub = a.uniform, b.uniform
+    if ua is not None and ub is not None:
+        s = V._strict(ua, ub)
+        if s is not None:
+            return _const(n, V.tag_of(s))
+        if ua == STR or ub == STR:
+            if ua != ub:
+                return _const(n, ERR)
+            return Column(n, uniform=BOOL, b=_str_cmp(op, a.s, b.s, ctx))  # type: ignore[arg-type]
+        if ua == FLOAT or ub == FLOAT:
+            return Column(n, uniform=BOOL, b=npop(_floats(a), _floats(b)))
+        return Column(n, uniform=BOOL, b=npop(_ints(a), _ints(b)))
+    ta, tb = a.tags(), b.tags()
+    err, und = _strict_tags(ta, tb)
+    sa, sb = ta == STR, tb == STR
+    live = ~err & ~und
+    strs = live & sa & sb
+    bad = live & (sa ^ sb)
+    nums = live & ~sa & ~sb
+    isf = nums & ((ta == FLOAT) | (tb == FLOAT))
+    isi = nums & ~isf
+    res = np.zeros(n, dtype=bool)
+    if isi.any():
+        r = _bcast(npop(_ints(a), _ints(b)), n)
+        res[isi] = r[isi]
+    if isf.any():
+        r = _bcast(npop(_floats(a), _floats(b)), n)
+        res[isf] = r[isf]
+    if strs.any():
+        xs, ys = a.s, b.s
+        xs = xs[strs] if xs.ndim else xs  # type: ignore[union-attr,index]
+        ys = ys[strs] if ys.ndim else ys  # type: ignore[union-attr,index]
+        r = _str_cmp(op, xs, ys, ctx)  # type: ignore[arg-type]
+        res[strs] = r
+    tag = np.full(n, BOOL, dtype=np.int8)
+    tag[und] = UNDEF
+    tag[err | bad] = ERR
+    return _select(n, tag, b=res)
+
+
+# --- logic ---------------------------------------------------------------------------------
+
+
+def truth(v: Column, n: int) -> Column:
+    """The value in a boolean position: tags become BOOL, UNDEF or ERR."""
+    u = v.uniform
+    if u is not None:
+        if u == BOOL or u in (UNDEF, ERR):
+            return v
+        if u == INT:
+            return Column(n, uniform=BOOL, b=v.i != 0)
+        if u == FLOAT:
+            return Column(n, uniform=BOOL, b=v.f != 0.0)
+        return _const(n, ERR)
+    ta = v.tags()
+    tag = ta.copy()
+    num = (ta == INT) | (ta == FLOAT)
+    tag[num] = BOOL
+    tag[ta == STR] = ERR
+    b = np.zeros(n, dtype=bool)
+    if v.b is not None:
+        m = ta == BOOL
+        b[m] = _bcast(v.b, n)[m]
+    if v.i is not None:
+        m = ta == INT
+        b[m] = _bcast(v.i != 0, n)[m]
+    if v.f is not None:
+        m = ta == FLOAT
+        b[m] = _bcast(v.f != 0.0, n)[m]
+    return _select(n, tag, b=b)
+
+
+def _tv(v: Column, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(known-true rows, known-false rows, error rows) of a truth column."""
+    t = v.tags()
+    b = v.b if v.b is not None else _FALSE
+    known = t == BOOL
+    return known & b, known & ~b, t == ERR
+
+
+def logic(op: str, a: Column, b: Column, n: int) -> Column:
+    a, b = truth(a, n), truth(b, n)
+    if a.uniform == BOOL and b.uniform == BOOL:  # fast path: no unknowns
+        fn = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[op]
+        return Column(n, uniform=BOOL, b=fn(a.b, b.b))
+    ta_, fa, ea = _tv(a, n)
+    tb_, fb, eb = _tv(b, n)
+    if op == "and":
+        t, f = ta_ & tb_, fa | fb
+    elif op == "or":
+        t, f = ta_ | tb_, fa & fb
+    else:
+        ka, kb = ta_ | fa, tb_ | fb
+        t = ka & kb & (ta_ ^ tb_)
+        f = ka & kb & ~(ta_ ^ tb_)
+    t, f = _bcast(t, n), _bcast(f, n)
+    known = t | f
+    tag = np.where(known, np.int8(BOOL), np.where(_bcast(ea | eb, n), np.int8(ERR), np.int8(UNDEF))).astype(np.int8)
+    return _select(n, tag, b=np.array(t))
+
+
+def logic_not(a: Column, n: int) -> Column:
+    a = truth(a, n)
+    if a.b is None:
+        return a
+    return Column(n, tag=a.tag, uniform=a.uniform, b=np.logical_not(a.b))
+
+
+# --- functions -------------------------------------------------------------------------------
+
+
+def match(p: Column, s: Column, ctx: Ctx) -> Column:
+    n = ctx.n
+    tp, ts = p.tags(), s.tags()
+    up, us = p.uniform, s.uniform
+    if up is not None and us is not None:
+        r = V._strict(up, us)
+        if r is not None:
+            return _const(n, V.tag_of(r))
+        if up != STR or us != STR:
+            return _const(n, ERR)
+    err, und = _strict_tags(tp, ts)
+    ok = ~err & ~und & (tp == STR) & (ts == STR)
+    bad = ~err & ~und & ~ok
+    res = np.zeros(n, dtype=bool)
+    tag = np.full(n, BOOL, dtype=np.int8)
+    tag[und] = UNDEF
+    tag[err | bad] = ERR
+    if ok.any():
+        pc, sc = p.s, s.s
+        if pc.ndim == 0:  # one pattern for every row: search each distinct subject once
+            pattern = ctx.string(int(pc))
+            rx = V.compile_regex(pattern)
+            if rx is None:
+                tag[ok] = ERR
+            else:
+                subj = _bcast(sc, n)[ok]  # type: ignore[arg-type]
+                if subj.size and subj.min() < 0:  # a literal subject outside the dictionary
+                    res[ok] = rx.search(ctx.string(int(subj[0]))) is not None
+                else:
+                    res[ok] = ctx.table.strings.regex_over(pattern, subj, rx)
+        else:  # patterns vary per row: decide each distinct (pattern, subject) pair once
+            pcs = _bcast(pc, n)[ok].astype(np.int64)  # type: ignore[arg-type]
+            scs = _bcast(sc, n)[ok].astype(np.int64)  # type: ignore[arg-type]
+            pairs = np.stack([pcs, scs], axis=1)
+            uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
+            vals = [V.match(ctx.string(int(x)), ctx.string(int(y))) for x, y in uniq.tolist()]
+            r_ok = np.array([v is True for v in vals], dtype=bool)[inv.reshape(-1)]
+            r_err = np.array([v is V.ERROR for v in vals], dtype=bool)[inv.reshape(-1)]
+            res[ok] = r_ok
+            sub = tag[ok]
+            sub[r_err] = ERR
+            tag[ok] = sub
+    return _select(n, tag, b=res)
+
+
+def _parse_strings(codes: np.ndarray, ctx: Ctx, conv: Callable[[str], V.Value], kind: int) -> tuple[np.ndarray, np.ndarray]:
+    """(values, ok) for string codes converted by ``conv`` once per distinct string."""
+    dtype = np.int64 if kind == INT else np.float64
+    uniq, inv = np.unique(codes, return_inverse=True)
+    vals = [conv(ctx.string(c)) for c in uniq.tolist()]
+    good = np.array([v is not V.ERROR for v in vals], dtype=bool)
+    num = np.array([v if v is not V.ERROR else 0 for v in vals], dtype=dtype)
+    inv = inv.reshape(codes.shape)
+    return num[inv], good[inv]
+
+
+_TWO63 = 9.223372036854775808e18
+
+
+def to_int(a: Column, ctx: Ctx) -> Column:
+    n = ctx.n
+    ta = a.tags()
+    tag = ta.copy()
+    i = np.zeros(n, dtype=np.int64)
+    if a.b is not None or a.i is not None:
+        m = (ta == BOOL) | (ta == INT)
+        i[m] = _bcast(_ints(a), n)[m]
+        tag[m] = INT
+    if a.f is not None:
+        m = ta == FLOAT
+        fv = _bcast(a.f, n)[m]
+        inrange = (fv >= -_TWO63) & (fv < _TWO63)
+        iv = np.zeros(fv.shape, dtype=np.int64)
+        iv[inrange] = np.trunc(fv[inrange]).astype(np.int64)
+        i[m] = iv
+        tag[m] = np.where(inrange, np.int8(INT), np.int8(ERR))
+    if a.s is not None:
+        m = ta == STR
+        if m.any():
+            vals, good = _parse_strings(_bcast(a.s, n)[m], ctx, V.parse_int, INT)
+            i[m] = vals
+            tag[m] = np.where(good, np.int8(INT), np.int8(ERR))
+    return _select(n, tag, i=i)
+
+
+def to_float(a: Column, ctx: Ctx) -> Column:
+    n = ctx.n
+    if a.uniform == FLOAT:
+        return a
+    if a.uniform in (INT, BOOL):
+        return Column(n, uniform=FLOAT, f=_floats(a))
+    ta = a.tags()
+    tag = ta.copy()
+    f = np.zeros(n, dtype=np.float64)
+    num = (ta == BOOL) | (ta == INT) | (ta == FLOAT)
+    if num.any():
+        f[num] = _bcast(_floats(a), n)[num]
+        tag[num] = FLOAT
+    if a.s is not None:
+        m = ta == STR
+        if m.any():
+            vals, good = _parse_strings(_bcast(a.s, n)[m], ctx, V.parse_float, FLOAT)
+            f[m] = vals
+            tag[m] = np.where(good, np.int8(FLOAT), np.int8(ERR))
+    return _select(n, tag, f=f)
+
+
+# --- compilation -----------------------------------------------------------------------------
+
+
+def compile_vector(node: Node) -> VecFn:
+    """A function ctx -> Column computing ``node`` for every row."""
+    if isinstance(node, Const):
+        value = node.value
+        return lambda ctx: _full(ctx.n, value, ctx)
+    if isinstance(node, Attr):
+        name = node.name
+
+        def attr(ctx: Ctx) -> Column:
+            col = ctx.table.column(name)
+            return col if col is not None else _const(ctx.n, UNDEF)
+
+        return attr
+    if isinstance(node, Unary):
+        f = compile_vector(node.operand)
+        if node.op == "not":
+            return lambda ctx: logic_not(f(ctx), ctx.n)
+        if node.op == "-":
+            return lambda ctx: negate(f(ctx), ctx.n)
+        return lambda ctx: bitnot(f(ctx), ctx.n)
+    if isinstance(node, Logic):
+        fs = [compile_vector(c) for c in node.operands]
+        op = node.op
+
+        def chain(ctx: Ctx) -> Column:
+            acc = fs[0](ctx)
+            for g in fs[1:]:
+                acc = logic(op, acc, g(ctx), ctx.n)
+            return acc
+
+        return chain
+    if isinstance(node, Binary):
+        fa, fb = compile_vector(node.left), compile_vector(node.right)
+        op = node.op
+        if node.is_comparison:
+            return lambda ctx: compare(op, fa(ctx), fb(ctx), ctx)
+        return lambda ctx: arith(op, fa(ctx), fb(ctx), ctx.n)
+    if isinstance(node, Call):
+        fs = [compile_vector(c) for c in node.args]
+        fn = node.func
+        if fn == "match":
+            return lambda ctx: match(fs[0](ctx), fs[1](ctx), ctx)
+        if fn in ("max", "min"):
+            return lambda ctx: maxmin(fn, fs[0](ctx), fs[1](ctx), ctx.n)
+        if fn == "int":
+            return lambda ctx: to_int(fs[0](ctx), ctx)
+        return lambda ctx: to_float(fs[0](ctx), ctx)
+    raise TypeError(f"not a MIL node: {node!r}")  # pragma: no cover
+
+
+def run(fn: VecFn, table: ColumnTable) -> Column:
+    """Evaluate a compiled vector function over ``table`` (numpy warnings silenced:
+    overflow wraps and division by zero is an error value by design)."""
+    with np.errstate(all="ignore"):
+        return fn(Ctx(table))
+
+
+def exactly_true(col: Column, n: int) -> np.ndarray:
+    """A fresh (n,) bool array: rows whose value is exactly true in a boolean position."""
+    with np.errstate(all="ignore"):
+        t = truth(col, n)
+    if t.uniform is not None:
+        if t.uniform != BOOL:
+            return np.zeros(n, dtype=bool)
+        return np.array(_bcast(t.b, n), dtype=bool)  # type: ignore[arg-type]
+    return (t.tag == BOOL) & _bcast(t.b, n)  # type: ignore[arg-type]
