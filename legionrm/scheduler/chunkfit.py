@@ -1,0 +1,286 @@
+"""Does a chunk fit a host?  Shared by the bucket and per-node paths.
+
+A chunk is compiled once against the node table (:func:`compile_request`):
+each requested resource becomes a :class:`Check` with its value converted to
+the host column's units.  Resources outside the table's resource line are
+ignored, booleans are always checked, and the server's default chunk
+(``ncpus=1``) is appended to a chunk that does not name ncpus, as PBS does.
+
+The check order is PBS's: non-consumables in reverse order of appearance,
+then consumables in order of appearance; it decides which mismatch a refusal
+names.  :func:`chunks_per_host` answers "how many of this chunk fit on each
+of these hosts" as a numpy vector; :func:`host_reason` gives the text for one
+host; :func:`prefilter` is the aggregate test on a set of hosts that both
+paths run before searching.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from legionrm.scheduler.nodes import Column, NodeTable
+from legionrm.scheduler.nodestate import HostView
+from legionrm.scheduler.select import Chunk, SelectRequest, Size, classify, exec_amount, format_value
+
+# PBS comment texts (the parts after "Not Running: " / "Can Never Run: ").
+NO_NODE_RESOURCES = "No available resources on nodes"
+CANT_SPAN_PSET = "can't fit in the largest placement set, and can't span psets"
+NO_FREE_NODES = "Not enough free nodes available"
+NO_TOTAL_NODES = "Not enough total nodes available"
+NOT_ENOUGH_NODES_AVAIL = "Not enough of the right type of nodes are available"
+RESERVATION_CONFLICT = "Job would conflict with reservation or top job"
+NODE_NOT_EXCL = "Job is requesting an exclusive node and node is in use"
+NODE_PLACE_PACK = "Node ineligible because job requested pack placement and won't fit on node"
+INSUFFICIENT = "Insufficient amount of resource: {res} {detail}"
+INVALID_STATE = "Node is in an ineligible state: {state}"
+
+DEFAULT_CHUNK: dict[str, object] = {"ncpus": 1}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One requested resource of a chunk, in host-column units."""
+
+    res: str
+    value: object  # bool, str, or a number (kb for size columns)
+    consumable: bool
+    written: object  # the value as requested (for messages)
+
+
+@dataclass(frozen=True)
+class CompiledChunk:
+    index: int
+    count: int
+    text: str
+    checks: tuple[Check, ...]  # reason order
+    amounts: tuple[tuple[str, float], ...]  # consumables in request order (exec_vnode order)
+    exec_suffix: str  # ":ncpus=12:mem=16777216kb"
+
+    @property
+    def key(self) -> tuple:
+        return tuple((c.res, c.value, c.consumable) for c in self.checks)
+
+    @property
+    def constrained(self) -> bool:
+        return any(c.consumable and c.value > 0 for c in self.checks)
+
+
+def _amount_for(col: Column | None, value: object) -> float:
+    """A requested number in the column's units (a bare number for a size is bytes)."""
+    if col is not None and col.kind == "size" and not isinstance(value, Size):
+        return float(math.ceil(float(value) / 1024))
+    return float(value)
+
+
+def compile_chunk(table: NodeTable, chunk: Chunk, index: int) -> CompiledChunk:
+    """Compile one chunk against ``table`` (see module docs for the rules)."""
+    res = dict(chunk.resources)
+    for k, v in DEFAULT_CHUNK.items():
+        res.setdefault(k, v)
+    noncons: list[Check] = []
+    cons: list[Check] = []
+    amounts: list[tuple[str, float]] = []
+    suffix: list[str] = []
+    for name, written in res.items():
+        value = classify(written)
+        col = table.columns.get(name)
+        if not (name in table.resources or isinstance(value, bool) or (col is not None and col.kind == "bool")):
+            continue  # not on the resources line: PBS drops it from the select's resource set
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            amt = _amount_for(col, value)
+            cons.append(Check(name, amt, True, written))
+            amounts.append((name, amt))
+            shown = Size(amt) if (col is not None and col.kind == "size") or isinstance(value, Size) else value
+            suffix.append(f":{name}={exec_amount(shown)}")
+        else:
+            noncons.append(Check(name, value, False, written))
+    checks = tuple(reversed(noncons)) + tuple(cons)
+    return CompiledChunk(index, chunk.count, chunk.text(), checks, tuple(amounts), "".join(suffix))
+
+
+def compile_request(table: NodeTable, request: SelectRequest) -> tuple[CompiledChunk, ...]:
+    return tuple(compile_chunk(table, c, i) for i, c in enumerate(request.chunks))
+
+
+# --- vector tests -------------------------------------------------------------
+
+
+def match_mask(table: NodeTable, check: Check, idx: np.ndarray) -> np.ndarray:
+    """For a non-consumable check: which of hosts ``idx`` have the requested value."""
+    col = table.columns.get(check.res)
+    v = check.value
+    if isinstance(v, bool):
+        if col is None:
+            return np.full(len(idx), not v)
+        if col.kind != "bool":
+            return np.zeros(len(idx), bool)
+        return col.values[idx] == v
+    if col is None or col.kind not in ("str", "strarr"):
+        return np.zeros(len(idx), bool)
+    return col.equals_mask(str(v), casefold=check.res in ("host", "vnode"))[idx]
+
+
+def chunks_per_host(
+    table: NodeTable,
+    chunk: CompiledChunk,
+    idx: np.ndarray,
+    avail: dict[str, np.ndarray] | None = None,
+) -> np.ndarray:
+    """How many copies of ``chunk`` fit on each host in ``idx`` (int64 vector).
+
+    ``avail`` maps a consumable to amounts aligned with ``idx`` (free amounts);
+    None means totals.  A chunk no consumable constrains (all amounts 0 or
+    none on the resource line) counts 1 per matching host: upstream's
+    "infinite" sentinel made such chunks match nothing (pitfall L7).
+    """
+    n = len(idx)
+    ok = np.ones(n, bool)
+    cap = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    constrained = False
+    for c in chunk.checks:
+        if not c.consumable:
+            ok &= match_mask(table, c, idx)
+            continue
+        if c.value <= 0:
+            continue
+        constrained = True
+        have = avail[c.res] if avail is not None and c.res in avail else table.total(c.res)[idx]
+        cap = np.minimum(cap, np.floor(np.maximum(have, 0) / c.value + 1e-9).astype(np.int64))
+    if not constrained:
+        cap = np.ones(n, dtype=np.int64)
+    return np.where(ok, cap, 0)
+
+
+def host_reason(
+    table: NodeTable, chunk: CompiledChunk, i: int, avail: dict[str, float] | None = None
+) -> tuple[str, str] | None:
+    """Why one copy of ``chunk`` does not fit host ``i``: (resource, comment text), or None.
+
+    ``avail`` gives the host's free amounts (None: totals, as the bucket path compares).
+    """
+    for c in chunk.checks:
+        col = table.columns.get(c.res)
+        if c.consumable:
+            if c.value <= 0:
+                continue
+            total = float(table.total(c.res)[i]) if col is not None and col.consumable else 0.0
+            have = avail.get(c.res, total) if avail is not None else total
+            if have + 1e-9 < c.value:
+                detail = f"(R: {_show(col, c.value)} A: {_show(col, have)} T: {_show(col, total)})"
+                return c.res, INSUFFICIENT.format(res=c.res, detail=detail)
+        elif not match_mask(table, c, np.asarray([i]))[0]:
+            hv = col.value(i) if col is not None else (False if isinstance(c.value, bool) else None)
+            shown = "" if hv is None else format_value(hv)
+            detail = f"({format_value(c.value)} != {shown})"
+            return c.res, INSUFFICIENT.format(res=c.res, detail=detail)
+    return None
+
+
+def _show(col: Column | None, amount: float) -> str:
+    if col is not None and col.kind == "size":
+        return format_value(Size(amount))
+    return format_value(float(amount))
+
+
+# --- the aggregate prefilter -------------------------------------------------
+
+
+def free_state(view: HostView, idx: np.ndarray) -> np.ndarray:
+    """Hosts in PBS state "free": not held exclusively and not fully used."""
+    free = ~view.excl[idx]
+    if "ncpus" in view.table.columns:
+        free &= (view.njobs[idx] == 0) | (view.avail("ncpus")[idx] > 0)
+    return free
+
+
+def prefilter(
+    table: NodeTable,
+    request: SelectRequest,
+    chunks: tuple[CompiledChunk, ...],
+    idx: np.ndarray,
+    view: HostView,
+) -> tuple[str, str] | None:
+    """The aggregate test on the hosts ``idx`` before any node search.
+
+    Returns None when the request may fit, else (status, text) with status
+    ``"not_now"`` or ``"never"``: the test runs against free amounts, and on
+    failure against totals; failing both is "never" with the totals' reason.
+    """
+    now = _aggregate(table, request, chunks, idx, view, total=False)
+    if now is None:
+        return None
+    ever = _aggregate(table, request, chunks, idx, view, total=True)
+    return ("never", ever) if ever is not None else ("not_now", now)
+
+
+def _aggregate(
+    table: NodeTable,
+    request: SelectRequest,
+    chunks: tuple[CompiledChunk, ...],
+    idx: np.ndarray,
+    view: HostView,
+    *,
+    total: bool,
+) -> str | None:
+    tot_nodes = len(idx)
+    if total:
+        if tot_nodes == 0:
+            return NO_TOTAL_NODES
+        nodect, err = tot_nodes, NO_TOTAL_NODES
+    else:
+        nodect = int(np.count_nonzero(free_state(view, idx))) if tot_nodes else 0
+        if nodect == 0:
+            return NO_FREE_NODES
+        err = NO_FREE_NODES
+    if request.place.arrangement in ("scatter", "vscatter") and nodect < request.total_chunks:
+        return err
+    # job-wide consumables summed over the select
+    sums: dict[str, float] = {}
+    for ch in chunks:
+        for r, a in ch.amounts:
+            sums[r] = sums.get(r, 0.0) + a * ch.count
+    pool_t: dict[str, float] = {}
+    pool_a: dict[str, float] = {}
+    for r in sums:
+        t = float(table.total(r)[idx].sum())
+        pool_t[r] = t
+        pool_a[r] = float(view.avail(r)[idx].sum())
+    for r, need in sums.items():
+        have = pool_t[r] if total else pool_a[r]
+        if need > have + 1e-9:
+            col = table.columns.get(r)
+            return INSUFFICIENT.format(
+                res=r, detail=f"(R: {_show(col, need)} A: {_show(col, pool_a[r])} T: {_show(col, pool_t[r])})"
+            )
+    # each chunk against the set as a whole (booleans always honoured)
+    for ch in chunks:
+        for c in ch.checks:
+            col = table.columns.get(c.res)
+            if c.consumable:
+                have = pool_t.get(c.res, 0.0) if total else pool_a.get(c.res, 0.0)
+                if c.value > have + 1e-9:
+                    return INSUFFICIENT.format(
+                        res=c.res,
+                        detail=f"(R: {_show(col, c.value)} A: {_show(col, pool_a.get(c.res, 0.0))} "
+                        f"T: {_show(col, pool_t.get(c.res, 0.0))})",
+                    )
+            elif not match_mask(table, c, idx).any():
+                return INSUFFICIENT.format(res=c.res, detail=f"({format_value(c.value)} != {_values(col, idx)})")
+    return None
+
+
+def _values(col: Column | None, idx: np.ndarray) -> str:
+    """The distinct values of a resource over hosts, in node order, comma-joined."""
+    if col is None:
+        return ""
+    seen: dict[str, None] = {}
+    for i in idx[:4096].tolist():
+        v = col.value(int(i))
+        if v is None:
+            continue
+        for s in (v if isinstance(v, tuple) else (v,)):
+            seen.setdefault(format_value(s), None)
+    return ",".join(seen)
