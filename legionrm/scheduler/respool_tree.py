@@ -197,6 +197,9 @@ class PoolTree:
 
     def lookup_id(self, path: str) -> str:
         """Peloton's LookupResourcePoolID: validate the path, return the pool's id."""
+        from legionrm.scheduler.respool_validate import check_path
+
+        check_path(path)
         return self.get(path).id
 
     def __contains__(self, ref: str) -> bool:
