@@ -232,30 +232,37 @@ class Enactor:
         failing = self._reconcile(run, mapping, list(mapping), failures)
         tried = 0
         used: set[int] = set()
-        for di, delta in enumerate(master.deltas):
+        while True:
             if not failing:
                 # Time passed during the deltas: renew anything that expired meanwhile.
                 failing = self._reconcile(run, mapping, list(mapping), failures)
                 if not failing:
                     break
-            if not (delta.keys & failing.keys()):
-                continue  # not an alternative for anything failing now
-            tried += 1
-            used.add(di)
-            target = _apply(mapping, delta)
-            if target is None:
-                failures.append(_plan_failure(delta))
+            wave = _wave(master.deltas, used, failing.keys())
+            if not wave:
+                break
+            target, good = mapping, []
+            for di, delta in wave:
+                used.add(di)
+                tried += 1
+                applied = _apply(target, delta)
+                if applied is None:
+                    failures.append(_plan_failure(delta))
+                    continue
+                target = applied
+                good.append(delta)
+            if not good:
                 continue
-            # Ask for the delta's own mappings and for any mapping that lost its
-            # reservation earlier; not again for failing keys the delta leaves alone.
-            ask = [k for k in target if k in delta.keys or k not in failing]
+            keys = frozenset().union(*(d.keys for d in good))
+            # Ask for the deltas' own mappings and for any mapping that lost its
+            # reservation earlier; not again for failing keys they leave alone.
+            ask = [k for k in target if k in keys or k not in failing]
             new_fail = self._reconcile(run, target, ask, failures)
-            if not (new_fail.keys() & delta.keys):
-                mapping = target  # adopted: the delta is now the current mapping
-                failing = {k: v for k, v in failing.items() if k not in delta.keys}
-            failing.update({k: v for k, v in new_fail.items() if k not in delta.keys})
-        if not failing:
-            failing = self._reconcile(run, mapping, list(mapping), failures)
+            for delta in good:
+                if not (new_fail.keys() & delta.keys):
+                    mapping = _apply(mapping, delta)  # adopted: part of the current mapping now
+                    failing = {k: v for k, v in failing.items() if k not in delta.keys}
+            failing.update({k: v for k, v in new_fail.items() if k not in keys})
         return (not failing, mapping, failures, tried, used)
 
     def _reconcile(
@@ -522,6 +529,37 @@ class Enactor:
             thrash=run.thrash,
             instances=tuple(run.started),
         )
+
+
+def _wave(deltas: Sequence[DeltaSchedule], used: set[int], failing) -> list[tuple[int, DeltaSchedule]]:
+    """The deltas to try in the next reservation round, in delta order.
+
+    The first unused delta that replaces a failing mapping is always in.
+    When it only replaces failing mappings (a pure repair: nothing to
+    release), every further pure repair on other keys joins the same round,
+    up to the first delta that would release something: such repairs are
+    independent, so trying them together gives each key the outcome the
+    one-by-one order would, in one parallel round instead of many.  A delta
+    that releases reservations is always tried alone.
+    """
+    failing = set(failing)
+    wave: list[tuple[int, DeltaSchedule]] = []
+    keys: set[str] = set()
+    for di, d in enumerate(deltas):
+        if di in used or not (d.keys & failing):
+            continue
+        pure = d.keys <= failing
+        if not wave:
+            wave.append((di, d))
+            keys |= d.keys
+            if not pure:
+                break
+        elif not pure:
+            break
+        elif not (d.keys & keys):
+            wave.append((di, d))
+            keys |= d.keys
+    return wave
 
 
 def _apply(mapping: dict[str, Placement], delta: DeltaSchedule) -> dict[str, Placement] | None:

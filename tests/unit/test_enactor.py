@@ -155,7 +155,22 @@ def test_two_one_key_deltas_compose_to_repair_two_failures():
     r = Enactor(g, clock=g.clock).enact_schedule(req(master))
     assert r.ok and {p.key: p.host for p in r.placements} == {"a": "h3", "b": "h4"}
     assert r.thrash == 0 and g.cancelled() == []
-    assert reserve_calls(g)[1:] == [["r1/a/host/1"], ["r1/b/host/1"]]  # b not asked again in between
+    # independent repairs go in one parallel round; the refusing hosts are not asked again
+    assert reserve_calls(g)[1:] == [["r1/a/host/1", "r1/b/host/1"]]
+
+
+def test_independent_repairs_share_a_round_and_each_key_keeps_its_delta_order():
+    g = gw("h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8", refuse={"h1": "policy", "h2": "policy", "h4": "policy"})
+    deltas = (
+        (P("a", "h4"),),  # a's first alternative (refused)
+        (P("b", "h5"),),  # b's repair: same round as a's first
+        (P("a", "h6"),),  # a's second alternative: next round
+        (P("a", "h8"), P("c", "h7")),  # would release c: never reached
+    )
+    r = Enactor(g, clock=g.clock).enact_schedule(req(M(P("a", "h1"), P("b", "h2"), P("c", "h3"), deltas=deltas)))
+    assert r.ok and {p.key: p.host for p in r.placements} == {"a": "h6", "b": "h5", "c": "h3"}
+    assert reserve_calls(g) == [["r1/a/host/0", "r1/b/host/0", "r1/c/host/0"], ["r1/a/host/1", "r1/b/host/1"], ["r1/a/host/2"]]
+    assert r.attempts[0].deltas_tried == 3 and r.thrash == 0 and g.cancelled() == []
 
 
 def test_dead_host_is_a_refusal_and_a_delta_repairs_it():

@@ -1,0 +1,248 @@
+"""The Enactor on Ray: a thin async actor around the core, and the Ray gateway.
+
+Every Ray call the enactor makes lives in :class:`RayGateway`: reservations
+are grouped by host group actor (``Placement.group``) or single resource
+actor, one batched call per actor, all actors at once, collected with
+``ray.wait`` under one deadline.  A call that raises because its actor died,
+or that misses the deadline, becomes ``Refusal(code="resource.dead")``, so
+the core treats a dead resource exactly like a veto and tries a delta.
+
+:class:`EnactorActor` is async (it spends its life waiting on others) and
+runs each enactment's synchronous core in a worker thread, so several
+schedulers can enact at once without blocking each other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Callable, Mapping, Sequence
+
+import ray
+from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+
+from legionrm.enactor.enactor import Approver, Enactor, approve_all
+from legionrm.enactor.gateway import DEAD, CreateItem
+from legionrm.models import (
+    EnactRequest,
+    EnactResult,
+    InstanceRef,
+    Refusal,
+    ReservationRequest,
+    ReservationToken,
+    ScheduleProposal,
+)
+
+log = logging.getLogger(__name__)
+
+Handle = Any  # a ray.actor.ActorHandle
+
+
+class RayGateway:
+    """The enactor's gateway to resource actors.
+
+    ``groups``: host group name -> ``HostGroupActor`` handle (batched
+    ``make_reservations`` / ``cancel_reservations``).  ``resources``: host or
+    vault name -> the actor carrying it: a group handle, or a single
+    ``HostActor`` / ``VaultActor`` (``make_reservation`` /
+    ``cancel_reservation``); ``batched`` names the handles (by resource) that
+    take batches when they are not in ``groups``.  ``classes``: class name ->
+    ``ClassActor`` (``create_instance``, ``destroy_instance``).  ``resolve``
+    is asked for any name none of those know (e.g. a named-actor lookup) and
+    returns ``(handle, is_batched)`` or None.  ``members`` maps a host name to
+    its group name, for routing cancels of tokens this gateway did not see
+    granted (it learns the rest from the group hints of the reservations it
+    sends).  ``deadline_s`` bounds each
+    fan-out; what has not answered by then is reported dead.
+    """
+
+    def __init__(
+        self,
+        *,
+        groups: Mapping[str, Handle] | None = None,
+        resources: Mapping[str, Handle] | None = None,
+        batched: Sequence[str] = (),
+        classes: Mapping[str, Handle] | None = None,
+        resolve: Callable[[str], tuple[Handle, bool] | None] | None = None,
+        members: Mapping[str, str] | None = None,
+        deadline_s: float = 10.0,
+    ) -> None:
+        self.groups = dict(groups or {})
+        self.resources = dict(resources or {})
+        self.batched = set(batched)
+        self.classes = dict(classes or {})
+        self.resolve = resolve
+        self.deadline_s = deadline_s
+        # Tokens name their issuer, not its group: remember which group
+        # granted for a resource, so a cancel takes the same batched route.
+        self._granted_by: dict[str, str] = dict(members or {})
+
+    # --- routing ---------------------------------------------------------------------
+
+    def _route(self, resource: str, group: str | None) -> tuple[str, Handle, bool] | None:
+        """(route key, handle, takes batches) for a resource, or None."""
+        if group is not None and group in self.groups:
+            return (f"group:{group}", self.groups[group], True)
+        h = self.resources.get(resource)
+        if h is not None:
+            batched = resource in self.batched or any(h is g for g in self.groups.values())
+            return (f"actor:{id(h)}", h, batched)
+        if self.resolve is not None:
+            found = self.resolve(resource)
+            if found is not None:
+                handle, batched = found
+                self.resources[resource] = handle
+                if batched:
+                    self.batched.add(resource)
+                return (f"actor:{id(handle)}", handle, batched)
+        return None
+
+    def _gather(self, refs: list[Any]) -> list[tuple[bool, Any]]:
+        """Wait for every ref under one deadline: (ok, value or the error)."""
+        if not refs:
+            return []
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=self.deadline_s)
+        done = set(ready)
+        out: list[tuple[bool, Any]] = []
+        for r in refs:
+            if r not in done:
+                out.append((False, TimeoutError(f"no answer within {self.deadline_s:.1f}s")))
+                continue
+            try:
+                out.append((True, ray.get(r)))
+            except (RayActorError, RayTaskError, GetTimeoutError) as exc:
+                out.append((False, exc))
+        return out
+
+    # --- the gateway protocol ------------------------------------------------------------
+
+    def reserve(
+        self, requests: Sequence[ReservationRequest], groups: Sequence[str | None] | None = None
+    ) -> list[ReservationToken | Refusal]:
+        out: list[ReservationToken | Refusal | None] = [None] * len(requests)
+        batches: dict[str, tuple[Handle, list[int]]] = {}
+        singles: list[tuple[int, Any]] = []
+        for i, rq in enumerate(requests):
+            route = self._route(rq.resource, groups[i] if groups is not None else None)
+            if route is None:
+                out[i] = Refusal(code=DEAD, reason=f"no actor carries {rq.resource!r}", by=rq.resource)
+            elif route[2]:
+                batches.setdefault(route[0], (route[1], []))[1].append(i)
+                if route[0].startswith("group:"):
+                    self._granted_by[rq.resource] = route[0][len("group:") :]
+            else:
+                singles.append((i, route[1].make_reservation.remote(rq)))
+        batch_list = list(batches.values())
+        refs = [h.make_reservations.remote([requests[i] for i in idx]) for h, idx in batch_list]
+        answers = self._gather(refs + [ref for _, ref in singles])
+        for (h, idx), (ok, value) in zip(batch_list, answers[: len(refs)]):
+            for j, i in enumerate(idx):
+                out[i] = value[j] if ok else _dead(requests[i].resource, value)
+        for (i, _), (ok, value) in zip(singles, answers[len(refs) :]):
+            out[i] = value if ok else _dead(requests[i].resource, value)
+        return out  # type: ignore[return-value]
+
+    def cancel(self, tokens: Sequence[ReservationToken]) -> None:
+        batches: dict[str, tuple[Handle, list[ReservationToken]]] = {}
+        refs = []
+        for t in tokens:
+            route = self._route(t.issuer, self._granted_by.get(t.issuer))
+            if route is None:
+                continue  # nobody carries it any more; it times out there, if anywhere
+            if route[2]:
+                batches.setdefault(route[0], (route[1], []))[1].append(t)
+            else:
+                refs.append(route[1].cancel_reservation.remote(t))
+        refs += [h.cancel_reservations.remote(toks) for h, toks in batches.values()]
+        for ok, err in self._gather(refs):
+            if not ok:
+                log.info("cancel did not reach its resource (%s); the token will time out", err)
+
+    def create_instances(self, items: Sequence[CreateItem]) -> list[InstanceRef | Refusal]:
+        out: list[InstanceRef | Refusal | None] = [None] * len(items)
+        calls: list[tuple[int, Any]] = []
+        for i, it in enumerate(items):
+            cls = self.classes.get(it.class_name)
+            if cls is None:
+                out[i] = Refusal(code=DEAD, reason=f"no class actor {it.class_name!r}", by=it.class_name)
+                continue
+            ref = cls.create_instance.remote(
+                it.host, it.vault, it.host_token, dict(it.args), vault_token=it.vault_token, holder=it.holder
+            )
+            calls.append((i, ref))
+        for (i, _), (ok, value) in zip(calls, self._gather([r for _, r in calls])):
+            out[i] = value if ok else _dead(items[i].class_name, value)
+        return out  # type: ignore[return-value]
+
+    def stop_instances(self, instances: Sequence[InstanceRef]) -> None:
+        refs = []
+        for ref in instances:
+            cls = self.classes.get(ref.class_name)
+            if cls is not None:
+                refs.append(cls.destroy_instance.remote(ref.instance_id, "enactment rolled back"))
+        for ok, err in self._gather(refs):
+            if not ok:
+                log.warning("could not stop an instance during rollback: %s", err)
+
+
+def _dead(name: str, err: Any) -> Refusal:
+    return Refusal(code=DEAD, reason=f"{type(err).__name__}: {err}"[:300], by=name)
+
+
+@ray.remote(num_cpus=0)
+class EnactorActor:
+    """The Enactor as an async Ray actor holding one :class:`Enactor` core.
+
+    Constructed with the same routing tables as :class:`RayGateway`.
+    ``approver``, when given, is ``(actor handle, method name)``: the
+    scheduler actor whose method receives a :class:`ScheduleProposal` and
+    returns True / False / a Refusal (Legion's step 6).  That actor must be
+    async (or threaded): it is waiting on this enactor while it confirms.
+    """
+
+    def __init__(
+        self,
+        *,
+        groups: Mapping[str, Handle] | None = None,
+        resources: Mapping[str, Handle] | None = None,
+        batched: Sequence[str] = (),
+        classes: Mapping[str, Handle] | None = None,
+        deadline_s: float = 10.0,
+        name: str = "enactor",
+        min_token_life_s: float = 0.0,
+    ) -> None:
+        self.gateway = RayGateway(
+            groups=groups, resources=resources, batched=batched, classes=classes, deadline_s=deadline_s
+        )
+        self.core = Enactor(self.gateway, name=name, min_token_life_s=min_token_life_s)
+
+    async def enact_schedule(self, request: EnactRequest, approver: tuple[Handle, str] | None = None) -> EnactResult:
+        """Legion's ``enact_schedule``: see :meth:`Enactor.enact_schedule`."""
+        approve: Approver = approve_all if approver is None else _remote_approver(*approver)
+        return await asyncio.to_thread(self.core.enact_schedule, request, approve=approve)
+
+    async def add_group(self, name: str, handle: Handle) -> None:
+        """Route placements whose ``group`` is ``name`` to ``handle``.  Idempotent."""
+        self.gateway.groups[name] = handle
+
+    async def add_resource(self, name: str, handle: Handle, batched: bool = False) -> None:
+        """Route the host or vault ``name`` to ``handle``.  Idempotent."""
+        self.gateway.resources[name] = handle
+        if batched:
+            self.gateway.batched.add(name)
+
+    async def add_class(self, name: str, handle: Handle) -> None:
+        self.gateway.classes[name] = handle
+
+    async def stats(self) -> dict[str, int]:
+        return dict(self.core.stats)
+
+    async def ping(self) -> str:
+        return "pong"
+
+
+def _remote_approver(handle: Handle, method: str) -> Approver:
+    def approve(proposal: ScheduleProposal) -> bool | Refusal:
+        return ray.get(getattr(handle, method).remote(proposal))
+
+    return approve
