@@ -42,6 +42,10 @@ class Entity:
         self.wanted[0] = int(self.wanted[1:].sum())
         self.given = np.zeros_like(self.wanted)
 
+    def given_q(self) -> int:
+        """Qshares given so far."""
+        return int((self.given[1:] * np.arange(1, len(self.given))).sum())
+
 
 def apportion_qshares(entities: list[Entity], vshares: np.ndarray) -> None:
     """Apportion the holes ``vshares`` (mutated: what is left) among ``entities``
@@ -51,10 +55,21 @@ def apportion_qshares(entities: list[Entity], vshares: np.ndarray) -> None:
     L = len(vshares)
     maxorder = L - 1
     nshares = nshares_from_v(vshares)
+    pos = {e: i for i, e in enumerate(entities)}
+
+    def neediest_first(es: list[Entity]) -> list[Entity]:
+        # Every pass (and bonus round) serves the entity given least per weight
+        # first, then the entity order.  On the first pass this is DUCC's entity
+        # order; DUCC keeps that order on later passes too (hash order for users),
+        # so the first entity collects the rounding remainder and the one-process
+        # round-up pass after pass.
+        return sorted(es, key=lambda e: (e.given_q() / e.weight, pos[e]))
+
     working = list(entities)
     shares_given = True
     while shares_given:
         shares_given = False
+        working = neediest_first(working)
         allweights = float(sum(e.weight for e in working))
         if allweights <= 0:
             break
@@ -108,7 +123,7 @@ def apportion_qshares(entities: list[Entity], vshares: np.ndarray) -> None:
     given = True
     while nshares[1] > 0 and given:
         given = False
-        for e in entities:
+        for e in neediest_first(entities):
             for o in range(maxorder, 0, -1):
                 if vshares[o] <= 0 or e.wanted[o] <= 0 or e.given[0] >= e.cap:
                     continue
