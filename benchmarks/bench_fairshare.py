@@ -1,0 +1,64 @@
+"""Time one DUCC scheduling cycle on DUCC's own benchmark load.
+
+Load (as measured with DUCC's Java scheduler, 250-600 ms per cycle there):
+1,000 machines of 64 qshares, 300 jobs of 50 users in 3 weighted classes,
+6 job orders, expand-by-doubling on.  Also 10,000 machines with 5,000 jobs.
+Prints the first cycle (everything new) and the mean of the next cycles
+(expansion by doubling, evictions confirmed in between), side by side with
+DUCC's figure and the targets.  Seeded: the same numbers every run.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+
+from legionrm.scheduler.classes import ClassSpec, RmSettings
+from legionrm.scheduler.core import DuccCore
+
+
+def build(machines: int, jobs: int, users: int, seed: int = 7) -> DuccCore:
+    rng = random.Random(seed)
+    s = RmSettings(quantum_gb=1, expand_by_doubling=True, prediction=True, initialization_cap=2)
+    classes = [
+        ClassSpec("low", policy="FAIR_SHARE", weight=50),
+        ClassSpec("normal", policy="FAIR_SHARE", weight=100, default=True),
+        ClassSpec("high", policy="FAIR_SHARE", weight=200),
+    ]
+    core = DuccCore(s, [], classes)
+    for i in range(machines):
+        core.add_machine(f"n{i:05d}", 64)
+    orders = [1, 2, 4, 8, 15, 30]
+    for i in range(jobs):
+        core.submit(
+            f"j{i:05d}", f"user{rng.randrange(users):03d}", rng.choice(orders),
+            cls=rng.choice(["low", "normal", "high"]), work_items=rng.randint(50, 5000),
+            time_per_item_ms=rng.choice([0, 500, 2000, 10000]), init_time_ms=30000,
+        )
+    return core
+
+
+def cycles(core: DuccCore, n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        core.confirm_evictions()
+        t0 = time.perf_counter()
+        core.run_cycle()
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def main() -> None:
+    print(f"{'load':<34}{'first ms':>10}{'next ms (mean)':>16}{'DUCC ms':>10}{'target ms':>11}")
+    for label, m, j, u, ducc, target in (
+        ("1,000 x 64q, 300 jobs, 50 users", 1000, 300, 50, "250-600", 100),
+        ("10,000 x 64q, 5,000 jobs, 500 users", 10000, 5000, 500, "-", 1000),
+    ):
+        core = build(m, j, u)
+        times = cycles(core, 6)
+        print(f"{label:<34}{times[0]:>10.1f}{statistics.mean(times[1:]):>16.1f}{ducc:>10}{target:>11}")
+
+
+if __name__ == "__main__":
+    main()
