@@ -1,0 +1,150 @@
+"""`legionrm pools FILE [--json]`: the file format, the JSON shape, exit 2 on invalid files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from legionrm.cli import main
+from legionrm.errors import ConfigError, PoolRuleError
+from legionrm.scheduler.pools import run_file
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
+
+BASE = """
+[capacity]
+cpu = 100
+memory = 1000
+disk = 1000
+gpu = 0
+
+[slack_capacity]
+cpu = 20
+
+[[pool]]
+path = "/a"
+controller_limit_percent = 50
+[pool.cpu]
+reservation = 30
+limit = 60
+[pool.memory]
+reservation = 300
+limit = 600
+
+[[pool]]
+path = "/b"
+[pool.cpu]
+reservation = 20
+limit = 100
+share = 2
+type = "STATIC"
+"""
+
+
+def write(tmp_path: Path, text: str) -> str:
+    f = tmp_path / "pools.toml"
+    f.write_text(text)
+    return str(f)
+
+
+def test_json_shape_and_values(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = BASE + """
+[[demand]]
+pool = "/b"
+cpu = 10
+
+[[allocation]]
+pool = "/a"
+cpu = 5
+slack = true
+
+[[gang]]
+id = "g1"
+pool = "/a"
+tasks = [{cpu = 20, memory = 100, priority = 2}, {cpu = 10, memory = 100, priority = 2}]
+
+[[gang]]
+id = "g2"
+pool = "/a"
+tasks = [{cpu = 40, memory = 10}]
+
+[[gang]]
+id = "ctl"
+pool = "/a"
+tasks = [{cpu = 40, controller = true, priority = 1}]
+"""
+    assert main(["pools", write(tmp_path, text), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"pools", "admitted"}
+    assert list(out["pools"]) == ["/", "/a", "/b"]
+    a = out["pools"]["/a"]
+    assert set(a) == {"entitlement", "slack_entitlement", "non_slack_entitlement", "allocation", "queues"}
+    assert set(a["entitlement"]) == {"cpu", "memory", "disk", "gpu"}
+    assert a["queues"] == {"pending": ["g2"], "controller": ["ctl"], "non_preemptible": [], "revocable": []}
+    assert out["admitted"] == ["g1"]
+    # /a: 30 reserved + 70 demand... cluster 100: /b static 20 + its demand 10 -> 20 (reservation covers it)
+    assert a["entitlement"]["cpu"] == pytest.approx(60)  # limit 60
+    assert a["allocation"]["cpu"] == 35 and out["pools"]["/"]["allocation"]["cpu"] == 35
+    assert out["pools"]["/b"]["entitlement"]["cpu"] == pytest.approx(40)  # 20 static + what /a's limit cut off
+
+
+def test_human_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["pools", write(tmp_path, BASE + '[[gang]]\nid = "x"\npool = "/a"\ntasks = [{cpu = 1}]\n')]) == 0
+    out = capsys.readouterr().out
+    assert "/a\n  entitlement  cpu=" in out and out.rstrip().endswith("admitted: x")
+
+
+INVALID = [
+    ("reservation-over-limit", BASE.replace("reservation = 30", "reservation = 70"),
+     "/a: resource cpu, reservation 70 exceeds limit 60"),
+    ("children-over-root", BASE.replace("reservation = 20", "reservation = 80"),
+     "/b: Aggregated child reservation 110 of kind `cpu` exceed parent `/` reservations 100"),
+    ("unknown-kind", BASE + "[pool.tpu]\nreservation = 1\nlimit = 1\n", "/b: resource pool config has unknown resource type tpu"),
+    ("controller-percent", BASE.replace("= 50", "= 120"), "/a: controller limit, max percent cannot be more than 100"),
+    ("sibling-taken", BASE.replace('path = "/b"', 'path = "/a"'), "/a: resource pool:a already exists"),
+    ("parent-missing", BASE.replace('path = "/b"', 'path = "/x/b"'), "/x/b: resource pool (/x) not found"),
+    ("bad-path", BASE.replace('path = "/b"', 'path = "b"'), "b: path should begin with /"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text,message", [c[1:] for c in INVALID], ids=[c[0] for c in INVALID])
+def test_invalid_file_exits_2_with_validator_message(tmp_path, capsys, text, message) -> None:  # type: ignore[no-untyped-def]
+    assert main(["pools", write(tmp_path, text)]) == 2
+    assert capsys.readouterr().err.strip() == f"legionrm pools: {message}"
+    with pytest.raises(PoolRuleError):
+        run_file(write(tmp_path, text))
+
+
+SHAPE = [
+    ("unknown-top-table", BASE + "[nodes]\nx = 1\n", "nodes"),
+    ("unknown-pool-key", BASE.replace('path = "/b"', 'path = "/b"\nweight = 2'), "pool[1].weight"),
+    ("bad-number", BASE.replace("limit = 60\n", 'limit = "sixty"\n'), "pool[0].cpu.limit"),
+    ("bad-type", BASE.replace('"STATIC"', '"FIXED"'), "pool[1].cpu.type"),
+    ("demand-unknown-pool", BASE + '[[demand]]\npool = "/zz"\ncpu = 1\n', "demand[0].pool"),
+    ("gang-no-tasks", BASE + '[[gang]]\nid = "g"\npool = "/a"\ntasks = []\n', "gang[0].tasks"),
+    ("gang-on-non-leaf", BASE + '[[pool]]\npath = "/a/c"\n[[gang]]\nid = "g"\npool = "/a"\ntasks = [{cpu = 1}]\n', "gang[0].pool"),
+    ("task-unknown-key", BASE + '[[gang]]\nid = "g"\npool = "/a"\ntasks = [{cpus = 1}]\n', "gang[0].tasks[0].cpus"),
+    ("gang-id-twice", BASE + '[[gang]]\nid = "g"\npool = "/a"\ntasks = [{cpu = 1}]\n' * 2, "gang[1].id"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text,where", [c[1:] for c in SHAPE], ids=[c[0] for c in SHAPE])
+def test_file_shape_errors_name_file_table_key(tmp_path, capsys, text, where) -> None:  # type: ignore[no-untyped-def]
+    f = write(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        run_file(f)
+    assert str(err.value).startswith(f"{f}: {where}")
+    assert main(["pools", f]) == 2
+
+
+def test_missing_file_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["pools", "/nonexistent/pools.toml"]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("pools_*.toml")))
+def test_examples_run(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["pools", str(EXAMPLES / name), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pools"]["/"]
