@@ -36,6 +36,7 @@ import numpy as np
 from legionrm.collection.store import AttributeStore, StoreSnapshot
 from legionrm.errors import CollectionError, UnknownResourceError
 from legionrm.mil import compile_query
+from legionrm.mil import values as V
 from legionrm.models import AccessPolicy, AttrValue, Identity, QueryResult, ResourceRecord
 
 RESERVED_PREFIX = "_"
@@ -76,27 +77,53 @@ class CollectionSnapshot:
         self._policies = policies
         self.now = now
         self._stale_before = stale_before
+        self._alive_mask: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self._records)
 
-    def _mask(self, text: str, caller: Identity | None, include_unavailable: bool) -> np.ndarray:
+    def mask(self, text: str, caller: Identity | None = None, include_unavailable: bool = False) -> np.ndarray:
+        """A bool per row of ``self.table``: the resource matches ``text``, is
+        available (unless ``include_unavailable``) and accepts ``caller``.
+        Raises MILError on a bad query."""
         mask = compile_query(text).mask(self.table)
         if not include_unavailable:
-            # Heartbeat times are plain floats; the literal is written with repr so it round-trips exactly.
-            alive = compile_query(f"not ${_OFF} and ${_HEARTBEAT} >= {self._stale_before!r}")
-            mask = mask & alive.mask(self.table)
+            mask = mask & self._alive()
         if caller is not None:
-            accepted = [str(i) for i, p in enumerate(self._policies) if p.accepts(caller)]
-            if not accepted:
-                return np.zeros_like(mask)
-            mask = mask & _access_query(tuple(accepted)).mask(self.table)
+            ok = np.array([p.accepts(caller) for p in self._policies] or [False], dtype=bool)
+            ids = self.numeric(_ACCESS, None, -1.0).astype(np.int64)
+            mask = mask & (ids >= 0) & ok[np.clip(ids, 0, len(ok) - 1)]
         return mask
+
+    def _alive(self) -> np.ndarray:
+        if self._alive_mask is None:
+            beat = self.numeric(_HEARTBEAT, None, -np.inf)
+            off = self.numeric(_OFF, None, 0.0) != 0
+            self._alive_mask = (beat >= self._stale_before) & ~off
+        return self._alive_mask
+
+    def rows(self, text: str = "true", caller: Identity | None = None, include_unavailable: bool = False) -> np.ndarray:
+        """Row indices of matching resources, in name order."""
+        rows = np.flatnonzero(self.mask(text, caller, include_unavailable))
+        return rows[np.argsort(self.table.names[rows], kind="stable")]
+
+    def numeric(self, attr: str, rows: np.ndarray | None, default: float) -> np.ndarray:
+        """``attr`` as float64 at ``rows`` (all rows when None); ``default``
+        where a resource does not export it or exports a non-number."""
+        n = len(self.table.names)
+        out = np.full(n, default, dtype=np.float64)
+        col = self.table.column(attr)
+        if col is not None:
+            tags = col.tags()
+            for tag, arr in ((V.INT, col.i), (V.FLOAT, col.f), (V.BOOL, col.b)):
+                if arr is not None:
+                    sel = tags == tag
+                    out[sel] = np.broadcast_to(arr, (n,))[sel]
+        return out if rows is None else out[rows]
 
     def names(self, text: str = "true", caller: Identity | None = None, include_unavailable: bool = False) -> list[str]:
         """Names of matching resources, sorted.  Raises MILError on a bad query."""
-        mask = self._mask(text, caller, include_unavailable)
-        return sorted(str(n) for n in self.table.names[np.flatnonzero(mask)])
+        return [str(n) for n in self.table.names[self.rows(text, caller, include_unavailable)]]
 
     def query(self, text: str, caller: Identity | None = None, include_unavailable: bool = False) -> QueryResult:
         """The records matching ``text`` (sorted by name).  Raises MILError."""
@@ -127,10 +154,6 @@ class CollectionSnapshot:
 
     def resource_names(self) -> list[str]:
         return sorted(self._records)
-
-
-def _access_query(ids: tuple[str, ...]):
-    return compile_query(" or ".join(f"${_ACCESS} == {i}" for i in ids))
 
 
 class Collection:

@@ -1,0 +1,230 @@
+"""Placement as a pipeline: candidates -> feasibility filters -> rankers.
+
+Each filter and ranker is a small class with one method and a ``name`` that
+appears in explanations.  They work on a :class:`HostTable` (numpy columns of
+the candidate hosts for one object request), never on one host at a time.
+
+A filter returns a boolean "keep" mask and, for the hosts it drops, a reason
+code and message; the pipeline records, per host, the first filter that
+refused it, so "why not host X" always has an answer with a name.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from legionrm.models import ClassSpec, ObjectRequest, Refusal
+
+INF = float("inf")
+
+
+@dataclass(frozen=True)
+class HostTable:
+    """Columns of candidate hosts (one row per host), read from one snapshot.
+
+    ``free_*`` are what the host last reported free (its heartbeat), falling
+    back to its totals for hosts that have not reported; ``next_event`` is the
+    time of the host's next calendar event (inf: none); ``risk`` is a 0..1
+    estimate that a reservation there is refused (owner policies, load).
+    """
+
+    row: np.ndarray  # the host's row in the snapshot's table
+    names: np.ndarray
+    cpus: np.ndarray
+    memory_gb: np.ndarray
+    gpus: np.ndarray
+    free_cpus: np.ndarray
+    free_memory_gb: np.ndarray
+    free_gpus: np.ndarray
+    load: np.ndarray
+    instances: np.ndarray
+    next_event: np.ndarray
+    risk: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def take(self, idx: np.ndarray) -> "HostTable":
+        return HostTable(**{k: getattr(self, k)[idx] for k in self.__dataclass_fields__})
+
+    def slots(self, req: ObjectRequest) -> np.ndarray:
+        """How many instances of ``req`` fit in each host's free capacity now."""
+        if req.exclusive:
+            whole = (self.instances == 0) & _ge(self.free_cpus, self.cpus) & _ge(self.free_memory_gb, self.memory_gb)
+            fits = whole & _ge(self.cpus, req.cpus) & _ge(self.memory_gb, req.memory_gb) & _ge(self.gpus, req.gpus)
+            return fits.astype(np.int64)
+        n = np.full(len(self), np.iinfo(np.int64).max, dtype=np.int64)
+        for free, need in ((self.free_cpus, req.cpus), (self.free_memory_gb, req.memory_gb), (self.free_gpus, req.gpus)):
+            if need > 0:
+                n = np.minimum(n, np.floor(free / need + 1e-9).astype(np.int64))
+        return np.maximum(n, 0)
+
+
+def _ge(a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
+    return a + 1e-9 >= b
+
+
+@dataclass
+class PlanContext:
+    """What filters and rankers may consult besides the host table."""
+
+    request: ObjectRequest
+    class_spec: ClassSpec | None
+    now: float
+
+
+@dataclass
+class Verdict:
+    """A filter's answer: which hosts stay, and why the others went."""
+
+    keep: np.ndarray
+    code: str = ""
+    reason: str = ""
+
+
+class HostFilter(Protocol):
+    name: str
+
+    def apply(self, ctx: PlanContext, hosts: HostTable) -> Verdict: ...
+
+
+class HostRanker(Protocol):
+    name: str
+
+    def key(self, ctx: PlanContext, hosts: HostTable) -> np.ndarray:
+        """A sort key per host; lower ranks first."""
+        ...
+
+
+# --- filters -----------------------------------------------------------------
+
+
+class ClassHostListFilter:
+    """Legion's class_host_list: a class may name the hosts it runs on."""
+
+    name = "class_host_list"
+
+    def apply(self, ctx: PlanContext, hosts: HostTable) -> Verdict:
+        patterns = ctx.class_spec.host_list if ctx.class_spec else ()
+        if not patterns:
+            return Verdict(np.ones(len(hosts), bool))
+        keep = np.array([any(fnmatch.fnmatchcase(str(n), p) for p in patterns) for n in hosts.names], bool)
+        return Verdict(keep, "class.host_list", f"not on class {ctx.class_spec.name}'s host list {list(patterns)}")
+
+
+class TotalCapacityFilter:
+    """Hosts too small for one instance even when empty can never take it."""
+
+    name = "total_capacity"
+
+    def apply(self, ctx: PlanContext, hosts: HostTable) -> Verdict:
+        r = ctx.request
+        keep = _ge(hosts.cpus, r.cpus) & _ge(hosts.memory_gb, r.memory_gb) & _ge(hosts.gpus, r.gpus)
+        return Verdict(
+            keep, "capacity.total",
+            f"too small for one instance ({r.cpus:g} cpus, {r.memory_gb:g} GB, {r.gpus} gpus) even when empty",
+        )
+
+
+class FreeCapacityFilter:
+    """Hosts without room for one instance now (or, exclusive, not wholly free)."""
+
+    name = "free_capacity"
+
+    def apply(self, ctx: PlanContext, hosts: HostTable) -> Verdict:
+        keep = hosts.slots(ctx.request) > 0
+        what = "wholly free" if ctx.request.exclusive else "free for one instance"
+        return Verdict(keep, "capacity", f"not {what} now")
+
+
+class CalendarFilter:
+    """Hosts whose calendar has a reservation starting before this work would
+    end: an instance placed there now would collide with it."""
+
+    name = "calendar"
+
+    def apply(self, ctx: PlanContext, hosts: HostTable) -> Verdict:
+        wall = ctx.request.walltime_s
+        end = INF if wall is None else ctx.now + wall
+        keep = hosts.next_event >= end
+        return Verdict(keep, "calendar.busy", "has a reservation starting before this work would end")
+
+
+# --- rankers -------------------------------------------------------------------
+
+
+class PlacementRanker:
+    """pack: the host with the least free cpus that fits first (best fit, so
+    big hosts stay whole); otherwise the most free first, so work spreads."""
+
+    name = "placement"
+
+    def key(self, ctx: PlanContext, hosts: HostTable) -> np.ndarray:
+        return hosts.free_cpus if ctx.request.placement == "pack" else -hosts.free_cpus
+
+
+class RiskRanker:
+    """Hosts likely to veto (owner policies, high load) last."""
+
+    name = "risk"
+
+    def key(self, ctx: PlanContext, hosts: HostTable) -> np.ndarray:
+        return hosts.risk
+
+
+class LoadRanker:
+    name = "load"
+
+    def key(self, ctx: PlanContext, hosts: HostTable) -> np.ndarray:
+        return hosts.load
+
+
+# Filters run cheapest and most decisive first: the host list and total
+# capacity never change, so a host they refuse is refused for good and the
+# explanation says so before "busy now" reasons; the calendar last, as it
+# only matters for hosts that have room now.
+DEFAULT_FILTERS: tuple[HostFilter, ...] = (
+    ClassHostListFilter(), TotalCapacityFilter(), FreeCapacityFilter(), CalendarFilter()
+)
+# Rankers in priority order: risk first (a veto costs a negotiation round),
+# then the placement policy, then load; the host name breaks ties.
+DEFAULT_RANKERS: tuple[HostRanker, ...] = (RiskRanker(), PlacementRanker(), LoadRanker())
+
+
+@dataclass
+class FilterOutcome:
+    """The hosts that passed, and per filter the hosts it dropped (kept as
+    arrays: a refusal value is only built when someone asks why)."""
+
+    hosts: HostTable
+    drops: list[tuple[np.ndarray, Refusal]] = field(default_factory=list)
+
+    def why(self, name: str) -> Refusal | None:
+        """The first filter's refusal of ``name`` (None: it passed or was never a candidate)."""
+        for names, refusal in self.drops:
+            if name in names:
+                return refusal
+        return None
+
+
+def run_filters(ctx: PlanContext, hosts: HostTable, filters: tuple[HostFilter, ...]) -> FilterOutcome:
+    """Apply ``filters`` in order; each host is charged to the first that refused it."""
+    out = FilterOutcome(hosts)
+    for f in filters:
+        v = f.apply(ctx, out.hosts)
+        if not v.keep.all():
+            out.drops.append((out.hosts.names[~v.keep], Refusal(code=v.code, reason=v.reason, by=f.name)))
+            out.hosts = out.hosts.take(np.flatnonzero(v.keep))
+    return out
+
+
+def rank(ctx: PlanContext, hosts: HostTable, rankers: tuple[HostRanker, ...]) -> HostTable:
+    """Hosts in rank order: rankers in priority order, name last for stability."""
+    if len(hosts) == 0:
+        return hosts
+    keys = [hosts.names.astype(str)] + [r.key(ctx, hosts) for r in reversed(rankers)]
+    return hosts.take(np.lexsort(keys))

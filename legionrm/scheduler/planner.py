@@ -1,0 +1,421 @@
+"""The planner: one scheduling request -> ranked master schedules with deltas.
+
+One pipeline over one Collection snapshot (never re-read half way):
+
+1. candidates: the Collection query ``$kind == "host" and (constraint)`` as the
+   caller, so only resources that accept the caller appear;
+2. feasibility filters (:mod:`legionrm.scheduler.pipeline`): class host list,
+   total capacity, free capacity, calendar;
+3. rankers: risk of a veto, the placement policy, load, then name;
+4. what of: instances onto ranked hosts by the placement mode
+   (pack / scatter / vscatter / free), object requests one after another so
+   the second sees what the first took;
+5. masters: master *k* demotes the hosts earlier masters used, so masters are
+   real alternatives; each master carries delta schedules, one per host it
+   uses, most likely to fail first, moving that host's instances to spares.
+
+Vaults are paired with hosts by the vault's ``serves`` patterns.  The planner
+only proposes: hosts' calendars are the truth, checked again when the
+Enactor reserves, so several planners can run at once without double booking.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import time
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+import numpy as np
+
+from legionrm.collection.collection import CollectionSnapshot
+from legionrm.models import (
+    ClassSpec,
+    DeltaSchedule,
+    Identity,
+    MasterSchedule,
+    ObjectRequest,
+    Placement,
+    PlacementFailure,
+    Refusal,
+    Resources,
+    SchedulingRequest,
+)
+from legionrm.scheduler.pipeline import (
+    DEFAULT_FILTERS,
+    DEFAULT_RANKERS,
+    INF,
+    FilterOutcome,
+    HostFilter,
+    HostRanker,
+    HostTable,
+    PlanContext,
+    rank,
+    run_filters,
+)
+
+QUERY_FILTER = "query"
+
+
+@dataclass
+class ObjectPlan:
+    """How one object request went through the pipeline (for explanations)."""
+
+    request: ObjectRequest
+    keys: list[str]
+    outcome: FilterOutcome  # the query's refusals first, then each filter's
+    ranked: HostTable | None = None
+
+
+@dataclass
+class Plan:
+    """The suite of schedules for one request (what ``make_schedules`` returns)."""
+
+    request_id: str
+    masters: list[MasterSchedule]
+    failures: list[PlacementFailure]
+    objects: list[ObjectPlan]
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.masters)
+
+    def why(self, host: str) -> str:
+        """Why ``host`` was or was not used, by the name of what decided."""
+        used = [p.key for p in self.masters[0].placements if p.host == host] if self.masters else []
+        if used:
+            return f"{host}: used by master 1 for {', '.join(used)}"
+        lines = []
+        for op in self.objects:
+            label = f"{op.request.class_name} x{op.request.count}"
+            ref = op.outcome.why(host)
+            if ref is not None:
+                lines.append(f"{host}: not used for {label}: refused by {ref.by} ({ref.code}): {ref.reason}")
+            elif op.ranked is not None and host in set(op.ranked.names.tolist()):
+                pos = op.ranked.names.tolist().index(host) + 1
+                lines.append(f"{host}: feasible for {label}, ranked {pos} of {len(op.ranked)}; better-ranked hosts sufficed")
+            else:
+                lines.append(f"{host}: not a known, available host")
+        return "\n".join(lines)
+
+
+class Planner:
+    """Builds schedules; pure (no Ray), deterministic for a given snapshot."""
+
+    def __init__(
+        self,
+        classes: Mapping[str, ClassSpec] | None = None,
+        *,
+        filters: tuple[HostFilter, ...] = DEFAULT_FILTERS,
+        rankers: tuple[HostRanker, ...] = DEFAULT_RANKERS,
+        max_masters: int = 3,
+        max_deltas: int = 8,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.classes = dict(classes or {})
+        self.filters = filters
+        self.rankers = rankers
+        self.max_masters = max_masters
+        self.max_deltas = max_deltas
+        self._clock = clock
+
+    # --- Legion's interface ----------------------------------------------
+
+    def candidates(self, obj: ObjectRequest, caller: Identity, snap: CollectionSnapshot) -> list[str]:
+        """getCandidatePlacements: feasible hosts for one instance, best first."""
+        op = self._object_plan(obj, caller, snap, _base_table(snap), [])
+        return [str(n) for n in op.ranked.names] if op.ranked is not None else []
+
+    def make_schedules(self, request: SchedulingRequest, snap: CollectionSnapshot) -> Plan:
+        """The ranked master schedules for ``request`` (not enacted).  Pure."""
+        base = _base_table(snap)
+        vaults = _vault_table(snap)
+        keys = _keys(request)
+        objects = [self._object_plan(o, request.identity, snap, base, k) for o, k in zip(request.objects, keys)]
+        failures: list[PlacementFailure] = []
+        for op in objects:
+            if op.ranked is None or len(op.ranked) == 0:
+                failures.append(_no_hosts(op))
+        if failures:
+            return Plan(request.request_id, [], failures, objects)
+
+        masters: list[MasterSchedule] = []
+        demoted: set[str] = set()
+        seen: set[tuple] = set()
+        for _ in range(self.max_masters):
+            master = self._master(objects, base, vaults, demoted, request.identity, snap)
+            if isinstance(master, PlacementFailure):
+                if not masters:
+                    failures.append(master)
+                break
+            sig = tuple(sorted((p.key, p.host) for p in master.placements))
+            if sig in seen:
+                break
+            seen.add(sig)
+            masters.append(master)
+            demoted |= {p.host for p in master.placements}
+        return Plan(request.request_id, masters, failures, objects)
+
+    # --- steps --------------------------------------------------------------
+
+    def _object_plan(
+        self, obj: ObjectRequest, caller: Identity, snap: CollectionSnapshot, base: HostTable, keys: list[str]
+    ) -> ObjectPlan:
+        ident = Identity(user=caller.user, class_name=obj.class_name, groups=caller.groups)
+        text = f'$kind == "host" and ({obj.constraint})'
+        matching = snap.mask(text)[base.row]
+        accepting = snap.mask(text, ident)[base.row]
+        query_drops = [
+            (base.names[~matching], Refusal(code="query.no_match", reason=f"does not satisfy {obj.constraint!r}",
+                                            by=QUERY_FILTER)),
+            (base.names[matching & ~accepting], Refusal(
+                code="access.denied", reason=f"does not accept user {caller.user!r} with class {obj.class_name!r}",
+                by=QUERY_FILTER)),
+        ]
+        ctx = PlanContext(obj, self.classes.get(obj.class_name), float(snap.now))
+        outcome = run_filters(ctx, base.take(np.flatnonzero(accepting)), self.filters)
+        outcome.drops[:0] = [d for d in query_drops if len(d[0])]
+        return ObjectPlan(obj, keys, outcome, rank(ctx, outcome.hosts, self.rankers))
+
+    def _master(
+        self,
+        objects: list[ObjectPlan],
+        base: HostTable,
+        vaults: "VaultTable",
+        demoted: set[str],
+        caller: Identity,
+        snap: CollectionSnapshot,
+    ) -> MasterSchedule | PlacementFailure:
+        used_cpu: dict[str, float] = {}
+        used_mem: dict[str, float] = {}
+        used_gpu: dict[str, float] = {}
+        taken: set[str] = set()
+        placements: list[Placement] = []
+        spares_by_obj: list[HostTable] = []
+        vault_used: dict[str, float] = {}
+        for op in objects:
+            hosts = _consume(op.ranked, used_cpu, used_mem, used_gpu)
+            # hosts that earlier masters used go last, keeping rank order otherwise
+            order = np.argsort(np.isin(hosts.names, list(demoted)), kind="stable")
+            hosts = hosts.take(order)
+            if op.request.exclusive or op.request.placement in ("scatter", "vscatter"):
+                hosts = hosts.take(np.flatnonzero(~np.isin(hosts.names, list(taken))))
+            picks = assign(op.request, hosts, op.request.count)
+            if picks is None:
+                return PlacementFailure(
+                    key=f"{op.request.class_name}#*", resource="", code="capacity",
+                    reason=f"{len(hosts)} feasible hosts cannot hold {op.request.count} instances "
+                    f"({op.request.placement})", stage="plan",
+                )
+            res = Resources(cpus=op.request.cpus, memory_gb=op.request.memory_gb, gpus=op.request.gpus,
+                            storage_gb=op.request.storage_gb, exclusive=op.request.exclusive)
+            for key, i in zip(op.keys, picks):
+                host = str(hosts.names[i])
+                vault = vaults.pick(host, op.request, vault_used, snap, caller)
+                if isinstance(vault, Refusal):
+                    return PlacementFailure(key=key, resource=host, code=vault.code, reason=vault.reason, stage="plan")
+                placements.append(Placement(key=key, class_name=op.request.class_name, host=host, vault=vault,
+                                            resources=res, group=base_group(snap, host)))
+                used_cpu[host] = used_cpu.get(host, 0.0) + (INF if op.request.exclusive else op.request.cpus)
+                used_mem[host] = used_mem.get(host, 0.0) + op.request.memory_gb
+                used_gpu[host] = used_gpu.get(host, 0.0) + op.request.gpus
+                taken.add(host)
+            spares_by_obj.append(hosts)
+        deltas = self._deltas(objects, placements, spares_by_obj, vaults, caller, snap)
+        score = float(sum(1.0 for p in placements if p.host in demoted))
+        return MasterSchedule(placements=tuple(placements), deltas=tuple(deltas), score=score)
+
+    def _deltas(
+        self,
+        objects: list[ObjectPlan],
+        placements: list[Placement],
+        spares_by_obj: list[HostTable],
+        vaults: "VaultTable",
+        caller: Identity,
+        snap: CollectionSnapshot,
+    ) -> list[DeltaSchedule]:
+        """One delta per host of the master, riskiest host first: its instances
+        moved to spare hosts (not in the master; distinct across deltas while
+        spares last)."""
+        in_master = {p.host for p in placements}
+        risk: dict[str, float] = {}
+        for op in objects:
+            for n, r in zip(op.ranked.names.tolist(), op.ranked.risk.tolist()):
+                risk[n] = r
+        hosts_order = sorted(in_master, key=lambda h: (-risk.get(h, 0.0), h))
+        by_key_obj = {k: i for i, op in enumerate(objects) for k in op.keys}
+        spent: set[str] = set()
+        deltas: list[DeltaSchedule] = []
+        for host in hosts_order[: self.max_deltas]:
+            moved = [p for p in placements if p.host == host]
+            new: list[Placement] = []
+            vault_used: dict[str, float] = {}
+            for oi in sorted({by_key_obj[p.key] for p in moved}):
+                mine = [p for p in moved if by_key_obj[p.key] == oi]
+                spares = spares_by_obj[oi]
+                avoid = in_master | spent
+                fresh = spares.take(np.flatnonzero(~np.isin(spares.names, list(avoid))))
+                if len(fresh) == 0:
+                    fresh = spares.take(np.flatnonzero(~np.isin(spares.names, list(in_master))))
+                picks = assign(objects[oi].request, fresh, len(mine))
+                if picks is None:
+                    new = []
+                    break
+                for p, i in zip(mine, picks):
+                    h = str(fresh.names[i])
+                    vault = vaults.pick(h, objects[oi].request, vault_used, snap, caller)
+                    if isinstance(vault, Refusal):
+                        new = []
+                        break
+                    new.append(p.model_copy(update={"host": h, "vault": vault, "group": base_group(snap, h)}))
+                    spent.add(h)
+            if new and len(new) == len(moved):
+                deltas.append(DeltaSchedule(placements=tuple(new)))
+        return deltas
+
+
+# --- what of -------------------------------------------------------------------
+
+
+def assign(req: ObjectRequest, hosts: HostTable, count: int) -> list[int] | None:
+    """Map ``count`` instances onto ranked ``hosts`` (row indices, one per
+    instance) by the placement mode, or None when they do not fit.
+
+    pack: all on the first host with room for all; scatter / vscatter and
+    exclusive: one per host; free: fill hosts in rank order.
+    """
+    if count == 0:
+        return []
+    slots = hosts.slots(req)
+    if req.placement == "pack":
+        ok = np.flatnonzero(slots >= count)
+        return [int(ok[0])] * count if len(ok) else None
+    if req.placement in ("scatter", "vscatter") or req.exclusive:
+        ok = np.flatnonzero(slots >= 1)
+        return [int(i) for i in ok[:count]] if len(ok) >= count else None
+    cum = np.cumsum(np.minimum(slots, count))
+    if len(cum) == 0 or cum[-1] < count:
+        return None
+    last = int(np.searchsorted(cum, count))
+    per = np.minimum(slots[: last + 1], count).copy()
+    per[last] -= int(cum[last] - count)
+    return [int(i) for i in np.repeat(np.arange(last + 1), per)]
+
+
+def _consume(hosts: HostTable, cpu: dict, mem: dict, gpu: dict) -> HostTable:
+    """``hosts`` with what earlier object requests of this master took subtracted."""
+    if not cpu:
+        return hosts
+    names = hosts.names.tolist()
+    dc = np.array([cpu.get(n, 0.0) for n in names])
+    dm = np.array([mem.get(n, 0.0) for n in names])
+    dg = np.array([gpu.get(n, 0.0) for n in names])
+    used = dc > 0
+    return HostTable(**{
+        **{k: getattr(hosts, k) for k in hosts.__dataclass_fields__},
+        "free_cpus": np.maximum(hosts.free_cpus - dc, 0), "free_memory_gb": hosts.free_memory_gb - dm,
+        "free_gpus": hosts.free_gpus - dg, "instances": hosts.instances + used,
+    })
+
+
+def _keys(request: SchedulingRequest) -> list[list[str]]:
+    """Placement keys ``Class#n``, numbered per class across the request."""
+    counters: dict[str, int] = {}
+    out = []
+    for o in request.objects:
+        start = counters.get(o.class_name, 0)
+        out.append([f"{o.class_name}#{start + i}" for i in range(o.count)])
+        counters[o.class_name] = start + o.count
+    return out
+
+
+def _no_hosts(op: ObjectPlan) -> PlacementFailure:
+    """A plan-stage failure naming the most common refusal among the hosts."""
+    counts: dict[tuple[str, str, str], int] = {}
+    for names, r in op.outcome.drops:
+        counts[(r.by, r.code, r.reason)] = counts.get((r.by, r.code, r.reason), 0) + len(names)
+    if not counts:
+        return PlacementFailure(key=f"{op.request.class_name}#*", resource="", code="no_hosts",
+                                reason="no available hosts", stage="plan")
+    (by, code, reason), n = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
+    summary = "; ".join(f"{c} refused by {b} ({k})" for (b, k, _), c in sorted(counts.items(), key=lambda kv: -kv[1]))
+    return PlacementFailure(key=f"{op.request.class_name}#*", resource="", code=code,
+                            reason=f"no host can take it: {summary}; e.g. {reason}", stage="plan")
+
+
+# --- tables from the snapshot --------------------------------------------------------
+
+
+def base_group(snap: CollectionSnapshot, host: str) -> str | None:
+    g = snap.record(host).attributes.get("host_group")
+    return str(g) if g is not None else None
+
+
+def _base_table(snap: CollectionSnapshot) -> HostTable:
+    """Every available host in the snapshot as columns, name order."""
+    rows = snap.rows('$kind == "host"')
+    num = lambda attr, default: snap.numeric(attr, rows, default)  # noqa: E731
+    cpus, mem, gpus = num("cpus", 0.0), num("memory_gb", 0.0), num("gpus", 0.0)
+    load = num("load", 0.0)
+    has_policy = snap.numeric("owner_policies", rows, 0.0)
+    risk = np.clip(0.5 * np.minimum(load / np.maximum(cpus, 1.0), 1.0) + 0.5 * (has_policy > 0), 0.0, 1.0)
+    return HostTable(
+        row=rows, names=snap.table.names[rows].astype(object),
+        cpus=cpus, memory_gb=mem, gpus=gpus,
+        free_cpus=_or(num("free_cpus", np.nan), cpus),
+        free_memory_gb=_or(num("free_memory_gb", np.nan), mem),
+        free_gpus=_or(num("free_gpus", np.nan), gpus),
+        load=load, instances=num("instances", 0.0),
+        next_event=_or(num("next_event", np.nan), np.full(len(rows), INF)),
+        risk=risk,
+    )
+
+
+def _or(values: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+    return np.where(np.isnan(values), fallback, values)
+
+
+class VaultTable:
+    """Vaults as the snapshot knows them, with the hosts each serves."""
+
+    def __init__(self, names: list[str], serves: list[tuple[str, ...]], free: list[float]) -> None:
+        self.names, self.serves, self.free = names, serves, free
+
+    def pick(
+        self, host: str, req: ObjectRequest, used: dict[str, float], snap: CollectionSnapshot, caller: Identity
+    ) -> str | None | Refusal:
+        """The vault for an instance on ``host``: one that serves it, matches the
+        request's vault constraint, accepts the caller and has the storage,
+        most free first.  None when no vault serves the host and none is
+        needed; a Refusal when storage is needed and none can give it."""
+        if not self.names:
+            return None if req.storage_gb == 0 else Refusal(code="vault.none", reason="no vaults", by="vault_pairing")
+        ident = Identity(user=caller.user, class_name=req.class_name, groups=caller.groups)
+        ok = set(snap.names(f'$kind == "vault" and ({req.vault_constraint})', ident))
+        best: tuple[float, str] | None = None
+        for name, pats, free in zip(self.names, self.serves, self.free):
+            if name not in ok or (pats and not any(fnmatch.fnmatchcase(host, p) for p in pats)):
+                continue
+            left = free - used.get(name, 0.0)
+            if left + 1e-9 >= req.storage_gb and (best is None or (-left, name) < best):
+                best = (-left, name)
+        if best is None:
+            if req.storage_gb == 0 and not any(
+                not pats or any(fnmatch.fnmatchcase(host, p) for p in pats) for pats in self.serves
+            ):
+                return None
+            return Refusal(code="vault.none", reason=f"no vault serving {host} can hold {req.storage_gb:g} GB for this caller",
+                           by="vault_pairing")
+        used[best[1]] = used.get(best[1], 0.0) + req.storage_gb
+        return best[1]
+
+
+def _vault_table(snap: CollectionSnapshot) -> VaultTable:
+    names = snap.names('$kind == "vault"')
+    serves, free = [], []
+    for n in names:
+        attrs = snap.record(n).attributes
+        s = attrs.get("serves", "")
+        serves.append(tuple(p.strip() for p in str(s).split(",") if p.strip()))
+        free.append(float(attrs.get("free_storage_gb", attrs.get("storage_gb", 0.0))))
+    return VaultTable(names, serves, free)

@@ -1,0 +1,202 @@
+"""The Scheduler core: Legion's ``scheduleObjects`` and its companions.
+
+``scheduleObjects(request)`` runs, in order:
+
+1. admission through the caller's resource pool (a :class:`PoolGate`; a
+   request its pool cannot admit now is refused before any placement);
+2. planning over one Collection snapshot (:class:`Planner`): ranked master
+   schedules, each with delta schedules;
+3. enactment (the Enactor collaborator): reservations, deltas, next masters,
+   then class objects create the instances with the tokens;
+4. the response: which instances run where, or every placement's failure.
+
+The collection and the enactor are collaborators (``snapshot()`` and
+``enact_schedule(EnactRequest)``), so the same core runs in a test with
+in-process fakes and in the Scheduler actor with Ray adapters.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Protocol
+
+from legionrm.collection.collection import CollectionSnapshot
+from legionrm.errors import SchedulingError
+from legionrm.models import (
+    EnactRequest,
+    EnactResult,
+    Holder,
+    InstanceRef,
+    ObjectRequest,
+    PlacementFailure,
+    Refusal,
+    SchedulerResponse,
+    SchedulingRequest,
+)
+from legionrm.scheduler.planner import Plan, Planner
+
+
+class SnapshotSource(Protocol):
+    def snapshot(self) -> CollectionSnapshot: ...
+
+
+class EnactorPort(Protocol):
+    def enact_schedule(self, schedules: EnactRequest) -> EnactResult: ...
+
+
+class PoolGate(Protocol):
+    """Admission through resource pools (Peloton-style), ahead of placement."""
+
+    def admit(self, request: SchedulingRequest) -> Refusal | None:
+        """None when the request's gang is admitted (its allocation charged to
+        its pool); a Refusal naming the pool otherwise."""
+        ...
+
+    def release(self, request_id: str) -> None:
+        """Give back what ``admit`` charged (idempotent)."""
+        ...
+
+
+class OpenGate:
+    """No pools configured: everything is admitted."""
+
+    def admit(self, request: SchedulingRequest) -> Refusal | None:
+        return None
+
+    def release(self, request_id: str) -> None:
+        return None
+
+
+class Scheduler:
+    """Thread-safe for concurrent requests: planning reads an immutable
+    snapshot and the enactor's reservations are the only writes, checked by
+    the hosts themselves, so concurrent schedulers never double-book."""
+
+    def __init__(
+        self,
+        collection: SnapshotSource,
+        enactor: EnactorPort,
+        planner: Planner | None = None,
+        pools: PoolGate | None = None,
+        *,
+        name: str = "scheduler",
+        token_timeout_s: float = 30.0,
+    ) -> None:
+        self._collection = collection
+        self._enactor = enactor
+        self.planner = planner or Planner()
+        self.pools = pools or OpenGate()
+        self.name = name
+        self.token_timeout_s = token_timeout_s
+        self._lock = threading.Lock()
+        self.instances: dict[str, InstanceRef] = {}
+        self._by_request: dict[str, list[str]] = {}
+
+    # --- collaborators (Legion's get/set pairs return the prior value) -------
+
+    def getCollection(self) -> Any:
+        return self._collection
+
+    def setCollection(self, collection: SnapshotSource) -> Any:
+        with self._lock:
+            prior, self._collection = self._collection, collection
+        return prior
+
+    def getEnactor(self) -> Any:
+        return self._enactor
+
+    def setEnactor(self, enactor: EnactorPort) -> Any:
+        with self._lock:
+            prior, self._enactor = self._enactor, enactor
+        return prior
+
+    # --- planning ---------------------------------------------------------------
+
+    def make_schedules(self, request: SchedulingRequest) -> Plan:
+        """The suite of schedules ``scheduleObjects`` would enact, without
+        enacting them.  Pure read; raises SchedulingError for a malformed
+        request and MILError for a bad constraint."""
+        _validate(request)
+        return self.planner.make_schedules(request, self._collection.snapshot())
+
+    def getCandidatePlacements(self, class_info: ObjectRequest, caller: Any) -> list[str]:
+        """Feasible hosts for one instance of ``class_info``, best first."""
+        return self.planner.candidates(class_info, caller, self._collection.snapshot())
+
+    def explain(self, request: SchedulingRequest, host: str) -> str:
+        """Why ``host`` would or would not be used for ``request``, by name."""
+        return self.make_schedules(request).why(host)
+
+    # --- the main call --------------------------------------------------------
+
+    def scheduleObjects(self, request: SchedulingRequest) -> SchedulerResponse:
+        """Admit, plan and enact ``request``.  Returns ok with the instances
+        started, or not ok with every placement's failure.  Not idempotent
+        (it starts instances); a repeated request id is refused."""
+        _validate(request)
+        with self._lock:
+            if request.request_id in self._by_request:
+                raise SchedulingError(f"request id {request.request_id!r} was already scheduled")
+            self._by_request[request.request_id] = []
+        refusal = self.pools.admit(request)
+        if refusal is not None:
+            return self._failed(request, [PlacementFailure(
+                key="*", resource=refusal.by, code=refusal.code, reason=refusal.reason, stage="plan")], 0)
+        try:
+            plan = self.planner.make_schedules(request, self._collection.snapshot())
+            if not plan.ok:
+                self.pools.release(request.request_id)
+                return self._failed(request, plan.failures, 0)
+            result = self._enactor.enact_schedule(self._enact_request(request, plan))
+        except BaseException:
+            self.pools.release(request.request_id)
+            raise
+        if not result.ok:
+            self.pools.release(request.request_id)
+            failures = [f for a in result.attempts for f in a.failures]
+            return self._failed(request, failures, len(plan.masters), result)
+        with self._lock:
+            for inst in result.instances:
+                self.instances[inst.instance_id] = inst
+            self._by_request[request.request_id] = [i.instance_id for i in result.instances]
+        where = ", ".join(f"{i.instance_id}@{i.host}" for i in result.instances)
+        return SchedulerResponse(
+            request_id=request.request_id, ok=True, instances=result.instances, masters=len(plan.masters),
+            enact=result, message=f"master {result.master + 1} of {len(plan.masters)}: {where}",
+        )
+
+    def instances_of(self, request_id: str) -> list[InstanceRef]:
+        return [self.instances[i] for i in self._by_request.get(request_id, []) if i in self.instances]
+
+    def forget(self, instance_id: str) -> None:
+        """An instance ended: drop it, and release the pool allocation of its
+        request when it was the last one.  Idempotent."""
+        with self._lock:
+            self.instances.pop(instance_id, None)
+            for rid, ids in self._by_request.items():
+                if instance_id in ids and not any(i in self.instances for i in ids):
+                    self.pools.release(rid)
+
+    # --- helpers --------------------------------------------------------------
+
+    def _enact_request(self, request: SchedulingRequest, plan: Plan) -> EnactRequest:
+        ident = request.identity
+        return EnactRequest(
+            request_id=request.request_id,
+            holder=Holder(user=ident.user, class_name=None, enactor=self.name, groups=ident.groups),
+            masters=tuple(plan.masters),
+            timeout_s=self.token_timeout_s,
+            duration_s={o.class_name: o.walltime_s for o in request.objects if o.walltime_s},
+            args={o.class_name: dict(o.args) for o in request.objects if o.args},
+        )
+
+    def _failed(self, request: SchedulingRequest, failures, masters: int, result: EnactResult | None = None):
+        failures = tuple(failures)
+        msg = "; ".join(f"{f.key} on {f.resource or '-'}: {f.code}: {f.reason}" for f in failures[:5])
+        return SchedulerResponse(request_id=request.request_id, ok=False, failures=failures, masters=masters,
+                                 enact=result, message=msg or "no schedule")
+
+
+def _validate(request: SchedulingRequest) -> None:
+    if not request.objects and not request.activate:
+        raise SchedulingError(f"request {request.request_id!r} asks for nothing (no objects, nothing to activate)")
