@@ -22,7 +22,6 @@ of the live bitmaps, so they are never stale (L2).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,7 +91,7 @@ class BucketSet:
             self.busy.append(p == BUSY)
         self.nfree = np.asarray([int(f.sum()) for f in self.free], dtype=np.int64)
         self.nlater = np.asarray([int(f.sum()) for f in self.busy_later], dtype=np.int64)
-        self._parts: dict[bytes, list[Part]] = {}
+        self._parts: dict[int, tuple[np.ndarray, list[Part]]] = {}
         self._cpn: dict[tuple, int] = {}
         state.subscribe(self.refresh)
 
@@ -132,6 +131,16 @@ class BucketSet:
         """Move ``hosts`` to the pool their live state says (idempotent)."""
         if len(hosts) == 0:
             return
+        if len(hosts) == 1:  # one host: scalar updates, no numpy call overhead
+            i = int(hosts[0])
+            b, p, pool = int(self.bucket_of[i]), int(self.pos[i]), int(view.pool[i])
+            f, bl = self.free[b], self.busy_later[b]
+            self.nfree[b] += (pool == FREE) - int(f[p])
+            self.nlater[b] += (pool == BUSY_LATER) - int(bl[p])
+            f[p] = pool == FREE
+            bl[p] = pool == BUSY_LATER
+            self.busy[b][p] = pool == BUSY
+            return
         bs = self.bucket_of[hosts]
         for b in np.unique(bs).tolist():
             h = hosts[bs == b] if len(hosts) > 1 else hosts
@@ -149,10 +158,9 @@ class BucketSet:
     def parts(self, hosts: np.ndarray) -> list[Part]:
         """The buckets of a host set, in bucket order for a whole universe and in
         creation order for a placement set (upstream does not re-sort those)."""
-        key = hosts.tobytes()
-        hit = self._parts.get(key)
-        if hit is not None:
-            return hit
+        hit = self._parts.get(id(hosts))  # host sets are persistent arrays: key by identity
+        if hit is not None and hit[0] is hosts:
+            return hit[1]
         bs = self.bucket_of[hosts]
         uniq, first = np.unique(bs, return_index=True)
         counts = np.bincount(bs, minlength=len(self)) if len(hosts) else np.zeros(len(self), np.int64)
@@ -164,7 +172,7 @@ class BucketSet:
             for b in uniq[np.argsort(first, kind="stable")].tolist():
                 pos = np.sort(self.pos[hosts[bs == b]])
                 out.append(Part(int(b), pos, len(pos)))
-        self._parts[key] = out
+        self._parts[id(hosts)] = (hosts, out)
         return out
 
     def bits(self, part: Part, view: HostView, live: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -227,6 +235,7 @@ class BucketPlacer(_Placer):
                  buckets: BucketSet | None = None) -> None:
         super().__init__(table, config, state)
         self.buckets = buckets if buckets is not None else BucketSet(table, self.state)
+        self._maps: dict[tuple, tuple[np.ndarray, tuple[list[tuple[int, int]], int, str | None]]] = {}
 
     def _search(
         self,
@@ -242,18 +251,7 @@ class BucketPlacer(_Placer):
         scatter = request.place.arrangement in ("scatter", "vscatter")
         cb_map: list[list[tuple[int, int]]] = []
         for ch in chunks:
-            entries: list[tuple[int, int]] = []
-            ever = 0
-            fail: str | None = None
-            for k, part in enumerate(parts):
-                c = bs.chunks_per_node(ch, part.b)
-                if c > 0:
-                    c = 1 if scatter else c
-                    entries.append((k, c))
-                    ever += part.total * c
-                elif fail is None:
-                    why = host_reason(self.table, ch, int(bs.rep[part.b]))
-                    fail = why[1] if why else NO_NODE_RESOURCES
+            entries, ever, fail = self._map_chunk(ch, hosts, parts, scatter)
             if not entries or ever < ch.count:
                 return Outcome("never", fail or NO_TOTAL_NODES)
             cb_map.append(entries)
@@ -270,36 +268,76 @@ class BucketPlacer(_Placer):
             for k, c in entries:
                 if need <= 0:
                     break
+                part = parts[k]
                 if k not in working:
-                    working[k] = bs.bits(parts[k], view, live)
+                    working[k] = bs.bits(part, view, live)
                 free_w, later_w = working[k]
-                members = bs.hosts_of(parts[k])
-                hosts_needed = math.ceil(need / c)
+                members = bs.hosts_of(part)
+                hosts_needed = -(-need // c)
                 got = 0
-                cand = np.flatnonzero(later_w)
-                if len(cand):
-                    fit = cand[view.next_event[members[cand]] >= deadline][:hosts_needed]
-                    later_w[fit] = False
-                    taken.append((members[fit], c))
-                    got += len(fit)
+                # busy-later hosts first, when the work ends before their next event
+                if not (live and part.positions is None and bs.nlater[part.b] == 0):
+                    cand = np.flatnonzero(later_w)
+                    if len(cand):
+                        fit = cand[view.next_event[members[cand]] >= deadline][:hosts_needed]
+                        if len(fit):
+                            later_w[fit] = False
+                            taken.append((members[fit], c))
+                            got += len(fit)
                 if got < hosts_needed:
                     pick = first_true(free_w, hosts_needed - got)
-                    free_w[pick] = False
-                    taken.append((members[pick], c))
-                    got += len(pick)
+                    if len(pick):
+                        free_w[pick] = False
+                        taken.append((members[pick], c))
+                        got += len(pick)
                 need -= got * c
             if need > 0:
                 return Outcome("not_now", NO_NODE_RESOURCES)
-            hs = np.concatenate([h for h, _ in taken])
-            cs = np.concatenate([np.full(len(h), c, np.int64) for h, c in taken])
-            order = np.argsort(hs, kind="stable")
-            hs, cs = hs[order], cs[order]
+            if len(taken) == 1:
+                hs, c = taken[0]
+                if c == 1:  # one bucket, one copy per host: already ascending
+                    result.append([(h, 1) for h in hs.tolist()])
+                    continue
+                cs = np.full(len(hs), c, np.int64)
+            else:
+                hs = np.concatenate([h for h, _ in taken])
+                cs = np.concatenate([np.full(len(h), c, np.int64) for h, c in taken])
+                order = np.argsort(hs, kind="stable")
+                hs, cs = hs[order], cs[order]
             # emit min(c, remaining) copies per host in ascending node index
             before = np.concatenate(([0], np.cumsum(cs)[:-1]))
-            copies = np.clip(ch.count - before, 0, cs)
+            copies = np.minimum(np.maximum(ch.count - before, 0), cs)
             keep = copies > 0
             result.append(list(zip(hs[keep].tolist(), copies[keep].tolist())))
         return Outcome("run", "", result)
+
+    def _map_chunk(
+        self, ch: CompiledChunk, hosts: np.ndarray, parts: list[Part], scatter: bool
+    ) -> tuple[list[tuple[int, int]], int, str | None]:
+        """The chunk's row of the chunk-to-bucket map: (part index, copies per host)
+        for every matching bucket, the chunk's total capacity, and the first
+        failing bucket's reason.  Static for a host set, so cached."""
+        key = (ch.key, id(hosts), scatter)
+        hit = self._maps.get(key)
+        if hit is not None and hit[0] is hosts:
+            return hit[1]
+        bs = self.buckets
+        entries: list[tuple[int, int]] = []
+        ever = 0
+        fail: str | None = None
+        for k, part in enumerate(parts):
+            c = bs.chunks_per_node(ch, part.b)
+            if c > 0:
+                c = 1 if scatter else c
+                entries.append((k, c))
+                ever += part.total * c
+            elif fail is None:
+                why = host_reason(self.table, ch, int(bs.rep[part.b]))
+                fail = why[1] if why else NO_NODE_RESOURCES
+        if len(self._maps) > 4096:
+            self._maps.clear()
+        self._maps[key] = (hosts, (entries, ever, fail))
+        return entries, ever, fail
 
     def bucket_of(self, host: str) -> str:
         """The bucket name of a host (for explanations)."""

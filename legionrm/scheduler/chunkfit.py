@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from legionrm.scheduler.nodes import Column, NodeTable
-from legionrm.scheduler.nodestate import HostView
+from legionrm.scheduler.nodestate import HostView, SetSums
 from legionrm.scheduler.select import Chunk, SelectRequest, Size, classify, exec_amount, format_value
 
 # PBS comment texts (the parts after "Not Running: " / "Can Never Run: ").
@@ -58,10 +58,7 @@ class CompiledChunk:
     checks: tuple[Check, ...]  # reason order
     amounts: tuple[tuple[str, float], ...]  # consumables in request order (exec_vnode order)
     exec_suffix: str  # ":ncpus=12:mem=16777216kb"
-
-    @property
-    def key(self) -> tuple:
-        return tuple((c.res, c.value, c.consumable) for c in self.checks)
+    key: tuple = ()  # what decides fit: the checks (hashable, for caches)
 
     @property
     def constrained(self) -> bool:
@@ -98,7 +95,8 @@ def compile_chunk(table: NodeTable, chunk: Chunk, index: int) -> CompiledChunk:
         else:
             noncons.append(Check(name, value, False, written))
     checks = tuple(reversed(noncons)) + tuple(cons)
-    return CompiledChunk(index, chunk.count, chunk.text(), checks, tuple(amounts), "".join(suffix))
+    key = tuple((c.res, type(c.value).__name__, c.value, c.consumable) for c in checks)
+    return CompiledChunk(index, chunk.count, chunk.text(), checks, tuple(amounts), "".join(suffix), key)
 
 
 def compile_request(table: NodeTable, request: SelectRequest) -> tuple[CompiledChunk, ...]:
@@ -188,32 +186,40 @@ def _show(col: Column | None, amount: float) -> str:
 # --- the aggregate prefilter -------------------------------------------------
 
 
-def free_state(view: HostView, idx: np.ndarray) -> np.ndarray:
-    """Hosts in PBS state "free": not held exclusively and not fully used."""
-    free = ~view.excl[idx]
-    if "ncpus" in view.table.columns:
-        free &= (view.njobs[idx] == 0) | (view.avail("ncpus")[idx] > 0)
-    return free
-
-
 def prefilter(
     table: NodeTable,
     request: SelectRequest,
     chunks: tuple[CompiledChunk, ...],
     idx: np.ndarray,
     view: HostView,
+    sums: SetSums,
 ) -> tuple[str, str] | None:
     """The aggregate test on the hosts ``idx`` before any node search.
 
     Returns None when the request may fit, else (status, text) with status
     ``"not_now"`` or ``"never"``: the test runs against free amounts, and on
     failure against totals; failing both is "never" with the totals' reason.
+    ``idx`` must be a persistent array (a queue universe or a placement set):
+    the sums are cached by its identity.
     """
-    now = _aggregate(table, request, chunks, idx, view, total=False)
+    now = _aggregate(table, request, chunks, idx, view, sums, total=False)
     if now is None:
         return None
-    ever = _aggregate(table, request, chunks, idx, view, total=True)
+    ever = _aggregate(table, request, chunks, idx, view, sums, total=True)
     return ("never", ever) if ever is not None else ("not_now", now)
+
+
+_ANY: dict[tuple, tuple[np.ndarray, bool]] = {}
+
+
+def _any_match(table: NodeTable, check: Check, idx: np.ndarray) -> bool:
+    key = (id(table), id(idx), check.res, type(check.value).__name__, check.value)
+    hit = _ANY.get(key)
+    if hit is None or hit[0] is not idx:
+        if len(_ANY) > 4096:
+            _ANY.clear()
+        hit = _ANY[key] = (idx, bool(match_mask(table, check, idx).any()))
+    return hit[1]
 
 
 def _aggregate(
@@ -222,52 +228,45 @@ def _aggregate(
     chunks: tuple[CompiledChunk, ...],
     idx: np.ndarray,
     view: HostView,
+    sums: SetSums,
     *,
     total: bool,
 ) -> str | None:
     tot_nodes = len(idx)
+    free_nodes, pool_a = sums.free_and_avail(idx, view) if tot_nodes else (0, {})
     if total:
         if tot_nodes == 0:
             return NO_TOTAL_NODES
         nodect, err = tot_nodes, NO_TOTAL_NODES
     else:
-        nodect = int(np.count_nonzero(free_state(view, idx))) if tot_nodes else 0
-        if nodect == 0:
+        if free_nodes == 0:
             return NO_FREE_NODES
-        err = NO_FREE_NODES
+        nodect, err = free_nodes, NO_FREE_NODES
     if request.place.arrangement in ("scatter", "vscatter") and nodect < request.total_chunks:
         return err
     # job-wide consumables summed over the select
-    sums: dict[str, float] = {}
+    need: dict[str, float] = {}
     for ch in chunks:
         for r, a in ch.amounts:
-            sums[r] = sums.get(r, 0.0) + a * ch.count
-    pool_t: dict[str, float] = {}
-    pool_a: dict[str, float] = {}
-    for r in sums:
-        t = float(table.total(r)[idx].sum())
-        pool_t[r] = t
-        pool_a[r] = float(view.avail(r)[idx].sum())
-    for r, need in sums.items():
-        have = pool_t[r] if total else pool_a[r]
-        if need > have + 1e-9:
+            need[r] = need.get(r, 0.0) + a * ch.count
+    for r, amount in need.items():
+        t = sums.total(idx, r)
+        a = pool_a.get(r, 0.0)
+        if amount > (t if total else a) + 1e-9:
             col = table.columns.get(r)
-            return INSUFFICIENT.format(
-                res=r, detail=f"(R: {_show(col, need)} A: {_show(col, pool_a[r])} T: {_show(col, pool_t[r])})"
-            )
+            return INSUFFICIENT.format(res=r, detail=f"(R: {_show(col, amount)} A: {_show(col, a)} T: {_show(col, t)})")
     # each chunk against the set as a whole (booleans always honoured)
     for ch in chunks:
         for c in ch.checks:
             col = table.columns.get(c.res)
             if c.consumable:
-                have = pool_t.get(c.res, 0.0) if total else pool_a.get(c.res, 0.0)
-                if c.value > have + 1e-9:
+                t = sums.total(idx, c.res)
+                a = pool_a.get(c.res, 0.0)
+                if c.value > (t if total else a) + 1e-9:
                     return INSUFFICIENT.format(
-                        res=c.res,
-                        detail=f"(R: {_show(col, c.value)} A: {_show(col, pool_a.get(c.res, 0.0))} "
-                        f"T: {_show(col, pool_t.get(c.res, 0.0))})",
+                        res=c.res, detail=f"(R: {_show(col, c.value)} A: {_show(col, a)} T: {_show(col, t)})"
                     )
-            elif not match_mask(table, c, idx).any():
+            elif not _any_match(table, c, idx):
                 return INSUFFICIENT.format(res=c.res, detail=f"({format_value(c.value)} != {_values(col, idx)})")
     return None
 

@@ -48,6 +48,12 @@ class HostView:
         t = self.table.total(resource)
         return t if a is None else t - a
 
+    def avail_at(self, resource: str, hosts: np.ndarray) -> np.ndarray:
+        """Free amount of a consumable on ``hosts`` only (cheaper than ``avail(r)[hosts]``)."""
+        a = self.assigned.get(resource)
+        t = self.table.total(resource)[hosts]
+        return t if a is None else t - a[hosts]
+
     def fits_time(self, walltime: float) -> np.ndarray:
         """Hosts whose next event is no earlier than ``now + walltime`` (ending
         exactly at the event start is allowed)."""
@@ -85,6 +91,9 @@ class HostState:
         self._alive: list[bool] = []
         self._cache: tuple[np.ndarray, ...] | None = None
         self._listeners: list[Listener] = []
+        self._before: list[Listener] = []
+        self._views: dict[float, HostView] = {}
+        self.version = 0
         self._live = self._compute(self.now)
 
     # -- listeners -----------------------------------------------------------
@@ -93,7 +102,17 @@ class HostState:
         """Call ``fn(hosts, live_view)`` after every change touching ``hosts``."""
         self._listeners.append(fn)
 
+    def subscribe_before(self, fn: Listener) -> None:
+        """Call ``fn(hosts, live_view)`` just before a change touching ``hosts``."""
+        self._before.append(fn)
+
+    def _pre(self, hosts: np.ndarray) -> None:
+        for fn in self._before:
+            fn(hosts, self._live)
+
     def _notify(self, hosts: np.ndarray) -> None:
+        self.version += 1
+        self._views.clear()
         for fn in self._listeners:
             fn(hosts, self._live)
 
@@ -128,10 +147,12 @@ class HostState:
                 vals = self.table.total(r)[hs]
             else:
                 v = amounts.get(r, 0.0)
-                vals = np.broadcast_to(np.asarray(v, dtype=np.float64), hs.shape)
-            self._a[r].extend(np.asarray(vals, dtype=np.float64).tolist())
+                vals = np.asarray(v, dtype=np.float64) if np.ndim(v) else np.full(len(hs), float(v))
+            self._a[r].extend(vals.tolist())
         self._cache = None
         live = self._live
+        touched = hs if len(hs) == 1 else np.unique(hs)
+        self._pre(touched)
         if start <= self.now < end:
             np.add.at(live.njobs, hs, 1)
             if exclusive:
@@ -140,11 +161,12 @@ class HostState:
                 if amounts is None:
                     np.add.at(live.assigned[r], hs, self.table.total(r)[hs])
                 elif r in amounts:
-                    np.add.at(live.assigned[r], hs, np.broadcast_to(np.asarray(amounts[r], float), hs.shape))
+                    v = amounts[r]
+                    np.add.at(live.assigned[r], hs, np.asarray(v, float) if np.ndim(v) else float(v))
         elif start > self.now:
             np.minimum.at(live.next_event, hs, float(start))
         self._repool(hs)
-        self._notify(np.unique(hs))
+        self._notify(touched)
         return ids
 
     def release(self, token: Iterable[int]) -> None:
@@ -158,6 +180,7 @@ class HostState:
         self._cache = None
         hosts = np.unique(np.asarray([self._h[i] for i in ids], dtype=np.int64))
         fresh = self._compute(self.now, hosts)
+        self._pre(hosts)
         live = self._live
         live.njobs[hosts] = fresh.njobs[hosts]
         live.excl[hosts] = fresh.excl[hosts]
@@ -169,9 +192,17 @@ class HostState:
 
     def advance(self, now: float) -> None:
         """Move the clock: recompute the live view from the calendar (all hosts)."""
+        everything = np.arange(self.table.n)
+        self._pre(everything)
         self.now = float(now)
-        self._live = self._compute(self.now)
-        self._notify(np.arange(self.table.n))
+        fresh = self._compute(self.now)
+        live = self._live  # keep the same arrays: others hold references to them
+        live.now = fresh.now
+        for name in ("njobs", "excl", "next_event", "pool"):
+            getattr(live, name)[:] = getattr(fresh, name)
+        for r in self._res:
+            live.assigned[r][:] = fresh.assigned[r]
+        self._notify(everything)
 
     # -- views ---------------------------------------------------------------
 
@@ -180,8 +211,14 @@ class HostState:
         return self._live
 
     def at(self, t: float) -> HostView:
-        """A fresh view at time ``t`` computed from the calendar."""
-        return self._compute(float(t))
+        """The view at time ``t`` computed from the calendar (cached until the next change)."""
+        t = float(t)
+        v = self._views.get(t)
+        if v is None:
+            if len(self._views) > 64:
+                self._views.clear()
+            v = self._views[t] = self._compute(t)
+        return v
 
     def event_times(self, after: float) -> np.ndarray:
         """Sorted distinct interval ends after ``after``: the times a waiting
@@ -234,6 +271,96 @@ class HostState:
 
     def _repool(self, hosts: np.ndarray) -> None:
         live = self._live
+        if len(hosts) == 1:
+            i = int(hosts[0])
+            live.pool[i] = BUSY if live.njobs[i] > 0 else (BUSY_LATER if live.next_event[i] < math.inf else FREE)
+            return
         live.pool[hosts] = np.where(
             live.njobs[hosts] > 0, BUSY, np.where(np.isfinite(live.next_event[hosts]), BUSY_LATER, FREE)
         )
+
+
+class SetSums:
+    """Free-node counts and free amounts summed over fixed host sets (a queue's
+    universe, a placement set), kept current through the state's hooks so the
+    aggregate prefilter costs O(1) per request instead of O(hosts).
+
+    Host sets are keyed by identity: pass the same (cached) array each time.
+    Views other than the live one are summed directly (and cached per view).
+    """
+
+    def __init__(self, state: HostState) -> None:
+        self.state = state
+        self.table = state.table
+        self._res = self.table.consumables()
+        self._live: dict[int, list] = {}  # id -> [hosts, member mask, free count, {res: avail sum}]
+        self._other: dict[tuple[int, int], tuple[HostView, np.ndarray, tuple[int, dict[str, float]]]] = {}
+        self._totals: dict[tuple[int, str], tuple[np.ndarray, float]] = {}
+        state.subscribe_before(lambda h, v: self._shift(h, v, -1))
+        state.subscribe(lambda h, v: self._shift(h, v, +1))
+
+    def free_flags(self, view: HostView, hosts: np.ndarray) -> np.ndarray:
+        """Hosts in PBS state "free": not held exclusively and not fully used."""
+        free = ~view.excl[hosts]
+        if "ncpus" in self.table.columns:
+            free &= (view.njobs[hosts] == 0) | (view.avail_at("ncpus", hosts) > 0)
+        return free
+
+    def _direct(self, view: HostView, hosts: np.ndarray) -> tuple[int, dict[str, float]]:
+        return (
+            int(np.count_nonzero(self.free_flags(view, hosts))),
+            {r: float(view.avail_at(r, hosts).sum()) for r in self._res},
+        )
+
+    def _contrib(self, view: HostView, hosts: np.ndarray) -> tuple[int, dict[str, float]]:
+        """Free-node count and free amounts of ``hosts``; scalar for a few hosts
+        (one job's hosts), where numpy's per-call cost would dominate."""
+        if len(hosts) > 8:
+            return self._direct(view, hosts)
+        has_cpu = "ncpus" in self.table.columns
+        count = 0
+        avail = dict.fromkeys(self._res, 0.0)
+        for i in hosts.tolist():
+            free_amounts = {r: float(self.table.total(r)[i]) - float(view.assigned[r][i]) for r in self._res}
+            for r, a in free_amounts.items():
+                avail[r] += a
+            if not view.excl[i] and (not has_cpu or view.njobs[i] == 0 or free_amounts["ncpus"] > 0):
+                count += 1
+        return count, avail
+
+    def _shift(self, hosts: np.ndarray, view: HostView, sign: int) -> None:
+        for entry in self._live.values():
+            h = hosts[entry[1][hosts]]
+            if not len(h):
+                continue
+            count, avail = self._contrib(view, h)
+            entry[2] += sign * count
+            for r in self._res:
+                entry[3][r] += sign * avail[r]
+
+    def free_and_avail(self, hosts: np.ndarray, view: HostView) -> tuple[int, dict[str, float]]:
+        """(free-node count, free amount per consumable) over ``hosts`` in ``view``."""
+        if view is self.state.live():
+            entry = self._live.get(id(hosts))
+            if entry is None or entry[0] is not hosts:
+                mask = np.zeros(self.table.n, bool)
+                mask[hosts] = True
+                count, avail = self._direct(view, hosts)
+                entry = [hosts, mask, count, avail]
+                self._live[id(hosts)] = entry
+            return entry[2], entry[3]
+        key = (id(view), id(hosts))
+        hit = self._other.get(key)
+        if hit is None or hit[0] is not view or hit[1] is not hosts:
+            if len(self._other) > 256:
+                self._other.clear()
+            hit = self._other[key] = (view, hosts, self._direct(view, hosts))
+        return hit[2]
+
+    def total(self, hosts: np.ndarray, resource: str) -> float:
+        """Sum of a consumable's totals over ``hosts`` (static, cached)."""
+        key = (id(hosts), resource)
+        hit = self._totals.get(key)
+        if hit is None or hit[0] is not hosts:
+            hit = self._totals[key] = (hosts, float(self.table.total(resource)[hosts].sum()))
+        return hit[1]

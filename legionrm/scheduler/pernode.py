@@ -88,7 +88,7 @@ class PerNodePlacer(_Placer):
         """(placed, allocation, index of the chunk that failed or -1)."""
         elig = self._eligible(request, idx, view, walltime)
         names = {r for ch in chunks for r, _ in ch.amounts}
-        avail = {r: view.avail(r)[idx].astype(np.float64) for r in names}
+        avail = {r: view.avail_at(r, idx).astype(np.float64) for r in names}
         if request.place.arrangement == "pack":
             ok = elig.copy()
             sums: dict[str, float] = {}
@@ -151,7 +151,7 @@ class PerNodePlacer(_Placer):
             return why[1] if why else None
         excl_busy = (view.njobs[idx] > 0) if request.place.excl else view.excl[idx]
         late = view.next_event[idx] < view.now + walltime
-        avail = {r: view.avail(r)[idx] for r, _ in ch.amounts}
+        avail = {r: view.avail_at(r, idx) for r, _ in ch.amounts}
         caps = chunks_per_host(self.table, ch, idx, avail)
         refused = excl_busy | late | (caps == 0)
         hit = np.flatnonzero(refused)

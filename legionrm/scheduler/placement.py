@@ -40,7 +40,7 @@ from legionrm.scheduler.chunkfit import (
     prefilter,
 )
 from legionrm.scheduler.nodes import DEFAULT_RESOURCES, DEFAULT_SORT_KEY, NodeTable
-from legionrm.scheduler.nodestate import JOB_INFINITY, HostState, HostView
+from legionrm.scheduler.nodestate import JOB_INFINITY, HostState, HostView, SetSums
 from legionrm.scheduler.psets import PlacementSets
 from legionrm.scheduler.select import SelectRequest
 
@@ -157,6 +157,15 @@ def choose_path(
     return "buckets", f"excl with {request.place.arrangement} placement"
 
 
+def _shared_sums(state: HostState) -> SetSums:
+    """One SetSums per host state, shared by every placer on it."""
+    sums = getattr(state, "_set_sums", None)
+    if sums is None:
+        sums = SetSums(state)
+        state._set_sums = sums  # type: ignore[attr-defined]
+    return sums
+
+
 class _Placer:
     """The flow shared by both paths; subclasses implement :meth:`_search`."""
 
@@ -166,8 +175,9 @@ class _Placer:
         self.table = table
         self.config = config or PlaceConfig(resources=table.resources)
         self.state = state if state is not None else HostState(table)
-        self.psets = PlacementSets(table)
-        self._compiled: dict[int, tuple[SelectRequest, tuple[CompiledChunk, ...]]] = {}
+        self.sums = _shared_sums(self.state)
+        self.psets = PlacementSets(table, self.sums)
+        self._compiled: dict[tuple, tuple[CompiledChunk, ...]] = {}
 
     # subclasses
     def _search(
@@ -177,15 +187,16 @@ class _Placer:
         raise NotImplementedError
 
     def compile(self, request: SelectRequest) -> tuple[CompiledChunk, ...]:
-        # keyed by identity (the models hold dicts, so they are not hashable);
-        # the request is kept in the value so its id cannot be reused meanwhile
-        hit = self._compiled.get(id(request))
-        if hit is None or hit[0] is not request:
+        # keyed by content: the models hold dicts (not hashable), and equal
+        # requests from different jobs should share one compilation
+        key = (request.place.arrangement,) + tuple((c.count, tuple(c.resources.items())) for c in request.chunks)
+        hit = self._compiled.get(key)
+        if hit is None:
             if len(self._compiled) > 4096:
                 self._compiled.clear()
-            hit = (request, compile_request(self.table, request))
-            self._compiled[id(request)] = hit
-        return hit[1]
+            hit = compile_request(self.table, request)
+            self._compiled[key] = hit
+        return hit
 
     def place(
         self,
@@ -216,14 +227,14 @@ class _Placer:
         queue: str | None,
     ) -> Outcome:
         universe = self.table.universe(queue)
-        pre = prefilter(self.table, request, chunks, universe, view)
+        pre = prefilter(self.table, request, chunks, universe, view, self.sums)
         if pre is not None:
             return Outcome(pre[0], pre[1])  # type: ignore[arg-type]
         key = request.place.group or self.config.node_group_key
         if key:
             waiting: Outcome | None = None
             for ps in self.psets.ordered(key, universe, view):
-                pf = prefilter(self.table, request, chunks, ps.hosts, view)
+                pf = prefilter(self.table, request, chunks, ps.hosts, view, self.sums)
                 out = Outcome(pf[0], pf[1]) if pf else self._search(request, chunks, ps.hosts, view, wall)  # type: ignore[arg-type]
                 if out.status == "run":
                     out.pset = ps.name

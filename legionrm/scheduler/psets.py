@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from legionrm.scheduler.nodes import NodeTable
-from legionrm.scheduler.nodestate import HostView
+from legionrm.scheduler.nodestate import HostView, SetSums
 from legionrm.scheduler.select import format_value
 
 
@@ -31,16 +31,17 @@ class PSet:
 class PlacementSets:
     """Cached partitions of host universes by a resource."""
 
-    def __init__(self, table: NodeTable) -> None:
+    def __init__(self, table: NodeTable, sums: SetSums) -> None:
         self.table = table
-        self._cache: dict[tuple[str, bytes], list[PSet]] = {}
+        self.sums = sums
+        self._cache: dict[tuple[str, int], tuple[np.ndarray, list[PSet]]] = {}
 
     def partition(self, key: str, universe: np.ndarray) -> list[PSet]:
         """The sets of ``universe`` by ``key`` in first-appearance (node) order."""
-        ck = (key, universe.tobytes())
+        ck = (key, id(universe))  # universes are persistent arrays: key by identity
         hit = self._cache.get(ck)
-        if hit is not None:
-            return hit
+        if hit is not None and hit[0] is universe:
+            return hit[1]
         col = self.table.columns.get(key)
         groups: dict[str, list[int]] = {}
         for i in universe.tolist():
@@ -57,17 +58,16 @@ class PlacementSets:
             PSet(f'{key}=""' if val == "" else f"{key}={val}", np.asarray(hosts, dtype=np.int64))
             for val, hosts in groups.items()
         ]
-        self._cache[ck] = out
+        self._cache[ck] = (universe, out)
         return out
 
     def ordered(self, key: str, universe: np.ndarray, view: HostView) -> list[PSet]:
         """The sets smallest first: (total ncpus, total mem, free ncpus, free mem)."""
         sets = self.partition(key, universe)
-        tn, tm = self.table.total("ncpus"), self.table.total("mem")
-        fn, fm = view.avail("ncpus"), view.avail("mem")
+        s = self.sums
 
         def size(p: PSet) -> tuple[float, float, float, float]:
-            h = p.hosts
-            return (float(tn[h].sum()), float(tm[h].sum()), float(fn[h].sum()), float(fm[h].sum()))
+            _, avail = s.free_and_avail(p.hosts, view)
+            return (s.total(p.hosts, "ncpus"), s.total(p.hosts, "mem"), avail.get("ncpus", 0.0), avail.get("mem", 0.0))
 
         return sorted(sets, key=size)
