@@ -132,8 +132,10 @@ def _access(t: dict[str, Any], *, file: str, where: str) -> AccessPolicy:
 
 def _policy(t: dict[str, Any], *, file: str, where: str) -> tuple[str | None, dict]:
     policy = expect(t, "policy", str, None, file=file, where=where)
-    if policy is not None and policy.count(":") != 1:
-        raise ConfigError(f"must be 'module:Class', not {policy!r}", file=file, table=where, key="policy")
+    # a bare name is one of the ready-made policies in legionrm.hostobj.policies
+    if policy is not None and (policy.count(":") > 1 or not all(policy.split(":"))):
+        raise ConfigError(f"must be 'module:Class' or a ready-made policy name, not {policy!r}",
+                          file=file, table=where, key="policy")
     return policy, dict(expect(t, "policy_args", dict, {}, file=file, where=where))
 
 
@@ -185,6 +187,9 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
         policy, args = _policy(t, file=file, where=where)
         attrs = _attributes(t, file=file, where=where)
         access = _access(t, file=file, where=where)
+        if serves:
+            # exported so planners can pair hosts with vaults from the collection alone
+            attrs.setdefault("serves", ",".join(serves))
         for n in expand_names(name, count):
             claim(n, where)
             vaults.append(VaultSpec(name=n, attributes=attrs, access=access, serves=tuple(serves), policy=policy, policy_args=args))
@@ -208,6 +213,21 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
             )
         )
     return ClusterSpec(source=file, collection=settings, hosts=tuple(hosts), vaults=tuple(vaults), classes=tuple(classes))
+
+
+def host_groups(spec: ClusterSpec, max_group: int = 2000) -> dict[str, list[HostSpec]]:
+    """Hosts sharded into host groups (one ``HostGroupActor`` each): by
+    nodepool, a failure domain, and split past ``max_group`` hosts.  Each
+    host's attributes gain ``host_group`` so schedules can route batched calls."""
+    pools: dict[str, list[HostSpec]] = {}
+    for h in spec.hosts:
+        pools.setdefault(h.nodepool or "default", []).append(h)
+    out: dict[str, list[HostSpec]] = {}
+    for pool, hosts in pools.items():
+        for k in range(0, len(hosts), max_group):
+            name = pool if len(hosts) <= max_group else f"{pool}-{k // max_group + 1}"
+            out[name] = [h.model_copy(update={"attributes": {**h.attributes, "host_group": name}}) for h in hosts[k:k + max_group]]
+    return out
 
 
 def load_cluster(path: str | Path | None = None) -> ClusterSpec:

@@ -433,3 +433,12 @@ class StartRequest(Frozen):
     vault: str | None = None
     args: dict[str, AttrValue] = Field(default_factory=dict)
     impl: str | None = None
+
+
+class ScheduleSuite(Frozen):
+    """What ``make_schedules`` returns over the wire: the ranked masters (each
+    with its deltas) and, when there are none, why each object failed."""
+
+    request_id: str
+    masters: tuple[MasterSchedule, ...] = ()
+    failures: tuple[PlacementFailure, ...] = ()

@@ -37,7 +37,7 @@ class HostGroup:
 
     def __init__(self, name: str, hosts: Iterable[HostObject] = (), *, sink: CollectionSink | None = None) -> None:
         self.name = name
-        self.sink: CollectionSink = sink or NullSink()
+        self.sink: CollectionSink = sink if sink is not None else NullSink()  # an empty Collection is falsy
         self._hosts: dict[str, HostObject] = {}
         for h in hosts:
             self.add(h)

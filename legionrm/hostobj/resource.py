@@ -128,7 +128,7 @@ class ResourceObject:
         self.nodepool = nodepool
         self._secret = secret or tokens.new_secret()
         self._clock = clock
-        self.sink: CollectionSink = sink or NullSink()
+        self.sink: CollectionSink = sink if sink is not None else NullSink()  # an empty Collection is falsy
         self.retain_s = retain_s
         self.calendar = Calendar(self._vector(capacity, exclusive_ok=False), self.dims)
         self._by_token: dict[str, Reservation] = {}

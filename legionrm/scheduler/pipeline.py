@@ -190,9 +190,11 @@ class LoadRanker:
 DEFAULT_FILTERS: tuple[HostFilter, ...] = (
     ClassHostListFilter(), TotalCapacityFilter(), FreeCapacityFilter(), CalendarFilter()
 )
-# Rankers in priority order: risk first (a veto costs a negotiation round),
-# then the placement policy, then load; the host name breaks ties.
-DEFAULT_RANKERS: tuple[HostRanker, ...] = (RiskRanker(), PlacementRanker(), LoadRanker())
+# Rankers in priority order: the placement policy first (it is what the user
+# asked for), then the risk of a veto (a veto costs a negotiation round, and
+# the planner's delta schedules cover the riskiest mappings first), then load;
+# the host name breaks ties.
+DEFAULT_RANKERS: tuple[HostRanker, ...] = (PlacementRanker(), RiskRanker(), LoadRanker())
 
 
 @dataclass

@@ -39,6 +39,7 @@ from legionrm.models import (
     PlacementFailure,
     Refusal,
     Resources,
+    ScheduleSuite,
     SchedulingRequest,
 )
 from legionrm.scheduler.pipeline import (
@@ -79,6 +80,10 @@ class Plan:
     @property
     def ok(self) -> bool:
         return bool(self.masters)
+
+    def suite(self) -> ScheduleSuite:
+        """The wire form of this plan."""
+        return ScheduleSuite(request_id=self.request_id, masters=tuple(self.masters), failures=tuple(self.failures))
 
     def why(self, host: str) -> str:
         """Why ``host`` was or was not used, by the name of what decided."""

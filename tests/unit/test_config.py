@@ -14,8 +14,8 @@ def test_bundled_cluster_has_a_dozen_varied_hosts_and_two_vaults() -> None:
     spec = load_cluster()
     assert len(spec.hosts) == 12 and len(spec.vaults) == 2
     assert {h.attributes["arch"] for h in spec.hosts} == {"x86_64", "aarch64", "sparc"}
-    assert spec.hosts[0].name == "batch1" and spec.hosts[0].nodepool == "batch"
-    assert spec.hosts[0].capacity().cpus == 16
+    assert spec.hosts[0].name == "lab1" and spec.hosts[0].nodepool == "batch"
+    assert spec.hosts[0].capacity().cpus == 20
 
 
 def test_count_expands_names() -> None:
@@ -32,7 +32,7 @@ def test_count_expands_names() -> None:
         ({"host": [{"name": "a", "attributes": {"x": [1]}}]}, "host[0].attributes.x: attribute values"),
         ({"host": [{"name": "a", "attributes": {"cpus": -1}}]}, "host[0].attributes.cpus: capacity"),
         ({"host": [{"name": "a"}, {"name": "a"}]}, "host[1].name: name 'a' is already used by host[0]"),
-        ({"host": [{"name": "a", "policy": "nocolon"}]}, "host[0].policy: must be 'module:Class'"),
+        ({"host": [{"name": "a", "policy": "a:b:c"}]}, "host[0].policy: must be 'module:Class'"),
         ({"host": [{"name": "a", "access": {"allow_users": "bob"}}]}, "host[0].access.allow_users: must be list"),
         ({"vault": [{"name": "v", "serves": "x"}]}, "vault[0].serves: must be list"),
         ({"class": [{"name": "C"}, {"name": "C"}]}, "class[1].name: class 'C' is defined twice"),
