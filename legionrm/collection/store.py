@@ -1,0 +1,383 @@
+"""The Collection's columnar attribute table (pure numpy, no Ray).
+
+One row per resource, one :class:`~legionrm.mil.columns.Column`-shaped set of
+arrays per attribute; a column appears the first time any resource exports
+that attribute.  Rows stay dense: removing a resource moves the last row into
+its place, so a snapshot is simply the first ``n`` rows of every array and
+``mask()`` output lines up with ``snapshot.names``.  Row order is therefore
+not name order.
+
+Growth doubles capacity (amortised O(1) per upsert).  Snapshots are
+copy-on-write: taking one is O(number of attributes) and copies nothing; the
+store copies a column (once) only when it next writes a row that a live
+snapshot can see.  Appending rows beyond what the snapshot sees copies
+nothing.  Strings go into one append-only dictionary shared with snapshots
+(codes are never reused; a string outlives the rows that used it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from legionrm.errors import CollectionError, UnknownResourceError
+from legionrm.mil import values as V
+from legionrm.mil.columns import Column, ColumnTable, StringDict, column_from_values
+
+_DTYPES = {"b": bool, "i": np.int64, "f": np.float64, "s": np.int32}
+_KIND_FIELD = {V.BOOL: "b", V.INT: "i", V.FLOAT: "f", V.STR: "s"}
+
+
+class _MutableColumn:
+    """Arrays of one attribute at the store's capacity, plus live-row tag counts."""
+
+    __slots__ = ("tag", "b", "i", "f", "s", "counts", "shared", "snap_rows")
+
+    def __init__(self, capacity: int, n: int) -> None:
+        self.tag = np.zeros(capacity, dtype=np.int8)  # all UNDEF
+        self.b: np.ndarray | None = None
+        self.i: np.ndarray | None = None
+        self.f: np.ndarray | None = None
+        self.s: np.ndarray | None = None
+        self.counts = [0] * 6
+        self.counts[V.UNDEF] = n
+        self.shared = False  # a snapshot holds views of rows [0, snap_rows)
+        self.snap_rows = 0
+
+    def arrays(self) -> Iterable[tuple[str, np.ndarray]]:
+        for k in ("tag", "b", "i", "f", "s"):
+            a = getattr(self, k)
+            if a is not None:
+                yield k, a
+
+    def grow(self, capacity: int) -> None:
+        for k, a in list(self.arrays()):
+            new = np.zeros(capacity, dtype=a.dtype)
+            new[: len(a)] = a
+            setattr(self, k, new)
+        self.shared = False  # fresh arrays: snapshots keep the old ones
+
+    def before_write(self, row: int) -> None:
+        """Copy the arrays if a snapshot can see ``row`` (copy-on-write)."""
+        if self.shared and row < self.snap_rows:
+            for k, a in list(self.arrays()):
+                setattr(self, k, a.copy())
+            self.shared = False
+
+    def data(self, field: str) -> np.ndarray:
+        a = getattr(self, field)
+        if a is None:
+            a = np.zeros(len(self.tag), dtype=_DTYPES[field])
+            setattr(self, field, a)
+        return a
+
+    def put(self, row: int, value: V.Value, codes: StringDict) -> None:
+        """Write a MIL value (never ERROR) at a live row; keeps counts."""
+        self.before_write(row)
+        t = V.tag_of(value)
+        old = int(self.tag[row])
+        self.counts[old] -= 1
+        self.counts[t] += 1
+        self.tag[row] = t
+        if t == V.BOOL:
+            self.data("b")[row] = value
+        elif t == V.INT:
+            self.data("i")[row] = value
+        elif t == V.FLOAT:
+            self.data("f")[row] = value
+        elif t == V.STR:
+            self.data("s")[row] = codes.code(value)  # type: ignore[arg-type]
+
+    def view(self, n: int) -> Column | None:
+        """An immutable Column over rows [0, n); None if no row exports it."""
+        if self.counts[V.UNDEF] == n:
+            return None
+        uniform = next((t for t, c in enumerate(self.counts) if c == n), None)
+        self.shared, self.snap_rows = True, n
+        kw: dict[str, Any] = {}
+        for k in ("b", "i", "f", "s"):
+            a = getattr(self, k)
+            if a is not None:
+                v = a[:n]
+                v.flags.writeable = False
+                kw[k] = v
+        if uniform is not None:
+            return Column(n, uniform=uniform, **kw)
+        tag = self.tag[:n]
+        tag.flags.writeable = False
+        return Column(n, tag=tag, **kw)
+
+
+class StoreSnapshot(ColumnTable):
+    """An immutable view of the store at one moment: what planners and queries read.
+
+    ``names[row]`` is the resource at ``row`` (live rows only, dense);
+    ``column(attr)`` the attribute's Column (None when no resource exports it).
+    Later upserts and removals never change a snapshot.
+    """
+
+    def __init__(self, names: np.ndarray, columns: dict[str, Column], strings: StringDict, version: int) -> None:
+        self.names = names
+        self._columns = columns
+        self.strings = strings
+        self.version = version
+        self._index: dict[str, int] | None = None
+
+    def column(self, attr: str) -> Column | None:
+        return self._columns.get(attr)
+
+    def attribute_names(self) -> list[str]:
+        """Attributes exported by at least one resource, sorted."""
+        return sorted(self._columns)
+
+    def query(self, q: Any) -> np.ndarray:
+        """Row indices (ascending) where the compiled query ``q`` is exactly true."""
+        return np.flatnonzero(q.mask(self))
+
+    def index(self, name: str) -> int | None:
+        """The row of ``name`` in this snapshot, or None (index built on first use)."""
+        if self._index is None:
+            self._index = {str(nm): k for k, nm in enumerate(self.names.tolist())}
+        return self._index.get(name)
+
+
+def _check_values(name: str, attrs: Mapping[str, Any]) -> dict[str, V.Value]:
+    out: dict[str, V.Value] = {}
+    for k, v in attrs.items():
+        if not isinstance(k, str) or not k:
+            raise CollectionError(f"resource {name!r}: attribute names are non-empty strings, got {k!r}")
+        mv = V.from_attr(v)
+        if mv is V.ERROR:
+            raise CollectionError(
+                f"resource {name!r}: attribute {k!r} = {v!r}: values must be bool, int (64-bit), float or str"
+            )
+        out[k] = mv
+    return out
+
+
+class AttributeStore:
+    """The mutable table; single owner (the Collection core), not thread-safe."""
+
+    def __init__(self, capacity: int = 16) -> None:
+        self._cap = max(int(capacity), 1)
+        self._n = 0
+        self._names = np.empty(self._cap, dtype=object)
+        self._names_shared = False
+        self._snap_rows = 0
+        self._index: dict[str, int] = {}
+        self._cols: dict[str, _MutableColumn] = {}
+        self._strings = StringDict()
+        self._version = 0
+        self._snapshot: StoreSnapshot | None = None
+
+    # --- size -------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    @property
+    def version(self) -> int:
+        """Incremented by every change; equal versions mean equal contents."""
+        return self._version
+
+    def _grow(self, needed: int) -> None:
+        if needed <= self._cap:
+            return
+        cap = max(needed, 2 * self._cap)
+        names = np.empty(cap, dtype=object)
+        names[: self._n] = self._names[: self._n]
+        self._names, self._names_shared = names, False
+        for c in self._cols.values():
+            c.grow(cap)
+        self._cap = cap
+
+    def _names_before_write(self, row: int) -> None:
+        if self._names_shared and row < self._snap_rows:
+            self._names = self._names.copy()
+            self._names_shared = False
+
+    def _column(self, attr: str) -> _MutableColumn:
+        c = self._cols.get(attr)
+        if c is None:
+            c = self._cols[attr] = _MutableColumn(self._cap, self._n)
+        return c
+
+    def _append_row(self, name: str) -> int:
+        self._grow(self._n + 1)
+        row = self._n
+        self._names_before_write(row)
+        self._names[row] = name
+        self._index[name] = row
+        self._n += 1
+        for c in self._cols.values():  # rows past n hold leftovers: reset to undefined
+            c.before_write(row)
+            c.tag[row] = V.UNDEF
+            c.counts[V.UNDEF] += 1
+        return row
+
+    def _changed(self) -> None:
+        self._version += 1
+        self._snapshot = None
+
+    # --- mutation ------------------------------------------------------------------
+
+    def upsert(self, name: str, attrs: Mapping[str, Any], *, replace: bool = False) -> None:
+        """Add resource ``name`` or merge ``attrs`` into it.
+
+        A value of None removes that attribute from the resource.  With
+        ``replace=True`` every attribute not in ``attrs`` is removed too.
+        Raises CollectionError (and changes nothing) for a value that is not
+        bool / int (64-bit) / float / str.  Idempotent.
+        """
+        if not isinstance(name, str) or not name:
+            raise CollectionError(f"a resource name is a non-empty string, got {name!r}")
+        values = _check_values(name, attrs)
+        row = self._index.get(name)
+        if row is None:
+            row = self._append_row(name)
+        if replace:
+            for attr, c in self._cols.items():
+                if attr not in values and c.tag[row] != V.UNDEF:
+                    c.put(row, V.UNDEFINED, self._strings)
+        for attr, v in values.items():
+            if v is V.UNDEFINED and attr not in self._cols:
+                continue
+            self._column(attr).put(row, v, self._strings)
+        self._changed()
+
+    def remove(self, name: str) -> None:
+        """Drop resource ``name``; raises UnknownResourceError if it is not here."""
+        row = self._index.pop(name, None)
+        if row is None:
+            raise UnknownResourceError(f"unknown resource {name!r}")
+        last = self._n - 1
+        for c in self._cols.values():
+            c.counts[int(c.tag[row])] -= 1
+            if row != last:  # move the last row into the hole
+                c.before_write(row)
+                for k, a in list(c.arrays()):
+                    a[row] = a[last]
+        if row != last:
+            self._names_before_write(row)
+            moved = self._names[last]
+            self._names[row] = moved
+            self._index[moved] = row
+        self._n = last
+        self._changed()
+
+    def bulk_insert(self, names: Sequence[str], columns: Mapping[str, Any]) -> None:
+        """Add many new resources at once, column-wise (loading a cluster or a benchmark).
+
+        ``columns[attr]`` is a numpy array (bool, integer, float or string
+        dtype: every row exports it) or a sequence of values with None for
+        "not exported".  Names must be new and distinct.  Raises
+        CollectionError (and changes nothing) otherwise.
+        """
+        names = [str(x) for x in names]
+        m = len(names)
+        if len(set(names)) != m or any(x in self._index for x in names):
+            raise CollectionError("bulk_insert: resource names must be new and distinct")
+        prepared: dict[str, Column] = {}
+        scratch = StringDict()  # validate before touching the store
+        for attr, col in columns.items():
+            if len(col) != m:
+                raise CollectionError(f"bulk_insert: column {attr!r} has {len(col)} values for {m} resources")
+            prepared[attr] = _as_column(attr, col, scratch)
+        start = self._n
+        self._grow(start + m)
+        self._names_before_write(start)
+        self._names[start : start + m] = np.asarray(names, dtype=object)
+        for k, nm in enumerate(names):
+            self._index[nm] = start + k
+        self._n = start + m
+        # remap the scratch dictionary's codes into the store's
+        remap = np.fromiter((self._strings.code(s) for s in scratch.strings), dtype=np.int32, count=len(scratch))
+        for attr, c in self._cols.items():
+            if attr not in prepared:
+                c.before_write(start)
+                c.tag[start : start + m] = V.UNDEF
+                c.counts[V.UNDEF] += m
+        for attr, src in prepared.items():
+            c = self._column(attr)
+            c.before_write(start)
+            tags = src.tags()
+            c.tag[start : start + m] = tags
+            if src.uniform is not None:
+                c.counts[src.uniform] += m
+            else:
+                for t, cnt in enumerate(np.bincount(tags, minlength=6).tolist()):
+                    c.counts[t] += cnt
+            for field in ("b", "i", "f", "s"):
+                a = getattr(src, field)
+                if a is None:
+                    continue
+                dst = c.data(field)
+                dst[start : start + m] = remap[a] if field == "s" and len(remap) else a
+        self._changed()
+
+    # --- reading -----------------------------------------------------------------------
+
+    def get(self, name: str) -> dict[str, Any]:
+        """The attributes resource ``name`` exports; UnknownResourceError if unknown."""
+        row = self._index.get(name)
+        if row is None:
+            raise UnknownResourceError(f"unknown resource {name!r}")
+        out: dict[str, Any] = {}
+        strings = self._strings.strings
+        for attr, c in self._cols.items():
+            t = int(c.tag[row])
+            if t == V.UNDEF:
+                continue
+            out[attr] = Column(1, uniform=t, b=c.b, i=c.i, f=c.f, s=c.s).value(row, strings)
+        return out
+
+    def names(self) -> list[str]:
+        return [str(x) for x in self._names[: self._n]]
+
+    def snapshot(self) -> StoreSnapshot:
+        """An immutable view of the current contents; O(attributes), copies nothing now."""
+        if self._snapshot is not None:
+            return self._snapshot
+        n = self._n
+        names = self._names[:n]
+        names.flags.writeable = False
+        self._names_shared, self._snap_rows = True, n
+        cols: dict[str, Column] = {}
+        for attr, c in self._cols.items():
+            col = c.view(n)
+            if col is not None:
+                cols[attr] = col
+        self._snapshot = StoreSnapshot(names, cols, self._strings, self._version)
+        return self._snapshot
+
+
+def _as_column(attr: str, col: Any, strings: StringDict) -> Column:
+    """A bulk column as a Column (full length) with codes in ``strings``."""
+    m = len(col)
+    if isinstance(col, np.ndarray) and col.dtype != object:
+        kind = col.dtype.kind
+        if kind == "b":
+            return Column(m, uniform=V.BOOL, b=col.astype(bool))
+        if kind in "iu":
+            if kind == "u" and m and col.max() > V.INT64_MAX:
+                raise CollectionError(f"bulk_insert: column {attr!r} has integers beyond 64 bits")
+            return Column(m, uniform=V.INT, i=col.astype(np.int64))
+        if kind == "f":
+            return Column(m, uniform=V.FLOAT, f=col.astype(np.float64))
+        if kind in "US":
+            uniq, inv = np.unique(col, return_inverse=True)
+            codes = np.fromiter((strings.code(str(u)) for u in uniq.tolist()), dtype=np.int32, count=len(uniq))
+            return Column(m, uniform=V.STR, s=codes[inv.reshape(-1)])
+        raise CollectionError(f"bulk_insert: column {attr!r} has unsupported dtype {col.dtype}")
+    vals = []
+    for v in col:
+        mv = V.from_attr(v)
+        if mv is V.ERROR:
+            raise CollectionError(f"bulk_insert: column {attr!r}: {v!r} is not bool, int (64-bit), float or str")
+        vals.append(mv)
+    return column_from_values(vals, strings)
