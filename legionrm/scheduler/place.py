@@ -200,7 +200,9 @@ def run_scenario(sc: Scenario) -> tuple[Placer, dict[str, PlacementResult]]:
 
 
 def _fmt_time(t: float | None) -> str:
-    return "-" if t is None else f"{t:g}"
+    if t is None:
+        return "-"
+    return str(int(t)) if float(t).is_integer() else str(t)
 
 
 def render_text(results: dict[str, PlacementResult]) -> str:

@@ -120,7 +120,7 @@ class PlacementResult:
 
 def comment_for(status: Status, text: str, exec_vnode: str = "", now: float = 0.0) -> str:
     if status == "run":
-        return f"Job run at {now:g} on {exec_vnode}"
+        return f"Job run at {int(now) if float(now).is_integer() else now} on {exec_vnode}"
     return ("Not Running: " if status == "not_now" else "Can Never Run: ") + text
 
 
