@@ -95,7 +95,9 @@ class _MutableColumn:
         if self.counts[V.UNDEF] == n:
             return None
         uniform = next((t for t, c in enumerate(self.counts) if c == n), None)
-        self.shared, self.snap_rows = True, n
+        # Several snapshots may share these arrays: protect the longest view.
+        self.snap_rows = max(self.snap_rows, n) if self.shared else n
+        self.shared = True
         kw: dict[str, Any] = {}
         for k in ("b", "i", "f", "s"):
             a = getattr(self, k)
@@ -346,7 +348,8 @@ class AttributeStore:
         n = self._n
         names = self._names[:n]
         names.flags.writeable = False
-        self._names_shared, self._snap_rows = True, n
+        self._snap_rows = max(self._snap_rows, n) if self._names_shared else n
+        self._names_shared = True
         cols: dict[str, Column] = {}
         for attr, c in self._cols.items():
             col = c.view(n)
