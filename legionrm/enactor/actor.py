@@ -49,7 +49,10 @@ class RayGateway:
     take batches when they are not in ``groups``.  ``classes``: class name ->
     ``ClassActor`` (``create_instance``, ``destroy_instance``).  ``resolve``
     is asked for any name none of those know (e.g. a named-actor lookup) and
-    returns ``(handle, is_batched)`` or None.  ``members`` maps a host name to
+    returns ``(handle, is_batched)`` or None; with a resolver the gateway
+    also looks up unknown groups and classes by their actor names
+    (``hostgroup:<name>``, ``class:<name>``), so :func:`discover_resource`
+    makes a gateway find everything ``legionrm up`` spawned.  ``members`` maps a host name to
     its group name, for routing cancels of tokens this gateway did not see
     granted (it learns the rest from the group hints of the reservations it
     sends).  ``deadline_s`` bounds each
@@ -81,6 +84,10 @@ class RayGateway:
 
     def _route(self, resource: str, group: str | None) -> tuple[str, Handle, bool] | None:
         """(route key, handle, takes batches) for a resource, or None."""
+        if group is not None and group not in self.groups and self.resolve is not None:
+            h = named_actor(f"hostgroup:{group}")
+            if h is not None:
+                self.groups[group] = h
         if group is not None and group in self.groups:
             return (f"group:{group}", self.groups[group], True)
         h = self.resources.get(resource)
@@ -158,11 +165,19 @@ class RayGateway:
             if not ok:
                 log.info("cancel did not reach its resource (%s); the token will time out", err)
 
+    def _class(self, name: str) -> Handle | None:
+        h = self.classes.get(name)
+        if h is None and self.resolve is not None:
+            h = named_actor(f"class:{name}")  # legionrm.hostobj.actor's naming
+            if h is not None:
+                self.classes[name] = h
+        return h
+
     def create_instances(self, items: Sequence[CreateItem]) -> list[InstanceRef | Refusal]:
         out: list[InstanceRef | Refusal | None] = [None] * len(items)
         calls: list[tuple[int, Any]] = []
         for i, it in enumerate(items):
-            cls = self.classes.get(it.class_name)
+            cls = self._class(it.class_name)
             if cls is None:
                 out[i] = Refusal(code=DEAD, reason=f"no class actor {it.class_name!r}", by=it.class_name)
                 continue
@@ -177,12 +192,34 @@ class RayGateway:
     def stop_instances(self, instances: Sequence[InstanceRef]) -> None:
         refs = []
         for ref in instances:
-            cls = self.classes.get(ref.class_name)
+            cls = self._class(ref.class_name)
             if cls is not None:
                 refs.append(cls.destroy_instance.remote(ref.instance_id, "enactment rolled back"))
         for ok, err in self._gather(refs):
             if not ok:
                 log.warning("could not stop an instance during rollback: %s", err)
+
+
+NAMESPACE = "legionrm"  # where legionrm.hostobj.actor names its actors
+
+
+def named_actor(name: str) -> Handle | None:
+    """The live actor named ``name`` in the legionrm namespace, or None."""
+    try:
+        return ray.get_actor(name, namespace=NAMESPACE)
+    except ValueError:
+        return None
+
+
+def discover_resource(resource: str) -> tuple[Handle, bool] | None:
+    """A resolver for :class:`RayGateway`: the resource's own named actor
+    (``host:<name>``, else ``vault:<name>``, as ``legionrm.hostobj.actor``
+    names them); both take batched calls."""
+    for prefix in ("host:", "vault:"):
+        h = named_actor(prefix + resource)
+        if h is not None:
+            return h, True
+    return None
 
 
 def _dead(name: str, err: Any) -> Refusal:
@@ -193,7 +230,9 @@ def _dead(name: str, err: Any) -> Refusal:
 class EnactorActor:
     """The Enactor as an async Ray actor holding one :class:`Enactor` core.
 
-    Constructed with the same routing tables as :class:`RayGateway`.
+    Constructed with the same routing tables as :class:`RayGateway`; with
+    ``discover`` (default) it also finds host groups, hosts, vaults and
+    classes by their ``legionrm.hostobj.actor`` names.
     ``approver``, when given, is ``(actor handle, method name)``: the
     scheduler actor whose method receives a :class:`ScheduleProposal` and
     returns True / False / a Refusal (Legion's step 6).  That actor must be
@@ -207,12 +246,15 @@ class EnactorActor:
         resources: Mapping[str, Handle] | None = None,
         batched: Sequence[str] = (),
         classes: Mapping[str, Handle] | None = None,
+        members: Mapping[str, str] | None = None,
+        discover: bool = True,
         deadline_s: float = 10.0,
         name: str = "enactor",
         min_token_life_s: float = 0.0,
     ) -> None:
         self.gateway = RayGateway(
-            groups=groups, resources=resources, batched=batched, classes=classes, deadline_s=deadline_s
+            groups=groups, resources=resources, batched=batched, classes=classes, members=members,
+            resolve=discover_resource if discover else None, deadline_s=deadline_s,
         )
         self.core = Enactor(self.gateway, name=name, min_token_life_s=min_token_life_s)
 
