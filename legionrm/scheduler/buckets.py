@@ -253,12 +253,12 @@ class BucketPlacer(_Placer):
         for ch in chunks:
             entries, ever, fail = self._map_chunk(ch, hosts, parts, scatter)
             if not entries or ever < ch.count:
-                return Outcome("never", fail or NO_TOTAL_NODES)
+                return Outcome("never", fail or NO_TOTAL_NODES, chunk=ch.index)
             cb_map.append(entries)
         # A necessary condition by counts, so hopeless requests cost O(buckets).
         for ch, entries in zip(chunks, cb_map):
             if sum(bs.usable(parts[k], view, live) * c for k, c in entries) < ch.count:
-                return Outcome("not_now", NO_NODE_RESOURCES)
+                return Outcome("not_now", NO_NODE_RESOURCES, chunk=ch.index)
         working: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         deadline = view.now + walltime
         result: list[list[tuple[int, int]]] = []
@@ -292,7 +292,7 @@ class BucketPlacer(_Placer):
                         got += len(pick)
                 need -= got * c
             if need > 0:
-                return Outcome("not_now", NO_NODE_RESOURCES)
+                return Outcome("not_now", NO_NODE_RESOURCES, chunk=ch.index)
             if len(taken) == 1:
                 hs, c = taken[0]
                 if c == 1:  # one bucket, one copy per host: already ascending

@@ -193,20 +193,21 @@ def prefilter(
     idx: np.ndarray,
     view: HostView,
     sums: SetSums,
-) -> tuple[str, str] | None:
+) -> tuple[str, str, int | None] | None:
     """The aggregate test on the hosts ``idx`` before any node search.
 
-    Returns None when the request may fit, else (status, text) with status
+    Returns None when the request may fit, else (status, text, chunk) with status
     ``"not_now"`` or ``"never"``: the test runs against free amounts, and on
     failure against totals; failing both is "never" with the totals' reason.
     ``idx`` must be a persistent array (a queue universe or a placement set):
-    the sums are cached by its identity.
+    the sums are cached by its identity.  ``chunk`` is the index of the chunk
+    that failed, or None for a failure of the request as a whole.
     """
     now = _aggregate(table, request, chunks, idx, view, sums, total=False)
     if now is None:
         return None
     ever = _aggregate(table, request, chunks, idx, view, sums, total=True)
-    return ("never", ever) if ever is not None else ("not_now", now)
+    return ("never", *ever) if ever is not None else ("not_now", *now)
 
 
 _ANY: dict[tuple, tuple[np.ndarray, bool]] = {}
@@ -231,19 +232,19 @@ def _aggregate(
     sums: SetSums,
     *,
     total: bool,
-) -> str | None:
+) -> tuple[str, int | None] | None:
     tot_nodes = len(idx)
     free_nodes, pool_a = sums.free_and_avail(idx, view) if tot_nodes else (0, {})
     if total:
         if tot_nodes == 0:
-            return NO_TOTAL_NODES
+            return NO_TOTAL_NODES, None
         nodect, err = tot_nodes, NO_TOTAL_NODES
     else:
         if free_nodes == 0:
-            return NO_FREE_NODES
+            return NO_FREE_NODES, None
         nodect, err = free_nodes, NO_FREE_NODES
     if request.place.arrangement in ("scatter", "vscatter") and nodect < request.total_chunks:
-        return err
+        return err, None
     # job-wide consumables summed over the select
     need: dict[str, float] = {}
     for ch in chunks:
@@ -254,7 +255,7 @@ def _aggregate(
         a = pool_a.get(r, 0.0)
         if amount > (t if total else a) + 1e-9:
             col = table.columns.get(r)
-            return INSUFFICIENT.format(res=r, detail=f"(R: {_show(col, amount)} A: {_show(col, a)} T: {_show(col, t)})")
+            return INSUFFICIENT.format(res=r, detail=f"(R: {_show(col, amount)} A: {_show(col, a)} T: {_show(col, t)})"), None
     # each chunk against the set as a whole (booleans always honoured)
     for ch in chunks:
         for c in ch.checks:
@@ -265,9 +266,9 @@ def _aggregate(
                 if c.value > (t if total else a) + 1e-9:
                     return INSUFFICIENT.format(
                         res=c.res, detail=f"(R: {_show(col, c.value)} A: {_show(col, a)} T: {_show(col, t)})"
-                    )
+                    ), ch.index
             elif not _any_match(table, c, idx):
-                return INSUFFICIENT.format(res=c.res, detail=f"({format_value(c.value)} != {_values(col, idx)})")
+                return INSUFFICIENT.format(res=c.res, detail=f"({format_value(c.value)} != {_values(col, idx)})"), ch.index
     return None
 
 

@@ -169,6 +169,17 @@ class HostState:
         self._notify(touched)
         return ids
 
+    def load_calendar(self, holdings: Mapping[str, Iterable[tuple[float, float]]], *, exclusive: bool = True) -> None:
+        """Adapter for host calendars: ``{host name: [(start, end), ...]}`` of
+        whole-host holdings (reservations, running work).  Unknown hosts are
+        ignored (a calendar may know hosts this table does not place on)."""
+        for name, spans in holdings.items():
+            i = self.table.index.get(name)
+            if i is None:
+                continue
+            for start, end in spans:
+                self.occupy([i], float(start), float(end), exclusive=exclusive)
+
     def release(self, token: Iterable[int]) -> None:
         """Remove holdings made by :meth:`occupy` (work ended or was cancelled).
         Idempotent: releasing twice, or an unknown id, does nothing."""

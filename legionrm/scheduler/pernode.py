@@ -70,8 +70,10 @@ class PerNodePlacer(_Placer):
             return Outcome("run", "", alloc)
         ever, _, ever_failed = self._try(request, chunks, hosts, self._empty_view(view.now), 0.0)
         if not ever:
-            return Outcome("never", self._reason(request, chunks, ever_failed, hosts, None, walltime) or NO_TOTAL_NODES)
-        return Outcome("not_now", self._reason(request, chunks, failed, hosts, view, walltime) or NOT_ENOUGH_NODES_AVAIL)
+            text = self._reason(request, chunks, ever_failed, hosts, None, walltime) or NO_TOTAL_NODES
+            return Outcome("never", text, chunk=ever_failed)
+        text = self._reason(request, chunks, failed, hosts, view, walltime) or NOT_ENOUGH_NODES_AVAIL
+        return Outcome("not_now", text, chunk=failed)
 
     def _eligible(self, request: SelectRequest, idx: np.ndarray, view: HostView, walltime: float) -> np.ndarray:
         elig = (view.njobs[idx] == 0) if request.place.excl else ~view.excl[idx]

@@ -208,7 +208,10 @@ def _fmt_time(t: float | None) -> str:
 def render_text(results: dict[str, PlacementResult]) -> str:
     rows = [("JOB", "STATUS", "PATH", "START", "PLACEMENT / COMMENT")]
     for jid, r in results.items():
-        rows.append((jid, r.status, r.path, _fmt_time(r.earliest_start), r.exec_vnode if r.runs else r.comment))
+        text = r.exec_vnode if r.runs else r.comment
+        if r.failed_chunk:
+            text += f"  [chunk {r.failed_chunk}]"
+        rows.append((jid, r.status, r.path, _fmt_time(r.earliest_start), text))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = []
     for row in rows:

@@ -68,6 +68,7 @@ class Outcome:
     text: str
     chunks: list[list[tuple[int, int]]] = field(default_factory=list)
     pset: str | None = None
+    chunk: int | None = None  # the select chunk a refusal is about, when it is about one
 
 
 @dataclass
@@ -75,7 +76,8 @@ class PlacementResult:
     """The answer for one request.
 
     ``comment`` is PBS's job comment (``Not Running: ...``, ``Can Never Run:
-    ...``); ``exec_vnode`` lists chunks in select order; ``nodes`` gives the
+    ...``); ``failed_chunk`` names the select chunk a refusal is about (when
+    it is about one chunk); ``exec_vnode`` lists chunks in select order; ``nodes`` gives the
     distinct hosts of each select chunk; ``earliest_start`` is ``now`` for a
     request that runs, the first feasible time for one that waits (None if
     none is found), None for one that never runs.
@@ -90,6 +92,7 @@ class PlacementResult:
     reason: str = ""
     path_reason: str = ""
     placement_set: str | None = None
+    failed_chunk: str | None = None
     allocation: list[list[tuple[int, int]]] = field(default_factory=list, repr=False)
     _placer: "_Placer | None" = field(default=None, repr=False)
     _request: SelectRequest | None = field(default=None, repr=False)
@@ -229,13 +232,17 @@ class _Placer:
         universe = self.table.universe(queue)
         pre = prefilter(self.table, request, chunks, universe, view, self.sums)
         if pre is not None:
-            return Outcome(pre[0], pre[1])  # type: ignore[arg-type]
+            return Outcome(pre[0], pre[1], chunk=pre[2])  # type: ignore[arg-type]
         key = request.place.group or self.config.node_group_key
         if key:
             waiting: Outcome | None = None
             for ps in self.psets.ordered(key, universe, view):
                 pf = prefilter(self.table, request, chunks, ps.hosts, view, self.sums)
-                out = Outcome(pf[0], pf[1]) if pf else self._search(request, chunks, ps.hosts, view, wall)  # type: ignore[arg-type]
+                out = (
+                    Outcome(pf[0], pf[1], chunk=pf[2])  # type: ignore[arg-type]
+                    if pf
+                    else self._search(request, chunks, ps.hosts, view, wall)
+                )
                 if out.status == "run":
                     out.pset = ps.name
                     return out
@@ -283,6 +290,7 @@ class _Placer:
             reason=out.text,
             path_reason=path_reason,
             placement_set=out.pset,
+            failed_chunk=request.chunks[out.chunk].text() if out.chunk is not None and out.status != "run" else None,
             allocation=out.chunks,
             _placer=self,
             _request=request,

@@ -371,3 +371,20 @@ def test_bucket_and_direct_placers_share_state() -> None:
     pn = PerNodePlacer(table, PlaceConfig(resources=RES), state)
     bp.occupy(bp.place(req("1:ncpus=1"), 0, 10), 0, 10)
     assert pn.place(req("1:ncpus=1"), 0, 10).nodes == [["b"]]
+
+
+def test_refusals_name_the_chunk() -> None:
+    p = make([node(n, ncpus=2, color=c) for n, c in COLOURED])
+    r = p.place(req("1:ncpus=1+2:ncpus=1:color=red", "scatter:excl"), 0, 10)
+    assert r.status == "never" and r.failed_chunk == "2:ncpus=1:color=red"
+    r = p.place(req("1:ncpus=1+1:color=purple"), 0, 10)
+    assert r.failed_chunk == "1:color=purple"
+    assert p.place(req("4:ncpus=2"), 0, 10).failed_chunk is None  # a job-wide refusal
+
+
+def test_host_calendar_adapter() -> None:
+    p = make([node("n1", ncpus=1), node("n2", ncpus=1)])
+    p.state.load_calendar({"n1": [(0, 50)], "n2": [(100, 200)], "elsewhere": [(0, 1)]})
+    assert p.place(req("1:ncpus=1"), 0, 100).nodes == [["n2"]]  # ends exactly at n2's event
+    r = p.place(req("2:ncpus=1"), 0, 100)
+    assert r.status == "not_now" and r.earliest_start == 200
