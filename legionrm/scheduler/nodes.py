@@ -187,8 +187,8 @@ class NodeTable:
         qidx = {q: i for i, q in enumerate(qnames)}
         self.queue_code = np.fromiter((qidx[s.queue] if s.queue is not None else -1 for s in self.specs), np.int64, self.n)
         self.columns: dict[str, Column] = self._columns(typed)
-        hosts = self.columns["host"]
-        self.multi_vnode: bool = hosts.kind == "str" and len(set(hosts.codes.tolist())) < self.n
+        hosts = self.columns.get("host")
+        self.multi_vnode: bool = hosts is not None and hosts.kind == "str" and len(set(hosts.codes.tolist())) < self.n
         self._universe_cache: dict[object, np.ndarray] = {}
 
     # -- construction --------------------------------------------------------
@@ -217,10 +217,12 @@ class NodeTable:
                 prev = kinds.get(k)
                 if prev is None:
                     kinds[k] = kind
-                elif prev != kind and {prev, kind} != {"num", "size"}:
-                    raise ValueError(f"host {row!r}: resource {k!r} is {kind} here but {prev} on other hosts")
+                elif {prev, kind} == {"num", "size"}:
+                    kinds[k] = "size"  # a bare number next to sizes is a size (in bytes)
+                elif {prev, kind} == {"str", "strarr"}:
+                    kinds[k] = "strarr"  # a string is a one-element string array
                 elif prev != kind:
-                    kinds[k] = "size"
+                    raise ValueError(f"host {row!r}: resource {k!r} is {kind} here but {prev} on other hosts")
         cols: dict[str, Column] = {}
         n = self.n
         for name, kind in kinds.items():
@@ -229,6 +231,8 @@ class NodeTable:
                 cols[name] = Column(name, kind, values=np.fromiter((bool(v) for v in raw), bool, n))
             elif kind in ("num", "size"):
                 isset = np.fromiter((v is not None for v in raw), bool, n)
+                if kind == "size":  # a bare number among sizes is bytes, as in PBS
+                    raw = [v if v is None or isinstance(v, Size) else Size(math.ceil(float(v) / 1024)) for v in raw]
                 vals = np.fromiter((float(v) if v is not None else 0.0 for v in raw), np.float64, n)
                 cols[name] = Column(name, kind, values=vals, isset=isset)
             elif kind == "str":

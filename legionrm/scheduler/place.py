@@ -129,6 +129,7 @@ def load_scenario(path: str) -> Scenario:
     except ValueError as exc:
         raise ConfigError(str(exc), file=file, table="scheduler") from None
     nodes: list[NodeSpec] = []
+    groups: dict[str, list[str]] = {}  # a [[node]] name with count -> its expanded hosts
     for k, t in enumerate(tables(doc, "node", file)):
         where = f"node[{k}]"
         check_keys(t, ("name", "count", "priority", "queue", "resources"), file=file, where=where)
@@ -139,7 +140,9 @@ def load_scenario(path: str) -> Scenario:
         prio = expect(t, "priority", int, 0, file=file, where=where)
         queue = expect(t, "queue", str, None, file=file, where=where)
         res = _resources(t, file=file, where=where)
-        nodes.extend(NodeSpec(n, prio, queue, res) for n in expand_names(name, count))
+        expanded = expand_names(name, count)
+        groups.setdefault(name, []).extend(expanded)
+        nodes.extend(NodeSpec(n, prio, queue, res) for n in expanded)
     known = {n.name for n in nodes}
     if len(known) != len(nodes):
         seen: set[str] = set()
@@ -149,10 +152,14 @@ def load_scenario(path: str) -> Scenario:
     for k, t in enumerate(tables(doc, "busy", file)):
         where = f"busy[{k}]"
         check_keys(t, ("nodes", "start", "end"), file=file, where=where)
-        names = list(_strings(require(t, "nodes", (str, list), file=file, where=where), file=file, where=where,
-                              key="nodes"))
-        for n in names:
-            if n not in known:
+        given = _strings(require(t, "nodes", (str, list), file=file, where=where), file=file, where=where, key="nodes")
+        names: list[str] = []
+        for n in given:
+            if n in known:
+                names.append(n)
+            elif n in groups:  # the name of a counted [[node]] table: all its hosts
+                names.extend(groups[n])
+            else:
                 raise ConfigError(f"no host named {n!r}", file=file, table=where, key="nodes")
         start = require(t, "start", float, file=file, where=where)
         end = require(t, "end", float, file=file, where=where)

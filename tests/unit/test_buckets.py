@@ -388,3 +388,11 @@ def test_host_calendar_adapter() -> None:
     assert p.place(req("1:ncpus=1"), 0, 100).nodes == [["n2"]]  # ends exactly at n2's event
     r = p.place(req("2:ncpus=1"), 0, 100)
     assert r.status == "not_now" and r.earliest_start == 200
+
+
+def test_node_value_kinds_mix_sensibly() -> None:
+    table = NodeTable([node("a", mem="2gb", sw="s1"), node("b", mem=2048, sw=["s1", "s2"])], resources=RES)
+    assert table.columns["mem"].value(1) == 2  # a bare number among sizes is bytes -> 2 kb
+    assert table.columns["sw"].kind == "strarr" and table.columns["sw"].value(0) == ("s1",)
+    with pytest.raises(ValueError, match="resource 'x'"):
+        NodeTable([node("a", x=1), node("b", x="one")], resources=RES)

@@ -190,3 +190,13 @@ def test_seed_example_file(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(["place", str(EXAMPLES / "place_seed.toml"), "--json"], capsys)
     jobs = json.loads(out)["jobs"]
     assert jobs["split"]["status"] == "not_now" and jobs["three"]["status"] == "run"
+
+
+def test_busy_may_name_a_counted_node_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "s.toml"
+    f.write_text('[[node]]\nname="n"\ncount=2\n[node.resources]\nncpus=1\n'
+                 '[[busy]]\nnodes="n"\nstart=0\nend=50\n'
+                 '[[job]]\nid="j"\nselect="1:ncpus=1"\nplace="excl"\nwalltime=5\n')
+    code, out, _ = run_cli(["place", str(f), "--json"], capsys)
+    job = json.loads(out)["jobs"]["j"]
+    assert code == 0 and job["status"] == "not_now" and job["earliest_start"] == 50.0
