@@ -31,12 +31,19 @@ _KIND_FIELD = {V.BOOL: "b", V.INT: "i", V.FLOAT: "f", V.STR: "s"}
 
 
 class _MutableColumn:
-    """Arrays of one attribute at the store's capacity, plus live-row tag counts."""
+    """Arrays of one attribute at the store's capacity, plus live-row tag counts.
 
-    __slots__ = ("tag", "b", "i", "f", "s", "counts", "shared", "snap_rows")
+    The per-row tag array is allocated only once the live rows stop sharing
+    one kind (``utag``): a column every resource exports as an int costs its
+    int64 array and nothing more.
+    """
+
+    __slots__ = ("cap", "tag", "utag", "b", "i", "f", "s", "counts", "shared", "snap_rows")
 
     def __init__(self, capacity: int, n: int) -> None:
-        self.tag = np.zeros(capacity, dtype=np.int8)  # all UNDEF
+        self.cap = capacity
+        self.tag: np.ndarray | None = None  # None: every live row has kind utag
+        self.utag = V.UNDEF
         self.b: np.ndarray | None = None
         self.i: np.ndarray | None = None
         self.f: np.ndarray | None = None
@@ -52,7 +59,22 @@ class _MutableColumn:
             if a is not None:
                 yield k, a
 
+    def tag_at(self, row: int) -> int:
+        return int(self.tag[row]) if self.tag is not None else self.utag
+
+    def set_tag(self, row: int, t: int) -> None:
+        """Set a row's kind (after before_write); allocates the tag array on divergence."""
+        if self.tag is None:
+            if t == self.utag:
+                return
+            if sum(self.counts) == 0:  # no live row yet: the new kind becomes the shared one
+                self.utag = t
+                return
+            self.tag = np.full(self.cap, self.utag, dtype=np.int8)
+        self.tag[row] = t
+
     def grow(self, capacity: int) -> None:
+        self.cap = capacity
         for k, a in list(self.arrays()):
             new = np.zeros(capacity, dtype=a.dtype)
             new[: len(a)] = a
@@ -69,18 +91,19 @@ class _MutableColumn:
     def data(self, field: str) -> np.ndarray:
         a = getattr(self, field)
         if a is None:
-            a = np.zeros(len(self.tag), dtype=_DTYPES[field])
+            a = np.zeros(self.cap, dtype=_DTYPES[field])
             setattr(self, field, a)
         return a
 
-    def put(self, row: int, value: V.Value, codes: StringDict) -> None:
-        """Write a MIL value (never ERROR) at a live row; keeps counts."""
+    def put(self, row: int, value: V.Value, codes: StringDict, *, new_row: bool = False) -> None:
+        """Write a MIL value (never ERROR) at a row (``new_row``: one just appended,
+        not yet counted); keeps counts."""
         self.before_write(row)
         t = V.tag_of(value)
-        old = int(self.tag[row])
-        self.counts[old] -= 1
+        if not new_row:
+            self.counts[self.tag_at(row)] -= 1
+        self.set_tag(row, t)
         self.counts[t] += 1
-        self.tag[row] = t
         if t == V.BOOL:
             self.data("b")[row] = value
         elif t == V.INT:
@@ -107,6 +130,7 @@ class _MutableColumn:
                 kw[k] = v
         if uniform is not None:
             return Column(n, uniform=uniform, **kw)
+        assert self.tag is not None  # mixed kinds always have a tag array
         tag = self.tag[:n]
         tag.flags.writeable = False
         return Column(n, tag=tag, **kw)
@@ -209,17 +233,19 @@ class AttributeStore:
             c = self._cols[attr] = _MutableColumn(self._cap, self._n)
         return c
 
-    def _append_row(self, name: str) -> int:
+    def _append_row(self, name: str, values: dict[str, V.Value]) -> int:
+        """Add a row holding ``values`` (undefined elsewhere; rows past n hold leftovers)."""
         self._grow(self._n + 1)
+        for attr, v in values.items():
+            if v is not V.UNDEFINED:
+                self._column(attr)
         row = self._n
         self._names_before_write(row)
         self._names[row] = name
         self._index[name] = row
         self._n += 1
-        for c in self._cols.values():  # rows past n hold leftovers: reset to undefined
-            c.before_write(row)
-            c.tag[row] = V.UNDEF
-            c.counts[V.UNDEF] += 1
+        for attr, c in self._cols.items():
+            c.put(row, values.get(attr, V.UNDEFINED), self._strings, new_row=True)
         return row
 
     def _changed(self) -> None:
@@ -241,10 +267,12 @@ class AttributeStore:
         values = _check_values(name, attrs)
         row = self._index.get(name)
         if row is None:
-            row = self._append_row(name)
+            self._append_row(name, values)
+            self._changed()
+            return
         if replace:
             for attr, c in self._cols.items():
-                if attr not in values and c.tag[row] != V.UNDEF:
+                if attr not in values and c.tag_at(row) != V.UNDEF:
                     c.put(row, V.UNDEFINED, self._strings)
         for attr, v in values.items():
             if v is V.UNDEFINED and attr not in self._cols:
@@ -259,7 +287,7 @@ class AttributeStore:
             raise UnknownResourceError(f"unknown resource {name!r}")
         last = self._n - 1
         for c in self._cols.values():
-            c.counts[int(c.tag[row])] -= 1
+            c.counts[c.tag_at(row)] -= 1
             if row != last:  # move the last row into the hole
                 c.before_write(row)
                 for k, a in list(c.arrays()):
@@ -292,6 +320,8 @@ class AttributeStore:
             prepared[attr] = _as_column(attr, col, scratch)
         start = self._n
         self._grow(start + m)
+        for attr in prepared:  # new columns: undefined on the existing rows only
+            self._column(attr)
         self._names_before_write(start)
         self._names[start : start + m] = np.asarray(names, dtype=object)
         for k, nm in enumerate(names):
@@ -302,17 +332,23 @@ class AttributeStore:
         for attr, c in self._cols.items():
             if attr not in prepared:
                 c.before_write(start)
-                c.tag[start : start + m] = V.UNDEF
+                c.set_tag(start, V.UNDEF)  # allocates the tag array unless already all-undefined
+                if c.tag is not None:
+                    c.tag[start : start + m] = V.UNDEF
                 c.counts[V.UNDEF] += m
         for attr, src in prepared.items():
             c = self._column(attr)
             c.before_write(start)
-            tags = src.tags()
-            c.tag[start : start + m] = tags
+            if src.uniform is not None:
+                c.set_tag(start, src.uniform)
+            elif c.tag is None:
+                c.tag = np.full(c.cap, c.utag, dtype=np.int8)
+            if c.tag is not None:
+                c.tag[start : start + m] = src.tags()
             if src.uniform is not None:
                 c.counts[src.uniform] += m
             else:
-                for t, cnt in enumerate(np.bincount(tags, minlength=6).tolist()):
+                for t, cnt in enumerate(np.bincount(src.tags(), minlength=6).tolist()):
                     c.counts[t] += cnt
             for field in ("b", "i", "f", "s"):
                 a = getattr(src, field)
@@ -332,7 +368,7 @@ class AttributeStore:
         out: dict[str, Any] = {}
         strings = self._strings.strings
         for attr, c in self._cols.items():
-            t = int(c.tag[row])
+            t = c.tag_at(row)
             if t == V.UNDEF:
                 continue
             out[attr] = Column(1, uniform=t, b=c.b, i=c.i, f=c.f, s=c.s).value(row, strings)

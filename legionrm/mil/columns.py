@@ -83,15 +83,37 @@ class StringDict:
             self.regex_results[pattern] = cache
         if codes.size == 0:
             return np.zeros(0, dtype=bool)
-        present = np.zeros(n, dtype=bool)
-        present[codes] = True
-        todo = np.flatnonzero(present & (cache < 0))
+        if n <= 4 * codes.size + 1024:
+            # small dictionary: settle every entry once; no scan over the rows
+            todo = np.flatnonzero(cache < 0)
+        else:  # large dictionary (e.g. host names): only the strings these rows use
+            present = np.zeros(n, dtype=bool)
+            present[codes] = True
+            todo = np.flatnonzero(present & (cache < 0))
         if todo.size:
             strings = self.strings
             cache[todo] = np.fromiter(
                 (rx.search(strings[c]) is not None for c in todo.tolist()), dtype=np.int8, count=todo.size
             )
-        return cache[codes] == 1
+        return lookup(cache == 1, codes)
+
+
+def lookup(lut: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """``lut[codes]`` for a bool table over string codes, fast when few codes are
+    true (or few false): a handful of integer compares beat a gather."""
+    hits = np.flatnonzero(lut)
+    if hits.size <= 4:
+        out = np.zeros(codes.shape, dtype=bool)
+        for c in hits.tolist():
+            out |= codes == c
+        return out
+    misses = np.flatnonzero(~lut)
+    if misses.size <= 4:
+        out = np.ones(codes.shape, dtype=bool)
+        for c in misses.tolist():
+            out &= codes != c
+        return out
+    return np.take(lut, codes)
 
 
 class Column:

@@ -439,6 +439,13 @@ def match(p: Column, s: Column, ctx: Ctx) -> Column:
             return _const(n, V.tag_of(r))
         if up != STR or us != STR:
             return _const(n, ERR)
+        if p.s.ndim == 0 and s.s.ndim == 1:  # type: ignore[union-attr]
+            # the common case: a literal pattern over a string column
+            pattern = ctx.string(int(p.s))  # type: ignore[arg-type]
+            rx = V.compile_regex(pattern)
+            if rx is None:
+                return _const(n, ERR)
+            return Column(n, uniform=BOOL, b=ctx.table.strings.regex_over(pattern, s.s, rx))  # type: ignore[arg-type]
     err, und = _strict_tags(tp, ts)
     ok = ~err & ~und & (tp == STR) & (ts == STR)
     bad = ~err & ~und & ~ok

@@ -148,6 +148,26 @@ def test_bulk_insert() -> None:
         s.bulk_insert(["z"], {"cpus": np.array([1, 2])})
 
 
+def test_bulk_insert_into_empty_store() -> None:
+    s = AttributeStore()
+    s.bulk_insert(["a", "b"], {"x": np.array([1, 5]), "f": np.array([0.5, 1.5]), "ok": np.array([True, False])})
+    snap = s.snapshot()
+    assert snap.column("x").uniform is not None  # type: ignore[union-attr]
+    assert _rows(snap) == {"a": {"x": 1, "f": 0.5, "ok": True}, "b": {"x": 5, "f": 1.5, "ok": False}}
+    assert snap.query(compile_query("$x > 2 and $f > 1 and not $ok")).tolist() == [1]
+
+
+def test_bulk_insert_mixed_and_partial_columns() -> None:
+    s = AttributeStore()
+    s.bulk_insert(["a", "b"], {"x": np.array([1, 2])})
+    s.bulk_insert(["c", "d"], {"x": [3.5, None], "y": np.array(["p", "q"])})
+    s.bulk_insert(["e"], {"y": np.array(["p"])})
+    assert _rows(s.snapshot()) == {
+        "a": {"x": 1}, "b": {"x": 2}, "c": {"x": 3.5, "y": "p"}, "d": {"y": "q"}, "e": {"y": "p"}
+    }
+    assert s.snapshot().query(compile_query('$y == "p" or $x > 1')).tolist() == [1, 2, 4]
+
+
 def test_index_of_name() -> None:
     s = AttributeStore()
     for k in range(3):
@@ -164,7 +184,7 @@ _op = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(_op, max_size=40))
 def test_store_matches_a_dict_model(ops: list) -> None:  # type: ignore[type-arg]
     """Against a plain dict of dicts; every snapshot keeps the state it was taken in."""

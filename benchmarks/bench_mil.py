@@ -1,0 +1,178 @@
+"""MIL query speed and memory: legionrm's two engines against HTCondor's classad2.
+
+Run:  .venv/bin/python benchmarks/bench_mil.py [--quick]
+
+Part 1 -- the same 6-clause query over the same 100,000 resources:
+  * legionrm vectorized engine (CompiledQuery.mask over a store snapshot),
+  * legionrm per-record engine (CompiledQuery.matches per record dict),
+  * classad2 (ExprTree.eval per ClassAd; the expression parsed once),
+  each the median of several timed runs; all three must find the same set.
+Part 2 -- legionrm alone over 1,000,000 resources with 12 attributes:
+  median query time, and memory of the table (tracemalloc: bytes still held
+  after loading, and the peak while loading).
+
+Targets (issue 2, section 5): vectorized >= 100x faster than classad2,
+<= 30 ms median for the million, <= 200 MB for that table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+import tracemalloc
+
+import numpy as np
+
+from legionrm.collection.store import AttributeStore
+from legionrm.mil import compile_query
+
+QUERY = (
+    '$cpus >= 8 and $memory >= 16384 and $os == "linux" and $load < 0.75 '
+    'and match("^x86", $arch) and not $busy'
+)
+CLASSAD_QUERY = (
+    'cpus >= 8 && memory >= 16384 && os == "linux" && load < 0.75 '
+    '&& regexp("^x86", arch) && !busy'
+)
+ARCHES = np.array(["x86_64", "aarch64", "ppc64le", "x86"])
+OSES = np.array(["linux", "bsd", "solaris", "windows"])
+SITES = np.array([f"site{k}" for k in range(40)])
+
+
+def make_columns(n: int, seed: int = 42) -> dict[str, np.ndarray]:
+    """12 attributes, numpy columns, deterministic."""
+    rng = np.random.default_rng(seed)
+    return {
+        "cpus": rng.choice(np.array([1, 2, 4, 8, 16, 32, 64]), n),
+        "memory": rng.choice(np.array([2048, 4096, 8192, 16384, 32768, 65536]), n),
+        "os": OSES[rng.choice(4, n, p=[0.7, 0.1, 0.1, 0.1])],
+        "arch": ARCHES[rng.choice(4, n, p=[0.6, 0.2, 0.1, 0.1])],
+        "load": rng.random(n) * 2.0,
+        "busy": rng.random(n) < 0.2,
+        "disk_gb": rng.integers(10, 4000, n),
+        "gpus": rng.choice(np.array([0, 0, 0, 1, 2, 4]), n),
+        "speed_mhz": rng.integers(1000, 4000, n),
+        "site": SITES[rng.integers(0, 40, n)],
+        "price": np.round(rng.random(n) * 3.0, 2),
+        "uptime_s": rng.integers(0, 10_000_000, n),
+    }
+
+
+def to_records(cols: dict[str, np.ndarray]) -> list[dict]:
+    names = list(cols)
+    lists = [cols[k].tolist() for k in names]
+    return [dict(zip(names, vals)) for vals in zip(*lists)]
+
+
+def median_time(fn, runs: int) -> tuple[float, object]:  # type: ignore[no-untyped-def]
+    times, out = [], None
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def fmt_ms(s: float) -> str:
+    return f"{s * 1e3:10.2f} ms"
+
+
+def part1(n: int, subset: int, runs: int) -> dict[str, float]:
+    cols = make_columns(n)
+    records = to_records(cols)
+    names = [f"node{k:06d}" for k in range(n)]
+    store = AttributeStore()
+    store.bulk_insert(names, cols)
+    snap = store.snapshot()
+    q = compile_query(QUERY)
+
+    vec_t, mask = median_time(lambda: q.mask(snap), runs)
+    vec_count = int(np.count_nonzero(mask))  # type: ignore[arg-type]
+
+    sub = records[:subset]
+    rec_t_sub, rec_hits = median_time(lambda: [q.matches(r) for r in sub], max(3, runs // 3))
+    rec_t = rec_t_sub * n / subset
+    assert rec_hits == mask[:subset].tolist(), "engines disagree"  # type: ignore[index]
+
+    result = {"vectorized": vec_t, "per-record": rec_t}
+    print(f"Part 1: {n:,} resources, 6-clause query\n  {QUERY}")
+    print(f"  matches: {vec_count:,}")
+    try:
+        import classad2  # type: ignore[import-not-found]
+    except ImportError:
+        print("  classad2: not installed (pip install -e '.[bench]')")
+        classad2 = None
+    if classad2 is not None:
+        ads = [classad2.ClassAd(r) for r in records]
+        expr = classad2.ExprTree(CLASSAD_QUERY)
+        cad_t, hits = median_time(lambda: [expr.eval(ad) is True for ad in ads], 3)
+        assert hits == mask.tolist(), "classad2 disagrees with legionrm"  # type: ignore[union-attr]
+        result["classad2"] = cad_t
+        print(f"  classad2 agrees: {sum(hits):,} matches")  # type: ignore[arg-type]
+    print(f"\n  {'engine':<34}{'median':>14}{'per resource':>16}{'vs classad2':>14}")
+    for name, t in result.items():
+        label = {
+            "vectorized": "legionrm vectorized (numpy)",
+            "per-record": f"legionrm per-record (x{n // subset} of {subset:,})",
+            "classad2": f"classad2 {getattr(sys.modules.get('classad2'), '__version__', '')}".strip(),
+        }[name]
+        ratio = f"{result['classad2'] / t:12.1f}x" if "classad2" in result else f"{'n/a':>13}"
+        print(f"  {label:<34}{fmt_ms(t):>14}{t / n * 1e9:13.0f} ns{ratio:>14}")
+    return result
+
+
+def part2(n: int, runs: int) -> tuple[float, float, float]:
+    cols = make_columns(n, seed=7)
+    gc.collect()
+    tracemalloc.start()
+    names = [f"node{k:07d}" for k in range(n)]
+    store = AttributeStore()
+    store.bulk_insert(names, cols)
+    del names  # the caller's list: the store keeps the name strings in its own array and index
+    snap = store.snapshot()
+    gc.collect()
+    held, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    columns_bytes = sum(
+        a.nbytes
+        for a in (
+            getattr(store._cols[k], f) for k in snap.attribute_names() for f in ("tag", "b", "i", "f", "s")
+        )
+        if a is not None
+    )
+    q = compile_query(QUERY)
+    q.mask(snap)  # warm: dictionary regex cache, numpy code paths
+    t, mask = median_time(lambda: q.mask(snap), runs)
+    print(f"\nPart 2: {n:,} resources x {len(cols)} attributes (legionrm alone)")
+    print(f"  matches: {int(np.count_nonzero(mask)):,}")  # type: ignore[arg-type]
+    print(f"  median query time         {fmt_ms(t)}")
+    print(f"  table held after load     {held / 2**20:10.1f} MB  (columns {columns_bytes / 2**20:.1f} MB,"
+          f" rest: names, name index, dictionary)")
+    print(f"  peak while loading        {peak / 2**20:10.1f} MB")
+    return t, held, peak
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run, not the figures)")
+    args = ap.parse_args(argv)
+    n1, n2, subset = (10_000, 100_000, 2_000) if args.quick else (100_000, 1_000_000, 20_000)
+    r = part1(n1, subset, runs=9)
+    t2, held, peak = part2(n2, runs=11)
+    print("\nSummary                               target        measured")
+    if "classad2" in r:
+        ratio = r["classad2"] / r["vectorized"]
+        print(f"  vectorized vs classad2 (100k)      >= 100x     {ratio:10.1f}x   {'ok' if ratio >= 100 else 'MISSED'}")
+    else:
+        print("  vectorized vs classad2 (100k)      >= 100x            n/a   (classad2 not installed)")
+    print(f"  median query, 1M resources         <= 30 ms   {t2 * 1e3:9.2f} ms   {'ok' if t2 <= 0.030 else 'MISSED'}")
+    print(f"  table memory, 1M x 12              <= 200 MB  {held / 2**20:9.1f} MB   {'ok' if held <= 200 * 2**20 else 'MISSED'}")
+    print(f"  (peak while loading: {peak / 2**20:.1f} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
