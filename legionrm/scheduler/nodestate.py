@@ -154,15 +154,26 @@ class HostState:
         touched = hs if len(hs) == 1 else np.unique(hs)
         self._pre(touched)
         if start <= self.now < end:
-            np.add.at(live.njobs, hs, 1)
-            if exclusive:
-                live.excl[hs] = True
-            for r in self._res:
-                if amounts is None:
-                    np.add.at(live.assigned[r], hs, self.table.total(r)[hs])
-                elif r in amounts:
-                    v = amounts[r]
-                    np.add.at(live.assigned[r], hs, np.asarray(v, float) if np.ndim(v) else float(v))
+            if len(hs) == 1:  # one host: scalar updates (numpy's per-call cost dominates)
+                i = int(hs[0])
+                live.njobs[i] += 1
+                if exclusive:
+                    live.excl[i] = True
+                for r in self._res:
+                    if amounts is None:
+                        live.assigned[r][i] += self.table.total(r)[i]
+                    elif r in amounts:
+                        live.assigned[r][i] += float(np.asarray(amounts[r]).reshape(-1)[0])
+            else:
+                np.add.at(live.njobs, hs, 1)
+                if exclusive:
+                    live.excl[hs] = True
+                for r in self._res:
+                    if amounts is None:
+                        np.add.at(live.assigned[r], hs, self.table.total(r)[hs])
+                    elif r in amounts:
+                        v = amounts[r]
+                        np.add.at(live.assigned[r], hs, np.asarray(v, float) if np.ndim(v) else float(v))
         elif start > self.now:
             np.minimum.at(live.next_event, hs, float(start))
         self._repool(hs)

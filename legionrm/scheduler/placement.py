@@ -96,6 +96,7 @@ class PlacementResult:
     allocation: list[list[tuple[int, int]]] = field(default_factory=list, repr=False)
     _placer: "_Placer | None" = field(default=None, repr=False)
     _request: SelectRequest | None = field(default=None, repr=False)
+    _chunks: tuple[CompiledChunk, ...] = field(default=(), repr=False)
     _queue: str | None = field(default=None, repr=False)
     _walltime: float = field(default=0.0, repr=False)
 
@@ -223,7 +224,7 @@ class _Placer:
             start = view.now
         elif out.status == "not_now" and earliest:
             start = self._earliest(request, chunks, view.now, wall, queue)
-        return self._result(request, out, view.now, start, queue, wall, path_reason)
+        return self._result(request, chunks, out, view.now, start, queue, wall, path_reason)
 
     def decide(
         self, request: SelectRequest, chunks: tuple[CompiledChunk, ...], view: HostView, wall: float,
@@ -263,14 +264,13 @@ class _Placer:
         return None
 
     def _result(
-        self, request: SelectRequest, out: Outcome, now: float, start: float | None, queue: str | None,
+        self, request: SelectRequest, chunks: tuple[CompiledChunk, ...], out: Outcome, now: float, start: float | None, queue: str | None,
         wall: float, path_reason: str,
     ) -> PlacementResult:
         names = self.table.names
         groups: list[str] = []
         nodes: list[list[str]] = []
         if out.status == "run":
-            chunks = self.compile(request)
             for ch, alloc in zip(chunks, out.chunks):
                 piece = f"{ch.exec_suffix})"
                 seen: list[str] = []
@@ -294,6 +294,7 @@ class _Placer:
             allocation=out.chunks,
             _placer=self,
             _request=request,
+            _chunks=chunks,
             _queue=queue,
             _walltime=wall,
         )
@@ -305,7 +306,7 @@ class _Placer:
         requests, by the requested amounts otherwise); returns a release token."""
         if result.status != "run" or result._request is None:
             return []
-        chunks = self.compile(result._request)
+        chunks = result._chunks or self.compile(result._request)
         per_host: dict[int, dict[str, float]] = {}
         for ch, alloc in zip(chunks, result.allocation):
             for h, copies in alloc:
