@@ -50,6 +50,10 @@ DEFAULT_DEQUEUE_LIMIT = 1000
 """Gangs admitted per leaf per cycle (Peloton's dequeueGangLimit)."""
 
 
+_FIRST_WINDOW = 32
+_STREAK_FOR_WINDOWS = 8
+
+
 class Outcome(str, Enum):
     ADMITTED = "admitted"
     INVALID = "invalid"  # tasks were dropped; the rest (if any) went back to the tail
@@ -222,22 +226,29 @@ def dequeue_gangs(
             break
         q = pool.queues[qt]
         tries = 0
+        streak = 0  # consecutive admissions: windows pay off only on long runs
+        width = _FIRST_WINDOW
         while tries < left:
             if not q:
                 break
-            if bulk:
-                window = q.head(left - tries)
+            if bulk and streak >= _STREAK_FOR_WINDOWS:
+                window = q.head(min(left - tries, width))
                 run = _admissible_run(pool, window, preemption_enabled)
+                width = width * 4 if run == len(window) else _FIRST_WINDOW
                 if run:
                     admitted.extend(_admit_head(pool, qt, run))
                     tries += run
                     continue
+                streak = 0
             head = q.peek()
             assert head is not None
             outcome = try_admit(pool, head, qt, preemption_enabled=preemption_enabled)
             tries += 1
             if outcome is Outcome.ADMITTED:
                 admitted.append(head)
+                streak += 1
             elif outcome is Outcome.FULL:
                 break
+            else:
+                streak = 0
     return admitted

@@ -122,6 +122,7 @@ class ResourcePoolTree(PoolTree):
         self._tasks: dict[str, TaskRecord] = {}
         self._gangs: dict[str, list[str]] = {}  # admitted gang id -> its task ids still held
         self._admit_seq = 0
+        self._queued_in: dict[str, ResourcePool] = {}  # queued gang id -> its leaf (an index, may be stale)
 
     # --- entitlement --------------------------------------------------------
 
@@ -143,16 +144,18 @@ class ResourcePoolTree(PoolTree):
         if gang.id in self._gangs or self._find_queued(gang.id) is not None:
             raise AdmissionError(f"gang {gang.id} is already queued or admitted")
         adm.enqueue(pool, gang)
+        self._queued_in[gang.id] = pool
         return pool
 
     def _find_queued(self, gang_id: str) -> tuple[ResourcePool, QueueType, Gang] | None:
-        for pool in self.pools(leaf_only=True):
-            if not pool.queued():
-                continue
-            for qt in ADMISSION_ORDER:
-                for g in pool.queues[qt]:
-                    if g.id == gang_id:
-                        return pool, qt, g
+        pool = self._queued_in.get(gang_id)
+        if pool is None:
+            return None
+        for qt in ADMISSION_ORDER:
+            for g in pool.queues[qt]:
+                if g.id == gang_id:
+                    return pool, qt, g
+        del self._queued_in[gang_id]  # stale: all its tasks were dropped as invalid
         return None
 
     def cancel(self, gang_id: str) -> bool:
@@ -161,6 +164,7 @@ class ResourcePoolTree(PoolTree):
         if found is None:
             return False
         pool, qt, gang = found
+        self._queued_in.pop(gang_id, None)
         return adm.remove_from_queue(pool, gang, qt)
 
     def invalidate_task(self, task_id: str, pool_path: str) -> None:
@@ -183,6 +187,7 @@ class ResourcePoolTree(PoolTree):
                 pool, self.dequeue_limit, preemption_enabled=self.preemption.enabled, bulk=self.bulk_admission
             )
             for gang in got:
+                self._queued_in.pop(gang.id, None)
                 self._record(pool, gang)
             out.extend(got)
         return out
@@ -305,6 +310,7 @@ class ResourcePoolTree(PoolTree):
             pool = rec.pool
             self.release(c.task_id)
             adm.add_to_queue(pool, Gang(c.task_id, (rec.task,)), QueueType.PENDING)
+            self._queued_in[c.task_id] = pool
         return to_kill
 
     # --- reporting --------------------------------------------------------------
