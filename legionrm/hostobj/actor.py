@@ -1,0 +1,357 @@
+"""Ray shells for host, host group, vault and class objects.
+
+Each actor holds one core and forwards to it; a daemon thread expires
+reservations and sends a heartbeat every ``heartbeat_s`` (the cores lock
+themselves, so the thread and the calls may interleave).  Every actor asks for
+``num_cpus=0`` (a default actor needs a CPU and would sit pending on a node
+with none).  Actors are named in the ``legionrm`` namespace:
+``host:<name>``, ``hostgroup:<name>``, ``vault:<name>``, ``class:<name>``.
+
+The ``spawn_*`` helpers are what ``legionrm up`` and tests call.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Mapping, Sequence
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from legionrm.hostobj.build import build_class, build_host, build_vault
+from legionrm.hostobj.group import HostGroup, InstanceKey, TokenRef
+from legionrm.hostobj.ray_node import NAMESPACE, RayNodeHost
+from legionrm.hostobj.resource import ResourceObject
+from legionrm.models import (
+    AttrValue,
+    ClassSpec,
+    Holder,
+    HostSpec,
+    InstanceRef,
+    Refusal,
+    ReservationRequest,
+    ReservationToken,
+    ResourceRecord,
+    Resources,
+    StartRequest,
+    VaultSpec,
+)
+
+log = logging.getLogger(__name__)
+DEFAULT_TIMEOUT_S = 30.0
+
+
+class RemoteSink:
+    """A collection sink over a Collection actor handle: fire-and-forget calls
+    (a heartbeat never waits on the collection)."""
+
+    def __init__(self, handle: Any) -> None:
+        self._h = handle
+
+    def join(self, record: ResourceRecord) -> None:
+        self._h.join.remote(record)
+
+    def update(self, name: str, attrs: dict[str, AttrValue]) -> None:
+        self._h.update.remote(name, attrs)
+
+    def update_many(self, updates: list[tuple[str, dict[str, AttrValue]]]) -> None:
+        self._h.update_many.remote(updates)
+
+    def leave(self, name: str) -> None:
+        self._h.leave.remote(name)
+
+
+class RemoteHostPort:
+    """A class object's port to a host carried by a HostActor or HostGroupActor
+    (both answer ``start_objects`` / ``stop_objects`` batches)."""
+
+    def __init__(self, handle: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self._h, self._timeout = handle, timeout_s
+
+    def start_object(
+        self, token: ReservationToken, class_name: str, holder: Holder, *, vault: str | None = None,
+        args: Mapping[str, Any] | None = None, impl: str | None = None,
+    ) -> InstanceRef | Refusal:
+        req = StartRequest(token=token, class_name=class_name, holder=holder, vault=vault, args=dict(args or {}), impl=impl)
+        return ray.get(self._h.start_objects.remote([req]), timeout=self._timeout)[0]
+
+    def stop_object(self, instance_id: str, reason: str = "stopped") -> Resources | Refusal:
+        return ray.get(self._h.stop_objects.remote([instance_id], reason), timeout=self._timeout)[0]
+
+
+class RemoteVaultPort:
+    def __init__(self, handle: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self._h, self._timeout = handle, timeout_s
+
+    def use(self, token: ReservationToken, host: str, holder: Holder) -> str | Refusal:
+        return ray.get(self._h.use.remote(token, host, holder), timeout=self._timeout)
+
+    def release(self, use_id: str, *, rollback: bool = False) -> Resources | Refusal:
+        return ray.get(self._h.release.remote(use_id, rollback=rollback), timeout=self._timeout)
+
+
+class _Beating:
+    """The heartbeat thread shared by the resource shells."""
+
+    def _start_beat(self, beat: Any, interval: float) -> None:
+        self._stop = threading.Event()
+        beat()  # join at once
+
+        def loop() -> None:
+            while not self._stop.wait(interval):
+                try:
+                    beat()
+                except Exception:  # a missed beat must not kill the thread; the collection marks us stale
+                    log.exception("heartbeat failed")
+
+        threading.Thread(target=loop, name="heartbeat", daemon=True).start()
+
+
+def _beat_one(core: ResourceObject) -> Any:
+    def beat() -> None:
+        core.expire()
+        core.heartbeat()
+
+    return beat
+
+
+@ray.remote(num_cpus=0)
+class HostActor(_Beating):
+    """One host object (a real Ray node when ``node_id`` is given).
+
+    Answers both single calls and the batched calls of a host group, so the
+    Enactor can treat a lone host as a group of one.
+    """
+
+    def __init__(self, spec: HostSpec, collection: Any = None, heartbeat_s: float = 5.0, node_id: str | None = None) -> None:
+        sink = RemoteSink(collection) if collection is not None else None
+        if node_id is not None:
+            self.core = build_host(spec, sink=sink, cls=RayNodeHost, node_id=node_id)
+        else:
+            self.core = build_host(spec, sink=sink)
+        self._batch = HostGroup(self.core.name, [self.core], sink=self.core.sink)  # batches for a group of one
+        self._start_beat(_beat_one(self.core), heartbeat_s)
+
+    def ping(self) -> str:
+        return "ok"
+
+    def make_reservation(self, request: ReservationRequest) -> ReservationToken | Refusal:
+        return self.core.make_reservation(request)
+
+    def make_reservations(self, requests: list[ReservationRequest]) -> list[ReservationToken | Refusal]:
+        return self._batch.make_reservations(requests)
+
+    def check_reservation(self, token_id: str) -> ReservationToken | Refusal:
+        return self.core.check_reservation(token_id)
+
+    def cancel_reservation(self, token: str | ReservationToken) -> bool:
+        return self.core.cancel_reservation(token)
+
+    def cancel_reservations(self, items: list[TokenRef]) -> list[bool]:
+        return self._batch.cancel_reservations(items)
+
+    def start_object(self, token: ReservationToken, class_name: str, holder: Holder, vault: str | None = None,
+                     args: dict | None = None, impl: str | None = None) -> InstanceRef | Refusal:
+        return self.core.start_object(token, class_name, holder, vault=vault, args=args, impl=impl)
+
+    def start_objects(self, starts: list[StartRequest]) -> list[InstanceRef | Refusal]:
+        return self._batch.start_objects(starts)
+
+    def stop_object(self, instance_id: str, reason: str = "stopped") -> Resources | Refusal:
+        return self.core.stop_object(instance_id, reason)
+
+    def stop_objects(self, items: list[InstanceKey], reason: str = "stopped") -> list[Resources | Refusal]:
+        return self._batch.stop_objects(items, reason)
+
+    def list_instances(self) -> list[InstanceRef]:
+        return self.core.list_instances()
+
+    def record(self) -> ResourceRecord:
+        return self.core.record()
+
+    def heartbeat(self) -> dict[str, AttrValue]:
+        return self.core.heartbeat()
+
+    def expire(self) -> list[str]:
+        return self.core.expire()
+
+    def shutdown(self, reason: str = "host stopped") -> None:
+        """Stop the heartbeat and every instance, and leave the collection."""
+        self._stop.set()
+        self.core.shutdown(reason)
+
+
+@ray.remote(num_cpus=0)
+class HostGroupActor(_Beating):
+    """Many simulated host objects in one process; one batched call per Enactor step."""
+
+    def __init__(self, name: str, specs: list[HostSpec], collection: Any = None, heartbeat_s: float = 5.0) -> None:
+        sink = RemoteSink(collection) if collection is not None else None
+        self.core = HostGroup(name, [build_host(s) for s in specs], sink=sink)
+
+        def beat() -> None:
+            self.core.expire()
+            self.core.heartbeat()
+
+        self._start_beat(beat, heartbeat_s)
+
+    def ping(self) -> str:
+        return "ok"
+
+    def names(self) -> list[str]:
+        return self.core.names()
+
+    def make_reservations(self, requests: list[ReservationRequest]) -> list[ReservationToken | Refusal]:
+        return self.core.make_reservations(requests)
+
+    def check_reservations(self, items: list[TokenRef]) -> list[ReservationToken | Refusal]:
+        return self.core.check_reservations(items)
+
+    def cancel_reservations(self, items: list[TokenRef]) -> list[bool]:
+        return self.core.cancel_reservations(items)
+
+    def start_objects(self, starts: list[StartRequest]) -> list[InstanceRef | Refusal]:
+        return self.core.start_objects(starts)
+
+    def stop_objects(self, items: list[InstanceKey], reason: str = "stopped") -> list[Resources | Refusal]:
+        return self.core.stop_objects(items, reason)
+
+    def list_instances(self, host: str | None = None) -> list[InstanceRef]:
+        return self.core.list_instances(host)
+
+    def records(self) -> list[ResourceRecord]:
+        return self.core.records()
+
+    def heartbeat(self) -> dict[str, dict[str, AttrValue]]:
+        return self.core.heartbeat()
+
+    def expire(self) -> dict[str, list[str]]:
+        return self.core.expire()
+
+    def remove_host(self, name: str, reason: str = "host removed") -> bool:
+        return self.core.remove(name, reason)
+
+    def shutdown(self, reason: str = "host group stopped") -> None:
+        self._stop.set()
+        self.core.shutdown(reason)
+
+
+@ray.remote(num_cpus=0)
+class VaultActor(_Beating):
+    def __init__(self, spec: VaultSpec, collection: Any = None, heartbeat_s: float = 5.0) -> None:
+        self.core = build_vault(spec, sink=RemoteSink(collection) if collection is not None else None)
+        self._start_beat(_beat_one(self.core), heartbeat_s)
+
+    def ping(self) -> str:
+        return "ok"
+
+    def make_reservation(self, request: ReservationRequest, for_host: str | None = None) -> ReservationToken | Refusal:
+        return self.core.make_reservation(request, for_host)
+
+    def make_reservations(self, requests: list[ReservationRequest]) -> list[ReservationToken | Refusal]:
+        return [self.core.make_reservation(r) for r in requests]
+
+    def check_reservation(self, token_id: str) -> ReservationToken | Refusal:
+        return self.core.check_reservation(token_id)
+
+    def cancel_reservation(self, token: str | ReservationToken) -> bool:
+        return self.core.cancel_reservation(token)
+
+    def cancel_reservations(self, items: list[str | ReservationToken]) -> list[bool]:
+        return [self.core.cancel_reservation(t) for t in items]
+
+    def use(self, token: ReservationToken, host: str, holder: Holder) -> str | Refusal:
+        return self.core.use(token, host, holder)
+
+    def release(self, use_id: str, rollback: bool = False) -> Resources | Refusal:
+        return self.core.release(use_id, rollback=rollback)
+
+    def record(self) -> ResourceRecord:
+        return self.core.record()
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        self.core.leave()
+
+
+@ray.remote(num_cpus=0)
+class ClassActor:
+    """A class object.  ``hosts`` maps a host name to the handle of the actor
+    carrying it (a HostActor or a HostGroupActor); ``vaults`` a vault name to
+    its VaultActor.  It waits on hosts (never the other way round), so a
+    synchronous actor cannot deadlock here."""
+
+    def __init__(self, spec: ClassSpec, hosts: Mapping[str, Any] | None = None, vaults: Mapping[str, Any] | None = None) -> None:
+        self._hosts: dict[str, RemoteHostPort] = {}
+        self._vaults: dict[str, RemoteVaultPort] = {}
+        self.add_resources(hosts or {}, vaults or {})
+        self.core = build_class(spec, hosts=self._hosts.get, vaults=self._vaults.get)
+
+    def ping(self) -> str:
+        return "ok"
+
+    def add_resources(self, hosts: Mapping[str, Any], vaults: Mapping[str, Any] | None = None) -> None:
+        """Learn (more) host and vault carriers."""
+        self._hosts.update({n: RemoteHostPort(h) for n, h in hosts.items()})
+        self._vaults.update({n: RemoteVaultPort(v) for n, v in (vaults or {}).items()})
+
+    def create_instance(self, host: str, vault: str | None, token: ReservationToken, args: dict | None = None,
+                        vault_token: ReservationToken | None = None, holder: Holder | None = None) -> InstanceRef | Refusal:
+        return self.core.create_instance(host, vault, token, args, vault_token=vault_token, holder=holder)
+
+    def destroy_instance(self, instance_id: str, reason: str = "destroyed") -> bool:
+        return self.core.destroy_instance(instance_id, reason)
+
+    def instance_stopped(self, instance_id: str) -> bool:
+        return self.core.instance_stopped(instance_id)
+
+    def list_instances(self) -> list[InstanceRef]:
+        return self.core.list_instances()
+
+
+# --- spawning ----------------------------------------------------------------
+
+
+def _opts(name: str, detached: bool) -> dict[str, Any]:
+    o: dict[str, Any] = dict(name=name, namespace=NAMESPACE, get_if_exists=True)
+    if detached:
+        o["lifetime"] = "detached"
+    return o
+
+
+def spawn_host(spec: HostSpec, *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False) -> Any:
+    """A HostActor for a simulated host, named ``host:<name>``."""
+    return HostActor.options(**_opts(f"host:{spec.name}", detached)).remote(spec, collection, heartbeat_s)
+
+
+def spawn_ray_node_host(
+    node_id: str, spec: HostSpec | None = None, *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False
+) -> Any:
+    """A HostActor for the real Ray node ``node_id``, itself pinned to that node.
+    ``spec`` gives the name, policy and extra attributes (default name: ``node-<id[:8]>``);
+    capacity comes from the node unless the spec's attributes set it."""
+    spec = spec or HostSpec(name=f"node-{node_id[:8]}")
+    return HostActor.options(
+        **_opts(f"host:{spec.name}", detached),
+        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
+    ).remote(spec, collection, heartbeat_s, node_id)
+
+
+def spawn_host_group(
+    name: str, host_specs: Sequence[HostSpec], *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False
+) -> Any:
+    """A HostGroupActor carrying ``host_specs``, named ``hostgroup:<name>``."""
+    return HostGroupActor.options(**_opts(f"hostgroup:{name}", detached)).remote(name, list(host_specs), collection, heartbeat_s)
+
+
+def spawn_vault(spec: VaultSpec, *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False) -> Any:
+    """A VaultActor, named ``vault:<name>``."""
+    return VaultActor.options(**_opts(f"vault:{spec.name}", detached)).remote(spec, collection, heartbeat_s)
+
+
+def spawn_class(
+    spec: ClassSpec, *, hosts: Mapping[str, Any] | None = None, vaults: Mapping[str, Any] | None = None, detached: bool = False
+) -> Any:
+    """A ClassActor, named ``class:<name>``; ``hosts`` maps host name -> carrier handle."""
+    return ClassActor.options(**_opts(f"class:{spec.name}", detached)).remote(spec, dict(hosts or {}), dict(vaults or {}))

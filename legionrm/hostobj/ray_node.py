@@ -1,0 +1,129 @@
+"""A host object bound to a real Ray node.
+
+:class:`RayNodeHost` is a :class:`~legionrm.hostobj.host.HostObject` whose
+capacity and attributes come from one node of the Ray cluster
+(``ray.nodes()``), and whose instances are real Ray actors: ``start_object``
+imports the class's implementation (``"module:Class"``) and starts it pinned
+to the node with ``NodeAffinitySchedulingStrategy(node_id, soft=False)`` and
+exactly the reserved cpus, gpus and memory; ``stop_object`` kills it.
+
+Every reservation rule of the base class still applies: Ray only ever sees
+work the host object already admitted, and the reserved resources are what
+Ray accounts, so the two cannot disagree about what is free.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from legionrm.hostobj import codes
+from legionrm.hostobj.host import HostObject
+from legionrm.hostobj.policies import import_object
+from legionrm.models import AttrValue, InstanceRef, Refusal, ReservationToken, Resources
+
+NAMESPACE = "legionrm"
+GB = 1024**3
+_SKIP = ("node:", "accelerator_type:", "object_store_memory", "CPU", "GPU", "memory")
+
+
+def instance_actor_name(instance_id: str) -> str:
+    """The Ray actor name of an instance (namespace :data:`NAMESPACE`), so a
+    program can reach it with ``ray.get_actor(name, namespace=NAMESPACE)``."""
+    return f"legionrm-instance-{instance_id}"
+
+
+def find_node(node_id: str) -> dict[str, Any]:
+    """The ``ray.nodes()`` entry of a live node.  Raises KeyError when absent or dead."""
+    for n in ray.nodes():
+        if n.get("NodeID") == node_id and n.get("Alive"):
+            return n
+    raise KeyError(f"no live Ray node {node_id}")
+
+
+def node_capacity(node: dict[str, Any]) -> Resources:
+    r = node.get("Resources", {})
+    return Resources(cpus=float(r.get("CPU", 0)), memory_gb=round(float(r.get("memory", 0)) / GB, 3), gpus=int(r.get("GPU", 0)))
+
+
+def node_attributes(node: dict[str, Any]) -> dict[str, AttrValue]:
+    """Attributes a node exports: its id and address, and each custom resource
+    (a name such as ``node_a`` becomes an attribute ``node_a = 1.0``)."""
+    attrs: dict[str, AttrValue] = {
+        "ray_node_id": node["NodeID"],
+        "node_ip": str(node.get("NodeManagerAddress", "")),
+    }
+    for key, value in node.get("Resources", {}).items():
+        if key.startswith(_SKIP) or key in _SKIP:
+            continue
+        attrs[re.sub(r"\W", "_", key)] = float(value)
+    return attrs
+
+
+class RayNodeHost(HostObject):
+    """A host object for the Ray node ``node_id``.
+
+    ``capacity`` defaults to (and a zero capacity is read as) the node's own
+    CPU, GPU and memory; configured attributes are added to the node's.
+    """
+
+    def __init__(self, name: str, capacity: Resources | None = None, *, node_id: str, **kw: Any) -> None:
+        node = find_node(node_id)
+        if capacity is None or (capacity.cpus == 0 and capacity.memory_gb == 0 and capacity.gpus == 0):
+            capacity = node_capacity(node)
+        kw["attributes"] = {**node_attributes(node), **dict(kw.get("attributes") or {})}
+        super().__init__(name, capacity, **kw)
+        self.node_id = node_id
+        self._actors: dict[str, Any] = {}
+
+    def _launch(
+        self, ref: InstanceRef, token: ReservationToken, impl: str | None, args: dict[str, Any]
+    ) -> InstanceRef | Refusal:
+        path = impl or (ref.class_name if ":" in ref.class_name else None)
+        if path is None:
+            return self._refuse(codes.START_FAILED, f"class {ref.class_name!r} names no implementation 'module:Class' to run")
+        try:
+            cls = import_object(path, key="implementation")
+        except Exception as exc:  # a bad path refuses this start, it does not break the host
+            return self._refuse(codes.START_FAILED, f"cannot load {path!r}: {exc}")
+        r = token.resources
+        opts: dict[str, Any] = dict(
+            name=instance_actor_name(ref.instance_id),
+            namespace=NAMESPACE,
+            num_cpus=r.cpus,
+            num_gpus=r.gpus,
+            max_restarts=0,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=self.node_id, soft=False),
+        )
+        if r.memory_gb > 0:
+            opts["memory"] = int(r.memory_gb * GB)
+        try:
+            actor_cls = cls if isinstance(cls, ray.actor.ActorClass) else ray.remote(cls)
+            self._actors[ref.instance_id] = actor_cls.options(**opts).remote(**args)
+        except Exception as exc:
+            return self._refuse(codes.START_FAILED, f"Ray refused to start {path!r}: {exc}")
+        return ref.model_copy(update={"node_id": self.node_id})
+
+    def _halt(self, ref: InstanceRef, reason: str) -> None:
+        handle = self._actors.pop(ref.instance_id, None)
+        if handle is not None:
+            ray.kill(handle, no_restart=True)
+
+    def actor(self, instance_id: str) -> Any:
+        """The Ray actor handle of a running instance (None if unknown)."""
+        return self._actors.get(instance_id)
+
+
+class Probe:
+    """A tiny instance class for demos and tests (``"legionrm.hostobj.ray_node:Probe"``):
+    it reports where it runs and what Ray gave it."""
+
+    def __init__(self, tag: str = "") -> None:
+        self.tag = tag
+
+    def where(self) -> dict[str, Any]:
+        ctx = ray.get_runtime_context()
+        return {"tag": self.tag, "node_id": ctx.get_node_id(), "resources": ctx.get_assigned_resources()}
