@@ -33,7 +33,6 @@ def build(rng: np.random.Generator) -> tuple[ResourcePoolTree, list[tuple[Gang, 
     leaves = []
     for o in range(ORGS):
         t.create(f"/org{o}", config(org_res, CAP, float(rng.integers(1, 4))))
-        org_lim = {k: CAP[k] * 0.5 for k in KINDS}
         for m in range(TEAMS):
             path = f"/org{o}/team{m}"
             t.create(path, config(team_res, {k: CAP[k] * 0.3 for k in KINDS}, float(rng.integers(1, 4))))

@@ -78,10 +78,10 @@ def leaf_tree(
 ) -> ResourcePoolTree:
     """A tree with one leaf /p under the root; capacity defaults to the limit."""
     lim = lim or res
-    t = ResourcePoolTree()
-    capacity = capacity or {k: max(lim.get(k, 0), res.get(k, 0)) for k in KINDS}
     from legionrm.scheduler.respool_vec import vec
 
+    t = ResourcePoolTree()
+    capacity = capacity or {k: max(lim.get(k, 0), res.get(k, 0)) for k in KINDS}
     t.set_capacity(vec(capacity))
     t.create("/p", cfg(res=res, lim=lim, **kw))
     t.compute_entitlement(capacity, slack_capacity or {})
