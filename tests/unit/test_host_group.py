@@ -118,3 +118,13 @@ def test_group_is_a_host_port() -> None:
     (tok,) = g.make_reservations([req("n2", "a")])
     ref = g.start_object(tok, "Foo", ANN)
     assert ref.host == "n2" and g.stop_object(ref.instance_id) == Resources(cpus=1)
+
+
+def test_a_group_feeds_the_real_collection() -> None:
+    coll = __import__("pytest").importorskip("legionrm.collection.collection")
+    c = coll.Collection()
+    g = group(Clock(), sink=c)
+    g.heartbeat()
+    g.make_reservations([req("n1", "a", 2)])
+    g.heartbeat()
+    assert c.names() == sorted(g.names()) and c.record("n1").attributes["free_cpus"] == 0.0
