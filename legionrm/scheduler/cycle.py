@@ -18,20 +18,14 @@ One cycle (:meth:`ElasticCycle.run_once`), in DUCC's order:
 4. **Shrinkage**: each eviction, in the order the core chose (investment
    order within a job), stops its instance through the host, then confirms
    the exit to the core, so the space is free for the next cycle.
-5. **Growth**: per job, one enactment with every new process the core placed
-   (keys ``"<job>#<share>"``, holder = the job's user).  When a reservation
-   or a start is refused, the processes that were not refused are enacted
-   again without it, and each refused one is repaired at once: the same
-   process as a master on the best-fitting other host with room in the
-   core's accounting, with delta schedules onto the next ones.  A repaired
-   process is moved to its new host in the core; one that cannot start
-   anywhere is dropped from the core (``confirm_exit``): it did not start,
-   and the next cycle places it again.  The (job, host) pair is remembered
-   for ``refusal_memory_s``: later placements of that job on that host are
-   moved to other hosts with room first, and the refusing host is asked
-   again only when no other host has room (an owner may change its mind).
-   Hosts whose access policy (in the Collection) refuses the job's user are
-   never asked at all.
+5. **Growth** (:mod:`legionrm.scheduler.cycle_enact`): per job, one
+   enactment with every new process the core placed (keys
+   ``"<job>#<share>"``, holder = the job's user).  A refused process does not
+   sink the others; it is repaired at once on other hosts with room (a
+   master and delta schedules), or dropped from the core (``confirm_exit``)
+   so the next cycle places it again.  Hosts that refused a job are avoided
+   for ``refusal_memory_s``; hosts whose access policy refuses the caller are
+   never asked.
 
 A cycle is :meth:`~ElasticCycle.due` on its timer (``interval_s``) or at once
 when an event was noted: an arrival, a completion, a process that ended by
@@ -57,28 +51,29 @@ from typing import Any, Callable, Mapping, Protocol
 import numpy as np
 
 from legionrm.collection.collection import CollectionSnapshot
-from legionrm.errors import LegionError, SchedulingError
-from legionrm.hostobj import codes
+from legionrm.errors import SchedulingError
 from legionrm.models import (
     CycleReport,
-    DeltaSchedule,
     ElasticChange,
     ElasticJobRequest,
     ElasticJobStatus,
     ElasticUserTotals,
-    EnactRequest,
-    EnactResult,
-    Holder,
     Identity,
     InstanceRef,
-    MasterSchedule,
-    Placement,
-    PlacementFailure,
-    Refusal,
-    Resources,
 )
 from legionrm.scheduler.classes import Policy
 from legionrm.scheduler.core import CycleResult, DuccCore, ShareEvent
+from legionrm.scheduler.cycle_enact import (
+    ACCESS_DENIED,
+    ENACT_ERROR,
+    EnactorPort,
+    GrowthContext,
+    HostStopper,
+    JobGrowth,
+    Refusals,
+    Stopper,
+    change,
+)
 
 log = logging.getLogger(__name__)
 
@@ -86,51 +81,11 @@ HOSTS = '$kind == "host"'
 UNBOUNDED_WORK = 2**31 - 1
 """Work items the core is told for a job with no bound (``work_items=None``)."""
 UPDATABLE = ("work_items", "time_per_item_ms", "init_time_ms", "max_processes", "threads")
-ACCESS_DENIED = "access.denied"
-ENACT_ERROR = "enactment.error"
+__all__ = ["ACCESS_DENIED", "ENACT_ERROR", "ElasticCycle", "EnactorPort", "HostStopper", "SnapshotSource", "Stopper"]
 
 
 class SnapshotSource(Protocol):
     def snapshot(self) -> CollectionSnapshot: ...
-
-
-class EnactorPort(Protocol):
-    def enact_schedule(self, schedules: EnactRequest) -> EnactResult: ...
-
-
-class Stopper(Protocol):
-    def stop(self, instance: InstanceRef, reason: str) -> object:
-        """Stop ``instance`` on its host.  Returning (any value) means the
-        instance no longer runs: stopped now, or already gone.  Raising means
-        that is not known; the cycle tries again next cycle."""
-        ...
-
-
-class HostStopper:
-    """The in-process stopper: stop on the instance's host (a HostObject, or a
-    HostGroup carrying it), then tell the class object that created it.
-
-    ``hosts`` maps (or resolves) a host name to its carrier; ``classes`` maps
-    a class name to its ClassObject.  A host nobody carries is gone, and its
-    instances with it.  A host that raised (``resource.error``) raises here,
-    so the stop is retried.
-    """
-
-    def __init__(self, hosts: Mapping[str, Any] | Callable[[str], Any], classes: Mapping[str, Any] | None = None) -> None:
-        self._hosts = hosts
-        self._classes = dict(classes or {})
-
-    def stop(self, instance: InstanceRef, reason: str) -> object:
-        port = self._hosts(instance.host) if callable(self._hosts) else self._hosts.get(instance.host)
-        answer: object = False
-        if port is not None:
-            answer = port.stop_object(instance.instance_id, reason)
-            if isinstance(answer, Refusal) and answer.code == codes.RESOURCE_ERROR:
-                raise SchedulingError(f"stopping {instance.instance_id} on {instance.host}: {answer.reason}")
-        cls = self._classes.get(instance.class_name)
-        if cls is not None:
-            cls.instance_stopped(instance.instance_id)
-        return answer
 
 
 @dataclass
@@ -193,7 +148,7 @@ class ElasticCycle:
         self._inst: dict[int, tuple[str, InstanceRef]] = {}  # share id -> (job, instance)
         self._share_of: dict[str, int] = {}  # instance id -> share id
         self._owed: dict[str, _Owed] = {}  # instance id -> stop to retry
-        self._refused: dict[tuple[str, str], float] = {}  # (job, host) -> avoid until
+        self.refusals = Refusals(refusal_memory_s)  # (job, host) pairs avoided for a while
         self._events: list[str] = []
         self._last_run = -float("inf")
         # request ids must never repeat across restarts: hosts answer a known id with its old token
@@ -293,6 +248,11 @@ class ElasticCycle:
             self._events.append(f"exit {job} {instance_id} ({reason})")
             return True
 
+    def share_of(self, instance_id: str) -> int | None:
+        """The core's share id behind a running instance (None: not one of ours)."""
+        with self._lock:
+            return self._share_of.get(instance_id)
+
     # --- timing -------------------------------------------------------------------------------
 
     def note(self, event: str) -> None:
@@ -346,7 +306,7 @@ class ElasticCycle:
             result = self.core.run_cycle()
             self._evict(result, shrank)
             self._grow(result, snap, now, grew, refused)
-            self._refused = {k: t for k, t in self._refused.items() if t > now}
+            self.refusals.prune(now)
             self._last_run = now
             report = self._report(result, now, triggers, grew, shrank, refused, t0)
             self.last_report = report
@@ -424,7 +384,7 @@ class ElasticCycle:
                 del self._owed[iid]
                 if owed.share is not None:
                     self.core.confirm_exit(owed.share)
-                shrank.append(_change(owed.job, owed.share or 0, owed.instance, "shrank", owed.reason))
+                shrank.append(change(owed.job, owed.share or 0, owed.instance, "shrank", owed.reason))
 
     def _reap(self, lost: dict[str, str], shrank: list[ElasticChange]) -> None:
         """Stop every tracked instance whose share the core no longer has."""
@@ -462,7 +422,7 @@ class ElasticCycle:
         if self._try_stop(inst, reason):
             if share is not None:
                 self.core.confirm_exit(share)
-            shrank.append(_change(job, share or 0, inst, "shrank", reason))
+            shrank.append(change(job, share or 0, inst, "shrank", reason))
         else:
             # The core keeps an unconfirmed eviction on its machine: the space stays taken.
             self._owed[inst.instance_id] = _Owed(inst, job, share, reason)
@@ -484,6 +444,12 @@ class ElasticCycle:
         by_job: dict[str, list[ShareEvent]] = {}
         for ev in result.allocations:
             by_job.setdefault(ev.job, []).append(ev)
+        ctx = GrowthContext(
+            core=self.core, enactor=self.enactor, name=self.name,
+            request_prefix=f"{self.name}/{self._epoch}/c{self.core.cycle}", token_timeout_s=self.token_timeout_s,
+            max_alternatives=self.max_alternatives, refusals=self.refusals, snap=snap, now=now,
+            track=self._track, grew=grew, refused=refused,
+        )
         accepting: dict[Identity, set[str]] = {}
         for jid, events in by_job.items():
             job = self._jobs.get(jid)
@@ -491,10 +457,10 @@ class ElasticCycle:
                 continue  # not elastic work of this cycle: somebody else enacts it
             req = job.request
             ident = Identity(user=req.user, class_name=req.class_name, groups=req.groups)
-            if ident not in accepting:
+            if ident not in accepting:  # hosts whose access policy accepts the caller
                 mask = snap.mask(HOSTS, caller=ident)
                 accepting[ident] = set(snap.table.names[mask].tolist())
-            _Grower(self, job, snap, now, accepting[ident], grew, refused).run(events)
+            JobGrowth(ctx, req, job.ducc_class, accepting[ident]).run(events)
 
     # --- bookkeeping --------------------------------------------------------------------------
 
@@ -517,49 +483,6 @@ class ElasticCycle:
         job, inst = self._inst.pop(sid)
         self._share_of.pop(inst.instance_id, None)
         return job, inst
-
-    def _avoid(self, job: str, host: str, now: float) -> None:
-        if host:
-            self._refused[(job, host)] = now + self.refusal_memory_s
-
-    def _avoided(self, job: str, host: str, now: float) -> bool:
-        return self._refused.get((job, host), -1.0) > now
-
-    def _move(self, job: str, sid: int, host: str) -> None:
-        """Put a pending (not yet started) share on another machine in the core.
-
-        Uses ``DuccCore.move_share`` when the core has one; otherwise moves the
-        share between the machines' share tables itself, checking what the
-        core would: the share is pending, the target is schedulable and has
-        room.  Raises SchedulingError when it cannot."""
-        mover = getattr(self.core, "move_share", None)
-        if mover is not None:
-            mover(sid, host)
-            return
-        core = self.core
-        s = core.jobs[job].shares.get(sid)
-        if s is None or s.machine == host:
-            return
-        dst = core.machines.get(host)
-        if not s.pending or s.evicted or dst is None or not dst.schedulable or dst.free() < s.order:
-            raise SchedulingError(f"cannot move share {sid} of {job} from {s.machine} to {host}")
-        core.machines[s.machine].shares.pop(sid, None)
-        s.machine = host
-        dst.shares[sid] = s
-
-    def _alternatives(self, job: _Job, order: int, ok_hosts: set[str], now: float, exclude: set[str]) -> list[str]:
-        """Other hosts for one process, best fit first: schedulable in the
-        class's pool (or below, where fair-share work may squat), accepting the
-        caller, with room in the core, not recently refusing this job."""
-        jid = job.request.job_id
-        pools = {p.name for p in self.core.tree.pools[self.core.classes.classes[job.ducc_class].nodepool].subtree()}
-        cands = [
-            (m.free(), m.name)
-            for m in self.core.machines.values()
-            if m.schedulable and m.nodepool in pools and m.name in ok_hosts and m.name not in exclude
-            and m.free() >= order and not self._avoided(jid, m.name, now)
-        ]
-        return [name for _, name in sorted(cands)[: self.max_alternatives]]
 
     # --- the report -----------------------------------------------------------------------------
 
@@ -603,141 +526,3 @@ class ElasticCycle:
             hosts={n: m.state for n, m in result.machines.items()}, needy=result.needy,
             elapsed_ms=(time.perf_counter() - t0) * 1e3,
         )
-
-
-class _Grower:
-    """Growth of one job in one cycle (step 5 of the module doc)."""
-
-    def __init__(self, cycle: ElasticCycle, job: _Job, snap: CollectionSnapshot, now: float,
-                 ok_hosts: set[str], grew: list[ElasticChange], refused: list[ElasticChange]) -> None:
-        self.c = cycle
-        self.job = job
-        self.jid = job.request.job_id
-        self.snap = snap
-        self.now = now
-        self.ok_hosts = ok_hosts
-        self.grew = grew
-        self.refused = refused
-        self.rounds = 0
-
-    def run(self, events: list[ShareEvent]) -> None:
-        c = self.c
-        plan: dict[str, tuple[int, str, int]] = {}  # key -> (share, host, order)
-        for ev in events:
-            host = ev.machine
-            if host not in self.ok_hosts or c._avoided(self.jid, host, self.now):
-                alts = c._alternatives(self.job, ev.order, self.ok_hosts, self.now, {host})
-                if alts:
-                    c._move(self.jid, ev.share, alts[0])
-                    host = alts[0]
-                elif host not in self.ok_hosts:
-                    # the host's access policy refuses this caller: asking is pointless
-                    self._drop(ev.share, host, ACCESS_DENIED, f"{host} does not accept user {self.job.request.user}")
-                    continue
-            plan[f"{self.jid}#{ev.share}"] = (ev.share, host, ev.order)
-        pending = dict(plan)
-        failed: dict[str, list[PlacementFailure]] = {}
-        while pending:
-            res, errors = self._enact({k: v[1] for k, v in pending.items()})
-            if errors is not None:  # the enactor itself failed: no repair this cycle
-                for k, (sid, host, _) in pending.items():
-                    self._drop(sid, host, ENACT_ERROR, errors)
-                return
-            if res.ok:
-                self._started(res, pending)
-                break
-            fails = [f for a in res.attempts for f in a.failures]
-            keys = {f.key for f in fails} & pending.keys()
-            if not keys:  # refused as a whole (approval declined, ...): every key failed
-                keys = set(pending)
-            for k in keys:
-                failed[k] = [f for f in fails if f.key in (k, "*")]
-                del pending[k]
-        for k, fails in failed.items():
-            self._repair(k, *plan[k], fails)
-
-    def _repair(self, key: str, sid: int, host: str, order: int, fails: list[PlacementFailure]) -> None:
-        c = self.c
-        tried = {host} | {f.resource for f in fails}
-        for f in fails:
-            c._avoid(self.jid, f.resource or host, self.now)
-        alts = c._alternatives(self.job, order, self.ok_hosts, self.now, tried)
-        errors: str | None = None
-        if alts:
-            res, errors = self._enact({key: alts[0]}, deltas=alts[1:])
-            if errors is None and res.ok and res.instances:
-                c._move(self.jid, sid, res.instances[0].host)
-                self._started(res, {key: (sid, host, order)}, moved_from=host, why=fails[0].code if fails else "")
-                return
-            if errors is None:
-                more = [f for a in res.attempts for f in a.failures]
-                for f in more:
-                    c._avoid(self.jid, f.resource, self.now)
-                fails = fails + more
-        first = fails[0] if fails else PlacementFailure(key=key, resource=host, code=ENACT_ERROR, reason=errors or "")
-        self._drop(sid, host, first.code, f"{first.resource or host}: {first.reason}")
-
-    def _enact(self, mapping: dict[str, str], deltas: list[str] = ()) -> tuple[EnactResult | None, str | None]:
-        c, req = self.c, self.job.request
-        self.rounds += 1
-        places = tuple(self._placement(k, h) for k, h in mapping.items())
-        key = next(iter(mapping))  # deltas are only given for a single-process mapping
-        request = EnactRequest(
-            request_id=f"{c.name}/{c._epoch}/c{c.core.cycle}/{self.jid}/{self.rounds}",
-            holder=Holder(user=req.user, class_name=req.class_name, enactor=c.name, groups=req.groups),
-            masters=(MasterSchedule(
-                placements=places,
-                deltas=tuple(DeltaSchedule(placements=(self._placement(key, h),)) for h in deltas),
-            ),),
-            timeout_s=c.token_timeout_s,
-            args={req.class_name: dict(req.args)} if req.args else {},
-        )
-        try:
-            return c.enactor.enact_schedule(request), None
-        except LegionError as exc:
-            log.warning("cycle %s: enacting %s failed: %s", c.name, request.request_id, exc)
-            return None, f"{type(exc).__name__}: {exc}"
-
-    def _placement(self, key: str, host: str) -> Placement:
-        req = self.job.request
-        group = None
-        if self.snap.table.index(host) is not None:
-            g = self.snap.record(host).attributes.get("host_group")
-            group = str(g) if g is not None else None
-        return Placement(
-            key=key, class_name=req.class_name, host=host, group=group,
-            resources=Resources(cpus=req.cpus, memory_gb=req.memory_gb, gpus=req.gpus),
-        )
-
-    def _started(self, res: EnactResult, keys: dict[str, tuple[int, str, int]], moved_from: str = "", why: str = "") -> None:
-        c = self.c
-        key_of = {t.token_id: k for k, t in res.host_tokens.items()}
-        seen = set()
-        for inst in res.instances:
-            k = key_of.get(inst.token_id)
-            if k not in keys:
-                continue
-            sid = keys[k][0]
-            seen.add(k)
-            c._track(self.jid, sid, inst)
-            reason = "below its fair share"
-            if moved_from and moved_from != inst.host:
-                reason += f"; moved from {moved_from} ({why})"
-            self.grew.append(_change(self.jid, sid, inst, "grew", reason))
-        for k in keys.keys() - seen:  # reported ok without an instance: treat as not started
-            sid, host, _ = keys[k]
-            self._drop(sid, host, codes.START_FAILED, "no instance reported")
-
-    def _drop(self, sid: int, host: str, code: str, reason: str) -> None:
-        """The process did not start: the core forgets it; the next cycle places it again."""
-        self.c.core.confirm_exit(sid)
-        req = self.job.request
-        self.refused.append(ElasticChange(
-            job_id=self.jid, user=req.user, share=sid, host=host, change="refused", code=code,
-            reason=f"{reason}; placed again next cycle",
-        ))
-
-
-def _change(job: str, share: int, inst: InstanceRef, change: str, reason: str) -> ElasticChange:
-    return ElasticChange(job_id=job, user=inst.user, share=share, host=inst.host, change=change,  # type: ignore[arg-type]
-                         reason=reason, instance_id=inst.instance_id)
