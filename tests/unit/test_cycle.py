@@ -276,6 +276,7 @@ def test_a_host_lost_evicts_its_work_and_it_is_rescheduled(how) -> None:
     # the core may also even out what is left (24 processes, 8 each)
     assert all("above its fair share" in c.reason for c in r.shrank if c.host != "h2")
     assert w.host("h2") is None or w.host("h2").list_instances() == []
+    assert ("h2" not in r.hosts) if how == "left" else r.hosts["h2"] == "dead"
     r = w.cycle.run_once()
     check(w)
     assert sum(procs(r).values()) == 24 and max(procs(r).values()) - min(procs(r).values()) <= 1
