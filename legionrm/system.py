@@ -30,12 +30,25 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # see notes/ray-on-a-small-m
 import ray  # noqa: E402
 
 from legionrm.collection.actor import CollectionActor  # noqa: E402
-from legionrm.config import load_cluster  # noqa: E402
+from legionrm.config import host_groups, load_cluster  # noqa: E402
+from legionrm.enactor.actor import EnactorActor  # noqa: E402
 from legionrm.errors import SystemNotRunningError  # noqa: E402
-from legionrm.models import ClusterSpec, Identity, QueryResult, ResourceRecord  # noqa: E402
+from legionrm.hostobj.actor import spawn_class, spawn_host_group, spawn_ray_node_host, spawn_vault  # noqa: E402
+from legionrm.models import (  # noqa: E402
+    ClusterSpec,
+    HostSpec,
+    Identity,
+    QueryResult,
+    ResourceRecord,
+    SchedulerResponse,
+    SchedulingRequest,
+)
+from legionrm.scheduler.actor import SchedulerActor  # noqa: E402
 
 NAMESPACE = "legionrm"
 COLLECTION = "collection"
+SCHEDULER = "scheduler"
+ENACTOR = "enactor"
 STATE_FILE = Path(os.environ.get("LEGIONRM_HOME", str(Path.home() / ".legionrm"))) / "up.json"
 
 
@@ -85,30 +98,86 @@ class System:
 
     spec: ClusterSpec
     collection: Any
-    extra: dict[str, Any] = field(default_factory=dict)
+    scheduler: Any = None
+    enactor: Any = None
+    groups: dict[str, Any] = field(default_factory=dict)
+    vaults: dict[str, Any] = field(default_factory=dict)
+    classes: dict[str, Any] = field(default_factory=dict)
+    nodes: dict[str, Any] = field(default_factory=dict)  # hosts bound to real Ray nodes
     detached: bool = False
 
+    def handles(self) -> list[Any]:
+        return [self.scheduler, self.enactor, *self.classes.values(), *self.nodes.values(),
+                *self.groups.values(), *self.vaults.values(), self.collection]
+
     def names(self) -> list[str]:
-        return [COLLECTION, *self.extra]
+        """The named actors of this system (what `legionrm down` kills)."""
+        return ([SCHEDULER, ENACTOR, COLLECTION] + [f"hostgroup:{g}" for g in self.groups]
+                + [f"vault:{v}" for v in self.vaults] + [f"class:{c}" for c in self.classes]
+                + [f"host:{n}" for n in self.nodes])
+
+    def schedule(self, request: SchedulingRequest, timeout: float = 120.0) -> SchedulerResponse:
+        """``scheduleObjects`` on this system's Scheduler actor."""
+        return call(self.scheduler.scheduleObjects.remote(request), timeout)
+
+    def query(self, text: str, caller: Identity | None = None) -> QueryResult:
+        return call(self.collection.query.remote(text, caller))
 
     def shutdown(self) -> None:
-        """Kill every actor of this system (idempotent)."""
-        for h in [self.collection, *self.extra.values()]:
+        """Stop every actor of this system, instances first (idempotent)."""
+        for h in [*self.nodes.values(), *self.groups.values()]:
+            try:
+                call(h.shutdown.remote(), 10)
+            except Exception:  # already gone
+                pass
+        for h in self.handles():
+            if h is None:
+                continue
             try:
                 ray.kill(h)
             except Exception:  # already gone
                 pass
 
 
-def boot(spec: ClusterSpec, *, detached: bool = False) -> System:
-    """Create the system's actors on the connected Ray.  Not idempotent:
-    boot once per Ray (named actors clash otherwise)."""
+def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str] | None = None,
+         heartbeat_s: float | None = None) -> System:
+    """Create the system's actors on the connected Ray: the Collection, one
+    host group per nodepool, the vaults, the class objects, the Enactor and
+    the Scheduler.  ``ray_nodes`` maps a host name to a Ray node id: that
+    host is the real node (its instances run there as Ray actors).
+    Not idempotent: boot once per Ray namespace."""
+    hb = heartbeat_s or spec.collection.heartbeat_interval_s
     opts: dict[str, Any] = dict(name=COLLECTION, namespace=NAMESPACE)
     if detached:
         opts["lifetime"] = "detached"
-    coll = CollectionActor.options(**opts).remote(spec.collection, spec.records())
-    call(coll.ping.remote())
-    return System(spec=spec, collection=coll, detached=detached)
+    coll = CollectionActor.options(**opts).remote(spec.collection)
+    system = System(spec=spec, collection=coll, detached=detached)
+    node_hosts = set(ray_nodes or ())
+    specs = {h.name: h for h in spec.hosts}
+    for name, hosts in host_groups(spec).items():
+        hosts = [h for h in hosts if h.name not in node_hosts]
+        if hosts:
+            system.groups[name] = spawn_host_group(name, hosts, collection=coll, heartbeat_s=hb, detached=detached)
+    for host, node_id in (ray_nodes or {}).items():
+        system.nodes[host] = spawn_ray_node_host(node_id, specs.get(host) or HostSpec(name=host), collection=coll,
+                                                 heartbeat_s=hb, detached=detached)
+    for v in spec.vaults:
+        system.vaults[v.name] = spawn_vault(v, collection=coll, heartbeat_s=hb, detached=detached)
+    carriers = {h.name: system.groups[g] for g, hosts in host_groups(spec).items() for h in hosts
+                if h.name not in node_hosts}
+    carriers.update(system.nodes)
+    for c in spec.classes:
+        system.classes[c.name] = spawn_class(c, hosts=carriers, vaults=system.vaults, detached=detached)
+    enactor_opts = dict(name=ENACTOR, namespace=NAMESPACE, **({"lifetime": "detached"} if detached else {}))
+    system.enactor = EnactorActor.options(**enactor_opts).remote(
+        groups=system.groups, resources={**system.nodes, **system.vaults}, batched=list({**system.nodes, **system.vaults}),
+        classes=system.classes,
+    )
+    sched_opts = dict(name=SCHEDULER, namespace=NAMESPACE, **({"lifetime": "detached"} if detached else {}))
+    system.scheduler = SchedulerActor.options(**sched_opts).remote(coll, system.enactor, list(spec.classes))
+    # wait until every resource has joined, so the first query sees them all
+    call([h.ping.remote() for h in system.handles()])
+    return system
 
 
 class RemoteBackend:

@@ -1,0 +1,56 @@
+"""The whole system on Ray: boot, query, scheduleObjects through a veto and a
+delta, and real instances on the reserved Ray nodes."""
+
+from __future__ import annotations
+
+import pytest
+
+from legionrm.config import load_cluster
+from legionrm.models import HostSpec, Identity, ObjectRequest, SchedulingRequest
+
+pytestmark = pytest.mark.ray
+
+
+@pytest.fixture(scope="module")
+def system(ray_cluster, ray_nodes):
+    from legionrm.system import boot
+
+    spec = load_cluster()
+    spec = spec.model_copy(update={"hosts": spec.hosts + (
+        HostSpec(name="ray-a", attributes={"site": "local"}), HostSpec(name="ray-b", attributes={"site": "local"}))})
+    s = boot(spec, ray_nodes={"ray-a": ray_nodes["node_a"], "ray-b": ray_nodes["node_b"]}, heartbeat_s=0.5)
+    yield s
+    s.shutdown()
+
+
+def test_collection_sees_every_resource(system) -> None:
+    names = system.query("true").names
+    assert len(names) == 12 + 2 + 2 and "ray-a" in names and "vault-uva" in names
+
+
+def test_veto_then_delta_on_ray(system) -> None:
+    r = system.schedule(SchedulingRequest(
+        request_id="ray-1", identity=Identity(user="alice"),
+        objects=(ObjectRequest(class_name="Worker", count=2, cpus=12, placement="scatter",
+                               constraint='$gpus == 0 and $site == "uva"'),),
+    ))
+    assert r.ok, r.message
+    assert r.enact.attempts[0].failures[0].code == "policy.load"
+    assert r.enact.thrash == 0 and "lab1" not in {i.host for i in r.instances}
+
+
+def test_instances_run_on_the_reserved_ray_nodes(system, ray_nodes) -> None:
+    import ray
+
+    from legionrm.hostobj.ray_node import NAMESPACE, instance_actor_name
+
+    r = system.schedule(SchedulingRequest(
+        request_id="ray-2", identity=Identity(user="bob"),
+        objects=(ObjectRequest(class_name="Echo", count=2, cpus=0.5, memory_gb=0.1, placement="scatter"),),
+    ))
+    assert r.ok, r.message
+    expected = {"ray-a": ray_nodes["node_a"], "ray-b": ray_nodes["node_b"]}
+    assert sorted(i.host for i in r.instances) == ["ray-a", "ray-b"]
+    for inst in r.instances:
+        actor = ray.get_actor(instance_actor_name(inst.instance_id), namespace=NAMESPACE)
+        assert ray.get(actor.where.remote(), timeout=30)["node_id"] == expected[inst.host]
