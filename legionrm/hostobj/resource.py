@@ -275,8 +275,24 @@ class ResourceObject:
         attrs["load"] = round(self.load(), 4)
         attrs["reservations"] = sum(1 for r in self._open.values() if r.status == "active" and r.uses == 0)
         attrs["state"] = self.state()
+        nxt = self.calendar.next_event_time(now)
+        if nxt is not None:  # absent = nothing booked ahead (the scheduler's calendar filter reads it)
+            attrs["next_event"] = float(nxt)
+        attrs["owner_policies"] = self._policy_count()
+        if self.policy is not None:
+            attrs["policy"] = self.policy.name
         attrs.update(self.attributes())
         return attrs
+
+    def _policy_count(self) -> int:
+        """How many owner rules may veto here: the attached policy's parts, plus
+        one when an owner's subclass overrides a hook (the planner ranks such hosts riskier)."""
+        n = len(getattr(self.policy, "policies", ())) or (1 if self.policy is not None else 0)
+        for hook in ("admit_reservation", "admit_start"):
+            owner = next((c for c in type(self).__mro__ if hook in vars(c)), None)
+            if owner is not None and not owner.__module__.startswith("legionrm.hostobj."):
+                return n + 1
+        return n
 
     def state(self) -> State:
         with self._lock:

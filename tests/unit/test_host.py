@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from legionrm.hostobj import codes
 from legionrm.hostobj.host import HostObject
-from legionrm.hostobj.policies import ADMIT, Verdict
+from legionrm.hostobj.policies import ADMIT, AllOf, DenyUsers, LoadCeiling, Verdict
 from legionrm.models import Holder, InstanceRef, Refusal, ReservationRequest, ReservationToken, Resources
 
 ANN = Holder(user="ann", class_name="Foo", groups=("lab",))
@@ -307,3 +307,36 @@ def test_capacity_is_never_exceeded(seq) -> None:
         held = {tid for tid in (ref.token_id for ref in h.list_instances())}
         assert held <= {b.key for b in cal.bookings()}
         assert {t.token_id for t in h.reservations()} == {b.key for b in cal.bookings()}
+
+
+# --- attributes the planner reads ------------------------------------------------------
+
+
+def test_next_event_is_the_next_booking_start_and_absent_when_none() -> None:
+    clock = Clock(1000.0)
+    h = host(clock)
+    assert "next_event" not in h.dynamic_attributes()
+    h.make_reservation(req(start=5000.0, duration_s=100.0))
+    assert h.dynamic_attributes()["next_event"] == 5000.0
+    clock.t = 5001.0
+    assert "next_event" not in h.dynamic_attributes()
+
+
+class OwnerHost(HostObject):
+    def admit_reservation(self, request: ReservationRequest) -> Verdict:
+        return ADMIT
+
+
+@pytest.mark.parametrize(
+    "make, policies, name",
+    [
+        pytest.param(lambda: host(), 0, None, id="no-policy"),
+        pytest.param(lambda: host(policy=LoadCeiling(0.5)), 1, "LoadCeiling(0.5)", id="one-ready-made"),
+        pytest.param(lambda: host(policy=AllOf(DenyUsers(["eve"]), LoadCeiling(0.5))), 2, "AllOf(DenyUsers(eve), LoadCeiling(0.5))", id="composed"),
+        pytest.param(lambda: OwnerHost("h1", Resources(cpus=4), clock=Clock()), 1, None, id="owner-subclass"),
+    ],
+)
+def test_owner_policies_counts_every_rule_that_may_veto(make, policies, name) -> None:
+    attrs = make().dynamic_attributes()
+    assert attrs["owner_policies"] == policies
+    assert attrs.get("policy") == name
