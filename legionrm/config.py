@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from legionrm.errors import ConfigError
+
+if TYPE_CHECKING:
+    from legionrm.scheduler.core import DuccCore
 
 # --- shared helpers ----------------------------------------------------------
 
@@ -141,7 +144,7 @@ def _policy(t: dict[str, Any], *, file: str, where: str) -> tuple[str | None, di
 
 def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec:
     """Validate a parsed cluster document; raises ConfigError naming the place."""
-    check_keys(doc, ("collection", "host", "vault", "class"), file=file, where="")
+    check_keys(doc, ("collection", "host", "vault", "class", "fairshare"), file=file, where="")
     coll = expect(doc, "collection", dict, {}, file=file, where="collection")
     check_keys(coll, CollectionSettings.model_fields, file=file, where="collection")
     try:
@@ -212,7 +215,32 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
                 policy_args=args,
             )
         )
-    return ClusterSpec(source=file, collection=settings, hosts=tuple(hosts), vaults=tuple(vaults), classes=tuple(classes))
+    fairshare = expect(doc, "fairshare", dict, {}, file=file, where="fairshare")
+    check_keys(fairshare, FAIRSHARE_KEYS, file=file, where="fairshare")
+    interval = expect(fairshare, "interval_s", float, 10.0, file=file, where="fairshare")
+    if interval <= 0:
+        raise ConfigError(f"must be > 0, not {interval!r}", file=file, table="fairshare", key="interval_s")
+    spec = ClusterSpec(source=file, collection=settings, hosts=tuple(hosts), vaults=tuple(vaults), classes=tuple(classes),
+                       fairshare=fairshare)
+    fairshare_core(spec)  # its classes, nodepools and settings are checked now, not when the scheduler starts
+    return spec
+
+
+FAIRSHARE_KEYS = ("interval_s", "rm", "nodepool", "class", "user")
+
+
+def fairshare_core(spec: ClusterSpec) -> "DuccCore":
+    """A fresh DUCC core for the cluster's elastic cycle, from its ``[fairshare]``
+    table (``rm`` settings, ``nodepool``, ``class`` and ``user`` tables as in a
+    ``legionrm simulate`` scenario).  Without classes there is one default
+    FAIR_SHARE class, ``normal``.  DUCC's hidden per-class cap is off: it is an
+    artefact of DUCC's int arithmetic, not a policy.  Raises ConfigError."""
+    from legionrm.scheduler.classes import RmSettings
+    from legionrm.scheduler.simulate import core_from_doc
+
+    doc = dict(spec.fairshare)
+    doc.setdefault("class", [{"name": "normal", "policy": "FAIR_SHARE", "default": True}])
+    return core_from_doc(doc, spec.source, "fairshare.", defaults=RmSettings(ducc_class_cap=False))
 
 
 def host_groups(spec: ClusterSpec, max_group: int = 2000) -> dict[str, list[HostSpec]]:

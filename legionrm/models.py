@@ -9,7 +9,7 @@ system agrees on one shape.  Models are frozen where they are values
 from __future__ import annotations
 
 import time
-from typing import Literal, Union
+from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -370,6 +370,7 @@ class ClusterSpec(Frozen):
     hosts: tuple[HostSpec, ...] = ()
     vaults: tuple[VaultSpec, ...] = ()
     classes: tuple[ClassSpec, ...] = ()
+    fairshare: dict[str, Any] = Field(default_factory=dict)  # the [fairshare] table, checked (config.fairshare_core)
 
     def records(self) -> list[ResourceRecord]:
         """Collection records for every host and vault, as they join."""

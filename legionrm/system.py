@@ -125,6 +125,11 @@ class System:
 
     def shutdown(self) -> None:
         """Stop every actor of this system, instances first (idempotent)."""
+        if self.scheduler is not None:
+            try:
+                call(self.scheduler.stop_cycle.remote(), 10)
+            except Exception:  # already gone
+                pass
         for h in [*self.nodes.values(), *self.groups.values()]:
             try:
                 call(h.shutdown.remote(), 10)
@@ -174,7 +179,8 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
         classes=system.classes,
     )
     sched_opts = dict(name=SCHEDULER, namespace=NAMESPACE, **({"lifetime": "detached"} if detached else {}))
-    system.scheduler = SchedulerActor.options(**sched_opts).remote(coll, system.enactor, list(spec.classes))
+    system.scheduler = SchedulerActor.options(**sched_opts).remote(
+        coll, system.enactor, list(spec.classes), cluster=spec, carriers=carriers, class_actors=system.classes)
     # wait until every resource has joined, so the first query sees them all
     call([h.ping.remote() for h in system.handles()])
     return system

@@ -13,8 +13,14 @@ from typing import Any
 import ray
 
 from legionrm.collection.collection import CollectionSnapshot
+from legionrm.config import fairshare_core
+from legionrm.enactor.actor import named_actor
+from legionrm.hostobj.actor import RemoteHostPort
 from legionrm.models import (
     ClassSpec,
+    ClusterSpec,
+    CycleReport,
+    ElasticJobRequest,
     EnactRequest,
     EnactResult,
     Identity,
@@ -24,6 +30,8 @@ from legionrm.models import (
     ScheduleSuite,
     SchedulingRequest,
 )
+from legionrm.scheduler.cycle import ElasticCycle, HostStopper
+from legionrm.scheduler.cycle_runner import CycleRunner
 from legionrm.scheduler.planner import Planner
 from legionrm.scheduler.scheduler import PoolGate, Scheduler
 
@@ -51,15 +59,46 @@ class RemoteEnactor:
         return ray.get(self.handle.enact_schedule.remote(schedules, self.approver), timeout=CALL_TIMEOUT_S)
 
 
+class RemoteClassPort:
+    """``instance_stopped`` on a class actor (the stopper tells the class)."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    def instance_stopped(self, instance_id: str) -> bool:
+        return ray.get(self.handle.instance_stopped.remote(instance_id), timeout=CALL_TIMEOUT_S)
+
+
+def ray_stopper(carriers: dict[str, Any], classes: dict[str, Any]) -> HostStopper:
+    """A stopper over Ray: a host's carrier from ``carriers`` (host name ->
+    host or host-group actor), else the host's own named actor."""
+
+    def port(host: str) -> RemoteHostPort | None:
+        handle = carriers.get(host) or named_actor(f"host:{host}")
+        return RemoteHostPort(handle, CALL_TIMEOUT_S) if handle is not None else None
+
+    return HostStopper(port, {name: RemoteClassPort(h) for name, h in classes.items()})
+
+
 @ray.remote(num_cpus=0, max_concurrency=8)
 class SchedulerActor:
+    """``cluster`` (optional) brings the ``[fairshare]`` policy for the elastic
+    cycle; ``carriers`` maps host names to the actors that carry them and
+    ``class_actors`` class names to class actors, for stopping instances."""
+
     def __init__(self, collection: Any, enactor: Any, classes: list[ClassSpec] | None = None,
-                 pools: PoolGate | None = None, name: str = "scheduler") -> None:
+                 pools: PoolGate | None = None, name: str = "scheduler", cluster: ClusterSpec | None = None,
+                 carriers: dict[str, Any] | None = None, class_actors: dict[str, Any] | None = None) -> None:
         self_handle = ray.get_runtime_context().current_actor
-        self.core = Scheduler(
-            RemoteCollection(collection), RemoteEnactor(enactor, (self_handle, "approve")),
-            Planner({c.name: c for c in classes or ()}), pools, name=name,
+        coll, enact = RemoteCollection(collection), RemoteEnactor(enactor, (self_handle, "approve"))
+        self.core = Scheduler(coll, enact, Planner({c.name: c for c in classes or ()}), pools, name=name)
+        cluster = cluster or ClusterSpec()
+        self.cycle = ElasticCycle(
+            fairshare_core(cluster), enact, ray_stopper(carriers or {}, class_actors or {}), coll,
+            interval_s=float(cluster.fairshare.get("interval_s", 10.0)), name=f"{name}-cycle",
         )
+        self.runner = CycleRunner(self.cycle)
+        self.runner.start()
 
     def ping(self) -> str:
         return "ok"
@@ -96,3 +135,30 @@ class SchedulerActor:
 
     def instances(self) -> list:
         return list(self.core.instances.values())
+
+    # --- the elastic cycle ------------------------------------------------------------------
+
+    def submit_elastic(self, request: ElasticJobRequest) -> None:
+        """Admit a long-running elastic job; the next cycle (at once) grows it."""
+        self.cycle.submit(request)
+        self.runner.kick()
+
+    def complete_elastic(self, job_id: str) -> bool:
+        """The job is done; its instances stop next cycle.  Idempotent."""
+        done = self.cycle.complete(job_id)
+        self.runner.kick()
+        return done
+
+    def update_elastic(self, job_id: str, fields: dict[str, Any]) -> ElasticJobRequest:
+        return self.cycle.update(job_id, **fields)
+
+    def run_cycle(self) -> CycleReport:
+        """Run a cycle now (normally the runner's thread does, when due)."""
+        return self.runner.run_now()
+
+    def cycle_report(self, after: int = 0, timeout_s: float = 0.0) -> CycleReport | None:
+        """The latest cycle's report, waiting up to ``timeout_s`` for one newer than ``after``."""
+        return self.runner.wait_report(after, timeout_s)
+
+    def stop_cycle(self) -> None:
+        self.runner.stop()

@@ -260,6 +260,12 @@ class ElasticCycle:
         with self._lock:
             self._events.append(event)
 
+    def busy(self) -> bool:
+        """True while there is anything to care for: jobs, running or owed
+        instances, or noted events.  An idle cycle need not watch the hosts."""
+        with self._lock:
+            return bool(self._jobs or self._inst or self._owed or self._events)
+
     def due(self, now: float | None = None) -> bool:
         """True when the timer has run out or an event was noted since the last cycle."""
         with self._lock:

@@ -12,6 +12,7 @@ then the scheduler runs.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from dataclasses import dataclass, field
@@ -58,28 +59,26 @@ def _num(t: dict, key: str, typ: type, default: Any, file: str, where: str, mini
     return v
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Read and check a scenario file; raises ConfigError naming table and key."""
-    file = str(path)
-    doc = load_toml(path)
-    for key in doc:
-        if key not in TOP_KEYS:
-            raise ConfigError(f"unknown table (known: {', '.join(sorted(TOP_KEYS))})", file=file, table=key)
+def core_from_doc(doc: dict[str, Any], file: str, prefix: str = "", defaults: RmSettings | None = None) -> DuccCore:
+    """A DUCC core (no machines) from the ``rm``, ``nodepool``, ``class`` and
+    ``user`` tables of ``doc``; ``prefix`` names where ``doc`` sits in the file
+    (``"fairshare."``) for error messages; ``defaults`` are the settings for
+    keys absent from ``rm``.  Raises ConfigError naming table and key."""
     rm = doc.get("rm", {})
     if not isinstance(rm, dict):
-        raise ConfigError("must be a table [rm]", file=file, table="rm")
-    check_keys(rm, RM_KEYS, file=file, where="rm")
+        raise ConfigError(f"must be a table [{prefix}rm]", file=file, table=f"{prefix}rm")
+    check_keys(rm, RM_KEYS, file=file, where=f"{prefix}rm")
     kw = {}
     for key, typ in RM_KEYS.items():
         if key in rm:
-            kw[key] = _num(rm, key, typ, None, file, "rm", minimum=0 if typ is not bool else None)
+            kw[key] = _num(rm, key, typ, None, file, f"{prefix}rm", minimum=0 if typ is not bool else None)
     if kw.get("quantum_gb") == 0:
-        raise ConfigError("must be > 0", file=file, table="rm", key="quantum_gb")
-    settings = RmSettings(**kw)
+        raise ConfigError("must be > 0", file=file, table=f"{prefix}rm", key="quantum_gb")
+    settings = dataclasses.replace(defaults or RmSettings(), **kw)
 
     pools = []
     for i, t in enumerate(tables(doc, "nodepool", file)):
-        w = f"nodepool[{i}]"
+        w = f"{prefix}nodepool[{i}]"
         check_keys(t, {"name", "parent", "search_order", "quantum_gb"}, file=file, where=w)
         pools.append(NodepoolSpec(
             name=require(t, "name", str, file=file, where=w), parent=expect(t, "parent", str, None, file=file, where=w),
@@ -88,12 +87,12 @@ def load_scenario(path: str | Path) -> Scenario:
         ))
     from legionrm.scheduler.classes import resolve_nodepools
 
-    resolve_nodepools(pools, file=file, where=[f"nodepool[{i}]" for i in range(len(pools))])
+    resolve_nodepools(pools, file=file, where=[f"{prefix}nodepool[{i}]" for i in range(len(pools))])
     pool_names = {p.name for p in pools} or {"default"}
 
     classes = []
     for i, t in enumerate(tables(doc, "class", file)):
-        w = f"class[{i}]"
+        w = f"{prefix}class[{i}]"
         check_keys(t, CLASS_KEYS, file=file, where=w)
         users = expect(t, "users", list, None, file=file, where=w)
         if users is not None and not all(isinstance(u, str) for u in users):
@@ -118,7 +117,7 @@ def load_scenario(path: str | Path) -> Scenario:
         ))
     users = []
     for i, t in enumerate(tables(doc, "user", file)):
-        w = f"user[{i}]"
+        w = f"{prefix}user[{i}]"
         check_keys(t, {"name", "max_allotment_gb"}, file=file, where=w)
         users.append(UserSpec(require(t, "name", str, file=file, where=w), _num(t, "max_allotment_gb", float, None, file, w, minimum=0)))
 
@@ -130,8 +129,19 @@ def load_scenario(path: str | Path) -> Scenario:
             first_pool = p.name
             break
     resolve_classes(classes, settings, pool_names, file=file, default_pool=first_pool)
-    core = DuccCore(settings, pools, classes, users)
+    return DuccCore(settings, pools, classes, users)
 
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and check a scenario file; raises ConfigError naming table and key."""
+    file = str(path)
+    doc = load_toml(path)
+    for key in doc:
+        if key not in TOP_KEYS:
+            raise ConfigError(f"unknown table (known: {', '.join(sorted(TOP_KEYS))})", file=file, table=key)
+    core = core_from_doc(doc, file)
+    pool_names = set(core.tree.pools)
     seen: dict[str, str] = {}
     for i, t in enumerate(tables(doc, "machine", file)):
         w = f"machine[{i}]"

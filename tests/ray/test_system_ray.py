@@ -17,7 +17,8 @@ def system(ray_cluster, ray_nodes):
 
     spec = load_cluster()
     spec = spec.model_copy(update={"hosts": spec.hosts + (
-        HostSpec(name="ray-a", attributes={"site": "local"}), HostSpec(name="ray-b", attributes={"site": "local"}))})
+        HostSpec(name="ray-a", nodepool="ray", attributes={"site": "local"}),
+        HostSpec(name="ray-b", nodepool="ray", attributes={"site": "local"}))})
     s = boot(spec, ray_nodes={"ray-a": ray_nodes["node_a"], "ray-b": ray_nodes["node_b"]}, heartbeat_s=0.5)
     yield s
     s.shutdown()
@@ -26,6 +27,33 @@ def system(ray_cluster, ray_nodes):
 def test_collection_sees_every_resource(system) -> None:
     names = system.query("true").names
     assert len(names) == 12 + 2 + 2 and "ray-a" in names and "vault-uva" in names
+
+
+def test_elastic_jobs_share_the_batch_pool_fairly(system) -> None:
+    from legionrm.models import ElasticJobRequest
+    from legionrm.system import call
+
+    for jid, user in (("a1", "alice"), ("b1", "bob")):
+        call(system.scheduler.submit_elastic.remote(ElasticJobRequest(
+            job_id=jid, user=user, class_name="Worker", memory_gb=8, cpus=0.5, time_per_item_ms=1000)))
+    report = call(system.scheduler.cycle_report.remote(0, 60))
+    for _ in range(5):  # growth settles within a few cycles (refused processes are repaired or retried)
+        if report.jobs["a1"].processes == report.jobs["a1"].target and report.jobs["b1"].processes == report.jobs["b1"].target:
+            break
+        report = call(system.scheduler.run_cycle.remote())
+    # batch pool: lab1 and batch1-3, 4 x 64 GB = 32 shares of 8 GB, half each
+    assert report.jobs["a1"].target == report.jobs["b1"].target == 16
+    assert report.jobs["a1"].processes == report.jobs["b1"].processes == 16
+    hosts = set(report.jobs["a1"].hosts) | set(report.jobs["b1"].hosts)
+    assert hosts <= {"lab1", "batch1", "batch2", "batch3"}
+    # a1 completes: its processes stop, b1 grows into the whole pool
+    assert call(system.scheduler.complete_elastic.remote("a1")) is True
+    after = call(system.scheduler.cycle_report.remote(report.cycle, 60))
+    assert "a1" not in after.jobs and after.jobs["b1"].target == 32
+    assert call(system.scheduler.complete_elastic.remote("b1")) is True
+    done = call(system.scheduler.cycle_report.remote(after.cycle, 60))
+    assert not done.jobs and len(done.shrank) == after.jobs["b1"].processes
+    assert call(system.groups["batch"].list_instances.remote()) == []  # every process stopped on its host
 
 
 def test_veto_then_delta_on_ray(system) -> None:
@@ -54,3 +82,4 @@ def test_instances_run_on_the_reserved_ray_nodes(system, ray_nodes) -> None:
     for inst in r.instances:
         actor = ray.get_actor(instance_actor_name(inst.instance_id), namespace=NAMESPACE)
         assert ray.get(actor.where.remote(), timeout=30)["node_id"] == expected[inst.host]
+
