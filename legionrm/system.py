@@ -16,14 +16,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # see notes/ray-on-a-small-machine.md
 
@@ -70,6 +72,52 @@ def init_local(temp_dir: str | None = None, num_cpus: int | None = None) -> None
         log_to_driver=False,
         configure_logging=False,
     )
+
+
+@contextmanager
+def local_cluster(workers: tuple[str, ...] = ("node_a", "node_b"), head_cpus: int = 2) -> Iterator[Any]:
+    """A lean multi-node Ray on this machine, connected, for the demo and the
+    tests: a head (``head_cpus``, no dashboard, monitor or log monitor) and one
+    1-CPU worker node per name in ``workers``, each advertising a custom
+    resource of that name so work can be pinned to it.  The temp dir is short
+    (Unix socket paths are capped at 107 bytes) and removed afterwards.
+    Yields the :class:`ray.cluster_utils.Cluster`; on exit the driver
+    disconnects and every node stops, so nothing is left running."""
+    from ray.cluster_utils import Cluster
+
+    temp_dir = tempfile.mkdtemp(prefix="lrm", dir="/tmp")
+    old_tmp = os.environ.get("RAY_TMPDIR")
+    # Cluster writes "<RAY_TMPDIR>/ray/ray_current_cluster": keep it in our dir, not a shared /tmp/ray
+    os.environ["RAY_TMPDIR"] = temp_dir
+    os.makedirs(os.path.join(temp_dir, "ray"), exist_ok=True)
+    lean = dict(include_dashboard=False, no_monitor=True, include_log_monitor=False)
+    cluster = None
+    try:
+        cluster = Cluster(initialize_head=True,
+                          head_node_args=dict(num_cpus=head_cpus, temp_dir=temp_dir, resources={"head": 1}, **lean))
+        for name in workers:  # one at a time: parallel node starts collide on ports
+            cluster.add_node(num_cpus=1, resources={name: 1})
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, namespace=NAMESPACE, logging_level="ERROR", log_to_driver=False)
+        yield cluster
+    finally:
+        ray.shutdown()
+        if cluster is not None:
+            cluster.shutdown()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+        if old_tmp is None:
+            os.environ.pop("RAY_TMPDIR", None)
+        else:
+            os.environ["RAY_TMPDIR"] = old_tmp
+
+
+def node_ids(labels: tuple[str, ...] = ("head", "node_a", "node_b")) -> dict[str, str]:
+    """Live Ray node ids by the custom resource each advertises."""
+    out: dict[str, str] = {}
+    for n in ray.nodes():
+        if n.get("Alive"):
+            out.update({label: n["NodeID"] for label in labels if label in n.get("Resources", {})})
+    return out
 
 
 def init_connect(address: str = "auto") -> None:

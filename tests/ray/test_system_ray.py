@@ -3,6 +3,8 @@ delta, and real instances on the reserved Ray nodes."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from legionrm.config import load_cluster
@@ -54,6 +56,11 @@ def test_elastic_jobs_share_the_batch_pool_fairly(system) -> None:
     done = call(system.scheduler.cycle_report.remote(after.cycle, 60))
     assert not done.jobs and len(done.shrank) == after.jobs["b1"].processes
     assert call(system.groups["batch"].list_instances.remote()) == []  # every process stopped on its host
+    # the next heartbeats tell the Collection (the later tests plan from it)
+    deadline = time.time() + 10
+    while len(system.query('$instances == 0 and $free_memory_gb == 64 and $site == "uva"').names) < 4:
+        assert time.time() < deadline, "the collection never saw the batch pool free again"
+        time.sleep(0.2)
 
 
 def test_veto_then_delta_on_ray(system) -> None:
