@@ -156,9 +156,10 @@ class SchedulerActor:
         """Run a cycle now (normally the runner's thread does, when due)."""
         return self.runner.run_now()
 
-    def cycle_report(self, after: int = 0, timeout_s: float = 0.0) -> CycleReport | None:
-        """The latest cycle's report, waiting up to ``timeout_s`` for one newer than ``after``."""
-        return self.runner.wait_report(after, timeout_s)
+    def cycle_reports(self, after: int = 0, timeout_s: float = 0.0) -> list[CycleReport]:
+        """The reports of the cycles numbered above ``after`` (the last 100
+        kept), waiting up to ``timeout_s`` for the first."""
+        return self.runner.wait_reports(after, timeout_s)
 
     def stop_cycle(self) -> None:
         self.runner.stop()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 
 from legionrm.models import CycleReport
 from legionrm.scheduler.cycle import ElasticCycle
@@ -24,9 +25,10 @@ log = logging.getLogger(__name__)
 class CycleRunner:
     """Runs ``cycle`` on its own thread.  ``start`` and ``stop`` are idempotent."""
 
-    def __init__(self, cycle: ElasticCycle, poll_s: float = 0.2) -> None:
+    def __init__(self, cycle: ElasticCycle, poll_s: float = 0.2, keep: int = 100) -> None:
         self.cycle = cycle
         self.poll_s = poll_s
+        self.history: deque[CycleReport] = deque(maxlen=keep)  # the last ``keep`` reports, oldest first
         self.errors = 0
         self._wake = threading.Condition()
         self._stop = threading.Event()
@@ -53,15 +55,17 @@ class CycleRunner:
         """Run one cycle on the caller's thread (the cycle's lock keeps it
         apart from the loop) and return its report."""
         report = self.cycle.run_once()
-        self._published()
+        with self._wake:
+            self.history.append(report)
+            self._wake.notify_all()
         return report
 
-    def wait_report(self, after: int = 0, timeout_s: float = 0.0) -> CycleReport | None:
-        """The latest report once its cycle number is above ``after``; waits up
-        to ``timeout_s`` for it.  None when there is none yet."""
+    def wait_reports(self, after: int = 0, timeout_s: float = 0.0) -> list[CycleReport]:
+        """Every kept report of a cycle numbered above ``after``, oldest first;
+        waits up to ``timeout_s`` for the first.  Empty when there is none yet."""
         with self._wake:
-            self._wake.wait_for(lambda: _number(self.cycle.last_report) > after, timeout=max(0.0, timeout_s))
-        return self.cycle.last_report
+            self._wake.wait_for(lambda: bool(self.history) and self.history[-1].cycle > after, timeout=max(0.0, timeout_s))
+            return [r for r in self.history if r.cycle > after]
 
     # --- the loop ------------------------------------------------------------------------
 
@@ -78,10 +82,3 @@ class CycleRunner:
             with self._wake:
                 self._wake.wait(self.poll_s)
 
-    def _published(self) -> None:
-        with self._wake:
-            self._wake.notify_all()
-
-
-def _number(report: CycleReport | None) -> int:
-    return report.cycle if report is not None else 0

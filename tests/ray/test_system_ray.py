@@ -38,7 +38,7 @@ def test_elastic_jobs_share_the_batch_pool_fairly(system) -> None:
     for jid, user in (("a1", "alice"), ("b1", "bob")):
         call(system.scheduler.submit_elastic.remote(ElasticJobRequest(
             job_id=jid, user=user, class_name="Worker", memory_gb=8, cpus=0.5, time_per_item_ms=1000)))
-    report = call(system.scheduler.cycle_report.remote(0, 60))
+    report = call(system.scheduler.cycle_reports.remote(0, 60))[-1]
     for _ in range(5):  # growth settles within a few cycles (refused processes are repaired or retried)
         if report.jobs["a1"].processes == report.jobs["a1"].target and report.jobs["b1"].processes == report.jobs["b1"].target:
             break
@@ -50,10 +50,10 @@ def test_elastic_jobs_share_the_batch_pool_fairly(system) -> None:
     assert hosts <= {"lab1", "batch1", "batch2", "batch3"}
     # a1 completes: its processes stop, b1 grows into the whole pool
     assert call(system.scheduler.complete_elastic.remote("a1")) is True
-    after = call(system.scheduler.cycle_report.remote(report.cycle, 60))
+    after = call(system.scheduler.cycle_reports.remote(report.cycle, 60))[-1]
     assert "a1" not in after.jobs and after.jobs["b1"].target == 32
     assert call(system.scheduler.complete_elastic.remote("b1")) is True
-    done = call(system.scheduler.cycle_report.remote(after.cycle, 60))
+    done = call(system.scheduler.cycle_reports.remote(after.cycle, 60))[-1]
     assert not done.jobs and len(done.shrank) == after.jobs["b1"].processes
     assert call(system.groups["batch"].list_instances.remote()) == []  # every process stopped on its host
     # the next heartbeats tell the Collection (the later tests plan from it)

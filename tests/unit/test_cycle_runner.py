@@ -20,11 +20,11 @@ def runner():
 def test_an_arrival_runs_a_cycle_on_the_thread(runner) -> None:
     w, r = runner
     r.start()
-    assert r.wait_report(0, 0.05) is None  # idle: no jobs, no cycle
+    assert r.wait_reports(0, 0.05) == []  # idle: no jobs, no cycle
     w.cycle.submit(job("j1", "ann"))
     r.kick()
-    report = r.wait_report(0, 10)
-    assert report is not None and report.triggers[0] == "arrival j1"
+    report = r.wait_reports(0, 10)[0]
+    assert report.triggers[0] == "arrival j1"
     assert report.jobs["j1"].processes == 16  # two 32 GB hosts of 4 GB processes
 
 
@@ -32,7 +32,11 @@ def test_run_now_publishes_to_waiters(runner) -> None:
     w, r = runner
     w.cycle.submit(job("j1", "ann"))
     first = r.run_now()
-    assert r.wait_report(0, 0) == first and r.wait_report(first.cycle, 0.01) == first  # nothing newer yet
+    w.cycle.complete("j1")
+    second = r.run_now()
+    assert r.wait_reports(0, 0) == [first, second]
+    assert r.wait_reports(first.cycle, 0) == [second] and r.wait_reports(second.cycle, 0.01) == []
+    assert len(second.shrank) == first.jobs["j1"].processes
 
 
 def test_a_failing_cycle_is_counted_and_retried(runner, monkeypatch) -> None:
@@ -49,8 +53,8 @@ def test_a_failing_cycle_is_counted_and_retried(runner, monkeypatch) -> None:
     monkeypatch.setattr(w.collection, "snapshot", flaky)
     w.cycle.submit(job("j1", "ann"))
     r.start()
-    report = r.wait_report(0, 10)
-    assert r.errors == 1 and report is not None and report.jobs["j1"].processes == 16
+    report = r.wait_reports(0, 10)[0]
+    assert r.errors == 1 and report.jobs["j1"].processes == 16
 
 
 def test_stop_is_idempotent(runner) -> None:
