@@ -56,6 +56,7 @@ from legionrm.scheduler.pipeline import (
 )
 
 QUERY_FILTER = "query"
+PLANNER = "planner"  # what refuses a request before any host is looked at
 
 
 @dataclass
@@ -90,6 +91,9 @@ class Plan:
         used = [p.key for p in self.masters[0].placements if p.host == host] if self.masters else []
         if used:
             return f"{host}: used by master 1 for {', '.join(used)}"
+        if not self.objects:  # refused before the pipeline ran (an unknown class)
+            return "\n".join(f"{host}: not considered: {f.key} refused by {f.resource} ({f.code}): {f.reason}"
+                             for f in self.failures)
         lines = []
         for op in self.objects:
             label = f"{op.request.class_name} x{op.request.count}"
@@ -127,12 +131,23 @@ class Planner:
     # --- Legion's interface ----------------------------------------------
 
     def candidates(self, obj: ObjectRequest, caller: Identity, snap: CollectionSnapshot) -> list[str]:
-        """getCandidatePlacements: feasible hosts for one instance, best first."""
+        """getCandidatePlacements: feasible hosts for one instance, best first
+        (none for a class the planner does not know, when it knows its classes)."""
+        if self._unknown_class(obj) is not None:
+            return []
         op = self._object_plan(obj, caller, snap, _base_table(snap), [])
         return [str(n) for n in op.ranked.names] if op.ranked is not None else []
 
     def make_schedules(self, request: SchedulingRequest, snap: CollectionSnapshot) -> Plan:
-        """The ranked master schedules for ``request`` (not enacted).  Pure."""
+        """The ranked master schedules for ``request`` (not enacted).  Pure.
+
+        A planner built with its classes refuses, before any host is looked
+        at, every object request whose class is not one of them
+        (``class.unknown``, stage ``plan``, by ``planner``).
+        """
+        unknown = [f for f in map(self._unknown_class, request.objects) if f is not None]
+        if unknown:
+            return Plan(request.request_id, [], unknown, [])
         base = _base_table(snap)
         vaults = _vault_table(snap)
         keys = _keys(request)
@@ -162,6 +177,15 @@ class Planner:
         return Plan(request.request_id, masters, failures, objects)
 
     # --- steps --------------------------------------------------------------
+
+    def _unknown_class(self, obj: ObjectRequest) -> PlacementFailure | None:
+        """``class.unknown`` when the planner knows its classes and not this one."""
+        if not self.classes or obj.class_name in self.classes:
+            return None
+        return PlacementFailure(
+            key=f"{obj.class_name}#*", resource=PLANNER, code="class.unknown", stage="plan",
+            reason=f"class {obj.class_name!r} is not a configured class (known: {', '.join(sorted(self.classes))})",
+        )
 
     def _object_plan(
         self, obj: ObjectRequest, caller: Identity, snap: CollectionSnapshot, base: HostTable, keys: list[str]

@@ -115,6 +115,34 @@ def test_class_host_list_filter() -> None:
     assert "class_host_list" in plan.why("big")
 
 
+KNOWN = {"A": ClassSpec(name="A"), "B": ClassSpec(name="B")}
+
+
+@pytest.mark.parametrize(
+    "classes, objects, refused",
+    [
+        (KNOWN, [ObjectRequest(class_name="Z", count=1, cpus=1)], ["Z#*"]),
+        (KNOWN, [ObjectRequest(class_name="A", count=1, cpus=1), ObjectRequest(class_name="Z", count=2, cpus=1),
+                 ObjectRequest(class_name="Y", count=1, cpus=1)], ["Z#*", "Y#*"]),
+        (KNOWN, [ObjectRequest(class_name="A", count=1, cpus=1), ObjectRequest(class_name="B", count=1, cpus=1)], []),
+        ({}, [ObjectRequest(class_name="Z", count=1, cpus=1)], []),
+    ],
+    ids=["unknown-class", "one-unknown-among-known", "all-known", "planner-without-classes-accepts-any"],
+)
+def test_unknown_class_is_refused_at_plan(classes, objects, refused) -> None:
+    planner = Planner(classes=classes)
+    plan = planner.make_schedules(req(*objects), cluster().snapshot())
+    assert plan.ok == (not refused)
+    unknown = [f for f in plan.failures if f.code == "class.unknown"]
+    assert [f.key for f in unknown] == refused
+    for f in unknown:
+        assert (f.stage, f.resource) == ("plan", "planner")
+        assert repr(f.key[:-2]) in f.reason and "known: A, B" in f.reason
+    if refused:
+        assert "class.unknown" in plan.why("n1") and not plan.masters
+        assert planner.candidates(objects[-1], ALICE, cluster().snapshot()) == []
+
+
 def test_second_object_request_sees_what_the_first_took() -> None:
     plan = Planner().make_schedules(
         req(ObjectRequest(class_name="A", count=1, cpus=64), ObjectRequest(class_name="B", count=1, cpus=8)),
