@@ -7,7 +7,8 @@
 * each entitlement period: :meth:`compute_entitlement` (entitlement.py);
 * work arrives: :meth:`enqueue` a :class:`Gang` into a leaf's pending queue;
 * each scheduling period: :meth:`admit_cycle` returns the gangs admitted,
-  whose tasks may now be placed (admission.py);
+  whose tasks may now be placed (admission.py); or, for a caller waiting
+  on one gang, :meth:`admit_now` (the Scheduler's pool gate, poolgate.py);
 * tasks move on: :meth:`mark_placing`, :meth:`mark_running`; when they end:
   :meth:`release`;
 * each preemption period: :meth:`preemption_candidates`, then
@@ -191,6 +192,35 @@ class ResourcePoolTree(PoolTree):
                 self._record(pool, gang)
             out.extend(got)
         return out
+
+    def admit_now(self, gang_id: str) -> Refusal | None:
+        """Try to admit one queued gang at once, out of the cycle, for a caller
+        that waits for the answer (the Scheduler's ``scheduleObjects``).
+
+        The same admitters as :meth:`admit_cycle` (:func:`admission.try_admit`),
+        but for this gang only, wherever it stands in its leaf's queues: it
+        does not wait behind gangs queued ahead of it.  None: admitted, its
+        allocation charged and held until :meth:`release`.  Otherwise the
+        refusal of the first failing admitter (by = the pool's path); the gang
+        is then still queued (possibly moved to another queue, as
+        ``try_admit`` moves it) and the caller :meth:`cancel` s it or leaves it
+        to the cycle.  Raises AdmissionError when the gang is not queued.
+        """
+        found = self._find_queued(gang_id)
+        if found is None:
+            raise AdmissionError(f"gang {gang_id} is not queued")
+        pool, queue, gang = found
+        outcome = adm.try_admit(pool, gang, queue, preemption_enabled=self.preemption.enabled)
+        if outcome is adm.Outcome.ADMITTED:
+            self._queued_in.pop(gang_id, None)
+            self._record(pool, gang)
+            return None
+        if outcome is adm.Outcome.INVALID:
+            return Refusal(code="respool.invalid", by=pool.path,
+                           reason=f"gang {gang_id} held killed tasks; they were dropped and the rest queued again")  # fmt: skip
+        refusal = adm.check(pool, gang, preemption_enabled=self.preemption.enabled)  # pure; a move changed no account
+        assert refusal is not None
+        return refusal
 
     def _record(self, pool: ResourcePool, gang: Gang) -> None:
         ids = self._gangs.setdefault(gang.id, [])

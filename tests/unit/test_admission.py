@@ -247,3 +247,35 @@ def test_request_to_gang() -> None:
     g = gang_from_request(req)
     assert g.id == "r1" and g.task_ids == ("r1/W#0", "r1/W#1", "r1/W#2")
     assert g.need.tolist() == [5, 2560, 2048, 2] and g.priority == 4
+
+
+@pytest.mark.parametrize(
+    "queued_first, task, invalid, expected, still_queued",
+    [
+        (False, {"cpu": 30}, False, None, []),
+        (True, {"cpu": 30}, False, None, ["ahead"]),  # does not wait behind the gang queued ahead
+        (False, {"cpu": 101}, False, "respool.entitlement", ["g"]),
+        (False, {"cpu": 30}, True, "respool.invalid", ["g"]),
+    ],
+    ids=["admitted", "jumps-the-queue", "refused-stays-queued", "killed-task-dropped"],
+)
+def test_admit_now_one_gang(queued_first, task, invalid, expected, still_queued) -> None:
+    t = tree()
+    if queued_first:
+        t.enqueue(gang("ahead", {"cpu": 90}), "/p")
+    t.enqueue(gang("g", task, task), "/p")
+    if invalid:
+        t.invalidate_task("g-0", "/p")
+    ready(t)
+    got = t.admit_now("g")
+    assert (None if got is None else got.code) == expected
+    assert sorted(g for q in queues(t).values() for g in q) == still_queued
+    if expected is None:
+        assert t.get("/p").alloc[TOTAL][0] == 2 * task["cpu"] and t.release("g") == 2
+    else:
+        assert got.by == "/p" and t.get("/p").alloc[TOTAL][0] == 0
+
+
+def test_admit_now_needs_a_queued_gang() -> None:
+    with pytest.raises(AdmissionError, match="not queued"):
+        tree().admit_now("nobody")
