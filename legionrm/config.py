@@ -16,6 +16,8 @@ from legionrm.errors import ConfigError
 
 if TYPE_CHECKING:
     from legionrm.scheduler.core import DuccCore
+    from legionrm.scheduler.respool import ResourcePoolTree
+    from legionrm.scheduler.scheduler import PoolGate
 
 # --- shared helpers ----------------------------------------------------------
 
@@ -144,7 +146,7 @@ def _policy(t: dict[str, Any], *, file: str, where: str) -> tuple[str | None, di
 
 def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec:
     """Validate a parsed cluster document; raises ConfigError naming the place."""
-    check_keys(doc, ("collection", "host", "vault", "class", "fairshare"), file=file, where="")
+    check_keys(doc, ("collection", "host", "vault", "class", "fairshare", "pool"), file=file, where="")
     coll = expect(doc, "collection", dict, {}, file=file, where="collection")
     check_keys(coll, CollectionSettings.model_fields, file=file, where="collection")
     try:
@@ -220,9 +222,13 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
     interval = expect(fairshare, "interval_s", float, 10.0, file=file, where="fairshare")
     if interval <= 0:
         raise ConfigError(f"must be > 0, not {interval!r}", file=file, table="fairshare", key="interval_s")
+    from legionrm.scheduler.pools import parse_pools
+
+    pools = parse_pools(doc, file=file, allow_default=True)
     spec = ClusterSpec(source=file, collection=settings, hosts=tuple(hosts), vaults=tuple(vaults), classes=tuple(classes),
-                       fairshare=fairshare)
+                       fairshare=fairshare, pools=pools)
     fairshare_core(spec)  # its classes, nodepools and settings are checked now, not when the scheduler starts
+    pool_tree(spec)  # and so are the pools, against the cluster's capacity
     return spec
 
 
@@ -241,6 +247,46 @@ def fairshare_core(spec: ClusterSpec) -> "DuccCore":
     doc = dict(spec.fairshare)
     doc.setdefault("class", [{"name": "normal", "policy": "FAIR_SHARE", "default": True}])
     return core_from_doc(doc, spec.source, "fairshare.", defaults=RmSettings(ducc_class_cap=False))
+
+
+def pool_tree(spec: ClusterSpec) -> "ResourcePoolTree | None":
+    """The cluster's ``[[pool]]`` tables as a fresh resource-pool tree under a
+    root entitled to :meth:`ClusterSpec.capacity`; None when no pool is
+    configured.  The tables go through the one parser and tree builder of
+    :mod:`legionrm.scheduler.pools`.  A pool the validators refuse, or a
+    ``default`` pool with children, is a ConfigError naming the file."""
+    if not spec.pools:
+        return None
+    from legionrm.errors import PoolValidationError
+    from legionrm.scheduler.poolgate import capacity_vector
+    from legionrm.scheduler.pools import build_tree
+    from legionrm.scheduler.respool_vec import as_dict
+
+    try:
+        tree = build_tree(spec.pools, as_dict(capacity_vector(spec.capacity())))
+    except PoolValidationError as exc:
+        raise ConfigError(str(exc), file=spec.source, table="pool") from None
+    default = spec.default_pool()
+    if default is not None and not tree.get(default).is_leaf:
+        i = next(i for i, p in enumerate(spec.pools) if p.default)
+        raise ConfigError(f"the default pool {default} has child pools; it must be a leaf",
+                          file=spec.source, table=f"pool[{i}]", key="default")
+    return tree
+
+
+def pool_gate(spec: ClusterSpec) -> "PoolGate":
+    """The Scheduler's admission gate for the cluster: an ``OpenGate`` (admit
+    everything) when no ``[[pool]]`` is configured, else a ``RespoolGate``
+    over a fresh pool tree, entitled to the cluster's total capacity (hosts'
+    cpus, memory and gpus, vaults' storage) with the cluster's default pool.
+    A new gate each call: one per Scheduler.  Raises ConfigError."""
+    from legionrm.scheduler.poolgate import RespoolGate
+    from legionrm.scheduler.scheduler import OpenGate
+
+    tree = pool_tree(spec)
+    if tree is None:
+        return OpenGate()
+    return RespoolGate(tree, spec.capacity(), default_pool=spec.default_pool())
 
 
 def host_groups(spec: ClusterSpec, max_group: int = 2000) -> dict[str, list[HostSpec]]:

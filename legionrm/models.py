@@ -362,6 +362,34 @@ class CollectionSettings(Frozen):
     stale_after: int = Field(3, ge=1)
 
 
+class PoolResourceSpec(Frozen):
+    """One resource kind of a resource pool (a ``[pool.cpu]`` sub-table).
+
+    ``kind`` is ``cpu`` (cores), ``memory`` (MB), ``disk`` (MB) or ``gpu``; an
+    unknown kind is kept here and refused by the pool validators, with their
+    message.  ``type`` STATIC always gets its whole reservation, ELASTIC only
+    what its demand claims of it (docs/pools.md).
+    """
+
+    kind: str
+    reservation: float = 0.0
+    limit: float = 0.0
+    share: float = 1.0
+    type: Literal["ELASTIC", "STATIC"] = "ELASTIC"
+
+
+class PoolSpec(Frozen):
+    """A resource pool as a ``[[pool]]`` table describes it (cluster file or
+    ``legionrm pools`` file).  ``default`` (cluster file only) marks the leaf
+    that takes requests naming the root ``/`` once the root has children."""
+
+    path: str
+    resources: tuple[PoolResourceSpec, ...] = ()
+    controller_limit_percent: float | None = None
+    slack_limit_percent: float | None = None
+    default: bool = False
+
+
 class ClusterSpec(Frozen):
     """A whole cluster file, validated."""
 
@@ -371,6 +399,20 @@ class ClusterSpec(Frozen):
     vaults: tuple[VaultSpec, ...] = ()
     classes: tuple[ClassSpec, ...] = ()
     fairshare: dict[str, Any] = Field(default_factory=dict)  # the [fairshare] table, checked (config.fairshare_core)
+    pools: tuple[PoolSpec, ...] = ()  # the [[pool]] tables (config.pool_gate); none: no admission control
+
+    def default_pool(self) -> str | None:
+        """The path of the pool marked ``default``, if any."""
+        return next((p.path for p in self.pools if p.default), None)
+
+    def capacity(self) -> Resources:
+        """The whole cluster: hosts' cpus, memory and gpus summed, and the
+        vaults' ``storage_gb`` (what pools are entitled from)."""
+        hosts = [h.capacity() for h in self.hosts]
+        return Resources(
+            cpus=sum(r.cpus for r in hosts), memory_gb=sum(r.memory_gb for r in hosts), gpus=sum(r.gpus for r in hosts),
+            storage_gb=sum(float(v.attributes.get("storage_gb", 0)) for v in self.vaults),
+        )
 
     def records(self) -> list[ResourceRecord]:
         """Collection records for every host and vault, as they join."""

@@ -15,16 +15,21 @@ Pools are created parents first (file order within a depth) under a root
 whose reservation and limit are ``[capacity]``, each through the validators;
 the first refusal is the command's error (exit 2).  Shape errors in the file
 are ConfigErrors naming file, table and key.
+
+The ``[[pool]]`` table format has one parser, :func:`pool_spec` /
+:func:`parse_pools`, and one tree builder, :func:`build_tree`: the cluster
+file's pools (``legionrm.config.pool_gate``) go through the same two.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 from legionrm.config import check_keys, expect, load_toml, require, tables
 from legionrm.errors import ConfigError, LegionError
+from legionrm.models import PoolResourceSpec, PoolSpec
 from legionrm.scheduler.respool import (
     Gang,
     PoolConfig,
@@ -50,8 +55,18 @@ def _capacity(doc: dict[str, Any], name: str, file: str) -> dict[str, float]:
     return _kinds(table, file=file, where=name)
 
 
-def _pool_config(table: dict[str, Any], *, file: str, where: str) -> tuple[str, PoolConfig]:
-    scalar_keys = {"path", "controller_limit_percent", "slack_limit_percent"}
+POOL_KEYS = ("path", "controller_limit_percent", "slack_limit_percent")
+
+
+def pool_spec(table: dict[str, Any], *, file: str, where: str, allow_default: bool = False) -> PoolSpec:
+    """One ``[[pool]]`` table -> :class:`PoolSpec`; the one parser of the pool
+    table format, shared by ``legionrm pools`` files and cluster files.
+
+    ``allow_default`` accepts ``default = true`` (cluster files).  Shape errors
+    are ConfigErrors naming file, table and key; the pool rules (limits,
+    reservations, kinds) are the validators' to check when the tree is built.
+    """
+    scalar_keys = set(POOL_KEYS) | ({"default"} if allow_default else set())
     for key, value in table.items():
         if key not in scalar_keys and not isinstance(value, dict):
             raise ConfigError(
@@ -59,7 +74,7 @@ def _pool_config(table: dict[str, Any], *, file: str, where: str) -> tuple[str, 
                 file=file, table=where, key=key,
             )  # fmt: skip
     path = require(table, "path", str, file=file, where=where)
-    specs: list[ResourceSpec] = []
+    specs: list[PoolResourceSpec] = []
     for key, sub in table.items():
         if not isinstance(sub, dict):
             continue
@@ -69,20 +84,65 @@ def _pool_config(table: dict[str, Any], *, file: str, where: str) -> tuple[str, 
         if kind_type.upper() not in ("ELASTIC", "STATIC"):
             raise ConfigError(f"must be ELASTIC or STATIC, not {kind_type!r}", file=file, table=sw, key="type")
         specs.append(
-            ResourceSpec(
+            PoolResourceSpec(
                 kind=key,  # an unknown kind is the validator's to refuse, with its message
                 reservation=expect(sub, "reservation", float, 0.0, file=file, where=sw),
                 limit=expect(sub, "limit", float, 0.0, file=file, where=sw),
                 share=expect(sub, "share", float, 1.0, file=file, where=sw),
-                type=ReservationType(kind_type.upper()),
+                type=kind_type.upper(),
             )
         )
-    config = PoolConfig(
+    return PoolSpec(
+        path=path,
         resources=tuple(specs),
         controller_limit_percent=expect(table, "controller_limit_percent", float, None, file=file, where=where),
         slack_limit_percent=expect(table, "slack_limit_percent", float, None, file=file, where=where),
+        default=expect(table, "default", bool, False, file=file, where=where) if allow_default else False,
     )
-    return path, config
+
+
+def parse_pools(doc: dict[str, Any], *, file: str, allow_default: bool = False) -> tuple[PoolSpec, ...]:
+    """Every ``[[pool]]`` table of a parsed document, in file order (see :func:`pool_spec`).
+
+    With ``allow_default``, more than one pool marked ``default`` is a ConfigError.
+    """
+    out = tuple(
+        pool_spec(t, file=file, where=f"pool[{i}]", allow_default=allow_default)
+        for i, t in enumerate(tables(doc, "pool", file))
+    )
+    marked = [i for i, p in enumerate(out) if p.default]
+    if len(marked) > 1:
+        raise ConfigError(f"only one pool may be the default; pool[{marked[0]}] already is",
+                          file=file, table=f"pool[{marked[1]}]", key="default")  # fmt: skip
+    return out
+
+
+def pool_config(spec: PoolSpec) -> PoolConfig:
+    """The tree's :class:`PoolConfig` for a :class:`PoolSpec`."""
+    return PoolConfig(
+        resources=tuple(
+            ResourceSpec(kind=r.kind, reservation=r.reservation, limit=r.limit, share=r.share, type=ReservationType(r.type))
+            for r in spec.resources
+        ),
+        controller_limit_percent=spec.controller_limit_percent,
+        slack_limit_percent=spec.slack_limit_percent,
+    )
+
+
+def build_tree(specs: Iterable[PoolSpec], capacity: Mapping[str, float], **tree_args: Any) -> ResourcePoolTree:
+    """A :class:`ResourcePoolTree` holding ``specs`` under a root whose
+    reservation and limit are ``capacity`` (pool kinds: cpu, memory MB, disk MB, gpu).
+
+    Pools are created parents first (file order within a depth), each through
+    the validators: the first refusal raises PoolRuleError and nothing is
+    returned.  ``tree_args`` go to the tree (``preemption``, ``dequeue_limit``).
+    """
+    tree = ResourcePoolTree(**tree_args)
+    tree.set_capacity(vec(capacity))  # children of the root are validated against the cluster, as in a running system
+    ordered = sorted(enumerate(specs), key=lambda p: (p[1].path.count("/") if p[1].path != "/" else 0, p[0]))
+    for _, spec in ordered:
+        tree.create(spec.path, pool_config(spec))
+    return tree
 
 
 def _pool_ref(tree: ResourcePoolTree, table: dict[str, Any], *, file: str, where: str, leaf: bool) -> str:
@@ -127,13 +187,7 @@ def run_file(file: str) -> dict[str, Any]:
     check_keys(doc, ("capacity", "slack_capacity", "pool", "demand", "allocation", "gang"), file=file, where="")
     capacity = _capacity(doc, "capacity", file)
     slack_capacity = _capacity(doc, "slack_capacity", file)
-    tree = ResourcePoolTree()
-    tree.set_capacity(vec(capacity))  # children of the root are validated against the cluster, as in a running system
-
-    pools = [(i, *_pool_config(t, file=file, where=f"pool[{i}]")) for i, t in enumerate(tables(doc, "pool", file))]
-    pools.sort(key=lambda p: (p[1].count("/") if p[1] != "/" else 0, p[0]))  # parents first, then file order
-    for _, path, config in pools:
-        tree.create(path, config)
+    tree = build_tree(parse_pools(doc, file=file), capacity)
 
     for i, t in enumerate(tables(doc, "demand", file)):
         w = f"demand[{i}]"

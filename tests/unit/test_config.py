@@ -6,8 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from legionrm.config import load_cluster, parse_cluster
+from legionrm.config import load_cluster, parse_cluster, pool_gate
 from legionrm.errors import ConfigError
+from legionrm.models import Resources
+from legionrm.scheduler.poolgate import RespoolGate
+from legionrm.scheduler.scheduler import OpenGate
 
 
 def test_bundled_cluster_has_a_dozen_varied_hosts_and_two_vaults() -> None:
@@ -38,9 +41,17 @@ def test_count_expands_names() -> None:
         ({"class": [{"name": "C"}, {"name": "C"}]}, "class[1].name: class 'C' is defined twice"),
         ({"collection": {"stale_after": 0}}, "collection.stale_after"),
         ({"hosts": []}, "hosts: unknown key"),
+        ({"pool": [{"path": "/a", "weight": 2}]}, "pool[0].weight: unknown key"),
+        ({"pool": [{"path": "/a", "cpu": {"limit": "x"}}]}, "pool[0].cpu.limit: must be float"),
+        ({"pool": [{"path": "/a", "cpu": {"reservation": 1, "limit": 1}}]}, "pool: /a: resource cpu, limit 1 exceeds parent limit 0"),
+        ({"pool": [{"path": "/a", "default": True}, {"path": "/b", "default": True}]}, "pool[1].default: only one pool"),
+        ({"pool": [{"path": "/a", "default": True}, {"path": "/a/b"}]}, "pool[0].default: the default pool /a has child pools"),
+        ({"pool": [{"path": "/a", "default": "yes"}]}, "pool[0].default: must be bool"),
     ],
     ids=["missing-name", "unknown-key", "zero-count", "bad-attr-type", "negative-capacity", "duplicate-name",
-         "bad-policy", "access-not-list", "serves-not-list", "duplicate-class", "bad-settings", "unknown-table"],
+         "bad-policy", "access-not-list", "serves-not-list", "duplicate-class", "bad-settings", "unknown-table",
+         "pool-unknown-key", "pool-bad-number", "pool-over-cluster-capacity", "two-default-pools", "default-pool-not-leaf",
+         "default-not-bool"],
 )
 def test_bad_cluster_files_name_the_place(doc, where) -> None:
     with pytest.raises(ConfigError) as err:
@@ -55,3 +66,24 @@ def test_missing_and_malformed_files(tmp_path: Path) -> None:
     bad.write_text("[[host]\nname=")
     with pytest.raises(ConfigError, match="bad.toml: not valid TOML"):
         load_cluster(bad)
+
+
+def test_bundled_cluster_pools_fit_its_capacity() -> None:
+    spec = load_cluster()
+    assert spec.capacity() == Resources(cpus=208, memory_gb=1760, gpus=8, storage_gb=24000)
+    assert [p.path for p in spec.pools] == ["/research", "/teaching", "/shared"] and spec.default_pool() == "/shared"
+    gate = pool_gate(spec)
+    assert isinstance(gate, RespoolGate) and gate.default_pool == "/shared"
+    assert gate.capacity == {"cpu": 208, "memory": 1760 * 1024, "disk": 24000 * 1024, "gpu": 8}
+
+
+@pytest.mark.parametrize(
+    "doc, gate_type",
+    [
+        ({"host": [{"name": "a", "attributes": {"cpus": 2}}]}, OpenGate),
+        ({"host": [{"name": "a", "attributes": {"cpus": 2}}], "pool": [{"path": "/x", "cpu": {"limit": 2}}]}, RespoolGate),
+    ],
+    ids=["no-pools-open-gate", "pools-respool-gate"],
+)
+def test_pool_gate_follows_the_cluster_file(doc, gate_type) -> None:
+    assert type(pool_gate(parse_cluster(doc))) is gate_type
