@@ -299,13 +299,33 @@ def cli_up(args: argparse.Namespace) -> int:
     return 0
 
 
-def _stop_head(state: dict[str, Any]) -> None:
+def _stop_head(state: dict[str, Any], grace_s: float = 10.0) -> None:
+    """Stop the Ray head `up` started: its whole process group (the head runs
+    in a session of its own), politely, then by force; its temp dir goes too."""
     pid = state.get("pid")
     if pid:
-        try:
-            os.killpg(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+        for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(pid, sig)
+            except ProcessLookupError:
+                break
+            deadline = time.time() + wait
+            while time.time() < deadline and _group_alive(pid):
+                time.sleep(0.2)
+            if not _group_alive(pid):
+                break
+    if state.get("temp_dir"):
+        shutil.rmtree(state["temp_dir"], ignore_errors=True)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
 
 
 def cli_down(args: argparse.Namespace) -> int:
@@ -343,3 +363,25 @@ def cli_status(args: argparse.Namespace) -> int:
         for n in status["unavailable"]:
             print(f"  unavailable: {n}")
     return 0
+
+
+def cli_submit(args: argparse.Namespace) -> int:
+    """``legionrm submit REQUEST.toml``: scheduleObjects on the running system.
+    Exit 0 when every instance runs, 1 when the request failed (each
+    placement's failure is printed), 2 for a bad file."""
+    from legionrm.request_file import load_request
+
+    request = load_request(args.request)  # checked before touching Ray
+    init_connect()
+    response: SchedulerResponse = call(actor(SCHEDULER).scheduleObjects.remote(request), 300)
+    if args.json:
+        print(response.model_dump_json(indent=2))
+    elif response.ok:
+        print(f"{request.request_id}: {response.message}")
+        for inst in response.instances:
+            print(f"  {inst.instance_id}  {inst.class_name:<10} on {inst.host}" + (f"  vault {inst.vault}" if inst.vault else ""))
+    else:
+        print(f"{request.request_id}: not scheduled ({response.masters} master schedules tried)")
+        for f in response.failures:
+            print(f"  {f.key:<12} {f.resource or '-':<10} {f.stage:<8} {f.code}: {f.reason}")
+    return 0 if response.ok else 1

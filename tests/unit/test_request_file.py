@@ -1,0 +1,40 @@
+"""Request files for `legionrm submit`: what parses, and errors that say where."""
+
+from __future__ import annotations
+
+import pytest
+
+from legionrm.errors import ConfigError
+from legionrm.request_file import load_request, parse_request
+
+IDENT = {"identity": {"user": "alice"}}
+OBJ = {"class_name": "Worker"}
+
+
+def test_the_example_file_parses() -> None:
+    r = load_request("examples/requests/workers.toml")
+    assert r.request_id == "workers-1" and r.identity.user == "alice" and r.pool == "/"
+    assert r.objects[0].count == 2 and r.objects[0].placement == "scatter"
+
+
+def test_a_missing_request_id_is_generated_and_unique() -> None:
+    a, b = (parse_request({**IDENT, "object": [OBJ]}) for _ in range(2))
+    assert a.request_id.startswith("req-") and a.request_id != b.request_id
+
+
+@pytest.mark.parametrize(
+    "doc, where",
+    [
+        pytest.param({"object": [OBJ]}, "identity", id="no-identity"),
+        pytest.param({**IDENT, "object": [OBJ], "colour": 1}, "colour", id="unknown-top-key"),
+        pytest.param({**IDENT, "object": [OBJ, {**OBJ, "count": 0}]}, "object[1].count", id="count-zero"),
+        pytest.param({**IDENT, "object": [{**OBJ, "cpu": 2}]}, "object[0]", id="misspelt-key"),
+        pytest.param({**IDENT, "object": [{**OBJ, "placement": "spread"}]}, "object[0].placement", id="bad-placement"),
+        pytest.param({**IDENT, "object": [{**OBJ, "constraint": "$cpus >>= 2"}]}, "object[0].constraint", id="bad-mil"),
+        pytest.param({**IDENT}, "asks for nothing", id="empty"),
+    ],
+)
+def test_bad_files_name_the_place(doc, where) -> None:
+    with pytest.raises(ConfigError) as exc:
+        parse_request(doc, file="r.toml")
+    assert "r.toml" in str(exc.value) and where in str(exc.value)
