@@ -234,6 +234,16 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
     return system
 
 
+def connect(address: str = "auto") -> System:
+    """The system `legionrm up` started (or the one at ``address``), by its
+    actors' names: a :class:`System` to call ``schedule`` / ``query`` on.
+    Raises SystemNotRunningError when there is none."""
+    init_connect(address)
+    source = json.loads(STATE_FILE.read_text()).get("cluster") if STATE_FILE.exists() else None
+    return System(spec=load_cluster(source), collection=actor(COLLECTION), scheduler=actor(SCHEDULER),
+                  enactor=actor(ENACTOR), detached=True)
+
+
 class RemoteBackend:
     """The query tools' view of a running Collection actor."""
 

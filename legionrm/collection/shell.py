@@ -80,7 +80,10 @@ def result_json(result: QueryResult) -> str:
     )
 
 
-def result_table(result: QueryResult) -> Table:
+def result_table(result: QueryResult) -> Table | str:
+    """A rich table of the matches (a plain line when nothing matches)."""
+    if not result.records:
+        return f"0 of {result.considered} resources match  ({result.elapsed_ms:.2f} ms)"
     attrs = {k for r in result.records for k in r.attributes} - {"name"}
     cols = [c for c in _PREFERRED if c in attrs] + sorted(attrs - set(_PREFERRED))
     cols = cols[:_MAX_COLUMNS]
@@ -187,7 +190,7 @@ class ShellSession:
         rec = self.backend.record(name)
         lines = [f"{name}: {'MATCHES' if query.matches(rec.attributes) else 'does not match'}  {expr}"]
         for clause in query.explain(rec.attributes):
-            lines.append(str(clause))
+            lines.append(clause.render())
         if not rec.available:
             lines.append(f"note: {name} is unavailable (varied off or heartbeats stopped) and is left out of queries")
         if self.caller is not None:

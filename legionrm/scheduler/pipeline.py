@@ -167,6 +167,19 @@ class PlacementRanker:
         return hosts.free_cpus if ctx.request.placement == "pack" else -hosts.free_cpus
 
 
+class ScarceRanker:
+    """Hosts with GPUs last for work that needs none, so the accelerators stay
+    free for the work that does (a CPU job on a GPU host can block a GPU job
+    for its whole walltime)."""
+
+    name = "scarce"
+
+    def key(self, ctx: PlanContext, hosts: HostTable) -> np.ndarray:
+        if ctx.request.gpus > 0:
+            return np.zeros(len(hosts))
+        return (hosts.gpus > 0).astype(float)
+
+
 class RiskRanker:
     """Hosts likely to veto (owner policies, high load) last."""
 
@@ -190,11 +203,11 @@ class LoadRanker:
 DEFAULT_FILTERS: tuple[HostFilter, ...] = (
     ClassHostListFilter(), TotalCapacityFilter(), FreeCapacityFilter(), CalendarFilter()
 )
-# Rankers in priority order: the placement policy first (it is what the user
-# asked for), then the risk of a veto (a veto costs a negotiation round, and
+# Rankers in priority order: scarce hosts (GPUs the work does not need) last,
+# then the placement policy (it is what the user asked for), then the risk of a veto (a veto costs a negotiation round, and
 # the planner's delta schedules cover the riskiest mappings first), then load;
 # the host name breaks ties.
-DEFAULT_RANKERS: tuple[HostRanker, ...] = (PlacementRanker(), RiskRanker(), LoadRanker())
+DEFAULT_RANKERS: tuple[HostRanker, ...] = (ScarceRanker(), PlacementRanker(), RiskRanker(), LoadRanker())
 
 
 @dataclass
