@@ -32,7 +32,7 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # see notes/ray-on-a-small-m
 import ray  # noqa: E402
 
 from legionrm.collection.actor import CollectionActor  # noqa: E402
-from legionrm.config import host_groups, load_cluster  # noqa: E402
+from legionrm.config import host_groups, load_cluster, pool_gate  # noqa: E402
 from legionrm.enactor.actor import EnactorActor  # noqa: E402
 from legionrm.errors import SystemNotRunningError  # noqa: E402
 from legionrm.hostobj.actor import spawn_class, spawn_host_group, spawn_ray_node_host, spawn_vault  # noqa: E402
@@ -228,7 +228,8 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
     )
     sched_opts = dict(name=SCHEDULER, namespace=NAMESPACE, **({"lifetime": "detached"} if detached else {}))
     system.scheduler = SchedulerActor.options(**sched_opts).remote(
-        coll, system.enactor, list(spec.classes), cluster=spec, carriers=carriers, class_actors=system.classes)
+        coll, system.enactor, list(spec.classes), pools=pool_gate(spec), cluster=spec, carriers=carriers,
+        class_actors=system.classes)
     # wait until every resource has joined, so the first query sees them all
     call([h.ping.remote() for h in system.handles()])
     return system

@@ -90,3 +90,11 @@ def test_instances_run_on_the_reserved_ray_nodes(system, ray_nodes) -> None:
         actor = ray.get_actor(instance_actor_name(inst.instance_id), namespace=NAMESPACE)
         assert ray.get(actor.where.remote(), timeout=30)["node_id"] == expected[inst.host]
 
+
+
+def test_a_pool_refuses_what_is_over_its_limit(system) -> None:
+    r = system.schedule(SchedulingRequest(
+        request_id="ray-pool", identity=Identity(user="carol"), pool="/teaching",
+        objects=(ObjectRequest(class_name="Worker", count=9, cpus=16, placement="scatter"),),
+    ))
+    assert not r.ok and r.failures[0].stage == "plan" and r.failures[0].resource == "respool:/teaching"
