@@ -129,9 +129,7 @@ def _veto_and_delta(console: Console, system: Any) -> bool:
 
 def _ray_instances(console: Console, system: Any, call: Any, nodes: dict[str, str]) -> bool:
     console.rule("3. instances as Ray actors on the reserved nodes")
-    import ray
-
-    from legionrm.hostobj.ray_node import NAMESPACE, instance_actor_name
+    from legionrm.system import instance_actor
 
     r = system.schedule(SchedulingRequest(
         request_id="demo-echo", identity=Identity(user="bob"),
@@ -140,7 +138,7 @@ def _ray_instances(console: Console, system: Any, call: Any, nodes: dict[str, st
     _instances(console, r)
     good = r.ok
     for inst in r.instances:
-        answer = call(ray.get_actor(instance_actor_name(inst.instance_id), namespace=NAMESPACE).where.remote(), 30)
+        answer = call(instance_actor(inst.instance_id).where.remote(), 30)
         expected = nodes[RAY_HOSTS[inst.host]]
         same = answer["node_id"] == expected
         good &= same

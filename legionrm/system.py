@@ -111,6 +111,13 @@ def local_cluster(workers: tuple[str, ...] = ("node_a", "node_b"), head_cpus: in
             os.environ["RAY_TMPDIR"] = old_tmp
 
 
+def instance_actor(instance_id: str) -> Any:
+    """The Ray actor running an instance on a host bound to a Ray node."""
+    from legionrm.hostobj.ray_node import NAMESPACE as INSTANCES, instance_actor_name
+
+    return ray.get_actor(instance_actor_name(instance_id), namespace=INSTANCES)
+
+
 def node_ids(labels: tuple[str, ...] = ("head", "node_a", "node_b")) -> dict[str, str]:
     """Live Ray node ids by the custom resource each advertises."""
     out: dict[str, str] = {}

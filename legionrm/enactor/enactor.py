@@ -51,9 +51,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Literal, Sequence
 
 from legionrm.enactor.gateway import DEAD, CreateItem, ResourceGateway
+from legionrm.enactor.mapping import Slot, apply_delta, delta_wave, plan_failure, slot_spec, slots_of
 from legionrm.errors import EnactmentError, LegionError
 from legionrm.models import (
-    DeltaSchedule,
     EnactRequest,
     EnactResult,
     InstanceRef,
@@ -70,8 +70,6 @@ from legionrm.models import (
 
 log = logging.getLogger(__name__)
 
-Kind = Literal["host", "vault"]
-Slot = tuple[str, Kind]  # (placement key, which reservation)
 Approver = Callable[[ScheduleProposal], "bool | Refusal"]
 
 
@@ -98,32 +96,6 @@ class _Run:
     n_released: int = 0
     thrash: int = 0
     started: list[InstanceRef] = field(default_factory=list)
-
-
-def _spec(p: Placement, kind: Kind) -> tuple | None:
-    """What a slot's reservation must be made for (None: the slot is not needed).
-
-    A host reservation is for (host, resources, vault): as in Legion, a host
-    reserves for a host-vault pair and checks the pairing when it grants, so
-    a delta that changes only the vault must re-reserve the host too (and
-    that counts as thrash).  A vault reservation is for (vault, resources).
-    """
-    if kind == "host":
-        return (p.host, p.resources, p.vault)
-    if p.vault is None:
-        return None
-    return (p.vault, p.resources)
-
-
-def _slots(mapping: dict[str, Placement], keys) -> list[tuple[Slot, tuple]]:
-    out = []
-    for k in keys:
-        p = mapping[k]
-        for kind in ("host", "vault"):
-            s = _spec(p, kind)  # type: ignore[arg-type]
-            if s is not None:
-                out.append(((k, kind), s))
-    return out
 
 
 class Enactor:
@@ -238,16 +210,16 @@ class Enactor:
                 failing = self._reconcile(run, mapping, list(mapping), failures)
                 if not failing:
                     break
-            wave = _wave(master.deltas, used, failing.keys())
+            wave = delta_wave(master.deltas, used, failing.keys())
             if not wave:
                 break
             target, good = mapping, []
             for di, delta in wave:
                 used.add(di)
                 tried += 1
-                applied = _apply(target, delta)
+                applied = apply_delta(target, delta)
                 if applied is None:
-                    failures.append(_plan_failure(delta))
+                    failures.append(plan_failure(delta))
                     continue
                 target = applied
                 good.append(delta)
@@ -260,7 +232,7 @@ class Enactor:
             new_fail = self._reconcile(run, target, ask, failures)
             for delta in good:
                 if not (new_fail.keys() & delta.keys):
-                    mapping = _apply(mapping, delta)  # adopted: part of the current mapping now
+                    mapping = apply_delta(mapping, delta)  # adopted: part of the current mapping now
                     failing = {k: v for k, v in failing.items() if k not in delta.keys}
             failing.update({k: v for k, v in new_fail.items() if k not in keys})
         return (not failing, mapping, failures, tried, used)
@@ -281,12 +253,12 @@ class Enactor:
         conflict = [
             s
             for s, h in run.held.items()
-            if s[0] not in target or _spec(target[s[0]], s[1]) != h.spec
+            if s[0] not in target or slot_spec(target[s[0]], s[1]) != h.spec
         ]
         self._release(run, conflict)
         for _round in range(self.max_renewals + 1):
             self._drop_expired(run)
-            wanted = _slots(target, ask)
+            wanted = slots_of(target, ask)
             missing = [(s, sp) for s, sp in wanted if s not in run.held]
             if not missing:
                 return {}
@@ -296,7 +268,7 @@ class Enactor:
         # still expiring after every renewal round: fail those mappings
         self._drop_expired(run)
         failing: dict[str, list[PlacementFailure]] = {}
-        for (k, kind), sp in _slots(target, ask):
+        for (k, kind), sp in slots_of(target, ask):
             if (k, kind) not in run.held:
                 f = PlacementFailure(
                     key=k, resource=sp[0], code="token.expired", reason="token expired again after renewal"
@@ -415,9 +387,9 @@ class Enactor:
                     continue
                 used.add(di)
                 tried += 1
-                target = _apply(mapping, delta)
+                target = apply_delta(mapping, delta)
                 if target is None:
-                    failures.append(_plan_failure(delta))
+                    failures.append(plan_failure(delta))
                     continue
                 new_fail = self._reconcile(run, target, [k for k in target if k in delta.keys], failures)
                 if new_fail:
@@ -529,56 +501,3 @@ class Enactor:
             thrash=run.thrash,
             instances=tuple(run.started),
         )
-
-
-def _wave(deltas: Sequence[DeltaSchedule], used: set[int], failing) -> list[tuple[int, DeltaSchedule]]:
-    """The deltas to try in the next reservation round, in delta order.
-
-    The first unused delta that replaces a failing mapping is always in.
-    When it only replaces failing mappings (a pure repair: nothing to
-    release), every further pure repair on other keys joins the same round,
-    up to the first delta that would release something: such repairs are
-    independent, so trying them together gives each key the outcome the
-    one-by-one order would, in one parallel round instead of many.  A delta
-    that releases reservations is always tried alone.
-    """
-    failing = set(failing)
-    wave: list[tuple[int, DeltaSchedule]] = []
-    keys: set[str] = set()
-    for di, d in enumerate(deltas):
-        if di in used or not (d.keys & failing):
-            continue
-        pure = d.keys <= failing
-        if not wave:
-            wave.append((di, d))
-            keys |= d.keys
-            if not pure:
-                break
-        elif not pure:
-            break
-        elif not (d.keys & keys):
-            wave.append((di, d))
-            keys |= d.keys
-    return wave
-
-
-def _apply(mapping: dict[str, Placement], delta: DeltaSchedule) -> dict[str, Placement] | None:
-    """The mapping with the delta's placements substituted (order kept);
-    None when the delta names a key the schedule does not have."""
-    if not delta.keys <= mapping.keys():
-        return None
-    new = dict(mapping)
-    for p in delta.placements:
-        new[p.key] = p
-    return new
-
-
-def _plan_failure(delta: DeltaSchedule) -> PlacementFailure:
-    extra = sorted(delta.keys)
-    return PlacementFailure(
-        key=",".join(extra),
-        resource="",
-        code="delta.unknown_key",
-        reason=f"delta schedule replaces keys the master does not have: {extra}",
-        stage="plan",
-    )

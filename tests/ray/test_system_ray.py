@@ -75,9 +75,7 @@ def test_veto_then_delta_on_ray(system) -> None:
 
 
 def test_instances_run_on_the_reserved_ray_nodes(system, ray_nodes) -> None:
-    import ray
-
-    from legionrm.hostobj.ray_node import NAMESPACE, instance_actor_name
+    from legionrm.system import call, instance_actor
 
     r = system.schedule(SchedulingRequest(
         request_id="ray-2", identity=Identity(user="bob"),
@@ -87,8 +85,7 @@ def test_instances_run_on_the_reserved_ray_nodes(system, ray_nodes) -> None:
     expected = {"ray-a": ray_nodes["node_a"], "ray-b": ray_nodes["node_b"]}
     assert sorted(i.host for i in r.instances) == ["ray-a", "ray-b"]
     for inst in r.instances:
-        actor = ray.get_actor(instance_actor_name(inst.instance_id), namespace=NAMESPACE)
-        assert ray.get(actor.where.remote(), timeout=30)["node_id"] == expected[inst.host]
+        assert call(instance_actor(inst.instance_id).where.remote(), 30)["node_id"] == expected[inst.host]
 
 
 

@@ -1,0 +1,93 @@
+"""Schedule arithmetic for the Enactor: which reservations (slots) a mapping
+needs, what each must be made for, and which delta schedules to try together.
+
+Pure functions over the pydantic schedule models; no state, no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Sequence
+
+from legionrm.models import DeltaSchedule, Placement, PlacementFailure
+
+Kind = Literal["host", "vault"]
+Slot = tuple[str, Kind]  # (placement key, which reservation)
+
+
+def slot_spec(p: Placement, kind: Kind) -> tuple | None:
+    """What a slot's reservation must be made for (None: the slot is not needed).
+
+    A host reservation is for (host, resources, vault): as in Legion, a host
+    reserves for a host-vault pair and checks the pairing when it grants, so
+    a delta that changes only the vault must re-reserve the host too (and
+    that counts as thrash).  A vault reservation is for (vault, resources).
+    """
+    if kind == "host":
+        return (p.host, p.resources, p.vault)
+    if p.vault is None:
+        return None
+    return (p.vault, p.resources)
+
+
+def slots_of(mapping: dict[str, Placement], keys) -> list[tuple[Slot, tuple]]:
+    out = []
+    for k in keys:
+        p = mapping[k]
+        for kind in ("host", "vault"):
+            s = slot_spec(p, kind)  # type: ignore[arg-type]
+            if s is not None:
+                out.append(((k, kind), s))
+    return out
+
+
+def delta_wave(deltas: Sequence[DeltaSchedule], used: set[int], failing) -> list[tuple[int, DeltaSchedule]]:
+    """The deltas to try in the next reservation round, in delta order.
+
+    The first unused delta that replaces a failing mapping is always in.
+    When it only replaces failing mappings (a pure repair: nothing to
+    release), every further pure repair on other keys joins the same round,
+    up to the first delta that would release something: such repairs are
+    independent, so trying them together gives each key the outcome the
+    one-by-one order would, in one parallel round instead of many.  A delta
+    that releases reservations is always tried alone.
+    """
+    failing = set(failing)
+    wave: list[tuple[int, DeltaSchedule]] = []
+    keys: set[str] = set()
+    for di, d in enumerate(deltas):
+        if di in used or not (d.keys & failing):
+            continue
+        pure = d.keys <= failing
+        if not wave:
+            wave.append((di, d))
+            keys |= d.keys
+            if not pure:
+                break
+        elif not pure:
+            break
+        elif not (d.keys & keys):
+            wave.append((di, d))
+            keys |= d.keys
+    return wave
+
+
+def apply_delta(mapping: dict[str, Placement], delta: DeltaSchedule) -> dict[str, Placement] | None:
+    """The mapping with the delta's placements substituted (order kept);
+    None when the delta names a key the schedule does not have."""
+    if not delta.keys <= mapping.keys():
+        return None
+    new = dict(mapping)
+    for p in delta.placements:
+        new[p.key] = p
+    return new
+
+
+def plan_failure(delta: DeltaSchedule) -> PlacementFailure:
+    extra = sorted(delta.keys)
+    return PlacementFailure(
+        key=",".join(extra),
+        resource="",
+        code="delta.unknown_key",
+        reason=f"delta schedule replaces keys the master does not have: {extra}",
+        stage="plan",
+    )
