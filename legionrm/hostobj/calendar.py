@@ -135,13 +135,19 @@ class Calendar:
 
     def peak(self, start: float, end: float | None) -> np.ndarray:
         """Per-dimension maximum usage over ``[start, end)``."""
+        if not self._bookings:
+            return np.zeros_like(self.capacity)
+        return self._usage_points(start, end).max(axis=0)
+
+    def _usage_points(self, start: float, end: float | None) -> np.ndarray:
+        """Usage at ``start`` (row 0) and at every booking start inside the
+        window (usage only rises at a start, so these rows hold the peak)."""
         stop = math.inf if end is None else float(end)
         starts, ends, amounts = self._arrays()
         inside = starts[(starts > start) & (starts < stop)]
         points = np.concatenate(([float(start)], inside))
         live = (starts[None, :] <= points[:, None]) & (points[:, None] < ends[None, :])
-        usage = live.astype(float) @ amounts  # points x dims
-        return usage.max(axis=0) if len(usage) else np.zeros_like(self.capacity)
+        return live.astype(float) @ amounts  # points x dims
 
     def check(self, amount: Sequence[float] | np.ndarray, start: float, end: float | None) -> Check:
         """Would ``amount`` fit over ``[start, end)``?
@@ -154,9 +160,12 @@ class Calendar:
         cap = self.capacity + _EPS
         if (vec > cap).any():
             return "total"
-        if (self.usage_at(start) + vec > cap).any():
+        if not self._bookings:  # the common case on an idle host: nothing to collide with
+            return "ok"
+        usage = self._usage_points(start, end) + vec
+        if (usage[0] > cap).any():
             return "capacity"
-        if (self.peak(start, end) + vec > cap).any():
+        if (usage > cap).any():
             return "calendar"
         return "ok"
 
