@@ -576,3 +576,15 @@ class CycleReport(Frozen):
     hosts: dict[str, str] = Field(default_factory=dict)
     needy: tuple[str, ...] = ()
     elapsed_ms: float = 0.0
+
+
+class SchedulerStatus(Frozen):
+    """What ``legionrm status`` shows of a Scheduler: the instances it started
+    (``hosts``: host -> count), the elastic jobs after its last cycle, and its
+    resource pools' entitlement and allocation (Peloton units: memory and disk in MB)."""
+
+    instances: int = 0
+    hosts: dict[str, int] = Field(default_factory=dict)
+    last_cycle: int = 0
+    elastic: dict[str, ElasticJobStatus] = Field(default_factory=dict)
+    pools: dict[str, dict[str, Any]] = Field(default_factory=dict)

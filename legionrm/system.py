@@ -43,6 +43,7 @@ from legionrm.models import (  # noqa: E402
     QueryResult,
     ResourceRecord,
     SchedulerResponse,
+    SchedulerStatus,
     SchedulingRequest,
 )
 from legionrm.scheduler.actor import SchedulerActor  # noqa: E402
@@ -369,17 +370,30 @@ def cli_down(args: argparse.Namespace) -> int:
 
 
 def cli_status(args: argparse.Namespace) -> int:
+    """``legionrm status``: resources, the Scheduler's instances, elastic jobs and pools."""
     init_connect()
     snap = call(actor(COLLECTION).snapshot.remote())
     names = snap.resource_names()
     avail = [n for n in names if snap.is_available(n)]
-    status = {"resources": len(names), "available": len(avail), "unavailable": sorted(set(names) - set(avail))}
+    sched: SchedulerStatus = call(actor(SCHEDULER).status.remote())
+    status = {"resources": len(names), "available": len(avail), "unavailable": sorted(set(names) - set(avail)),
+              "scheduler": sched.model_dump(mode="json")}
     if args.json:
         print(json.dumps(status, indent=2))
-    else:
-        print(f"{status['resources']} resources, {status['available']} available")
-        for n in status["unavailable"]:
-            print(f"  unavailable: {n}")
+        return 0
+    print(f"{status['resources']} resources, {status['available']} available")
+    for n in status["unavailable"]:
+        print(f"  unavailable: {n}")
+    print(f"{sched.instances} instances started by scheduleObjects"
+          + (": " + ", ".join(f"{h} {c}" for h, c in sorted(sched.hosts.items())) if sched.hosts else ""))
+    if sched.elastic:
+        print(f"elastic jobs after cycle {sched.last_cycle}:")
+        for jid, j in sorted(sched.elastic.items()):
+            print(f"  {jid:<16} {j.user:<10} {j.processes}/{j.target} processes of {j.memory_gb:g} GB")
+    for path, p in sorted(sched.pools.items()):
+        alloc, ent = p.get("allocation", {}), p.get("entitlement", {})
+        print(f"pool {path:<12} cpu {alloc.get('cpu', 0):g}/{ent.get('cpu', 0):.4g} entitled, "
+              f"memory {alloc.get('memory', 0) / 1024:g}/{ent.get('memory', 0) / 1024:.4g} GB")
     return 0
 
 

@@ -26,6 +26,7 @@ from legionrm.models import (
     Identity,
     ObjectRequest,
     ScheduleProposal,
+    SchedulerStatus,
     SchedulerResponse,
     ScheduleSuite,
     SchedulingRequest,
@@ -135,6 +136,20 @@ class SchedulerActor:
 
     def instances(self) -> list:
         return list(self.core.instances.values())
+
+    def status(self) -> SchedulerStatus:
+        """A summary for operators (``legionrm status``); read-only."""
+        hosts: dict[str, int] = {}
+        for inst in list(self.core.instances.values()):
+            hosts[inst.host] = hosts.get(inst.host, 0) + 1
+        last = self.cycle.last_report
+        report = getattr(self.core.pools, "report", None)
+        return SchedulerStatus(
+            instances=sum(hosts.values()), hosts=hosts, last_cycle=last.cycle if last else 0,
+            elastic={k: j.model_copy(update={"instances": ()}) for k, j in (last.jobs if last else {}).items()},
+            pools={path: {k: v for k, v in entry.items() if k in ("entitlement", "allocation")}
+                   for path, entry in (report() if report else {}).items()},
+        )
 
     # --- the elastic cycle ------------------------------------------------------------------
 

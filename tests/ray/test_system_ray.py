@@ -95,3 +95,12 @@ def test_a_pool_refuses_what_is_over_its_limit(system) -> None:
         objects=(ObjectRequest(class_name="Worker", count=9, cpus=16, placement="scatter"),),
     ))
     assert not r.ok and r.failures[0].stage == "plan" and r.failures[0].resource == "respool:/teaching"
+
+
+def test_status_counts_instances_and_pool_allocation(system) -> None:
+    from legionrm.system import call
+
+    st = call(system.scheduler.status.remote())
+    assert st.instances == sum(st.hosts.values()) >= 4  # the Workers and the Echos of the tests above
+    assert st.pools["/shared"]["allocation"]["cpu"] >= 24  # alice's two 12-cpu Workers, in the default pool
+    assert st.pools["/teaching"]["allocation"]["cpu"] == 0  # the refused request left nothing charged
