@@ -133,8 +133,11 @@ def _take_from_the_rich(ctx: "CycleContext", nj: Job, needed: int, donors: list[
     for j in donors:
         wealth[j.user] = wealth.get(j.user, 0) + j.current() * j.order
     reserve = rc.policy is Policy.RESERVE
+    # Fair-share work may squat, so its subtree is fair game; non-preemptable
+    # work never leaves its own pool, so only that pool's machines help it.
+    machines = pool.all_machines() if rc.preemptable else pool.machines.values()
     eligible = []
-    for m in pool.all_machines():
+    for m in machines:
         if not m.schedulable or m.order < order or (reserve and m.order != order):
             continue
         forceable = [s for s in m.shares.values() if _forceable(s) and s.job in donor_ids]

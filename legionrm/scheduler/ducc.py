@@ -81,8 +81,10 @@ class CycleContext:
         return s
 
     def reassign_share(self, s: Share, owner: Job, to: Job) -> None:
+        """Hand a pending share to ``to``; it takes ``to``'s preemptability with it."""
         del owner.shares[s.id]
         s.job = to.id
+        s.fixed = not self.classes.classes[to.cls].preemptable
         to.shares[s.id] = s
 
     def cancel_share(self, s: Share, owner: Job) -> None:

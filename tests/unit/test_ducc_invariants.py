@@ -87,3 +87,21 @@ def test_equal_users_within_one_process(machines, nusers, order):
     assert sum(counts) * order <= sum(m.order for m in core.machines.values())
     got = [r.jobs[f"j{u}"].processes for u in range(nusers)]
     assert got == counts  # nothing was fragmented on a fresh cluster with one order
+
+
+def test_defrag_never_moves_non_preemptable_work_out_of_its_pool():
+    """Regression (found by the invariant above): a FIXED job made needy took a
+    pending fair-share share in a subpool by reassignment, and kept it as a
+    preemptable share.  Non-preemptable work takes only from its own pool."""
+    spec = {
+        "machines": [(5, "all"), (16, "sub")],
+        "jobs": [("u1", "low", 1, 0, False)] * 7
+        + [("u1", "low", 4, 2, False), ("u1", "subc", 1, 1, False), ("u1", "fixed", 4, 3, True)],
+    }
+    core = build(spec)
+    core.run_cycle()
+    fixed = core.jobs["j9"]
+    assert fixed.shares, "the fixed job still gets its own pool's machine"
+    for s in fixed.shares.values():
+        assert core.machines[s.machine].nodepool == "all"
+        assert s.fixed
