@@ -8,14 +8,19 @@ resource whose heartbeats stop for ``stale_after`` intervals is unavailable and
 left out of answers unless asked for; ``vary_off`` takes one out by hand.
 
 Bookkeeping lives in the columnar store beside the exported attributes, under
-reserved names that start with ``_`` (an owner cannot export those), so that
-availability and access are filtered with the same vectorised MIL engine as
-the user's query, with no per-host Python loop:
+reserved names that start with ``@`` (an owner cannot export those, and no MIL
+``$identifier`` can name them, so a query never sees them; every name MIL can
+write, ``$_private`` included, is the owner's), so that availability and
+access are filtered with vectorised numpy over the same snapshot as the
+user's query, with no per-host Python loop:
 
-- ``_access``: an integer id of the resource's :class:`AccessPolicy` (few
+- ``@access``: an integer id of the resource's :class:`AccessPolicy` (few
   distinct policies exist, so access is decided once per policy, not per host)
-- ``_heartbeat``: the time of the last heartbeat
-- ``_off``: varied off by an operator
+- ``@heartbeat``: the time of the last heartbeat (or sub-collection poll)
+- ``@expires``: the time after which the resource is stale: the last heartbeat
+  plus ``stale_after`` heartbeat intervals, or, for a resource served from a
+  sub-collection, the last successful poll plus ``stale_after`` poll intervals
+- ``@off``: varied off by an operator (or unavailable at its sub-collection)
 
 Every resource also exports ``name``, ``kind`` and ``nodepool`` (unless it sets
 them itself) so ``$name == "batch1"`` works.
@@ -39,15 +44,18 @@ from legionrm.mil import compile_query
 from legionrm.mil import values as V
 from legionrm.models import AccessPolicy, AttrValue, Identity, QueryResult, ResourceRecord
 
-RESERVED_PREFIX = "_"
-_ACCESS, _HEARTBEAT, _OFF = "_access", "_heartbeat", "_off"
+Caller = Identity | str | None
+"""Who asks: an Identity, a bare user name, or None for nobody in particular."""
+
+RESERVED_PREFIX = "@"
+_ACCESS, _HEARTBEAT, _EXPIRES, _OFF = "@access", "@heartbeat", "@expires", "@off"
 
 
 class CollectionSource(Protocol):
     """Anything a Collection can poll as a sub-collection (a Collection, or an
     adapter over a remote Collection actor)."""
 
-    def query(self, text: str, caller: Identity | None = None, include_unavailable: bool = False) -> QueryResult: ...
+    def query(self, text: str, caller: Caller = None, include_unavailable: bool = False) -> QueryResult: ...
 
 
 @dataclass
@@ -70,39 +78,39 @@ class CollectionSnapshot:
         records: Mapping[str, ResourceRecord],
         policies: tuple[AccessPolicy, ...],
         now: float,
-        stale_before: float,
     ) -> None:
         self.table = table
         self._records = records
         self._policies = policies
         self.now = now
-        self._stale_before = stale_before
         self._alive_mask: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self._records)
 
-    def mask(self, text: str, caller: Identity | None = None, include_unavailable: bool = False) -> np.ndarray:
+    def mask(self, text: str, caller: Caller = None, include_unavailable: bool = False) -> np.ndarray:
         """A bool per row of ``self.table``: the resource matches ``text``, is
-        available (unless ``include_unavailable``) and accepts ``caller``.
+        available (unless ``include_unavailable``) and accepts ``caller`` (a
+        bare string is the user name of an Identity without a class).
         Raises MILError on a bad query."""
         mask = compile_query(text).mask(self.table)
         if not include_unavailable:
             mask = mask & self._alive()
         if caller is not None:
-            ok = np.array([p.accepts(caller) for p in self._policies] or [False], dtype=bool)
+            who = Identity(user=caller) if isinstance(caller, str) else caller
+            ok = np.array([p.accepts(who) for p in self._policies] or [False], dtype=bool)
             ids = self.numeric(_ACCESS, None, -1.0).astype(np.int64)
             mask = mask & (ids >= 0) & ok[np.clip(ids, 0, len(ok) - 1)]
         return mask
 
     def _alive(self) -> np.ndarray:
         if self._alive_mask is None:
-            beat = self.numeric(_HEARTBEAT, None, -np.inf)
+            expires = self.numeric(_EXPIRES, None, -np.inf)
             off = self.numeric(_OFF, None, 0.0) != 0
-            self._alive_mask = (beat >= self._stale_before) & ~off
+            self._alive_mask = (expires >= self.now) & ~off
         return self._alive_mask
 
-    def rows(self, text: str = "true", caller: Identity | None = None, include_unavailable: bool = False) -> np.ndarray:
+    def rows(self, text: str = "true", caller: Caller = None, include_unavailable: bool = False) -> np.ndarray:
         """Row indices of matching resources, in name order."""
         rows = np.flatnonzero(self.mask(text, caller, include_unavailable))
         return rows[np.argsort(self.table.names[rows], kind="stable")]
@@ -121,11 +129,11 @@ class CollectionSnapshot:
                     out[sel] = np.broadcast_to(arr, (n,))[sel]
         return out if rows is None else out[rows]
 
-    def names(self, text: str = "true", caller: Identity | None = None, include_unavailable: bool = False) -> list[str]:
+    def names(self, text: str = "true", caller: Caller = None, include_unavailable: bool = False) -> list[str]:
         """Names of matching resources, sorted.  Raises MILError on a bad query."""
         return [str(n) for n in self.table.names[self.rows(text, caller, include_unavailable)]]
 
-    def query(self, text: str, caller: Identity | None = None, include_unavailable: bool = False) -> QueryResult:
+    def query(self, text: str, caller: Caller = None, include_unavailable: bool = False) -> QueryResult:
         """The records matching ``text`` (sorted by name).  Raises MILError."""
         t0 = time.perf_counter()
         names = self.names(text, caller, include_unavailable)
@@ -146,7 +154,7 @@ class CollectionSnapshot:
     def is_available(self, name: str) -> bool:
         rec = self._records[name]
         attrs = rec.attributes
-        return not attrs.get(_OFF, False) and float(attrs.get(_HEARTBEAT, 0.0)) >= self._stale_before
+        return not attrs.get(_OFF, False) and float(attrs.get(_EXPIRES, -np.inf)) >= self.now
 
     def attribute_names(self) -> list[str]:
         """Attributes some resource exports (reserved ones left out)."""
@@ -176,6 +184,8 @@ class Collection:
         self.name = name
         self.heartbeat_interval_s = heartbeat_interval_s
         self.stale_after = stale_after
+        self.stale_window_s = stale_after * heartbeat_interval_s
+        """A resource silent for longer than this is unavailable."""
         self._clock = clock
         self._store = AttributeStore()
         # name -> record with its public attributes plus the reserved bookkeeping ones
@@ -190,28 +200,22 @@ class Collection:
     def join(self, record: ResourceRecord) -> None:
         """A resource joins (or re-joins, replacing what was known).  Idempotent.
 
-        Raises CollectionError for an attribute name in the reserved ``_`` space.
+        Raises CollectionError for an attribute name in the reserved ``@`` space.
         """
-        _check_public(record.name, record.attributes)
-        with self._lock:
-            attrs: dict[str, AttrValue] = {"name": record.name, "kind": record.kind}
-            if record.nodepool is not None:
-                attrs["nodepool"] = record.nodepool
-            attrs.update(record.attributes)
-            attrs[_ACCESS] = self._policy_id(record.access)
-            attrs[_HEARTBEAT] = float(self._clock())
-            attrs[_OFF] = not record.available
-            self._put(record.model_copy(update={"attributes": attrs, "available": True}), replace=True)
+        self._join(record, self.stale_window_s)
 
-    def update(self, name: str, attrs: Mapping[str, AttrValue] | None = None) -> None:
-        """A heartbeat: merge ``attrs`` (partial; may be empty) and mark the
-        resource alive now.  Raises UnknownResourceError if it never joined."""
+    def update(self, name: str, attrs: Mapping[str, AttrValue | None] | None = None) -> None:
+        """A heartbeat: merge ``attrs`` (partial; may be empty; a value of None
+        withdraws that attribute) and mark the resource alive now.  Raises
+        UnknownResourceError if it never joined."""
         attrs = dict(attrs or {})
         _check_public(name, attrs)
         with self._lock:
             rec = self._get(name)
-            merged = {**rec.attributes, **attrs, _HEARTBEAT: float(self._clock())}
-            self._put(rec.model_copy(update={"attributes": merged}), changed={**attrs, _HEARTBEAT: merged[_HEARTBEAT]})
+            now = float(self._clock())
+            beat = {_HEARTBEAT: now, _EXPIRES: now + self.stale_window_s}
+            merged = {k: v for k, v in {**rec.attributes, **attrs}.items() if v is not None} | beat
+            self._put(rec.model_copy(update={"attributes": merged}), changed={**attrs, **beat})
 
     def leave(self, name: str) -> bool:
         """A resource leaves.  Idempotent: returns False if it was not there."""
@@ -234,16 +238,11 @@ class Collection:
     def snapshot(self) -> CollectionSnapshot:
         """An immutable view for one decision (cheap: the store is copy-on-write)."""
         with self._lock:
-            now = float(self._clock())
             return CollectionSnapshot(
-                self._store.snapshot(),
-                dict(self._records),
-                tuple(self._policies),
-                now,
-                now - self.stale_after * self.heartbeat_interval_s,
+                self._store.snapshot(), dict(self._records), tuple(self._policies), float(self._clock())
             )
 
-    def query(self, text: str, caller: Identity | None = None, include_unavailable: bool = False) -> QueryResult:
+    def query(self, text: str, caller: Caller = None, include_unavailable: bool = False) -> QueryResult:
         """Answer a MIL query (Legion's QueryCollection).  Raises MILError on a bad
         query before touching any resource.  Records come back without the
         reserved bookkeeping attributes."""
@@ -286,8 +285,12 @@ class Collection:
 
     def poll_subcollections(self, force: bool = False) -> dict[str, int]:
         """Poll every sub-collection that is due (all with ``force``).  Resources
-        it no longer reports leave; a sub-collection that fails keeps its last
-        answer until its resources go stale.  Returns members per polled sub."""
+        it no longer reports leave; what it reports stays available here until
+        ``stale_after`` of its poll intervals (at least our own stale window)
+        pass without a successful poll, so a sub-collection that fails keeps
+        its last answer until its resources go stale.  A resource the
+        sub-collection reports unavailable is unavailable here too.  Returns
+        members per polled sub."""
         now = float(self._clock())
         polled: dict[str, int] = {}
         for sub in list(self._subs.values()):
@@ -302,15 +305,30 @@ class Collection:
             with self._lock:
                 for gone in sub.members - fresh:
                     self.leave(gone)
+                lifetime = self.stale_after * max(sub.interval_s, self.heartbeat_interval_s)
                 for rec in result.records:
-                    self.join(public(rec))
-                    if not rec.available:
-                        self._set_off(rec.name, True)
+                    self._join(public(rec), lifetime)
                 sub.members = fresh
             polled[sub.name] = len(fresh)
         return polled
 
     # --- internals --------------------------------------------------------
+
+    def _join(self, record: ResourceRecord, lifetime_s: float) -> None:
+        """Join (or re-join) ``record``, alive for ``lifetime_s`` from now; a
+        record marked unavailable joins varied off."""
+        _check_public(record.name, record.attributes)
+        with self._lock:
+            now = float(self._clock())
+            attrs: dict[str, AttrValue] = {"name": record.name, "kind": record.kind}
+            if record.nodepool is not None:
+                attrs["nodepool"] = record.nodepool
+            attrs.update(record.attributes)
+            attrs[_ACCESS] = self._policy_id(record.access)
+            attrs[_HEARTBEAT] = now
+            attrs[_EXPIRES] = now + lifetime_s
+            attrs[_OFF] = not record.available
+            self._put(record.model_copy(update={"attributes": attrs, "available": True}), replace=True)
 
     def _policy_id(self, policy: AccessPolicy) -> int:
         pid = self._policy_ids.get(policy)
@@ -351,5 +369,5 @@ def _check_public(name: str, attrs: Mapping[str, AttrValue]) -> None:
     for key in attrs:
         if key.startswith(RESERVED_PREFIX):
             raise CollectionError(
-                f"resource {name!r}: attribute {key!r} is reserved (names starting with '_' belong to the collection)"
+                f"resource {name!r}: attribute {key!r} is reserved (names starting with '@' belong to the collection)"
             )

@@ -318,6 +318,8 @@ class AttributeStore:
             if len(col) != m:
                 raise CollectionError(f"bulk_insert: column {attr!r} has {len(col)} values for {m} resources")
             prepared[attr] = _as_column(attr, col, scratch)
+        if m == 0:  # nothing to add (and no row at index n to touch when the store is full)
+            return
         start = self._n
         self._grow(start + m)
         for attr in prepared:  # new columns: undefined on the existing rows only

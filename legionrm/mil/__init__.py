@@ -16,8 +16,10 @@ Syntax
       the 8); a constant must fit in 64 bits (``9223372036854775808`` is a
       syntax error; write ``-9223372036854775807 - 1``).  Floats: ``1.5``,
       ``1.``, ``.5``, ``1e3``, ``1.5e-3`` (decimal, even with a leading 0).
-    * Strings: double-quoted, escapes ``\\"`` ``\\\\`` ``\\n`` ``\\t`` only; any
-      other escape or a raw newline is a syntax error.
+    * Strings: double-quoted, with the escapes ``\\"`` ``\\\\`` ``\\n`` ``\\t``; any
+      other backslash is kept as written (``"\\d+"`` is the three characters
+      ``\\d+``, the same as ``"\\\\d+"``), so regular expressions read as
+      usual.  A raw newline inside a string is a syntax error.
     * Attributes: ``$name`` with ``name`` matching ``[A-Za-z_][A-Za-z0-9_]*``.
     * ``true``, ``false`` and ``match(...)`` may appear anywhere an expression
       may (the manual's grammar admits them only as conditions).

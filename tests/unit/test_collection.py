@@ -62,16 +62,67 @@ def test_query_with_caller_returns_only_resources_that_accept_them(coll: Collect
 
 def test_reserved_bookkeeping_never_leaks_into_answers(coll: Collection) -> None:
     rec = coll.query('$name == "a1"').records[0]
-    assert not any(k.startswith("_") for k in rec.attributes)
+    assert not any(k.startswith("@") for k in rec.attributes)
     assert rec.attributes == {"name": "a1", "kind": "host", "cpus": 8, "arch": "x86_64", "memory_gb": 32.0}
-    assert "_heartbeat" not in coll.snapshot().attribute_names()
+    assert coll.snapshot().attribute_names() == ["arch", "cpus", "gpus", "kind", "memory_gb", "name", "storage_gb"]
+    assert not any(k.startswith("@") for k in coll.retrieve_all_attributes("a1"))
+
+
+# Queries naming the bookkeeping the Collection used to keep under '_' names:
+# they are ordinary (unexported) attributes now, undefined on every resource.
+@pytest.mark.parametrize(
+    "query", ["$_off == false", "$_access >= 0", "$_heartbeat > 0", "$_expires > 0"],
+    ids=["off", "access", "heartbeat", "expires"],
+)
+def test_queries_cannot_see_bookkeeping(coll: Collection, query: str) -> None:
+    assert coll.query(query).names == []
 
 
 def test_owner_cannot_export_reserved_attributes(coll: Collection) -> None:
     with pytest.raises(CollectionError, match="reserved"):
-        coll.join(host("x", _access=0))
+        coll.join(host("x", **{"@access": 0}))
     with pytest.raises(CollectionError, match="reserved"):
-        coll.update("a1", {"_off": True})
+        coll.update("a1", {"@off": True})
+
+
+# (id, attributes of the joining host, query, matches): every name MIL can
+# write ([A-Za-z_][A-Za-z0-9_]*) is the owner's to export.
+UNDERSCORE_ATTRS = [
+    ("leading-underscore", {"_site": "uva"}, '$_site == "uva"', True),
+    ("double-underscore", {"__x": 1}, "$__x == 1", True),
+    ("old-reserved-name", {"_off": True}, "$_off", True),
+    ("old-reserved-access", {"_access": 3}, "$_access == 3", True),
+]
+
+
+@pytest.mark.parametrize(
+    "attrs,query,expected", [c[1:] for c in UNDERSCORE_ATTRS], ids=[c[0] for c in UNDERSCORE_ATTRS]
+)
+def test_underscore_attributes_are_exported_and_queried(coll: Collection, attrs: dict, query: str, expected: bool) -> None:
+    coll.join(host("u1", **attrs))
+    assert (coll.query(query).names == ["u1"]) is expected
+    assert coll.query('$name == "u1"').names == ["u1"]  # still available: bookkeeping untouched
+    assert coll.retrieve_all_attributes("u1") == {"name": "u1", "kind": "host", **attrs}
+
+
+def test_heartbeat_none_withdraws_an_attribute(coll: Collection) -> None:
+    coll.update("a1", {"load": 0.5})
+    coll.update("a1", {"load": None})
+    assert "load" not in coll.retrieve_all_attributes("a1")
+    assert coll.query("$load < 1").names == []
+
+
+# (id, caller given as a bare user name, expected): the same as Identity(user=...)
+STRING_CALLERS = [
+    ("allowed-user", "alice", ["a1", "a2", "g1", "s1", "v1"]),
+    ("denied-user", "visitor", ["a1", "a2", "v1"]),
+]
+
+
+@pytest.mark.parametrize("caller,expected", [c[1:] for c in STRING_CALLERS], ids=[c[0] for c in STRING_CALLERS])
+def test_caller_may_be_a_user_name(coll: Collection, caller: str, expected: list[str]) -> None:
+    assert coll.query("true", caller).names == expected
+    assert coll.query("true", caller).names == coll.query("true", Identity(user=caller)).names
 
 
 def test_heartbeat_merges_partial_attributes(coll: Collection) -> None:
@@ -163,3 +214,71 @@ def test_a_failing_subcollection_keeps_the_last_answer(clock: FakeClock) -> None
     assert top.poll_subcollections() == {}
     with pytest.raises(MILSyntaxError):
         top.add_subcollection("bad", Broken(), query="((")
+
+
+# (id, poll interval s, seconds after the last good poll, still served): a
+# healthy sub-collection's resources stay available between polls however
+# long the interval; once polls fail they go stale after stale_after (3) polls.
+SUB_STALENESS = [
+    ("long-interval-between-polls", 30.0, 29.0, True),
+    ("long-interval-two-missed", 30.0, 89.0, True),
+    ("long-interval-three-missed", 30.0, 91.0, False),
+    ("short-interval-own-window", 2.0, 14.0, True),  # never less than our own 15 s window
+    ("short-interval-stale", 2.0, 16.0, False),
+]
+
+
+@pytest.mark.parametrize(
+    "interval,after,served", [c[1:] for c in SUB_STALENESS], ids=[c[0] for c in SUB_STALENESS]
+)
+def test_subcollection_resources_live_by_the_poll_interval(
+    clock: FakeClock, interval: float, after: float, served: bool
+) -> None:
+    site = Collection(clock=clock, name="site")
+    site.join(host("s1", cpus=8))
+    top = Collection(clock=clock, name="top")  # 3 intervals of 5 s
+    top.add_subcollection("site", site, interval_s=interval)
+    assert top.poll_subcollections() == {"site": 1}
+
+    class Down:
+        def query(self, *a, **k):
+            raise RuntimeError("down")
+
+    top._subs["site"].source = Down()  # polls fail from now on
+    t = 0.0
+    while t < after:
+        step = min(interval, after - t)
+        clock.advance(step)
+        t += step
+        top.poll_subcollections()
+    assert (top.query("true").names == ["s1"]) is served
+    assert top.record("s1").available is served
+
+
+def test_healthy_subcollection_with_default_interval_is_always_served(clock: FakeClock) -> None:
+    site = Collection(clock=clock, name="site")
+    site.join(host("s1", cpus=8))
+    top = Collection(clock=clock, name="top")
+    top.add_subcollection("site", site)  # default: every 30 s, longer than our 15 s window
+    top.poll_subcollections()
+    for _ in range(12):
+        clock.advance(5)
+        site.update("s1")
+        top.poll_subcollections()
+        assert top.query("true").names == ["s1"], clock.now
+
+
+def test_resource_unavailable_at_the_subcollection_is_unavailable_here(clock: FakeClock) -> None:
+    site = Collection(clock=clock, name="site")
+    site.join(host("s1", cpus=8))
+    site.join(host("s2", cpus=8))
+    top = Collection(clock=clock, name="top")
+    top.add_subcollection("site", site, interval_s=10)
+    site.vary_off("s2")
+    top.poll_subcollections()
+    assert top.query("true").names == ["s1"]
+    assert top.query("true", include_unavailable=True).names == ["s1", "s2"]
+    site.vary_on("s2")
+    clock.advance(10)
+    top.poll_subcollections()
+    assert top.query("true").names == ["s1", "s2"]

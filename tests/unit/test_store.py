@@ -168,6 +168,28 @@ def test_bulk_insert_mixed_and_partial_columns() -> None:
     assert s.snapshot().query(compile_query('$y == "p" or $x > 1')).tolist() == [1, 2, 4]
 
 
+# (id, capacity, rows upserted first, columns of an empty bulk insert): adding
+# no rows changes nothing, even when the store is exactly full.
+EMPTY_BULK = [
+    ("full-store-existing-column", 2, 2, {"x": np.array([], dtype=np.int64)}),
+    ("full-store-new-column", 2, 2, {"new": []}),
+    ("full-store-no-columns", 1, 1, {}),
+    ("empty-store", 4, 0, {"x": []}),
+]
+
+
+@pytest.mark.parametrize("cap,rows,columns", [c[1:] for c in EMPTY_BULK], ids=[c[0] for c in EMPTY_BULK])
+def test_empty_bulk_insert_is_a_no_op(cap: int, rows: int, columns: dict) -> None:
+    s = AttributeStore(capacity=cap)
+    for k in range(rows):
+        s.upsert(f"h{k}", {"x": k})
+    before, version = _rows(s.snapshot()), s.version
+    s.bulk_insert([], columns)
+    assert _rows(s.snapshot()) == before and s.version == version
+    s.upsert("later", {"x": 9})  # the store still works afterwards
+    assert _rows(s.snapshot())["later"] == {"x": 9}
+
+
 def test_index_of_name() -> None:
     s = AttributeStore()
     for k in range(3):
