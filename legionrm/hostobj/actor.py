@@ -170,6 +170,10 @@ class HostActor(_Beating):
     def record(self) -> ResourceRecord:
         return self.core.record()
 
+    def state(self, resources: Resources | None = None, duration_s: float | None = None) -> str:
+        """``free`` / ``busy_later`` / ``busy`` now, for the whole host or for one request."""
+        return self.core.state(resources, duration_s)
+
     def heartbeat(self) -> dict[str, AttrValue]:
         return self.core.heartbeat()
 
@@ -269,6 +273,15 @@ class VaultActor(_Beating):
 
     def record(self) -> ResourceRecord:
         return self.core.record()
+
+    def list_uses(self) -> dict[str, str]:
+        return self.core.list_uses()
+
+    def heartbeat(self) -> dict[str, AttrValue]:
+        return self.core.heartbeat()
+
+    def expire(self) -> list[str]:
+        return self.core.expire()
 
     def shutdown(self) -> None:
         self._stop.set()

@@ -6,8 +6,9 @@ host to ``start_object`` with the token and the vault to use.  Both the class
 and the host may veto (8.2.3).  A :class:`ClassObject` checks, in order: the
 host is on its ``class_host_list`` (empty: any host), it is below
 ``max_instances``, its own veto (:meth:`admit_placement`, or an attached
-:class:`ClassPolicy`); then takes the vault space (when a vault token is
-given), then asks the host, giving the vault space back if the host refuses.
+:class:`ClassPolicy`), it can reach the host, the token was issued by that
+host; then takes the vault space (when a vault token is given), then asks the
+host, giving the vault space back if the host refuses.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import threading
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from legionrm.hostobj import codes
-from legionrm.hostobj.policies import ADMIT, Verdict
+from legionrm.hostobj.policies import ADMIT, Verdict, ask_owner
 from legionrm.models import Holder, InstanceRef, Refusal, ReservationToken, Resources
 
 
@@ -115,12 +116,14 @@ class ClassObject:
                 return self._refuse(codes.CLASS_HOST_LIST, f"host {host_name!r} is not on the host list of {self.name} ({', '.join(self.host_list)})")
             if self.max_instances is not None and len(self._instances) >= self.max_instances:
                 return self._refuse(codes.CLASS_MAX_INSTANCES, f"{self.name} already has {len(self._instances)} instances (max {self.max_instances})")
-            verdict = self.admit_placement(host_name, vault_name, token)
+            verdict = ask_owner("admit_placement", self.admit_placement, host_name, vault_name, token, by=self.name)
             if isinstance(verdict, Refusal):
-                return verdict if verdict.by else verdict.model_copy(update={"by": self.name})
+                return verdict
             host_port = self._resolve(self._hosts, host, "host")
             if isinstance(host_port, Refusal):
                 return host_port
+            if host_name != token.issuer:  # else a group port would route the start to the issuer, past the host list
+                return self._refuse(codes.TOKEN_WRONG_ISSUER, f"token issued by {token.issuer!r} cannot create an instance on {host_name!r}")
             vault_port, use_id = None, None
             if vault_token is not None:
                 vault_port = self._resolve(self._vaults, vault if vault is not None else vault_token.issuer, "vault")

@@ -7,8 +7,8 @@ attaching a ready-made :mod:`~legionrm.hostobj.policies` policy; the base checks
 (capacity, calendar, every token rule) always run first and cannot be skipped.
 
 ``start_object`` checks, in order: the token (issuer, signature, known,
-holder, class, cancelled, expired, used, in use, not yet started), then the
-owner's ``admit_start`` (a host "is free to refuse ... at any point"), then
+holder, class, cancelled, expired, used, in use, not yet started), the vault
+the instance would use is paired with this host, then the owner's ``admit_start`` (a host "is free to refuse ... at any point"), then
 launches.  A simulated host launches nothing; :class:`RayNodeHost` starts a
 real Ray actor by overriding :meth:`_launch` and :meth:`_halt`.
 """
@@ -82,14 +82,17 @@ class HostObject(ResourceObject):
         res = self._validate(token, holder, class_name)
         if isinstance(res, Refusal):
             return res
-        verdict = self.admit_start(token, class_name)
+        use_vault = vault if vault is not None else token.vault
+        if use_vault is not None and not self.pairs_with(use_vault):
+            return self._refuse(codes.VAULT_INCOMPATIBLE, f"vault {use_vault!r} is not paired with {self.name} ({', '.join(self.vaults)})")
+        verdict = self._ask_owner("admit_start", self.admit_start, token, class_name)
         if isinstance(verdict, Refusal):
-            return verdict if verdict.by else verdict.model_copy(update={"by": self.name})
+            return verdict
         ref = InstanceRef(
             instance_id=f"{self.name}{tokens.TOKEN_ID_SEP}i{next(self._ids)}",
             class_name=class_name,
             host=self.name,
-            vault=vault if vault is not None else token.vault,
+            vault=use_vault,
             token_id=token.token_id,
             user=holder.user,
             started_at=self._clock(),
@@ -113,9 +116,10 @@ class HostObject(ResourceObject):
         """Running instances, in start order."""
         return [ref for ref, _ in self._instances.values()]
 
+    @public
     def instances_of(self, user: str) -> int:
-        with self._lock:
-            return sum(1 for ref, _ in self._instances.values() if ref.user == user)
+        """Running instances of ``user`` on this host."""
+        return sum(1 for ref, _ in self._instances.values() if ref.user == user)
 
     @public
     def dynamic_attributes(self) -> dict[str, AttrValue]:
@@ -163,7 +167,11 @@ class HostObject(ResourceObject):
                 self.stopped.append(StopRecord(iid, "reservation ended", now))
         res.holders.clear()
 
+    def pairs_with(self, vault: str) -> bool:
+        """Is ``vault`` one this host may use (Legion's host-vault pairing; no list: any)?"""
+        return not self.vaults or any(fnmatch.fnmatchcase(vault, p) for p in self.vaults)
+
     def _check_pairing(self, request: ReservationRequest) -> Refusal | None:
-        if request.vault is not None and self.vaults and not any(fnmatch.fnmatchcase(request.vault, p) for p in self.vaults):
+        if request.vault is not None and not self.pairs_with(request.vault):
             return self._refuse(codes.VAULT_INCOMPATIBLE, f"vault {request.vault!r} is not paired with {self.name} ({', '.join(self.vaults)})")
         return None

@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 import re
 import time
-from typing import Any, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from legionrm.errors import ConfigError
 from legionrm.hostobj import codes
@@ -44,6 +44,25 @@ ADMIT = Admission()
 Verdict = Admission | Refusal
 
 
+def ask_owner(hook: str, call: Callable[..., Any], *args: Any, by: str) -> Verdict:
+    """Run an owner's hook and read its answer safely.
+
+    ``ADMIT`` (or ``True``) admits; a Refusal refuses (its ``by`` defaults to
+    ``by``); anything else (``False``, ``None`` from a forgotten return, any
+    other value) or an exception refuses with code ``policy``.  An owner's
+    mistake never admits by accident and never breaks the resource.
+    """
+    try:
+        verdict = call(*args)
+    except Exception as exc:  # a broken hook refuses; it does not break the caller
+        return Refusal(code=codes.POLICY, reason=f"owner hook {hook} raised {type(exc).__name__}: {exc}", by=by)
+    if isinstance(verdict, Refusal):
+        return verdict if verdict.by else verdict.model_copy(update={"by": by})
+    if isinstance(verdict, Admission) or verdict is True:
+        return ADMIT
+    return Refusal(code=codes.POLICY, reason=f"owner hook {hook} answered {verdict!r}, not ADMIT or a Refusal", by=by)
+
+
 class HostView(Protocol):
     """What a policy may ask of the host it guards (a HostObject provides it)."""
 
@@ -53,7 +72,7 @@ class HostView(Protocol):
 
     def load(self) -> float: ...
 
-    def projected_load(self, resources: Resources) -> float: ...
+    def projected_load(self, resources: Resources, start: float | None = None, end: float | None = None) -> float: ...
 
     def instances_of(self, user: str) -> int: ...
 
@@ -79,6 +98,14 @@ class Policy:
     def restrict(self, access: AccessPolicy) -> AccessPolicy:
         """Narrow the access the host advertises (default: unchanged)."""
         return access
+
+    def __and__(self, other: "Policy") -> "AllOf":
+        """``a & b``: both must admit (:class:`AllOf`)."""
+        return AllOf(self, other)
+
+    def __or__(self, other: "Policy") -> "AnyOf":
+        """``a | b``: one admitting is enough (:class:`AnyOf`)."""
+        return AnyOf(self, other)
 
     def refuse(self, host: HostView, code: str, reason: str) -> Refusal:
         return Refusal(code=code, reason=reason, by=f"{self.name}@{host.name}")
@@ -265,8 +292,12 @@ class LoadCeiling(Policy):
     """Refuse work that would take the host's load past ``max_load``.
 
     Load is the host's :meth:`load` (reserved cpus over capacity, or a measured
-    load when the host has one).  At reservation the request's cpus are added;
-    at start the load is read as it is (the reservation is already counted).
+    load when the host has one).  At reservation the request's cpus are added
+    to the peak already booked over the reservation's own window (an advance
+    reservation is judged at its time, an open-ended one against every later
+    booking), so stacked reservations can never take the load past the
+    ceiling; at start the load is read as it is (the reservation is already
+    counted).
     """
 
     def __init__(self, max_load: float) -> None:
@@ -279,7 +310,10 @@ class LoadCeiling(Policy):
         return f"LoadCeiling({self.max_load:g})"
 
     def admit_reservation(self, host: HostView, request: ReservationRequest) -> Verdict:
-        load = host.projected_load(request.resources)
+        now = host.now()
+        start = now if request.start is None or request.start <= now else float(request.start)
+        end = None if request.duration_s is None else start + request.duration_s
+        load = host.projected_load(request.resources, start, end)
         if load > self.max_load + 1e-9:
             return self.refuse(host, codes.POLICY_LOAD, f"load would be {load:.2f}, above the ceiling {self.max_load:g}")
         return ADMIT

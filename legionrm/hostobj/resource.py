@@ -27,7 +27,8 @@ import numpy as np
 
 from legionrm.hostobj import codes, tokens
 from legionrm.hostobj.calendar import Calendar, State
-from legionrm.hostobj.policies import ADMIT, Policy, Verdict
+from legionrm.hostobj.sink import CollectionSink, NullSink
+from legionrm.hostobj.policies import ADMIT, Policy, Verdict, ask_owner
 from legionrm.models import (
     AccessPolicy,
     AttrValue,
@@ -39,30 +40,6 @@ from legionrm.models import (
     ResourceRecord,
     Resources,
 )
-
-
-class CollectionSink(Protocol):
-    """Where a resource reports itself: the Collection (or a fake in tests).
-    ``update`` takes a partial attribute dict; the load travels as ``load``."""
-
-    def join(self, record: ResourceRecord) -> Any: ...
-
-    def update(self, name: str, attrs: dict[str, AttrValue]) -> Any: ...
-
-    def leave(self, name: str) -> Any: ...
-
-
-class NullSink:
-    """A sink that drops everything (a resource not attached to a collection)."""
-
-    def join(self, record: ResourceRecord) -> None:
-        pass
-
-    def update(self, name: str, attrs: dict[str, AttrValue]) -> None:
-        pass
-
-    def leave(self, name: str) -> None:
-        pass
 
 
 Status = Literal["active", "used", "cancelled", "expired", "ended"]
@@ -84,13 +61,22 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def public(fn: F) -> F:
-    """Take the lock and sweep expired reservations before the call."""
+    """Take the lock and sweep expired reservations before the call.
+
+    Only the outermost call sweeps: a policy asking ``host.load()`` from inside
+    ``start_object`` must not expire the very reservation being started between
+    its validation and its use."""
 
     @functools.wraps(fn)
     def wrapper(self: "ResourceObject", *args: Any, **kwargs: Any) -> Any:
         with self._lock:
-            self._sweep(self._clock())
-            return fn(self, *args, **kwargs)
+            self._depth += 1
+            try:
+                if self._depth == 1:
+                    self._sweep(self._clock())
+                return fn(self, *args, **kwargs)
+            finally:
+                self._depth -= 1
 
     return wrapper  # type: ignore[return-value]
 
@@ -136,6 +122,7 @@ class ResourceObject:
         self._open: dict[str, Reservation] = {}  # reservations still holding a booking
         self._next_deadline = math.inf  # earliest expiry or end among the open ones
         self._lock = threading.RLock()
+        self._depth = 0  # nesting of public calls on the lock-holding thread
         self.joined = False
         self.measured_load: float | None = None  # set by a real host from its own measurements
 
@@ -154,6 +141,7 @@ class ResourceObject:
     def now(self) -> float:
         return self._clock()
 
+    @public
     def load(self) -> float:
         """Fraction of the first dimension (cpus, or storage) booked now, or the
         measured load when one is set and higher (work the host runs outside legionrm)."""
@@ -161,12 +149,26 @@ class ResourceObject:
         booked = float(self.calendar.usage_at(self._clock())[0]) / cap if cap > 0 else 0.0
         return booked if self.measured_load is None else max(booked, self.measured_load)
 
-    def projected_load(self, resources: Resources) -> float:
-        """The load if ``resources`` were added now."""
-        cap = float(self.calendar.capacity[0])
-        extra = float(self._vector(resources)[0])
-        return self.load() + (extra / cap if cap > 0 else 0.0)
+    @public
+    def projected_load(self, resources: Resources, start: float | None = None, end: float | None = None) -> float:
+        """The peak load over ``[start, end)`` if ``resources`` were booked for it.
 
+        ``start`` None (or past) means now, where a measured load also counts;
+        ``end`` None means open-ended, so every later booking counts.  An
+        advance reservation is judged by what is booked during its own window,
+        not by the load now.
+        """
+        now = self._clock()
+        begin = now if start is None or start <= now else float(start)
+        cap = float(self.calendar.capacity[0])
+        if cap <= 0:
+            return 0.0
+        booked = float(self.calendar.peak(begin, end)[0]) / cap
+        if begin <= now and self.measured_load is not None:
+            booked = max(booked, self.measured_load)
+        return booked + float(self._vector(resources)[0]) / cap
+
+    @public
     def reservations_of(self, user: str) -> int:
         """Unused active reservations held by ``user``."""
         return sum(1 for r in self._open.values() if r.status == "active" and r.uses == 0 and r.token.holder.user == user)
@@ -202,9 +204,9 @@ class ResourceObject:
         fit = self.calendar.check(amount, start, end)
         if fit != "ok":
             return self._capacity_refusal(fit, request.resources, start, end)
-        verdict = self.admit_reservation(request)
+        verdict = self._ask_owner("admit_reservation", self.admit_reservation, request)
         if isinstance(verdict, Refusal):
-            return verdict if verdict.by else verdict.model_copy(update={"by": self.name})
+            return verdict
         expires = start + request.timeout_s
         token = tokens.sign(
             ReservationToken(
@@ -220,7 +222,10 @@ class ResourceObject:
             ),
             self._secret,
         )
-        self.calendar.add(token.token_id, amount, start, end)
+        try:
+            self.calendar.add(token.token_id, amount, start, end)
+        except ValueError:  # an owner hook booked the room meanwhile: the calendar still never overbooks
+            return self._capacity_refusal(self.calendar.check(amount, start, end), request.resources, start, end)
         res = Reservation(token=token, request=request)
         self._by_token[token.token_id] = self._by_request[request.request_id] = self._open[token.token_id] = res
         self._next_deadline = min(self._next_deadline, token.expires_at)
@@ -281,7 +286,8 @@ class ResourceObject:
         attrs["owner_policies"] = self._policy_count()
         if self.policy is not None:
             attrs["policy"] = self.policy.name
-        attrs.update(self.attributes())
+        for key, value in self.attributes().items():  # owners add attributes; they cannot restate capacity or load
+            attrs.setdefault(key, value)
         return attrs
 
     def _policy_count(self) -> int:
@@ -294,17 +300,28 @@ class ResourceObject:
                 return n + 1
         return n
 
-    def state(self) -> State:
-        with self._lock:
-            return self.calendar.state(self._clock())
+    @public
+    def state(self, resources: Resources | None = None, duration_s: float | None = None) -> State:
+        """``free`` / ``busy_later`` / ``busy`` now, by the resource's clock.
+
+        Without ``resources``: about the whole resource (busy when anything is
+        booked now).  With ``resources`` (and ``duration_s``): about that
+        request: busy when it does not fit now (or collides with a later
+        booking before it would end); busy_later when it fits now but some
+        reservation starts later; free otherwise.
+        """
+        now = self._clock()
+        if resources is None:
+            return self.calendar.state(now)
+        return self.calendar.state(now, self._vector(resources), duration_s)
 
     @public
     def record(self) -> ResourceRecord:
         """The record this resource joins the collection with."""
         attrs: dict[str, AttrValue] = dict(self.static_attributes)
-        for d, v in zip(self.dims, self.calendar.capacity):
-            attrs.setdefault(d, _num(v, d))
         attrs.update(self.dynamic_attributes())
+        for d, v in zip(self.dims, self.calendar.capacity):  # capacity as configured, never as an owner hook restates it
+            attrs[d] = self.static_attributes.get(d, _num(v, d))
         access = self.policy.restrict(self.access) if self.policy else self.access
         return ResourceRecord(
             name=self.name, kind=self.kind, nodepool=self.nodepool, attributes=attrs, access=access, last_heartbeat=self._clock()
@@ -334,6 +351,10 @@ class ResourceObject:
 
     # --- for subclasses -----------------------------------------------------------------
 
+    def _ask_owner(self, hook: str, call: Callable[..., Verdict], *args: Any) -> Verdict:
+        """Run an owner hook through :func:`~legionrm.hostobj.policies.ask_owner` (a mistake refuses)."""
+        return ask_owner(hook, call, *args, by=self.name)
+
     def _check_pairing(self, request: ReservationRequest) -> Refusal | None:
         return None
 
@@ -345,6 +366,10 @@ class ResourceObject:
             return self._refuse(codes.TOKEN_FORGED, "token signature does not match: forged or altered")
         res = self._by_token.get(token.token_id)
         if res is None:
+            now = self._clock()
+            if token.expires_at <= now or (token.end is not None and token.end <= now):
+                # the record was forgotten, but the signed token itself says it is over
+                return self._refuse(codes.TOKEN_EXPIRED, f"token {token.token_id!r} expired at {token.expires_at:.0f}")
             return self._refuse(codes.TOKEN_UNKNOWN, f"no reservation {token.token_id!r} here")
         if presenter.user != token.holder.user:
             return self._refuse(
@@ -426,11 +451,11 @@ class ResourceObject:
                 due = [x for x in (t.end, t.expires_at if res.uses == 0 and res.status == "active" else None) if x is not None]
                 nxt = min([nxt, *due])
         horizon = now - self.retain_s
-        old = [tid for tid, r in self._by_token.items() if r.closed_at is not None and r.closed_at < horizon]
+        old = [tid for tid, r in self._by_token.items() if r.closed_at is not None and _forget_after(r) < horizon]
         for tid in old:
             r = self._by_token.pop(tid)
             self._by_request.pop(r.request.request_id, None)
-        closed = [r.closed_at + self.retain_s for r in self._by_token.values() if r.closed_at is not None]
+        closed = [_forget_after(r) + self.retain_s for r in self._by_token.values() if r.closed_at is not None]
         self._next_deadline = min([nxt, *closed])
         return released
 
@@ -456,6 +481,14 @@ class ResourceObject:
 
     def _refuse(self, code: str, reason: str) -> Refusal:
         return Refusal(code=code, reason=reason, by=self.name)
+
+
+def _forget_after(res: Reservation) -> float:
+    """When a closed record may start to be forgotten: once it is closed and
+    its token's own expiry has passed (a cancelled token is then refused as
+    expired from its signed fields, never taken for unknown while still valid)."""
+    assert res.closed_at is not None
+    return max(res.closed_at, res.token.expires_at)
 
 
 def _num(v: float, dim: str) -> AttrValue:

@@ -51,10 +51,8 @@ class VaultObject(ResourceObject):
         """Would this vault serve ``host``?  Pairing first, then the owner's veto."""
         if not self.serves_host(host):
             return self._refuse(codes.VAULT_INCOMPATIBLE, f"vault {self.name} does not serve host {host!r} ({', '.join(self.serves)})")
-        verdict = self.admit_host(host)
-        if isinstance(verdict, Refusal):
-            return verdict if verdict.by else verdict.model_copy(update={"by": self.name})
-        return ADMIT
+        verdict = self._ask_owner("admit_host", self.admit_host, host)
+        return verdict if isinstance(verdict, Refusal) else ADMIT
 
     # --- space --------------------------------------------------------------------------------
 

@@ -124,3 +124,33 @@ def test_build_vault_and_class() -> None:
     assert isinstance(c.policy, NoFriday) and c.max_instances == 3
     with pytest.raises(ConfigError, match="bad policy_args"):
         build_class(ClassSpec(name="Foo", policy=f"{__name__}:NoFriday"))
+
+
+@pytest.mark.parametrize(
+    "named, issued, code",
+    [
+        pytest.param("batch1", "login1", codes.TOKEN_WRONG_ISSUER, id="token-of-an-unlisted-host"),
+        pytest.param("batch1", "batch2", codes.TOKEN_WRONG_ISSUER, id="token-of-another-listed-host"),
+        pytest.param("batch1", "batch1", None, id="token-of-the-named-host"),
+    ],
+)
+def test_the_named_host_must_have_issued_the_token(named: str, issued: str, code: str | None) -> None:
+    g, v, foo = setup(host_list=("batch*",))  # every host is carried by the same group port
+    out = foo.create_instance(named, None, reserve(g, issued, "a"))
+    if code is None:
+        assert isinstance(out, InstanceRef) and out.host == named
+    else:
+        assert isinstance(out, Refusal) and out.code == code and out.by == "Foo"
+        assert g.list_instances() == []  # nothing started on the issuer behind the class's back
+
+
+class Sloppy(ClassObject):
+    def admit_placement(self, host, vault, token):
+        return None  # forgot to return a verdict
+
+
+def test_a_muddled_class_veto_refuses() -> None:
+    g = HostGroup("g", [HostObject("batch1", Resources(cpus=4), clock=Clock())])
+    foo = Sloppy("Foo", hosts={"batch1": g})
+    out = foo.create_instance("batch1", None, reserve(g, "batch1", "a"))
+    assert isinstance(out, Refusal) and out.code == codes.POLICY and out.by == "Foo"

@@ -340,3 +340,147 @@ def test_owner_policies_counts_every_rule_that_may_veto(make, policies, name) ->
     attrs = make().dynamic_attributes()
     assert attrs["owner_policies"] == policies
     assert attrs.get("policy") == name
+
+
+# --- owner hooks are read safely: only ADMIT admits --------------------------------------
+
+
+def _raise(*_a):
+    raise RuntimeError("owner bug")
+
+
+@pytest.mark.parametrize(
+    "answer, admitted",
+    [
+        pytest.param(lambda *a: ADMIT, True, id="admit"),
+        pytest.param(lambda *a: True, True, id="true"),
+        pytest.param(lambda *a: False, False, id="bare-false"),
+        pytest.param(lambda *a: None, False, id="forgot-to-return"),
+        pytest.param(lambda *a: "yes", False, id="not-a-verdict"),
+        pytest.param(_raise, False, id="hook-raises"),
+    ],
+)
+def test_owner_hook_answer_is_read_safely(answer, admitted: bool) -> None:
+    class Owner(HostObject):
+        def admit_reservation(self, request):
+            return answer(request)
+
+        def admit_start(self, token, class_name):
+            return answer(token, class_name)
+
+    h = Owner("h1", Resources(cpus=4, memory_gb=16), clock=Clock())
+    out = h.make_reservation(req())
+    if admitted:
+        assert isinstance(out, ReservationToken)
+        assert isinstance(h.start_object(out, "Foo", ANN), InstanceRef)
+    else:
+        assert isinstance(out, Refusal) and out.code == codes.POLICY and out.by == "h1", out
+        assert free_cpus(h) == 4 and h.reservations() == []  # nothing booked on a muddled answer
+    # at start too: a muddled admit_start refuses and leaves the token good
+    plain = HostObject("h2", Resources(cpus=4, memory_gb=16), clock=Clock())
+    plain.admit_start = answer  # type: ignore[method-assign]
+    tok = plain.make_reservation(req(resource="h2"))
+    started = plain.start_object(tok, "Foo", ANN)
+    assert isinstance(started, InstanceRef) == admitted
+    if not admitted:
+        assert started.code == codes.POLICY and plain.check_reservation(tok.token_id) == tok
+
+
+def test_an_owner_hook_that_books_meanwhile_still_cannot_overbook() -> None:
+    class Sneaky(HostObject):
+        def admit_reservation(self, request):
+            if request.request_id == "outer":  # takes the room the base check just found free
+                self.make_reservation(req("inner", resources=Resources(cpus=4)))
+            return ADMIT
+
+    h = Sneaky("h1", Resources(cpus=4, memory_gb=16), clock=Clock())
+    out = h.make_reservation(req("outer", resources=Resources(cpus=4)))
+    assert isinstance(out, Refusal) and out.code == codes.CAPACITY
+    assert free_cpus(h) == 0 and (h.calendar.usage_at(h.now()) <= h.calendar.capacity).all()
+
+
+class Boastful(HostObject):
+    def attributes(self):
+        return {"free_cpus": 999.0, "load": 0.0, "cpus": 999, "state": "free", "instances": 0, "owner": "ann"}
+
+
+def test_owner_attributes_add_but_never_restate_what_the_host_computes() -> None:
+    h = Boastful("h1", Resources(cpus=4, memory_gb=16), clock=Clock())
+    tok = h.make_reservation(req(resources=Resources(cpus=4)))
+    h.start_object(tok, "Foo", ANN)
+    attrs = h.record().attributes
+    assert attrs["owner"] == "ann"
+    assert (attrs["free_cpus"], attrs["load"], attrs["cpus"], attrs["state"], attrs["instances"]) == (0.0, 1.0, 4.0, "busy", 1)
+
+
+# --- pairing holds at start too ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "reserved, started, code",
+    [
+        pytest.param(None, "w9", codes.VAULT_INCOMPATIBLE, id="unpaired-vault-at-start"),
+        pytest.param("v-1", "w9", codes.VAULT_INCOMPATIBLE, id="paired-at-reservation-unpaired-at-start"),
+        pytest.param("v-1", None, None, id="token-vault"),
+        pytest.param(None, "v-2", None, id="paired-vault-at-start"),
+        pytest.param(None, None, None, id="no-vault"),
+    ],
+)
+def test_start_checks_the_vault_pairing(reserved, started, code) -> None:
+    h = host(vaults=("v-*",))
+    tok = h.make_reservation(req(vault=reserved))
+    out = h.start_object(tok, "Foo", ANN, vault=started)
+    if code is None:
+        assert isinstance(out, InstanceRef) and out.vault == (started or reserved)
+    else:
+        assert isinstance(out, Refusal) and out.code == code
+        assert h.check_reservation(tok.token_id) == tok  # the token stays good
+
+
+# --- the host answers free / busy_later / busy for a request ------------------------------
+
+
+@pytest.mark.parametrize(
+    "cpus, duration, want",
+    [
+        pytest.param(None, None, "busy", id="whole-host-something-runs"),
+        pytest.param(1, None, "busy_later", id="fits-now-reservation-later"),
+        pytest.param(1, 200, "busy_later", id="fits-before-the-advance-one"),
+        pytest.param(2, 400, "busy", id="collides-with-the-advance-one"),
+        pytest.param(3, None, "busy", id="does-not-fit-now"),
+    ],
+)
+def test_host_state_for_a_request(cpus, duration, want) -> None:
+    clock = Clock()
+    h = host(clock)
+    h.make_reservation(req("now", resources=Resources(cpus=2), duration_s=1000))
+    h.make_reservation(req("adv", start=clock.t + 300, duration_s=100, resources=Resources(cpus=1)))
+    resources = None if cpus is None else Resources(cpus=cpus)
+    assert h.state(resources, duration) == want
+
+
+def test_host_state_free_after_everything_ends() -> None:
+    clock = Clock()
+    h = host(clock)
+    assert h.state() == "free"
+    h.make_reservation(req("adv", start=clock.t + 300, duration_s=100))
+    assert h.state() == "busy_later" and h.state(Resources(cpus=4), 300) == "busy_later"
+    clock.t += 400
+    assert h.state() == "free" and h.state(Resources(cpus=4)) == "free"
+
+
+def test_a_hook_asking_the_host_mid_start_cannot_expire_the_token_being_used() -> None:
+    clock = Clock()
+
+    class Slow(HostObject):
+        def admit_start(self, token, class_name):
+            clock.t = token.expires_at + 1  # the owner's check took a while ...
+            self.load()  # ... and asks the host something (no sweep mid-call)
+            return ADMIT
+
+    h = Slow("h1", Resources(cpus=4, memory_gb=16), clock=clock)
+    tok = h.make_reservation(req(resources=Resources(cpus=4)))
+    ref = h.start_object(tok, "Foo", ANN)
+    assert isinstance(ref, InstanceRef)
+    assert tok.token_id in h.calendar and free_cpus(h) == 0  # the running instance still holds its booking
+    assert h.make_reservation(req("b", resources=Resources(cpus=1))).code == codes.CAPACITY

@@ -5,6 +5,8 @@ from __future__ import annotations
 import calendar as _cal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from legionrm.errors import ConfigError
 from legionrm.hostobj import codes
@@ -25,7 +27,7 @@ from legionrm.hostobj.policies import (
     Policy,
     load_policy,
 )
-from legionrm.models import AccessPolicy, Holder, Identity, Refusal, ReservationRequest, ReservationToken, Resources
+from legionrm.models import AccessPolicy, Holder, Identity, InstanceRef, Refusal, ReservationRequest, ReservationToken, Resources
 
 # Monday 2024-01-01 00:00 UTC
 MONDAY = float(_cal.timegm((2024, 1, 1, 0, 0, 0)))
@@ -156,3 +158,109 @@ def test_load_policy_from_configuration() -> None:
 def test_load_policy_errors(path: str, args: dict, match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         load_policy(path, args)
+
+
+# --- the load ceiling holds over time, advance reservations included -----------------
+
+# Host of 4 cpus under LoadCeiling(0.5), already holding: 2 cpus now for 50 s,
+# and an advance booking of 2 cpus over [+100, +200).
+T0 = MONDAY + 10 * HOUR
+LOAD_CASES = [
+    ("advance-onto-advance", dict(start=T0 + 150, duration_s=10), False),
+    ("advance-after-it", dict(start=T0 + 250, duration_s=10), True),
+    ("advance-between", dict(start=T0 + 60, duration_s=30), True),  # load now is 0.5, but at +60 it is 0
+    ("instant-open-ended", dict(), False),  # now already at 0.5
+    ("advance-open-ended-after-now", dict(start=T0 + 60), False),  # runs into the +100 booking
+    ("advance-open-ended-after-all", dict(start=T0 + 200), True),
+]
+
+
+@pytest.mark.parametrize("kw, admitted", [c[1:] for c in LOAD_CASES], ids=[c[0] for c in LOAD_CASES])
+def test_load_ceiling_judges_the_reservations_own_window(kw: dict, admitted: bool) -> None:
+    h = HostObject("h1", Resources(cpus=4), policy=LoadCeiling(0.5), clock=Clock(T0))
+    assert isinstance(h.make_reservation(ReservationRequest(
+        request_id="now", resource="h1", holder=Holder(user="ann"), resources=Resources(cpus=2), duration_s=50)), ReservationToken)
+    assert isinstance(h.make_reservation(ReservationRequest(
+        request_id="adv", resource="h1", holder=Holder(user="ann"), resources=Resources(cpus=2), start=T0 + 100,
+        duration_s=100)), ReservationToken)
+    out = h.make_reservation(ReservationRequest(request_id="x", resource="h1", holder=Holder(user="bob"),
+                                                resources=Resources(cpus=2), **kw))
+    assert isinstance(out, ReservationToken) == admitted, out
+    if not admitted:
+        assert out.code == codes.POLICY_LOAD
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 300), st.sampled_from([None, 20.0, 80.0]), st.floats(0.5, 3.0)), max_size=25),
+       st.sampled_from([0.25, 0.5, 0.75]))
+def test_load_ceiling_is_never_exceeded_at_any_time(asks, ceiling: float) -> None:
+    clock = Clock(T0)
+    h = HostObject("h1", Resources(cpus=4), policy=LoadCeiling(ceiling), clock=clock)
+    for i, (offset, duration, cpus) in enumerate(asks):
+        h.make_reservation(ReservationRequest(request_id=str(i), resource="h1", holder=Holder(user="ann"),
+                                              resources=Resources(cpus=cpus), start=T0 + offset if offset else None,
+                                              duration_s=duration, timeout_s=1000))
+    cal = h.calendar
+    for t in [T0] + [b.start for b in cal.bookings()]:
+        assert cal.usage_at(t)[0] / 4 <= ceiling + 1e-9
+
+
+# --- composition with operators ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "policy, request_, code",
+    [
+        pytest.param(AllowGroups(["lab"]) & LoadCeiling(0.2), req(), codes.POLICY_LOAD, id="and-second-refuses"),
+        pytest.param(AllowGroups(["x"]) & LoadCeiling(1), req(), codes.POLICY_GROUP, id="and-first-refuses"),
+        pytest.param(AllowGroups(["lab"]) & LoadCeiling(1), req(), None, id="and-both-admit"),
+        pytest.param(AllowUsers(["bob"]) | AllowGroups(["lab"]), req(), None, id="or-one-admits"),
+        pytest.param(AllowUsers(["bob"]) | DenyUsers(["ann"]), req(), codes.POLICY_USER, id="or-both-refuse-same-code"),
+        pytest.param((AllowUsers(["bob"]) | AllowGroups(["lab"])) & WORK, req(start=MONDAY + 20 * HOUR), codes.POLICY_HOURS,
+                     id="nested"),
+    ],
+)
+def test_policies_compose_with_and_or(policy: Policy, request_: ReservationRequest, code: str | None) -> None:
+    out = host(policy).make_reservation(request_)
+    if code is None:
+        assert isinstance(out, ReservationToken), out
+    else:
+        assert isinstance(out, Refusal) and out.code == code, out
+
+
+# --- each ready-made policy vetoes again at start ---------------------------------------
+
+
+def _start_veto_cases():
+    """(id, policy, host time, what changes between reservation and start, start class, code)."""
+    return [
+        ("deny-classes", DenyClasses(["Bar"]), T0, None, "Bar", codes.POLICY_CLASS),
+        ("deny-users-added", DenyUsers(["bob"]), T0, lambda h: setattr(h.policy, "names", ("ann",)), "Foo", codes.POLICY_USER),
+        ("hours", WORK, MONDAY + 17 * HOUR - 10, lambda h: setattr(h._clock, "t", h._clock.t + 20), "Foo", codes.POLICY_HOURS),
+        ("load", LoadCeiling(0.5), T0, lambda h: setattr(h, "measured_load", 0.8), "Foo", codes.POLICY_LOAD),
+    ]
+
+
+@pytest.mark.parametrize("policy, t, change, class_name, code", [c[1:] for c in _start_veto_cases()],
+                         ids=[c[0] for c in _start_veto_cases()])
+def test_veto_at_start(policy: Policy, t: float, change, class_name: str, code: str) -> None:
+    h = host(policy, t)
+    tok = h.make_reservation(req(cls=None))  # no class named at reservation: the class is judged at start
+    assert isinstance(tok, ReservationToken), tok
+    if change is not None:
+        change(h)
+    out = h.start_object(tok, class_name, Holder(user="ann"))
+    assert isinstance(out, Refusal) and out.code == code and out.by.endswith("@h1"), out
+    assert h.check_reservation(tok.token_id) == tok  # a veto at start does not consume the token
+
+
+def test_max_instances_vetoes_at_start() -> None:
+    h = host(MaxInstancesPerUser(1))
+    ann = Holder(user="ann")
+    # a reusable reservation, used once and idle again, no longer counts at reservation time
+    r = h.make_reservation(ReservationRequest(request_id="a", resource="h1", holder=ann, resources=Resources(cpus=1), reusable=True))
+    h.stop_object(h.start_object(r, "Foo", ann).instance_id)
+    other = h.make_reservation(req(rid="b"))
+    assert isinstance(h.start_object(other, "Foo", ann), InstanceRef)
+    out = h.start_object(r, "Foo", ann)  # but starting it again would be a second instance
+    assert out.code == codes.POLICY_INSTANCES and "limit 1" in out.reason

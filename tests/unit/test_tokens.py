@@ -123,3 +123,28 @@ def test_check_reservation_codes() -> None:
     t2 = h.make_reservation(req("r2"))
     clock.t += 60
     assert h.check_reservation(t2.token_id).code == codes.TOKEN_EXPIRED
+
+
+# A host forgets a closed reservation some time after it closed; a token
+# presented after that is still refused for what its signed fields say.
+FORGOTTEN: list[tuple[str, float, Callable[[HostObject, ReservationToken], object], float, str]] = [
+    ("expired-long-ago", 10.0, lambda h, t: None, 500.0, codes.TOKEN_EXPIRED),
+    ("cancelled-long-ago", 10.0, lambda h, t: h.cancel_reservation(t), 500.0, codes.TOKEN_EXPIRED),
+    ("cancelled-still-unexpired", 1000.0, lambda h, t: h.cancel_reservation(t), 500.0, codes.TOKEN_CANCELLED),
+    ("ended-long-ago", 10.0, lambda h, t: h.stop_object(h.start_object(t, "Foo", ANN).instance_id), 500.0, codes.TOKEN_EXPIRED),
+]
+
+
+@pytest.mark.parametrize(
+    "timeout, before, wait, code", [c[1:] for c in FORGOTTEN], ids=[c[0] for c in FORGOTTEN]
+)
+def test_token_refused_by_its_own_fields_after_the_record_is_forgotten(timeout, before, wait, code) -> None:
+    clock = Clock()
+    h = HostObject("h1", Resources(cpus=4), clock=clock, retain_s=60.0)
+    tok = h.make_reservation(req(timeout_s=timeout))
+    before(h, tok)
+    for _ in range(3):  # sweeps on the way (the actor's timer)
+        clock.t += wait / 3
+        h.expire()
+    out = h.start_object(tok, "Foo", ANN)
+    assert isinstance(out, Refusal) and out.code == code, out

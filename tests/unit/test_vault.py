@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from legionrm.hostobj import codes
 from legionrm.hostobj.policies import ADMIT
 from legionrm.hostobj.vault import VaultObject
@@ -72,3 +74,45 @@ def test_owner_vetoes_a_host() -> None:
     assert isinstance(v.use(tok, "batch1", ANN), str)
     rec = v.record()
     assert rec.kind == "vault" and rec.attributes["storage_gb"] == 100
+
+
+def _boom(host: str):
+    raise RuntimeError("owner bug")
+
+
+@pytest.mark.parametrize(
+    "answer, admitted",
+    [
+        pytest.param(lambda host: ADMIT, True, id="admit"),
+        pytest.param(lambda host: False, False, id="bare-false"),
+        pytest.param(lambda host: None, False, id="forgot-to-return"),
+        pytest.param(_boom, False, id="hook-raises"),
+    ],
+)
+def test_host_veto_answer_is_read_safely(answer, admitted: bool) -> None:
+    v = vault()
+    v.admit_host = answer  # type: ignore[method-assign]
+    tok = v.make_reservation(req())
+    out = v.use(tok, "batch1", ANN)
+    assert isinstance(out, str) == admitted, out
+    if not admitted:
+        assert out.code == codes.POLICY and out.by == "v1" and v.list_uses() == {}
+        assert v.make_reservation(req("r2", gb=1), for_host="batch1").code == codes.POLICY
+
+
+@pytest.mark.parametrize(
+    "spoil, code",
+    [
+        pytest.param(lambda v, t, c: (v.cancel_reservation(t), t)[1], codes.TOKEN_CANCELLED, id="cancelled"),
+        pytest.param(lambda v, t, c: (setattr(c, "t", 5), t)[1], codes.TOKEN_EXPIRED, id="expired"),
+        pytest.param(lambda v, t, c: VaultObject("v2", Resources(storage_gb=100), clock=c).make_reservation(
+            req().model_copy(update={"resource": "v2"})), codes.TOKEN_WRONG_ISSUER, id="other-vault"),
+        pytest.param(lambda v, t, c: t.model_copy(update={"expires_at": 1e12}), codes.TOKEN_FORGED, id="altered-expiry"),
+    ],
+)
+def test_vault_token_rules(spoil, code: str) -> None:
+    clock = Clock()
+    v = vault(clock)
+    tok = v.make_reservation(req())
+    out = v.use(spoil(v, tok, clock), "batch1", ANN)
+    assert isinstance(out, Refusal) and out.code == code, out
