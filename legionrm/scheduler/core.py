@@ -31,7 +31,8 @@ from legionrm.scheduler.ducc import CycleContext, schedule_tree
 from legionrm.scheduler.nodepool import NodePool, PoolTables, PoolTree
 from legionrm.scheduler.shares import JOB_KINDS, Job, Machine, Share, job_order, machine_order
 
-JOB_FIELDS = ("work_items", "threads", "max_processes", "time_per_item_ms", "init_time_ms", "memory_gb")
+# What progress reports may change.  Memory (hence the order) is fixed at submit, as in DUCC.
+JOB_FIELDS = ("work_items", "threads", "max_processes", "time_per_item_ms", "init_time_ms")
 
 
 @dataclass(frozen=True)
@@ -262,11 +263,17 @@ class DuccCore:
         return j
 
     def update_job(self, id: str, **fields: Any) -> Job:
-        """New progress from the job (remaining work, time per item, init time ...)."""
+        """New progress from the job (remaining work, time per item, init time ...).
+
+        Raises SchedulingError for an unknown job field; ``threads`` is at least 1
+        and ``None`` means 0 except for ``max_processes`` (None: no limit)."""
         j = self.jobs[id]
-        for k, v in fields.items():
+        for k in fields:
             if k not in JOB_FIELDS:
                 raise SchedulingError(f"job field {k!r} cannot be updated (known: {', '.join(JOB_FIELDS)})")
+        for k, v in fields.items():
+            if k == "threads":
+                v = max(1, int(v or 1))
             setattr(j, k, v if v is not None or k == "max_processes" else 0)
         return j
 

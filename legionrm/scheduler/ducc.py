@@ -37,11 +37,12 @@ from legionrm.scheduler.preemption import do_evictions
 from legionrm.scheduler.shares import Job, Machine, Share
 from legionrm.scheduler.whatof import expand_needy_jobs, what_of_fair_share, what_of_fixed, what_of_reserve
 
+# Reasons carry DUCC's own wording (its key phrases), so they read the same.
 NO_RESOURCES = "Deferred: insufficient resources in nodepool {pool}"
-NO_MEMORY = "Deferred: no host in nodepool {pool} has enough memory"
-ALLOTMENT = "Deferred: non-preemptable allotment of user {user} exhausted"
-NO_SIZE = "Deferred: no hosts of the correct size"
-EXHAUSTED = "Deferred: reservable resources exhausted"
+NO_MEMORY = "Deferred: no hosts in nodepool {pool} have sufficient memory"
+ALLOTMENT = "Deferred: allotment of {limit} is exceeded by user {user}"
+NO_SIZE = "Deferred: no hosts of the correct size in nodepool {pool}"
+EXHAUSTED = "Deferred: resources are exhausted in nodepool {pool}"
 
 
 @dataclass(eq=False)
@@ -124,7 +125,7 @@ def how_much_fixed(ctx: CycleContext, group: list[ResourceClass]) -> None:
                 if have == 0:
                     _defer_no_room(ctx, j, pool)
                 elif not single_allotment_ok(j, limit, used):
-                    j.deferred, j.reason = True, ALLOTMENT.format(user=j.user)
+                    j.deferred, j.reason = True, _allotment_reason(ctx, j)
                 else:
                     j.counted = 1
                     ctx.tables.count_out(pool, j.order, 1)
@@ -136,9 +137,15 @@ def how_much_fixed(ctx: CycleContext, group: list[ResourceClass]) -> None:
             granted, deferred = allotment_for_job(j, limit, used)
             j.counted = granted
             if deferred:
-                j.deferred, j.reason = True, ALLOTMENT.format(user=j.user)
+                j.deferred, j.reason = True, _allotment_reason(ctx, j)
                 continue
             ctx.tables.count_out(pool, j.order, granted - current)
+
+
+def _allotment_reason(ctx: CycleContext, j: Job) -> str:
+    u = ctx.users.get(j.user)
+    gb = u.max_allotment_gb if u is not None and u.max_allotment_gb is not None else ctx.settings.global_allotment_gb
+    return ALLOTMENT.format(limit=f"{gb:g}GB" if gb is not None else "unlimited", user=j.user)
 
 
 def _defer_no_room(ctx: CycleContext, j: Job, pool: NodePool) -> None:
@@ -204,22 +211,23 @@ def how_much_reserve(ctx: CycleContext, group: list[ResourceClass]) -> None:
             if j.single:
                 want = 1
                 if not single_allotment_ok(j, limit, used):
-                    j.counted, j.deferred, j.reason = 0, True, ALLOTMENT.format(user=j.user)
+                    j.counted, j.deferred, j.reason = 0, True, _allotment_reason(ctx, j)
                     continue
             else:
                 granted, deferred = allotment_for_job(j, limit, used)
                 if deferred:
-                    j.counted, j.deferred, j.reason = current, True, ALLOTMENT.format(user=j.user)
+                    j.counted, j.deferred, j.reason = current, True, _allotment_reason(ctx, j)
                     continue
                 want = granted - current
             lo, hi = j.order, _reserve_max_order(ctx, j)
-            if not any(lo <= m.order <= hi for m in pool.machines.values()):
-                j.counted, j.deferred, j.reason = current, True, NO_SIZE
+            # DUCC's countReservables: machines of the size on the pool's lists (not dead, not varied off)
+            if not any(lo <= m.order <= hi and not (m.dead or m.varied_off) for m in pool.machines.values()):
+                j.counted, j.deferred, j.reason = current, True, NO_SIZE.format(pool=pool.name)
                 continue
             got = count_freeable_machines(ctx, j, pool, want) if want > 0 else 0
             j.counted = current + got
             if got == 0 and current == 0:
-                j.deferred, j.reason = True, EXHAUSTED
+                j.deferred, j.reason = True, EXHAUSTED.format(pool=pool.name)
 
 
 # --- the pass -------------------------------------------------------------------------

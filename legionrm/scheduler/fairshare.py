@@ -16,6 +16,7 @@ rounding left behind, one per entity per order per round.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -47,9 +48,19 @@ class Entity:
         return int((self.given[1:] * np.arange(1, len(self.given))).sum())
 
 
-def apportion_qshares(entities: list[Entity], vshares: np.ndarray) -> None:
+def apportion_qshares(entities: list[Entity], vshares: np.ndarray, rebalance: bool = False) -> None:
     """Apportion the holes ``vshares`` (mutated: what is left) among ``entities``
-    (already in their tie-break order); fills each entity's ``given``."""
+    (already in their tie-break order); fills each entity's ``given``.
+
+    With ``rebalance`` False every pass and bonus round serves the entities in
+    the given order, exactly as DUCC does (classes by weight then name, jobs
+    oldest first).  With ``rebalance`` True (users, whose DUCC order is a hash
+    order) each later pass and bonus round serves the entity given least per
+    weight first, then the given order: with a fixed order the first entity
+    collects the rounding remainder and the one-process round-up pass after
+    pass, leaving equal users two or more processes apart.  The first pass is
+    the same either way.
+    """
     if not entities:
         return
     L = len(vshares)
@@ -58,11 +69,8 @@ def apportion_qshares(entities: list[Entity], vshares: np.ndarray) -> None:
     pos = {e: i for i, e in enumerate(entities)}
 
     def neediest_first(es: list[Entity]) -> list[Entity]:
-        # Every pass (and bonus round) serves the entity given least per weight
-        # first, then the entity order.  On the first pass this is DUCC's entity
-        # order; DUCC keeps that order on later passes too (hash order for users),
-        # so the first entity collects the rounding remainder and the one-process
-        # round-up pass after pass.
+        if not rebalance:
+            return list(es)
         return sorted(es, key=lambda e: (e.given_q() / e.weight, pos[e]))
 
     working = list(entities)
@@ -77,7 +85,8 @@ def apportion_qshares(entities: list[Entity], vshares: np.ndarray) -> None:
         deserved = {}
         left = total_q
         for e in working:
-            d = int(np.floor(total_q * e.weight / allweights))
+            # Java's evaluation order (n * (w / W)), so rounding matches DUCC's to the bit
+            d = int(math.floor(total_q * (e.weight / allweights)))
             deserved[e] = d
             left -= d
         for e in working:
@@ -93,8 +102,8 @@ def apportion_qshares(entities: list[Entity], vshares: np.ndarray) -> None:
             for e in working:
                 if e.wanted[o] <= 0 or e.given[0] >= e.cap:
                     continue
-                dgiven = nshares[o] * (e.weight / allweights) * o
-                t = min(max(0, deserved[e] - gpr[e]), int(np.ceil(dgiven - 1e-9)))
+                dgiven = int(nshares[o]) * (e.weight / allweights) * o
+                t = min(max(0, deserved[e] - gpr[e]), int(math.ceil(dgiven)))
                 g = t // o
                 if t % o > 0 and g == 0:
                     g = min(1, int(nshares[o]))
@@ -223,7 +232,7 @@ def how_much_fair_share(ctx, group) -> None:  # ctx: ducc.CycleContext
         uents = [
             Entity(u, 1.0, _order_vector(L, [(j.order, j.cap) for j in by_user[u]])) for u in users
         ]
-        apportion_qshares(uents, g.copy())
+        apportion_qshares(uents, g.copy(), rebalance=True)
         upure = pure[c.name] // len(users)
         for u, ue in zip(users, uents):
             ujobs = sorted(by_user[u], key=lambda j: j.age_key())

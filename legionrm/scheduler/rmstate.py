@@ -83,8 +83,11 @@ class RmStore:
             self.db.executemany("INSERT INTO needy VALUES (?, ?)", list(enumerate(core.needy)))
 
     def load_into(self, core: DuccCore) -> DuccCore:
-        """Recover the stored state into a freshly configured core (no machines or
-        jobs yet); returns it.  Idempotent for one fresh core only."""
+        """Recover the stored state into a freshly configured core (no jobs yet);
+        returns it.  Machines the core already has keep the pool and size the
+        current configuration gave them (so work a reconfiguration strands on a
+        node is blacklisted); the others come back as stored.  Idempotent for
+        one fresh core only."""
         meta = dict(self.db.execute("SELECT key, value FROM meta"))
         if not meta:
             return core
@@ -93,8 +96,11 @@ class RmStore:
         core._seq = int(meta["seq"])
         for row in self.db.execute("SELECT * FROM machines ORDER BY name"):
             name, mem, pool, order, off, dead, missed, bl = row
-            pool = pool if pool in core.tree.pools else None  # a vanished pool: the default pool
-            m = core.add_machine(name, mem, pool)
+            if name in core.machines:
+                m = core.machines[name]  # configured now: its pool and size win
+            else:
+                pool = pool if pool in core.tree.pools else None  # a vanished pool: the default pool
+                m = core.add_machine(name, mem, pool)
             m.varied_off, m.dead, m.missed = bool(off), bool(dead), missed
             m.blacklist = {int(k): v for k, v in json.loads(bl).items()}
         for row in self.db.execute("SELECT * FROM jobs ORDER BY seq"):
@@ -131,6 +137,8 @@ class RmStore:
 
 
 def _compatible(core: DuccCore, rc, machine_pool: str) -> bool:
+    """DUCC's compatibleNodepool: non-preemptable work must sit in its class's own
+    pool; fair-share work anywhere in the same top-level tree."""
     home = core.tree.pools[rc.nodepool]
     mp = core.tree.pools[machine_pool]
-    return home is mp or (rc.preemptable and home.contains(mp))
+    return home is mp or (rc.preemptable and home.top is mp.top)

@@ -215,7 +215,7 @@ def load_scenario(path: str | Path) -> Scenario:
         if kind == "update":
             for key, typ in UPDATE_FIELDS.items():
                 if key in t:
-                    ev[key] = _num(t, key, typ, None, file, w, minimum=0)
+                    ev[key] = _num(t, key, typ, None, file, w, minimum=1 if key == "threads" else 0)
         sc.events.setdefault(cycle, []).append(ev)
     return sc
 

@@ -39,7 +39,7 @@ def _fill(ctx: "CycleContext", job: Job, pool: NodePool, needed: int, fixed: boo
             if needed <= 0:
                 break
             if only_free_of_jobs and any(
-                not ctx.jobs[s.job].kind == "service" for s in ctx.machines[name].shares.values() if s.job in ctx.jobs
+                ctx.jobs[s.job].kind != "service" for s in ctx.machines[name].shares.values() if s.job in ctx.jobs
             ):
                 continue
             fit = min(needed, tables.free[name] // job.order)
@@ -58,7 +58,11 @@ def find_shares(ctx: "CycleContext", job: Job, horizontal_first: bool = False) -
     rc = ctx.classes.classes[job.cls]
     pool = ctx.pools[rc.nodepool]
     fixed = not rc.preemptable
-    if horizontal_first:
+    # DUCC's horizontal pass avoids hosts holding a share of the same service id.
+    # Every non-service process has service id 0, so a job (or managed process)
+    # avoids every host with another non-service process; a service instance is
+    # the only instance of its service here, so it avoids nothing: plain best fit.
+    if horizontal_first and job.kind != "service":
         got = _fill(ctx, job, pool, needed, fixed, only_free_of_jobs=True)
         if got > 0:
             return got
@@ -152,9 +156,9 @@ def setup_preemptions(ctx: "CycleContext", job: Job) -> None:
 def what_of_reserve(ctx: "CycleContext", group) -> None:
     for c in group:
         for j in sorted(ctx.jobs_by_class.get(c.name, []), key=lambda j: j.age_key()):
-            if j.refused or j.deferred or j.completed or j.current() > 0:
+            if j.refused or j.deferred or j.completed:
                 continue
-            allocate_for_reservation(ctx, j)
+            allocate_for_reservation(ctx, j)  # places counted - current more, if any
 
 
 def expand_needy_jobs(ctx: "CycleContext", group) -> None:
