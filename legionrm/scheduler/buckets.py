@@ -51,15 +51,17 @@ class Part:
 class BucketSet:
     """All buckets of a node table, with live pool bitmaps.
 
-    Built once per table; ``refresh`` (called by the host state on every
-    occupy / release) moves the touched hosts between pools.
+    Built once per table (per cycle when ``requested`` narrows the
+    signature to the resources the cycle's requests name); ``refresh``
+    (called by the host state on every occupy / release) moves the touched
+    hosts between pools.
     """
 
-    def __init__(self, table: NodeTable, state: HostState) -> None:
+    def __init__(self, table: NodeTable, state: HostState, requested: tuple[str, ...] | None = None) -> None:
         self.table = table
         self.state = state
         n = table.n
-        self.sig = table.signature_resources()
+        self.sig = table.signature_resources(requested)
         cols = [table.columns[r].signature_codes() for r in self.sig] + [table.queue_code, table.priority]
         matrix = np.stack(cols, axis=1) if n else np.zeros((0, len(cols)), np.int64)
         if n:
@@ -230,11 +232,12 @@ class BucketPlacer(_Placer):
     """The bucket path.  ``place(request, now, walltime)`` -> PlacementResult."""
 
     path = "buckets"
+    pset_prefilter = False
 
     def __init__(self, table: NodeTable, config: PlaceConfig | None = None, state: HostState | None = None,
                  buckets: BucketSet | None = None) -> None:
         super().__init__(table, config, state)
-        self.buckets = buckets if buckets is not None else BucketSet(table, self.state)
+        self.buckets = buckets if buckets is not None else BucketSet(table, self.state, self.config.requested)
         self._maps: dict[tuple, tuple[np.ndarray, tuple[list[tuple[int, int]], int, str | None]]] = {}
 
     def _search(

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from legionrm.errors import SelectSyntaxError
 from legionrm.scheduler.nodes import Column, NodeTable
 from legionrm.scheduler.nodestate import HostView, SetSums
 from legionrm.scheduler.select import Chunk, SelectRequest, Size, classify, exec_amount, format_value
@@ -65,15 +66,62 @@ class CompiledChunk:
         return any(c.consumable and c.value > 0 for c in self.checks)
 
 
+class BadValue(SelectSyntaxError):
+    """A requested value of the wrong kind for the resource the hosts define
+    (``ncpus=abc``, ``ncpus=-1``, ``gpu=maybe`` for a boolean).  ``chunk``
+    (0-based) and ``resource`` say where, so a caller holding the select text
+    can point a caret at it."""
+
+    def __init__(self, message: str, chunk: int, resource: str) -> None:
+        self.chunk = chunk
+        self.resource = resource
+        super().__init__(message)
+
+
+_TRUE = frozenset({"true", "t", "y", "yes", "1"})
+_FALSE = frozenset({"false", "f", "n", "no", "0"})
+
+
+def _coerce(col: Column | None, name: str, written: object, value: object, index: int) -> object:
+    """The requested value read as the hosts' kind of ``name``, as PBS reads a
+    value by its resource's type: ``1``/``0``/``t``/``y``... for a boolean, a
+    bare number for a string resource is that string.  Raises BadValue when the
+    value cannot be of that kind; a resource no host defines keeps its value."""
+    if col is None:
+        return value
+    if col.kind == "bool":
+        if isinstance(value, bool):
+            return value
+        text = str(written).strip().lower() if isinstance(written, (int, str)) else ""
+        if text in _TRUE or text in _FALSE:
+            return text in _TRUE
+        raise BadValue(f"{name}={format_value(written)}: expected true or false ({name} is a boolean on the hosts)",
+                       index, name)
+    if col.kind in ("num", "size"):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value
+        kind, what = ("a size like 16gb", "a size") if col.kind == "size" else ("a non-negative number", "numeric")
+        raise BadValue(f"{name}={format_value(written)}: expected {kind} ({name} is {what} on the hosts)", index, name)
+    if isinstance(value, bool):
+        return format_value(value)
+    if isinstance(value, (int, float)):
+        return written if isinstance(written, str) else format_value(value)
+    return value
+
+
 def _amount_for(col: Column | None, value: object) -> float:
-    """A requested number in the column's units (a bare number for a size is bytes)."""
+    """A requested number in the column's units: a bare number for a size
+    column is bytes; a size for a column of bare numbers is turned into bytes."""
     if col is not None and col.kind == "size" and not isinstance(value, Size):
         return float(math.ceil(float(value) / 1024))
+    if col is not None and col.kind == "num" and isinstance(value, Size):
+        return float(value) * 1024
     return float(value)
 
 
 def compile_chunk(table: NodeTable, chunk: Chunk, index: int) -> CompiledChunk:
-    """Compile one chunk against ``table`` (see module docs for the rules)."""
+    """Compile one chunk against ``table`` (see module docs for the rules).
+    Raises BadValue for a value that cannot be of the hosts' kind."""
     res = dict(chunk.resources)
     for k, v in DEFAULT_CHUNK.items():
         res.setdefault(k, v)
@@ -84,13 +132,19 @@ def compile_chunk(table: NodeTable, chunk: Chunk, index: int) -> CompiledChunk:
     for name, written in res.items():
         value = classify(written)
         col = table.columns.get(name)
-        if not (name in table.resources or isinstance(value, bool) or (col is not None and col.kind == "bool")):
+        if not (table.checked(name) or isinstance(value, bool)):
             continue  # not on the resources line: PBS drops it from the select's resource set
+        value = _coerce(col, name, written, value, index)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             amt = _amount_for(col, value)
             cons.append(Check(name, amt, True, written))
             amounts.append((name, amt))
-            shown = Size(amt) if (col is not None and col.kind == "size") or isinstance(value, Size) else value
+            if isinstance(value, Size):
+                shown: object = value
+            elif col is not None and col.kind == "size":
+                shown = Size(amt)
+            else:
+                shown = value
             suffix.append(f":{name}={exec_amount(shown)}")
         else:
             noncons.append(Check(name, value, False, written))
@@ -167,7 +221,8 @@ def host_reason(
             total = float(table.total(c.res)[i]) if col is not None and col.consumable else 0.0
             have = avail.get(c.res, total) if avail is not None else total
             if have + 1e-9 < c.value:
-                detail = f"(R: {_show(col, c.value)} A: {_show(col, have)} T: {_show(col, total)})"
+                sz = _written_size(c)
+                detail = f"(R: {_show(col, c.value, sz)} A: {_show(col, have, sz)} T: {_show(col, total, sz)})"
                 return c.res, INSUFFICIENT.format(res=c.res, detail=detail)
         elif not match_mask(table, c, np.asarray([i]))[0]:
             hv = col.value(i) if col is not None else (False if isinstance(c.value, bool) else None)
@@ -177,10 +232,16 @@ def host_reason(
     return None
 
 
-def _show(col: Column | None, amount: float) -> str:
-    if col is not None and col.kind == "size":
+def _show(col: Column | None, amount: float, size: bool = False) -> str:
+    """An amount in a comment: a size (``1gb``) when the hosts' column is one,
+    or, for a resource no host defines, when the request wrote a size."""
+    if (col is not None and col.kind == "size") or (col is None and size):
         return format_value(Size(amount))
     return format_value(float(amount))
+
+
+def _written_size(check: Check) -> bool:
+    return isinstance(check.written, str) and isinstance(classify(check.written), Size)
 
 
 # --- the aggregate prefilter -------------------------------------------------
@@ -247,6 +308,7 @@ def _aggregate(
         return err, None
     # job-wide consumables summed over the select
     need: dict[str, float] = {}
+    sizes = {c.res: _written_size(c) for ch in chunks for c in ch.checks if c.consumable}
     for ch in chunks:
         for r, a in ch.amounts:
             need[r] = need.get(r, 0.0) + a * ch.count
@@ -255,7 +317,9 @@ def _aggregate(
         a = pool_a.get(r, 0.0)
         if amount > (t if total else a) + 1e-9:
             col = table.columns.get(r)
-            return INSUFFICIENT.format(res=r, detail=f"(R: {_show(col, amount)} A: {_show(col, a)} T: {_show(col, t)})"), None
+            sz = sizes.get(r, False)
+            detail = f"(R: {_show(col, amount, sz)} A: {_show(col, a, sz)} T: {_show(col, t, sz)})"
+            return INSUFFICIENT.format(res=r, detail=detail), None
     # each chunk against the set as a whole (booleans always honoured)
     for ch in chunks:
         for c in ch.checks:
@@ -264,8 +328,10 @@ def _aggregate(
                 t = sums.total(idx, c.res)
                 a = pool_a.get(c.res, 0.0)
                 if c.value > (t if total else a) + 1e-9:
+                    sz = _written_size(c)
                     return INSUFFICIENT.format(
-                        res=c.res, detail=f"(R: {_show(col, c.value)} A: {_show(col, a)} T: {_show(col, t)})"
+                        res=c.res,
+                        detail=f"(R: {_show(col, c.value, sz)} A: {_show(col, a, sz)} T: {_show(col, t, sz)})",
                     ), ch.index
             elif not _any_match(table, c, idx):
                 return INSUFFICIENT.format(res=c.res, detail=f"({format_value(c.value)} != {_values(col, idx)})"), ch.index

@@ -151,8 +151,10 @@ class NodeTable:
 
     ``resources`` is the bucket / matching resource list (PBS's sched_config
     ``resources:`` line); requested resources outside it are ignored except
-    booleans, which are always honoured.  Raises ValueError naming the host and
-    resource when a resource has different kinds on different hosts.
+    booleans, which are always honoured.  An empty list means every resource
+    (as an empty ``resources:`` line does upstream); None means PBS's default
+    line.  Raises ValueError naming the host and resource when a resource has
+    different kinds on different hosts.
     """
 
     def __init__(
@@ -165,6 +167,8 @@ class NodeTable:
         keys = [node_sort_key] if isinstance(node_sort_key, str) else list(node_sort_key or DEFAULT_SORT_KEY)
         self.sort_keys: tuple[SortKey, ...] = tuple(SortKey.parse(k) for k in keys)
         self.resources: tuple[str, ...] = tuple(resources) if resources is not None else DEFAULT_RESOURCES
+        self.check_all: bool = not self.resources
+        """True when the resources line is empty: every resource is checked."""
         names = [n.name for n in nodes]
         if len(set(names)) != len(names):
             dup = next(x for x in names if names.count(x) > 1)
@@ -251,17 +255,28 @@ class NodeTable:
         """Every boolean resource any host defines (each splits buckets; unset is False)."""
         return tuple(k for k, c in self.columns.items() if c.kind == "bool")
 
-    def signature_resources(self) -> tuple[str, ...]:
-        """The resources a bucket signature covers: the configured list minus host
-        and vnode, plus every boolean; only those some host defines."""
-        out = [r for r in self.resources if r not in ("host", "vnode") and r in self.columns]
+    def signature_resources(self, requested: Iterable[str] | None = None) -> tuple[str, ...]:
+        """The resources a bucket signature covers: the resources line (every
+        resource when it is empty) minus host and vnode, narrowed to
+        ``requested`` when given (upstream builds buckets from the resources
+        the cycle's requests name, L13), plus every boolean; only those some
+        host defines."""
+        line = tuple(self.columns) if self.check_all else self.resources
+        wanted = None if requested is None else set(requested)
+        out = [
+            r for r in line
+            if r not in ("host", "vnode") and r in self.columns and (wanted is None or r in wanted)
+        ]
         out += [b for b in self.booleans if b not in out]
         return tuple(out)
 
     def checked(self, resource: str) -> bool:
-        """Whether a requested resource is honoured (on the resources line, or a boolean)."""
+        """Whether a requested resource is honoured: on the resources line (any
+        resource when the line is empty), or a boolean some host defines."""
+        if self.check_all or resource in self.resources:
+            return True
         col = self.columns.get(resource)
-        return resource in self.resources or (col is not None and col.kind == "bool")
+        return col is not None and col.kind == "bool"
 
     def universe(self, queue: str | None) -> np.ndarray:
         """Host indices a job in ``queue`` may use: the queue's hosts when it owns

@@ -40,17 +40,21 @@ hosts from ``now`` for its walltime.
 from __future__ import annotations
 
 import json
+import re
 import sys
+import tomllib
 from argparse import Namespace
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from legionrm.config import check_keys, expand_names, expect, load_toml, require, tables
+from legionrm.config import check_keys, expand_names, expect, require, tables
 from legionrm.errors import ConfigError, SelectSyntaxError
 from legionrm.scheduler.nodes import DEFAULT_RESOURCES, DEFAULT_SORT_KEY, NodeSpec, NodeTable
 from legionrm.scheduler.nodestate import JOB_INFINITY
-from legionrm.scheduler.placement import PlaceConfig, PlacementResult, Placer
-from legionrm.scheduler.select import Place, SelectRequest, parse_place, parse_select
+from legionrm.scheduler.placement import PlaceConfig, PlacementResult, Placer, requested_resources
+from legionrm.scheduler.chunkfit import BadValue, compile_request
+from legionrm.scheduler.select import Place, SelectRequest, parse_place, parse_select, value_position
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,8 @@ class JobSpec:
     request: SelectRequest
     walltime: float | None
     queue: str | None
+    select_text: str = ""  # as written, for carets under values of the wrong kind
+    where: str = ""  # "job[3]"
 
 
 @dataclass
@@ -68,6 +74,46 @@ class Scenario:
     nodes: list[NodeSpec]
     busy: list[tuple[list[str], float, float]]
     jobs: list[JobSpec]
+    file: str = ""
+
+
+class ScenarioSelectError(SelectSyntaxError):
+    """A select or place string of a scenario that is wrong: the message starts
+    with the file and the key (``s.toml: job[0].select: line 1, column 9: ...``)
+    and ends with the caret."""
+
+    def __init__(self, prefix: str, exc: SelectSyntaxError, *, line: int | None = None,
+                 column: int | None = None, text: str | None = None) -> None:
+        self.prefix = prefix
+        super().__init__(
+            exc.message, text=exc.text if text is None else text, line=exc.line if line is None else line,
+            column=exc.column if column is None else column, expected=exc.expected,
+        )
+
+    def render(self) -> str:
+        return f"{self.prefix}: {super().render()}"
+
+
+def _load_toml(path: str) -> dict[str, Any]:
+    """Read a TOML file; a syntax error is a ConfigError with the line and a caret."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError("no such file", file=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read: {exc}", file=path) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        msg = str(exc)
+        m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
+        if m is None:
+            raise ConfigError(f"not valid TOML: {msg}", file=path) from None
+        line, col = int(m.group(1)), int(m.group(2))
+        lines = text.splitlines() or [""]
+        src = lines[min(line, len(lines)) - 1]
+        caret = f"{src}\n{' ' * max(col - 1, 0)}^"
+        raise ConfigError(f"not valid TOML: {msg}\n{caret}", file=path) from None
 
 
 def _strings(value: Any, *, file: str, where: str, key: str) -> tuple[str, ...]:
@@ -100,17 +146,14 @@ def _parse_text(parser: Any, text: str, *, file: str, where: str, key: str) -> A
     try:
         return parser(text)
     except SelectSyntaxError as exc:
-        raise SelectSyntaxError(
-            f"{file}: {where}.{key}: {exc.message}", text=exc.text, line=exc.line, column=exc.column,
-            expected=exc.expected,
-        ) from None
+        raise ScenarioSelectError(f"{file}: {where}.{key}", exc) from None
 
 
 def load_scenario(path: str) -> Scenario:
     """Read and validate a scenario file; any problem is a ConfigError or a
     SelectSyntaxError naming the file, the table and the key."""
     file = str(path)
-    doc = load_toml(path)
+    doc = _load_toml(file)
     check_keys(doc, ("scheduler", "node", "busy", "job"), file=file, where="")
     sched = doc.get("scheduler", {})
     if not isinstance(sched, dict):
@@ -183,8 +226,8 @@ def load_scenario(path: str) -> Scenario:
         if wall is not None and wall <= 0:
             raise ConfigError("must be positive", file=file, table=where, key="walltime")
         queue = expect(t, "queue", str, None, file=file, where=where)
-        jobs.append(JobSpec(jid, SelectRequest(chunks=chunks, place=place), wall, queue))
-    return Scenario(config, now, nodes, busy, jobs)
+        jobs.append(JobSpec(jid, SelectRequest(chunks=chunks, place=place), wall, queue, sel, where))
+    return Scenario(config, now, nodes, busy, jobs, file)
 
 
 def run_scenario(sc: Scenario) -> tuple[Placer, dict[str, PlacementResult]]:
@@ -192,8 +235,18 @@ def run_scenario(sc: Scenario) -> tuple[Placer, dict[str, PlacementResult]]:
     try:
         table = NodeTable(sc.nodes, resources=sc.config.resources, node_sort_key=sc.config.node_sort_key)
     except ValueError as exc:
-        raise ConfigError(str(exc), table="node") from None
-    placer = Placer(table, sc.config)
+        raise ConfigError(str(exc), file=sc.file, table="node") from None
+    for job in sc.jobs:  # values of the wrong kind for the hosts (ncpus=abc): a caret, before placing
+        try:
+            compile_request(table, job.request)
+        except BadValue as exc:
+            line, col = value_position(job.select_text, exc.chunk, exc.resource)
+            raise ScenarioSelectError(
+                f"{sc.file}: {job.where}.select", exc, text=job.select_text, line=line, column=col
+            ) from None
+    # one cycle: bucket signatures cover the resources these jobs ask for (L13)
+    config = sc.config.model_copy(update={"requested": requested_resources(j.request for j in sc.jobs)})
+    placer = Placer(table, config)
     placer.state.advance(sc.now)
     for names, start, end in sc.busy:
         placer.state.occupy([table.index[n] for n in names], start, end)
@@ -216,7 +269,7 @@ def render_text(results: dict[str, PlacementResult]) -> str:
     rows = [("JOB", "STATUS", "PATH", "START", "PLACEMENT / COMMENT")]
     for jid, r in results.items():
         text = r.exec_vnode if r.runs else r.comment
-        if r.failed_chunk:
+        if r.failed_chunk and r.status == "not_now":  # a "never" comment names its chunk already
             text += f"  [chunk {r.failed_chunk}]"
         rows.append((jid, r.status, r.path, _fmt_time(r.earliest_start), text))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]

@@ -9,7 +9,9 @@ The flow for one request (:meth:`_Placer.place`), as OpenPBS runs it:
    count, job-wide sums, each chunk against the set) -- failing it against
    free amounts is "not now", failing it against totals too is "never";
 3. placement sets (``place=group=RES`` or ``node_group_key``), smallest
-   first, each with its own prefilter and search; the first that runs wins.
+   first, each searched (the per-node path runs the prefilter on each set
+   first; the bucket path, as upstream, only the set's chunk-to-bucket map);
+   the first that runs wins.
    If some set could take the job later, the job waits (the original
    upstream rule, L1); if none ever could, ``do_not_span_psets`` makes it
    "never", otherwise the search runs on all hosts;
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Iterable, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -31,6 +33,7 @@ from pydantic import BaseModel, ConfigDict
 from legionrm.models import Refusal
 from legionrm.scheduler.chunkfit import (
     CANT_SPAN_PSET,
+    DEFAULT_CHUNK,
     INVALID_STATE,
     NODE_NOT_EXCL,
     RESERVATION_CONFLICT,
@@ -58,6 +61,11 @@ class PlaceConfig(BaseModel):
     node_group_key: str | None = None
     do_not_span_psets: bool = False
     provision_policy: Literal["aggressive_provision", "avoid_provision"] = "aggressive_provision"
+    requested: tuple[str, ...] | None = None
+    """The resources this cycle's requests name (see :func:`requested_resources`).
+    Upstream builds bucket signatures from these only (the resources line
+    narrowed to what is asked for, plus every boolean), so hosts that differ
+    only in a resource no request names share a bucket.  None: the whole line."""
 
 
 @dataclass
@@ -122,10 +130,31 @@ class PlacementResult:
         }
 
 
-def comment_for(status: Status, text: str, exec_vnode: str = "", now: float = 0.0) -> str:
+def requested_resources(requests: Iterable[SelectRequest]) -> tuple[str, ...]:
+    """Every resource the requests' chunks name, plus the server's default
+    chunk (``ncpus``), in first-seen order: what :attr:`PlaceConfig.requested`
+    holds for a cycle placing these requests."""
+    seen: dict[str, None] = {}
+    for request in requests:
+        for chunk in request.chunks:
+            for name in (*chunk.resources, *DEFAULT_CHUNK):
+                seen.setdefault(name, None)
+    return tuple(seen)
+
+
+def comment_for(
+    status: Status, text: str, exec_vnode: str = "", now: float = 0.0, chunk: tuple[int, str] | None = None
+) -> str:
+    """The job comment: ``Job run at T on EXEC_VNODE``, ``Not Running: TEXT``,
+    or ``Can Never Run: TEXT`` followed, when the refusal is about one select
+    chunk (``chunk`` = its 0-based index and text), by ``(chunk N: TEXT)`` so
+    the person knows which chunk to change."""
     if status == "run":
         return f"Job run at {int(now) if float(now).is_integer() else now} on {exec_vnode}"
-    return ("Not Running: " if status == "not_now" else "Can Never Run: ") + text
+    if status == "not_now":
+        return "Not Running: " + text
+    where = f" (chunk {chunk[0] + 1}: {chunk[1]})" if chunk is not None else ""
+    return f"Can Never Run: {text}{where}"
 
 
 def choose_path(
@@ -152,9 +181,9 @@ def choose_path(
         return "nodes", "pack placement"
     if table is not None and table.multi_vnode:
         return "nodes", "the complex has a multi-vnode host"
-    resources = table.resources if table is not None else config.resources
     for r in ("host", "vnode"):
-        if r in resources and request.requests_resource(r):
+        listed = table.checked(r) if table is not None else (not config.resources or r in config.resources)
+        if listed and request.requests_resource(r):
             return "nodes", f"the select names {r}"
     if has_exec_vnode:
         return "nodes", "the job already has an exec_vnode"
@@ -174,6 +203,11 @@ class _Placer:
     """The flow shared by both paths; subclasses implement :meth:`_search`."""
 
     path: Path = "nodes"
+    pset_prefilter: bool = True
+    """Run the aggregate prefilter on each placement set before searching it
+    (the normal path does; upstream's bucket path goes straight to the
+    chunk-to-bucket map of each set, so a set too small *now* by the sums may
+    still be "never" by its buckets, which decides whether the job spans)."""
 
     def __init__(self, table: NodeTable, config: PlaceConfig | None = None, state: HostState | None = None) -> None:
         self.table = table
@@ -238,7 +272,11 @@ class _Placer:
         if key:
             waiting: Outcome | None = None
             for ps in self.psets.ordered(key, universe, view):
-                pf = prefilter(self.table, request, chunks, ps.hosts, view, self.sums)
+                pf = (
+                    prefilter(self.table, request, chunks, ps.hosts, view, self.sums)
+                    if self.pset_prefilter
+                    else None
+                )
                 out = (
                     Outcome(pf[0], pf[1], chunk=pf[2])  # type: ignore[arg-type]
                     if pf
@@ -282,7 +320,10 @@ class _Placer:
         ev = "+".join(groups)
         return PlacementResult(
             status=out.status,
-            comment=comment_for(out.status, out.text, ev, now),
+            comment=comment_for(
+                out.status, out.text, ev, now,
+                (out.chunk, request.chunks[out.chunk].text()) if out.chunk is not None else None,
+            ),
             exec_vnode=ev,
             nodes=nodes,
             path=self.path,

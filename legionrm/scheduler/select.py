@@ -365,6 +365,29 @@ def parse_select(text: str) -> tuple[Chunk, ...]:
     return _chunks_from(_parse(body, "select", "select"), text)
 
 
+def value_position(text: str, chunk: int, resource: str) -> tuple[int, int]:
+    """(line, column) of the value of ``resource`` in chunk ``chunk`` (0-based)
+    of a select string that parses; (1, 1) when it is not there (the server's
+    default ``ncpus``, say).  Lets a caller put a caret under a value that
+    parsed but is of the wrong kind for the hosts."""
+    try:
+        if text.lstrip().startswith("select="):
+            tree = _parse(text, "request", "select").children[0].children[-1]
+        else:
+            tree = _parse(text, "select", "select")
+    except SelectSyntaxError:
+        return 1, 1
+    nodes = tree.children
+    if not 0 <= chunk < len(nodes):
+        return 1, 1
+    for r in nodes[chunk].children:
+        if isinstance(r, Tree):
+            name_tok, val_tok = r.children
+            if str(name_tok) == resource:
+                return val_tok.line, val_tok.column
+    return 1, 1
+
+
 def parse_place(text: str) -> Place:
     """``"scatter:excl"`` -> Place.  A leading ``place=`` is allowed."""
     if text.lstrip().startswith("place="):

@@ -13,7 +13,8 @@ from legionrm.scheduler.buckets import BucketPlacer, BucketSet, first_true
 from legionrm.scheduler.nodes import NodeSpec, NodeTable
 from legionrm.scheduler.nodestate import HostState
 from legionrm.scheduler.pernode import PerNodePlacer
-from legionrm.scheduler.placement import PlaceConfig, Placer
+from legionrm.scheduler.chunkfit import BadValue
+from legionrm.scheduler.placement import PlaceConfig, Placer, requested_resources
 from legionrm.scheduler.select import SelectRequest
 
 RES = ("ncpus", "mem", "color", "switch", "host", "vnode")
@@ -227,15 +228,15 @@ COLOURED = [("b1", "blue"), ("r1", "red"), ("g1", "green")]
 
 OUTCOMES = [
     ("chunk capacity short: first failing bucket named", "2:ncpus=1:color=red", "scatter:excl", "never",
-     "Can Never Run: Insufficient amount of resource: color (red != blue)"),
+     "Can Never Run: Insufficient amount of resource: color (red != blue) (chunk 1: 2:ncpus=1:color=red)"),
     ("value nowhere in the complex", "1:color=purple", "excl", "never",
-     "Can Never Run: Insufficient amount of resource: color (purple != blue,red,green)"),
+     "Can Never Run: Insufficient amount of resource: color (purple != blue,red,green) (chunk 1: 1:color=purple)"),
     ("job-wide sum beyond totals", "4:ncpus=2", "excl", "never",
      "Can Never Run: Insufficient amount of resource: ncpus (R: 8 A: 6 T: 6)"),
     ("more chunks than hosts, scatter", "4:ncpus=1", "scatter:excl", "never",
      "Can Never Run: Not enough total nodes available"),
     ("chunk bigger than any host", "1:ncpus=3", "excl", "never",
-     "Can Never Run: Insufficient amount of resource: ncpus (R: 3 A: 2 T: 2)"),
+     "Can Never Run: Insufficient amount of resource: ncpus (R: 3 A: 2 T: 2) (chunk 1: 1:ncpus=3)"),
     ("runs", "1:ncpus=2:color=green", "excl", "run", "Job run at 0 on (g1:ncpus=2)"),
 ]
 
@@ -330,7 +331,7 @@ def test_l1_a_set_that_fits_later_means_wait_not_span() -> None:
     busy(p, ["b1"], 0, 150)
     r = p.place(req("2:ncpus=1", "scatter:excl"), 0, 10)
     assert r.status == "not_now"  # upstream HEAD would run it across A and B
-    assert r.comment == "Not Running: Not enough free nodes available"
+    assert r.comment == "Not Running: No available resources on nodes"  # set A's own bucket search
     assert r.earliest_start == 100
 
 
@@ -396,3 +397,143 @@ def test_node_value_kinds_mix_sensibly() -> None:
     assert table.columns["sw"].kind == "strarr" and table.columns["sw"].value(0) == ("s1",)
     with pytest.raises(ValueError, match="resource 'x'"):
         NodeTable([node("a", x=1), node("b", x="one")], resources=RES)
+
+
+# --- audit: rules checked against upstream, one case per gap -----------------------
+
+
+def _three_sets() -> Placer:
+    """Sets C (1 host), A and B (2 hosts each) of 3-cpu hosts; a1 busy.  The
+    group key is not on the resources line, so all hosts share one bucket."""
+    hosts = [node(f"a{i}", ncpus=3, sw="A") for i in (1, 2)] + [node(f"b{i}", ncpus=3, sw="B") for i in (1, 2)]
+    hosts.append(node("c1", ncpus=3, sw="C"))
+    p = make(hosts, resources=("ncpus",), node_group_key="sw")
+    busy(p, ["a1"], 0, 100)
+    return p
+
+
+PSET_SPAN = [
+    # 3:ncpus=2 holds one copy per 3-cpu host: every set can *never* hold it by its
+    # buckets, though set A is only "too small now" by its summed free cpus.
+    # Upstream's bucket path has no per-set prefilter: no set said NOT_RUN, so it spans.
+    ("bucket path: a set short now by its sums but never by its buckets spans",
+     "3:ncpus=2", "free:excl", "buckets", "run", [["a2", "b1", "b2"]]),
+    # The per-node path runs the prefilter on each set (as eval_selspec does):
+    # set A fails on free amounts now, fits by totals, so the job waits for A.
+    ("per-node path: a set short now by its sums means wait",
+     "3:ncpus=2", "free", "nodes", "not_now", []),
+]
+
+
+@pytest.mark.parametrize("why,select,place,path,status,nodes", PSET_SPAN, ids=[c[0] for c in PSET_SPAN])
+def test_pset_fallback_follows_each_paths_own_test(why: str, select: str, place: str, path: str, status: str,
+                                                   nodes: list) -> None:
+    r = _three_sets().place(req(select, place), 0, 10)
+    assert (r.path, r.status, r.nodes) == (path, status, nodes)
+
+
+EMPTY_LINE = [
+    # PBS: an empty resources line means every resource is checked and bucketed
+    ("a string mismatch is checked", "1:ncpus=1:color=blue", "excl", "never", ""),
+    ("consumables appear in exec_vnode", "1:ncpus=2", "excl", "run", "(r1:ncpus=2)"),
+    ("a chunk bigger than any host can never run", "1:ncpus=3", "excl", "never", ""),
+    ("host is on the (empty) line: per-node path", "1:ncpus=1:host=R2", "excl", "run", "(r2:ncpus=1)"),
+]
+
+
+@pytest.mark.parametrize("why,select,place,status,ev", EMPTY_LINE, ids=[c[0] for c in EMPTY_LINE])
+def test_empty_resources_line_means_every_resource(why: str, select: str, place: str, status: str, ev: str) -> None:
+    p = make([node("r1", ncpus=2, color="red"), node("r2", ncpus=2, color="red")], resources=())
+    r = p.place(req(select, place), 0, 10)
+    assert (r.status, r.exec_vnode) == (status, ev)
+    assert r.path == ("nodes" if "host" in select else "buckets")
+
+
+def _interleaved(requested: tuple[str, ...] | None) -> Placer:
+    hosts = [node("x", ncpus=4, mem="8gb"), node("y", ncpus=4, mem="16gb"), node("z", ncpus=4, mem="8gb")]
+    table = NodeTable(hosts, resources=("ncpus", "mem"))
+    return Placer(table, PlaceConfig(resources=("ncpus", "mem"), requested=requested))
+
+
+SIGNATURE = [
+    # upstream builds signatures from the resources the cycle's jobs request (L13):
+    # if no job asks for mem, x, y and z share one bucket and go in node order
+    ("no request names mem: one bucket, node order", ("ncpus",), 1, [["x", "y"]]),
+    ("a request names mem: mem splits buckets", ("ncpus", "mem"), 2, [["x", "z"]]),
+    ("no cycle given: the whole resources line", None, 2, [["x", "z"]]),
+]
+
+
+@pytest.mark.parametrize("why,requested,nbuckets,nodes", SIGNATURE, ids=[c[0] for c in SIGNATURE])
+def test_signature_covers_the_cycles_requested_resources(why: str, requested: tuple[str, ...] | None,
+                                                         nbuckets: int, nodes: list) -> None:
+    p = _interleaved(requested)
+    assert len(p.buckets.buckets) == nbuckets
+    assert p.place(req("2:ncpus=1", "scatter:excl"), 0, 10).nodes == nodes
+
+
+def test_requested_resources_include_the_default_chunk() -> None:
+    reqs = [req("2:mem=1gb+1:color=red"), req("1:ncpus=2:bigmem=true")]
+    assert requested_resources(reqs) == ("mem", "ncpus", "color", "bigmem")
+
+
+NEVER_NAMES_CHUNK = [
+    ("second chunk's value is nowhere", "1:ncpus=1+1:color=purple", "excl",
+     "Can Never Run: Insufficient amount of resource: color (purple != blue,red,green) (chunk 2: 1:color=purple)"),
+    ("second chunk short of hosts", "1:ncpus=1+2:ncpus=1:color=red", "scatter:excl",
+     "Can Never Run: Insufficient amount of resource: color (red != blue) (chunk 2: 2:ncpus=1:color=red)"),
+    ("a job-wide refusal names no chunk", "4:ncpus=2", "excl",
+     "Can Never Run: Insufficient amount of resource: ncpus (R: 8 A: 6 T: 6)"),
+]
+
+
+@pytest.mark.parametrize("why,select,place,comment", NEVER_NAMES_CHUNK, ids=[c[0] for c in NEVER_NAMES_CHUNK])
+def test_never_comment_names_the_chunk(why: str, select: str, place: str, comment: str) -> None:
+    p = make([node(n, ncpus=2, color=c) for n, c in COLOURED])
+    r = p.place(req(select, place), 0, 10)
+    assert (r.status, r.comment) == ("never", comment)
+
+
+VALUE_KINDS = [
+    # a value is read as the hosts' kind of the resource, as PBS reads it by type
+    ("boolean written 1", "1:ncpus=1:fast=1", "run", [["f"]]),
+    ("boolean written 0", "1:ncpus=1:fast=0", "run", [["s"]]),
+    ("boolean written t", "1:ncpus=1:fast=t", "run", [["f"]]),
+    ("boolean written False", "1:ncpus=1:fast=False", "run", [["s"]]),
+    ("number for a string resource", "1:ncpus=1:rack=12", "run", [["s"]]),
+    ("size for a resource of bare byte counts", "1:ncpus=1:mem=2gb", "run", [["f"]]),
+    ("size beyond every host", "1:ncpus=1:mem=3gb", "never", []),
+]
+
+
+@pytest.mark.parametrize("why,select,status,nodes", VALUE_KINDS, ids=[c[0] for c in VALUE_KINDS])
+def test_values_are_read_as_the_hosts_kind(why: str, select: str, status: str, nodes: list) -> None:
+    gb = 1024**3
+    hosts = [node("f", ncpus=2, mem=2 * gb, fast=True, rack="11"), node("s", ncpus=2, mem=gb, rack="12")]
+    p = make(hosts, resources=("ncpus", "mem", "rack"))
+    r = p.place(req(select, "excl"), 0, 10)
+    assert (r.status, r.nodes) == (status, nodes)
+    if "mem=2gb" in select:
+        assert r.exec_vnode == "(f:ncpus=1:mem=2097152kb)"
+
+
+BAD_VALUES = [
+    ("not a number", "1:ncpus=abc", "ncpus"),
+    ("negative", "2:ncpus=-1", "ncpus"),
+    ("not a boolean", "1:ncpus=1+1:fast=maybe", "fast"),
+    ("not a size", "1:mem=lots", "mem"),
+]
+
+
+@pytest.mark.parametrize("why,select,resource", BAD_VALUES, ids=[c[0] for c in BAD_VALUES])
+def test_values_of_the_wrong_kind_are_refused(why: str, select: str, resource: str) -> None:
+    p = make([node("f", ncpus=2, mem="2gb", fast=True)])
+    with pytest.raises(BadValue) as info:
+        p.place(req(select, "excl"), 0, 10)
+    assert info.value.resource == resource
+    assert info.value.chunk == select.count("+")
+
+
+def test_a_size_no_host_defines_is_shown_as_a_size() -> None:
+    r = make([node("n1", ncpus=2)]).place(req("1:ncpus=1:mem=1gb"), 0, 10)
+    assert r.status == "never" and "mem (R: 1gb A: 0kb T: 0kb)" in r.comment

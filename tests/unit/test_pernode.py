@@ -146,7 +146,7 @@ def test_free_placement_fills_hosts_in_node_order() -> None:
 def test_per_node_never_and_calendar() -> None:
     p = make([node("a", ncpus=8), node("b", ncpus=8)])
     r = p.place(req("1:ncpus=16"), 0, 1)
-    assert r.comment == "Can Never Run: Insufficient amount of resource: ncpus (R: 16 A: 8 T: 8)"
+    assert r.comment == "Can Never Run: Insufficient amount of resource: ncpus (R: 16 A: 8 T: 8) (chunk 1: 1:ncpus=16)"
     p.state.occupy([0, 1], 50, 80)
     r = p.place(req("1:ncpus=1"), 0, 100)
     assert r.comment == "Not Running: Job would conflict with reservation or top job"
@@ -246,3 +246,22 @@ def test_table_and_state_are_shared_by_both_paths() -> None:
     state = HostState(table)
     p = Placer(table, PlaceConfig(resources=RES), state)
     assert p.buckets.state is p.nodes.state is state
+
+
+HOST_ON_LINE = [
+    # the select's resource set holds the resources line (everything when it is
+    # empty) plus booleans; host/vnode in that set send the job per node
+    ("default line has host", None, "1:ncpus=1:host=n1", "nodes"),
+    ("empty line means every resource", (), "1:ncpus=1:host=n1", "nodes"),
+    ("empty line, vnode", (), "1:ncpus=1:vnode=n1", "nodes"),
+    ("line without host drops it", ("ncpus",), "1:ncpus=1:host=n1", "buckets"),
+]
+
+
+@pytest.mark.parametrize("why,line,select,path", HOST_ON_LINE, ids=[c[0] for c in HOST_ON_LINE])
+def test_choose_path_host_follows_the_resources_line(why: str, line: tuple[str, ...] | None, select: str,
+                                                     path: str) -> None:
+    table = NodeTable([node("n1", ncpus=1)], resources=line)
+    config = PlaceConfig() if line is None else PlaceConfig(resources=line)
+    assert choose_path(req(select, "excl"), config, table)[0] == path
+    assert choose_path(req(select, "excl"), config)[0] == path  # the config alone says the same

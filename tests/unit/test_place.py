@@ -159,6 +159,15 @@ BAD_FILES = [
      ["resource 'x'"]),
     ("bad sort key", '[scheduler]\nnode_sort_key="ncpus UP"\n', ["node_sort_key"]),
     ("bad resource value", '[[node]]\nname="a"\n[node.resources]\nx={a=1}\n', ["node[0].resources.x"]),
+    # audit: carets and the file first
+    ("bad TOML has a caret", '[[node]]\nname="n"\n[[job]\n', ["line 3, column 6", "[[job]\n     ^"]),
+    ("select error names file, key, then line and column", '[[node]]\nname="n"\n[[job]]\nid="j"\nselect="2:ncpus=+1"\n',
+     ["bad.toml: job[0].select: line 1, column 9: unexpected '+'", "2:ncpus=+1\n        ^"]),
+    ("value of the wrong kind for the hosts", '[[node]]\nname="n"\n[node.resources]\nncpus=2\n'
+     '[[job]]\nid="j"\nselect="1:ncpus=1+1:ncpus=two"\n',
+     ["job[0].select: line 1, column 19: ncpus=two", "1:ncpus=1+1:ncpus=two\n                  ^"]),
+    ("boolean that is not one", '[[node]]\nname="n"\n[node.resources]\ngpu=true\n'
+     '[[job]]\nid="j"\nselect="1:gpu=maybe"\n', ["job[0].select: line 1, column 7", "expected true or false"]),
 ]
 
 
@@ -200,3 +209,52 @@ def test_busy_may_name_a_counted_node_table(tmp_path: Path, capsys: pytest.Captu
     code, out, _ = run_cli(["place", str(f), "--json"], capsys)
     job = json.loads(out)["jobs"]["j"]
     assert code == 0 and job["status"] == "not_now" and job["earliest_start"] == 50.0
+
+
+CYCLE = """
+[scheduler]
+resources = ["ncpus", "mem"]
+[[node]]
+name = "x"
+[node.resources]
+ncpus = 4
+mem = "8gb"
+[[node]]
+name = "y"
+[node.resources]
+ncpus = 4
+mem = "16gb"
+[[node]]
+name = "z"
+[node.resources]
+ncpus = 4
+mem = "8gb"
+[[job]]
+id = "j"
+select = "2:ncpus=1"
+place = "scatter:excl"
+"""
+
+ASKS_MEM = """
+[[job]]
+id = "k"
+select = "1:ncpus=1:mem=1gb"
+place = "scatter:excl"
+"""
+
+SIGNATURE_CYCLE = [
+    # upstream's signature covers the resources the cycle's jobs request (L13)
+    ("no job asks for mem: x, y, z share a bucket", CYCLE, [["x", "y"]]),
+    ("a job asks for mem: mem splits buckets", CYCLE + ASKS_MEM, [["x", "z"]]),
+    ("empty resources line: every resource", CYCLE.replace('["ncpus", "mem"]', "[]") + ASKS_MEM, [["x", "z"]]),
+]
+
+
+@pytest.mark.parametrize("why,text,nodes", SIGNATURE_CYCLE, ids=[c[0] for c in SIGNATURE_CYCLE])
+def test_bucket_signature_is_per_cycle(tmp_path: Path, capsys: pytest.CaptureFixture[str], why: str, text: str,
+                                       nodes: list) -> None:
+    f = tmp_path / "s.toml"
+    f.write_text(text)
+    code, out, err = run_cli(["place", str(f), "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["jobs"]["j"]["nodes"] == nodes

@@ -18,6 +18,7 @@ from legionrm.scheduler.select import (
     parse_request,
     parse_select,
     size_kb,
+    value_position,
 )
 
 SELECTS = [
@@ -168,3 +169,15 @@ def test_from_object_request() -> None:
 def test_chunk_text_round_trips_strings_that_look_like_numbers() -> None:
     c = Chunk(count=1, resources={"color": "12", "flag": True, "mem": "1gb"})
     assert parse_select(c.text())[0] == c
+
+
+POSITIONS = [
+    ("second chunk's value", "2:ncpus=1+1:ncpus=abc", 1, "ncpus", (1, 19)),
+    ("with select= prefix", "select=2:gpu=x", 0, "gpu", (1, 14)),
+    ("a resource not written (default ncpus)", "2:mem=1gb", 0, "ncpus", (1, 1)),
+]
+
+
+@pytest.mark.parametrize("why,text,chunk,res,pos", POSITIONS, ids=[p[0] for p in POSITIONS])
+def test_value_position_points_at_the_value(why: str, text: str, chunk: int, res: str, pos: tuple[int, int]) -> None:
+    assert value_position(text, chunk, res) == pos
