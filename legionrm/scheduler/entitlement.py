@@ -99,8 +99,11 @@ def split_entitlement(parent: ResourcePool) -> None:
             given = water_fill(rest[k], share[:, k], np.where(excess[:, k] >= EPS, excess[:, k], 0.0))
             assign[:, k] += given
             rest[k] = max(rest[k] - given.sum(), 0.0)
-        # phase 3: what nobody claimed, by share, under each limit; a cut-off goes to the others
+        # phase 3: what nobody claimed, by share, under each limit; a cut-off goes to the others.
+        # As upstream, the limit caps every child here, share 0 or not (only a forced STATIC
+        # reservation above its limit can be over it), and only when something is left.
         if rest[k] > EPS:
+            assign[:, k] = np.minimum(assign[:, k], lim[:, k])
             assign[:, k] += water_fill(rest[k], share[:, k], np.maximum(lim[:, k] - assign[:, k], 0.0))
 
     for i, c in enumerate(kids):

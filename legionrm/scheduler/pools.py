@@ -25,10 +25,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+import tomllib
+from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from legionrm.config import check_keys, expect, load_toml, require, tables
-from legionrm.errors import ConfigError, LegionError
+from legionrm.errors import ConfigError, LegionError, PoolRuleError
 from legionrm.models import PoolResourceSpec, PoolSpec
 from legionrm.scheduler.respool import (
     Gang,
@@ -38,6 +41,7 @@ from legionrm.scheduler.respool import (
     ResourceSpec,
     Task,
 )
+from legionrm.scheduler.respool_validate import check_path, check_resources
 from legionrm.scheduler.respool_vec import KINDS, vec
 
 NUM = (float, int)
@@ -74,30 +78,33 @@ def pool_spec(table: dict[str, Any], *, file: str, where: str, allow_default: bo
                 file=file, table=where, key=key,
             )  # fmt: skip
     path = require(table, "path", str, file=file, where=where)
-    specs: list[PoolResourceSpec] = []
-    for key, sub in table.items():
-        if not isinstance(sub, dict):
-            continue
-        sw = f"{where}.{key}"
-        check_keys(sub, ("reservation", "limit", "share", "type"), file=file, where=sw)
-        kind_type = expect(sub, "type", str, "ELASTIC", file=file, where=sw)
-        if kind_type.upper() not in ("ELASTIC", "STATIC"):
-            raise ConfigError(f"must be ELASTIC or STATIC, not {kind_type!r}", file=file, table=sw, key="type")
-        specs.append(
-            PoolResourceSpec(
-                kind=key,  # an unknown kind is the validator's to refuse, with its message
-                reservation=expect(sub, "reservation", float, 0.0, file=file, where=sw),
-                limit=expect(sub, "limit", float, 0.0, file=file, where=sw),
-                share=expect(sub, "share", float, 1.0, file=file, where=sw),
-                type=kind_type.upper(),
-            )
-        )
+    kinds = [(key, sub) for key, sub in table.items() if isinstance(sub, dict)]
+    specs = [_resource(key, sub, file=file, where=f"{where}.{key}") for key, sub in kinds]
     return PoolSpec(
         path=path,
         resources=tuple(specs),
         controller_limit_percent=expect(table, "controller_limit_percent", float, None, file=file, where=where),
         slack_limit_percent=expect(table, "slack_limit_percent", float, None, file=file, where=where),
         default=expect(table, "default", bool, False, file=file, where=where) if allow_default else False,
+    )
+
+
+RESERVATION_TYPES = {"ELASTIC": "ELASTIC", "STATIC": "STATIC", "UNKNOWN_TYPE": "ELASTIC"}
+"""Accepted ``type`` values; upstream treats anything but STATIC (its UNKNOWN_TYPE too) as ELASTIC."""
+
+
+def _resource(kind: str, sub: dict[str, Any], *, file: str, where: str) -> PoolResourceSpec:
+    """One kind sub-table (``[pool.cpu]``) -> :class:`PoolResourceSpec`; shape errors are ConfigErrors."""
+    check_keys(sub, ("reservation", "limit", "share", "type"), file=file, where=where)
+    kind_type = expect(sub, "type", str, "ELASTIC", file=file, where=where)
+    if kind_type.upper() not in RESERVATION_TYPES:
+        raise ConfigError(f"must be ELASTIC or STATIC, not {kind_type!r}", file=file, table=where, key="type")
+    return PoolResourceSpec(
+        kind=kind,  # an unknown kind is the validator's to refuse, with its message
+        reservation=expect(sub, "reservation", float, 0.0, file=file, where=where),
+        limit=expect(sub, "limit", float, 0.0, file=file, where=where),
+        share=expect(sub, "share", float, 1.0, file=file, where=where),
+        type=RESERVATION_TYPES[kind_type.upper()],
     )
 
 
@@ -181,9 +188,72 @@ def _gang(table: dict[str, Any], *, file: str, where: str) -> Gang:
     return Gang(gid, tuple(tasks))
 
 
+_KIND_TWICE = re.compile(r"Cannot declare \('pool', '([^']*)'\) twice \(at line (\d+)")
+_POOL_HEADER = re.compile(r"^\s*\[\[\s*pool\s*\]\]")
+_KIND_HEADER = re.compile(r"^\s*\[\s*pool\s*\.\s*([A-Za-z0-9_-]+)\s*\]\s*(#.*)?$")
+_ANY_HEADER = re.compile(r"^\s*\[")
+
+
+def load_pool_file(file: str) -> dict[str, Any]:
+    """The parsed file.  TOML refuses a kind sub-table declared twice in one
+    ``[[pool]]``; that is a repeated kind, so it is reported as the validator
+    reports one (see :func:`_refuse_repeated_kind`).  Other syntax errors are
+    ConfigErrors."""
+    try:
+        return load_toml(file)
+    except ConfigError as exc:
+        m = _KIND_TWICE.search(str(exc))
+        if m is not None:
+            _refuse_repeated_kind(file, int(m.group(2)))
+        raise
+
+
+def _refuse_repeated_kind(file: str, line_no: int) -> None:
+    """Read the ``[[pool]]`` block holding line ``line_no`` one kind sub-table at
+    a time and run the resource rules on its kinds in file order, repeats
+    included: raises the first refusal, the one upstream gives for the same
+    resource list (an earlier kind's own error comes before the repeat).
+    Returns, leaving the TOML error to stand, when the block cannot be read so."""
+    lines = Path(file).read_text(encoding="utf-8").splitlines()
+    starts = [i for i in range(min(line_no, len(lines))) if _POOL_HEADER.match(lines[i])]
+    if not starts:
+        return
+    start = starts[-1]
+    after = range(start + 1, len(lines))
+    end = next((i for i in after if _ANY_HEADER.match(lines[i]) and not _KIND_HEADER.match(lines[i])), len(lines))
+    segments: list[tuple[str, list[str]]] = [("", [])]
+    for line in lines[start + 1 : end]:
+        m = _KIND_HEADER.match(line)
+        if m:
+            segments.append((m.group(1), []))
+        else:
+            segments[-1][1].append(line)
+    try:
+        head, *subs = [(kind, tomllib.loads("\n".join(body))) for kind, body in segments]
+    except tomllib.TOMLDecodeError:
+        return
+    where = f"pool[{len(starts) - 1}]"
+    table = head[1]
+    path = require(table, "path", str, file=file, where=where)
+    kinds = [(k, v) for k, v in table.items() if isinstance(v, dict)] + subs
+    config = pool_config(PoolSpec(
+        path=path,
+        resources=tuple(_resource(k, sub, file=file, where=f"{where}.{k}") for k, sub in kinds),
+        controller_limit_percent=expect(table, "controller_limit_percent", float, None, file=file, where=where),
+        slack_limit_percent=expect(table, "slack_limit_percent", float, None, file=file, where=where),
+    ))  # fmt: skip
+    check_path(path)
+    check_resources(config, path)
+    kind = next((k for i, (k, _) in enumerate(kinds) if k in [j for j, _ in kinds[:i]]), None)
+    if kind is None:
+        return
+    raise PoolRuleError(f"resource pool config has multiple configurations for resource type {kind}",
+                        path=path, rule="resource_pool", kind=kind)  # fmt: skip
+
+
 def run_file(file: str) -> dict[str, Any]:
     """Load, validate, compute entitlement, run one admission cycle; the --json answer."""
-    doc = load_toml(file)
+    doc = load_pool_file(file)
     check_keys(doc, ("capacity", "slack_capacity", "pool", "demand", "allocation", "gang"), file=file, where="")
     capacity = _capacity(doc, "capacity", file)
     slack_capacity = _capacity(doc, "slack_capacity", file)
@@ -206,12 +276,17 @@ def run_file(file: str) -> dict[str, Any]:
             controller=expect(t, "controller", bool, False, file=file, where=w),
         )
     seen: set[str] = set()
+    task_ids: set[str] = set()
     for i, t in enumerate(tables(doc, "gang", file)):
         w = f"gang[{i}]"
         gang = _gang(t, file=file, where=w)
         if gang.id in seen:
             raise ConfigError(f"gang id {gang.id!r} is used twice", file=file, table=w, key="id")
         seen.add(gang.id)
+        for j, task in enumerate(gang.tasks):  # each task's allocation is released by its id
+            if task.id in task_ids:
+                raise ConfigError(f"task id {task.id!r} is used twice", file=file, table=f"{w}.tasks[{j}]", key="id")
+            task_ids.add(task.id)
         path = _pool_ref(tree, t, file=file, where=w, leaf=True)
         tree.enqueue(gang, path)
 

@@ -22,9 +22,9 @@ from typing import Iterator
 
 import numpy as np
 
-from legionrm.errors import PoolBusyError, PoolNotFoundError
+from legionrm.errors import PoolBusyError, PoolNotFoundError, PoolRuleError
 from legionrm.scheduler.respool_gang import ACCOUNTS, ADMISSION_ORDER, TOTAL, GangQueue, QueueType
-from legionrm.scheduler.respool_vec import KIND_INDEX, KINDS, Vec, is_zero, zeros
+from legionrm.scheduler.respool_vec import KIND_INDEX, KINDS, Vec, le, zeros
 
 ROOT_ID = "root"
 DEFAULT_SLACK_LIMIT_PERCENT = 20.0
@@ -246,6 +246,9 @@ class PoolTree:
         pool_id = id or self._new_id()
         change = Change(path=path, id=pool_id, config=config, parent_path=None, existing=None)
         normalized = validate(self, change, force=force)
+        if pool_id in self._by_id:  # only an explicit id can clash (upstream draws a fresh UUID)
+            raise PoolRuleError(f"resource pool id {pool_id} is already used by {self._by_id[pool_id].path}",
+                                path=path, rule="resource_pool")  # fmt: skip
         parent_path, name = split_path(path)
         parent = self.find(parent_path)
         assert parent is not None  # validated
@@ -260,7 +263,9 @@ class PoolTree:
         """Replace the config of an existing pool (its place in the tree never changes).
 
         ``parent`` (a path or id) may be given to mirror Peloton's API; naming the
-        pool itself or another parent is refused.  Idempotent for the same config.
+        pool itself or another parent is refused.  Idempotent for the same config,
+        except where upstream's float order in the reservation sum refuses it
+        (new + all children - own old: 0.1 + 0.2 - 0.1 > 0.2).
         """
         from legionrm.scheduler.respool_validate import Change, validate
 
@@ -273,18 +278,20 @@ class PoolTree:
     def delete(self, ref: "str | ResourcePool") -> None:
         """Delete a leaf pool that holds no work.
 
-        Refused (PoolBusyError) for the root, a non-leaf, or a pool with any
-        allocation or any queued gang.  Upstream checks only total allocation
-        and non-revocable demand; we also count queued revocable gangs so none
-        is lost.
+        Refused (PoolBusyError, with the upstream handler's texts after the
+        path: ``resource pool is not leaf``, ``resource pool is busy``) for the
+        root, a non-leaf, or a pool whose total allocation or demand is above 0
+        (by EPS, as upstream's ``LessThanOrEqual``) or that has any queued gang.
+        Upstream checks only allocation and non-revocable demand; we also count
+        queued revocable gangs so none is lost.
         """
         node = self.get(ref)
         if node.is_root:
             raise PoolBusyError("cannot delete root")
         if not node.is_leaf:
-            raise PoolBusyError(f"resource pool {node.path} is not a leaf node")
-        if not is_zero(node.alloc[TOTAL]) or not is_zero(node.demand) or node.queued():
-            raise PoolBusyError(f"resource pool {node.path} is busy")
+            raise PoolBusyError(f"{node.path}: resource pool is not leaf")
+        if not le(node.alloc[TOTAL], zeros()) or not le(node.demand, zeros()) or node.queued():
+            raise PoolBusyError(f"{node.path}: resource pool is busy")
         assert node.parent is not None
         del node.parent.children[node.name]
         del self._by_id[node.id]

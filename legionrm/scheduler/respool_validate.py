@@ -78,7 +78,7 @@ def validate(tree: "PoolTree", change: Change, *, force: bool = False) -> "PoolC
         if change.existing is None and name in parent.children:
             raise PoolRuleError(f"resource pool:{name} already exists", path=path, rule="siblings")
         return change.config.with_defaults()
-    config = _resource_pool(change.config, path)
+    config = check_resources(change.config, path)
     _cycle(tree, change)
     parent = _parent(tree, change, config, parent_path)
     _siblings(parent, change, name)
@@ -87,7 +87,8 @@ def validate(tree: "PoolTree", change: Change, *, force: bool = False) -> "PoolC
     return config
 
 
-def _resource_pool(config: "PoolConfig", path: str) -> "PoolConfig":
+def check_resources(config: "PoolConfig", path: str) -> "PoolConfig":
+    """ValidateResourcePool's per-resource rules, in list order; returns the config with missing kinds added."""
     seen: set[str] = set()
     for r in config.resources:
         if r.kind not in KINDS:
@@ -171,12 +172,16 @@ def _siblings(parent: "ResourcePool", change: Change, name: str) -> None:
 
 def _children_reservations(parent: "ResourcePool", change: Change, config: "PoolConfig") -> None:
     for r in config.resources:
-        total = sum(
-            (c.config.spec(r.kind) or _zero_spec(r.kind)).reservation
-            for c in parent.children.values()
-            if c is not change.existing
-        )
-        total += r.reservation
+        # Go's order of operations, so that the sum prints as upstream's would:
+        # new + (sum over all current children, in creation order) - own old reservation.
+        siblings = 0.0
+        for c in parent.children.values():
+            siblings += (c.config.spec(r.kind) or _zero_spec(r.kind)).reservation
+        total = r.reservation + siblings
+        if change.existing is not None:
+            own = change.existing.config.spec(r.kind)
+            if own is not None:
+                total -= own.reservation
         pr = parent.config.spec(r.kind)
         if pr is None:
             raise PoolRuleError(

@@ -177,6 +177,15 @@ PHASES = [
     ("share-0-excess-demand-terminates",
      {"cfg": cfg(res={"cpu": 5}, lim={"cpu": 100}, share={"cpu": 0}), "demand": {"cpu": 50}},
      {"cfg": cfg(res={"cpu": 0}, lim={"cpu": 100}), "demand": {"cpu": 10}}, 100, (5, 95)),
+    # as upstream, phase 3 caps every child at its limit, share 0 or not (a forced STATIC
+    # reservation above its limit is the only way to be over it) ...
+    ("p3-caps-forced-static-reservation-at-limit",
+     {"cfg": cfg(res={"cpu": 10}, lim={"cpu": 5}, share={"cpu": 0}, static=True)},
+     {"cfg": cfg(res={"cpu": 0}, lim={"cpu": 100})}, 50, (5, 40)),
+    # ... but only when something is left for phase 3
+    ("p3-no-cap-when-nothing-left",
+     {"cfg": cfg(res={"cpu": 10}, lim={"cpu": 5}, share={"cpu": 0}, static=True)},
+     {"cfg": cfg(res={"cpu": 0}, lim={"cpu": 100})}, 10, (10, 0)),
     ("all-share-0-gets-reservation-only",
      {"cfg": cfg(res={"cpu": 5}, lim={"cpu": 100}, share={"cpu": 0}), "demand": {"cpu": 50}},
      {"cfg": cfg(res={"cpu": 5}, lim={"cpu": 100}, share={"cpu": 0}), "demand": {"cpu": 50}}, 100, (5, 5)),

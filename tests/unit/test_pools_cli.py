@@ -106,6 +106,13 @@ INVALID = [
     ("sibling-taken", BASE.replace('path = "/b"', 'path = "/a"'), "/a: resource pool:a already exists"),
     ("parent-missing", BASE.replace('path = "/b"', 'path = "/x/b"'), "/x/b: resource pool (/x) not found"),
     ("bad-path", BASE.replace('path = "/b"', 'path = "b"'), "b: path should begin with /"),
+    # a kind sub-table twice is a TOML error; it is reported as the repeated kind it is
+    ("repeated-kind", BASE + "[pool.cpu]\nreservation = 1\nlimit = 1\n",
+     "/b: resource pool config has multiple configurations for resource type cpu"),
+    ("repeated-kind-in-first-pool", BASE.replace("[pool.memory]", "[pool.cpu]"),
+     "/a: resource pool config has multiple configurations for resource type cpu"),
+    ("repeated-kind-after-an-earlier-kind-error", BASE + "[pool.memory]\nreservation = 5\nlimit = 1\n[pool.cpu]\n",
+     "/b: resource memory, reservation 5 exceeds limit 1"),
 ]  # fmt: skip
 
 
@@ -127,6 +134,10 @@ SHAPE = [
     ("gang-on-non-leaf", BASE + '[[pool]]\npath = "/a/c"\n[[gang]]\nid = "g"\npool = "/a"\ntasks = [{cpu = 1}]\n', "gang[0].pool"),
     ("task-unknown-key", BASE + '[[gang]]\nid = "g"\npool = "/a"\ntasks = [{cpus = 1}]\n', "gang[0].tasks[0].cpus"),
     ("gang-id-twice", BASE + '[[gang]]\nid = "g"\npool = "/a"\ntasks = [{cpu = 1}]\n' * 2, "gang[1].id"),
+    ("task-id-twice", BASE + '[[gang]]\nid = "g"\npool = "/a"\ntasks = [{cpu = 1, id = "t"}, {cpu = 1, id = "t"}]\n',
+     "gang[0].tasks[1].id"),
+    ("task-id-clashes-with-default", BASE + '[[gang]]\nid = "g"\npool = "/a"\ntasks = [{cpu = 1}]\n'
+     '[[gang]]\nid = "h"\npool = "/a"\ntasks = [{cpu = 1, id = "g-0"}]\n', "gang[1].tasks[0].id"),
 ]  # fmt: skip
 
 
@@ -148,3 +159,12 @@ def test_missing_file_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
 def test_examples_run(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["pools", str(EXAMPLES / name), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["pools"]["/"]
+
+
+def test_unknown_type_behaves_as_elastic(tmp_path: Path) -> None:
+    """Upstream's third ReservationType, UNKNOWN_TYPE, is accepted and is ELASTIC."""
+    def cpu(type_: str) -> float:
+        return run_file(write(tmp_path, BASE.replace('"STATIC"', type_)))["pools"]["/b"]["entitlement"]["cpu"]
+
+    assert cpu('"UNKNOWN_TYPE"') == cpu('"ELASTIC"') == pytest.approx(200 / 3)  # 0 + 2/3 of 100 unclaimed
+    assert cpu('"STATIC"') == pytest.approx(20 + 160 / 3)  # reservation 20 + 2/3 of the other 80

@@ -9,7 +9,7 @@ import pytest
 from legionrm.errors import PoolBusyError, PoolNotFoundError, PoolRuleError
 from legionrm.scheduler.respool import PoolConfig, ResourcePoolTree, ResourceSpec
 from legionrm.scheduler.respool_vec import go_num, vec
-from tests.unit.test_respool_support import cfg
+from tests.unit.test_respool_support import cfg, gang
 
 CAP = {"cpu": 100, "memory": 1000, "disk": 1000, "gpu": 8}
 
@@ -68,6 +68,8 @@ CASES = [
      "/a/x: Aggregated child reservation 51 of kind `cpu` exceed parent `/a` reservations 50", "cpu", 51, 50),
     ("children-reservations-update", update("/a/b", cfg(res={"cpu": 51}, lim={"cpu": 60})), "children_reservations",
      "/a/b: Aggregated child reservation 51 of kind `cpu` exceed parent `/a` reservations 50", "cpu", 51, 50),
+    ("explicit-id-taken", lambda t: t.create("/a/x", OK, id=t.get("/c").id), "resource_pool",
+     "/a/x: resource pool id respool-3 is already used by /c", None, None, None),
     ("controller-over-100", create("/a/x", cfg(res={"cpu": 1}, lim={"cpu": 2}, controller=100.5)), "controller_limit",
      "/a/x: controller limit, max percent cannot be more than 100", None, 100.5, 100),
 ]  # fmt: skip
@@ -146,10 +148,10 @@ def test_lookup_create_delete() -> None:
         t.get("/a/zz")
     with pytest.raises(PoolRuleError, match="path should begin with /"):
         t.lookup_id("a/b")
-    with pytest.raises(PoolBusyError, match="not a leaf"):
+    with pytest.raises(PoolBusyError, match="^/a: resource pool is not leaf$"):
         t.delete("/a")
     t.add_allocation("/a/b", {"cpu": 1})
-    with pytest.raises(PoolBusyError, match="busy"):
+    with pytest.raises(PoolBusyError, match="^/a/b: resource pool is busy$"):
         t.delete("/a/b")
     t.delete("/c")
     assert "/c" not in t and [p.path for p in t.pools()] == ["/", "/a", "/a/b"]
@@ -173,3 +175,41 @@ def test_forced_update_skips_rules_but_keeps_the_tree_sound() -> None:
 )  # fmt: skip
 def test_numbers_print_like_go(value: float, text: str) -> None:
     assert go_num(value) == text
+
+
+def test_update_sums_reservations_in_upstream_float_order() -> None:
+    """Upstream computes new + (all children) - own old: 0.1 + (0.1 + 0.1) - 0.1 is
+    0.20000000000000004, over a parent reservation of 0.2, so even re-applying the same
+    config is refused there (and here); summing the siblings first would give 0.2."""
+    t = base()
+    t.create("/z", cfg(res={"cpu": 0.2}, lim={"cpu": 1}))
+    t.create("/z/x", cfg(res={"cpu": 0.1}, lim={"cpu": 1}))
+    t.create("/z/y", cfg(res={"cpu": 0.1}, lim={"cpu": 1}))
+    with pytest.raises(PoolRuleError) as err:
+        t.update("/z/x", cfg(res={"cpu": 0.1}, lim={"cpu": 1}))
+    assert str(err.value) == (
+        "/z/x: Aggregated child reservation 0.20000000000000004 of kind `cpu` exceed parent `/z` reservations 0.2"
+    )
+
+
+BUSY = [
+    # id, what the leaf holds, refused?  (upstream: allocation or demand above 0 by EPS)
+    ("idle", lambda t: None, False),
+    ("allocation", lambda t: t.add_allocation("/c", {"memory": 1}), True),
+    ("demand", lambda t: t.add_demand("/c", {"gpu": 1}), True),
+    ("allocation-below-eps", lambda t: t.add_allocation("/c", {"cpu": 0.0005}), False),
+    ("queued-revocable-gang", lambda t: t.enqueue(gang("r", {"cpu": 1}, revocable=True), "/c"), True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("load,refused", [b[1:] for b in BUSY], ids=[b[0] for b in BUSY])
+def test_delete_refuses_a_busy_leaf(load, refused) -> None:  # type: ignore[no-untyped-def]
+    t = base()
+    load(t)
+    if refused:
+        with pytest.raises(PoolBusyError, match="^/c: resource pool is busy$"):
+            t.delete("/c")
+        assert "/c" in t
+    else:
+        t.delete("/c")
+        assert "/c" not in t
