@@ -59,32 +59,20 @@ def group_of(i: int, groups: int) -> str:
 
 def start_groups(n_hosts: int, n_groups: int) -> dict[str, object]:
     """Host group actors, each building its own host cores in its process."""
-    try:  # the project's actor, when it exists
-        from legionrm.hostobj.actor import HostGroupActor  # type: ignore[attr-defined]
+    from legionrm.hostobj.actor import HostGroupActor
 
-        make = _project_group(HostGroupActor)
-    except ImportError:
-        make = _local_group
     handles = {}
     for g in range(n_groups):
         names = [host_name(i) for i in range(n_hosts) if i % n_groups == g]
-        deny = [host_name(i) for i in range(n_hosts) if i % n_groups == g and i % DENY_EVERY == 7]
-        handles[f"bench-group-{g}"] = make(f"bench-group-{g}", names, deny)
+        deny = {host_name(i) for i in range(n_hosts) if i % n_groups == g and i % DENY_EVERY == 7}
+        handles[f"bench-group-{g}"] = HostGroupActor.options(num_cpus=0).remote(f"bench-group-{g}", _host_specs(names, deny))
     ray.get([h.__ray_ready__.remote() for h in handles.values()])
     return handles
 
 
-def _project_group(actor_cls):
-    def make(name, names, deny):
-        return actor_cls.options(num_cpus=0).remote(name, _host_specs(names, deny))
-
-    return make
-
-
-def _host_specs(names, deny):
+def _host_specs(names: list[str], deny: set[str]) -> list:
     from legionrm.models import HostSpec
 
-    deny = set(deny)
     return [
         HostSpec(
             name=n,
@@ -94,34 +82,6 @@ def _host_specs(names, deny):
         )
         for n in names
     ]
-
-
-@ray.remote(num_cpus=0)
-class _LocalGroup:
-    """A host group actor over the hostobj HostGroup core (used until
-    legionrm.hostobj.actor exists)."""
-
-    def __init__(self, name, names, deny):
-        from legionrm.hostobj import DenyUsers, HostGroup, HostObject
-
-        deny = set(deny)
-        self.core = HostGroup(
-            name,
-            [
-                HostObject(n, Resources(cpus=4, memory_gb=16), policy=DenyUsers([USER.user]) if n in deny else None)
-                for n in names
-            ],
-        )
-
-    def make_reservations(self, requests):
-        return self.core.make_reservations(requests)
-
-    def cancel_reservations(self, items):
-        return self.core.cancel_reservations(items)
-
-
-def _local_group(name, names, deny):
-    return _LocalGroup.remote(name, names, deny)
 
 
 def schedule(rid: str, keys: range, n_hosts: int, n_groups: int, spread: int) -> EnactRequest:
