@@ -209,11 +209,18 @@ def test_syntax_errors_have_place_and_caret(query: str, line: int, column: int, 
         compile_query(query)
     e = ei.value
     assert isinstance(e, MILError) and isinstance(e, LegionError)
-    assert (e.line, e.column) == (line, column), str(e)
     assert words in str(e)
+    _assert_points_at(e, query, line, column)
+
+
+def _assert_points_at(e: MILError, query: str, line: int, column: int) -> None:
+    """The error names (line, column), and its caret sits under that column of
+    that source line (for a blank query there is no line to point into)."""
+    assert (e.line, e.column) == (line, column), str(e)
     if query.strip():
-        caret_line = e.caret.splitlines()[-1]
-        assert caret_line == " " * (column - 1) + "^"
+        src, caret = e.caret.splitlines()[-2:]
+        assert src == query.splitlines()[line - 1]
+        assert caret == " " * (column - 1) + "^"
 
 
 # (id, query, line, column, the character the caret must point at): every line
@@ -236,11 +243,8 @@ LINE_BREAKS = [
 def test_error_line_and_column_match_the_caret(query: str, line: int, column: int, char: str) -> None:
     with pytest.raises(MILError) as ei:
         compile_query(query)
-    e = ei.value
-    assert (e.line, e.column) == (line, column), str(e)
-    src, caret = e.caret.splitlines()[-2:]
-    assert src == query.splitlines()[line - 1]
-    assert caret == " " * (column - 1) + "^" and src[column - 1] == char
+    _assert_points_at(ei.value, query, line, column)
+    assert query.splitlines()[line - 1][column - 1] == char
 
 
 def test_syntax_error_says_what_was_expected() -> None:
