@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from legionrm.scheduler import admission
 from legionrm.scheduler.respool import PreemptionConfig, QueueType, ResourcePoolTree
-from legionrm.scheduler.respool_gang import NON_SLACK, SLACK
+from legionrm.scheduler.respool_gang import NON_PREEMPTIBLE, NON_SLACK, SLACK
 from legionrm.scheduler.respool_vec import EPS, KINDS
 from tests.unit.test_respool_support import cfg, gang
 
@@ -79,6 +79,7 @@ def test_admitted_allocation_within_non_slack_entitlement(data) -> None:  # type
     cap, slack = data.draw(workloads(t))
     t.compute_entitlement(cap, slack)
     queued = sum(p.queued() for p in t.pools())
+    leaf_of = {g.id: p.path for p in t.pools(leaf_only=True) for q in p.queues.values() for g in q}
     admitted = []
     for _ in range(3):
         admitted += t.admit_cycle()
@@ -86,7 +87,11 @@ def test_admitted_allocation_within_non_slack_entitlement(data) -> None:  # type
         assert np.all(p.alloc[NON_SLACK] - p.non_slack_entitlement < EPS), p.path
         assert np.all(p.alloc[SLACK] - p.slack_entitlement < EPS), p.path
         if t.preemption.enabled:
-            assert np.all(p.alloc[1] - p.reservation < EPS)  # non-preemptible within reservation
+            # non-preemptible work stays within the reservation; as upstream, a
+            # revocable gang is checked against slack only, even when non-preemptible
+            revocable = sum((g.acct[NON_PREEMPTIBLE] for g in admitted if g.revocable and leaf_of[g.id] == p.path),
+                            np.zeros(len(KINDS)))
+            assert np.all(p.alloc[NON_PREEMPTIBLE] - revocable - p.reservation < EPS), p.path
     # nothing lost: every gang is admitted or still queued; demand equals what is queued
     assert len(admitted) + sum(p.queued() for p in t.pools()) == queued
     t.release([g.id for g in admitted])
