@@ -11,12 +11,28 @@ is returned as a :class:`legionrm.models.Refusal` value.
 
 from __future__ import annotations
 
+import unicodedata
+
 
 class LegionError(Exception):
     """Root of every legionrm error."""
 
 
 # --- input languages --------------------------------------------------------
+
+
+def _pad(prefix: str) -> str:
+    """Blank space as wide on a terminal as ``prefix``: its tabs kept, a wide
+    (East Asian) character as two spaces, a combining mark as none."""
+    out = []
+    for ch in prefix:
+        if ch == "\t":
+            out.append("\t")
+        elif unicodedata.combining(ch):
+            continue
+        else:
+            out.append("  " if unicodedata.east_asian_width(ch) in ("W", "F") else " ")
+    return "".join(out)
 
 
 class SourceError(LegionError):
@@ -47,9 +63,9 @@ class SourceError(LegionError):
         """The offending line with a caret under the column ('' if unknown)."""
         if not self.text or self.line <= 0:
             return ""
-        lines = self.text.splitlines() or [""]
-        src = lines[min(self.line, len(lines)) - 1]
-        return f"{src}\n{' ' * max(self.column - 1, 0)}^"
+        lines = self.text.splitlines()
+        src = lines[self.line - 1] if self.line <= len(lines) else ""
+        return f"{src}\n{_pad(src[: max(self.column - 1, 0)])}^"
 
     def render(self) -> str:
         where = f"line {self.line}, column {self.column}: " if self.line else ""

@@ -20,7 +20,9 @@ user's query, with no per-host Python loop:
 - ``@expires``: the time after which the resource is stale: the last heartbeat
   plus ``stale_after`` heartbeat intervals, or, for a resource served from a
   sub-collection, the last successful poll plus ``stale_after`` poll intervals
-- ``@off``: varied off by an operator (or unavailable at its sub-collection)
+- ``@off``: varied off by an operator (or unavailable at its sub-collection).
+  An operator's ``vary_off`` holds until ``vary_on`` or ``leave``: neither a
+  heartbeat, nor a re-join, nor a sub-collection poll undoes it.
 
 Every resource also exports ``name``, ``kind`` and ``nodepool`` (unless it sets
 them itself) so ``$name == "batch1"`` works.
@@ -193,6 +195,8 @@ class Collection:
         self._policies: list[AccessPolicy] = []
         self._policy_ids: dict[AccessPolicy, int] = {}
         self._subs: dict[str, _Sub] = {}
+        self._varied_off: set[str] = set()  # by an operator (or joined unavailable)
+        self._sub_off: set[str] = set()  # reported unavailable by their sub-collection
         self._lock = threading.RLock()
 
     # --- membership -------------------------------------------------------
@@ -200,9 +204,15 @@ class Collection:
     def join(self, record: ResourceRecord) -> None:
         """A resource joins (or re-joins, replacing what was known).  Idempotent.
 
-        Raises CollectionError for an attribute name in the reserved ``@`` space.
+        A record marked unavailable joins varied off; a re-join does not undo
+        an earlier ``vary_off``.  Raises CollectionError (changing nothing)
+        for an attribute name in the reserved ``@`` space or a value that is
+        not bool / int (64-bit) / float / str.
         """
-        self._join(record, self.stale_window_s)
+        with self._lock:
+            self._join(record, self.stale_window_s)
+            if not record.available:
+                self.vary_off(record.name)
 
     def update(self, name: str, attrs: Mapping[str, AttrValue | None] | None = None) -> None:
         """A heartbeat: merge ``attrs`` (partial; may be empty; a value of None
@@ -223,15 +233,25 @@ class Collection:
             if self._records.pop(name, None) is None:
                 return False
             self._store.remove(name)
+            self._varied_off.discard(name)
+            self._sub_off.discard(name)
             return True
 
     def vary_off(self, name: str) -> None:
-        """Take a resource out of answers by hand (it stays known)."""
-        self._set_off(name, True)
+        """Take a resource out of answers by hand (it stays known) until
+        :meth:`vary_on` or :meth:`leave`.  Raises UnknownResourceError."""
+        with self._lock:
+            self._get(name)
+            self._varied_off.add(name)
+            self._set_off(name)
 
     def vary_on(self, name: str) -> None:
-        """Put a varied-off resource back."""
-        self._set_off(name, False)
+        """Put a varied-off resource back (a resource its sub-collection
+        reports unavailable stays unavailable).  Raises UnknownResourceError."""
+        with self._lock:
+            self._get(name)
+            self._varied_off.discard(name)
+            self._set_off(name)
 
     # --- reading ----------------------------------------------------------
 
@@ -307,6 +327,10 @@ class Collection:
                     self.leave(gone)
                 lifetime = self.stale_after * max(sub.interval_s, self.heartbeat_interval_s)
                 for rec in result.records:
+                    if rec.available:
+                        self._sub_off.discard(rec.name)
+                    else:
+                        self._sub_off.add(rec.name)
                     self._join(public(rec), lifetime)
                 sub.members = fresh
             polled[sub.name] = len(fresh)
@@ -315,8 +339,9 @@ class Collection:
     # --- internals --------------------------------------------------------
 
     def _join(self, record: ResourceRecord, lifetime_s: float) -> None:
-        """Join (or re-join) ``record``, alive for ``lifetime_s`` from now; a
-        record marked unavailable joins varied off."""
+        """Join (or re-join) ``record``, alive for ``lifetime_s`` from now, off
+        if an operator varied it off or its sub-collection reports it
+        unavailable (``record.available`` itself is the callers' business)."""
         _check_public(record.name, record.attributes)
         with self._lock:
             now = float(self._clock())
@@ -327,7 +352,7 @@ class Collection:
             attrs[_ACCESS] = self._policy_id(record.access)
             attrs[_HEARTBEAT] = now
             attrs[_EXPIRES] = now + lifetime_s
-            attrs[_OFF] = not record.available
+            attrs[_OFF] = self._is_off(record.name)
             self._put(record.model_copy(update={"attributes": attrs, "available": True}), replace=True)
 
     def _policy_id(self, policy: AccessPolicy) -> int:
@@ -344,12 +369,20 @@ class Collection:
             raise UnknownResourceError(f"no resource named {name!r} in collection {self.name!r}") from None
 
     def _put(self, rec: ResourceRecord, *, replace: bool = False, changed: Mapping[str, AttrValue] | None = None) -> None:
-        self._records[rec.name] = rec
+        """Write ``rec`` to the store, then to the records: the store validates
+        values and raises CollectionError having changed nothing, so a refused
+        join or heartbeat leaves no trace here either."""
         self._store.upsert(rec.name, rec.attributes if changed is None else changed, replace=replace)
+        self._records[rec.name] = rec
 
-    def _set_off(self, name: str, off: bool) -> None:
+    def _is_off(self, name: str) -> bool:
+        return name in self._varied_off or name in self._sub_off
+
+    def _set_off(self, name: str) -> None:
+        """Write ``@off`` for ``name`` from the operator's and the sub-collection's say."""
         with self._lock:
             rec = self._get(name)
+            off = self._is_off(name)
             self._put(rec.model_copy(update={"attributes": {**rec.attributes, _OFF: off}}), changed={_OFF: off})
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any, Iterable, Protocol
@@ -23,6 +24,12 @@ from legionrm.config import load_cluster
 from legionrm.errors import LegionError, MILError
 from legionrm.mil import FUNCTIONS, KEYWORDS, compile_query
 from legionrm.models import AttrValue, ClusterSpec, Identity, QueryResult, ResourceRecord
+
+# The word being typed at the cursor: a \command, a $attribute (possibly just
+# "$") or a bare word (keyword or function), wherever it starts -- after "(",
+# an operator or nothing at all.
+_WORD_AT_CURSOR = re.compile(r"(\\[A-Za-z]*|\$[A-Za-z0-9_]*|[A-Za-z_][A-Za-z0-9_]*)$")
+_COMMANDS = ["\\attrs", "\\explain", "\\as", "\\all", "\\help", "\\quit"]
 
 # Columns shown first in a result table, when resources export them.
 _PREFERRED = ("kind", "nodepool", "arch", "os", "cpus", "memory_gb", "gpus", "storage_gb", "site")
@@ -137,14 +144,40 @@ class ShellSession:
         self.caller: Identity | None = None
         self.include_unavailable = False
         self.done = False
+        self._attrs: list[str] | None = None  # cached for completion; dropped after each line
 
     def completions(self) -> list[str]:
         """Words the shell completes: $attributes, keywords, functions, commands."""
-        attrs = [f"${a}" for a in self.backend.attribute_names()]
-        cmds = ["\\attrs", "\\explain", "\\as", "\\all", "\\help", "\\quit"]
-        return attrs + list(KEYWORDS) + [f"{f}(" for f in FUNCTIONS] + cmds
+        attrs = [f"${a}" for a in self._attribute_names()]
+        return attrs + list(KEYWORDS) + [f"{f}(" for f in FUNCTIONS] + list(_COMMANDS)
+
+    def complete(self, before_cursor: str) -> tuple[str, list[str]]:
+        """(the word being typed, its completions) for the text before the cursor.
+
+        The word may start anywhere (``max($cp`` completes ``$cp``); a
+        ``\\command`` completes only at the start of the line, a bare word to
+        keywords and functions, ``$...`` to the attributes resources export
+        now (asked of the backend at most once per line typed).
+        """
+        m = _WORD_AT_CURSOR.search(before_cursor)
+        if m is None:
+            return "", []
+        word = m.group(1)
+        if word.startswith("\\"):
+            pool = _COMMANDS if not before_cursor[: m.start()].strip() else []
+        elif word.startswith("$"):
+            pool = [f"${a}" for a in self._attribute_names()]
+        else:
+            pool = list(KEYWORDS) + [f"{f}(" for f in FUNCTIONS]
+        return word, [w for w in pool if w.startswith(word) and w != word]
+
+    def _attribute_names(self) -> list[str]:
+        if self._attrs is None:
+            self._attrs = self.backend.attribute_names()
+        return self._attrs
 
     def handle(self, line: str) -> str:
+        self._attrs = None  # resources may have exported new attributes since
         line = line.strip()
         if not line or line.startswith("#"):
             return ""
@@ -213,10 +246,16 @@ def run_lines(session: ShellSession, lines: Iterable[str], out=sys.stdout) -> No
 def interactive(session: ShellSession) -> None:
     """The prompt_toolkit loop: history in ~/.legionrm_history, completion."""
     from prompt_toolkit import PromptSession
-    from prompt_toolkit.completion import WordCompleter
+    from prompt_toolkit.completion import Completer, Completion
     from prompt_toolkit.history import FileHistory
 
-    completer = WordCompleter(session.completions(), WORD=True, sentence=False)
+    class _Completer(Completer):  # the logic is ShellSession.complete (tested without a terminal)
+        def get_completions(self, document, complete_event):  # type: ignore[no-untyped-def]
+            word, words = session.complete(document.text_before_cursor)
+            for w in words:
+                yield Completion(w, start_position=-len(word))
+
+    completer = _Completer()
     prompt = PromptSession(history=FileHistory(str(Path.home() / ".legionrm_history")), completer=completer)
     print("legionrm shell: a MIL expression per line; \\help for commands")
     while not session.done:

@@ -73,6 +73,8 @@ Errors before evaluation
     column, what was expected, caret); a certain type error (``"a" + 1``,
     ``not "x"``, ``"a" == 1``, ``~1.5``, ``int("abc")``, a bad literal regex, a
     string as the whole query) raises :class:`~legionrm.errors.MILTypeError`.
+    A value out of range (``int("1e19")``, like ``int(1e19)``) is not a type
+    error: it is the error value at run time.
 
 Engines
     :meth:`CompiledQuery.evaluate` (per record, the reference) and

@@ -153,7 +153,9 @@ def parse(text: str) -> Query:
     except UnexpectedToken as e:
         tok = e.token
         if tok.type == "$END":
-            pos = len(text)
+            # just after the last token, so that the caret sits on a line the
+            # message prints (not on the empty line after a trailing newline)
+            pos = len(text.rstrip(" \t\r\n\f\v"))
             msg = "query ends too early"
         else:
             pos = tok.start_pos if tok.start_pos is not None else 0
@@ -200,15 +202,16 @@ _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
 
 def _int_literal(text: str, tok: Token) -> int:
     s = tok.value
-    if len(s) > 1 and s[0] == "0":  # octal, as in C: 0[0-7]*
+    octal = len(s) > 1 and s[0] == "0"  # octal, as in C: 0[0-7]*
+    if octal:
         for k, ch in enumerate(s):
             if ch in "89":
                 raise _fail(text, tok.start_pos + k, f"digit {ch!r} in octal constant {s}", ("an octal digit 0-7",))
-        v = int(s, 8)
-    else:
-        v = int(s)
-    if v > 2**63 - 1:
-        raise _fail(text, tok.start_pos, f"integer constant {s} does not fit in 64 bits")
+    # 2**63 - 1 has 19 decimal and 21 octal digits: anything longer cannot fit,
+    # and is refused before int() (which refuses strings of over 4300 digits).
+    if len(s.lstrip("0")) > (21 if octal else 19) or (v := int(s, 8 if octal else 10)) > 2**63 - 1:
+        shown = s if len(s) <= 40 else f"{s[:20]}...{s[-8:]} ({len(s)} digits)"
+        raise _fail(text, tok.start_pos, f"integer constant {shown} does not fit in 64 bits")
     return v
 
 

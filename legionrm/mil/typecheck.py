@@ -105,9 +105,9 @@ def _infer(q: Query, node: Node, types: dict[int, frozenset[int]]) -> frozenset[
                 _need(q, c, t, NUMERIC, f"{node.func}()")
             return _arith_result(ts[0], ts[1])
         arg = node.args[0]
-        if isinstance(arg, Const) and type(arg.value) is str:
-            conv = V.parse_int if node.func == "int" else V.parse_float
-            if conv(arg.value) is V.ERROR:
-                raise _err(q, arg, f"{node.func}(): {arg.value!r} is not a number")
+        # A literal string that is no number is a certain type error; a number
+        # beyond int64 (int("1e19")) is a run-time error value, like int(1e19).
+        if isinstance(arg, Const) and type(arg.value) is str and V.parse_float(arg.value) is V.ERROR:
+            raise _err(q, arg, f"{node.func}(): {arg.value!r} is not a number")
         return frozenset({V.INT}) if node.func == "int" else frozenset({V.FLOAT})
     raise TypeError(node)  # pragma: no cover

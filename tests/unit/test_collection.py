@@ -159,6 +159,68 @@ def test_vary_off_and_on(coll: Collection) -> None:
     assert "a2" in coll.query("true").names
 
 
+# (id, what happens after the operator's vary_off, still out): only vary_on and
+# leave undo it; a heartbeat, a re-join and a sub-collection poll do not.
+VARY_OFF_STICKS = [
+    ("heartbeat", lambda c, top: c.update("s1", {"load": 0.1}), True),
+    ("rejoin", lambda c, top: c.join(host("s1", cpus=8)), True),
+    ("subcollection-poll", lambda c, top: top.poll_subcollections(force=True), True),
+    ("vary-on", lambda c, top: c.vary_on("s1"), False),
+    ("leave-and-rejoin", lambda c, top: (c.leave("s1"), c.join(host("s1", cpus=8))), False),
+]
+
+
+@pytest.mark.parametrize("event,still_off", [c[1:] for c in VARY_OFF_STICKS], ids=[c[0] for c in VARY_OFF_STICKS])
+def test_vary_off_holds_until_vary_on_or_leave(clock: FakeClock, event, still_off: bool) -> None:
+    # the same events on a directly joined resource and on one served from a sub-collection
+    site = Collection(clock=clock, name="site")
+    site.join(host("s1", cpus=8))
+    top = Collection(clock=clock, name="top")
+    top.add_subcollection("site", site)
+    top.poll_subcollections()
+    direct = Collection(clock=clock, name="direct")
+    direct.join(host("s1", cpus=8))
+    for c in (top, direct):
+        c.vary_off("s1")
+        event(c, top)
+        assert (c.query("true").names == []) is still_off, c.name
+        assert c.record("s1").available is not still_off
+
+
+def test_vary_on_does_not_revive_what_the_subcollection_reports_unavailable(clock: FakeClock) -> None:
+    site = Collection(clock=clock, name="site")
+    site.join(host("s1", cpus=8))
+    site.vary_off("s1")
+    top = Collection(clock=clock, name="top")
+    top.add_subcollection("site", site)
+    top.poll_subcollections()
+    top.vary_on("s1")
+    assert top.query("true").names == []
+    site.vary_on("s1")
+    top.poll_subcollections(force=True)
+    assert top.query("true").names == ["s1"]
+
+
+# (id, the refused change): the store refuses the value, and the Collection
+# must keep no trace of it (it used to keep the record while the store did not).
+REFUSED_CHANGES = [
+    ("heartbeat-list-value", lambda c: c.update("a1", {"x": [1, 2]})),
+    ("heartbeat-int-beyond-64-bits", lambda c: c.update("a1", {"cpus": 2**70})),
+    ("heartbeat-empty-name", lambda c: c.update("a1", {"": 1})),
+    ("rejoin-int-beyond-64-bits", lambda c: c.join(host("a1", cpus=2**70))),
+    ("join-int-beyond-64-bits", lambda c: c.join(host("new", cpus=2**70))),
+]
+
+
+@pytest.mark.parametrize("change", [c[1] for c in REFUSED_CHANGES], ids=[c[0] for c in REFUSED_CHANGES])
+def test_a_refused_change_leaves_no_trace(coll: Collection, change) -> None:
+    before = {n: coll.retrieve_all_attributes(n) for n in coll.names()}
+    with pytest.raises(CollectionError):
+        change(coll)
+    assert {n: coll.retrieve_all_attributes(n) for n in coll.names()} == before
+    assert coll.query("true", include_unavailable=True).names == sorted(before)
+
+
 def test_leave_is_idempotent_and_unknown_names_are_clear_errors(coll: Collection) -> None:
     assert coll.leave("a1") is True
     assert coll.leave("a1") is False

@@ -150,6 +150,8 @@ CASES = [
     ("int-parse-unicode-digit", "int($a)", {"a": "\u0663"}, E),
     ("int-parse-too-big", "int($a)", {"a": "9223372036854775808"}, E),
     ("int-of-huge-float", "int($a)", {"a": 1e300}, E),
+    ("int-of-literal-beyond-int64", 'int("1e19") + 0 * $a', {"a": 1}, E),
+    ("int-of-literal-float-beyond-int64", "int(1e19) + 0 * $a", {"a": 1}, E),
     ("int-of-nan", "int($a)", {"a": NAN}, E),
     ("int-of-inf", "int($a)", {"a": math.inf}, E),
     ("int-undefined", "int($a)", {}, U),

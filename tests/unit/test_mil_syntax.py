@@ -32,6 +32,9 @@ PRODUCTIONS = [
     ("oct-const", "010", 8),
     ("oct-zero", "0", 0),
     ("oct-long", "0777", 511),
+    ("oct-max", "0777777777777777777777", 2**63 - 1),
+    ("oct-many-leading-zeros", "0" * 30 + "10", 8),
+    ("int-max", "9223372036854775807", 2**63 - 1),
     ("float-const", "1.5", 1.5),
     ("float-leading-dot", ".5", 0.5),
     ("float-trailing-dot", "2.", 2.0),
@@ -192,6 +195,9 @@ SYNTAX_ERRORS = [
     ("int-two-args", "int(1, 2)", 1, 6, "','"),
     ("match-no-args", "match()", 1, 7, "')'"),
     ("int-too-big", "9223372036854775808", 1, 1, "64 bits"),
+    ("int-5000-digits", "1" * 5000, 1, 1, "64 bits"),  # past int()'s 4300-digit limit: was a ValueError
+    ("octal-too-big", "0" + "7" * 22, 1, 1, "64 bits"),
+    ("int-after-5000-digits", "$x == " + "9" * 5000, 1, 7, "64 bits"),
     ("double-op", "1 * * 2", 1, 5, "'*'"),
     ("not-after-plus", "1 + not true", 1, 5, "'not'"),
     ("junk-char", "1 # 2", 1, 3, "'#'"),
@@ -247,6 +253,28 @@ def test_error_line_and_column_match_the_caret(query: str, line: int, column: in
     assert query.splitlines()[line - 1][column - 1] == char
 
 
+# (id, query, line, column, the caret line printed under the source line): the
+# caret lands under the spot on a terminal, tabs and wide characters included,
+# and an early end after a trailing newline points after the last token (it
+# used to name the empty line past the end and print the line above it).
+CARETS = [
+    ("end-after-newline", "$a +\n", 1, 5, "    ^"),
+    ("end-after-blank-lines", "$a and\n  $b ==\n\n  ", 2, 8, "       ^"),
+    ("tabs-kept", "\t\t$a + + 1", 1, 8, "\t\t     ^"),
+    ("wide-characters", '"日本" == 1 + "x"', 1, 13, " " * 14 + "^"),
+    ("combining-mark", '"e\u0301" == 1 + "x"', 1, 13, " " * 11 + "^"),
+]
+
+
+@pytest.mark.parametrize("query,line,column,caret", [e[1:] for e in CARETS], ids=[e[0] for e in CARETS])
+def test_caret_sits_under_the_spot(query: str, line: int, column: int, caret: str) -> None:
+    with pytest.raises(MILError) as ei:
+        compile_query(query)
+    e = ei.value
+    assert (e.line, e.column) == (line, column), str(e)
+    assert e.caret.split("\n") == [query.splitlines()[line - 1], caret]
+
+
 def test_syntax_error_says_what_was_expected() -> None:
     with pytest.raises(MILSyntaxError) as ei:
         compile_query("$a ==")
@@ -289,7 +317,10 @@ def test_static_type_errors(query: str, column: int) -> None:
 
 
 # Things that look suspicious but may be fine for some resource: not static errors.
-NOT_TYPE_ERRORS = ['$s + 1', '$s == 1', 'not $s', 'match($p, $s)', "~$f", 'int($s)', '$x / 0', '1 / 0']
+NOT_TYPE_ERRORS = [
+    '$s + 1', '$s == 1', 'not $s', 'match($p, $s)', "~$f", 'int($s)', '$x / 0', '1 / 0',
+    'int("1e19")', 'int("9223372036854775808")',  # numbers beyond int64: a run-time error, as int(1e19) is
+]
 
 
 @pytest.mark.parametrize("query", NOT_TYPE_ERRORS, ids=NOT_TYPE_ERRORS)
