@@ -72,7 +72,8 @@ class Calendar:
     def add(self, key: str, amount: Sequence[float] | np.ndarray, start: float, end: float | None = None) -> None:
         """Book ``amount`` over ``[start, end)``.
 
-        Raises ValueError for a duplicate key, an empty interval, or a booking
+        Raises ValueError for a duplicate key, a NaN or negative amount, a NaN
+        or empty interval, or a booking
         that would push usage past capacity at any time (the overbooking guard:
         callers :meth:`check` first and only ever add what fits).
         """
@@ -80,6 +81,8 @@ class Calendar:
         stop = math.inf if end is None else float(end)
         if key in self._bookings:
             raise ValueError(f"booking {key!r} exists")
+        if math.isnan(start) or math.isnan(stop):
+            raise ValueError(f"booking {key!r}: start {start} and end {stop} must be times")
         if not stop > start:
             raise ValueError(f"booking {key!r}: end {stop} must be after start {start}")
         if self.check(vec, start, stop) != "ok":
@@ -230,6 +233,8 @@ class Calendar:
         vec = np.asarray(amount, dtype=float)
         if vec.shape != self.capacity.shape:
             raise ValueError(f"amount {amount!r} does not match dims {self.dims}")
+        if np.isnan(vec).any() or (vec < 0).any():  # NaN compares false and a negative amount makes room: both would overbook
+            raise ValueError(f"amount {amount!r} must be non-negative numbers")
         return vec
 
     def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

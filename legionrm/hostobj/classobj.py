@@ -105,12 +105,17 @@ class ClassObject:
 
         ``host``/``vault`` are names (resolved through the constructor's
         resolvers) or ports.  ``holder`` is who presents the token (default:
-        the token's holder, as the enactor acts for them).  Not idempotent: each
-        success is one more instance.
+        the token's holder, as the enactor acts for them).  The vault the
+        instance uses (what the class's veto sees and the host checks its
+        pairing with) is ``vault``, else the issuer of ``vault_token``, else
+        the one named in the host's token.  Not idempotent: each success is
+        one more instance.
         """
         holder = holder or token.holder
         host_name = token.issuer if not isinstance(host, str) else host
         vault_name = vault if isinstance(vault, str) or vault is None else getattr(vault, "name", None)
+        if vault_name is None and vault_token is not None:  # the vault whose space is taken is the one the host must pair with
+            vault_name = vault_token.issuer
         with self._lock:
             if self.host_list and not any(fnmatch.fnmatchcase(host_name, p) for p in self.host_list):
                 return self._refuse(codes.CLASS_HOST_LIST, f"host {host_name!r} is not on the host list of {self.name} ({', '.join(self.host_list)})")

@@ -12,6 +12,7 @@ RESOURCE_UNKNOWN = "resource.unknown"  # a host a group does not carry (or that 
 RESOURCE_MISMATCH = "resource.mismatch"  # request.resource names another resource
 RESOURCE_ERROR = "resource.error"  # the resource raised while handling one batch item
 REQUEST_CONFLICT = "request.conflict"  # a request_id reused with a different request
+REQUEST_INVALID = "request.invalid"  # a request no resource could grant (a start that is not a finite time)
 VAULT_INCOMPATIBLE = "vault.incompatible"  # host and vault are not paired
 
 # --- the base checks (never bypassed by owner hooks) -----------------------------

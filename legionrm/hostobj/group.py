@@ -91,7 +91,8 @@ class HostGroup:
         out = []
         for it in items:
             host, tid = _token_route(it)
-            r = self._on(host, lambda h, tid=tid: h.cancel_reservation(tid))
+            what = it if isinstance(it, ReservationToken) else tid  # a token is checked to be the reservation's own
+            r = self._on(host, lambda h, what=what: h.cancel_reservation(what))
             out.append(r is True)
         return out
 

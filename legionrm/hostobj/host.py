@@ -23,7 +23,8 @@ from typing import Any, Iterable, Mapping
 
 from legionrm.hostobj import codes, tokens
 from legionrm.hostobj.policies import ADMIT, Verdict
-from legionrm.hostobj.resource import Reservation, ResourceObject, public
+from legionrm.hostobj.records import Reservation, public
+from legionrm.hostobj.resource import ResourceObject
 from legionrm.models import AttrValue, Holder, InstanceRef, Refusal, ReservationRequest, ReservationToken, Resources
 
 
@@ -95,7 +96,7 @@ class HostObject(ResourceObject):
             vault=use_vault,
             token_id=token.token_id,
             user=holder.user,
-            started_at=self._clock(),
+            started_at=self.now(),
         )
         launched = self._launch(ref, token, impl, dict(args or {}))
         if isinstance(launched, Refusal):
@@ -154,7 +155,7 @@ class HostObject(ResourceObject):
             return self._refuse(codes.INSTANCE_UNKNOWN, f"no instance {instance_id!r} on {self.name}")
         ref, res = item
         self._halt(ref, reason)
-        self.stopped.append(StopRecord(instance_id, reason, self._clock()))
+        self.stopped.append(StopRecord(instance_id, reason, self.now()))
         self._unuse(res, instance_id)
         return res.token.resources if res.closed_at is not None else Resources()
 

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from legionrm.errors import ConfigError
 from legionrm.hostobj import codes
-from legionrm.models import AccessPolicy, Holder, Refusal, ReservationRequest, ReservationToken, Resources
+from legionrm.models import AccessPolicy, AttrValue, Holder, Refusal, ReservationRequest, ReservationToken, Resources
 
 
 class Admission:
@@ -61,6 +61,23 @@ def ask_owner(hook: str, call: Callable[..., Any], *args: Any, by: str) -> Verdi
     if isinstance(verdict, Admission) or verdict is True:
         return ADMIT
     return Refusal(code=codes.POLICY, reason=f"owner hook {hook} answered {verdict!r}, not ADMIT or a Refusal", by=by)
+
+
+def owner_attributes(call: Callable[[], Any]) -> tuple[dict[str, AttrValue], str | None]:
+    """Run an owner's ``attributes()`` hook and keep what a record can carry.
+
+    Returns the attributes (string keys with bool, int, float or str values;
+    anything else is dropped) and an error text when the hook raised or did not
+    return a mapping (then no owner attribute is kept).  A broken hook never
+    stops a resource from joining the collection or sending its heartbeat.
+    """
+    try:
+        answer = call()
+    except Exception as exc:
+        return {}, f"{type(exc).__name__}: {exc}"[:200]
+    if not isinstance(answer, Mapping):
+        return {}, f"attributes() returned {type(answer).__name__}, not a mapping"
+    return {k: v for k, v in answer.items() if isinstance(k, str) and isinstance(v, (bool, int, float, str))}, None
 
 
 class HostView(Protocol):

@@ -9,26 +9,26 @@ after which the reservation is released").
 
 ``make_reservation`` runs its checks in a fixed order, and the order is the
 contract: idempotency (a retried request gets the same token) -> the request is
-for this resource -> capacity and calendar (the base checks, before any owner
+for this resource, with a finite start (an infinite duration is open-ended) -> capacity and calendar (the base checks, before any owner
 code, so an owner can only refuse what would fit) -> the owner's
 ``admit_reservation`` hook -> a signed token.
 """
 
 from __future__ import annotations
 
-import functools
+import itertools
 import math
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Literal, Mapping, Protocol, TypeVar
+from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 
 from legionrm.hostobj import codes, tokens
 from legionrm.hostobj.calendar import Calendar, State
+from legionrm.hostobj.records import Reservation, forget_after, public
 from legionrm.hostobj.sink import CollectionSink, NullSink
-from legionrm.hostobj.policies import ADMIT, Policy, Verdict, ask_owner
+from legionrm.hostobj.policies import ADMIT, Policy, Verdict, ask_owner, owner_attributes
 from legionrm.models import (
     AccessPolicy,
     AttrValue,
@@ -40,45 +40,6 @@ from legionrm.models import (
     ResourceRecord,
     Resources,
 )
-
-
-Status = Literal["active", "used", "cancelled", "expired", "ended"]
-
-
-@dataclass
-class Reservation:
-    """The resource's own record behind one token (never leaves the resource)."""
-
-    token: ReservationToken
-    request: ReservationRequest
-    status: Status = "active"
-    uses: int = 0
-    holders: set[str] = field(default_factory=set)  # instance ids (or vault uses) holding the booking
-    closed_at: float | None = None  # when the booking was released
-
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def public(fn: F) -> F:
-    """Take the lock and sweep expired reservations before the call.
-
-    Only the outermost call sweeps: a policy asking ``host.load()`` from inside
-    ``start_object`` must not expire the very reservation being started between
-    its validation and its use."""
-
-    @functools.wraps(fn)
-    def wrapper(self: "ResourceObject", *args: Any, **kwargs: Any) -> Any:
-        with self._lock:
-            self._depth += 1
-            try:
-                if self._depth == 1:
-                    self._sweep(self._clock())
-                return fn(self, *args, **kwargs)
-            finally:
-                self._depth -= 1
-
-    return wrapper  # type: ignore[return-value]
 
 
 class ResourceObject:
@@ -114,10 +75,12 @@ class ResourceObject:
         self.nodepool = nodepool
         self._secret = secret or tokens.new_secret()
         self._clock = clock
+        self._seen = -math.inf  # the latest time read: the resource's time never goes back
         self.sink: CollectionSink = sink if sink is not None else NullSink()  # an empty Collection is falsy
         self.retain_s = retain_s
         self.calendar = Calendar(self._vector(capacity, exclusive_ok=False), self.dims)
         self._by_token: dict[str, Reservation] = {}
+        self._grants = itertools.count(1)  # serial of each grant: token ids are never reissued
         self._by_request: dict[str, Reservation] = {}
         self._open: dict[str, Reservation] = {}  # reservations still holding a booking
         self._next_deadline = math.inf  # earliest expiry or end among the open ones
@@ -139,14 +102,19 @@ class ResourceObject:
     # --- what policies may ask -----------------------------------------------------------
 
     def now(self) -> float:
-        return self._clock()
+        """The resource's time: its clock, never earlier than a time it has
+        already acted on (a wall clock stepped back does not un-start a
+        reservation or hide a booking)."""
+        with self._lock:
+            self._seen = max(self._seen, float(self._clock()))
+            return self._seen
 
     @public
     def load(self) -> float:
         """Fraction of the first dimension (cpus, or storage) booked now, or the
         measured load when one is set and higher (work the host runs outside legionrm)."""
         cap = float(self.calendar.capacity[0])
-        booked = float(self.calendar.usage_at(self._clock())[0]) / cap if cap > 0 else 0.0
+        booked = float(self.calendar.usage_at(self.now())[0]) / cap if cap > 0 else 0.0
         return booked if self.measured_load is None else max(booked, self.measured_load)
 
     @public
@@ -158,7 +126,7 @@ class ResourceObject:
         advance reservation is judged by what is booked during its own window,
         not by the load now.
         """
-        now = self._clock()
+        now = self.now()
         begin = now if start is None or start <= now else float(start)
         cap = float(self.calendar.capacity[0])
         if cap <= 0:
@@ -187,7 +155,7 @@ class ResourceObject:
         request is refused (``request.conflict``).  See the module doc for the
         order of checks.
         """
-        now = self._clock()
+        now = self.now()
         old = self._by_request.get(request.request_id)
         if old is not None:
             if old.request == request:
@@ -195,11 +163,13 @@ class ResourceObject:
             return self._refuse(codes.REQUEST_CONFLICT, f"request id {request.request_id!r} was used for another request")
         if request.resource != self.name:
             return self._refuse(codes.RESOURCE_MISMATCH, f"request is for {request.resource!r}, this is {self.name!r}")
+        if request.start is not None and not math.isfinite(request.start):
+            return self._refuse(codes.REQUEST_INVALID, f"start {request.start} is not a time")
         pairing = self._check_pairing(request)
         if pairing is not None:
             return pairing
         start = now if request.start is None or request.start <= now else float(request.start)
-        end = None if request.duration_s is None else start + request.duration_s
+        end = start + request.duration_s if request.duration_s is not None and math.isfinite(request.duration_s) else None
         amount = self._vector(request.resources)
         fit = self.calendar.check(amount, start, end)
         if fit != "ok":
@@ -210,7 +180,7 @@ class ResourceObject:
         expires = start + request.timeout_s
         token = tokens.sign(
             ReservationToken(
-                token_id=tokens.make_token_id(self.name, request.request_id, self._secret),
+                token_id=tokens.make_token_id(self.name, request.request_id, self._secret, next(self._grants)),
                 issuer=self.name,
                 holder=request.holder,
                 resources=request.resources,
@@ -252,9 +222,11 @@ class ResourceObject:
         res = self._by_token.get(token_id)
         if res is None or res.status != "active":
             return False
+        if isinstance(token, ReservationToken) and not tokens.same(token, res.token):
+            return False  # not the token of this reservation
         res.status = "cancelled"
         if not res.holders:
-            self._close(res, self._clock())
+            self._close(res, self.now())
         return True
 
     @public
@@ -267,14 +239,14 @@ class ResourceObject:
         this on its timer; every public call does it too).  Returns the token
         ids whose capacity returned in this sweep.  Idempotent."""
         with self._lock:
-            return self._sweep(self._clock())
+            return self._sweep(self.now())
 
     # --- collection -----------------------------------------------------------------------
 
     @public
     def dynamic_attributes(self) -> dict[str, AttrValue]:
         """What changes: free capacity now, load, counts, calendar state, plus owner attributes."""
-        now = self._clock()
+        now = self.now()
         free = self.calendar.free_at(now)
         attrs: dict[str, AttrValue] = {f"free_{d}": _num(v, d) for d, v in zip(self.dims, free)}
         attrs["load"] = round(self.load(), 4)
@@ -286,8 +258,11 @@ class ResourceObject:
         attrs["owner_policies"] = self._policy_count()
         if self.policy is not None:
             attrs["policy"] = self.policy.name
-        for key, value in self.attributes().items():  # owners add attributes; they cannot restate capacity or load
+        owned, error = owner_attributes(self.attributes)
+        for key, value in owned.items():  # owners add attributes; they cannot restate capacity or load
             attrs.setdefault(key, value)
+        if error is not None:
+            attrs["owner_attributes_error"] = error
         return attrs
 
     def _policy_count(self) -> int:
@@ -310,7 +285,7 @@ class ResourceObject:
         booking before it would end); busy_later when it fits now but some
         reservation starts later; free otherwise.
         """
-        now = self._clock()
+        now = self.now()
         if resources is None:
             return self.calendar.state(now)
         return self.calendar.state(now, self._vector(resources), duration_s)
@@ -324,7 +299,7 @@ class ResourceObject:
             attrs[d] = self.static_attributes.get(d, _num(v, d))
         access = self.policy.restrict(self.access) if self.policy else self.access
         return ResourceRecord(
-            name=self.name, kind=self.kind, nodepool=self.nodepool, attributes=attrs, access=access, last_heartbeat=self._clock()
+            name=self.name, kind=self.kind, nodepool=self.nodepool, attributes=attrs, access=access, last_heartbeat=self.now()
         )
 
     def join(self) -> ResourceRecord:
@@ -365,8 +340,10 @@ class ResourceObject:
         if not tokens.verify(token, self._secret):
             return self._refuse(codes.TOKEN_FORGED, "token signature does not match: forged or altered")
         res = self._by_token.get(token.token_id)
+        if res is not None and not tokens.same(token, res.token):
+            res = None  # well signed here, but not this reservation's token: treated as a forgotten one
         if res is None:
-            now = self._clock()
+            now = self.now()
             if token.expires_at <= now or (token.end is not None and token.end <= now):
                 # the record was forgotten, but the signed token itself says it is over
                 return self._refuse(codes.TOKEN_EXPIRED, f"token {token.token_id!r} expired at {token.expires_at:.0f}")
@@ -384,7 +361,7 @@ class ResourceObject:
             return refusal
         if token.reusable and res.holders:
             return self._refuse(codes.TOKEN_IN_USE, f"reusable token {token.token_id!r} is in use by {sorted(res.holders)}")
-        now = self._clock()
+        now = self.now()
         if now < token.start:
             return self._refuse(codes.TOKEN_NOT_YET, f"reservation starts at {token.start:.0f}, it is {now:.0f}")
         return res
@@ -415,7 +392,7 @@ class ResourceObject:
         unless a reusable reservation is still active."""
         res.holders.discard(holder_id)
         if not res.holders and not (res.status == "active" and res.token.reusable):
-            self._close(res, self._clock())
+            self._close(res, self.now())
 
     def _end_holders(self, res: Reservation, now: float) -> None:
         """A reservation reached its end while held (hosts stop the instances)."""
@@ -451,11 +428,11 @@ class ResourceObject:
                 due = [x for x in (t.end, t.expires_at if res.uses == 0 and res.status == "active" else None) if x is not None]
                 nxt = min([nxt, *due])
         horizon = now - self.retain_s
-        old = [tid for tid, r in self._by_token.items() if r.closed_at is not None and _forget_after(r) < horizon]
+        old = [tid for tid, r in self._by_token.items() if r.closed_at is not None and forget_after(r) < horizon]
         for tid in old:
             r = self._by_token.pop(tid)
             self._by_request.pop(r.request.request_id, None)
-        closed = [_forget_after(r) + self.retain_s for r in self._by_token.values() if r.closed_at is not None]
+        closed = [forget_after(r) + self.retain_s for r in self._by_token.values() if r.closed_at is not None]
         self._next_deadline = min([nxt, *closed])
         return released
 
@@ -481,14 +458,6 @@ class ResourceObject:
 
     def _refuse(self, code: str, reason: str) -> Refusal:
         return Refusal(code=code, reason=reason, by=self.name)
-
-
-def _forget_after(res: Reservation) -> float:
-    """When a closed record may start to be forgotten: once it is closed and
-    its token's own expiry has passed (a cancelled token is then refused as
-    expired from its signed fields, never taken for unknown while still valid)."""
-    assert res.closed_at is not None
-    return max(res.closed_at, res.token.expires_at)
 
 
 def _num(v: float, dim: str) -> AttrValue:

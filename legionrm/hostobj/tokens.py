@@ -46,10 +46,17 @@ def verify(token: ReservationToken, secret: bytes) -> bool:
     return hmac.compare_digest(token.signature, signature(token, secret))
 
 
-def make_token_id(resource: str, request_id: str, secret: bytes) -> str:
-    """A token id unique per resource and request, unguessable without the
-    secret, and the same for the same request (so a retried call is idempotent)."""
-    digest = hmac.new(secret, f"id:{request_id}".encode(), hashlib.sha256).hexdigest()[:20]
+def same(a: ReservationToken, b: ReservationToken) -> bool:
+    """True when two tokens signed by one resource are the same grant (equal signatures)."""
+    return hmac.compare_digest(a.signature, b.signature)
+
+
+def make_token_id(resource: str, request_id: str, secret: bytes, serial: int = 0) -> str:
+    """A token id unguessable without the secret, the same for the same
+    ``(request_id, serial)``.  A resource passes the serial number of the
+    grant, so a request id granted again after its first record was forgotten
+    gets a new id (an old token or id never names the new reservation)."""
+    digest = hmac.new(secret, f"id:{request_id}:{serial}".encode(), hashlib.sha256).hexdigest()[:20]
     return f"{resource}{TOKEN_ID_SEP}{digest}"
 
 

@@ -18,7 +18,8 @@ from typing import Any, Iterable
 
 from legionrm.hostobj import codes
 from legionrm.hostobj.policies import ADMIT, Admission, Verdict
-from legionrm.hostobj.resource import ResourceObject, public
+from legionrm.hostobj.records import public
+from legionrm.hostobj.resource import ResourceObject
 from legionrm.models import Holder, Refusal, ReservationRequest, ReservationToken, Resources
 
 

@@ -61,6 +61,25 @@ def test_check(amount, start: float, end, want: str) -> None:
     assert cal().check(amount, start, end) == want
 
 
+@pytest.mark.parametrize(
+    "amount, start, end, match",
+    [
+        ([math.nan, 1], 0, 10, "amount"),  # NaN compares false: it would pass every later check
+        ([-1, 1], 0, 10, "amount"),  # a negative booking would make room that is not there
+        ([math.inf, 1], 0, 10, "overbook"),
+        ([1, 1], math.nan, 10, "start"),
+        ([1, 1], 0, math.nan, "end"),
+        ([1, 1], 10, 10, "after"),
+    ],
+    ids=["nan-amount", "negative-amount", "infinite-amount", "nan-start", "nan-end", "empty"],
+)
+def test_add_refuses_what_is_not_a_booking(amount, start, end, match: str) -> None:
+    c = cal()
+    with pytest.raises(ValueError, match=match):
+        c.add("x", amount, start, end)
+    assert "x" not in c and c.check([1, 1], 0, 50) == "ok"
+
+
 def test_add_refuses_to_overbook() -> None:
     c = cal()
     with pytest.raises(ValueError, match="overbook"):

@@ -154,3 +154,38 @@ def test_a_muddled_class_veto_refuses() -> None:
     foo = Sloppy("Foo", hosts={"batch1": g})
     out = foo.create_instance("batch1", None, reserve(g, "batch1", "a"))
     assert isinstance(out, Refusal) and out.code == codes.POLICY and out.by == "Foo"
+
+
+@pytest.mark.parametrize(
+    "vault, from_vault, code",
+    [
+        pytest.param(None, "v1", None, id="vault-named-by-its-token-paired"),
+        pytest.param(None, "v2", codes.VAULT_INCOMPATIBLE, id="vault-named-by-its-token-unpaired"),
+        pytest.param("v2", "v2", codes.VAULT_INCOMPATIBLE, id="vault-named-unpaired"),
+        pytest.param("v1", "v2", codes.TOKEN_WRONG_ISSUER, id="vault-token-of-another-vault"),
+    ],
+)
+def test_the_vault_actually_used_is_the_one_the_host_checks(vault: str | None, from_vault: str, code: str | None) -> None:
+    """The host checks its pairing with the vault whose space is taken, even
+    when the caller names the vault only through its token."""
+    clock = Clock()
+    h = HostObject("batch1", Resources(cpus=4), vaults=("v1",), clock=clock)
+    vaults = {n: VaultObject(n, Resources(storage_gb=10), clock=clock) for n in ("v1", "v2")}
+    seen: list = []
+
+    class Watchful(ClassPolicy):
+        def admit_placement(self, cls, host, vault, token):
+            seen.append(vault)
+            return ADMIT
+
+    foo = ClassObject("Foo", hosts={"batch1": h}, vaults=vaults, policy=Watchful())
+    tok = h.make_reservation(ReservationRequest(request_id="a", resource="batch1", holder=ANN, resources=Resources(cpus=1)))
+    vtok = vaults[from_vault].make_reservation(
+        ReservationRequest(request_id="va", resource=from_vault, holder=ANN, resources=Resources(storage_gb=4))
+    )
+    out = foo.create_instance("batch1", vault, tok, vault_token=vtok)
+    if code is None:
+        assert isinstance(out, InstanceRef) and out.vault == from_vault and seen == [from_vault]
+    else:
+        assert isinstance(out, Refusal) and out.code == code, out
+        assert h.list_instances() == [] and vaults[from_vault].list_uses() == {}  # the space was given back

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 
 import pytest
@@ -79,9 +80,12 @@ def test_request_id_reused_for_another_request() -> None:
         (dict(resources=Resources(cpus=1, exclusive=True)), codes.CAPACITY),
         (dict(resources=Resources(cpus=2), duration_s=600), codes.CALENDAR_BUSY),  # collides with the advance one
         (dict(resources=Resources(cpus=2), duration_s=100), None),  # ends before it
+        (dict(start=float("nan")), codes.REQUEST_INVALID),
+        (dict(start=float("inf")), codes.REQUEST_INVALID),
+        (dict(resources=Resources(memory_gb=1), duration_s=float("inf")), None),  # open-ended, as no duration
     ],
     ids=["other-resource", "more-cpus-than-host", "more-gpus-than-host", "busy-now", "fits",
-         "exclusive-on-busy-host", "collides-later", "ends-before"],
+         "exclusive-on-busy-host", "collides-later", "ends-before", "start-nan", "start-infinite", "duration-infinite"],
 )
 def test_base_checks(kw: dict, code: str | None) -> None:
     clock = Clock()
@@ -91,6 +95,7 @@ def test_base_checks(kw: dict, code: str | None) -> None:
     out = h.make_reservation(req("x", **kw))
     if code is None:
         assert isinstance(out, ReservationToken)
+        assert out.end is None or math.isfinite(out.end)  # a token carries finite times or no end
     else:
         assert isinstance(out, Refusal) and out.code == code and out.by == "h1", out
 
@@ -189,6 +194,31 @@ def test_reservation_end_stops_its_instances() -> None:
     assert h.list_instances() == [] and free_cpus(h) == 4
     assert h.stopped[-1].instance_id == ref.instance_id and h.stopped[-1].reason == "reservation ended"
     assert h.check_reservation(tok.token_id).code == codes.TOKEN_EXPIRED
+
+
+# The host's clock may step back (an NTP correction).  The host never acts on
+# a time earlier than one it has already seen: an instant token stays usable,
+# its booking stays counted, an expired one stays expired.
+CLOCK_BACK = [
+    ("instant-token-after-a-step-back", 0.0, -1.0, "start", True),
+    ("booking-still-counted-after-a-step-back", 0.0, -1.0, "free_cpus", 2.0),
+    ("expired-stays-expired-after-a-step-back", 11.0, -5.0, "start", codes.TOKEN_EXPIRED),
+]
+
+
+@pytest.mark.parametrize("forward, back, ask, want", [c[1:] for c in CLOCK_BACK], ids=[c[0] for c in CLOCK_BACK])
+def test_a_clock_stepping_back_never_takes_the_host_back(forward: float, back: float, ask: str, want) -> None:
+    clock = Clock()
+    h = host(clock)
+    tok = h.make_reservation(req())  # 2 cpus, timeout 10 s
+    clock.t += forward
+    h.expire()
+    clock.t += back
+    if ask == "free_cpus":
+        assert free_cpus(h) == want and h.state() == "busy"
+    else:
+        out = h.start_object(tok, "Foo", ANN)
+        assert (isinstance(out, InstanceRef) if want is True else out.code == want), out
 
 
 def test_cancel_is_idempotent_and_safe() -> None:
@@ -411,6 +441,35 @@ def test_owner_attributes_add_but_never_restate_what_the_host_computes() -> None
     attrs = h.record().attributes
     assert attrs["owner"] == "ann"
     assert (attrs["free_cpus"], attrs["load"], attrs["cpus"], attrs["state"], attrs["instances"]) == (0.0, 1.0, 4.0, "busy", 1)
+
+
+@pytest.mark.parametrize(
+    "answer, kept, error",
+    [
+        pytest.param(lambda: {"owner": "ann", "rack": 3}, {"owner": "ann", "rack": 3}, None, id="good"),
+        pytest.param(lambda: {"owner": "ann", "bad": None, "worse": [1], 7: "x"}, {"owner": "ann"}, None, id="bad-values-dropped"),
+        pytest.param(lambda: 1 / 0, {}, "ZeroDivisionError", id="hook-raises"),
+        pytest.param(lambda: None, {}, "NoneType", id="forgot-to-return"),
+        pytest.param(lambda: ["owner", "ann"], {}, "list", id="not-a-mapping"),
+    ],
+)
+def test_owner_attributes_are_read_safely(answer, kept: dict, error: str | None) -> None:
+    """A broken attributes() hook never stops the host from joining or beating."""
+
+    class Owner(HostObject):
+        def attributes(self):
+            return answer()
+
+    sink = Sink()
+    h = Owner("h1", Resources(cpus=4, memory_gb=16), clock=Clock(), sink=sink)
+    rec = h.join()
+    beat = h.heartbeat()
+    for attrs in (rec.attributes, beat):
+        assert {k: attrs[k] for k in ("owner", "rack") if k in attrs} == kept
+        assert attrs["free_cpus"] == 4.0
+        assert (error is None) == ("owner_attributes_error" not in attrs)
+        if error is not None:
+            assert error in attrs["owner_attributes_error"]
 
 
 # --- pairing holds at start too ---------------------------------------------------------

@@ -148,3 +148,36 @@ def test_token_refused_by_its_own_fields_after_the_record_is_forgotten(timeout, 
         h.expire()
     out = h.start_object(tok, "Foo", ANN)
     assert isinstance(out, Refusal) and out.code == code, out
+
+
+# A request id may be granted again once the host has forgotten its first
+# reservation.  The first token (well signed by this host) must never stand in
+# for the second reservation: not to start, not to cancel it.
+def _reissued(action: str) -> tuple[object, HostObject, ReservationToken]:
+    clock = Clock()
+    h = HostObject("h1", Resources(cpus=4), clock=clock, retain_s=60.0)
+    old = h.make_reservation(req(holder=BOB))
+    h.cancel_reservation(old)
+    clock.t += 500
+    h.expire()  # the first record is forgotten
+    new = h.make_reservation(req(holder=ANN, resources=Resources(cpus=4)))
+    if action == "start-old":
+        return h.start_object(old, "Foo", BOB), h, new
+    if action == "cancel-old-token":
+        return h.cancel_reservation(old), h, new
+    return h.cancel_reservation(old.token_id), h, new
+
+
+REISSUED = [
+    ("start-with-the-old-token", "start-old", codes.TOKEN_EXPIRED),
+    ("cancel-with-the-old-token", "cancel-old-token", False),
+    ("cancel-with-the-old-token-id", "cancel-old-id", False),
+]
+
+
+@pytest.mark.parametrize("action, want", [c[1:] for c in REISSUED], ids=[c[0] for c in REISSUED])
+def test_a_token_of_an_earlier_grant_of_the_same_request_id_is_not_the_new_one(action: str, want) -> None:
+    out, h, new = _reissued(action)
+    assert (out.code if isinstance(out, Refusal) else out) == want
+    assert h.list_instances() == []
+    assert not isinstance(h.start_object(new, "Foo", ANN), Refusal)  # the new holder's reservation is intact

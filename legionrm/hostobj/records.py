@@ -1,0 +1,65 @@
+"""The record a resource keeps behind each token, and how its public calls lock.
+
+:class:`Reservation` never leaves the resource: it holds the signed token,
+the request it answered, its status and who holds the booking.  :func:`public`
+is the locking discipline of every public method of a
+:class:`~legionrm.hostobj.resource.ResourceObject`: take the lock, sweep what
+the resource's own clock says is due, then run.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, TypeVar
+
+from legionrm.models import ReservationRequest, ReservationToken
+
+Status = Literal["active", "used", "cancelled", "expired", "ended"]
+
+
+@dataclass
+class Reservation:
+    """The resource's own record behind one token (never leaves the resource)."""
+
+    token: ReservationToken
+    request: ReservationRequest
+    status: Status = "active"
+    uses: int = 0
+    holders: set[str] = field(default_factory=set)  # instance ids (or vault uses) holding the booking
+    closed_at: float | None = None  # when the booking was released
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def public(fn: F) -> F:
+    """Take the lock and sweep expired reservations before the call.
+
+    Only the outermost call sweeps: a policy asking ``host.load()`` from inside
+    ``start_object`` must not expire the very reservation being started between
+    its validation and its use."""
+
+    @functools.wraps(fn)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            self._depth += 1
+            try:
+                if self._depth == 1:
+                    self._sweep(self.now())
+                return fn(self, *args, **kwargs)
+            finally:
+                self._depth -= 1
+
+    return wrapper  # type: ignore[return-value]
+
+
+def forget_after(res: Reservation) -> float:
+    """When a closed record may start to be forgotten: once it is closed and
+    its token's own expiry has passed (a cancelled token is then refused as
+    expired from its signed fields, never taken for unknown while still valid)."""
+    assert res.closed_at is not None
+    return max(res.closed_at, res.token.expires_at)
+
+
+__all__ = ["Reservation", "Status", "forget_after", "public"]
