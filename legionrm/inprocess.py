@@ -54,6 +54,7 @@ class LocalSystem:
         self.enactor = Enactor(self.gateway, clock=clock)
         self.scheduler = Scheduler(self.collection, self.enactor, Planner({c.name: c for c in spec.classes}, clock=clock),
                                    pools)
+        self.enactor.approve = self.scheduler.approve  # Legion's step 6: the scheduler confirms
 
     def carrier(self, host: str) -> HostGroup | None:
         """The host group that carries ``host`` (a class object's host resolver)."""

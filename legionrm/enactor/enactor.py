@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Literal, Sequence
 
 from legionrm.enactor.gateway import DEAD, CreateItem, ResourceGateway
-from legionrm.enactor.mapping import Slot, apply_delta, delta_wave, plan_failure, slot_spec, slots_of
+from legionrm.enactor.mapping import Slot, apply_delta, by_key, delta_wave, plan_failure, slot_spec, slots_of
 from legionrm.errors import EnactmentError, LegionError
 from legionrm.models import (
     EnactRequest,
@@ -294,7 +294,7 @@ class Enactor:
                     holder=req.holder,
                     resources=p.resources if kind == "host" else Resources(storage_gb=p.resources.storage_gb),
                     vault=p.vault if kind == "host" else None,
-                    duration_s=req.duration_s.get(p.class_name),
+                    duration_s=by_key(req.duration_s, p),
                     timeout_s=req.timeout_s,
                 )
             )
@@ -419,7 +419,7 @@ class Enactor:
             host_token=run.held[(p.key, "host")].token,
             vault_token=vault.token if vault else None,
             holder=req.holder,
-            args=req.args.get(p.class_name, {}),
+            args=by_key(req.args, p) or {},
             group=p.group,
         )
 

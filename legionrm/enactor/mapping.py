@@ -71,6 +71,12 @@ def delta_wave(deltas: Sequence[DeltaSchedule], used: set[int], failing) -> list
     return wave
 
 
+def by_key(table: dict, p: Placement):
+    """``table``'s entry for a placement: by its key, else by its class name
+    (an ``EnactRequest``'s ``duration_s`` and ``args`` accept either)."""
+    return table[p.key] if p.key in table else table.get(p.class_name)
+
+
 def apply_delta(mapping: dict[str, Placement], delta: DeltaSchedule) -> dict[str, Placement] | None:
     """The mapping with the delta's placements substituted (order kept);
     None when the delta names a key the schedule does not have."""

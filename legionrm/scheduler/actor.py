@@ -25,6 +25,7 @@ from legionrm.models import (
     EnactResult,
     Identity,
     ObjectRequest,
+    Refusal,
     ScheduleProposal,
     SchedulerStatus,
     SchedulerResponse,
@@ -94,8 +95,10 @@ class SchedulerActor:
         coll, enact = RemoteCollection(collection), RemoteEnactor(enactor, (self_handle, "approve"))
         self.core = Scheduler(coll, enact, Planner({c.name: c for c in classes or ()}), pools, name=name)
         cluster = cluster or ClusterSpec()
+        # the cycle's growth is confirmed by approve_growth: the DUCC core decided it already
+        grow = RemoteEnactor(enactor, (self_handle, "approve_growth"))
         self.cycle = ElasticCycle(
-            fairshare_core(cluster), enact, ray_stopper(carriers or {}, class_actors or {}), coll,
+            fairshare_core(cluster), grow, ray_stopper(carriers or {}, class_actors or {}), coll,
             interval_s=float(cluster.fairshare.get("interval_s", 10.0)), name=f"{name}-cycle",
         )
         self.runner = CycleRunner(self.cycle)
@@ -116,9 +119,13 @@ class SchedulerActor:
     def explain(self, request: SchedulingRequest, host: str) -> str:
         return self.core.explain(request, host)
 
-    def approve(self, proposal: ScheduleProposal) -> bool:
+    def approve(self, proposal: ScheduleProposal) -> bool | Refusal:
         """Legion's step 6: the enactor reports a fully reserved schedule and
-        the scheduler confirms it (the pool admission was charged already)."""
+        the scheduler confirms it (:meth:`Scheduler.approve`)."""
+        return self.core.approve(proposal)
+
+    def approve_growth(self, proposal: ScheduleProposal) -> bool:
+        """The elastic cycle's enactments: the fair-share core chose them."""
         return True
 
     def getCollection(self) -> Any:

@@ -13,7 +13,12 @@ One pipeline over one Collection snapshot (never re-read half way):
    the second sees what the first took;
 5. masters: master *k* demotes the hosts earlier masters used, so masters are
    real alternatives; each master carries delta schedules, one per host it
-   uses, most likely to fail first, moving that host's instances to spares.
+   uses, most likely to fail first, moving that host's instances to spares,
+   then further alternatives per host while unused spares last (``max_deltas``).
+
+A request that cannot be planned fails per object request, keyed by its
+placements (``Worker#1..3``) and naming what refused (a filter, ``query``,
+``what_of``, ``planner``); :meth:`Plan.why` then says so for every host.
 
 Vaults are paired with hosts by the vault's ``serves`` patterns.  The planner
 only proposes: hosts' calendars are the truth, checked again when the
@@ -22,7 +27,6 @@ Enactor reserves, so several planners can run at once without double booking.
 
 from __future__ import annotations
 
-import fnmatch
 import time
 from dataclasses import dataclass
 from typing import Callable, Mapping
@@ -55,9 +59,11 @@ from legionrm.scheduler.pipeline import (
     rank,
     run_filters,
 )
+from legionrm.scheduler.snaptables import VaultTable, base_group, base_table, vault_table
 
 QUERY_FILTER = "query"
 PLANNER = "planner"  # what refuses a request before any host is looked at
+WHAT_OF = "what_of"  # what refuses when feasible hosts cannot hold every instance
 
 
 @dataclass
@@ -88,7 +94,12 @@ class Plan:
         return ScheduleSuite(request_id=self.request_id, masters=tuple(self.masters), failures=tuple(self.failures))
 
     def why(self, host: str) -> str:
-        """Why ``host`` was or was not used, by the name of what decided."""
+        """Why ``host`` was or was not used, by the name of what decided.
+
+        A host no filter refused is "feasible"; the answer then says what
+        became of it: used by master 1, kept as an alternative (a later
+        master, a delta), passed over for better-ranked hosts, or, when there
+        is no schedule at all, which placements failed and by what."""
         used = [p.key for p in self.masters[0].placements if p.host == host] if self.masters else []
         if used:
             return f"{host}: used by master 1 for {', '.join(used)}"
@@ -103,10 +114,28 @@ class Plan:
                 lines.append(f"{host}: not used for {label}: refused by {ref.by} ({ref.code}): {ref.reason}")
             elif op.ranked is not None and host in set(op.ranked.names.tolist()):
                 pos = op.ranked.names.tolist().index(host) + 1
-                lines.append(f"{host}: feasible for {label}, ranked {pos} of {len(op.ranked)}; better-ranked hosts sufficed")
+                lines.append(f"{host}: feasible for {label}, ranked {pos} of {len(op.ranked)}; {self._fate(host)}")
             else:
                 lines.append(f"{host}: not a known, available host")
         return "\n".join(lines)
+
+    def _fate(self, host: str) -> str:
+        """What became of a feasible host that master 1 does not use."""
+        if not self.masters:
+            failed = "; ".join(f"{f.key} refused by {f.resource or '-'} ({f.code})" for f in self.failures)
+            return f"but no schedule was made: {failed}"
+        alts = []
+        for mi, m in enumerate(self.masters):
+            keys = [p.key for p in m.placements if p.host == host]
+            if mi and keys:
+                alts.append(f"used by master {mi + 1} for {', '.join(keys)}")
+            for di, d in enumerate(m.deltas):
+                keys = [p.key for p in d.placements if p.host == host]
+                if keys:
+                    alts.append(f"the spare of delta {di + 1} of master {mi + 1} for {', '.join(keys)}")
+        if alts:
+            return "better-ranked hosts sufficed; an alternative: " + "; ".join(alts)
+        return "better-ranked hosts sufficed"
 
 
 class Planner:
@@ -136,7 +165,7 @@ class Planner:
         (none for a class the planner does not know, when it knows its classes)."""
         if self._unknown_class(obj) is not None:
             return []
-        op = self._object_plan(obj, caller, snap, _base_table(snap), [])
+        op = self._object_plan(obj, caller, snap, base_table(snap), [])
         return [str(n) for n in op.ranked.names] if op.ranked is not None else []
 
     def make_schedules(self, request: SchedulingRequest, snap: CollectionSnapshot) -> Plan:
@@ -149,8 +178,8 @@ class Planner:
         unknown = [f for f in map(self._unknown_class, request.objects) if f is not None]
         if unknown:
             return Plan(request.request_id, [], unknown, [])
-        base = _base_table(snap)
-        vaults = _vault_table(snap)
+        base = base_table(snap)
+        vaults = vault_table(snap)
         keys = _keys(request)
         objects = [self._object_plan(o, request.identity, snap, base, k) for o, k in zip(request.objects, keys)]
         failures: list[PlacementFailure] = []
@@ -211,7 +240,7 @@ class Planner:
         self,
         objects: list[ObjectPlan],
         base: HostTable,
-        vaults: "VaultTable",
+        vaults: VaultTable,
         demoted: set[str],
         caller: Identity,
         snap: CollectionSnapshot,
@@ -234,7 +263,7 @@ class Planner:
             picks = assign(op.request, hosts, op.request.count)
             if picks is None:
                 return PlacementFailure(
-                    key=f"{op.request.class_name}#*", resource="", code="capacity",
+                    key=span(op.keys, op.request.class_name), resource=WHAT_OF, code="capacity",
                     reason=f"{len(hosts)} feasible hosts cannot hold {op.request.count} instances "
                     f"({op.request.placement})", stage="plan",
                 )
@@ -261,14 +290,23 @@ class Planner:
         objects: list[ObjectPlan],
         placements: list[Placement],
         spares_by_obj: list[HostTable],
-        vaults: "VaultTable",
+        vaults: VaultTable,
         caller: Identity,
         snap: CollectionSnapshot,
         row_of: dict[str, int],
     ) -> list[DeltaSchedule]:
-        """One delta per host of the master, riskiest host first: its instances
-        moved to spare hosts (not in the master; distinct across deltas while
-        spares last)."""
+        """Up to ``max_deltas`` deltas, each moving every instance of one host
+        of the master to spare hosts (hosts the master does not use).
+
+        In rounds: the first round offers one delta per host of the master,
+        riskiest host first, each on spares no earlier delta took while such
+        spares last (then on any spare); every later round offers each host,
+        in the same order, one more alternative on spares no delta took yet,
+        until the spares or ``max_deltas`` run out.  So a host whose first
+        alternative also refuses still has another one (all hosts identical:
+        every spare is some host's alternative).  Within one delta the
+        instances moved share the spares' free capacity, never overbooking
+        one."""
         in_master = {p.host for p in placements}
         risk: dict[str, float] = {}
         for op in objects:
@@ -278,32 +316,56 @@ class Planner:
         by_key_obj = {k: i for i, op in enumerate(objects) for k in op.keys}
         spent: set[str] = set()
         deltas: list[DeltaSchedule] = []
-        for host in hosts_order[: self.max_deltas]:
-            moved = [p for p in placements if p.host == host]
-            new: list[Placement] = []
-            vault_used: dict[str, float] = {}
-            for oi in sorted({by_key_obj[p.key] for p in moved}):
-                mine = [p for p in moved if by_key_obj[p.key] == oi]
-                spares = spares_by_obj[oi]
-                avoid = in_master | spent
-                fresh = spares.take(np.flatnonzero(~_in(spares, avoid, row_of)))
-                if len(fresh) == 0:
-                    fresh = spares.take(np.flatnonzero(~_in(spares, in_master, row_of)))
-                picks = assign(objects[oi].request, fresh, len(mine))
-                if picks is None:
-                    new = []
-                    break
-                for p, i in zip(mine, picks):
-                    h = str(fresh.names[i])
-                    vault = vaults.pick(h, objects[oi].request, vault_used, snap, caller)
-                    if isinstance(vault, Refusal):
-                        new = []
-                        break
-                    new.append(p.model_copy(update={"host": h, "vault": vault, "group": base_group(snap, h)}))
-                    spent.add(h)
-            if new and len(new) == len(moved):
-                deltas.append(DeltaSchedule(placements=tuple(new)))
+        for first_round in [True] + [False] * (self.max_deltas - 1):
+            grew = False
+            for host in hosts_order:
+                if len(deltas) >= self.max_deltas:
+                    return deltas
+                moved = [p for p in placements if p.host == host]
+                delta = self._delta(moved, objects, by_key_obj, spares_by_obj, in_master, spent, first_round,
+                                    vaults, caller, snap, row_of)
+                if delta is not None:
+                    deltas.append(delta)
+                    spent |= {p.host for p in delta.placements}
+                    grew = True
+            if not grew:
+                break
         return deltas
+
+    def _delta(
+        self, moved: list[Placement], objects: list[ObjectPlan], by_key_obj: dict[str, int],
+        spares_by_obj: list[HostTable], in_master: set[str], spent: set[str], reuse: bool,
+        vaults: VaultTable, caller: Identity, snap: CollectionSnapshot, row_of: dict[str, int],
+    ) -> DeltaSchedule | None:
+        """``moved`` (one host's placements) on spares, object request by object
+        request, each seeing what the ones before took; None when they do not fit."""
+        used_cpu: dict[str, float] = {}
+        used_mem: dict[str, float] = {}
+        used_gpu: dict[str, float] = {}
+        vault_used: dict[str, float] = {}
+        mine: set[str] = set()  # spares this delta took already: it may go on filling them
+        new: list[Placement] = []
+        for oi in sorted({by_key_obj[p.key] for p in moved}):
+            these = [p for p in moved if by_key_obj[p.key] == oi]
+            req = objects[oi].request
+            spares = _consume(spares_by_obj[oi], used_cpu, used_mem, used_gpu)
+            fresh = spares.take(np.flatnonzero(~_in(spares, in_master | (spent - mine), row_of)))
+            if len(fresh) == 0 and reuse:
+                fresh = spares.take(np.flatnonzero(~_in(spares, in_master, row_of)))
+            picks = assign(req, fresh, len(these))
+            if picks is None:
+                return None
+            for p, i in zip(these, picks):
+                h = str(fresh.names[i])
+                vault = vaults.pick(h, req, vault_used, snap, caller)
+                if isinstance(vault, Refusal):
+                    return None
+                new.append(p.model_copy(update={"host": h, "vault": vault, "group": base_group(snap, h)}))
+                used_cpu[h] = used_cpu.get(h, 0.0) + (INF if req.exclusive else req.cpus)
+                used_mem[h] = used_mem.get(h, 0.0) + req.memory_gb
+                used_gpu[h] = used_gpu.get(h, 0.0) + req.gpus
+                mine.add(h)
+        return DeltaSchedule(placements=tuple(new)) if new else None
 
 
 # --- what of -------------------------------------------------------------------
@@ -361,46 +423,26 @@ def _keys(request: SchedulingRequest) -> list[list[str]]:
     return out
 
 
+def span(keys: list[str], class_name: str) -> str:
+    """The placement keys of one object request in a failure: ``Worker#1``,
+    or ``Worker#1..3`` for several (``Worker#*`` when there are none)."""
+    if not keys:
+        return f"{class_name}#*"
+    return keys[0] if len(keys) == 1 else f"{keys[0]}..{keys[-1].rsplit('#', 1)[-1]}"
+
+
 def _no_hosts(op: ObjectPlan) -> PlacementFailure:
     """A plan-stage failure naming the most common refusal among the hosts."""
     counts: dict[tuple[str, str, str], int] = {}
     for names, r in op.outcome.drops:
         counts[(r.by, r.code, r.reason)] = counts.get((r.by, r.code, r.reason), 0) + len(names)
+    key = span(op.keys, op.request.class_name)
     if not counts:
-        return PlacementFailure(key=f"{op.request.class_name}#*", resource="", code="no_hosts",
-                                reason="no available hosts", stage="plan")
+        return PlacementFailure(key=key, resource=PLANNER, code="no_hosts", reason="no available hosts", stage="plan")
     (by, code, reason), n = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
     summary = "; ".join(f"{c} refused by {b} ({k})" for (b, k, _), c in sorted(counts.items(), key=lambda kv: -kv[1]))
-    return PlacementFailure(key=f"{op.request.class_name}#*", resource="", code=code,
+    return PlacementFailure(key=key, resource=by, code=code,
                             reason=f"no host can take it: {summary}; e.g. {reason}", stage="plan")
-
-
-# --- tables from the snapshot --------------------------------------------------------
-
-
-def base_group(snap: CollectionSnapshot, host: str) -> str | None:
-    g = snap.record(host).attributes.get("host_group")
-    return str(g) if g is not None else None
-
-
-def _base_table(snap: CollectionSnapshot) -> HostTable:
-    """Every available host in the snapshot as columns, name order."""
-    rows = snap.rows('$kind == "host"')
-    num = lambda attr, default: snap.numeric(attr, rows, default)  # noqa: E731
-    cpus, mem, gpus = num("cpus", 0.0), num("memory_gb", 0.0), num("gpus", 0.0)
-    load = num("load", 0.0)
-    has_policy = snap.numeric("owner_policies", rows, 0.0)
-    risk = np.clip(0.5 * np.minimum(load / np.maximum(cpus, 1.0), 1.0) + 0.5 * (has_policy > 0), 0.0, 1.0)
-    return HostTable(
-        row=rows, names=snap.table.names[rows].astype(object),
-        cpus=cpus, memory_gb=mem, gpus=gpus,
-        free_cpus=_or(num("free_cpus", np.nan), cpus),
-        free_memory_gb=_or(num("free_memory_gb", np.nan), mem),
-        free_gpus=_or(num("free_gpus", np.nan), gpus),
-        load=load, instances=num("instances", 0.0),
-        next_event=_or(num("next_event", np.nan), np.full(len(rows), INF)),
-        risk=risk,
-    )
 
 
 def _in(hosts: HostTable, members: set[str], row_of: dict[str, int]) -> np.ndarray:
@@ -409,53 +451,3 @@ def _in(hosts: HostTable, members: set[str], row_of: dict[str, int]) -> np.ndarr
     if not members:
         return np.zeros(len(hosts), dtype=bool)
     return np.isin(hosts.row, np.fromiter((row_of[n] for n in members), dtype=hosts.row.dtype, count=len(members)))
-
-
-def _or(values: np.ndarray, fallback: np.ndarray) -> np.ndarray:
-    return np.where(np.isnan(values), fallback, values)
-
-
-class VaultTable:
-    """Vaults as the snapshot knows them, with the hosts each serves."""
-
-    def __init__(self, names: list[str], serves: list[tuple[str, ...]], free: list[float]) -> None:
-        self.names, self.serves, self.free = names, serves, free
-
-    def pick(
-        self, host: str, req: ObjectRequest, used: dict[str, float], snap: CollectionSnapshot, caller: Identity
-    ) -> str | None | Refusal:
-        """The vault for an instance on ``host``: one that serves it, matches the
-        request's vault constraint, accepts the caller and has the storage,
-        most free first.  None when no vault serves the host and none is
-        needed; a Refusal when storage is needed and none can give it."""
-        if not self.names:
-            return None if req.storage_gb == 0 else Refusal(code="vault.none", reason="no vaults", by="vault_pairing")
-        ident = Identity(user=caller.user, class_name=req.class_name, groups=caller.groups)
-        ok = set(snap.names(f'$kind == "vault" and ({req.vault_constraint})', ident))
-        best: tuple[float, str] | None = None
-        for name, pats, free in zip(self.names, self.serves, self.free):
-            if name not in ok or (pats and not any(fnmatch.fnmatchcase(host, p) for p in pats)):
-                continue
-            left = free - used.get(name, 0.0)
-            if left + 1e-9 >= req.storage_gb and (best is None or (-left, name) < best):
-                best = (-left, name)
-        if best is None:
-            if req.storage_gb == 0 and not any(
-                not pats or any(fnmatch.fnmatchcase(host, p) for p in pats) for pats in self.serves
-            ):
-                return None
-            return Refusal(code="vault.none", reason=f"no vault serving {host} can hold {req.storage_gb:g} GB for this caller",
-                           by="vault_pairing")
-        used[best[1]] = used.get(best[1], 0.0) + req.storage_gb
-        return best[1]
-
-
-def _vault_table(snap: CollectionSnapshot) -> VaultTable:
-    names = snap.names('$kind == "vault"')
-    serves, free = [], []
-    for n in names:
-        attrs = snap.record(n).attributes
-        s = attrs.get("serves", "")
-        serves.append(tuple(p.strip() for p in str(s).split(",") if p.strip()))
-        free.append(float(attrs.get("free_storage_gb", attrs.get("storage_gb", 0.0))))
-    return VaultTable(names, serves, free)

@@ -30,6 +30,7 @@ from legionrm.models import (
     ObjectRequest,
     PlacementFailure,
     Refusal,
+    ScheduleProposal,
     SchedulerResponse,
     SchedulingRequest,
 )
@@ -91,6 +92,7 @@ class Scheduler:
         self._lock = threading.Lock()
         self.instances: dict[str, InstanceRef] = {}
         self._by_request: dict[str, list[str]] = {}
+        self._enacting: dict[str, frozenset[str]] = {}  # request id -> the placement keys it asked for
 
     # --- collaborators (Legion's get/set pairs return the prior value) -------
 
@@ -138,6 +140,11 @@ class Scheduler:
             if request.request_id in self._by_request:
                 raise SchedulingError(f"request id {request.request_id!r} was already scheduled")
             self._by_request[request.request_id] = []
+        active, unknown = self._activation(request)
+        if unknown:
+            return self._failed(request, unknown, 0)
+        if not request.objects:
+            return self._succeeded(request, active, 0, None, "activated: ")
         refusal = self.pools.admit(request)
         if refusal is not None:
             return self._failed(request, [PlacementFailure(
@@ -147,10 +154,15 @@ class Scheduler:
             if not plan.ok:
                 self.pools.release(request.request_id)
                 return self._failed(request, plan.failures, 0)
+            with self._lock:
+                self._enacting[request.request_id] = frozenset(k for op in plan.objects for k in op.keys)
             result = self._enactor.enact_schedule(self._enact_request(request, plan))
         except BaseException:
             self.pools.release(request.request_id)
             raise
+        finally:
+            with self._lock:
+                self._enacting.pop(request.request_id, None)
         if not result.ok:
             self.pools.release(request.request_id)
             failures = [f for a in result.attempts for f in a.failures]
@@ -159,11 +171,28 @@ class Scheduler:
             for inst in result.instances:
                 self.instances[inst.instance_id] = inst
             self._by_request[request.request_id] = [i.instance_id for i in result.instances]
-        where = ", ".join(f"{i.instance_id}@{i.host}" for i in result.instances)
-        return SchedulerResponse(
-            request_id=request.request_id, ok=True, instances=result.instances, masters=len(plan.masters),
-            enact=result, message=f"master {result.master + 1} of {len(plan.masters)}: {where}",
-        )
+        return self._succeeded(request, active + list(result.instances), len(plan.masters), result,
+                               f"master {result.master + 1} of {len(plan.masters)}: ")
+
+    def approve(self, proposal: ScheduleProposal) -> bool | Refusal:
+        """Legion's step 6: the enactor reports a fully reserved schedule and
+        the scheduler confirms it.  Declines (a Refusal by ``scheduler``) a
+        proposal for a request this scheduler is not enacting now
+        (``approval.unknown_request``: a stale or foreign enactment) or one
+        that does not place exactly the request's instances
+        (``approval.keys``).  Pool admission was charged before planning."""
+        with self._lock:
+            keys = self._enacting.get(proposal.request_id)
+        if keys is None:
+            return Refusal(code="approval.unknown_request", by="scheduler",
+                           reason=f"scheduler {self.name!r} is not scheduling request {proposal.request_id!r}")
+        got = frozenset(p.key for p in proposal.placements)
+        if got != keys or len(got) != len(proposal.placements):
+            missing, extra = sorted(keys - got), sorted(got - keys)
+            return Refusal(code="approval.keys", by="scheduler",
+                           reason=f"the schedule does not place exactly the request's instances "
+                                  f"(missing {missing}, not asked for {extra})")
+        return True
 
     def instances_of(self, request_id: str) -> list[InstanceRef]:
         return [self.instances[i] for i in self._by_request.get(request_id, []) if i in self.instances]
@@ -179,6 +208,29 @@ class Scheduler:
 
     # --- helpers --------------------------------------------------------------
 
+    def _activation(self, request: SchedulingRequest) -> tuple[list[InstanceRef], list[PlacementFailure]]:
+        """The objects ``request`` asks to activate: those running already (an
+        instance this scheduler started; activating it is a no-op and the
+        response lists it), and a ``activate.unknown`` failure for every
+        other name.  Any failure sinks the whole request before anything is
+        admitted, planned or reserved."""
+        with self._lock:
+            known = dict(self.instances)
+        active = [known[n] for n in request.activate if n in known]
+        unknown = [
+            PlacementFailure(key=n, resource=self.name, code="activate.unknown", stage="plan",
+                             reason=f"no running object {n!r} is known to scheduler {self.name!r}; "
+                                    "inert objects cannot be re-activated here: request a new instance")
+            for n in request.activate if n not in known
+        ]
+        return active, unknown
+
+    def _succeeded(self, request: SchedulingRequest, instances: list[InstanceRef], masters: int,
+                   result: EnactResult | None, prefix: str) -> SchedulerResponse:
+        where = ", ".join(f"{i.instance_id}@{i.host}" for i in instances)
+        return SchedulerResponse(request_id=request.request_id, ok=True, instances=tuple(instances), masters=masters,
+                                 enact=result, message=prefix + where)
+
     def _enact_request(self, request: SchedulingRequest, plan: Plan) -> EnactRequest:
         ident = request.identity
         return EnactRequest(
@@ -186,8 +238,9 @@ class Scheduler:
             holder=Holder(user=ident.user, class_name=None, enactor=self.name, groups=ident.groups),
             masters=tuple(plan.masters),
             timeout_s=self.token_timeout_s,
-            duration_s={o.class_name: o.walltime_s for o in request.objects if o.walltime_s},
-            args={o.class_name: dict(o.args) for o in request.objects if o.args},
+            # per placement key: two object requests of one class may differ
+            duration_s={k: op.request.walltime_s for op in plan.objects if op.request.walltime_s for k in op.keys},
+            args={k: dict(op.request.args) for op in plan.objects if op.request.args for k in op.keys},
         )
 
     def _failed(self, request: SchedulingRequest, failures, masters: int, result: EnactResult | None = None):

@@ -67,12 +67,13 @@ def test_masters_are_alternatives_and_deltas_move_one_host_each() -> None:
     )
     m1, m2 = plan.masters[0], plan.masters[1]
     assert set(hosts_of(m1)).isdisjoint(hosts_of(m2))
-    assert len(m1.deltas) == 2
+    # one delta per host of the master, then further alternatives while spares last
+    assert [d.placements[0].key for d in m1.deltas] == ["A#0", "A#1", "A#0"]
     for d in m1.deltas:
         assert len(d.placements) == 1
         assert d.placements[0].host not in hosts_of(m1)
     # deltas use distinct spares while spares last
-    assert len({d.placements[0].host for d in m1.deltas}) == 2
+    assert len({d.placements[0].host for d in m1.deltas}) == 3
 
 
 def test_vaults_are_paired_by_what_they_serve() -> None:
