@@ -35,6 +35,7 @@ from legionrm.models import (
 from legionrm.scheduler.cycle import ElasticCycle, HostStopper
 from legionrm.scheduler.cycle_runner import CycleRunner
 from legionrm.scheduler.planner import Planner
+from legionrm.scheduler.howmuch import ShareGate
 from legionrm.scheduler.scheduler import PoolGate, Scheduler
 
 CALL_TIMEOUT_S = 120.0
@@ -93,8 +94,9 @@ class SchedulerActor:
                  carriers: dict[str, Any] | None = None, class_actors: dict[str, Any] | None = None) -> None:
         self_handle = ray.get_runtime_context().current_actor
         coll, enact = RemoteCollection(collection), RemoteEnactor(enactor, (self_handle, "approve"))
-        self.core = Scheduler(coll, enact, Planner({c.name: c for c in classes or ()}), pools, name=name)
         cluster = cluster or ClusterSpec()
+        self.core = Scheduler(coll, enact, Planner({c.name: c for c in classes or ()}), pools,
+                              shares=ShareGate.from_core(fairshare_core(cluster)), name=name)
         # the cycle's growth is confirmed by approve_growth: the DUCC core decided it already
         grow = RemoteEnactor(enactor, (self_handle, "approve_growth"))
         self.cycle = ElasticCycle(

@@ -180,7 +180,7 @@ class Planner:
             return Plan(request.request_id, [], unknown, [])
         base = base_table(snap)
         vaults = vault_table(snap)
-        keys = _keys(request)
+        keys = keys_of(request)
         objects = [self._object_plan(o, request.identity, snap, base, k) for o, k in zip(request.objects, keys)]
         failures: list[PlacementFailure] = []
         for op in objects:
@@ -412,7 +412,7 @@ def _consume(hosts: HostTable, cpu: dict, mem: dict, gpu: dict) -> HostTable:
     })
 
 
-def _keys(request: SchedulingRequest) -> list[list[str]]:
+def keys_of(request: SchedulingRequest) -> list[list[str]]:
     """Placement keys ``Class#n``, numbered per class across the request."""
     counters: dict[str, int] = {}
     out = []

@@ -2,13 +2,17 @@
 
 ``scheduleObjects(request)`` runs, in order:
 
-1. admission through the caller's resource pool (a :class:`PoolGate`; a
+1. how much (:mod:`legionrm.scheduler.howmuch`, when the cluster has DUCC
+   classes): each object request's class narrows where it may run, fills
+   its priority and weight, and charges non-preemptable work to its user's
+   allotment, all or nothing;
+2. admission through the caller's resource pool (a :class:`PoolGate`; a
    request its pool cannot admit now is refused before any placement);
-2. planning over one Collection snapshot (:class:`Planner`): ranked master
+3. planning over one Collection snapshot (:class:`Planner`): ranked master
    schedules, each with delta schedules;
-3. enactment (the Enactor collaborator): reservations, deltas, next masters,
+4. enactment (the Enactor collaborator): reservations, deltas, next masters,
    then class objects create the instances with the tokens;
-4. the response: which instances run where, or every placement's failure.
+5. the response: which instances run where, or every placement's failure.
 
 The collection and the enactor are collaborators (``snapshot()`` and
 ``enact_schedule(EnactRequest)``), so the same core runs in a test with
@@ -34,6 +38,7 @@ from legionrm.models import (
     SchedulerResponse,
     SchedulingRequest,
 )
+from legionrm.scheduler.howmuch import ShareGate
 from legionrm.scheduler.planner import Plan, Planner
 
 
@@ -80,6 +85,7 @@ class Scheduler:
         planner: Planner | None = None,
         pools: PoolGate | None = None,
         *,
+        shares: ShareGate | None = None,
         name: str = "scheduler",
         token_timeout_s: float = 30.0,
     ) -> None:
@@ -87,6 +93,7 @@ class Scheduler:
         self._enactor = enactor
         self.planner = planner or Planner()
         self.pools = pools or OpenGate()
+        self.shares = shares
         self.name = name
         self.token_timeout_s = token_timeout_s
         self._lock = threading.Lock()
@@ -119,6 +126,9 @@ class Scheduler:
         enacting them.  Pure read; raises SchedulingError for a malformed
         request and MILError for a bad constraint."""
         _validate(request)
+        request, refused = self._shape(request)
+        if refused:
+            return Plan(request.request_id, [], refused, [])
         return self.planner.make_schedules(request, self._collection.snapshot())
 
     def getCandidatePlacements(self, class_info: ObjectRequest, caller: Any) -> list[str]:
@@ -145,26 +155,29 @@ class Scheduler:
             return self._failed(request, unknown, 0)
         if not request.objects:
             return self._succeeded(request, active, 0, None, "activated: ")
-        refusal = self.pools.admit(request)
+        request, refused = self._shape(request)
+        if refused:
+            return self._failed(request, refused, 0)
+        refusal = self._admit(request)
         if refusal is not None:
             return self._failed(request, [PlacementFailure(
                 key="*", resource=refusal.by, code=refusal.code, reason=refusal.reason, stage="plan")], 0)
         try:
             plan = self.planner.make_schedules(request, self._collection.snapshot())
             if not plan.ok:
-                self.pools.release(request.request_id)
+                self._release(request.request_id)
                 return self._failed(request, plan.failures, 0)
             with self._lock:
                 self._enacting[request.request_id] = frozenset(k for op in plan.objects for k in op.keys)
             result = self._enactor.enact_schedule(self._enact_request(request, plan))
         except BaseException:
-            self.pools.release(request.request_id)
+            self._release(request.request_id)
             raise
         finally:
             with self._lock:
                 self._enacting.pop(request.request_id, None)
         if not result.ok:
-            self.pools.release(request.request_id)
+            self._release(request.request_id)
             failures = [f for a in result.attempts for f in a.failures]
             return self._failed(request, failures, len(plan.masters), result)
         with self._lock:
@@ -198,15 +211,35 @@ class Scheduler:
         return [self.instances[i] for i in self._by_request.get(request_id, []) if i in self.instances]
 
     def forget(self, instance_id: str) -> None:
-        """An instance ended: drop it, and release the pool allocation of its
-        request when it was the last one.  Idempotent."""
+        """An instance ended: drop it, and release the pool allocation (and
+        the allotment) of its request when it was the last one.  Idempotent."""
         with self._lock:
             self.instances.pop(instance_id, None)
             for rid, ids in self._by_request.items():
                 if instance_id in ids and not any(i in self.instances for i in ids):
-                    self.pools.release(rid)
+                    self._release(rid)
 
     # --- helpers --------------------------------------------------------------
+
+    def _shape(self, request: SchedulingRequest) -> tuple[SchedulingRequest, list[PlacementFailure]]:
+        """The request as its DUCC classes shape it (unchanged without classes)."""
+        return self.shares.shape(request) if self.shares is not None else (request, [])
+
+    def _admit(self, request: SchedulingRequest) -> Refusal | None:
+        """The allotment, then the pool; what one admitted is given back when the other refuses."""
+        refusal = self.shares.admit(request) if self.shares is not None else None
+        if refusal is not None:
+            return refusal
+        refusal = self.pools.admit(request)
+        if refusal is not None and self.shares is not None:
+            self.shares.release(request.request_id)
+        return refusal
+
+    def _release(self, request_id: str) -> None:
+        """Give back the pool allocation and the allotment of ``request_id``.  Idempotent."""
+        self.pools.release(request_id)
+        if self.shares is not None:
+            self.shares.release(request_id)
 
     def _activation(self, request: SchedulingRequest) -> tuple[list[InstanceRef], list[PlacementFailure]]:
         """The objects ``request`` asks to activate: those running already (an
