@@ -28,7 +28,7 @@ Enactor reserves, so several planners can run at once without double booking.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 import numpy as np
@@ -245,16 +245,14 @@ class Planner:
         caller: Identity,
         snap: CollectionSnapshot,
     ) -> MasterSchedule | PlacementFailure:
-        used_cpu: dict[str, float] = {}
-        used_mem: dict[str, float] = {}
-        used_gpu: dict[str, float] = {}
+        used = _Taken()
         taken: set[str] = set()
         placements: list[Placement] = []
         spares_by_obj: list[HostTable] = []
         vault_used: dict[str, float] = {}
         row_of = dict(zip(base.names.tolist(), base.row.tolist()))
         for op in objects:
-            hosts = _consume(op.ranked, used_cpu, used_mem, used_gpu)
+            hosts = used.off(op.ranked)
             # hosts that earlier masters used go last, keeping rank order otherwise
             order = np.argsort(_in(hosts, demoted, row_of), kind="stable")
             hosts = hosts.take(order)
@@ -276,9 +274,7 @@ class Planner:
                     return PlacementFailure(key=key, resource=host, code=vault.code, reason=vault.reason, stage="plan")
                 placements.append(Placement(key=key, class_name=op.request.class_name, host=host, vault=vault,
                                             resources=res, group=base_group(snap, host)))
-                used_cpu[host] = used_cpu.get(host, 0.0) + (INF if op.request.exclusive else op.request.cpus)
-                used_mem[host] = used_mem.get(host, 0.0) + op.request.memory_gb
-                used_gpu[host] = used_gpu.get(host, 0.0) + op.request.gpus
+                used.add(host, op.request)
                 taken.add(host)
             spares_by_obj.append(hosts)
         deltas = self._deltas(objects, placements, spares_by_obj, vaults, caller, snap, row_of)
@@ -339,16 +335,14 @@ class Planner:
     ) -> DeltaSchedule | None:
         """``moved`` (one host's placements) on spares, object request by object
         request, each seeing what the ones before took; None when they do not fit."""
-        used_cpu: dict[str, float] = {}
-        used_mem: dict[str, float] = {}
-        used_gpu: dict[str, float] = {}
+        used = _Taken()
         vault_used: dict[str, float] = {}
         mine: set[str] = set()  # spares this delta took already: it may go on filling them
         new: list[Placement] = []
         for oi in sorted({by_key_obj[p.key] for p in moved}):
             these = [p for p in moved if by_key_obj[p.key] == oi]
             req = objects[oi].request
-            spares = _consume(spares_by_obj[oi], used_cpu, used_mem, used_gpu)
+            spares = used.off(spares_by_obj[oi])
             fresh = spares.take(np.flatnonzero(~_in(spares, in_master | (spent - mine), row_of)))
             if len(fresh) == 0 and reuse:
                 fresh = spares.take(np.flatnonzero(~_in(spares, in_master, row_of)))
@@ -361,9 +355,7 @@ class Planner:
                 if isinstance(vault, Refusal):
                     return None
                 new.append(p.model_copy(update={"host": h, "vault": vault, "group": base_group(snap, h)}))
-                used_cpu[h] = used_cpu.get(h, 0.0) + (INF if req.exclusive else req.cpus)
-                used_mem[h] = used_mem.get(h, 0.0) + req.memory_gb
-                used_gpu[h] = used_gpu.get(h, 0.0) + req.gpus
+                used.add(h, req)
                 mine.add(h)
         return DeltaSchedule(placements=tuple(new)) if new else None
 
@@ -396,20 +388,34 @@ def assign(req: ObjectRequest, hosts: HostTable, count: int) -> list[int] | None
     return [int(i) for i in np.repeat(np.arange(last + 1), per)]
 
 
-def _consume(hosts: HostTable, cpu: dict, mem: dict, gpu: dict) -> HostTable:
-    """``hosts`` with what earlier object requests of this master took subtracted."""
-    if not cpu:
-        return hosts
-    names = hosts.names.tolist()
-    dc = np.array([cpu.get(n, 0.0) for n in names])
-    dm = np.array([mem.get(n, 0.0) for n in names])
-    dg = np.array([gpu.get(n, 0.0) for n in names])
-    used = dc > 0
-    return HostTable(**{
-        **{k: getattr(hosts, k) for k in hosts.__dataclass_fields__},
-        "free_cpus": np.maximum(hosts.free_cpus - dc, 0), "free_memory_gb": hosts.free_memory_gb - dm,
-        "free_gpus": hosts.free_gpus - dg, "instances": hosts.instances + used,
-    })
+@dataclass
+class _Taken:
+    """What a schedule being built (a master, or one delta) has put on hosts so
+    far, by host name, so later object requests see it."""
+
+    cpu: dict[str, float] = field(default_factory=dict)
+    mem: dict[str, float] = field(default_factory=dict)
+    gpu: dict[str, float] = field(default_factory=dict)
+
+    def add(self, host: str, req: ObjectRequest) -> None:
+        """One instance of ``req`` on ``host`` (an exclusive one takes every cpu)."""
+        self.cpu[host] = self.cpu.get(host, 0.0) + (INF if req.exclusive else req.cpus)
+        self.mem[host] = self.mem.get(host, 0.0) + req.memory_gb
+        self.gpu[host] = self.gpu.get(host, 0.0) + req.gpus
+
+    def off(self, hosts: HostTable) -> HostTable:
+        """``hosts`` with what was taken subtracted from their free capacity."""
+        if not self.cpu:
+            return hosts
+        names = hosts.names.tolist()
+        dc = np.array([self.cpu.get(n, 0.0) for n in names])
+        dm = np.array([self.mem.get(n, 0.0) for n in names])
+        dg = np.array([self.gpu.get(n, 0.0) for n in names])
+        return HostTable(**{
+            **{k: getattr(hosts, k) for k in hosts.__dataclass_fields__},
+            "free_cpus": np.maximum(hosts.free_cpus - dc, 0), "free_memory_gb": hosts.free_memory_gb - dm,
+            "free_gpus": hosts.free_gpus - dg, "instances": hosts.instances + (dc > 0),
+        })
 
 
 def keys_of(request: SchedulingRequest) -> list[list[str]]:

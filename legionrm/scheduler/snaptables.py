@@ -39,8 +39,6 @@ def base_table(snap: CollectionSnapshot) -> HostTable:
     )
 
 
-
-
 def _or(values: np.ndarray, fallback: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(values), fallback, values)
 
@@ -64,20 +62,23 @@ class VaultTable:
         ok = set(snap.names(f'$kind == "vault" and ({req.vault_constraint})', ident))
         best: tuple[float, str] | None = None
         for name, pats, free in zip(self.names, self.serves, self.free):
-            if name not in ok or (pats and not any(fnmatch.fnmatchcase(host, p) for p in pats)):
+            if name not in ok or not _serves(pats, host):
                 continue
             left = free - used.get(name, 0.0)
             if left + 1e-9 >= req.storage_gb and (best is None or (-left, name) < best):
                 best = (-left, name)
         if best is None:
-            if req.storage_gb == 0 and not any(
-                not pats or any(fnmatch.fnmatchcase(host, p) for p in pats) for pats in self.serves
-            ):
+            if req.storage_gb == 0 and not any(_serves(pats, host) for pats in self.serves):
                 return None
             return Refusal(code="vault.none", reason=f"no vault serving {host} can hold {req.storage_gb:g} GB for this caller",
                            by="vault_pairing")
         used[best[1]] = used.get(best[1], 0.0) + req.storage_gb
         return best[1]
+
+
+def _serves(patterns: tuple[str, ...], host: str) -> bool:
+    """Does a vault with these ``serves`` patterns serve ``host`` (no patterns: every host)?"""
+    return not patterns or any(fnmatch.fnmatchcase(host, p) for p in patterns)
 
 
 def vault_table(snap: CollectionSnapshot) -> VaultTable:
