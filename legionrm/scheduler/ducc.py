@@ -18,7 +18,6 @@ caller (:mod:`legionrm.scheduler.core`) owns the state and reports.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -27,6 +26,7 @@ from legionrm.scheduler.defrag import detect_fragmentation, do_final_evictions
 from legionrm.scheduler.fairshare import how_much_fair_share
 from legionrm.scheduler.jobcaps import (
     allotment_for_job,
+    allotment_gb,
     allotment_limit_q,
     init_job_cap,
     non_preemptable_used_q,
@@ -34,7 +34,7 @@ from legionrm.scheduler.jobcaps import (
 )
 from legionrm.scheduler.nodepool import NodePool, PoolTables
 from legionrm.scheduler.preemption import do_evictions
-from legionrm.scheduler.shares import Job, Machine, Share
+from legionrm.scheduler.shares import Job, Machine, Share, reserve_max_order
 from legionrm.scheduler.whatof import expand_needy_jobs, what_of_fair_share, what_of_fixed, what_of_reserve
 
 # Reasons carry DUCC's own wording (its key phrases), so they read the same.
@@ -95,8 +95,7 @@ class CycleContext:
             self.allocations.remove(s.id)
 
     def user_limit_q(self, user: str) -> int:
-        u = self.users.get(user)
-        return allotment_limit_q(u.max_allotment_gb if u else None, self.settings, self.quantum_gb)
+        return allotment_limit_q(allotment_gb(self.users.get(user), self.settings), self.quantum_gb)
 
     def user_np_used_q(self, user: str) -> int:
         return non_preemptable_used_q([j for j in self.jobs.values() if j.user == user and j.cls in self.classes.classes], self.classes.classes)
@@ -143,8 +142,7 @@ def how_much_fixed(ctx: CycleContext, group: list[ResourceClass]) -> None:
 
 
 def _allotment_reason(ctx: CycleContext, j: Job) -> str:
-    u = ctx.users.get(j.user)
-    gb = u.max_allotment_gb if u is not None and u.max_allotment_gb is not None else ctx.settings.global_allotment_gb
+    gb = allotment_gb(ctx.users.get(j.user), ctx.settings)
     return ALLOTMENT.format(limit=f"{gb:g}GB" if gb is not None else "unlimited", user=j.user)
 
 
@@ -157,9 +155,8 @@ def _defer_no_room(ctx: CycleContext, j: Job, pool: NodePool) -> None:
 def _reserve_max_order(ctx: CycleContext, j: Job) -> int:
     if j.order_upgraded:
         return j.order
-    if j.kind == "reservation" and ctx.settings.reserve_overage_gb > 0:
-        q = ctx.quantum_gb
-        return max(j.order, int(math.ceil((j.memory_gb + ctx.settings.reserve_overage_gb) / q - 1e-9)))
+    if j.kind == "reservation":
+        return reserve_max_order(j.order, j.memory_gb, ctx.quantum_gb, ctx.settings.reserve_overage_gb)
     return j.order
 
 

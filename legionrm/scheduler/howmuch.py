@@ -15,13 +15,14 @@ class decides, as in DUCC:
   hosts whose ``nodepool`` is one of those, so the planner's ``query`` step
   names the hosts left out;
 * **how big**: RESERVE takes a whole host (exclusive) whose size matches the
-  instance's share order exactly, up to the configured overage, never a
-  bigger host (DUCC's machine order: ``floor((memory - reserved) / quantum)``
+  instance's share order exactly, or up to ``ceil((memory + overage) /
+  quantum)`` with a configured overage (DUCC's rule), never a bigger host (DUCC's machine order: ``floor((memory - reserved) / quantum)``
   against the job order ``ceil(memory / quantum)``);
 * **how much**: non-preemptable work counts against its user's allotment (the
   user's ``max_allotment_gb``, else the global one), each instance as its
-  shares (``ceil(memory / quantum)`` quanta of its top nodepool).  A request is a gang: all its instances fit under the
-  allotment or none is placed, with DUCC's own text (``ducc.allotment``);
+  shares (``ceil(memory / quantum)`` quanta of its top nodepool).  A request
+  is a gang: all its instances fit under the allotment or none is placed,
+  with DUCC's own text (``ducc.allotment``);
 * **priority and weight**: an object request that gives neither takes its
   class's (the pools' admission orders by priority).
 
@@ -32,7 +33,6 @@ class decides, as in DUCC:
 
 from __future__ import annotations
 
-import math
 import threading
 from dataclasses import dataclass
 
@@ -42,7 +42,8 @@ from legionrm.scheduler.core import DuccCore
 from legionrm.scheduler.ducc import ALLOTMENT
 from legionrm.scheduler.nodepool import PoolTree
 from legionrm.scheduler.planner import keys_of, span
-from legionrm.scheduler.shares import job_order
+from legionrm.scheduler.jobcaps import allotment_gb
+from legionrm.scheduler.shares import job_order, reserve_max_order
 
 GATE = "ducc"
 """What refuses, in failures and refusals made here."""
@@ -127,11 +128,11 @@ class ShareGate:
         return obj.model_copy(update=update)
 
     def _size_match(self, obj: ObjectRequest, quantum_gb: float) -> str:
-        """Hosts whose machine order is the job order, up to the overage."""
+        """Hosts whose machine order is the job order, up to DUCC's overage."""
         order = job_order(obj.memory_gb, quantum_gb)
-        extra = math.ceil(self.settings.reserve_overage_gb / quantum_gb - 1e-9) if self.settings.reserve_overage_gb > 0 else 0
+        top = reserve_max_order(order, obj.memory_gb, quantum_gb, self.settings.reserve_overage_gb)
         low = order * quantum_gb + self.settings.reserved_dram_gb
-        high = (order + extra + 1) * quantum_gb + self.settings.reserved_dram_gb
+        high = (top + 1) * quantum_gb + self.settings.reserved_dram_gb
         return f"($memory_gb >= {low!r} and $memory_gb < {high!r})"
 
     # --- the allotment (a gate like a resource pool's) ------------------------------
@@ -150,12 +151,10 @@ class ShareGate:
                 need_gb += obj.count * job_order(obj.memory_gb, quantum) * quantum
         if need_gb == 0:
             return None
-        spec = self.users.get(user)
-        limit_gb = spec.max_allotment_gb if spec is not None and spec.max_allotment_gb is not None \
-            else self.settings.global_allotment_gb
+        limit_gb = allotment_gb(self.users.get(user), self.settings)
         with self._lock:
             self._charged.pop(request.request_id, None)
-            used_gb = sum(c.gb for c in self._charged.values() if c.user == user)
+            used_gb = self._held_gb(user)
             if limit_gb is not None and used_gb + need_gb > limit_gb + 1e-9:
                 return Refusal(code="ducc.allotment", by=GATE, reason=(
                     ALLOTMENT.format(limit=f"{limit_gb:g}GB", user=user)
@@ -171,7 +170,11 @@ class ShareGate:
     def used_gb(self, user: str) -> float:
         """The shares of non-preemptable work ``user`` holds now, in GB."""
         with self._lock:
-            return sum(c.gb for c in self._charged.values() if c.user == user)
+            return self._held_gb(user)
+
+    def _held_gb(self, user: str) -> float:
+        """:meth:`used_gb`, for a caller holding the lock."""
+        return sum(c.gb for c in self._charged.values() if c.user == user)
 
 
 def _failure(keys: list[str], obj: ObjectRequest, refusal: Refusal) -> PlacementFailure:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from legionrm.scheduler.classes import Policy, ResourceClass, RmSettings
+from legionrm.scheduler.classes import Policy, ResourceClass, RmSettings, UserSpec
 from legionrm.scheduler.shares import Job
 
 UNBOUNDED = 2**62
@@ -82,12 +82,19 @@ def init_job_cap(job: Job, rc: ResourceClass, settings: RmSettings) -> int:
     return job.cap
 
 
-def allotment_limit_q(user_limit_gb: float | None, settings: RmSettings, quantum_gb: float) -> int:
-    """The user's allotment in qshares (UNBOUNDED when unlimited)."""
-    limit = user_limit_gb if user_limit_gb is not None else settings.global_allotment_gb
-    if limit is None:
+def allotment_gb(user: UserSpec | None, settings: RmSettings) -> float | None:
+    """A user's allotment for non-preemptable work, in GB: their own
+    ``max_allotment_gb``, else the global one; None when unlimited."""
+    if user is not None and user.max_allotment_gb is not None:
+        return user.max_allotment_gb
+    return settings.global_allotment_gb
+
+
+def allotment_limit_q(limit_gb: float | None, quantum_gb: float) -> int:
+    """An allotment (:func:`allotment_gb`) in qshares (UNBOUNDED when unlimited)."""
+    if limit_gb is None:
         return UNBOUNDED
-    return int(math.floor(limit / quantum_gb + 1e-9))
+    return int(math.floor(limit_gb / quantum_gb + 1e-9))
 
 
 def non_preemptable_used_q(jobs: list[Job], classes: dict[str, ResourceClass]) -> int:

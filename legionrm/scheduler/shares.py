@@ -31,6 +31,15 @@ def job_order(memory_gb: float, quantum_gb: float) -> int:
     return max(1, int(math.ceil(round(mem) / round(q))))
 
 
+def reserve_max_order(order: int, memory_gb: float, quantum_gb: float, overage_gb: float) -> int:
+    """The largest machine order a reservation of ``memory_gb`` (job order
+    ``order``) may take: its own order, or with an overage ``ceil((memory +
+    overage) / quantum)``, never less than its order."""
+    if overage_gb <= 0:
+        return order
+    return max(order, int(math.ceil((memory_gb + overage_gb) / quantum_gb - 1e-9)))
+
+
 def machine_order(memory_gb: float, quantum_gb: float, reserved_gb: float = 0.0) -> int:
     """Qshares a machine offers: floor((memory - reserved) / quantum), never negative."""
     q = round(quantum_gb * KB_PER_GB)

@@ -57,9 +57,18 @@ def test_shape_narrows_where_the_class_may_run(o: ObjectRequest, constraint: str
     assert shaped.objects[0].constraint == constraint and shaped.objects[0].exclusive is exclusive
 
 
-def test_reserve_overage_admits_one_order_bigger() -> None:
-    shaped, _ = gate(reserve_overage_gb=10).shape(req("r", obj("reserve", memory_gb=20)))
-    assert shaped.objects[0].constraint.endswith("($memory_gb >= 32.0 and $memory_gb < 64.0)")
+# (id, overage GB, memory GB, the size clause): DUCC's largest order is
+# ceil((memory + overage) / quantum), never below the job's order (16 GB quanta)
+OVERAGE = [
+    ("overage past the next quantum: one order bigger", 14, 20, "($memory_gb >= 32.0 and $memory_gb < 64.0)"),
+    ("overage within the same quantum: no bigger host", 10, 20, "($memory_gb >= 32.0 and $memory_gb < 48.0)"),
+]
+
+
+@pytest.mark.parametrize("overage,memory,clause", [o[1:] for o in OVERAGE], ids=[o[0] for o in OVERAGE])
+def test_reserve_overage_follows_ducc(overage: float, memory: float, clause: str) -> None:
+    shaped, _ = gate(reserve_overage_gb=overage).shape(req("r", obj("reserve", memory_gb=memory)))
+    assert shaped.objects[0].constraint.endswith(clause)
 
 
 def test_priority_and_weight_come_from_the_class_unless_given() -> None:
