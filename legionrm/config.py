@@ -8,6 +8,7 @@ scenario loader (cluster, simulate, place, pools).
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
@@ -23,15 +24,29 @@ if TYPE_CHECKING:
 
 
 def load_toml(path: str | Path) -> dict[str, Any]:
-    """Read a TOML file; a missing file or a syntax error is a ConfigError."""
+    """Read a TOML file.  A missing or unreadable file, or a syntax error, is a
+    ConfigError; a syntax error shows the line with a caret under the column."""
     p = Path(path)
     try:
-        with p.open("rb") as fh:
-            return tomllib.load(fh)
+        text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError("no such file", file=str(p)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read: {exc}", file=str(p)) from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"not valid TOML: {exc}", file=str(p)) from None
+        raise ConfigError(f"not valid TOML: {exc}{_toml_caret(text, str(exc))}", file=str(p)) from None
+
+
+def _toml_caret(text: str, message: str) -> str:
+    """The source line and a caret for tomllib's "(at line L, column C)", or ""."""
+    m = re.search(r"\(at line (\d+), column (\d+)\)", message)
+    if m is None:
+        return ""
+    line, col = int(m.group(1)), int(m.group(2))
+    lines = text.splitlines() or [""]
+    return f"\n{lines[min(line, len(lines)) - 1]}\n{' ' * max(col - 1, 0)}^"
 
 
 def tables(doc: dict[str, Any], name: str, file: str) -> list[dict[str, Any]]:

@@ -40,15 +40,12 @@ hosts from ``now`` for its walltime.
 from __future__ import annotations
 
 import json
-import re
 import sys
-import tomllib
 from argparse import Namespace
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from legionrm.config import check_keys, expand_names, expect, require, tables
+from legionrm.config import check_keys, expand_names, expect, load_toml, require, tables
 from legionrm.errors import ConfigError, SelectSyntaxError
 from legionrm.scheduler.nodes import DEFAULT_RESOURCES, DEFAULT_SORT_KEY, NodeSpec, NodeTable
 from legionrm.scheduler.nodestate import JOB_INFINITY
@@ -94,28 +91,6 @@ class ScenarioSelectError(SelectSyntaxError):
         return f"{self.prefix}: {super().render()}"
 
 
-def _load_toml(path: str) -> dict[str, Any]:
-    """Read a TOML file; a syntax error is a ConfigError with the line and a caret."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError("no such file", file=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read: {exc}", file=path) from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        msg = str(exc)
-        m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
-        if m is None:
-            raise ConfigError(f"not valid TOML: {msg}", file=path) from None
-        line, col = int(m.group(1)), int(m.group(2))
-        lines = text.splitlines() or [""]
-        src = lines[min(line, len(lines)) - 1]
-        caret = f"{src}\n{' ' * max(col - 1, 0)}^"
-        raise ConfigError(f"not valid TOML: {msg}\n{caret}", file=path) from None
-
-
 def _strings(value: Any, *, file: str, where: str, key: str) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
@@ -153,7 +128,7 @@ def load_scenario(path: str) -> Scenario:
     """Read and validate a scenario file; any problem is a ConfigError or a
     SelectSyntaxError naming the file, the table and the key."""
     file = str(path)
-    doc = _load_toml(file)
+    doc = load_toml(file)
     check_keys(doc, ("scheduler", "node", "busy", "job"), file=file, where="")
     sched = doc.get("scheduler", {})
     if not isinstance(sched, dict):
