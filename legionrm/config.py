@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from legionrm.errors import ConfigError
+from legionrm.errors import ConfigError, caret_at
 
 if TYPE_CHECKING:
     from legionrm.scheduler.core import DuccCore
@@ -44,9 +44,7 @@ def _toml_caret(text: str, message: str) -> str:
     m = re.search(r"\(at line (\d+), column (\d+)\)", message)
     if m is None:
         return ""
-    line, col = int(m.group(1)), int(m.group(2))
-    lines = text.splitlines() or [""]
-    return f"\n{lines[min(line, len(lines)) - 1]}\n{' ' * max(col - 1, 0)}^"
+    return "\n" + caret_at(text, int(m.group(1)), int(m.group(2)))
 
 
 def tables(doc: dict[str, Any], name: str, file: str) -> list[dict[str, Any]]:

@@ -21,6 +21,14 @@ class LegionError(Exception):
 # --- input languages --------------------------------------------------------
 
 
+def caret_at(text: str, line: int, column: int) -> str:
+    """Line ``line`` of ``text`` (1-based; empty past the end) and, below it, a
+    caret under column ``column`` as a terminal shows it (see :func:`_pad`)."""
+    lines = text.splitlines()
+    src = lines[line - 1] if 0 < line <= len(lines) else ""
+    return f"{src}\n{_pad(src[: max(column - 1, 0)])}^"
+
+
 def _pad(prefix: str) -> str:
     """Blank space as wide on a terminal as ``prefix``: its tabs kept, a wide
     (East Asian) character as two spaces, a combining mark as none."""
@@ -63,9 +71,7 @@ class SourceError(LegionError):
         """The offending line with a caret under the column ('' if unknown)."""
         if not self.text or self.line <= 0:
             return ""
-        lines = self.text.splitlines()
-        src = lines[self.line - 1] if self.line <= len(lines) else ""
-        return f"{src}\n{_pad(src[: max(self.column - 1, 0)])}^"
+        return caret_at(self.text, self.line, self.column)
 
     def render(self) -> str:
         where = f"line {self.line}, column {self.column}: " if self.line else ""
