@@ -221,15 +221,19 @@ def host_reason(
             total = float(table.total(c.res)[i]) if col is not None and col.consumable else 0.0
             have = avail.get(c.res, total) if avail is not None else total
             if have + 1e-9 < c.value:
-                sz = _written_size(c)
-                detail = f"(R: {_show(col, c.value, sz)} A: {_show(col, have, sz)} T: {_show(col, total, sz)})"
-                return c.res, INSUFFICIENT.format(res=c.res, detail=detail)
+                return c.res, _insufficient(c.res, col, c.value, have, total, _written_size(c))
         elif not match_mask(table, c, np.asarray([i]))[0]:
             hv = col.value(i) if col is not None else (False if isinstance(c.value, bool) else None)
             shown = "" if hv is None else format_value(hv)
             detail = f"({format_value(c.value)} != {shown})"
             return c.res, INSUFFICIENT.format(res=c.res, detail=detail)
     return None
+
+
+def _insufficient(res: str, col: Column | None, requested: float, available: float, total: float, size: bool) -> str:
+    """PBS's ``Insufficient amount of resource: RES (R: .. A: .. T: ..)``."""
+    shown = (_show(col, x, size) for x in (requested, available, total))
+    return INSUFFICIENT.format(res=res, detail="(R: {} A: {} T: {})".format(*shown))
 
 
 def _show(col: Column | None, amount: float, size: bool = False) -> str:
@@ -316,10 +320,7 @@ def _aggregate(
         t = sums.total(idx, r)
         a = pool_a.get(r, 0.0)
         if amount > (t if total else a) + 1e-9:
-            col = table.columns.get(r)
-            sz = sizes.get(r, False)
-            detail = f"(R: {_show(col, amount, sz)} A: {_show(col, a, sz)} T: {_show(col, t, sz)})"
-            return INSUFFICIENT.format(res=r, detail=detail), None
+            return _insufficient(r, table.columns.get(r), amount, a, t, sizes.get(r, False)), None
     # each chunk against the set as a whole (booleans always honoured)
     for ch in chunks:
         for c in ch.checks:
@@ -328,11 +329,7 @@ def _aggregate(
                 t = sums.total(idx, c.res)
                 a = pool_a.get(c.res, 0.0)
                 if c.value > (t if total else a) + 1e-9:
-                    sz = _written_size(c)
-                    return INSUFFICIENT.format(
-                        res=c.res,
-                        detail=f"(R: {_show(col, c.value, sz)} A: {_show(col, a, sz)} T: {_show(col, t, sz)})",
-                    ), ch.index
+                    return _insufficient(c.res, col, c.value, a, t, _written_size(c)), ch.index
             elif not _any_match(table, c, idx):
                 return INSUFFICIENT.format(res=c.res, detail=f"({format_value(c.value)} != {_values(col, idx)})"), ch.index
     return None
