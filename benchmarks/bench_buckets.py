@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import time
 
-from legionrm.scheduler.buckets import BucketPlacer
-from legionrm.scheduler.nodes import NodeSpec, NodeTable
-from legionrm.scheduler.nodestate import HostState
-from legionrm.scheduler.pernode import PerNodePlacer
-from legionrm.scheduler.placement import PlaceConfig
-from legionrm.scheduler.select import SelectRequest
+from legionrm.scheduler.placement.buckets import BucketPlacer
+from legionrm.scheduler.placement.nodes import NodeSpec, NodeTable
+from legionrm.scheduler.placement.nodestate import HostState
+from legionrm.scheduler.placement.pernode import PerNodePlacer
+from legionrm.scheduler.placement.base import PlaceConfig
+from legionrm.scheduler.placement.select import SelectRequest
 
 COLORS = ["red", "orange", "yellow", "green", "blue", "indigo", "violet"]
 RESOURCES = ("ncpus", "mem", "color", "host", "vnode")

@@ -14,8 +14,8 @@ import random
 import statistics
 import time
 
-from legionrm.scheduler.classes import ClassSpec, RmSettings
-from legionrm.scheduler.core import DuccCore
+from legionrm.scheduler.fairshare.classes import ClassSpec, RmSettings
+from legionrm.scheduler.fairshare.core import DuccCore
 
 
 def build(machines: int, jobs: int, users: int, seed: int = 7) -> DuccCore:

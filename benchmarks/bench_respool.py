@@ -13,8 +13,8 @@ import time
 
 import numpy as np
 
-from legionrm.scheduler.respool import Gang, PoolConfig, ResourcePoolTree, ResourceSpec, Task
-from legionrm.scheduler.respool_vec import KINDS
+from legionrm.scheduler.pools.respool import Gang, PoolConfig, ResourcePoolTree, ResourceSpec, Task
+from legionrm.scheduler.pools.vec import KINDS
 
 ORGS, TEAMS, GANGS = 9, 110, 100_000
 CAP = {"cpu": 200_000.0, "memory": 800_000.0, "disk": 4_000_000.0, "gpu": 2_000.0}

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 from legionrm.errors import ConfigError, caret_at
 
 if TYPE_CHECKING:
-    from legionrm.scheduler.core import DuccCore
-    from legionrm.scheduler.respool import ResourcePoolTree
+    from legionrm.scheduler.fairshare.core import DuccCore
+    from legionrm.scheduler.pools.respool import ResourcePoolTree
     from legionrm.scheduler.scheduler import PoolGate
 
 # --- shared helpers ----------------------------------------------------------
@@ -235,7 +235,7 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
     interval = expect(fairshare, "interval_s", float, 10.0, file=file, where="fairshare")
     if interval <= 0:
         raise ConfigError(f"must be > 0, not {interval!r}", file=file, table="fairshare", key="interval_s")
-    from legionrm.scheduler.pools import parse_pools
+    from legionrm.scheduler.pools.file import parse_pools
 
     pools = parse_pools(doc, file=file, allow_default=True)
     spec = ClusterSpec(source=file, collection=settings, hosts=tuple(hosts), vaults=tuple(vaults), classes=tuple(classes),
@@ -254,8 +254,8 @@ def fairshare_core(spec: ClusterSpec) -> "DuccCore":
     ``legionrm simulate`` scenario).  Without classes there is one default
     FAIR_SHARE class, ``normal``.  DUCC's hidden per-class cap is off: it is an
     artefact of DUCC's int arithmetic, not a policy.  Raises ConfigError."""
-    from legionrm.scheduler.classes import RmSettings
-    from legionrm.scheduler.simulate import core_from_doc
+    from legionrm.scheduler.fairshare.classes import RmSettings
+    from legionrm.scheduler.fairshare.scenario import core_from_doc
 
     doc = dict(spec.fairshare)
     doc.setdefault("class", [{"name": "normal", "policy": "FAIR_SHARE", "default": True}])
@@ -266,14 +266,14 @@ def pool_tree(spec: ClusterSpec) -> "ResourcePoolTree | None":
     """The cluster's ``[[pool]]`` tables as a fresh resource-pool tree under a
     root entitled to :meth:`ClusterSpec.capacity`; None when no pool is
     configured.  The tables go through the one parser and tree builder of
-    :mod:`legionrm.scheduler.pools`.  A pool the validators refuse, or a
+    :mod:`legionrm.scheduler.pools.file`.  A pool the validators refuse, or a
     ``default`` pool with children, is a ConfigError naming the file."""
     if not spec.pools:
         return None
     from legionrm.errors import PoolValidationError
-    from legionrm.scheduler.poolgate import capacity_vector
-    from legionrm.scheduler.pools import build_tree
-    from legionrm.scheduler.respool_vec import as_dict
+    from legionrm.scheduler.pools.gate import capacity_vector
+    from legionrm.scheduler.pools.file import build_tree
+    from legionrm.scheduler.pools.vec import as_dict
 
     try:
         tree = build_tree(spec.pools, as_dict(capacity_vector(spec.capacity())))
@@ -293,7 +293,7 @@ def pool_gate(spec: ClusterSpec) -> "PoolGate":
     over a fresh pool tree, entitled to the cluster's total capacity (hosts'
     cpus, memory and gpus, vaults' storage) with the cluster's default pool.
     A new gate each call: one per Scheduler.  Raises ConfigError."""
-    from legionrm.scheduler.poolgate import RespoolGate
+    from legionrm.scheduler.pools.gate import RespoolGate
     from legionrm.scheduler.scheduler import OpenGate
 
     tree = pool_tree(spec)

@@ -21,7 +21,7 @@ from legionrm.hostobj.classobj import ClassObject
 from legionrm.hostobj.group import HostGroup
 from legionrm.hostobj.vault import VaultObject
 from legionrm.models import ClusterSpec
-from legionrm.scheduler.howmuch import ShareGate
+from legionrm.scheduler.sharegate import ShareGate
 from legionrm.scheduler.planner import Planner
 from legionrm.scheduler.scheduler import PoolGate, Scheduler
 

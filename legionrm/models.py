@@ -487,7 +487,7 @@ class ScheduleSuite(Frozen):
     failures: tuple[PlacementFailure, ...] = ()
 
 
-# --- the elastic scheduling cycle (legionrm.scheduler.cycle) ---------------------
+# --- the elastic scheduling cycle (legionrm.scheduler.elastic.cycle) ---------------------
 
 
 class ElasticJobRequest(Frozen):

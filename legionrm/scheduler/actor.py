@@ -32,10 +32,10 @@ from legionrm.models import (
     ScheduleSuite,
     SchedulingRequest,
 )
-from legionrm.scheduler.cycle import ElasticCycle, HostStopper
-from legionrm.scheduler.cycle_runner import CycleRunner
+from legionrm.scheduler.elastic.cycle import ElasticCycle, HostStopper
+from legionrm.scheduler.elastic.runner import CycleRunner
 from legionrm.scheduler.planner import Planner
-from legionrm.scheduler.howmuch import ShareGate
+from legionrm.scheduler.sharegate import ShareGate
 from legionrm.scheduler.scheduler import PoolGate, Scheduler
 
 CALL_TIMEOUT_S = 120.0

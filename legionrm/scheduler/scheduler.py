@@ -2,7 +2,7 @@
 
 ``scheduleObjects(request)`` runs, in order:
 
-1. how much (:mod:`legionrm.scheduler.howmuch`, when the cluster has DUCC
+1. how much (:mod:`legionrm.scheduler.sharegate`, when the cluster has DUCC
    classes): each object request's class narrows where it may run, fills
    its priority and weight, and charges non-preemptable work to its user's
    allotment, all or nothing;
@@ -38,7 +38,7 @@ from legionrm.models import (
     SchedulerResponse,
     SchedulingRequest,
 )
-from legionrm.scheduler.howmuch import ShareGate
+from legionrm.scheduler.sharegate import ShareGate
 from legionrm.scheduler.planner import Plan, Planner
 
 

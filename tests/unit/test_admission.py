@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from legionrm.errors import AdmissionError
-from legionrm.scheduler.admission import dequeue_gangs
-from legionrm.scheduler.respool import PreemptionConfig, QueueType, ResourcePoolTree
-from legionrm.scheduler.respool_gang import (
+from legionrm.scheduler.pools.admission import dequeue_gangs
+from legionrm.scheduler.pools.respool import PreemptionConfig, QueueType, ResourcePoolTree
+from legionrm.scheduler.pools.gang import (
     CONTROLLER,
     NON_PREEMPTIBLE,
     NON_SLACK,
@@ -18,7 +18,7 @@ from legionrm.scheduler.respool_gang import (
     Gang,
     Task,
 )
-from legionrm.scheduler.respool_vec import vec
+from legionrm.scheduler.pools.vec import vec
 from tests.unit.test_respool_support import cfg, gang
 
 CAP = {"cpu": 100, "memory": 1000, "disk": 1000, "gpu": 10}
@@ -64,7 +64,7 @@ def test_queues_visited_non_preemptible_controller_revocable_pending() -> None:
         (QueueType.CONTROLLER, gang("ctl", {"cpu": 1}, controller=True)),
         (QueueType.NON_PREEMPTIBLE, gang("np", {"cpu": 1}, preemptible=False)),
     ):
-        from legionrm.scheduler.admission import add_to_queue
+        from legionrm.scheduler.pools.admission import add_to_queue
 
         add_to_queue(p, g, qt)
     ready(t, slack_cpu=50)
@@ -238,7 +238,7 @@ def test_default_pool_is_root_while_it_is_a_leaf() -> None:
 
 def test_request_to_gang() -> None:
     from legionrm.models import Identity, ObjectRequest, SchedulingRequest
-    from legionrm.scheduler.respool import gang_from_request
+    from legionrm.scheduler.pools.respool import gang_from_request
 
     req = SchedulingRequest(request_id="r1", identity=Identity(user="u"), pool="/p", objects=(
         ObjectRequest(class_name="W", count=2, cpus=2, memory_gb=1, gpus=1, priority=4),

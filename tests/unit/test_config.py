@@ -9,7 +9,7 @@ import pytest
 from legionrm.config import load_cluster, parse_cluster, pool_gate
 from legionrm.errors import ConfigError
 from legionrm.models import Resources
-from legionrm.scheduler.poolgate import RespoolGate
+from legionrm.scheduler.pools.gate import RespoolGate
 from legionrm.scheduler.scheduler import OpenGate
 
 

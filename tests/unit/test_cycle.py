@@ -17,9 +17,9 @@ from legionrm.enactor.gateway import InProcessGateway
 from legionrm.errors import EnactmentError, SchedulingError
 from legionrm.hostobj import ClassObject, DenyUsers, HostGroup, HostObject
 from legionrm.models import CycleReport, ElasticJobRequest, Refusal, Resources
-from legionrm.scheduler.classes import ClassSpec, RmSettings
-from legionrm.scheduler.core import DuccCore
-from legionrm.scheduler.cycle import ElasticCycle, HostStopper
+from legionrm.scheduler.fairshare.classes import ClassSpec, RmSettings
+from legionrm.scheduler.fairshare.core import DuccCore
+from legionrm.scheduler.elastic.cycle import ElasticCycle, HostStopper
 from legionrm.testing import FakeClock
 
 QUANTUM = 4.0  # GB: a 32 GB host holds 8 processes of 4 GB

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from legionrm.scheduler.cycle_runner import CycleRunner
+from legionrm.scheduler.elastic.runner import CycleRunner
 from tests.unit.test_cycle import job, world
 
 

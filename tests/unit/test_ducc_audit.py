@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from legionrm.scheduler.classes import ClassSpec, NodepoolSpec, RmSettings, UserSpec
-from legionrm.scheduler.core import DuccCore
-from legionrm.scheduler.rmstate import RmStore
+from legionrm.scheduler.fairshare.classes import ClassSpec, NodepoolSpec, RmSettings, UserSpec
+from legionrm.scheduler.fairshare.core import DuccCore
+from legionrm.scheduler.fairshare.store import RmStore
 
 S = RmSettings(quantum_gb=1, expand_by_doubling=False, prediction=False)
 

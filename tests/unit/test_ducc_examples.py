@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from legionrm.scheduler.classes import ClassSpec, RmSettings
-from legionrm.scheduler.core import DuccCore
-from legionrm.scheduler.shares import job_order, machine_order, nshares_from_v, remove_shares_by_order
+from legionrm.scheduler.fairshare.classes import ClassSpec, RmSettings
+from legionrm.scheduler.fairshare.core import DuccCore
+from legionrm.scheduler.fairshare.shares import job_order, machine_order, nshares_from_v, remove_shares_by_order
 
 NOTES = RmSettings(quantum_gb=1, expand_by_doubling=False, prediction=False)
 
@@ -194,7 +194,7 @@ def test_reserve_overage_allows_slightly_bigger_machine():
 
 
 def test_allotment_limits_fixed_share():
-    from legionrm.scheduler.classes import UserSpec
+    from legionrm.scheduler.fairshare.classes import UserSpec
 
     s = RmSettings(quantum_gb=1, expand_by_doubling=False, prediction=False, global_allotment_gb=4)
     core = DuccCore(s, [], [fair("normal"), ClassSpec("fixed", policy="FIXED_SHARE")], [UserSpec("vip", 8)])
@@ -240,7 +240,7 @@ def test_dead_node_keeps_reservation_purges_rest():
 
 
 def test_squatter_evicted_before_resident():
-    from legionrm.scheduler.classes import NodepoolSpec
+    from legionrm.scheduler.fairshare.classes import NodepoolSpec
 
     pools = [NodepoolSpec("all"), NodepoolSpec("sub", parent="all")]
     core = DuccCore(NOTES, pools, [fair("top", nodepool="all", default=True), fair("low", nodepool="sub")])

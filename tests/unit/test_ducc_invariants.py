@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from legionrm.scheduler.classes import ClassSpec, NodepoolSpec, RmSettings
-from legionrm.scheduler.core import DuccCore
+from legionrm.scheduler.fairshare.classes import ClassSpec, NodepoolSpec, RmSettings
+from legionrm.scheduler.fairshare.core import DuccCore
 
 S = RmSettings(quantum_gb=1, expand_by_doubling=False, prediction=False)
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from legionrm.scheduler.classes import ClassSpec, RmSettings
-from legionrm.scheduler.core import DuccCore
-from legionrm.scheduler.rmstate import RmStore
+from legionrm.scheduler.fairshare.classes import ClassSpec, RmSettings
+from legionrm.scheduler.fairshare.core import DuccCore
+from legionrm.scheduler.fairshare.store import RmStore
 
 S = RmSettings(quantum_gb=1, expand_by_doubling=False, prediction=False)
 CLASSES = [ClassSpec("normal", policy="FAIR_SHARE"), ClassSpec("reserve", policy="RESERVE")]

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from legionrm.scheduler.entitlement import split_entitlement, water_fill
-from legionrm.scheduler.respool import ResourcePoolTree
-from legionrm.scheduler.respool_vec import vec
+from legionrm.scheduler.pools.entitlement import split_entitlement, water_fill
+from legionrm.scheduler.pools.respool import ResourcePoolTree
+from legionrm.scheduler.pools.vec import vec
 from tests.unit.test_respool_support import UPSTREAM_CAPACITY, UPSTREAM_SLACK, cfg, upstream_tree
 
 D = {"cpu": 20, "memory": 200, "disk": 2000, "gpu": 0}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from legionrm.collection.shell import LocalBackend, ShellSession, run_lines
+from legionrm.cli.shell import LocalBackend, ShellSession, run_lines
 from legionrm.config import load_cluster
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -9,9 +9,9 @@ import pytest
 from legionrm.config import load_cluster
 from legionrm.inprocess import LocalSystem
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
-from legionrm.scheduler.classes import ClassSpec, NodepoolSpec, RmSettings, UserSpec
-from legionrm.scheduler.core import DuccCore
-from legionrm.scheduler.howmuch import ShareGate
+from legionrm.scheduler.fairshare.classes import ClassSpec, NodepoolSpec, RmSettings, UserSpec
+from legionrm.scheduler.fairshare.core import DuccCore
+from legionrm.scheduler.sharegate import ShareGate
 from legionrm.testing import FakeClock
 
 

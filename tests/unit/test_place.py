@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from legionrm.cli import main
-from legionrm.scheduler.place import load_scenario, run_scenario
+from legionrm.scheduler.placement.scenario import load_scenario, run_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
 

@@ -12,9 +12,9 @@ import pytest
 from legionrm.config import load_cluster, pool_gate
 from legionrm.inprocess import LocalSystem
 from legionrm.models import Identity, ObjectRequest, Resources, SchedulingRequest
-from legionrm.scheduler.poolgate import RespoolGate
-from legionrm.scheduler.pools import build_tree, parse_pools
-from legionrm.scheduler.respool import ResourcePoolTree
+from legionrm.scheduler.pools.gate import RespoolGate
+from legionrm.scheduler.pools.file import build_tree, parse_pools
+from legionrm.scheduler.pools.respool import ResourcePoolTree
 from legionrm.testing import FakeClock
 
 ALICE = Identity(user="alice")

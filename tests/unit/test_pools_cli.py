@@ -9,7 +9,7 @@ import pytest
 
 from legionrm.cli import main
 from legionrm.errors import ConfigError, PoolRuleError
-from legionrm.scheduler.pools import run_file
+from legionrm.scheduler.pools.file import run_file
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
 

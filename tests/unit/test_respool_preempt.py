@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from legionrm.scheduler.respool import PreemptionConfig, QueueType, ResourcePoolTree, TaskState
-from legionrm.scheduler.respool_gang import TOTAL
-from legionrm.scheduler.respool_vec import vec
+from legionrm.scheduler.pools.respool import PreemptionConfig, QueueType, ResourcePoolTree, TaskState
+from legionrm.scheduler.pools.gang import TOTAL
+from legionrm.scheduler.pools.vec import vec
 from tests.unit.test_respool_support import cfg, gang
 
 CAP = {"cpu": 100, "memory": 1000, "disk": 1000, "gpu": 0}

@@ -7,10 +7,10 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from legionrm.scheduler import admission
-from legionrm.scheduler.respool import PreemptionConfig, QueueType, ResourcePoolTree
-from legionrm.scheduler.respool_gang import NON_PREEMPTIBLE, NON_SLACK, SLACK
-from legionrm.scheduler.respool_vec import EPS, KINDS
+from legionrm.scheduler.pools import admission
+from legionrm.scheduler.pools.respool import PreemptionConfig, QueueType, ResourcePoolTree
+from legionrm.scheduler.pools.gang import NON_PREEMPTIBLE, NON_SLACK, SLACK
+from legionrm.scheduler.pools.vec import EPS, KINDS
 from tests.unit.test_respool_support import cfg, gang
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

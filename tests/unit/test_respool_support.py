@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from legionrm.scheduler.respool import (
+from legionrm.scheduler.pools.respool import (
     Gang,
     PoolConfig,
     ReservationType,
@@ -10,7 +10,7 @@ from legionrm.scheduler.respool import (
     ResourceSpec,
     Task,
 )
-from legionrm.scheduler.respool_vec import KINDS
+from legionrm.scheduler.pools.vec import KINDS
 
 # Peloton's calculator tests: every pool has this config, cluster 100 cpu /
 # 1000 memory / 6000 disk / 0 gpu, slack 80 cpu.
@@ -78,7 +78,7 @@ def leaf_tree(
 ) -> ResourcePoolTree:
     """A tree with one leaf /p under the root; capacity defaults to the limit."""
     lim = lim or res
-    from legionrm.scheduler.respool_vec import vec
+    from legionrm.scheduler.pools.vec import vec
 
     t = ResourcePoolTree()
     capacity = capacity or {k: max(lim.get(k, 0), res.get(k, 0)) for k in KINDS}

@@ -6,7 +6,7 @@ import pytest
 
 from legionrm.errors import SelectSyntaxError
 from legionrm.models import ObjectRequest
-from legionrm.scheduler.select import (
+from legionrm.scheduler.placement.select import (
     Chunk,
     Place,
     SelectRequest,

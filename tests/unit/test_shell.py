@@ -8,7 +8,7 @@ import json
 import pytest
 
 from legionrm.cli import main
-from legionrm.collection.shell import LocalBackend, ShellSession
+from legionrm.cli.shell import LocalBackend, ShellSession
 from legionrm.config import default_cluster_path, load_cluster
 
 

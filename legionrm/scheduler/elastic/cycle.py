@@ -1,0 +1,534 @@
+"""The continuous scheduling cycle: elastic fair-share work, re-balanced.
+
+An :class:`ElasticCycle` keeps long-running elastic jobs (submitted under
+FAIR_SHARE classes) at their fair share of the cluster.  It owns nothing but
+bookkeeping: the DUCC core (:class:`~legionrm.scheduler.fairshare.core.DuccCore`)
+decides how many processes each job gets and where, the Enactor negotiates
+every new process with tokens, and a stopper stops processes on their hosts.
+
+One cycle (:meth:`ElasticCycle.run_once`), in DUCC's order:
+
+1. **Hosts** from one Collection snapshot: a new host is added to the core,
+   a departed one removed, an unavailable one (missed heartbeats, varied off)
+   is down (the core purges its work), a returning one is up again.
+2. **Stops owed**: stops that failed last cycle are retried; every tracked
+   instance whose share the core no longer has (purged with a dead host, job
+   completed) is stopped now.
+3. **The core's cycle** (caps, How Much, What Of, evictions, defragmentation).
+4. **Shrinkage**: each eviction, in the order the core chose (investment
+   order within a job), stops its instance through the host, then confirms
+   the exit to the core, so the space is free for the next cycle.
+5. **Growth** (:mod:`legionrm.scheduler.elastic.enact`): per job, one
+   enactment with every new process the core placed (keys
+   ``"<job>#<share>"``, holder = the job's user).  A refused process does not
+   sink the others; it is repaired at once on other hosts with room (a
+   master and delta schedules), or dropped from the core (``confirm_exit``)
+   so the next cycle places it again.  Hosts that refused a job are avoided
+   for ``refusal_memory_s``; hosts whose access policy refuses the caller are
+   never asked.
+
+A cycle is :meth:`~ElasticCycle.due` on its timer (``interval_s``) or at once
+when an event was noted: an arrival, a completion, a process that ended by
+itself, or a host joining, leaving, coming back or going unavailable
+(:meth:`~ElasticCycle.watch` notices host events between cycles).
+
+Pure Python (no Ray): the collection, enactor and stopper are collaborators,
+so the same object runs in tests over in-process host objects and in the
+Scheduler actor over Ray adapters.  Thread-safe (one lock); one owner calls
+the core.  Memory per process is in GB, DUCC's unit; the core's machines are
+sized by each host's ``memory_gb`` capacity (cpus are not part of DUCC's
+accounting: a host out of cpus refuses the reservation, handled as above).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Protocol
+
+import numpy as np
+
+from legionrm.collection.collection import CollectionSnapshot
+from legionrm.errors import SchedulingError
+from legionrm.models import (
+    CycleReport,
+    ElasticChange,
+    ElasticJobRequest,
+    ElasticJobStatus,
+    ElasticUserTotals,
+    Identity,
+    InstanceRef,
+)
+from legionrm.scheduler.fairshare.classes import Policy
+from legionrm.scheduler.fairshare.core import CycleResult, DuccCore, ShareEvent
+from legionrm.scheduler.elastic.enact import (
+    ACCESS_DENIED,
+    ENACT_ERROR,
+    EnactorPort,
+    GrowthContext,
+    HostStopper,
+    JobGrowth,
+    Refusals,
+    Stopper,
+    change,
+)
+
+log = logging.getLogger(__name__)
+
+HOSTS = '$kind == "host"'
+UNBOUNDED_WORK = 2**31 - 1
+"""Work items the core is told for a job with no bound (``work_items=None``)."""
+UPDATABLE = ("work_items", "time_per_item_ms", "init_time_ms", "max_processes", "threads")
+__all__ = ["ACCESS_DENIED", "ENACT_ERROR", "ElasticCycle", "EnactorPort", "HostStopper", "SnapshotSource", "Stopper"]
+
+
+class SnapshotSource(Protocol):
+    def snapshot(self) -> CollectionSnapshot: ...
+
+
+@dataclass
+class _Job:
+    request: ElasticJobRequest
+    ducc_class: str
+
+
+@dataclass
+class _Owed:
+    """A stop that failed: retried every cycle until it works or the host is gone."""
+
+    instance: InstanceRef
+    job: str
+    share: int | None  # confirm this share to the core once stopped (None: already gone there)
+    reason: str
+
+
+class ElasticCycle:
+    """The continuous cycle over elastic fair-share jobs (see the module doc).
+
+    ``core`` is the DUCC core (its classes, nodepools and settings are the
+    policy); ``enactor`` has ``enact_schedule``; ``stopper`` has ``stop``;
+    ``collection`` has ``snapshot()``.  ``interval_s`` is the timer (DUCC's
+    default 10 s); ``token_timeout_s`` the reservations' timeout;
+    ``refusal_memory_s`` how long a host that refused a job is avoided;
+    ``max_alternatives`` how many other hosts a refused process may try in
+    the same cycle (one master and the rest as delta schedules).
+    """
+
+    def __init__(
+        self,
+        core: DuccCore,
+        enactor: EnactorPort,
+        stopper: Stopper,
+        collection: SnapshotSource,
+        *,
+        clock: Callable[[], float] = time.time,
+        interval_s: float = 10.0,
+        name: str = "cycle",
+        token_timeout_s: float = 30.0,
+        refusal_memory_s: float = 300.0,
+        max_alternatives: int = 3,
+    ) -> None:
+        if interval_s <= 0:
+            raise SchedulingError(f"interval_s must be > 0, got {interval_s}")
+        self.core = core
+        self.enactor = enactor
+        self.stopper = stopper
+        self.collection = collection
+        self.clock = clock
+        self.interval_s = float(interval_s)
+        self.name = name
+        self.token_timeout_s = token_timeout_s
+        self.refusal_memory_s = refusal_memory_s
+        self.max_alternatives = max(1, max_alternatives)
+        self.last_report: CycleReport | None = None
+        self._lock = threading.RLock()
+        self._jobs: dict[str, _Job] = {}
+        self._inst: dict[int, tuple[str, InstanceRef]] = {}  # share id -> (job, instance)
+        self._share_of: dict[str, int] = {}  # instance id -> share id
+        self._owed: dict[str, _Owed] = {}  # instance id -> stop to retry
+        self.refusals = Refusals(refusal_memory_s)  # (job, host) pairs avoided for a while
+        self._events: list[str] = []
+        self._last_run = -float("inf")
+        # request ids must never repeat across restarts: hosts answer a known id with its old token
+        self._epoch = f"{int(clock() * 1000):x}"
+        empty = np.array([], dtype=str)
+        self._seen: tuple[np.ndarray, np.ndarray, np.ndarray] = (empty, np.array([]), np.array([], dtype=bool))
+
+    # --- work -----------------------------------------------------------------------------
+
+    def submit(self, request: ElasticJobRequest) -> None:
+        """Admit an elastic job; it grows from the next cycle (due at once).
+
+        Raises SchedulingError for a duplicate id, an unknown class or a class
+        that is not FAIR_SHARE.  A user the class does not admit is kept,
+        refused, with the reason in the report (as the core does).
+        """
+        with self._lock:
+            jid = request.job_id
+            if jid in self._jobs or jid in self.core.jobs:
+                raise SchedulingError(f"elastic job {jid!r} already exists")
+            classes = self.core.classes
+            cls = request.ducc_class or classes.defaults.get(Policy.FAIR_SHARE)
+            if cls is None:
+                raise SchedulingError(f"elastic job {jid!r}: no ducc_class given and no default FAIR_SHARE class")
+            rc = classes.classes.get(cls)
+            if rc is None:
+                raise SchedulingError(
+                    f"elastic job {jid!r}: unknown class {cls!r} (known: {', '.join(sorted(classes.classes))})"
+                )
+            if rc.policy is not Policy.FAIR_SHARE:
+                raise SchedulingError(
+                    f"elastic job {jid!r}: class {cls!r} is {rc.policy.value}; the cycle runs FAIR_SHARE work "
+                    "(fixed work goes through scheduleObjects)"
+                )
+            self.core.submit(
+                jid, request.user, request.memory_gb, cls=cls, kind="job",
+                work_items=UNBOUNDED_WORK if request.work_items is None else request.work_items,
+                threads=request.threads, max_processes=request.max_processes,
+                time_per_item_ms=request.time_per_item_ms, init_time_ms=request.init_time_ms, submit=self.clock(),
+            )
+            self._jobs[jid] = _Job(request, cls)
+            self._events.append(f"arrival {jid}")
+
+    def complete(self, job_id: str) -> bool:
+        """The job is done: the core forgets it now and its instances stop at
+        the start of the next cycle (due at once).  Idempotent: False when the
+        job is unknown.  No I/O."""
+        with self._lock:
+            if job_id not in self._jobs:
+                return False
+            del self._jobs[job_id]
+            self.core.complete_job(job_id)
+            self._events.append(f"completion {job_id}")
+            return True
+
+    def update(self, job_id: str, **fields: Any) -> ElasticJobRequest:
+        """Progress from the job: ``work_items`` left (None: unbounded),
+        ``time_per_item_ms``, ``init_time_ms``, ``max_processes``, ``threads``.
+        Read by the next cycle's caps.  Raises SchedulingError for an unknown
+        job or field.  Returns the job's request as now known."""
+        with self._lock:
+            job = self._job(job_id)
+            bad = sorted(set(fields) - set(UPDATABLE))
+            if bad:
+                raise SchedulingError(f"elastic job {job_id!r}: cannot update {bad} (known: {', '.join(UPDATABLE)})")
+            core_fields = dict(fields)
+            if "work_items" in fields and fields["work_items"] is None:
+                core_fields["work_items"] = UNBOUNDED_WORK
+            self.core.update_job(job_id, **core_fields)
+            job.request = job.request.model_copy(update=fields)
+            return job.request
+
+    def report_investment(self, investments: Mapping[str, float]) -> int:
+        """Milliseconds each instance has spent on its current work (DUCC's
+        investment): the core evicts the least invested first.  Unknown
+        instance ids are ignored; returns how many were recorded."""
+        with self._lock:
+            n = 0
+            for iid, ms in investments.items():
+                sid = self._share_of.get(iid)
+                share = self._core_share(sid) if sid is not None else None
+                if share is not None:
+                    share.investment_ms = float(ms)
+                    n += 1
+            return n
+
+    def instance_gone(self, instance_id: str, reason: str = "exited") -> bool:
+        """An instance ended by itself (crashed, walltime, stopped by its
+        host): the core frees its share and the job regrows next cycle (due at
+        once).  Idempotent: False for an unknown instance."""
+        with self._lock:
+            sid = self._share_of.get(instance_id)
+            if sid is None:
+                return False
+            job, _ = self._forget(sid)
+            self.core.confirm_exit(sid)
+            self._events.append(f"exit {job} {instance_id} ({reason})")
+            return True
+
+    def share_of(self, instance_id: str) -> int | None:
+        """The core's share id behind a running instance (None: not one of ours)."""
+        with self._lock:
+            return self._share_of.get(instance_id)
+
+    # --- timing -------------------------------------------------------------------------------
+
+    def note(self, event: str) -> None:
+        """Record an event; the next cycle is due at once and lists it as a trigger."""
+        with self._lock:
+            self._events.append(event)
+
+    def busy(self) -> bool:
+        """True while there is anything to care for: jobs, running or owed
+        instances, or noted events.  An idle cycle need not watch the hosts."""
+        with self._lock:
+            return bool(self._jobs or self._inst or self._owed or self._events)
+
+    def due(self, now: float | None = None) -> bool:
+        """True when the timer has run out or an event was noted since the last cycle."""
+        with self._lock:
+            now = self.clock() if now is None else now
+            return bool(self._events) or now - self._last_run >= self.interval_s
+
+    def watch(self, snapshot: CollectionSnapshot | None = None) -> list[str]:
+        """Notice host events (join, leave, unavailable, back, resized) since
+        the last cycle without acting on them; each is noted, so the next cycle
+        is due.  Returns the events.  Cheap: a vectorised diff of the hosts."""
+        with self._lock:
+            snap = snapshot if snapshot is not None else self.collection.snapshot()
+            names, mem, alive, changed, gone = self._diff_hosts(snap)
+            events = [f"host-leave {n}" for n in gone]
+            for i in np.flatnonzero(changed):
+                m = self.core.machines.get(str(names[i]))
+                if m is None:
+                    events.append(f"host-join {names[i]}")
+                elif bool(alive[i]) == m.dead or float(mem[i]) != m.memory_gb:
+                    kind = "host-back" if alive[i] and m.dead else "host-unavailable" if not alive[i] else "host-resized"
+                    events.append(f"{kind} {names[i]}")
+            self._events.extend(e for e in events if e not in self._events)
+            return events
+
+    # --- the cycle -----------------------------------------------------------------------------
+
+    def run_once(self) -> CycleReport:
+        """Run one cycle (see the module doc) and return its report.  Not
+        idempotent: it starts and stops instances.  Collaborator failures in
+        enactment or stopping are contained (the processes concerned are
+        dropped or retried); a failing collection snapshot raises."""
+        with self._lock:
+            t0 = time.perf_counter()
+            now = self.clock()
+            snap = self.collection.snapshot()
+            triggers = list(dict.fromkeys(self._events))
+            self._events.clear()
+            grew: list[ElasticChange] = []
+            shrank: list[ElasticChange] = []
+            refused: list[ElasticChange] = []
+            lost = self._sync_hosts(snap, triggers)
+            self._pay_owed_stops(shrank)
+            self._reap(lost, shrank)
+            result = self.core.run_cycle()
+            self._evict(result, shrank)
+            self._grow(result, snap, now, grew, refused)
+            self.refusals.prune(now)
+            self._last_run = now
+            report = self._report(result, now, triggers, grew, shrank, refused, t0)
+            self.last_report = report
+            return report
+
+    # --- hosts ---------------------------------------------------------------------------------
+
+    def _diff_hosts(self, snap: CollectionSnapshot):
+        """Hosts now (name order) against the last cycle's: the rows that are
+        new or changed (memory, availability) and the names that are gone."""
+        rows = snap.rows(HOSTS, include_unavailable=True)
+        names = np.asarray(snap.table.names[rows].tolist(), dtype=str)
+        mem = snap.numeric("memory_gb", rows, 0.0)
+        alive = snap.mask(HOSTS)[rows]
+        old_names, old_mem, old_alive = self._seen
+        if len(old_names) == 0:
+            changed = np.ones(len(names), dtype=bool)
+            gone = sorted(set(self.core.machines) - set(names.tolist()))
+        else:
+            known = np.isin(names, old_names)
+            pos = np.clip(np.searchsorted(old_names, names), 0, len(old_names) - 1)
+            changed = ~known | (old_mem[pos] != mem) | (old_alive[pos] != alive)
+            gone = old_names[~np.isin(old_names, names)].tolist()
+        return names, mem, alive, changed, gone
+
+    def _sync_hosts(self, snap: CollectionSnapshot, events: list[str]) -> dict[str, str]:
+        """Bring the core's machines in line with the snapshot; returns the
+        hosts whose work was lost, with why."""
+        names, mem, alive, changed, gone = self._diff_hosts(snap)
+        core = self.core
+        lost: dict[str, str] = {}
+        for name in gone:
+            if name in core.machines:
+                core.remove_machine(name)
+                lost[name] = f"host {name} left"
+                events.append(f"host-leave {name}")
+        for i in np.flatnonzero(changed):
+            name, gb, ok = str(names[i]), float(mem[i]), bool(alive[i])
+            m = core.machines.get(name)
+            if m is None:
+                core.add_machine(name, gb, self._nodepool_of(snap, name))
+                if ok:
+                    events.append(f"host-join {name}")
+                else:
+                    core.node_down(name)
+            elif ok and m.dead:
+                core.heartbeat(name, gb)  # back: schedulable again, size refreshed
+                events.append(f"host-back {name}")
+            elif ok and gb != m.memory_gb:
+                core.heartbeat(name, gb)
+                events.append(f"host-resized {name}")
+            elif not ok and not m.dead:
+                core.node_down(name)  # DUCC purges a dead node's work at once
+                lost[name] = f"host {name} unavailable"
+                events.append(f"host-unavailable {name}")
+        self._seen = (names, mem, alive)
+        events[:] = list(dict.fromkeys(events))
+        return lost
+
+    def _nodepool_of(self, snap: CollectionSnapshot, name: str) -> str | None:
+        rec = snap.record(name)
+        pool = rec.nodepool or rec.attributes.get("nodepool")
+        # DUCC: a node no pool claims goes to the first top-level pool
+        return str(pool) if pool is not None and str(pool) in self.core.tree.pools else None
+
+    # --- shrinkage ----------------------------------------------------------------------------
+
+    def _pay_owed_stops(self, shrank: list[ElasticChange]) -> None:
+        for iid, owed in list(self._owed.items()):
+            m = self.core.machines.get(owed.instance.host)
+            if m is None or m.dead:
+                del self._owed[iid]  # the host is gone; the core purged the share with it
+                continue
+            if self._try_stop(owed.instance, owed.reason):
+                del self._owed[iid]
+                if owed.share is not None:
+                    self.core.confirm_exit(owed.share)
+                shrank.append(change(owed.job, owed.share or 0, owed.instance, "shrank", owed.reason))
+
+    def _reap(self, lost: dict[str, str], shrank: list[ElasticChange]) -> None:
+        """Stop every tracked instance whose share the core no longer has."""
+        live = {sid for j in self.core.jobs.values() for sid in j.shares}
+        for sid in [s for s in self._inst if s not in live]:
+            job, inst = self._forget(sid)
+            reason = lost.get(inst.host) or ("job completed" if job not in self._jobs else "dropped by the core")
+            self._stop(job, None, inst, reason, shrank)
+
+    def _evict(self, result: CycleResult, shrank: list[ElasticChange]) -> None:
+        """Stop the evicted processes in the order the core chose them."""
+        per_job: dict[str, int] = {}
+        for ev in result.evictions:
+            per_job[ev.job] = per_job.get(ev.job, 0) + 1
+        # doEvictions (fair-share surplus) runs before defragmentation in the core
+        surplus = {
+            j: max(0, jr.processes + per_job.get(j, 0) - jr.counted) for j, jr in result.jobs.items()
+        }
+        for ev in result.evictions:
+            jr = result.jobs.get(ev.job)
+            if surplus.get(ev.job, 0) > 0:
+                surplus[ev.job] -= 1
+                reason = f"evicted: above its fair share of {jr.counted if jr else 0} processes"
+            else:
+                needy = ", ".join(result.needy) or "a starved job"
+                reason = f"evicted by defragmentation: room for {needy}"
+            item = self._inst.get(ev.share)
+            if item is None:
+                self.core.confirm_exit(ev.share)  # never started: nothing to stop
+                continue
+            self._forget(ev.share)
+            self._stop(ev.job, ev.share, item[1], reason, shrank)
+
+    def _stop(self, job: str, share: int | None, inst: InstanceRef, reason: str, shrank: list[ElasticChange]) -> None:
+        if self._try_stop(inst, reason):
+            if share is not None:
+                self.core.confirm_exit(share)
+            shrank.append(change(job, share or 0, inst, "shrank", reason))
+        else:
+            # The core keeps an unconfirmed eviction on its machine: the space stays taken.
+            self._owed[inst.instance_id] = _Owed(inst, job, share, reason)
+
+    def _try_stop(self, inst: InstanceRef, reason: str) -> bool:
+        try:
+            self.stopper.stop(inst, reason)
+            return True
+        except Exception:  # noqa: BLE001 - a stop that failed is retried next cycle
+            log.warning("cycle %s: stopping %s on %s failed", self.name, inst.instance_id, inst.host, exc_info=True)
+            return False
+
+    # --- growth ---------------------------------------------------------------------------------
+
+    def _grow(
+        self, result: CycleResult, snap: CollectionSnapshot, now: float,
+        grew: list[ElasticChange], refused: list[ElasticChange],
+    ) -> None:
+        by_job: dict[str, list[ShareEvent]] = {}
+        for ev in result.allocations:
+            by_job.setdefault(ev.job, []).append(ev)
+        ctx = GrowthContext(
+            core=self.core, enactor=self.enactor, name=self.name,
+            request_prefix=f"{self.name}/{self._epoch}/c{self.core.cycle}", token_timeout_s=self.token_timeout_s,
+            max_alternatives=self.max_alternatives, refusals=self.refusals, snap=snap, now=now,
+            track=self._track, grew=grew, refused=refused,
+        )
+        accepting: dict[Identity, set[str]] = {}
+        for jid, events in by_job.items():
+            job = self._jobs.get(jid)
+            if job is None:
+                continue  # not elastic work of this cycle: somebody else enacts it
+            req = job.request
+            ident = Identity(user=req.user, class_name=req.class_name, groups=req.groups)
+            if ident not in accepting:  # hosts whose access policy accepts the caller
+                mask = snap.mask(HOSTS, caller=ident)
+                accepting[ident] = set(snap.table.names[mask].tolist())
+            JobGrowth(ctx, req, job.ducc_class, accepting[ident]).run(events)
+
+    # --- bookkeeping --------------------------------------------------------------------------
+
+    def _job(self, job_id: str) -> _Job:
+        job = self._jobs.get(job_id)
+        if job is None:
+            raise SchedulingError(f"no elastic job {job_id!r}")
+        return job
+
+    def _core_share(self, sid: int):
+        item = self._inst.get(sid)
+        j = self.core.jobs.get(item[0]) if item else None
+        return j.shares.get(sid) if j is not None else None
+
+    def _track(self, job: str, sid: int, inst: InstanceRef) -> None:
+        self._inst[sid] = (job, inst)
+        self._share_of[inst.instance_id] = sid
+
+    def _forget(self, sid: int) -> tuple[str, InstanceRef]:
+        job, inst = self._inst.pop(sid)
+        self._share_of.pop(inst.instance_id, None)
+        return job, inst
+
+    # --- the report -----------------------------------------------------------------------------
+
+    def _report(
+        self, result: CycleResult, now: float, triggers: list[str], grew, shrank, refused, t0: float
+    ) -> CycleReport:
+        mine: dict[str, list[InstanceRef]] = {}
+        for job, inst in self._inst.values():
+            mine.setdefault(job, []).append(inst)
+        jobs: dict[str, ElasticJobStatus] = {}
+        users: dict[str, dict[str, float]] = {}
+        for jid, job in sorted(self._jobs.items()):
+            req = job.request
+            insts = tuple(sorted(mine.get(jid, ()), key=lambda i: (i.host, i.instance_id)))
+            hosts: dict[str, int] = {}
+            for i in insts:
+                hosts[i.host] = hosts.get(i.host, 0) + 1
+            jr = result.jobs.get(jid)
+            cj = self.core.jobs.get(jid)
+            jobs[jid] = ElasticJobStatus(
+                job_id=jid, user=req.user, class_name=req.class_name, ducc_class=job.ducc_class,
+                processes=len(insts), target=jr.counted if jr else 0, evicting=cj.evicting() if cj else 0,
+                cap=jr.cap if jr else 0, pure_fair_share=jr.pure_fair_share if jr else 0,
+                reason=jr.reason if jr else "", memory_gb=req.memory_gb, cpus=req.cpus,
+                hosts=hosts, instances=insts,
+            )
+            u = users.setdefault(req.user, {"jobs": 0, "processes": 0, "target": 0, "memory_gb": 0.0, "cpus": 0.0})
+            u["jobs"] += 1
+            u["processes"] += len(insts)
+            u["target"] += jobs[jid].target
+            u["memory_gb"] += len(insts) * req.memory_gb
+            u["cpus"] += len(insts) * req.cpus
+        return CycleReport(
+            cycle=result.cycle, at=now, triggers=tuple(triggers) or ("timer",), jobs=jobs,
+            users={
+                n: ElasticUserTotals(user=n, jobs=int(u["jobs"]), processes=int(u["processes"]), target=int(u["target"]),
+                                     memory_gb=u["memory_gb"], cpus=u["cpus"])
+                for n, u in sorted(users.items())
+            },
+            grew=tuple(grew), shrank=tuple(shrank), refused=tuple(refused),
+            hosts={n: m.state for n, m in result.machines.items()}, needy=result.needy,
+            elapsed_ms=(time.perf_counter() - t0) * 1e3,
+        )

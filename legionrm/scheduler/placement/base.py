@@ -1,0 +1,434 @@
+"""The placement engine's public face: config, result, path choice, and the flow
+both paths share.
+
+The flow for one request (:meth:`_Placer.place`), as OpenPBS runs it:
+
+1. the job's universe: the hosts of its queue if that queue owns hosts, else
+   the hosts tied to no queue;
+2. the aggregate prefilter on the universe (free-node count, scatter node
+   count, job-wide sums, each chunk against the set) -- failing it against
+   free amounts is "not now", failing it against totals too is "never";
+3. placement sets (``place=group=RES`` or ``node_group_key``), smallest
+   first, each searched (the per-node path runs the prefilter on each set
+   first; the bucket path, as upstream, only the set's chunk-to-bucket map);
+   the first that runs wins.
+   If some set could take the job later, the job waits (the original
+   upstream rule, L1); if none ever could, ``do_not_span_psets`` makes it
+   "never", otherwise the search runs on all hosts;
+4. the path's own search (buckets or per node).
+
+A request that cannot run now gets an earliest start: the first time, among
+the ends of holdings in the calendar, at which the same flow succeeds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterable, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from legionrm.models import Refusal
+from legionrm.scheduler.placement.chunkfit import (
+    CANT_SPAN_PSET,
+    DEFAULT_CHUNK,
+    INVALID_STATE,
+    NODE_NOT_EXCL,
+    RESERVATION_CONFLICT,
+    CompiledChunk,
+    compile_request,
+    host_reason,
+    prefilter,
+)
+from legionrm.scheduler.placement.nodes import DEFAULT_RESOURCES, DEFAULT_SORT_KEY, NodeTable
+from legionrm.scheduler.placement.nodestate import JOB_INFINITY, HostState, HostView, SetSums
+from legionrm.scheduler.placement.psets import PlacementSets
+from legionrm.scheduler.placement.select import SelectRequest
+
+Status = Literal["run", "not_now", "never"]
+Path = Literal["buckets", "nodes"]
+
+
+class PlaceConfig(BaseModel):
+    """Scheduler settings that shape placement (PBS sched_config / sched attributes)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    resources: tuple[str, ...] = DEFAULT_RESOURCES
+    node_sort_key: tuple[str, ...] = DEFAULT_SORT_KEY
+    node_group_key: str | None = None
+    do_not_span_psets: bool = False
+    provision_policy: Literal["aggressive_provision", "avoid_provision"] = "aggressive_provision"
+    requested: tuple[str, ...] | None = None
+    """The resources this cycle's requests name (see :func:`requested_resources`).
+    Upstream builds bucket signatures from these only (the resources line
+    narrowed to what is asked for, plus every boolean), so hosts that differ
+    only in a resource no request names share a bucket.  None: the whole line."""
+
+
+@dataclass
+class Outcome:
+    """What a search found: status, reason text, and per chunk (host, copies) pairs."""
+
+    status: Status
+    text: str
+    chunks: list[list[tuple[int, int]]] = field(default_factory=list)
+    pset: str | None = None
+    chunk: int | None = None  # the select chunk a refusal is about, when it is about one
+
+
+@dataclass
+class PlacementResult:
+    """The answer for one request.
+
+    ``comment`` is PBS's job comment (``Not Running: ...``, ``Can Never Run:
+    ...``); ``failed_chunk`` names the select chunk a refusal is about (when
+    it is about one chunk); ``exec_vnode`` lists chunks in select order; ``nodes`` gives the
+    distinct hosts of each select chunk; ``earliest_start`` is ``now`` for a
+    request that runs, the first feasible time for one that waits (None if
+    none is found), None for one that never runs.
+    """
+
+    status: Status
+    comment: str
+    exec_vnode: str
+    nodes: list[list[str]]
+    path: Path
+    earliest_start: float | None
+    reason: str = ""
+    path_reason: str = ""
+    placement_set: str | None = None
+    failed_chunk: str | None = None
+    allocation: list[list[tuple[int, int]]] = field(default_factory=list, repr=False)
+    _placer: "_Placer | None" = field(default=None, repr=False)
+    _request: SelectRequest | None = field(default=None, repr=False)
+    _chunks: tuple[CompiledChunk, ...] = field(default=(), repr=False)
+    _queue: str | None = field(default=None, repr=False)
+    _walltime: float = field(default=0.0, repr=False)
+
+    @property
+    def runs(self) -> bool:
+        return self.status == "run"
+
+    def why_not(self, host: str) -> Refusal | None:
+        """Why ``host`` is not part of this placement (None if it is).  Answered
+        against the host state as it is when called (call right after placing)."""
+        if self._placer is None or self._request is None:
+            return None
+        return self._placer.explain(self, host)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "status": self.status,
+            "comment": self.comment,
+            "exec_vnode": self.exec_vnode,
+            "nodes": self.nodes,
+            "path": self.path,
+            "earliest_start": self.earliest_start,
+        }
+
+
+def requested_resources(requests: Iterable[SelectRequest]) -> tuple[str, ...]:
+    """Every resource the requests' chunks name, plus the server's default
+    chunk (``ncpus``), in first-seen order: what :attr:`PlaceConfig.requested`
+    holds for a cycle placing these requests."""
+    seen: dict[str, None] = {}
+    for request in requests:
+        for chunk in request.chunks:
+            for name in (*chunk.resources, *DEFAULT_CHUNK):
+                seen.setdefault(name, None)
+    return tuple(seen)
+
+
+def comment_for(
+    status: Status, text: str, exec_vnode: str = "", now: float = 0.0, chunk: tuple[int, str] | None = None
+) -> str:
+    """The job comment: ``Job run at T on EXEC_VNODE``, ``Not Running: TEXT``,
+    or ``Can Never Run: TEXT`` followed, when the refusal is about one select
+    chunk (``chunk`` = its 0-based index and text), by ``(chunk N: TEXT)`` so
+    the person knows which chunk to change."""
+    if status == "run":
+        return f"Job run at {int(now) if float(now).is_integer() else now} on {exec_vnode}"
+    if status == "not_now":
+        return "Not Running: " + text
+    where = f" (chunk {chunk[0] + 1}: {chunk[1]})" if chunk is not None else ""
+    return f"Can Never Run: {text}{where}"
+
+
+def choose_path(
+    request: SelectRequest,
+    config: PlaceConfig,
+    table: NodeTable | None = None,
+    *,
+    qrun: bool = False,
+    in_reservation: bool = False,
+    has_exec_vnode: bool = False,
+) -> tuple[Path, str]:
+    """("buckets" | "nodes", why): the bucket path only when every upstream condition holds."""
+    if any(len(k.split()) > 2 and k.split()[2].lower() in ("unused", "assigned") for k in config.node_sort_key):
+        return "nodes", "node_sort_key sorts by unused or assigned resources"
+    if config.provision_policy == "avoid_provision":
+        return "nodes", "provision_policy is avoid_provision"
+    if qrun:
+        return "nodes", "the job is the qrun job"
+    if in_reservation:
+        return "nodes", "the job is in a reservation (its own universe of hosts)"
+    if not request.place.excl:
+        return "nodes", "the request is not excl (hosts can be shared)"
+    if request.place.arrangement == "pack":
+        return "nodes", "pack placement"
+    if table is not None and table.multi_vnode:
+        return "nodes", "the complex has a multi-vnode host"
+    for r in ("host", "vnode"):
+        listed = table.checked(r) if table is not None else (not config.resources or r in config.resources)
+        if listed and request.requests_resource(r):
+            return "nodes", f"the select names {r}"
+    if has_exec_vnode:
+        return "nodes", "the job already has an exec_vnode"
+    return "buckets", f"excl with {request.place.arrangement} placement"
+
+
+def _shared_sums(state: HostState) -> SetSums:
+    """One SetSums per host state, shared by every placer on it."""
+    sums = getattr(state, "_set_sums", None)
+    if sums is None:
+        sums = SetSums(state)
+        state._set_sums = sums  # type: ignore[attr-defined]
+    return sums
+
+
+class _Placer:
+    """The flow shared by both paths; subclasses implement :meth:`_search`."""
+
+    path: Path = "nodes"
+    pset_prefilter: bool = True
+    """Run the aggregate prefilter on each placement set before searching it
+    (the normal path does; upstream's bucket path goes straight to the
+    chunk-to-bucket map of each set, so a set too small *now* by the sums may
+    still be "never" by its buckets, which decides whether the job spans)."""
+
+    def __init__(self, table: NodeTable, config: PlaceConfig | None = None, state: HostState | None = None) -> None:
+        self.table = table
+        self.config = config or PlaceConfig(resources=table.resources)
+        self.state = state if state is not None else HostState(table)
+        self.sums = _shared_sums(self.state)
+        self.psets = PlacementSets(table, self.sums)
+        self._compiled: dict[tuple, tuple[CompiledChunk, ...]] = {}
+
+    # subclasses
+    def _search(
+        self, request: SelectRequest, chunks: tuple[CompiledChunk, ...], hosts: np.ndarray, view: HostView,
+        walltime: float,
+    ) -> Outcome:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def compile(self, request: SelectRequest) -> tuple[CompiledChunk, ...]:
+        # keyed by content: the models hold dicts (not hashable), and equal
+        # requests from different jobs should share one compilation
+        key = (request.place.arrangement,) + tuple((c.count, tuple(c.resources.items())) for c in request.chunks)
+        hit = self._compiled.get(key)
+        if hit is None:
+            if len(self._compiled) > 4096:
+                self._compiled.clear()
+            hit = compile_request(self.table, request)
+            self._compiled[key] = hit
+        return hit
+
+    def place(
+        self,
+        request: SelectRequest,
+        now: float | None = None,
+        walltime: float | None = None,
+        *,
+        queue: str | None = None,
+        earliest: bool = True,
+        path_reason: str = "",
+    ) -> PlacementResult:
+        """Place ``request`` at ``now`` (default: the host state's clock) for
+        ``walltime`` seconds (None: 5 years).  Pure: nothing is occupied; call
+        :meth:`occupy` with the result to start the work."""
+        wall = JOB_INFINITY if walltime is None else float(walltime)
+        view = self.state.live() if now is None or float(now) == self.state.now else self.state.at(float(now))
+        chunks = self.compile(request)
+        out = self.decide(request, chunks, view, wall, queue)
+        start: float | None = None
+        if out.status == "run":
+            start = view.now
+        elif out.status == "not_now" and earliest:
+            start = self._earliest(request, chunks, view.now, wall, queue)
+        return self._result(request, chunks, out, view.now, start, queue, wall, path_reason)
+
+    def decide(
+        self, request: SelectRequest, chunks: tuple[CompiledChunk, ...], view: HostView, wall: float,
+        queue: str | None,
+    ) -> Outcome:
+        universe = self.table.universe(queue)
+        pre = prefilter(self.table, request, chunks, universe, view, self.sums)
+        if pre is not None:
+            return Outcome(pre[0], pre[1], chunk=pre[2])  # type: ignore[arg-type]
+        key = request.place.group or self.config.node_group_key
+        if key:
+            waiting: Outcome | None = None
+            for ps in self.psets.ordered(key, universe, view):
+                pf = (
+                    prefilter(self.table, request, chunks, ps.hosts, view, self.sums)
+                    if self.pset_prefilter
+                    else None
+                )
+                out = (
+                    Outcome(pf[0], pf[1], chunk=pf[2])  # type: ignore[arg-type]
+                    if pf
+                    else self._search(request, chunks, ps.hosts, view, wall)
+                )
+                if out.status == "run":
+                    out.pset = ps.name
+                    return out
+                if out.status == "not_now" and waiting is None:
+                    waiting = out
+            if waiting is not None:
+                return waiting  # L1: the original rule -- wait for a set, do not span
+            if self.config.do_not_span_psets:
+                return Outcome("never", CANT_SPAN_PSET)
+        return self._search(request, chunks, universe, view, wall)
+
+    def _earliest(
+        self, request: SelectRequest, chunks: tuple[CompiledChunk, ...], now: float, wall: float, queue: str | None
+    ) -> float | None:
+        for t in self.state.event_times(now).tolist():
+            if self.decide(request, chunks, self.state.at(t), wall, queue).status == "run":
+                return float(t)
+        return None
+
+    def _result(
+        self, request: SelectRequest, chunks: tuple[CompiledChunk, ...], out: Outcome, now: float, start: float | None, queue: str | None,
+        wall: float, path_reason: str,
+    ) -> PlacementResult:
+        names = self.table.names
+        groups: list[str] = []
+        nodes: list[list[str]] = []
+        if out.status == "run":
+            for ch, alloc in zip(chunks, out.chunks):
+                piece = f"{ch.exec_suffix})"
+                seen: list[str] = []
+                for h, copies in alloc:
+                    g = "(" + names[h] + piece
+                    groups.extend([g] * copies)
+                    seen.append(names[h])
+                nodes.append(seen)
+        ev = "+".join(groups)
+        return PlacementResult(
+            status=out.status,
+            comment=comment_for(
+                out.status, out.text, ev, now,
+                (out.chunk, request.chunks[out.chunk].text()) if out.chunk is not None else None,
+            ),
+            exec_vnode=ev,
+            nodes=nodes,
+            path=self.path,
+            earliest_start=start,
+            reason=out.text,
+            path_reason=path_reason,
+            placement_set=out.pset,
+            failed_chunk=request.chunks[out.chunk].text() if out.chunk is not None and out.status != "run" else None,
+            allocation=out.chunks,
+            _placer=self,
+            _request=request,
+            _chunks=chunks,
+            _queue=queue,
+            _walltime=wall,
+        )
+
+    # -- starting and ending work ------------------------------------------
+
+    def occupy(self, result: PlacementResult, start: float, end: float) -> list[int]:
+        """Hold the result's hosts over ``[start, end)`` (exclusively for excl
+        requests, by the requested amounts otherwise); returns a release token."""
+        if result.status != "run" or result._request is None:
+            return []
+        chunks = result._chunks or self.compile(result._request)
+        per_host: dict[int, dict[str, float]] = {}
+        for ch, alloc in zip(chunks, result.allocation):
+            for h, copies in alloc:
+                acc = per_host.setdefault(h, {})
+                for r, a in ch.amounts:
+                    acc[r] = acc.get(r, 0.0) + a * copies
+        hosts = np.fromiter(per_host, np.int64, len(per_host))
+        res = {r for d in per_host.values() for r in d}
+        amounts = {r: np.asarray([per_host[h].get(r, 0.0) for h in per_host], float) for r in res}
+        excl = result._request.place.excl
+        return self.state.occupy(hosts, start, end, exclusive=excl, amounts=amounts)
+
+    def release(self, token: list[int]) -> None:
+        """End work started with :meth:`occupy` (idempotent)."""
+        self.state.release(token)
+
+    # -- explanations -------------------------------------------------------
+
+    def explain(self, result: PlacementResult, host: str) -> Refusal | None:
+        """Why ``host`` is not in ``result``: the first filter that refuses it."""
+        i = self.table.index.get(host)
+        if i is None:
+            return Refusal(code="unknown", reason=f"Specified vnode does not exist: {host}", by="table")
+        if any(host in chunk for chunk in result.nodes):
+            return None
+        req = result._request
+        assert req is not None
+        if i not in set(self.table.universe(result._queue).tolist()):
+            return Refusal(code="queue", reason="host belongs to another queue", by="queue")
+        view = self.state.live()
+        if req.place.excl and view.njobs[i] > 0:
+            return Refusal(code="busy", reason=NODE_NOT_EXCL, by="state")
+        if not req.place.excl and view.excl[i]:
+            return Refusal(code="busy", reason=INVALID_STATE.format(state=view.state_name(i)), by="state")
+        if view.next_event[i] < view.now + result._walltime:
+            return Refusal(code="calendar", reason=RESERVATION_CONFLICT, by="calendar")
+        avail = None if self.path == "buckets" else {r: float(view.avail(r)[i]) for r in self.table.consumables()}
+        reasons = [host_reason(self.table, ch, i, avail) for ch in self.compile(req)]
+        if all(r is not None for r in reasons):
+            res, text = reasons[0]  # type: ignore[misc]
+            return Refusal(code=f"resource.{res}", reason=text, by="resources")
+        if result.status == "run":
+            return Refusal(code="not_needed", reason="the request was placed on other hosts", by="allocation")
+        return Refusal(code="not_enough", reason=result.reason, by="allocation")
+
+
+class Placer:
+    """Chooses the path per request and keeps both paths on one host state.
+
+    ``Placer(table, config).place(request, now, walltime, queue=...)`` runs the
+    bucket path when :func:`choose_path` allows it, else the per-node path;
+    ``occupy`` / ``release`` keep the bitmaps and the calendar current.
+    """
+
+    def __init__(self, table: NodeTable, config: PlaceConfig | None = None, state: HostState | None = None) -> None:
+        from legionrm.scheduler.placement.buckets import BucketPlacer
+        from legionrm.scheduler.placement.pernode import PerNodePlacer
+
+        self.table = table
+        self.config = config or PlaceConfig(resources=table.resources)
+        self.state = state if state is not None else HostState(table)
+        self.buckets = BucketPlacer(table, self.config, self.state)
+        self.nodes = PerNodePlacer(table, self.config, self.state)
+
+    def choose(self, request: SelectRequest, **flags: bool) -> tuple[Path, str]:
+        return choose_path(request, self.config, self.table, **flags)
+
+    def place(
+        self, request: SelectRequest, now: float | None = None, walltime: float | None = None, *,
+        queue: str | None = None, earliest: bool = True, **flags: bool,
+    ) -> PlacementResult:
+        path, why = self.choose(request, **flags)
+        placer: _Placer = self.buckets if path == "buckets" else self.nodes
+        return placer.place(request, now, walltime, queue=queue, earliest=earliest, path_reason=why)
+
+    def occupy(self, result: PlacementResult, start: float, end: float) -> list[int]:
+        return self.buckets.occupy(result, start, end)
+
+    def release(self, token: list[int]) -> None:
+        self.state.release(token)
+
+
+def infinite(x: float | None) -> float:
+    return math.inf if x is None else x

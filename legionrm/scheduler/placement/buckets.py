@@ -1,0 +1,347 @@
+"""Node buckets (OpenPBS style): place excl requests by counting alike hosts.
+
+Hosts with the same signature (the bucket resources' values, every boolean
+with unset as False, the queue and the priority) form a bucket: an ordered
+array of host indices with three pool bitmaps over it -- free, busy-later
+(free now, with a future calendar event) and busy.  The bitmaps are kept
+current as work starts and ends (:class:`BucketSet` subscribes to
+:class:`~legionrm.scheduler.placement.nodestate.HostState`); they are never rebuilt
+per request.
+
+Placing a request (:class:`BucketPlacer`): map each chunk to the buckets
+that can hold it and how many copies one host takes (1 for scatter and
+vscatter); if a chunk's total capacity is short, the request can never run;
+otherwise take hosts per chunk, per bucket, busy-later hosts first when the
+walltime ends before the host's next event, then free hosts, never giving a
+host to two chunks of one request.  Differences from upstream: the signature
+key is symmetric with an explicit "unset" (L4), each host keeps a direct
+reference to its bucket (L3), a chunk no consumable constrains counts one per
+host instead of matching nothing (L7), and placement-set buckets are slices
+of the live bitmaps, so they are never stale (L2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from legionrm.scheduler.placement.chunkfit import (
+    NO_NODE_RESOURCES,
+    NO_TOTAL_NODES,
+    CompiledChunk,
+    chunks_per_host,
+    host_reason,
+)
+from legionrm.scheduler.placement.nodes import NodeTable
+from legionrm.scheduler.placement.nodestate import BUSY, BUSY_LATER, FREE, HostState, HostView
+from legionrm.scheduler.placement.base import Outcome, PlaceConfig, _Placer
+from legionrm.scheduler.placement.select import SelectRequest, format_value
+
+
+@dataclass(frozen=True)
+class Part:
+    """A bucket as one placement set sees it: bucket id and positions (None: all members)."""
+
+    b: int
+    positions: np.ndarray | None
+    total: int
+
+
+class BucketSet:
+    """All buckets of a node table, with live pool bitmaps.
+
+    Built once per table (per cycle when ``requested`` narrows the
+    signature to the resources the cycle's requests name); ``refresh``
+    (called by the host state on every occupy / release) moves the touched
+    hosts between pools.
+    """
+
+    def __init__(self, table: NodeTable, state: HostState, requested: tuple[str, ...] | None = None) -> None:
+        self.table = table
+        self.state = state
+        n = table.n
+        self.sig = table.signature_resources(requested)
+        cols = [table.columns[r].signature_codes() for r in self.sig] + [table.queue_code, table.priority]
+        matrix = np.stack(cols, axis=1) if n else np.zeros((0, len(cols)), np.int64)
+        if n:
+            _, first, inv = np.unique(matrix, axis=0, return_index=True, return_inverse=True)
+            inv = inv.reshape(-1)
+        else:
+            first, inv = np.zeros(0, np.int64), np.zeros(0, np.int64)
+        created = np.argsort(first, kind="stable")  # creation order = first appearance in node order
+        reps = first[created]
+        keyed = sorted(range(len(created)), key=lambda k: self._sort_key(int(reps[k])))
+        rank = np.empty(len(created), np.int64)
+        rank[created[keyed]] = np.arange(len(created))
+        self.bucket_of = rank[inv] if n else np.zeros(0, np.int64)  # direct host -> bucket (L3)
+        order = np.argsort(self.bucket_of, kind="stable")
+        bounds = np.searchsorted(self.bucket_of[order], np.arange(len(created) + 1))
+        self.members: list[np.ndarray] = [order[bounds[b] : bounds[b + 1]] for b in range(len(created))]
+        self.rep = np.asarray([m[0] for m in self.members], dtype=np.int64)
+        self.pos = np.empty(n, np.int64)
+        for m in self.members:
+            self.pos[m] = np.arange(len(m))
+        self.free: list[np.ndarray] = []
+        self.busy_later: list[np.ndarray] = []
+        self.busy: list[np.ndarray] = []
+        live = state.live()
+        for m in self.members:
+            p = live.pool[m]
+            self.free.append(p == FREE)
+            self.busy_later.append(p == BUSY_LATER)
+            self.busy.append(p == BUSY)
+        self.nfree = np.asarray([int(f.sum()) for f in self.free], dtype=np.int64)
+        self.nlater = np.asarray([int(f.sum()) for f in self.busy_later], dtype=np.int64)
+        self._parts: dict[int, tuple[np.ndarray, list[Part]]] = {}
+        self._cpn: dict[tuple, int] = {}
+        state.subscribe(self.refresh)
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def _sort_key(self, rep: int) -> tuple[float, ...]:
+        out: list[float] = []
+        for k in self.table.sort_keys:
+            if k.resource in ("sort_priority", "priority"):
+                v = float(self.table.priority[rep])
+            elif k.resource in self.sig and self.table.columns[k.resource].consumable:
+                v = float(self.table.columns[k.resource].values[rep])
+            else:
+                v = 0.0
+            out.append(-v if k.high else v)
+        return tuple(out)
+
+    def name(self, b: int) -> str:
+        """For logs and explanations: ``res=val:...[:priority=N][:queue=Q]``."""
+        rep = int(self.rep[b])
+        parts = []
+        for r in self.sig:
+            v = self.table.columns[r].value(rep)
+            parts.append(f"{r}={'' if v is None else format_value(v)}")
+        pr = int(self.table.priority[rep])
+        if pr:
+            parts.append(f"priority={pr}")
+        q = int(self.table.queue_code[rep])
+        if q >= 0:
+            parts.append(f"queue={self.table.queues[q]}")
+        return ":".join(parts)
+
+    # -- keeping pools current --------------------------------------------------
+
+    def refresh(self, hosts: np.ndarray, view: HostView) -> None:
+        """Move ``hosts`` to the pool their live state says (idempotent)."""
+        if len(hosts) == 0:
+            return
+        if len(hosts) == 1:  # one host: scalar updates, no numpy call overhead
+            i = int(hosts[0])
+            b, p, pool = int(self.bucket_of[i]), int(self.pos[i]), int(view.pool[i])
+            f, bl = self.free[b], self.busy_later[b]
+            self.nfree[b] += (pool == FREE) - int(f[p])
+            self.nlater[b] += (pool == BUSY_LATER) - int(bl[p])
+            f[p] = pool == FREE
+            bl[p] = pool == BUSY_LATER
+            self.busy[b][p] = pool == BUSY
+            return
+        bs = self.bucket_of[hosts]
+        for b in np.unique(bs).tolist():
+            h = hosts[bs == b] if len(hosts) > 1 else hosts
+            p = self.pos[h]
+            pool = view.pool[h]
+            f, bl = self.free[b], self.busy_later[b]
+            self.nfree[b] += int((pool == FREE).sum()) - int(f[p].sum())
+            self.nlater[b] += int((pool == BUSY_LATER).sum()) - int(bl[p].sum())
+            f[p] = pool == FREE
+            bl[p] = pool == BUSY_LATER
+            self.busy[b][p] = pool == BUSY
+
+    # -- placement-set views ----------------------------------------------------
+
+    def parts(self, hosts: np.ndarray) -> list[Part]:
+        """The buckets of a host set, in bucket order for a whole universe and in
+        creation order for a placement set (upstream does not re-sort those)."""
+        hit = self._parts.get(id(hosts))  # host sets are persistent arrays: key by identity
+        if hit is not None and hit[0] is hosts:
+            return hit[1]
+        bs = self.bucket_of[hosts]
+        uniq, first = np.unique(bs, return_index=True)
+        counts = np.bincount(bs, minlength=len(self)) if len(hosts) else np.zeros(len(self), np.int64)
+        whole = [int(b) for b in uniq if counts[b] == len(self.members[b])]
+        if len(whole) == len(uniq):  # a whole universe (queue-split): bucket order
+            out = [Part(b, None, len(self.members[b])) for b in sorted(whole)]
+        else:  # a placement set: its own buckets, creation order
+            out = []
+            for b in uniq[np.argsort(first, kind="stable")].tolist():
+                pos = np.sort(self.pos[hosts[bs == b]])
+                out.append(Part(int(b), pos, len(pos)))
+        self._parts[id(hosts)] = (hosts, out)
+        return out
+
+    def bits(self, part: Part, view: HostView, live: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(free, busy_later) bitmaps of a part under ``view`` (copies, safe to edit)."""
+        if live:
+            f, bl = self.free[part.b], self.busy_later[part.b]
+            if part.positions is None:
+                return f.copy(), bl.copy()
+            return f[part.positions], bl[part.positions]
+        pool = view.pool[self.hosts_of(part)]
+        return pool == FREE, pool == BUSY_LATER
+
+    def hosts_of(self, part: Part) -> np.ndarray:
+        m = self.members[part.b]
+        return m if part.positions is None else m[part.positions]
+
+    def usable(self, part: Part, view: HostView, live: bool) -> int:
+        """Free plus busy-later hosts of a part (an upper bound on what it can give)."""
+        if live and part.positions is None:
+            return int(self.nfree[part.b] + self.nlater[part.b])
+        f, bl = self.bits(part, view, live)
+        return int(np.count_nonzero(f) + np.count_nonzero(bl))
+
+    def chunks_per_node(self, chunk: CompiledChunk, b: int) -> int:
+        """How many copies of ``chunk`` one host of bucket ``b`` can hold (totals); cached."""
+        key = (chunk.key, b)
+        c = self._cpn.get(key)
+        if c is None:
+            c = int(chunks_per_host(self.table, chunk, self.rep[b : b + 1])[0])
+            self._cpn[key] = c
+        return c
+
+
+def first_true(bits: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the first ``k`` True entries, scanning in growing blocks."""
+    n = len(bits)
+    if k <= 0 or n == 0:
+        return np.zeros(0, np.int64)
+    step = max(4 * k, 2048)
+    if step >= n:
+        return np.flatnonzero(bits)[:k]
+    found: list[np.ndarray] = []
+    got = 0
+    start = 0
+    while start < n and got < k:
+        seg = np.flatnonzero(bits[start : start + step])[: k - got] + start
+        found.append(seg)
+        got += len(seg)
+        start += step
+        step *= 2
+    return np.concatenate(found) if len(found) > 1 else found[0]
+
+
+class BucketPlacer(_Placer):
+    """The bucket path.  ``place(request, now, walltime)`` -> PlacementResult."""
+
+    path = "buckets"
+    pset_prefilter = False
+
+    def __init__(self, table: NodeTable, config: PlaceConfig | None = None, state: HostState | None = None,
+                 buckets: BucketSet | None = None) -> None:
+        super().__init__(table, config, state)
+        self.buckets = buckets if buckets is not None else BucketSet(table, self.state, self.config.requested)
+        self._maps: dict[tuple, tuple[np.ndarray, tuple[list[tuple[int, int]], int, str | None]]] = {}
+
+    def _search(
+        self,
+        request: SelectRequest,
+        chunks: tuple[CompiledChunk, ...],
+        hosts: np.ndarray,
+        view: HostView,
+        walltime: float,
+    ) -> Outcome:
+        bs = self.buckets
+        live = view is self.state.live()
+        parts = bs.parts(hosts)
+        scatter = request.place.arrangement in ("scatter", "vscatter")
+        cb_map: list[list[tuple[int, int]]] = []
+        for ch in chunks:
+            entries, ever, fail = self._map_chunk(ch, hosts, parts, scatter)
+            if not entries or ever < ch.count:
+                return Outcome("never", fail or NO_TOTAL_NODES, chunk=ch.index)
+            cb_map.append(entries)
+        # A necessary condition by counts, so hopeless requests cost O(buckets).
+        for ch, entries in zip(chunks, cb_map):
+            if sum(bs.usable(parts[k], view, live) * c for k, c in entries) < ch.count:
+                return Outcome("not_now", NO_NODE_RESOURCES, chunk=ch.index)
+        working: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        deadline = view.now + walltime
+        result: list[list[tuple[int, int]]] = []
+        for ch, entries in zip(chunks, cb_map):
+            need = ch.count
+            taken: list[tuple[np.ndarray, int]] = []
+            for k, c in entries:
+                if need <= 0:
+                    break
+                part = parts[k]
+                if k not in working:
+                    working[k] = bs.bits(part, view, live)
+                free_w, later_w = working[k]
+                members = bs.hosts_of(part)
+                hosts_needed = -(-need // c)
+                got = 0
+                # busy-later hosts first, when the work ends before their next event
+                if not (live and part.positions is None and bs.nlater[part.b] == 0):
+                    cand = np.flatnonzero(later_w)
+                    if len(cand):
+                        fit = cand[view.next_event[members[cand]] >= deadline][:hosts_needed]
+                        if len(fit):
+                            later_w[fit] = False
+                            taken.append((members[fit], c))
+                            got += len(fit)
+                if got < hosts_needed:
+                    pick = first_true(free_w, hosts_needed - got)
+                    if len(pick):
+                        free_w[pick] = False
+                        taken.append((members[pick], c))
+                        got += len(pick)
+                need -= got * c
+            if need > 0:
+                return Outcome("not_now", NO_NODE_RESOURCES, chunk=ch.index)
+            if len(taken) == 1:
+                hs, c = taken[0]
+                if c == 1:  # one bucket, one copy per host: already ascending
+                    result.append([(h, 1) for h in hs.tolist()])
+                    continue
+                cs = np.full(len(hs), c, np.int64)
+            else:
+                hs = np.concatenate([h for h, _ in taken])
+                cs = np.concatenate([np.full(len(h), c, np.int64) for h, c in taken])
+                order = np.argsort(hs, kind="stable")
+                hs, cs = hs[order], cs[order]
+            # emit min(c, remaining) copies per host in ascending node index
+            before = np.concatenate(([0], np.cumsum(cs)[:-1]))
+            copies = np.minimum(np.maximum(ch.count - before, 0), cs)
+            keep = copies > 0
+            result.append(list(zip(hs[keep].tolist(), copies[keep].tolist())))
+        return Outcome("run", "", result)
+
+    def _map_chunk(
+        self, ch: CompiledChunk, hosts: np.ndarray, parts: list[Part], scatter: bool
+    ) -> tuple[list[tuple[int, int]], int, str | None]:
+        """The chunk's row of the chunk-to-bucket map: (part index, copies per host)
+        for every matching bucket, the chunk's total capacity, and the first
+        failing bucket's reason.  Static for a host set, so cached."""
+        key = (ch.key, id(hosts), scatter)
+        hit = self._maps.get(key)
+        if hit is not None and hit[0] is hosts:
+            return hit[1]
+        bs = self.buckets
+        entries: list[tuple[int, int]] = []
+        ever = 0
+        fail: str | None = None
+        for k, part in enumerate(parts):
+            c = bs.chunks_per_node(ch, part.b)
+            if c > 0:
+                c = 1 if scatter else c
+                entries.append((k, c))
+                ever += part.total * c
+            elif fail is None:
+                why = host_reason(self.table, ch, int(bs.rep[part.b]))
+                fail = why[1] if why else NO_NODE_RESOURCES
+        if len(self._maps) > 4096:
+            self._maps.clear()
+        self._maps[key] = (hosts, (entries, ever, fail))
+        return entries, ever, fail
+
+    def bucket_of(self, host: str) -> str:
+        """The bucket name of a host (for explanations)."""
+        return self.buckets.name(int(self.buckets.bucket_of[self.table.index[host]]))

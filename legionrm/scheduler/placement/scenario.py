@@ -1,0 +1,266 @@
+"""``legionrm place SCENARIO.toml [--json]``: place jobs over hosts, offline.
+
+The scenario file (all times in seconds)::
+
+    [scheduler]
+    resources = ["ncpus", "mem", "color"]   # bucket resources (default: PBS's line)
+    node_sort_key = "sort_priority HIGH"     # or a list of keys
+    node_group_key = "switch"                # placement sets (optional)
+    do_not_span_psets = false
+    now = 0
+
+    [[node]]
+    name = "n"          # with count = 3: n1, n2, n3
+    count = 3
+    priority = 0
+    queue = "workq"     # hosts tied to a queue (optional)
+    [node.resources]
+    ncpus = 24
+    mem = "64gb"
+    color = "red"
+    bigmem = true
+    switch = ["s1", "s2"]
+
+    [[busy]]            # a holding; a start after `now` is a calendar event
+    nodes = ["n1"]
+    start = 0
+    end = 3600
+
+    [[job]]
+    id = "j1"
+    select = "2:ncpus=12"
+    place = "scatter:excl"
+    walltime = 600
+    queue = "workq"
+
+Jobs are placed in file order in one cycle; each job that runs holds its
+hosts from ``now`` for its walltime.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from argparse import Namespace
+from dataclasses import dataclass
+from typing import Any
+
+from legionrm.config import check_keys, expand_names, expect, load_toml, require, tables
+from legionrm.errors import ConfigError, SelectSyntaxError
+from legionrm.scheduler.placement.nodes import DEFAULT_RESOURCES, DEFAULT_SORT_KEY, NodeSpec, NodeTable
+from legionrm.scheduler.placement.nodestate import JOB_INFINITY
+from legionrm.scheduler.placement.base import PlaceConfig, PlacementResult, Placer, requested_resources
+from legionrm.scheduler.placement.chunkfit import BadValue, compile_request
+from legionrm.scheduler.placement.select import Place, SelectRequest, parse_place, parse_select, value_position
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    id: str
+    request: SelectRequest
+    walltime: float | None
+    queue: str | None
+    select_text: str = ""  # as written, for carets under values of the wrong kind
+    where: str = ""  # "job[3]"
+
+
+@dataclass
+class Scenario:
+    config: PlaceConfig
+    now: float
+    nodes: list[NodeSpec]
+    busy: list[tuple[list[str], float, float]]
+    jobs: list[JobSpec]
+    file: str = ""
+
+
+class ScenarioSelectError(SelectSyntaxError):
+    """A select or place string of a scenario that is wrong: the message starts
+    with the file and the key (``s.toml: job[0].select: line 1, column 9: ...``)
+    and ends with the caret."""
+
+    def __init__(self, prefix: str, exc: SelectSyntaxError, *, line: int | None = None,
+                 column: int | None = None, text: str | None = None) -> None:
+        self.prefix = prefix
+        super().__init__(
+            exc.message, text=exc.text if text is None else text, line=exc.line if line is None else line,
+            column=exc.column if column is None else column, expected=exc.expected,
+        )
+
+    def render(self) -> str:
+        return f"{self.prefix}: {super().render()}"
+
+
+def _strings(value: Any, *, file: str, where: str, key: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise ConfigError("must be a string or an array of strings", file=file, table=where, key=key)
+
+
+def _resources(table: dict[str, Any], *, file: str, where: str) -> dict[str, object]:
+    res = table.get("resources", {})
+    if not isinstance(res, dict):
+        raise ConfigError("must be a table", file=file, table=where, key="resources")
+    out: dict[str, object] = {}
+    for k, v in res.items():
+        if isinstance(v, (bool, int, float, str)):
+            out[k] = v
+        elif isinstance(v, list) and all(isinstance(x, str) for x in v):
+            out[k] = tuple(v)
+        else:
+            raise ConfigError(
+                "must be a number, a string (sizes like '64gb'), a boolean or an array of strings",
+                file=file, table=f"{where}.resources", key=k,
+            )
+    return out
+
+
+def _parse_text(parser: Any, text: str, *, file: str, where: str, key: str) -> Any:
+    try:
+        return parser(text)
+    except SelectSyntaxError as exc:
+        raise ScenarioSelectError(f"{file}: {where}.{key}", exc) from None
+
+
+def load_scenario(path: str) -> Scenario:
+    """Read and validate a scenario file; any problem is a ConfigError or a
+    SelectSyntaxError naming the file, the table and the key."""
+    file = str(path)
+    doc = load_toml(file)
+    check_keys(doc, ("scheduler", "node", "busy", "job"), file=file, where="")
+    sched = doc.get("scheduler", {})
+    if not isinstance(sched, dict):
+        raise ConfigError("must be a table", file=file, table="scheduler")
+    check_keys(sched, ("resources", "node_sort_key", "node_group_key", "do_not_span_psets", "now"), file=file,
+               where="scheduler")
+    resources = _strings(sched.get("resources", list(DEFAULT_RESOURCES)), file=file, where="scheduler", key="resources")
+    sort_key = _strings(sched.get("node_sort_key", list(DEFAULT_SORT_KEY)), file=file, where="scheduler",
+                        key="node_sort_key")
+    group_key = expect(sched, "node_group_key", str, None, file=file, where="scheduler")
+    span = expect(sched, "do_not_span_psets", bool, False, file=file, where="scheduler")
+    now = expect(sched, "now", float, 0.0, file=file, where="scheduler")
+    try:
+        config = PlaceConfig(resources=resources, node_sort_key=sort_key, node_group_key=group_key,
+                             do_not_span_psets=span)
+    except ValueError as exc:
+        raise ConfigError(str(exc), file=file, table="scheduler") from None
+    nodes: list[NodeSpec] = []
+    groups: dict[str, list[str]] = {}  # a [[node]] name with count -> its expanded hosts
+    for k, t in enumerate(tables(doc, "node", file)):
+        where = f"node[{k}]"
+        check_keys(t, ("name", "count", "priority", "queue", "resources"), file=file, where=where)
+        name = require(t, "name", str, file=file, where=where)
+        count = expect(t, "count", int, None, file=file, where=where)
+        if count is not None and count < 1:
+            raise ConfigError("must be at least 1", file=file, table=where, key="count")
+        prio = expect(t, "priority", int, 0, file=file, where=where)
+        queue = expect(t, "queue", str, None, file=file, where=where)
+        res = _resources(t, file=file, where=where)
+        expanded = expand_names(name, count)
+        groups.setdefault(name, []).extend(expanded)
+        nodes.extend(NodeSpec(n, prio, queue, res) for n in expanded)
+    known = {n.name for n in nodes}
+    if len(known) != len(nodes):
+        seen: set[str] = set()
+        dup = next(n.name for n in nodes if n.name in seen or seen.add(n.name))  # type: ignore[func-returns-value]
+        raise ConfigError(f"host {dup!r} is defined twice", file=file, table="node")
+    busy: list[tuple[list[str], float, float]] = []
+    for k, t in enumerate(tables(doc, "busy", file)):
+        where = f"busy[{k}]"
+        check_keys(t, ("nodes", "start", "end"), file=file, where=where)
+        given = _strings(require(t, "nodes", (str, list), file=file, where=where), file=file, where=where, key="nodes")
+        names: list[str] = []
+        for n in given:
+            if n in known:
+                names.append(n)
+            elif n in groups:  # the name of a counted [[node]] table: all its hosts
+                names.extend(groups[n])
+            else:
+                raise ConfigError(f"no host named {n!r}", file=file, table=where, key="nodes")
+        start = require(t, "start", float, file=file, where=where)
+        end = require(t, "end", float, file=file, where=where)
+        if end <= start:
+            raise ConfigError("end must be after start", file=file, table=where, key="end")
+        busy.append((names, start, end))
+    jobs: list[JobSpec] = []
+    ids: set[str] = set()
+    for k, t in enumerate(tables(doc, "job", file)):
+        where = f"job[{k}]"
+        check_keys(t, ("id", "select", "place", "walltime", "queue"), file=file, where=where)
+        jid = require(t, "id", str, file=file, where=where)
+        if jid in ids:
+            raise ConfigError(f"job id {jid!r} used twice", file=file, table=where, key="id")
+        ids.add(jid)
+        sel = require(t, "select", str, file=file, where=where)
+        chunks = _parse_text(parse_select, sel, file=file, where=where, key="select")
+        ptext = expect(t, "place", str, None, file=file, where=where)
+        place = _parse_text(parse_place, ptext, file=file, where=where, key="place") if ptext else Place()
+        wall = expect(t, "walltime", float, None, file=file, where=where)
+        if wall is not None and wall <= 0:
+            raise ConfigError("must be positive", file=file, table=where, key="walltime")
+        queue = expect(t, "queue", str, None, file=file, where=where)
+        jobs.append(JobSpec(jid, SelectRequest(chunks=chunks, place=place), wall, queue, sel, where))
+    return Scenario(config, now, nodes, busy, jobs, file)
+
+
+def run_scenario(sc: Scenario) -> tuple[Placer, dict[str, PlacementResult]]:
+    """Build the table and state, apply [[busy]], place every job in order."""
+    try:
+        table = NodeTable(sc.nodes, resources=sc.config.resources, node_sort_key=sc.config.node_sort_key)
+    except ValueError as exc:
+        raise ConfigError(str(exc), file=sc.file, table="node") from None
+    for job in sc.jobs:  # values of the wrong kind for the hosts (ncpus=abc): a caret, before placing
+        try:
+            compile_request(table, job.request)
+        except BadValue as exc:
+            line, col = value_position(job.select_text, exc.chunk, exc.resource)
+            raise ScenarioSelectError(
+                f"{sc.file}: {job.where}.select", exc, text=job.select_text, line=line, column=col
+            ) from None
+    # one cycle: bucket signatures cover the resources these jobs ask for (L13)
+    config = sc.config.model_copy(update={"requested": requested_resources(j.request for j in sc.jobs)})
+    placer = Placer(table, config)
+    placer.state.advance(sc.now)
+    for names, start, end in sc.busy:
+        placer.state.occupy([table.index[n] for n in names], start, end)
+    out: dict[str, PlacementResult] = {}
+    for job in sc.jobs:
+        res = placer.place(job.request, sc.now, job.walltime, queue=job.queue)
+        if res.status == "run":
+            placer.occupy(res, sc.now, sc.now + (job.walltime if job.walltime is not None else JOB_INFINITY))
+        out[job.id] = res
+    return placer, out
+
+
+def _fmt_time(t: float | None) -> str:
+    if t is None:
+        return "-"
+    return str(int(t)) if float(t).is_integer() else str(t)
+
+
+def render_text(results: dict[str, PlacementResult]) -> str:
+    rows = [("JOB", "STATUS", "PATH", "START", "PLACEMENT / COMMENT")]
+    for jid, r in results.items():
+        text = r.exec_vnode if r.runs else r.comment
+        if r.failed_chunk and r.status == "not_now":  # a "never" comment names its chunk already
+            text += f"  [chunk {r.failed_chunk}]"
+        rows.append((jid, r.status, r.path, _fmt_time(r.earliest_start), text))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = []
+    for row in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row[:4], widths)) + "  " + row[4])
+    return "\n".join(lines)
+
+
+def cli_main(args: Namespace) -> int:
+    """Entry point for ``legionrm place``; errors propagate as LegionError (exit 2)."""
+    sc = load_scenario(args.scenario)
+    _, results = run_scenario(sc)
+    if getattr(args, "json", False):
+        print(json.dumps({"jobs": {jid: r.to_json() for jid, r in results.items()}}, indent=2))
+    else:
+        print(render_text(results))
+    sys.stdout.flush()
+    return 0

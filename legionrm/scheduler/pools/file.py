@@ -1,0 +1,332 @@
+"""``legionrm pools FILE [--json]``: validate a pool file, compute entitlement, admit once, print.
+
+The file (see docs/pools.md)::
+
+    [capacity]            # cluster capacity per kind: cpu, memory, disk, gpu
+    [slack_capacity]      # revocable capacity (only cpu is used)
+    [[pool]]              # path, optional controller_limit_percent, slack_limit_percent
+    [pool.cpu]            # reservation, limit, share (default 1), type (ELASTIC | STATIC)
+    [[demand]]            # pool, the four kinds, slack = true for the revocable side
+    [[allocation]]        # pool, the four kinds, slack; optional preemptible, controller
+    [[gang]]              # id, pool, tasks = [{cpu, memory, disk, gpu, priority,
+                          #   preemptible, revocable, controller}, ...]
+
+Pools are created parents first (file order within a depth) under a root
+whose reservation and limit are ``[capacity]``, each through the validators;
+the first refusal is the command's error (exit 2).  Shape errors in the file
+are ConfigErrors naming file, table and key.
+
+The ``[[pool]]`` table format has one parser, :func:`pool_spec` /
+:func:`parse_pools`, and one tree builder, :func:`build_tree`: the cluster
+file's pools (``legionrm.config.pool_gate``) go through the same two.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from legionrm.config import check_keys, expect, load_toml, require, tables
+from legionrm.errors import ConfigError, LegionError, PoolRuleError
+from legionrm.models import PoolResourceSpec, PoolSpec
+from legionrm.scheduler.pools.respool import (
+    Gang,
+    PoolConfig,
+    ReservationType,
+    ResourcePoolTree,
+    ResourceSpec,
+    Task,
+)
+from legionrm.scheduler.pools.validate import check_path, check_resources
+from legionrm.scheduler.pools.vec import KINDS, vec
+
+NUM = (float, int)
+
+
+def _kinds(table: dict[str, Any], *, file: str, where: str) -> dict[str, float]:
+    return {k: expect(table, k, float, 0.0, file=file, where=where) for k in KINDS}
+
+
+def _capacity(doc: dict[str, Any], name: str, file: str) -> dict[str, float]:
+    table = doc.get(name, {})
+    if not isinstance(table, dict):
+        raise ConfigError("must be a table", file=file, table=name)
+    check_keys(table, KINDS, file=file, where=name)
+    return _kinds(table, file=file, where=name)
+
+
+POOL_KEYS = ("path", "controller_limit_percent", "slack_limit_percent")
+
+
+def pool_spec(table: dict[str, Any], *, file: str, where: str, allow_default: bool = False) -> PoolSpec:
+    """One ``[[pool]]`` table -> :class:`PoolSpec`; the one parser of the pool
+    table format, shared by ``legionrm pools`` files and cluster files.
+
+    ``allow_default`` accepts ``default = true`` (cluster files).  Shape errors
+    are ConfigErrors naming file, table and key; the pool rules (limits,
+    reservations, kinds) are the validators' to check when the tree is built.
+    """
+    scalar_keys = set(POOL_KEYS) | ({"default"} if allow_default else set())
+    for key, value in table.items():
+        if key not in scalar_keys and not isinstance(value, dict):
+            raise ConfigError(
+                f"unknown key (known: {', '.join(sorted(scalar_keys))}, and a sub-table per kind: {', '.join(KINDS)})",
+                file=file, table=where, key=key,
+            )  # fmt: skip
+    path = require(table, "path", str, file=file, where=where)
+    kinds = [(key, sub) for key, sub in table.items() if isinstance(sub, dict)]
+    specs = [_resource(key, sub, file=file, where=f"{where}.{key}") for key, sub in kinds]
+    return PoolSpec(
+        path=path,
+        resources=tuple(specs),
+        controller_limit_percent=expect(table, "controller_limit_percent", float, None, file=file, where=where),
+        slack_limit_percent=expect(table, "slack_limit_percent", float, None, file=file, where=where),
+        default=expect(table, "default", bool, False, file=file, where=where) if allow_default else False,
+    )
+
+
+RESERVATION_TYPES = {"ELASTIC": "ELASTIC", "STATIC": "STATIC", "UNKNOWN_TYPE": "ELASTIC"}
+"""Accepted ``type`` values; upstream treats anything but STATIC (its UNKNOWN_TYPE too) as ELASTIC."""
+
+
+def _resource(kind: str, sub: dict[str, Any], *, file: str, where: str) -> PoolResourceSpec:
+    """One kind sub-table (``[pool.cpu]``) -> :class:`PoolResourceSpec`; shape errors are ConfigErrors."""
+    check_keys(sub, ("reservation", "limit", "share", "type"), file=file, where=where)
+    kind_type = expect(sub, "type", str, "ELASTIC", file=file, where=where)
+    if kind_type.upper() not in RESERVATION_TYPES:
+        raise ConfigError(f"must be ELASTIC or STATIC, not {kind_type!r}", file=file, table=where, key="type")
+    return PoolResourceSpec(
+        kind=kind,  # an unknown kind is the validator's to refuse, with its message
+        reservation=expect(sub, "reservation", float, 0.0, file=file, where=where),
+        limit=expect(sub, "limit", float, 0.0, file=file, where=where),
+        share=expect(sub, "share", float, 1.0, file=file, where=where),
+        type=RESERVATION_TYPES[kind_type.upper()],
+    )
+
+
+def parse_pools(doc: dict[str, Any], *, file: str, allow_default: bool = False) -> tuple[PoolSpec, ...]:
+    """Every ``[[pool]]`` table of a parsed document, in file order (see :func:`pool_spec`).
+
+    With ``allow_default``, more than one pool marked ``default`` is a ConfigError.
+    """
+    out = tuple(
+        pool_spec(t, file=file, where=f"pool[{i}]", allow_default=allow_default)
+        for i, t in enumerate(tables(doc, "pool", file))
+    )
+    marked = [i for i, p in enumerate(out) if p.default]
+    if len(marked) > 1:
+        raise ConfigError(f"only one pool may be the default; pool[{marked[0]}] already is",
+                          file=file, table=f"pool[{marked[1]}]", key="default")  # fmt: skip
+    return out
+
+
+def pool_config(spec: PoolSpec) -> PoolConfig:
+    """The tree's :class:`PoolConfig` for a :class:`PoolSpec`."""
+    return PoolConfig(
+        resources=tuple(
+            ResourceSpec(kind=r.kind, reservation=r.reservation, limit=r.limit, share=r.share, type=ReservationType(r.type))
+            for r in spec.resources
+        ),
+        controller_limit_percent=spec.controller_limit_percent,
+        slack_limit_percent=spec.slack_limit_percent,
+    )
+
+
+def build_tree(specs: Iterable[PoolSpec], capacity: Mapping[str, float], **tree_args: Any) -> ResourcePoolTree:
+    """A :class:`ResourcePoolTree` holding ``specs`` under a root whose
+    reservation and limit are ``capacity`` (pool kinds: cpu, memory MB, disk MB, gpu).
+
+    Pools are created parents first (file order within a depth), each through
+    the validators: the first refusal raises PoolRuleError and nothing is
+    returned.  ``tree_args`` go to the tree (``preemption``, ``dequeue_limit``).
+    """
+    tree = ResourcePoolTree(**tree_args)
+    tree.set_capacity(vec(capacity))  # children of the root are validated against the cluster, as in a running system
+    ordered = sorted(enumerate(specs), key=lambda p: (p[1].path.count("/") if p[1].path != "/" else 0, p[0]))
+    for _, spec in ordered:
+        tree.create(spec.path, pool_config(spec))
+    return tree
+
+
+def _pool_ref(tree: ResourcePoolTree, table: dict[str, Any], *, file: str, where: str, leaf: bool) -> str:
+    path = require(table, "pool", str, file=file, where=where)
+    try:
+        pool = tree.get(path)
+    except LegionError as exc:
+        raise ConfigError(str(exc), file=file, table=where, key="pool") from None
+    if leaf and not pool.is_leaf:
+        raise ConfigError(f"resource pool {path} is not a leaf node", file=file, table=where, key="pool")
+    return path
+
+
+def _gang(table: dict[str, Any], *, file: str, where: str) -> Gang:
+    check_keys(table, ("id", "pool", "tasks"), file=file, where=where)
+    gid = require(table, "id", str, file=file, where=where)
+    raw = require(table, "tasks", list, file=file, where=where)
+    if not raw:
+        raise ConfigError("gang has no elements", file=file, table=where, key="tasks")
+    tasks = []
+    for i, t in enumerate(raw):
+        tw = f"{where}.tasks[{i}]"
+        if not isinstance(t, dict):
+            raise ConfigError("must be a table", file=file, table=tw)
+        check_keys(t, (*KINDS, "id", "priority", "preemptible", "revocable", "controller"), file=file, where=tw)
+        tasks.append(
+            Task(
+                id=expect(t, "id", str, f"{gid}-{i}", file=file, where=tw),
+                **_kinds(t, file=file, where=tw),
+                priority=expect(t, "priority", int, 0, file=file, where=tw),
+                preemptible=expect(t, "preemptible", bool, True, file=file, where=tw),
+                revocable=expect(t, "revocable", bool, False, file=file, where=tw),
+                controller=expect(t, "controller", bool, False, file=file, where=tw),
+            )
+        )
+    return Gang(gid, tuple(tasks))
+
+
+_KIND_TWICE = re.compile(r"Cannot declare \('pool', '([^']*)'\) twice \(at line (\d+)")
+_POOL_HEADER = re.compile(r"^\s*\[\[\s*pool\s*\]\]")
+_KIND_HEADER = re.compile(r"^\s*\[\s*pool\s*\.\s*([A-Za-z0-9_-]+)\s*\]\s*(#.*)?$")
+_ANY_HEADER = re.compile(r"^\s*\[")
+
+
+def load_pool_file(file: str) -> dict[str, Any]:
+    """The parsed file.  TOML refuses a kind sub-table declared twice in one
+    ``[[pool]]``; that is a repeated kind, so it is reported as the validator
+    reports one (see :func:`_refuse_repeated_kind`).  Other syntax errors are
+    ConfigErrors."""
+    try:
+        return load_toml(file)
+    except ConfigError as exc:
+        m = _KIND_TWICE.search(str(exc))
+        if m is not None:
+            _refuse_repeated_kind(file, int(m.group(2)))
+        raise
+
+
+def _refuse_repeated_kind(file: str, line_no: int) -> None:
+    """Read the ``[[pool]]`` block holding line ``line_no`` one kind sub-table at
+    a time and run the resource rules on its kinds in file order, repeats
+    included: raises the first refusal, the one upstream gives for the same
+    resource list (an earlier kind's own error comes before the repeat).
+    Returns, leaving the TOML error to stand, when the block cannot be read so."""
+    lines = Path(file).read_text(encoding="utf-8").splitlines()
+    starts = [i for i in range(min(line_no, len(lines))) if _POOL_HEADER.match(lines[i])]
+    if not starts:
+        return
+    start = starts[-1]
+    after = range(start + 1, len(lines))
+    end = next((i for i in after if _ANY_HEADER.match(lines[i]) and not _KIND_HEADER.match(lines[i])), len(lines))
+    segments: list[tuple[str, list[str]]] = [("", [])]
+    for line in lines[start + 1 : end]:
+        m = _KIND_HEADER.match(line)
+        if m:
+            segments.append((m.group(1), []))
+        else:
+            segments[-1][1].append(line)
+    try:
+        head, *subs = [(kind, tomllib.loads("\n".join(body))) for kind, body in segments]
+    except tomllib.TOMLDecodeError:
+        return
+    where = f"pool[{len(starts) - 1}]"
+    table = head[1]
+    path = require(table, "path", str, file=file, where=where)
+    kinds = [(k, v) for k, v in table.items() if isinstance(v, dict)] + subs
+    config = pool_config(PoolSpec(
+        path=path,
+        resources=tuple(_resource(k, sub, file=file, where=f"{where}.{k}") for k, sub in kinds),
+        controller_limit_percent=expect(table, "controller_limit_percent", float, None, file=file, where=where),
+        slack_limit_percent=expect(table, "slack_limit_percent", float, None, file=file, where=where),
+    ))  # fmt: skip
+    check_path(path)
+    check_resources(config, path)
+    kind = next((k for i, (k, _) in enumerate(kinds) if k in [j for j, _ in kinds[:i]]), None)
+    if kind is None:
+        return
+    raise PoolRuleError(f"resource pool config has multiple configurations for resource type {kind}",
+                        path=path, rule="resource_pool", kind=kind)  # fmt: skip
+
+
+def run_file(file: str) -> dict[str, Any]:
+    """Load, validate, compute entitlement, run one admission cycle; the --json answer."""
+    doc = load_pool_file(file)
+    check_keys(doc, ("capacity", "slack_capacity", "pool", "demand", "allocation", "gang"), file=file, where="")
+    capacity = _capacity(doc, "capacity", file)
+    slack_capacity = _capacity(doc, "slack_capacity", file)
+    tree = build_tree(parse_pools(doc, file=file), capacity)
+
+    for i, t in enumerate(tables(doc, "demand", file)):
+        w = f"demand[{i}]"
+        check_keys(t, (*KINDS, "pool", "slack"), file=file, where=w)
+        path = _pool_ref(tree, t, file=file, where=w, leaf=True)
+        tree.add_demand(path, _kinds(t, file=file, where=w), slack=expect(t, "slack", bool, False, file=file, where=w))
+    for i, t in enumerate(tables(doc, "allocation", file)):
+        w = f"allocation[{i}]"
+        check_keys(t, (*KINDS, "pool", "slack", "preemptible", "controller"), file=file, where=w)
+        path = _pool_ref(tree, t, file=file, where=w, leaf=True)
+        tree.add_allocation(
+            path,
+            _kinds(t, file=file, where=w),
+            slack=expect(t, "slack", bool, False, file=file, where=w),
+            preemptible=expect(t, "preemptible", bool, True, file=file, where=w),
+            controller=expect(t, "controller", bool, False, file=file, where=w),
+        )
+    seen: set[str] = set()
+    task_ids: set[str] = set()
+    for i, t in enumerate(tables(doc, "gang", file)):
+        w = f"gang[{i}]"
+        gang = _gang(t, file=file, where=w)
+        if gang.id in seen:
+            raise ConfigError(f"gang id {gang.id!r} is used twice", file=file, table=w, key="id")
+        seen.add(gang.id)
+        for j, task in enumerate(gang.tasks):  # each task's allocation is released by its id
+            if task.id in task_ids:
+                raise ConfigError(f"task id {task.id!r} is used twice", file=file, table=f"{w}.tasks[{j}]", key="id")
+            task_ids.add(task.id)
+        path = _pool_ref(tree, t, file=file, where=w, leaf=True)
+        tree.enqueue(gang, path)
+
+    tree.compute_entitlement(capacity, slack_capacity)
+    admitted = tree.admit_cycle()
+    return {"pools": tree.report(), "admitted": [g.id for g in admitted]}
+
+
+def _n(v: float) -> str:
+    return f"{v:.3f}".rstrip("0").rstrip(".") if v != int(v) else str(int(v))
+
+
+def _v(d: dict[str, float]) -> str:
+    return " ".join(f"{k}={_n(d[k])}" for k in KINDS)
+
+
+def render(result: dict[str, Any]) -> str:
+    """The human table: one block per pool, then the admitted gangs."""
+    lines: list[str] = []
+    for path, p in result["pools"].items():
+        lines.append(path)
+        for label, key in (
+            ("entitlement", "entitlement"),
+            ("non-slack", "non_slack_entitlement"),
+            ("slack", "slack_entitlement"),
+            ("allocation", "allocation"),
+        ):
+            lines.append(f"  {label:<12} {_v(p[key])}")
+        queued = [f"{q}: {', '.join(ids)}" for q, ids in p["queues"].items() if ids]
+        if queued:
+            lines.append(f"  {'queued':<12} " + "; ".join(queued))
+    lines.append("admitted: " + (", ".join(result["admitted"]) or "(none)"))
+    return "\n".join(lines)
+
+
+def cli_main(args: argparse.Namespace) -> int:
+    """Entry point for ``legionrm pools``; LegionErrors propagate to cli.py (exit 2)."""
+    result = run_file(args.file)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(render(result))
+    return 0
