@@ -13,7 +13,7 @@ import time
 from typing import Callable
 
 from legionrm.collection.collection import Collection
-from legionrm.config import fairshare_core, host_groups
+from legionrm.config import host_groups
 from legionrm.enactor.enactor import Enactor
 from legionrm.enactor.gateway import InProcessGateway
 from legionrm.hostobj.build import build_class, build_host, build_vault
@@ -21,9 +21,11 @@ from legionrm.hostobj.classobj import ClassObject
 from legionrm.hostobj.group import HostGroup
 from legionrm.hostobj.vault import VaultObject
 from legionrm.models import ClusterSpec
-from legionrm.scheduler.sharegate import ShareGate
+from legionrm.scheduler.build import core_for_cluster
 from legionrm.scheduler.planner import Planner
-from legionrm.scheduler.scheduler import PoolGate, Scheduler
+from legionrm.scheduler.ports import PoolGate
+from legionrm.scheduler.scheduler import Scheduler
+from legionrm.scheduler.sharegate import ShareGate
 
 
 class LocalSystem:
@@ -54,7 +56,7 @@ class LocalSystem:
         self.gateway = InProcessGateway.of([*self.groups.values(), *self.vaults.values()], list(self.classes.values()))
         self.enactor = Enactor(self.gateway, clock=clock)
         self.scheduler = Scheduler(self.collection, self.enactor, Planner({c.name: c for c in spec.classes}, clock=clock),
-                                   pools, shares=ShareGate.from_core(fairshare_core(spec)))
+                                   pools, shares=ShareGate.from_core(core_for_cluster(spec)))
         self.enactor.approve = self.scheduler.approve  # Legion's step 6: the scheduler confirms
 
     def carrier(self, host: str) -> HostGroup | None:

@@ -398,8 +398,8 @@ class ClusterSpec(Frozen):
     hosts: tuple[HostSpec, ...] = ()
     vaults: tuple[VaultSpec, ...] = ()
     classes: tuple[ClassSpec, ...] = ()
-    fairshare: dict[str, Any] = Field(default_factory=dict)  # the [fairshare] table, checked (config.fairshare_core)
-    pools: tuple[PoolSpec, ...] = ()  # the [[pool]] tables (config.pool_gate); none: no admission control
+    fairshare: dict[str, Any] = Field(default_factory=dict)  # the [fairshare] table, checked (scheduler.build.core_for_cluster)
+    pools: tuple[PoolSpec, ...] = ()  # the [[pool]] tables (scheduler.build.pool_gate); none: no admission control
 
     def default_pool(self) -> str | None:
         """The path of the pool marked ``default``, if any."""

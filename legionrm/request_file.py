@@ -31,10 +31,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from legionrm.config import check_keys, expect, load_toml, require, tables
 from legionrm.errors import ConfigError, MILError
 from legionrm.mil import compile_query
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
+from legionrm.tomlio import check_keys, expect, load_toml, require, tables
 
 TOP_KEYS = ("request_id", "pool", "activate", "identity", "object")
 

@@ -13,15 +13,10 @@ those actors and stops that head, and nothing else (it never runs
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,28 +25,41 @@ from typing import Any, Iterator
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # see notes/ray-on-a-small-machine.md
 
 import ray  # noqa: E402
+from ray.cluster_utils import Cluster  # noqa: E402
 
-from legionrm.collection.actor import CollectionActor  # noqa: E402
-from legionrm.config import host_groups, load_cluster, pool_gate  # noqa: E402
+from legionrm.collection.actor import CollectionActor, RemoteCollection  # noqa: E402
+from legionrm.config import host_groups, load_cluster  # noqa: E402
 from legionrm.enactor.actor import EnactorActor  # noqa: E402
 from legionrm.errors import SystemNotRunningError  # noqa: E402
-from legionrm.hostobj.actor import spawn_class, spawn_host_group, spawn_ray_node_host, spawn_vault  # noqa: E402
+from legionrm.hostobj.actor import (  # noqa: E402
+    spawn_class,
+    spawn_host_group,
+    spawn_ray_node_host,
+    spawn_vault,
+)
 from legionrm.models import (  # noqa: E402
     ClusterSpec,
     HostSpec,
     Identity,
     QueryResult,
-    ResourceRecord,
     SchedulerResponse,
-    SchedulerStatus,
     SchedulingRequest,
 )
+from legionrm.naming import (  # noqa: E402
+    COLLECTION,
+    ENACTOR,
+    NAMESPACE,
+    SCHEDULER,
+    class_name,
+    group_name,
+    host_name,
+    instance_name,
+    require_actor,
+    vault_name,
+)
 from legionrm.scheduler.actor import SchedulerActor  # noqa: E402
+from legionrm.scheduler.build import pool_gate  # noqa: E402
 
-NAMESPACE = "legionrm"
-COLLECTION = "collection"
-SCHEDULER = "scheduler"
-ENACTOR = "enactor"
 STATE_FILE = Path(os.environ.get("LEGIONRM_HOME", str(Path.home() / ".legionrm"))) / "up.json"
 
 
@@ -84,8 +92,6 @@ def local_cluster(workers: tuple[str, ...] = ("node_a", "node_b"), head_cpus: in
     (Unix socket paths are capped at 107 bytes) and removed afterwards.
     Yields the :class:`ray.cluster_utils.Cluster`; on exit the driver
     disconnects and every node stops, so nothing is left running."""
-    from ray.cluster_utils import Cluster
-
     temp_dir = tempfile.mkdtemp(prefix="lrm", dir="/tmp")
     old_tmp = os.environ.get("RAY_TMPDIR")
     # Cluster writes "<RAY_TMPDIR>/ray/ray_current_cluster": keep it in our dir, not a shared /tmp/ray
@@ -114,9 +120,7 @@ def local_cluster(workers: tuple[str, ...] = ("node_a", "node_b"), head_cpus: in
 
 def instance_actor(instance_id: str) -> Any:
     """The Ray actor running an instance on a host bound to a Ray node."""
-    from legionrm.hostobj.ray_node import NAMESPACE as INSTANCES, instance_actor_name
-
-    return ray.get_actor(instance_actor_name(instance_id), namespace=INSTANCES)
+    return ray.get_actor(instance_name(instance_id), namespace=NAMESPACE)
 
 
 def node_ids(labels: tuple[str, ...] = ("head", "node_a", "node_b")) -> dict[str, str]:
@@ -140,14 +144,6 @@ def init_connect(address: str = "auto") -> None:
         raise SystemNotRunningError(f"no Ray cluster at {address!r}: {exc}; start one with `legionrm up`") from None
 
 
-def actor(name: str) -> Any:
-    """The named legionrm actor; SystemNotRunningError if it is not there."""
-    try:
-        return ray.get_actor(name, namespace=NAMESPACE)
-    except ValueError:
-        raise SystemNotRunningError(f"no legionrm actor {name!r} is running; start a system with `legionrm up`") from None
-
-
 @dataclass
 class System:
     """Handles to the actors of one running system."""
@@ -168,9 +164,9 @@ class System:
 
     def names(self) -> list[str]:
         """The named actors of this system (what `legionrm down` kills)."""
-        return ([SCHEDULER, ENACTOR, COLLECTION] + [f"hostgroup:{g}" for g in self.groups]
-                + [f"vault:{v}" for v in self.vaults] + [f"class:{c}" for c in self.classes]
-                + [f"host:{n}" for n in self.nodes])
+        return ([SCHEDULER, ENACTOR, COLLECTION] + [group_name(g) for g in self.groups]
+                + [vault_name(v) for v in self.vaults] + [class_name(c) for c in self.classes]
+                + [host_name(n) for n in self.nodes])
 
     def schedule(self, request: SchedulingRequest, timeout: float = 120.0) -> SchedulerResponse:
         """``scheduleObjects`` on this system's Scheduler actor."""
@@ -249,171 +245,12 @@ def connect(address: str = "auto") -> System:
     Raises SystemNotRunningError when there is none."""
     init_connect(address)
     source = json.loads(STATE_FILE.read_text()).get("cluster") if STATE_FILE.exists() else None
-    return System(spec=load_cluster(source), collection=actor(COLLECTION), scheduler=actor(SCHEDULER),
-                  enactor=actor(ENACTOR), detached=True)
+    return System(spec=load_cluster(source), collection=require_actor(COLLECTION), scheduler=require_actor(SCHEDULER),
+                  enactor=require_actor(ENACTOR), detached=True)
 
 
-class RemoteBackend:
-    """The query tools' view of a running Collection actor."""
-
-    def __init__(self, handle: Any) -> None:
-        self._h = handle
-
-    @classmethod
-    def connect(cls) -> "RemoteBackend":
-        init_connect()
-        return cls(actor(COLLECTION))
-
-    def query(self, text: str, caller: Identity | None = None, include_unavailable: bool = False) -> QueryResult:
-        return call(self._h.query.remote(text, caller, include_unavailable))
-
-    def record(self, name: str) -> ResourceRecord:
-        return call(self._h.record.remote(name))
-
-    def attribute_names(self) -> list[str]:
-        return call(self._h.snapshot.remote()).attribute_names()
-
-
-# --- CLI --------------------------------------------------------------------
-
-
-def cli_up(args: argparse.Namespace) -> int:
-    """Start Ray (or join --address) and boot the cluster file's system, detached."""
-    spec = load_cluster(args.cluster)
-    if STATE_FILE.exists():
-        print(f"a system is already up (see {STATE_FILE}); `legionrm down` first", file=sys.stderr)
-        return 2
-    state: dict[str, Any] = {"cluster": spec.source}
-    if args.address:
-        state["address"] = args.address
-    else:
-        temp = tempfile.mkdtemp(prefix="lrm-up-", dir="/tmp")
-        port = 6390
-        proc = subprocess.Popen(
-            [
-                sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block",
-                f"--port={port}", "--include-dashboard=false", f"--temp-dir={temp}",
-                "--node-ip-address=127.0.0.1",
-            ],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-            env={**os.environ, "RAY_AUTH_MODE": "disabled"},
-        )
-        state.update(address=f"127.0.0.1:{port}", pid=proc.pid, temp_dir=temp)
-    STATE_FILE.parent.mkdir(parents=True, exist_ok=True)
-    STATE_FILE.write_text(json.dumps(state))
-    deadline = time.time() + 60
-    while True:
-        try:
-            init_connect(state["address"])
-            break
-        except SystemNotRunningError:
-            if time.time() > deadline:
-                _stop_head(state)
-                raise
-            time.sleep(1.0)
-    system = boot(spec, detached=True)
-    state["actors"] = system.names()
-    STATE_FILE.write_text(json.dumps(state))
-    print(f"legionrm is up at {state['address']}: {len(spec.hosts)} hosts, {len(spec.vaults)} vaults from {spec.source}")
-    return 0
-
-
-def _stop_head(state: dict[str, Any], grace_s: float = 10.0) -> None:
-    """Stop the Ray head `up` started: its whole process group (the head runs
-    in a session of its own), politely, then by force; its temp dir goes too."""
-    pid = state.get("pid")
-    if pid:
-        for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
-            try:
-                os.killpg(pid, sig)
-            except ProcessLookupError:
-                break
-            deadline = time.time() + wait
-            while time.time() < deadline and _group_alive(pid):
-                time.sleep(0.2)
-            if not _group_alive(pid):
-                break
-    if state.get("temp_dir"):
-        shutil.rmtree(state["temp_dir"], ignore_errors=True)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-
-
-def cli_down(args: argparse.Namespace) -> int:
-    """Kill the actors `up` started and stop the Ray head it started."""
-    if not STATE_FILE.exists():
-        print("no system is up", file=sys.stderr)
-        return 0
-    state = json.loads(STATE_FILE.read_text())
-    try:
-        init_connect(state["address"])
-        for name in state.get("actors", []):
-            try:
-                ray.kill(actor(name))
-            except SystemNotRunningError:
-                pass
-        ray.shutdown()
-    except SystemNotRunningError:
-        pass
-    _stop_head(state)
-    STATE_FILE.unlink(missing_ok=True)
-    print("legionrm is down")
-    return 0
-
-
-def cli_status(args: argparse.Namespace) -> int:
-    """``legionrm status``: resources, the Scheduler's instances, elastic jobs and pools."""
-    init_connect()
-    snap = call(actor(COLLECTION).snapshot.remote())
-    names = snap.resource_names()
-    avail = [n for n in names if snap.is_available(n)]
-    sched: SchedulerStatus = call(actor(SCHEDULER).status.remote())
-    status = {"resources": len(names), "available": len(avail), "unavailable": sorted(set(names) - set(avail)),
-              "scheduler": sched.model_dump(mode="json")}
-    if args.json:
-        print(json.dumps(status, indent=2))
-        return 0
-    print(f"{status['resources']} resources, {status['available']} available")
-    for n in status["unavailable"]:
-        print(f"  unavailable: {n}")
-    print(f"{sched.instances} instances started by scheduleObjects"
-          + (": " + ", ".join(f"{h} {c}" for h, c in sorted(sched.hosts.items())) if sched.hosts else ""))
-    if sched.elastic:
-        print(f"elastic jobs after cycle {sched.last_cycle}:")
-        for jid, j in sorted(sched.elastic.items()):
-            print(f"  {jid:<16} {j.user:<10} {j.processes}/{j.target} processes of {j.memory_gb:g} GB")
-    for path, p in sorted(sched.pools.items()):
-        alloc, ent = p.get("allocation", {}), p.get("entitlement", {})
-        print(f"pool {path:<12} cpu {alloc.get('cpu', 0):g}/{ent.get('cpu', 0):.4g} entitled, "
-              f"memory {alloc.get('memory', 0) / 1024:g}/{ent.get('memory', 0) / 1024:.4g} GB")
-    return 0
-
-
-def cli_submit(args: argparse.Namespace) -> int:
-    """``legionrm submit REQUEST.toml``: scheduleObjects on the running system.
-    Exit 0 when every instance runs, 1 when the request failed (each
-    placement's failure is printed), 2 for a bad file."""
-    from legionrm.request_file import load_request
-
-    request = load_request(args.request)  # checked before touching Ray
-    init_connect()
-    response: SchedulerResponse = call(actor(SCHEDULER).scheduleObjects.remote(request), 300)
-    if args.json:
-        print(response.model_dump_json(indent=2))
-    elif response.ok:
-        print(f"{request.request_id}: {response.message}")
-        for inst in response.instances:
-            print(f"  {inst.instance_id}  {inst.class_name:<10} on {inst.host}" + (f"  vault {inst.vault}" if inst.vault else ""))
-    else:
-        print(f"{request.request_id}: not scheduled ({response.masters} master schedules tried)")
-        for f in response.failures:
-            print(f"  {f.key:<12} {f.resource or '-':<10} {f.stage:<8} {f.code}: {f.reason}")
-    return 0 if response.ok else 1
+def connect_collection(address: str = "auto") -> RemoteCollection:
+    """The running system's Collection (what ``legionrm query`` and ``shell``
+    talk to).  Raises SystemNotRunningError when there is none."""
+    init_connect(address)
+    return RemoteCollection(require_actor(COLLECTION))

@@ -20,15 +20,15 @@ from legionrm.errors import LegionError
 # returns an exit status.  Imported lazily so `legionrm place` never pays for Ray.
 COMMANDS: dict[str, str] = {
     "demo": "legionrm.cli.demo:cli_main",
-    "up": "legionrm.system:cli_up",
-    "down": "legionrm.system:cli_down",
-    "status": "legionrm.system:cli_status",
+    "up": "legionrm.cli.ops:cli_up",
+    "down": "legionrm.cli.ops:cli_down",
+    "status": "legionrm.cli.ops:cli_status",
     "query": "legionrm.cli.shell:cli_query",
     "shell": "legionrm.cli.shell:cli_shell",
-    "submit": "legionrm.system:cli_submit",
-    "simulate": "legionrm.scheduler.fairshare.scenario:cli_main",
-    "place": "legionrm.scheduler.placement.scenario:cli_main",
-    "pools": "legionrm.scheduler.pools.file:cli_main",
+    "submit": "legionrm.cli.ops:cli_submit",
+    "simulate": "legionrm.cli.simulate:cli_main",
+    "place": "legionrm.cli.place:cli_main",
+    "pools": "legionrm.cli.pools:cli_main",
 }
 
 

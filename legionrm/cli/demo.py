@@ -39,6 +39,7 @@ from legionrm.models import (
     SchedulerResponse,
     SchedulingRequest,
 )
+from legionrm.system import boot, call, instance_actor, local_cluster, node_ids
 
 RAY_HOSTS = {"ray-a": "node_a", "ray-b": "node_b"}
 BATCH_POOL = '$site == "uva" and $gpus == 0 and $memory_gb == 64'  # lab1 and batch1-3
@@ -48,7 +49,6 @@ def cli_main(args: argparse.Namespace) -> int:
     """Run the tour; returns 0 when every step did what it shows."""
     console = Console(highlight=False)
     t0 = time.perf_counter()
-    from legionrm.system import boot, call, local_cluster, node_ids
 
     spec = load_cluster(getattr(args, "cluster", None))
     spec = spec.model_copy(update={"hosts": spec.hosts + tuple(
@@ -103,7 +103,6 @@ def _veto_and_delta(console: Console, system: Any) -> bool:
         objects=(ObjectRequest(class_name="Worker", count=2, cpus=12, memory_gb=8, placement="scatter",
                                constraint='$gpus == 0 and $site == "uva"'),),
     )
-    from legionrm.system import call
 
     suite = call(system.scheduler.make_schedules.remote(request))
     table = Table("master", "placements", "deltas (alternatives for the likeliest failures)")
@@ -129,7 +128,6 @@ def _veto_and_delta(console: Console, system: Any) -> bool:
 
 def _ray_instances(console: Console, system: Any, call: Any, nodes: dict[str, str]) -> bool:
     console.rule("3. instances as Ray actors on the reserved nodes")
-    from legionrm.system import instance_actor
 
     r = system.schedule(SchedulingRequest(
         request_id="demo-echo", identity=Identity(user="bob"),

@@ -23,7 +23,13 @@ from legionrm.collection.collection import Collection
 from legionrm.config import load_cluster
 from legionrm.errors import LegionError, MILError
 from legionrm.mil import FUNCTIONS, KEYWORDS, compile_query
-from legionrm.models import AttrValue, ClusterSpec, Identity, QueryResult, ResourceRecord
+from legionrm.models import (
+    AttrValue,
+    ClusterSpec,
+    Identity,
+    QueryResult,
+    ResourceRecord,
+)
 
 # The word being typed at the cursor: a \command, a $attribute (possibly just
 # "$") or a bare word (keyword or function), wherever it starts -- after "(",
@@ -70,9 +76,10 @@ def open_backend(cluster: str | None) -> Backend:
     """Offline on ``cluster`` when given, else the running system's Collection."""
     if cluster is not None:
         return LocalBackend(load_cluster(cluster))
-    from legionrm.system import RemoteBackend  # imports Ray only when talking to a system
+    # lazily, on purpose: Ray (~0.7 s, hundreds of MB) only when talking to a system
+    from legionrm.system import connect_collection
 
-    return RemoteBackend.connect()
+    return connect_collection()
 
 
 # --- rendering ---------------------------------------------------------------
@@ -245,6 +252,7 @@ def run_lines(session: ShellSession, lines: Iterable[str], out=sys.stdout) -> No
 
 def interactive(session: ShellSession) -> None:
     """The prompt_toolkit loop: history in ~/.legionrm_history, completion."""
+    # lazily, on purpose: only the interactive shell needs a terminal library
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import Completer, Completion
     from prompt_toolkit.history import FileHistory

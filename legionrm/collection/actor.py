@@ -1,7 +1,7 @@
 """The Collection as a Ray actor: a thin shell that holds one core and forwards.
 
 A background thread polls sub-collections; everything else is a direct
-forward.  Created through :func:`legionrm.system` helpers as a named actor in
+forward.  Created through :mod:`legionrm.system` as a named actor in
 the ``legionrm`` namespace.
 """
 
@@ -13,19 +13,36 @@ from typing import Any, Mapping
 import ray
 
 from legionrm.collection.collection import Collection, CollectionSnapshot
-from legionrm.models import AttrValue, CollectionSettings, Identity, QueryResult, ResourceRecord
+from legionrm.models import (
+    AttrValue,
+    CollectionSettings,
+    Identity,
+    QueryResult,
+    ResourceRecord,
+)
 
 
 class RemoteCollection:
-    """A :class:`CollectionSource` over a Collection actor handle, so that one
-    Collection can poll another that lives in a different process."""
+    """The one proxy of a Collection actor: a :class:`CollectionSource` (so one
+    Collection can poll another in a different process), the planners'
+    ``snapshot()``, and the query tools' ``query`` / ``record`` /
+    ``attribute_names``.  Every call waits at most ``timeout_s``."""
 
-    def __init__(self, handle: Any, timeout_s: float = 10.0) -> None:
-        self._handle = handle
+    def __init__(self, handle: Any, timeout_s: float = 60.0) -> None:
+        self.handle = handle
         self._timeout_s = timeout_s
 
     def query(self, text: str, caller: Identity | None = None, include_unavailable: bool = False) -> QueryResult:
-        return ray.get(self._handle.query.remote(text, caller, include_unavailable), timeout=self._timeout_s)
+        return ray.get(self.handle.query.remote(text, caller, include_unavailable), timeout=self._timeout_s)
+
+    def snapshot(self) -> CollectionSnapshot:
+        return ray.get(self.handle.snapshot.remote(), timeout=self._timeout_s)
+
+    def record(self, name: str) -> ResourceRecord:
+        return ray.get(self.handle.record.remote(name), timeout=self._timeout_s)
+
+    def attribute_names(self) -> list[str]:
+        return self.snapshot().attribute_names()
 
 
 @ray.remote(num_cpus=0, max_concurrency=8)

@@ -44,7 +44,13 @@ from legionrm.collection.store import AttributeStore, StoreSnapshot
 from legionrm.errors import CollectionError, UnknownResourceError
 from legionrm.mil import compile_query
 from legionrm.mil import values as V
-from legionrm.models import AccessPolicy, AttrValue, Identity, QueryResult, ResourceRecord
+from legionrm.models import (
+    AccessPolicy,
+    AttrValue,
+    Identity,
+    QueryResult,
+    ResourceRecord,
+)
 
 Caller = Identity | str | None
 """Who asks: an Identity, a bare user name, or None for nobody in particular."""

@@ -32,6 +32,7 @@ from legionrm.models import (
     ReservationToken,
     ScheduleProposal,
 )
+from legionrm.naming import class_name, group_name, host_name, named_actor, vault_name
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ class RayGateway:
     def _route(self, resource: str, group: str | None) -> tuple[str, Handle, bool] | None:
         """(route key, handle, takes batches) for a resource, or None."""
         if group is not None and group not in self.groups and self.resolve is not None:
-            h = named_actor(f"hostgroup:{group}")
+            h = named_actor(group_name(group))
             if h is not None:
                 self.groups[group] = h
         if group is not None and group in self.groups:
@@ -168,7 +169,7 @@ class RayGateway:
     def _class(self, name: str) -> Handle | None:
         h = self.classes.get(name)
         if h is None and self.resolve is not None:
-            h = named_actor(f"class:{name}")  # legionrm.hostobj.actor's naming
+            h = named_actor(class_name(name))
             if h is not None:
                 self.classes[name] = h
         return h
@@ -200,23 +201,12 @@ class RayGateway:
                 log.warning("could not stop an instance during rollback: %s", err)
 
 
-NAMESPACE = "legionrm"  # where legionrm.hostobj.actor names its actors
-
-
-def named_actor(name: str) -> Handle | None:
-    """The live actor named ``name`` in the legionrm namespace, or None."""
-    try:
-        return ray.get_actor(name, namespace=NAMESPACE)
-    except ValueError:
-        return None
-
-
 def discover_resource(resource: str) -> tuple[Handle, bool] | None:
     """A resolver for :class:`RayGateway`: the resource's own named actor
     (``host:<name>``, else ``vault:<name>``, as ``legionrm.hostobj.actor``
     names them); both take batched calls."""
-    for prefix in ("host:", "vault:"):
-        h = named_actor(prefix + resource)
+    for name in (host_name(resource), vault_name(resource)):
+        h = named_actor(name)
         if h is not None:
             return h, True
     return None

@@ -51,7 +51,15 @@ from dataclasses import dataclass, field
 from typing import Callable, Literal, Sequence
 
 from legionrm.enactor.gateway import DEAD, CreateItem, ResourceGateway
-from legionrm.enactor.mapping import Slot, apply_delta, by_key, delta_wave, plan_failure, slot_spec, slots_of
+from legionrm.enactor.mapping import (
+    Slot,
+    apply_delta,
+    by_key,
+    delta_wave,
+    plan_failure,
+    slot_spec,
+    slots_of,
+)
 from legionrm.errors import EnactmentError, LegionError
 from legionrm.models import (
     EnactRequest,

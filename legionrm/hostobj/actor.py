@@ -21,7 +21,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from legionrm.hostobj.build import build_class, build_host, build_vault
 from legionrm.hostobj.group import HostGroup, InstanceKey, TokenRef
-from legionrm.hostobj.ray_node import NAMESPACE, RayNodeHost
+from legionrm.hostobj.ray_node import RayNodeHost
 from legionrm.hostobj.resource import ResourceObject
 from legionrm.models import (
     AttrValue,
@@ -37,6 +37,7 @@ from legionrm.models import (
     StartRequest,
     VaultSpec,
 )
+from legionrm.naming import NAMESPACE, class_name, group_name, host_name, vault_name
 
 log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_S = 30.0
@@ -335,7 +336,7 @@ def _opts(name: str, detached: bool) -> dict[str, Any]:
 
 def spawn_host(spec: HostSpec, *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False) -> Any:
     """A HostActor for a simulated host, named ``host:<name>``."""
-    return HostActor.options(**_opts(f"host:{spec.name}", detached)).remote(spec, collection, heartbeat_s)
+    return HostActor.options(**_opts(host_name(spec.name), detached)).remote(spec, collection, heartbeat_s)
 
 
 def spawn_ray_node_host(
@@ -346,7 +347,7 @@ def spawn_ray_node_host(
     capacity comes from the node unless the spec's attributes set it."""
     spec = spec or HostSpec(name=f"node-{node_id[:8]}")
     return HostActor.options(
-        **_opts(f"host:{spec.name}", detached),
+        **_opts(host_name(spec.name), detached),
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
     ).remote(spec, collection, heartbeat_s, node_id)
 
@@ -355,16 +356,16 @@ def spawn_host_group(
     name: str, host_specs: Sequence[HostSpec], *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False
 ) -> Any:
     """A HostGroupActor carrying ``host_specs``, named ``hostgroup:<name>``."""
-    return HostGroupActor.options(**_opts(f"hostgroup:{name}", detached)).remote(name, list(host_specs), collection, heartbeat_s)
+    return HostGroupActor.options(**_opts(group_name(name), detached)).remote(name, list(host_specs), collection, heartbeat_s)
 
 
 def spawn_vault(spec: VaultSpec, *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False) -> Any:
     """A VaultActor, named ``vault:<name>``."""
-    return VaultActor.options(**_opts(f"vault:{spec.name}", detached)).remote(spec, collection, heartbeat_s)
+    return VaultActor.options(**_opts(vault_name(spec.name), detached)).remote(spec, collection, heartbeat_s)
 
 
 def spawn_class(
     spec: ClassSpec, *, hosts: Mapping[str, Any] | None = None, vaults: Mapping[str, Any] | None = None, detached: bool = False
 ) -> Any:
     """A ClassActor, named ``class:<name>``; ``hosts`` maps host name -> carrier handle."""
-    return ClassActor.options(**_opts(f"class:{spec.name}", detached)).remote(spec, dict(hosts or {}), dict(vaults or {}))
+    return ClassActor.options(**_opts(class_name(spec.name), detached)).remote(spec, dict(hosts or {}), dict(vaults or {}))

@@ -25,7 +25,15 @@ from legionrm.hostobj import codes, tokens
 from legionrm.hostobj.policies import ADMIT, Verdict
 from legionrm.hostobj.records import Reservation, public
 from legionrm.hostobj.resource import ResourceObject
-from legionrm.models import AttrValue, Holder, InstanceRef, Refusal, ReservationRequest, ReservationToken, Resources
+from legionrm.models import (
+    AttrValue,
+    Holder,
+    InstanceRef,
+    Refusal,
+    ReservationRequest,
+    ReservationToken,
+    Resources,
+)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,15 @@ from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from legionrm.errors import ConfigError
 from legionrm.hostobj import codes
-from legionrm.models import AccessPolicy, AttrValue, Holder, Refusal, ReservationRequest, ReservationToken, Resources
+from legionrm.models import (
+    AccessPolicy,
+    AttrValue,
+    Holder,
+    Refusal,
+    ReservationRequest,
+    ReservationToken,
+    Resources,
+)
 
 
 class Admission:

@@ -24,16 +24,10 @@ from legionrm.hostobj import codes
 from legionrm.hostobj.host import HostObject
 from legionrm.hostobj.policies import import_object
 from legionrm.models import AttrValue, InstanceRef, Refusal, ReservationToken, Resources
+from legionrm.naming import NAMESPACE, instance_name
 
-NAMESPACE = "legionrm"
 GB = 1024**3
 _SKIP = ("node:", "accelerator_type:", "object_store_memory", "CPU", "GPU", "memory")
-
-
-def instance_actor_name(instance_id: str) -> str:
-    """The Ray actor name of an instance (namespace :data:`NAMESPACE`), so a
-    program can reach it with ``ray.get_actor(name, namespace=NAMESPACE)``."""
-    return f"legionrm-instance-{instance_id}"
 
 
 def find_node(node_id: str) -> dict[str, Any]:
@@ -91,7 +85,7 @@ class RayNodeHost(HostObject):
             return self._refuse(codes.START_FAILED, f"cannot load {path!r}: {exc}")
         r = token.resources
         opts: dict[str, Any] = dict(
-            name=instance_actor_name(ref.instance_id),
+            name=instance_name(ref.instance_id),
             namespace=NAMESPACE,
             num_cpus=r.cpus,
             num_gpus=r.gpus,

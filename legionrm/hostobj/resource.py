@@ -26,9 +26,15 @@ import numpy as np
 
 from legionrm.hostobj import codes, tokens
 from legionrm.hostobj.calendar import Calendar, State
+from legionrm.hostobj.policies import (
+    ADMIT,
+    Policy,
+    Verdict,
+    ask_owner,
+    owner_attributes,
+)
 from legionrm.hostobj.records import Reservation, forget_after, public
 from legionrm.hostobj.sink import CollectionSink, NullSink
-from legionrm.hostobj.policies import ADMIT, Policy, Verdict, ask_owner, owner_attributes
 from legionrm.models import (
     AccessPolicy,
     AttrValue,

@@ -20,7 +20,13 @@ from legionrm.hostobj import codes
 from legionrm.hostobj.policies import ADMIT, Admission, Verdict
 from legionrm.hostobj.records import public
 from legionrm.hostobj.resource import ResourceObject
-from legionrm.models import Holder, Refusal, ReservationRequest, ReservationToken, Resources
+from legionrm.models import (
+    Holder,
+    Refusal,
+    ReservationRequest,
+    ReservationToken,
+    Resources,
+)
 
 
 class VaultObject(ResourceObject):

@@ -17,10 +17,26 @@ from functools import lru_cache
 from importlib import resources
 
 from lark import Lark, Token, Tree
-from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark.exceptions import (
+    LarkError,
+    UnexpectedCharacters,
+    UnexpectedInput,
+    UnexpectedToken,
+)
 
 from legionrm.errors import MILSyntaxError
-from legionrm.mil.nodes import Attr, Binary, Call, Const, Logic, Node, Query, Span, Unary, children
+from legionrm.mil.nodes import (
+    Attr,
+    Binary,
+    Call,
+    Const,
+    Logic,
+    Node,
+    Query,
+    Span,
+    Unary,
+    children,
+)
 
 MAX_DEPTH = 200
 """Deepest nesting accepted (and/or/xor chains count as one level)."""

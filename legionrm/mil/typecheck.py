@@ -14,7 +14,17 @@ from __future__ import annotations
 
 from legionrm.errors import MILTypeError
 from legionrm.mil import values as V
-from legionrm.mil.nodes import Attr, Binary, Call, Const, Logic, Node, Query, Unary, children
+from legionrm.mil.nodes import (
+    Attr,
+    Binary,
+    Call,
+    Const,
+    Logic,
+    Node,
+    Query,
+    Unary,
+    children,
+)
 
 ANY = frozenset({V.BOOL, V.INT, V.FLOAT, V.STR})
 NUMERIC = frozenset({V.BOOL, V.INT, V.FLOAT})

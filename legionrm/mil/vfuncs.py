@@ -12,7 +12,21 @@ import numpy as np
 
 from legionrm.mil import values as V
 from legionrm.mil.columns import Column
-from legionrm.mil.vectorize import BOOL, ERR, FLOAT, INT, STR, UNDEF, Ctx, _bcast, _const, _floats, _ints, _select, _strict_tags
+from legionrm.mil.vectorize import (
+    BOOL,
+    ERR,
+    FLOAT,
+    INT,
+    STR,
+    UNDEF,
+    Ctx,
+    _bcast,
+    _const,
+    _floats,
+    _ints,
+    _select,
+    _strict_tags,
+)
 
 # -------------------------------------------------------------------------------
 

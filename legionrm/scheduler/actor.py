@@ -12,9 +12,7 @@ from typing import Any
 
 import ray
 
-from legionrm.collection.collection import CollectionSnapshot
-from legionrm.config import fairshare_core
-from legionrm.enactor.actor import named_actor
+from legionrm.collection.actor import RemoteCollection
 from legionrm.hostobj.actor import RemoteHostPort
 from legionrm.models import (
     ClassSpec,
@@ -27,28 +25,21 @@ from legionrm.models import (
     ObjectRequest,
     Refusal,
     ScheduleProposal,
-    SchedulerStatus,
     SchedulerResponse,
+    SchedulerStatus,
     ScheduleSuite,
     SchedulingRequest,
 )
+from legionrm.naming import host_name, named_actor
+from legionrm.scheduler.build import core_for_cluster
 from legionrm.scheduler.elastic.cycle import ElasticCycle, HostStopper
 from legionrm.scheduler.elastic.runner import CycleRunner
 from legionrm.scheduler.planner import Planner
+from legionrm.scheduler.ports import PoolGate
+from legionrm.scheduler.scheduler import Scheduler
 from legionrm.scheduler.sharegate import ShareGate
-from legionrm.scheduler.scheduler import PoolGate, Scheduler
 
 CALL_TIMEOUT_S = 120.0
-
-
-class RemoteCollection:
-    """``snapshot()`` from a Collection actor."""
-
-    def __init__(self, handle: Any) -> None:
-        self.handle = handle
-
-    def snapshot(self) -> CollectionSnapshot:
-        return ray.get(self.handle.snapshot.remote(), timeout=CALL_TIMEOUT_S)
 
 
 class RemoteEnactor:
@@ -77,7 +68,7 @@ def ray_stopper(carriers: dict[str, Any], classes: dict[str, Any]) -> HostStoppe
     host or host-group actor), else the host's own named actor."""
 
     def port(host: str) -> RemoteHostPort | None:
-        handle = carriers.get(host) or named_actor(f"host:{host}")
+        handle = carriers.get(host) or named_actor(host_name(host))
         return RemoteHostPort(handle, CALL_TIMEOUT_S) if handle is not None else None
 
     return HostStopper(port, {name: RemoteClassPort(h) for name, h in classes.items()})
@@ -93,14 +84,14 @@ class SchedulerActor:
                  pools: PoolGate | None = None, name: str = "scheduler", cluster: ClusterSpec | None = None,
                  carriers: dict[str, Any] | None = None, class_actors: dict[str, Any] | None = None) -> None:
         self_handle = ray.get_runtime_context().current_actor
-        coll, enact = RemoteCollection(collection), RemoteEnactor(enactor, (self_handle, "approve"))
+        coll, enact = RemoteCollection(collection, CALL_TIMEOUT_S), RemoteEnactor(enactor, (self_handle, "approve"))
         cluster = cluster or ClusterSpec()
         self.core = Scheduler(coll, enact, Planner({c.name: c for c in classes or ()}), pools,
-                              shares=ShareGate.from_core(fairshare_core(cluster)), name=name)
+                              shares=ShareGate.from_core(core_for_cluster(cluster)), name=name)
         # the cycle's growth is confirmed by approve_growth: the DUCC core decided it already
         grow = RemoteEnactor(enactor, (self_handle, "approve_growth"))
         self.cycle = ElasticCycle(
-            fairshare_core(cluster), grow, ray_stopper(carriers or {}, class_actors or {}), coll,
+            core_for_cluster(cluster), grow, ray_stopper(carriers or {}, class_actors or {}), coll,
             interval_s=float(cluster.fairshare.get("interval_s", 10.0)), name=f"{name}-cycle",
         )
         self.runner = CycleRunner(self.cycle)
@@ -134,7 +125,7 @@ class SchedulerActor:
         return self.core.getCollection().handle
 
     def setCollection(self, handle: Any) -> Any:
-        return self.core.setCollection(RemoteCollection(handle)).handle
+        return self.core.setCollection(RemoteCollection(handle, CALL_TIMEOUT_S)).handle
 
     def getEnactor(self) -> Any:
         return self.core.getEnactor().handle

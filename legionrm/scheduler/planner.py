@@ -59,7 +59,12 @@ from legionrm.scheduler.pipeline import (
     rank,
     run_filters,
 )
-from legionrm.scheduler.snaptables import VaultTable, base_group, base_table, vault_table
+from legionrm.scheduler.snaptables import (
+    VaultTable,
+    base_group,
+    base_table,
+    vault_table,
+)
 
 QUERY_FILTER = "query"
 PLANNER = "planner"  # what refuses a request before any host is looked at

@@ -22,9 +22,8 @@ in-process fakes and in the Scheduler actor with Ray adapters.
 from __future__ import annotations
 
 import threading
-from typing import Any, Protocol
+from typing import Any
 
-from legionrm.collection.collection import CollectionSnapshot
 from legionrm.errors import SchedulingError
 from legionrm.models import (
     EnactRequest,
@@ -38,39 +37,9 @@ from legionrm.models import (
     SchedulerResponse,
     SchedulingRequest,
 )
-from legionrm.scheduler.sharegate import ShareGate
 from legionrm.scheduler.planner import Plan, Planner
-
-
-class SnapshotSource(Protocol):
-    def snapshot(self) -> CollectionSnapshot: ...
-
-
-class EnactorPort(Protocol):
-    def enact_schedule(self, schedules: EnactRequest) -> EnactResult: ...
-
-
-class PoolGate(Protocol):
-    """Admission through resource pools (Peloton-style), ahead of placement."""
-
-    def admit(self, request: SchedulingRequest) -> Refusal | None:
-        """None when the request's gang is admitted (its allocation charged to
-        its pool); a Refusal naming the pool otherwise."""
-        ...
-
-    def release(self, request_id: str) -> None:
-        """Give back what ``admit`` charged (idempotent)."""
-        ...
-
-
-class OpenGate:
-    """No pools configured: everything is admitted."""
-
-    def admit(self, request: SchedulingRequest) -> Refusal | None:
-        return None
-
-    def release(self, request_id: str) -> None:
-        return None
+from legionrm.scheduler.ports import EnactorPort, OpenGate, PoolGate, SnapshotSource
+from legionrm.scheduler.sharegate import ShareGate
 
 
 class Scheduler:

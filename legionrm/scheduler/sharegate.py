@@ -37,13 +37,19 @@ import threading
 from dataclasses import dataclass
 
 from legionrm.models import ObjectRequest, PlacementFailure, Refusal, SchedulingRequest
-from legionrm.scheduler.fairshare.classes import ClassTable, Policy, ResourceClass, RmSettings, UserSpec
+from legionrm.scheduler.fairshare.classes import (
+    ClassTable,
+    Policy,
+    ResourceClass,
+    RmSettings,
+    UserSpec,
+)
 from legionrm.scheduler.fairshare.core import DuccCore
-from legionrm.scheduler.fairshare.treepass import ALLOTMENT
-from legionrm.scheduler.fairshare.nodepool import PoolTree
-from legionrm.scheduler.planner import keys_of, span
 from legionrm.scheduler.fairshare.jobcaps import allotment_gb
+from legionrm.scheduler.fairshare.nodepool import PoolTree
 from legionrm.scheduler.fairshare.shares import job_order, reserve_max_order
+from legionrm.scheduler.fairshare.treepass import ALLOTMENT
+from legionrm.scheduler.planner import keys_of, span
 
 GATE = "ducc"
 """What refuses, in failures and refusals made here."""

@@ -8,7 +8,7 @@ ray = pytest.importorskip("ray")
 
 from legionrm.hostobj import codes  # noqa: E402
 from legionrm.hostobj.actor import spawn_class, spawn_host_group, spawn_ray_node_host  # noqa: E402
-from legionrm.hostobj.ray_node import NAMESPACE, instance_actor_name  # noqa: E402
+from legionrm.naming import NAMESPACE, instance_name  # noqa: E402
 from legionrm.models import (  # noqa: E402
     ClassSpec,
     Holder,
@@ -48,7 +48,7 @@ def test_ray_node_host_starts_a_pinned_actor_on_its_node(ray_nodes: dict[str, st
 
         ref = ray.get(host.start_object.remote(tok, "Probe", ANN, None, {"tag": "hi"}, PROBE))
         assert isinstance(ref, InstanceRef) and ref.node_id == node_b
-        actor = ray.get_actor(instance_actor_name(ref.instance_id), namespace=NAMESPACE)
+        actor = ray.get_actor(instance_name(ref.instance_id), namespace=NAMESPACE)
         where = ray.get(actor.where.remote(), timeout=60)
         assert where["node_id"] == node_b and where["tag"] == "hi"
         assert where["resources"].get("CPU") == 1.0  # Ray accounts exactly the reserved cpus

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from legionrm.config import load_cluster, parse_cluster, pool_gate
+from legionrm.config import load_cluster, parse_cluster
+from legionrm.scheduler.build import pool_gate
 from legionrm.errors import ConfigError
 from legionrm.models import Resources
 from legionrm.scheduler.pools.gate import RespoolGate
-from legionrm.scheduler.scheduler import OpenGate
+from legionrm.scheduler.ports import OpenGate
 
 
 def test_bundled_cluster_has_a_dozen_varied_hosts_and_two_vaults() -> None:

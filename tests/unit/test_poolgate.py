@@ -9,7 +9,8 @@ import tomllib
 
 import pytest
 
-from legionrm.config import load_cluster, pool_gate
+from legionrm.config import load_cluster
+from legionrm.scheduler.build import pool_gate
 from legionrm.inprocess import LocalSystem
 from legionrm.models import Identity, ObjectRequest, Resources, SchedulingRequest
 from legionrm.scheduler.pools.gate import RespoolGate

@@ -46,7 +46,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -61,19 +61,18 @@ from legionrm.models import (
     Identity,
     InstanceRef,
 )
-from legionrm.scheduler.fairshare.classes import Policy
-from legionrm.scheduler.fairshare.core import CycleResult, DuccCore, ShareEvent
 from legionrm.scheduler.elastic.enact import (
     ACCESS_DENIED,
     ENACT_ERROR,
-    EnactorPort,
     GrowthContext,
     HostStopper,
     JobGrowth,
     Refusals,
-    Stopper,
     change,
 )
+from legionrm.scheduler.fairshare.classes import Policy
+from legionrm.scheduler.fairshare.core import CycleResult, DuccCore, ShareEvent
+from legionrm.scheduler.ports import EnactorPort, SnapshotSource, Stopper
 
 log = logging.getLogger(__name__)
 
@@ -82,10 +81,6 @@ UNBOUNDED_WORK = 2**31 - 1
 """Work items the core is told for a job with no bound (``work_items=None``)."""
 UPDATABLE = ("work_items", "time_per_item_ms", "init_time_ms", "max_processes", "threads")
 __all__ = ["ACCESS_DENIED", "ENACT_ERROR", "ElasticCycle", "EnactorPort", "HostStopper", "SnapshotSource", "Stopper"]
-
-
-class SnapshotSource(Protocol):
-    def snapshot(self) -> CollectionSnapshot: ...
 
 
 @dataclass

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping
 
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.errors import LegionError, SchedulingError
@@ -46,23 +46,12 @@ from legionrm.models import (
     Resources,
 )
 from legionrm.scheduler.fairshare.core import DuccCore, ShareEvent
+from legionrm.scheduler.ports import EnactorPort
 
 log = logging.getLogger(__name__)
 
 ACCESS_DENIED = "access.denied"
 ENACT_ERROR = "enactment.error"
-
-
-class EnactorPort(Protocol):
-    def enact_schedule(self, schedules: EnactRequest) -> EnactResult: ...
-
-
-class Stopper(Protocol):
-    def stop(self, instance: InstanceRef, reason: str) -> object:
-        """Stop ``instance`` on its host.  Returning (any value) means the
-        instance no longer runs: stopped now, or already gone.  Raising means
-        that is not known; the cycle tries again next cycle."""
-        ...
 
 
 class HostStopper:

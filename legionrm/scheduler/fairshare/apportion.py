@@ -22,6 +22,8 @@ from typing import Callable
 
 import numpy as np
 
+from legionrm.scheduler.fairshare.classes import ResourceClass
+from legionrm.scheduler.fairshare.context import CycleContext
 from legionrm.scheduler.fairshare.shares import nshares_from_v, remove_shares_by_order
 
 INF = 2**62
@@ -158,7 +160,7 @@ def _order_vector(L: int, items: list[tuple[int, int]]) -> np.ndarray:
     return w
 
 
-def how_much_fair_share(ctx, group) -> None:  # ctx: ducc.CycleContext
+def how_much_fair_share(ctx: CycleContext, group: list[ResourceClass]) -> None:
     """Counts for every job of one FAIR_SHARE priority group (sets ``job.counted``).
 
     Pools are visited leaf first (children ascending).  At every pool that has

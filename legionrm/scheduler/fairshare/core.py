@@ -13,7 +13,7 @@ process has gone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from legionrm.errors import SchedulingError
@@ -27,9 +27,16 @@ from legionrm.scheduler.fairshare.classes import (
     resolve_classes,
     resolve_nodepools,
 )
-from legionrm.scheduler.fairshare.treepass import CycleContext, schedule_tree
 from legionrm.scheduler.fairshare.nodepool import NodePool, PoolTables, PoolTree
-from legionrm.scheduler.fairshare.shares import JOB_KINDS, Job, Machine, Share, job_order, machine_order
+from legionrm.scheduler.fairshare.shares import (
+    JOB_KINDS,
+    Job,
+    Machine,
+    Share,
+    job_order,
+    machine_order,
+)
+from legionrm.scheduler.fairshare.treepass import CycleContext, schedule_tree
 
 # What progress reports may change.  Memory (hence the order) is fixed at submit, as in DUCC.
 JOB_FIELDS = ("work_items", "threads", "max_processes", "time_per_item_ms", "init_time_ms")

@@ -16,20 +16,22 @@ makes a hole of the needy job's order.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from legionrm.scheduler.fairshare.classes import Policy
-from legionrm.scheduler.fairshare.shares import Job, Share, nshares_from_v, remove_shares_by_order
-
-if TYPE_CHECKING:
-    from legionrm.scheduler.fairshare.treepass import CycleContext
+from legionrm.scheduler.fairshare.context import CycleContext
+from legionrm.scheduler.fairshare.preemption import evict_share
+from legionrm.scheduler.fairshare.shares import (
+    Job,
+    Share,
+    nshares_from_v,
+    remove_shares_by_order,
+)
 
 WAIT_DEFRAG = "Waiting for defragmentation"
 
 
-def detect_fragmentation(ctx: "CycleContext") -> dict[str, int]:
+def detect_fragmentation(ctx: CycleContext) -> dict[str, int]:
     """Put potentially needy jobs on the needy list; return the actually needy ones
     with how many processes each still lacks."""
     thr = ctx.settings.fragmentation_threshold
@@ -88,7 +90,7 @@ def detect_fragmentation(ctx: "CycleContext") -> dict[str, int]:
     return needy
 
 
-def _compatible(ctx: "CycleContext", a: str, b: str) -> bool:
+def _compatible(ctx: CycleContext, a: str, b: str) -> bool:
     pa, pb = ctx.pools[a], ctx.pools[b]
     return pa.contains(pb) or pb.contains(pa)
 
@@ -97,7 +99,7 @@ def _forceable(s: Share) -> bool:
     return not s.fixed and not s.evicted
 
 
-def do_final_evictions(ctx: "CycleContext", needy: dict[str, int]) -> None:
+def do_final_evictions(ctx: CycleContext, needy: dict[str, int]) -> None:
     thr = ctx.settings.fragmentation_threshold
     for nid in sorted(needy, key=lambda i: ctx.jobs[i].age_key()):
         nj = ctx.jobs[nid]
@@ -122,7 +124,7 @@ def do_final_evictions(ctx: "CycleContext", needy: dict[str, int]) -> None:
             nj.reason = WAIT_DEFRAG
 
 
-def _take_from_the_rich(ctx: "CycleContext", nj: Job, needed: int, donors: list[Job]) -> int:
+def _take_from_the_rich(ctx: CycleContext, nj: Job, needed: int, donors: list[Job]) -> int:
     if not donors or needed <= 0:
         return 0
     order = nj.order
@@ -188,10 +190,9 @@ def _take_from_the_rich(ctx: "CycleContext", nj: Job, needed: int, donors: list[
     return given
 
 
-def _clear_share(ctx: "CycleContext", s: Share, owner: Job, nj: Job) -> None:
+def _clear_share(ctx: CycleContext, s: Share, owner: Job, nj: Job) -> None:
     """Reassign a same-size pending share to the needy job, cancel a pending one of
     another size, or evict a running one."""
-    from legionrm.scheduler.fairshare.preemption import evict_share
 
     if s.pending:
         if s.order == nj.order:

@@ -14,7 +14,12 @@ from __future__ import annotations
 
 import math
 
-from legionrm.scheduler.fairshare.classes import Policy, ResourceClass, RmSettings, UserSpec
+from legionrm.scheduler.fairshare.classes import (
+    Policy,
+    ResourceClass,
+    RmSettings,
+    UserSpec,
+)
 from legionrm.scheduler.fairshare.shares import Job
 
 UNBOUNDED = 2**62

@@ -15,16 +15,12 @@ not picked again.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from legionrm.scheduler.fairshare.classes import Policy
+from legionrm.scheduler.fairshare.context import CycleContext
 from legionrm.scheduler.fairshare.shares import Job, Share
 
-if TYPE_CHECKING:
-    from legionrm.scheduler.fairshare.treepass import CycleContext
 
-
-def investment_key(ctx: "CycleContext", job: Job, s: Share) -> tuple:
+def investment_key(ctx: CycleContext, job: Job, s: Share) -> tuple:
     """Sort key: smallest first is evicted first."""
     home = ctx.pools[ctx.classes.classes[job.cls].nodepool]
     m = ctx.machines[s.machine]
@@ -36,7 +32,7 @@ def investment_key(ctx: "CycleContext", job: Job, s: Share) -> tuple:
     return (0 if squatter else 1, inv, -m.memory_gb, -s.id)
 
 
-def evict_share(ctx: "CycleContext", job: Job, s: Share) -> None:
+def evict_share(ctx: CycleContext, job: Job, s: Share) -> None:
     """Publish the eviction of one share (idempotent)."""
     if s.evicted:
         return
@@ -44,7 +40,7 @@ def evict_share(ctx: "CycleContext", job: Job, s: Share) -> None:
     ctx.evictions.append((job.id, s.id, s.machine))
 
 
-def shrink_by(ctx: "CycleContext", job: Job, count: int) -> int:
+def shrink_by(ctx: CycleContext, job: Job, count: int) -> int:
     """Evict ``count`` running processes of ``job`` in investment order; returns how many."""
     cands = [s for s in job.shares.values() if not s.evicted and not s.pending and not s.fixed]
     cands.sort(key=lambda s: investment_key(ctx, job, s))
@@ -55,7 +51,7 @@ def shrink_by(ctx: "CycleContext", job: Job, count: int) -> int:
     return done
 
 
-def do_evictions(ctx: "CycleContext") -> None:
+def do_evictions(ctx: CycleContext) -> None:
     """Every FAIR_SHARE job holding more than its count sheds the surplus
     (pools visited children first, descending search order)."""
     for pool in ctx.top.post_order(descending=True):

@@ -16,19 +16,16 @@ confirmed (the tables are built from every share on the machine).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from legionrm.scheduler.fairshare.classes import Policy
+from legionrm.scheduler.fairshare.context import CycleContext
 from legionrm.scheduler.fairshare.nodepool import NodePool
+from legionrm.scheduler.fairshare.preemption import evict_share
 from legionrm.scheduler.fairshare.shares import Job
-
-if TYPE_CHECKING:
-    from legionrm.scheduler.fairshare.treepass import CycleContext
 
 WAIT_PREEMPT = "Waiting for preemptions"
 
 
-def _fill(ctx: "CycleContext", job: Job, pool: NodePool, needed: int, fixed: bool, only_free_of_jobs: bool) -> int:
+def _fill(ctx: CycleContext, job: Job, pool: NodePool, needed: int, fixed: bool, only_free_of_jobs: bool) -> int:
     """Place up to ``needed`` processes in ``pool`` (local machines only); returns placed."""
     placed = 0
     tables = ctx.tables
@@ -50,7 +47,7 @@ def _fill(ctx: "CycleContext", job: Job, pool: NodePool, needed: int, fixed: boo
     return placed
 
 
-def find_shares(ctx: "CycleContext", job: Job, horizontal_first: bool = False) -> int:
+def find_shares(ctx: CycleContext, job: Job, horizontal_first: bool = False) -> int:
     """DUCC findShares: place ``counted - current`` processes; returns how many were placed."""
     needed = job.counted - job.current()
     if needed <= 0:
@@ -76,7 +73,7 @@ def find_shares(ctx: "CycleContext", job: Job, horizontal_first: bool = False) -
     return got
 
 
-def do_expansion(ctx: "CycleContext", jobs: list[Job]) -> None:
+def do_expansion(ctx: CycleContext, jobs: list[Job]) -> None:
     """Expand each job (in the given order) toward its count."""
     for j in jobs:
         if j.completed or j.refused:
@@ -92,7 +89,7 @@ def expansion_order(jobs: list[Job]) -> list[Job]:
     return sorted(jobs, key=lambda j: (j.submit, -j.order, j.seq, j.id))
 
 
-def what_of_fair_share(ctx: "CycleContext", group) -> None:
+def what_of_fair_share(ctx: CycleContext, group) -> None:
     names = {c.name for c in group}
     for pool in ctx.top.post_order():
         jobs = [
@@ -102,7 +99,7 @@ def what_of_fair_share(ctx: "CycleContext", group) -> None:
             do_expansion(ctx, expansion_order(jobs))
 
 
-def what_of_fixed(ctx: "CycleContext", group) -> None:
+def what_of_fixed(ctx: CycleContext, group) -> None:
     for c in group:
         for j in sorted(ctx.jobs_by_class.get(c.name, []), key=lambda j: j.age_key()):
             if j.refused or j.deferred or j.completed or j.current() >= j.counted:
@@ -112,7 +109,7 @@ def what_of_fixed(ctx: "CycleContext", group) -> None:
                 j.reason = WAIT_PREEMPT
 
 
-def allocate_for_reservation(ctx: "CycleContext", job: Job) -> int:
+def allocate_for_reservation(ctx: CycleContext, job: Job) -> int:
     """DUCC findMachines: whole free machines of exactly the job's order.
 
     If fewer are free than needed, the fair-share work on the machines How
@@ -138,8 +135,7 @@ def allocate_for_reservation(ctx: "CycleContext", job: Job) -> int:
     return placed
 
 
-def setup_preemptions(ctx: "CycleContext", job: Job) -> None:
-    from legionrm.scheduler.fairshare.preemption import evict_share
+def setup_preemptions(ctx: CycleContext, job: Job) -> None:
 
     for name in sorted(ctx.preemptables.get(job.id, ())):
         m = ctx.machines[name]
@@ -153,7 +149,7 @@ def setup_preemptions(ctx: "CycleContext", job: Job) -> None:
                 evict_share(ctx, owner, s)
 
 
-def what_of_reserve(ctx: "CycleContext", group) -> None:
+def what_of_reserve(ctx: CycleContext, group) -> None:
     for c in group:
         for j in sorted(ctx.jobs_by_class.get(c.name, []), key=lambda j: j.age_key()):
             if j.refused or j.deferred or j.completed:
@@ -161,7 +157,7 @@ def what_of_reserve(ctx: "CycleContext", group) -> None:
             allocate_for_reservation(ctx, j)  # places counted - current more, if any
 
 
-def expand_needy_jobs(ctx: "CycleContext", group) -> None:
+def expand_needy_jobs(ctx: CycleContext, group) -> None:
     """Jobs defragmentation put on the needy list last cycle expand before anyone else."""
     if not ctx.needy:
         return

@@ -42,8 +42,17 @@ from legionrm.scheduler.placement.chunkfit import (
     host_reason,
     prefilter,
 )
-from legionrm.scheduler.placement.nodes import DEFAULT_RESOURCES, DEFAULT_SORT_KEY, NodeTable
-from legionrm.scheduler.placement.nodestate import JOB_INFINITY, HostState, HostView, SetSums
+from legionrm.scheduler.placement.nodes import (
+    DEFAULT_RESOURCES,
+    DEFAULT_SORT_KEY,
+    NodeTable,
+)
+from legionrm.scheduler.placement.nodestate import (
+    JOB_INFINITY,
+    HostState,
+    HostView,
+    SetSums,
+)
 from legionrm.scheduler.placement.psets import PlacementSets
 from legionrm.scheduler.placement.select import SelectRequest
 

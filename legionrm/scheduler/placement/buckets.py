@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from legionrm.scheduler.placement.base import Outcome, PlaceConfig, _Placer
 from legionrm.scheduler.placement.chunkfit import (
     NO_NODE_RESOURCES,
     NO_TOTAL_NODES,
@@ -34,8 +35,13 @@ from legionrm.scheduler.placement.chunkfit import (
     host_reason,
 )
 from legionrm.scheduler.placement.nodes import NodeTable
-from legionrm.scheduler.placement.nodestate import BUSY, BUSY_LATER, FREE, HostState, HostView
-from legionrm.scheduler.placement.base import Outcome, PlaceConfig, _Placer
+from legionrm.scheduler.placement.nodestate import (
+    BUSY,
+    BUSY_LATER,
+    FREE,
+    HostState,
+    HostView,
+)
 from legionrm.scheduler.placement.select import SelectRequest, format_value
 
 

@@ -24,7 +24,14 @@ import numpy as np
 from legionrm.errors import SelectSyntaxError
 from legionrm.scheduler.placement.nodes import Column, NodeTable
 from legionrm.scheduler.placement.nodestate import HostView, SetSums
-from legionrm.scheduler.placement.select import Chunk, SelectRequest, Size, classify, exec_amount, format_value
+from legionrm.scheduler.placement.select import (
+    Chunk,
+    SelectRequest,
+    Size,
+    classify,
+    exec_amount,
+    format_value,
+)
 
 # PBS comment texts (the parts after "Not Running: " / "Can Never Run: ").
 NO_NODE_RESOURCES = "No available resources on nodes"

@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from legionrm.scheduler.placement.base import Outcome, _Placer
 from legionrm.scheduler.placement.chunkfit import (
     INVALID_STATE,
     NO_TOTAL_NODES,
@@ -34,7 +35,6 @@ from legionrm.scheduler.placement.chunkfit import (
     match_mask,
 )
 from legionrm.scheduler.placement.nodestate import FREE, HostView
-from legionrm.scheduler.placement.base import Outcome, _Placer
 from legionrm.scheduler.placement.select import SelectRequest
 
 _Alloc = list[list[tuple[int, int]]]

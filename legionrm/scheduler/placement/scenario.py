@@ -1,4 +1,5 @@
-"""``legionrm place SCENARIO.toml [--json]``: place jobs over hosts, offline.
+"""Placement scenarios: a scenario file -> hosts, holdings and jobs, placed in
+one cycle by the placement engine (``legionrm place``).
 
 The scenario file (all times in seconds)::
 
@@ -39,19 +40,32 @@ hosts from ``now`` for its walltime.
 
 from __future__ import annotations
 
-import json
-import sys
-from argparse import Namespace
 from dataclasses import dataclass
 from typing import Any
 
-from legionrm.config import check_keys, expand_names, expect, load_toml, require, tables
 from legionrm.errors import ConfigError, SelectSyntaxError
-from legionrm.scheduler.placement.nodes import DEFAULT_RESOURCES, DEFAULT_SORT_KEY, NodeSpec, NodeTable
-from legionrm.scheduler.placement.nodestate import JOB_INFINITY
-from legionrm.scheduler.placement.base import PlaceConfig, PlacementResult, Placer, requested_resources
+from legionrm.scheduler.placement.base import (
+    PlaceConfig,
+    PlacementResult,
+    Placer,
+    requested_resources,
+)
 from legionrm.scheduler.placement.chunkfit import BadValue, compile_request
-from legionrm.scheduler.placement.select import Place, SelectRequest, parse_place, parse_select, value_position
+from legionrm.scheduler.placement.nodes import (
+    DEFAULT_RESOURCES,
+    DEFAULT_SORT_KEY,
+    NodeSpec,
+    NodeTable,
+)
+from legionrm.scheduler.placement.nodestate import JOB_INFINITY
+from legionrm.scheduler.placement.select import (
+    Place,
+    SelectRequest,
+    parse_place,
+    parse_select,
+    value_position,
+)
+from legionrm.tomlio import check_keys, expand_names, expect, load_toml, require, tables
 
 
 @dataclass(frozen=True)
@@ -232,35 +246,3 @@ def run_scenario(sc: Scenario) -> tuple[Placer, dict[str, PlacementResult]]:
             placer.occupy(res, sc.now, sc.now + (job.walltime if job.walltime is not None else JOB_INFINITY))
         out[job.id] = res
     return placer, out
-
-
-def _fmt_time(t: float | None) -> str:
-    if t is None:
-        return "-"
-    return str(int(t)) if float(t).is_integer() else str(t)
-
-
-def render_text(results: dict[str, PlacementResult]) -> str:
-    rows = [("JOB", "STATUS", "PATH", "START", "PLACEMENT / COMMENT")]
-    for jid, r in results.items():
-        text = r.exec_vnode if r.runs else r.comment
-        if r.failed_chunk and r.status == "not_now":  # a "never" comment names its chunk already
-            text += f"  [chunk {r.failed_chunk}]"
-        rows.append((jid, r.status, r.path, _fmt_time(r.earliest_start), text))
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    lines = []
-    for row in rows:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row[:4], widths)) + "  " + row[4])
-    return "\n".join(lines)
-
-
-def cli_main(args: Namespace) -> int:
-    """Entry point for ``legionrm place``; errors propagate as LegionError (exit 2)."""
-    sc = load_scenario(args.scenario)
-    _, results = run_scenario(sc)
-    if getattr(args, "json", False):
-        print(json.dumps({"jobs": {jid: r.to_json() for jid, r in results.items()}}, indent=2))
-    else:
-        print(render_text(results))
-    sys.stdout.flush()
-    return 0

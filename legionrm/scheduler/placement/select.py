@@ -26,7 +26,12 @@ from pathlib import Path
 from typing import Literal, Union
 
 from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import (
+    UnexpectedCharacters,
+    UnexpectedEOF,
+    UnexpectedInput,
+    UnexpectedToken,
+)
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from legionrm.errors import SelectSyntaxError

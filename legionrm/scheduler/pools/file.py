@@ -1,4 +1,4 @@
-"""``legionrm pools FILE [--json]``: validate a pool file, compute entitlement, admit once, print.
+"""A ``legionrm pools`` file: validate its pools, compute entitlement, admit once.
 
 The file (see docs/pools.md)::
 
@@ -16,35 +16,34 @@ whose reservation and limit are ``[capacity]``, each through the validators;
 the first refusal is the command's error (exit 2).  Shape errors in the file
 are ConfigErrors naming file, table and key.
 
-The ``[[pool]]`` table format has one parser, :func:`pool_spec` /
-:func:`parse_pools`, and one tree builder, :func:`build_tree`: the cluster
-file's pools (``legionrm.config.pool_gate``) go through the same two.
+The ``[[pool]]`` table format has one parser, :func:`~legionrm.scheduler.pools.spec.parse_pools`, and one tree builder,
+:func:`~legionrm.scheduler.pools.spec.build_tree`: cluster files go through
+the same two.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from legionrm.config import check_keys, expect, load_toml, require, tables
 from legionrm.errors import ConfigError, LegionError, PoolRuleError
-from legionrm.models import PoolResourceSpec, PoolSpec
+from legionrm.models import PoolSpec
 from legionrm.scheduler.pools.respool import (
     Gang,
-    PoolConfig,
-    ReservationType,
     ResourcePoolTree,
-    ResourceSpec,
     Task,
 )
+from legionrm.scheduler.pools.spec import (
+    _resource,
+    build_tree,
+    parse_pools,
+    pool_config,
+)
 from legionrm.scheduler.pools.validate import check_path, check_resources
-from legionrm.scheduler.pools.vec import KINDS, vec
-
-NUM = (float, int)
+from legionrm.scheduler.pools.vec import KINDS
+from legionrm.tomlio import check_keys, expect, load_toml, require, tables
 
 
 def _kinds(table: dict[str, Any], *, file: str, where: str) -> dict[str, float]:
@@ -57,99 +56,6 @@ def _capacity(doc: dict[str, Any], name: str, file: str) -> dict[str, float]:
         raise ConfigError("must be a table", file=file, table=name)
     check_keys(table, KINDS, file=file, where=name)
     return _kinds(table, file=file, where=name)
-
-
-POOL_KEYS = ("path", "controller_limit_percent", "slack_limit_percent")
-
-
-def pool_spec(table: dict[str, Any], *, file: str, where: str, allow_default: bool = False) -> PoolSpec:
-    """One ``[[pool]]`` table -> :class:`PoolSpec`; the one parser of the pool
-    table format, shared by ``legionrm pools`` files and cluster files.
-
-    ``allow_default`` accepts ``default = true`` (cluster files).  Shape errors
-    are ConfigErrors naming file, table and key; the pool rules (limits,
-    reservations, kinds) are the validators' to check when the tree is built.
-    """
-    scalar_keys = set(POOL_KEYS) | ({"default"} if allow_default else set())
-    for key, value in table.items():
-        if key not in scalar_keys and not isinstance(value, dict):
-            raise ConfigError(
-                f"unknown key (known: {', '.join(sorted(scalar_keys))}, and a sub-table per kind: {', '.join(KINDS)})",
-                file=file, table=where, key=key,
-            )  # fmt: skip
-    path = require(table, "path", str, file=file, where=where)
-    kinds = [(key, sub) for key, sub in table.items() if isinstance(sub, dict)]
-    specs = [_resource(key, sub, file=file, where=f"{where}.{key}") for key, sub in kinds]
-    return PoolSpec(
-        path=path,
-        resources=tuple(specs),
-        controller_limit_percent=expect(table, "controller_limit_percent", float, None, file=file, where=where),
-        slack_limit_percent=expect(table, "slack_limit_percent", float, None, file=file, where=where),
-        default=expect(table, "default", bool, False, file=file, where=where) if allow_default else False,
-    )
-
-
-RESERVATION_TYPES = {"ELASTIC": "ELASTIC", "STATIC": "STATIC", "UNKNOWN_TYPE": "ELASTIC"}
-"""Accepted ``type`` values; upstream treats anything but STATIC (its UNKNOWN_TYPE too) as ELASTIC."""
-
-
-def _resource(kind: str, sub: dict[str, Any], *, file: str, where: str) -> PoolResourceSpec:
-    """One kind sub-table (``[pool.cpu]``) -> :class:`PoolResourceSpec`; shape errors are ConfigErrors."""
-    check_keys(sub, ("reservation", "limit", "share", "type"), file=file, where=where)
-    kind_type = expect(sub, "type", str, "ELASTIC", file=file, where=where)
-    if kind_type.upper() not in RESERVATION_TYPES:
-        raise ConfigError(f"must be ELASTIC or STATIC, not {kind_type!r}", file=file, table=where, key="type")
-    return PoolResourceSpec(
-        kind=kind,  # an unknown kind is the validator's to refuse, with its message
-        reservation=expect(sub, "reservation", float, 0.0, file=file, where=where),
-        limit=expect(sub, "limit", float, 0.0, file=file, where=where),
-        share=expect(sub, "share", float, 1.0, file=file, where=where),
-        type=RESERVATION_TYPES[kind_type.upper()],
-    )
-
-
-def parse_pools(doc: dict[str, Any], *, file: str, allow_default: bool = False) -> tuple[PoolSpec, ...]:
-    """Every ``[[pool]]`` table of a parsed document, in file order (see :func:`pool_spec`).
-
-    With ``allow_default``, more than one pool marked ``default`` is a ConfigError.
-    """
-    out = tuple(
-        pool_spec(t, file=file, where=f"pool[{i}]", allow_default=allow_default)
-        for i, t in enumerate(tables(doc, "pool", file))
-    )
-    marked = [i for i, p in enumerate(out) if p.default]
-    if len(marked) > 1:
-        raise ConfigError(f"only one pool may be the default; pool[{marked[0]}] already is",
-                          file=file, table=f"pool[{marked[1]}]", key="default")  # fmt: skip
-    return out
-
-
-def pool_config(spec: PoolSpec) -> PoolConfig:
-    """The tree's :class:`PoolConfig` for a :class:`PoolSpec`."""
-    return PoolConfig(
-        resources=tuple(
-            ResourceSpec(kind=r.kind, reservation=r.reservation, limit=r.limit, share=r.share, type=ReservationType(r.type))
-            for r in spec.resources
-        ),
-        controller_limit_percent=spec.controller_limit_percent,
-        slack_limit_percent=spec.slack_limit_percent,
-    )
-
-
-def build_tree(specs: Iterable[PoolSpec], capacity: Mapping[str, float], **tree_args: Any) -> ResourcePoolTree:
-    """A :class:`ResourcePoolTree` holding ``specs`` under a root whose
-    reservation and limit are ``capacity`` (pool kinds: cpu, memory MB, disk MB, gpu).
-
-    Pools are created parents first (file order within a depth), each through
-    the validators: the first refusal raises PoolRuleError and nothing is
-    returned.  ``tree_args`` go to the tree (``preemption``, ``dequeue_limit``).
-    """
-    tree = ResourcePoolTree(**tree_args)
-    tree.set_capacity(vec(capacity))  # children of the root are validated against the cluster, as in a running system
-    ordered = sorted(enumerate(specs), key=lambda p: (p[1].path.count("/") if p[1].path != "/" else 0, p[0]))
-    for _, spec in ordered:
-        tree.create(spec.path, pool_config(spec))
-    return tree
 
 
 def _pool_ref(tree: ResourcePoolTree, table: dict[str, Any], *, file: str, where: str, leaf: bool) -> str:
@@ -295,38 +201,3 @@ def run_file(file: str) -> dict[str, Any]:
     return {"pools": tree.report(), "admitted": [g.id for g in admitted]}
 
 
-def _n(v: float) -> str:
-    return f"{v:.3f}".rstrip("0").rstrip(".") if v != int(v) else str(int(v))
-
-
-def _v(d: dict[str, float]) -> str:
-    return " ".join(f"{k}={_n(d[k])}" for k in KINDS)
-
-
-def render(result: dict[str, Any]) -> str:
-    """The human table: one block per pool, then the admitted gangs."""
-    lines: list[str] = []
-    for path, p in result["pools"].items():
-        lines.append(path)
-        for label, key in (
-            ("entitlement", "entitlement"),
-            ("non-slack", "non_slack_entitlement"),
-            ("slack", "slack_entitlement"),
-            ("allocation", "allocation"),
-        ):
-            lines.append(f"  {label:<12} {_v(p[key])}")
-        queued = [f"{q}: {', '.join(ids)}" for q, ids in p["queues"].items() if ids]
-        if queued:
-            lines.append(f"  {'queued':<12} " + "; ".join(queued))
-    lines.append("admitted: " + (", ".join(result["admitted"]) or "(none)"))
-    return "\n".join(lines)
-
-
-def cli_main(args: argparse.Namespace) -> int:
-    """Entry point for ``legionrm pools``; LegionErrors propagate to cli.py (exit 2)."""
-    result = run_file(args.file)
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(render(result))
-    return 0

@@ -1,6 +1,6 @@
 """Admission through resource pools for ``scheduleObjects``: :class:`RespoolGate`.
 
-The Scheduler asks its :class:`~legionrm.scheduler.scheduler.PoolGate` before
+The Scheduler asks its :class:`~legionrm.scheduler.ports.PoolGate` before
 it plans (step 1 of DESIGN.md's flow).  ``RespoolGate`` answers from a
 Peloton-style :class:`~legionrm.scheduler.pools.respool.ResourcePoolTree`:
 
@@ -59,10 +59,20 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from legionrm.errors import AdmissionError, PoolNotFoundError, PoolValidationError
-from legionrm.models import Refusal, Resources, SchedulingRequest
-from legionrm.scheduler.pools.respool import MB_PER_GB, ResourcePoolTree, gang_from_request
+from legionrm.errors import (
+    AdmissionError,
+    ConfigError,
+    PoolNotFoundError,
+    PoolValidationError,
+)
+from legionrm.models import ClusterSpec, Refusal, Resources, SchedulingRequest
 from legionrm.scheduler.pools.gang import TOTAL
+from legionrm.scheduler.pools.respool import (
+    MB_PER_GB,
+    ResourcePoolTree,
+    gang_from_request,
+)
+from legionrm.scheduler.pools.spec import build_tree
 from legionrm.scheduler.pools.vec import EPS, KINDS, Vec, as_dict, exceeds, go_num, vec
 
 GATE = "respool"
@@ -90,7 +100,7 @@ def capacity_vector(capacity: Resources | Mapping[str, float]) -> Vec:
 
 
 class RespoolGate:
-    """A :class:`~legionrm.scheduler.scheduler.PoolGate` over a resource-pool tree.
+    """A :class:`~legionrm.scheduler.ports.PoolGate` over a resource-pool tree.
 
     ``tree`` is owned by the gate from now on (use it only through the gate);
     ``capacity`` is the cluster's (see :func:`capacity_vector`), updatable
@@ -232,3 +242,23 @@ def _over(need: Vec, bound: Vec) -> str:
     over = np.flatnonzero(np.asarray(need) - bound >= EPS)
     i = int(over[0]) if len(over) else 0
     return f"{KINDS[i]} {go_num(round(float(need[i]), 6))} > {go_num(round(float(bound[i]), 6))}"
+
+
+def tree_for_cluster(spec: ClusterSpec) -> ResourcePoolTree | None:
+    """The cluster's ``[[pool]]`` tables as a fresh resource-pool tree under a
+    root entitled to :meth:`ClusterSpec.capacity`; None when no pool is
+    configured.  The tables go through the one parser and tree builder of
+    :mod:`legionrm.scheduler.pools.spec`.  A pool the validators refuse, or a
+    ``default`` pool with children, is a ConfigError naming the file."""
+    if not spec.pools:
+        return None
+    try:
+        tree = build_tree(spec.pools, as_dict(capacity_vector(spec.capacity())))
+    except PoolValidationError as exc:
+        raise ConfigError(str(exc), file=spec.source, table="pool") from None
+    default = spec.default_pool()
+    if default is not None and not tree.get(default).is_leaf:
+        i = next(i for i, p in enumerate(spec.pools) if p.default)
+        raise ConfigError(f"the default pool {default} has child pools; it must be a leaf",
+                          file=spec.source, table=f"pool[{i}]", key="default")
+    return tree

@@ -27,7 +27,9 @@ import numpy as np
 from legionrm.errors import AdmissionError, PoolNotFoundError
 from legionrm.models import Refusal, SchedulingRequest
 from legionrm.scheduler.pools import admission as adm
-from legionrm.scheduler.pools.entitlement import compute_entitlement as _compute_entitlement
+from legionrm.scheduler.pools.entitlement import (
+    compute_entitlement as _compute_entitlement,
+)
 from legionrm.scheduler.pools.gang import (
     ACCOUNTS,
     ADMISSION_ORDER,

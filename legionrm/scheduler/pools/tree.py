@@ -1,8 +1,8 @@
-"""The resource pool tree: pool configs, nodes, and create / update / delete / lookup.
+"""The resource pool tree: nodes, and create / update / delete / lookup.
 
 Pools are addressed by path (``/``, ``/infra``, ``/infra/batch``) and by an
 id the tree assigns (``respool-1``, ...; the root's id is ``root``).  Every
-create and update runs the validators of :mod:`respool_validate` in
+create and update runs the validators of :mod:`~legionrm.scheduler.pools.validate` in
 Peloton's order and only then touches the tree, so a refused change leaves
 the tree exactly as it was.
 
@@ -17,64 +17,28 @@ cycle calls it first).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from typing import Iterator
 
 import numpy as np
 
 from legionrm.errors import PoolBusyError, PoolNotFoundError, PoolRuleError
-from legionrm.scheduler.pools.gang import ACCOUNTS, ADMISSION_ORDER, TOTAL, GangQueue, QueueType
+from legionrm.scheduler.pools.config import (
+    DEFAULT_SLACK_LIMIT_PERCENT,
+    ROOT_ID,
+    PoolConfig,
+    ReservationType,
+    ResourceSpec,
+    split_path,
+)
+from legionrm.scheduler.pools.gang import (
+    ACCOUNTS,
+    ADMISSION_ORDER,
+    TOTAL,
+    GangQueue,
+    QueueType,
+)
+from legionrm.scheduler.pools.validate import Change, check_path, validate
 from legionrm.scheduler.pools.vec import KIND_INDEX, KINDS, Vec, le, zeros
-
-ROOT_ID = "root"
-DEFAULT_SLACK_LIMIT_PERCENT = 20.0
-"""Peloton's code default; the proto comment's "undefined = no max" is not what runs."""
-
-
-class ReservationType(str, Enum):
-    """STATIC always gets its whole reservation; ELASTIC only what its demand claims of it."""
-
-    ELASTIC = "ELASTIC"
-    STATIC = "STATIC"
-
-
-@dataclass(frozen=True)
-class ResourceSpec:
-    """A pool's configuration for one resource kind."""
-
-    kind: str
-    reservation: float = 0.0
-    limit: float = 0.0
-    share: float = 1.0
-    type: ReservationType = ReservationType.ELASTIC
-
-
-@dataclass(frozen=True)
-class PoolConfig:
-    """A pool's configuration.
-
-    ``resources`` is a list (not a map) so that a repeated or unknown kind can
-    be reported by the validator.  ``slack_limit_percent`` None means the
-    default 20 %; ``controller_limit_percent`` None means no controller limit.
-    """
-
-    resources: tuple[ResourceSpec, ...] = ()
-    controller_limit_percent: float | None = None
-    slack_limit_percent: float | None = None
-    policy: str = "PriorityFIFO"
-
-    def spec(self, kind: str) -> ResourceSpec | None:
-        for r in self.resources:
-            if r.kind == kind:
-                return r
-        return None
-
-    def with_defaults(self) -> "PoolConfig":
-        """Kinds not configured are appended as reservation 0, limit 0, share 1 (the validator's side effect)."""
-        present = {r.kind for r in self.resources}
-        extra = tuple(ResourceSpec(k, 0.0, 0.0, 1.0) for k in KINDS if k not in present)
-        policy = "PriorityFIFO" if self.policy in ("", "UNKNOWN") else self.policy
-        return replace(self, resources=self.resources + extra, policy=policy)
 
 
 @dataclass(eq=False)
@@ -148,12 +112,6 @@ class ResourcePool:
         return f"ResourcePool({self.path!r}, id={self.id!r})"
 
 
-def split_path(path: str) -> tuple[str, str]:
-    """``/a/b`` -> (``/a``, ``b``); ``/a`` -> (``/``, ``a``).  The path must already be valid."""
-    parent, _, name = path.rpartition("/")
-    return (parent or "/"), name
-
-
 class PoolTree:
     """The tree of pools: structure, lookup and validated changes.
 
@@ -185,7 +143,6 @@ class PoolTree:
                 raise PoolNotFoundError(f"resource pool ({ref.path}) not found")
             return ref
         if ref.startswith("/"):
-            from legionrm.scheduler.pools.validate import check_path
 
             check_path(ref)
             node = self.find(ref)
@@ -197,7 +154,6 @@ class PoolTree:
 
     def lookup_id(self, path: str) -> str:
         """Peloton's LookupResourcePoolID: validate the path, return the pool's id."""
-        from legionrm.scheduler.pools.validate import check_path
 
         check_path(path)
         return self.get(path).id
@@ -241,7 +197,6 @@ class PoolTree:
         the tree unchanged on refusal.  Not idempotent: a second create of the
         same path is refused by the sibling rule.
         """
-        from legionrm.scheduler.pools.validate import Change, validate
 
         pool_id = id or self._new_id()
         change = Change(path=path, id=pool_id, config=config, parent_path=None, existing=None)
@@ -267,7 +222,6 @@ class PoolTree:
         except where upstream's float order in the reservation sum refuses it
         (new + all children - own old: 0.1 + 0.2 - 0.1 > 0.2).
         """
-        from legionrm.scheduler.pools.validate import Change, validate
 
         node = self.get(ref)
         change = Change(path=node.path, id=node.id, config=config, parent_path=parent, existing=node)

@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from legionrm.errors import PoolRuleError
+from legionrm.scheduler.pools.config import PoolConfig, ResourceSpec, split_path
 from legionrm.scheduler.pools.vec import KINDS, go_num
 
 if TYPE_CHECKING:
-    from legionrm.scheduler.pools.tree import PoolConfig, PoolTree, ResourcePool
+    from legionrm.scheduler.pools.tree import PoolTree, ResourcePool
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,6 @@ def validate(tree: "PoolTree", change: Change, *, force: bool = False) -> "PoolC
     With ``force`` (Peloton's forced update) the rules are skipped, except what
     the tree cannot do without: a valid path, an existing parent, a free name.
     """
-    from legionrm.scheduler.pools.tree import split_path
 
     check_path(change.path)
     path = change.path
@@ -196,7 +196,6 @@ def _children_reservations(parent: "ResourcePool", change: Change, config: "Pool
 
 
 def _zero_spec(kind: str):  # type: ignore[no-untyped-def]
-    from legionrm.scheduler.pools.tree import ResourceSpec
 
     return ResourceSpec(kind, 0.0, 0.0, 1.0)
 

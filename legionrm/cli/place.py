@@ -1,0 +1,43 @@
+"""``legionrm place SCENARIO.toml [--json]``: node-bucket placement over a
+scenario file, offline (no Ray); PBS-like text, or JSON."""
+
+from __future__ import annotations
+
+import json
+import sys
+from argparse import Namespace
+
+from legionrm.scheduler.placement.base import PlacementResult
+from legionrm.scheduler.placement.scenario import load_scenario, run_scenario
+
+
+def _fmt_time(t: float | None) -> str:
+    if t is None:
+        return "-"
+    return str(int(t)) if float(t).is_integer() else str(t)
+
+
+def render_text(results: dict[str, PlacementResult]) -> str:
+    rows = [("JOB", "STATUS", "PATH", "START", "PLACEMENT / COMMENT")]
+    for jid, r in results.items():
+        text = r.exec_vnode if r.runs else r.comment
+        if r.failed_chunk and r.status == "not_now":  # a "never" comment names its chunk already
+            text += f"  [chunk {r.failed_chunk}]"
+        rows.append((jid, r.status, r.path, _fmt_time(r.earliest_start), text))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = []
+    for row in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row[:4], widths)) + "  " + row[4])
+    return "\n".join(lines)
+
+
+def cli_main(args: Namespace) -> int:
+    """Entry point for ``legionrm place``; errors propagate as LegionError (exit 2)."""
+    sc = load_scenario(args.scenario)
+    _, results = run_scenario(sc)
+    if getattr(args, "json", False):
+        print(json.dumps({"jobs": {jid: r.to_json() for jid, r in results.items()}}, indent=2))
+    else:
+        print(render_text(results))
+    sys.stdout.flush()
+    return 0

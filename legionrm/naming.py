@@ -1,0 +1,63 @@
+"""Ray names: the namespace, every legionrm actor's name, and the one
+named-actor lookup.
+
+One of the Ray shells (with ``*/actor.py``, ``system.py``,
+``hostobj/ray_node.py`` and ``cli/``): the only modules that import ray.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ray
+
+from legionrm.errors import SystemNotRunningError
+
+NAMESPACE = "legionrm"
+"""Every legionrm actor, and every instance actor, lives in this namespace."""
+
+COLLECTION = "collection"
+SCHEDULER = "scheduler"
+ENACTOR = "enactor"
+
+
+def host_name(host: str) -> str:
+    """The actor of one host object (a real Ray node, or a host of its own)."""
+    return f"host:{host}"
+
+
+def group_name(group: str) -> str:
+    """The actor of one host group (many simulated hosts in one process)."""
+    return f"hostgroup:{group}"
+
+
+def vault_name(vault: str) -> str:
+    return f"vault:{vault}"
+
+
+def class_name(cls: str) -> str:
+    return f"class:{cls}"
+
+
+def instance_name(instance_id: str) -> str:
+    """The Ray actor of a running instance, so a program can reach it with
+    ``ray.get_actor(instance_name(id), namespace=NAMESPACE)``."""
+    return f"legionrm-instance-{instance_id}"
+
+
+def named_actor(name: str) -> Any | None:
+    """The live actor named ``name`` in :data:`NAMESPACE`, or None.  Needs Ray
+    initialised; never blocks on the actor itself."""
+    try:
+        return ray.get_actor(name, namespace=NAMESPACE)
+    except ValueError:
+        return None
+
+
+def require_actor(name: str) -> Any:
+    """Like :func:`named_actor`, but a missing actor is a
+    :class:`SystemNotRunningError` telling the user how to start one."""
+    handle = named_actor(name)
+    if handle is None:
+        raise SystemNotRunningError(f"no legionrm actor {name!r} is running; start a system with `legionrm up`")
+    return handle

@@ -1,0 +1,61 @@
+"""The Scheduler's ports: the Protocols its collaborators implement, in one
+place, so the same cores run with in-process fakes in tests and with Ray
+adapters in the actors.  Contracts only (and the null pool gate); this module
+imports no engine and may be imported by every part of the scheduler.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from legionrm.collection.collection import CollectionSnapshot
+from legionrm.models import (
+    EnactRequest,
+    EnactResult,
+    InstanceRef,
+    Refusal,
+    SchedulingRequest,
+)
+
+
+class SnapshotSource(Protocol):
+    """Where planning reads its one immutable view of the Collection."""
+
+    def snapshot(self) -> CollectionSnapshot: ...
+
+
+class EnactorPort(Protocol):
+    """The Enactor: negotiates a request's schedules with the resources."""
+
+    def enact_schedule(self, schedules: EnactRequest) -> EnactResult: ...
+
+
+class PoolGate(Protocol):
+    """Admission through resource pools (Peloton-style), ahead of placement."""
+
+    def admit(self, request: SchedulingRequest) -> Refusal | None:
+        """None when the request's gang is admitted (its allocation charged to
+        its pool); a Refusal naming the pool otherwise."""
+        ...
+
+    def release(self, request_id: str) -> None:
+        """Give back what ``admit`` charged (idempotent)."""
+        ...
+
+
+class OpenGate:
+    """No pools configured: everything is admitted."""
+
+    def admit(self, request: SchedulingRequest) -> Refusal | None:
+        return None
+
+    def release(self, request_id: str) -> None:
+        return None
+
+
+class Stopper(Protocol):
+    def stop(self, instance: InstanceRef, reason: str) -> object:
+        """Stop ``instance`` on its host.  Returning (any value) means the
+        instance no longer runs: stopped now, or already gone.  Raising means
+        that is not known; the cycle tries again next cycle."""
+        ...
