@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import time
 
+from legionrm.scheduler.placement.base import PlaceConfig
 from legionrm.scheduler.placement.buckets import BucketPlacer
 from legionrm.scheduler.placement.nodes import NodeSpec, NodeTable
 from legionrm.scheduler.placement.nodestate import HostState
 from legionrm.scheduler.placement.pernode import PerNodePlacer
-from legionrm.scheduler.placement.base import PlaceConfig
 from legionrm.scheduler.placement.select import SelectRequest
 
 COLORS = ["red", "orange", "yellow", "green", "blue", "indigo", "violet"]

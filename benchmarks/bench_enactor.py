@@ -39,7 +39,6 @@ from legionrm.models import (  # noqa: E402
     MasterSchedule,
     Placement,
     Refusal,
-    ReservationRequest,
     ReservationToken,
     Resources,
 )

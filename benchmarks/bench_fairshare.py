@@ -14,7 +14,7 @@ import random
 import statistics
 import time
 
-from legionrm.scheduler.fairshare.classes import ClassSpec, RmSettings
+from legionrm.scheduler.fairshare.classes import ResourceClassSpec, RmSettings
 from legionrm.scheduler.fairshare.core import DuccCore
 
 
@@ -22,9 +22,9 @@ def build(machines: int, jobs: int, users: int, seed: int = 7) -> DuccCore:
     rng = random.Random(seed)
     s = RmSettings(quantum_gb=1, expand_by_doubling=True, prediction=True, initialization_cap=2)
     classes = [
-        ClassSpec("low", policy="FAIR_SHARE", weight=50),
-        ClassSpec("normal", policy="FAIR_SHARE", weight=100, default=True),
-        ClassSpec("high", policy="FAIR_SHARE", weight=200),
+        ResourceClassSpec("low", policy="FAIR_SHARE", weight=50),
+        ResourceClassSpec("normal", policy="FAIR_SHARE", weight=100, default=True),
+        ResourceClassSpec("high", policy="FAIR_SHARE", weight=200),
     ]
     core = DuccCore(s, [], classes)
     for i in range(machines):

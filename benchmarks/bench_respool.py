@@ -13,7 +13,13 @@ import time
 
 import numpy as np
 
-from legionrm.scheduler.pools.respool import Gang, PoolConfig, ResourcePoolTree, ResourceSpec, Task
+from legionrm.scheduler.pools.respool import (
+    Gang,
+    PoolConfig,
+    ResourcePoolTree,
+    ResourceSpec,
+    Task,
+)
 from legionrm.scheduler.pools.vec import KINDS
 
 ORGS, TEAMS, GANGS = 9, 110, 100_000

@@ -19,7 +19,14 @@ import statistics
 import time
 
 from legionrm.inprocess import LocalSystem
-from legionrm.models import ClassSpec, ClusterSpec, HostSpec, Identity, ObjectRequest, SchedulingRequest
+from legionrm.models import (
+    ClassSpec,
+    ClusterSpec,
+    HostSpec,
+    Identity,
+    ObjectRequest,
+    SchedulingRequest,
+)
 
 
 def cluster(n: int) -> ClusterSpec:

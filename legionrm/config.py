@@ -23,9 +23,8 @@ from legionrm.models import (
     HostSpec,
     VaultSpec,
 )
-from legionrm.scheduler.fairshare.build import core_for_cluster
-from legionrm.scheduler.pools.gate import tree_for_cluster
-from legionrm.scheduler.pools.spec import parse_pools
+from legionrm.scheduler.fairshare import core_for_cluster
+from legionrm.scheduler.pools import parse_pools, tree_for_cluster
 from legionrm.tomlio import check_keys, expand_names, expect, load_toml, require, tables
 
 _ACCESS_KEYS = ("allow_users", "deny_users", "allow_classes", "deny_classes", "allow_groups")

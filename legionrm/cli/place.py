@@ -7,8 +7,7 @@ import json
 import sys
 from argparse import Namespace
 
-from legionrm.scheduler.placement.base import PlacementResult
-from legionrm.scheduler.placement.scenario import load_scenario, run_scenario
+from legionrm.scheduler.placement import PlacementResult, load_scenario, run_scenario
 
 
 def _fmt_time(t: float | None) -> str:

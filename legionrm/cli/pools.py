@@ -7,8 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from legionrm.scheduler.pools.file import run_file
-from legionrm.scheduler.pools.vec import KINDS
+from legionrm.scheduler.pools import KINDS, run_file
 
 
 def _n(v: float) -> str:

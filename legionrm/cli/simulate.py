@@ -10,8 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from legionrm.errors import ConfigError, SchedulingError
-from legionrm.scheduler.fairshare.core import CycleResult, DuccCore
-from legionrm.scheduler.fairshare.scenario import load_scenario, run
+from legionrm.scheduler.fairshare import CycleResult, DuccCore, load_scenario, run
 
 
 def render(results: list[CycleResult], core: DuccCore) -> None:

@@ -32,8 +32,7 @@ from legionrm.models import (
 )
 from legionrm.naming import host_name, named_actor
 from legionrm.scheduler.build import core_for_cluster
-from legionrm.scheduler.elastic.cycle import ElasticCycle, HostStopper
-from legionrm.scheduler.elastic.runner import CycleRunner
+from legionrm.scheduler.elastic import CycleRunner, ElasticCycle, HostStopper
 from legionrm.scheduler.planner import Planner
 from legionrm.scheduler.ports import PoolGate
 from legionrm.scheduler.scheduler import Scheduler

@@ -5,8 +5,8 @@ one per Scheduler.  Raises ConfigError naming the file."""
 from __future__ import annotations
 
 from legionrm.models import ClusterSpec
-from legionrm.scheduler.fairshare.build import core_for_cluster
-from legionrm.scheduler.pools.gate import RespoolGate, tree_for_cluster
+from legionrm.scheduler.fairshare import core_for_cluster
+from legionrm.scheduler.pools import RespoolGate, tree_for_cluster
 from legionrm.scheduler.ports import OpenGate, PoolGate
 
 __all__ = ["core_for_cluster", "pool_gate"]

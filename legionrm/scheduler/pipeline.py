@@ -78,7 +78,7 @@ class PlanContext:
 
 
 @dataclass
-class Verdict:
+class FilterVerdict:
     """A filter's answer: which hosts stay, and why the others went."""
 
     keep: np.ndarray
@@ -89,7 +89,7 @@ class Verdict:
 class HostFilter(Protocol):
     name: str
 
-    def apply(self, ctx: PlanContext, hosts: HostTable) -> Verdict: ...
+    def apply(self, ctx: PlanContext, hosts: HostTable) -> FilterVerdict: ...
 
 
 class HostRanker(Protocol):
@@ -108,12 +108,12 @@ class ClassHostListFilter:
 
     name = "class_host_list"
 
-    def apply(self, ctx: PlanContext, hosts: HostTable) -> Verdict:
+    def apply(self, ctx: PlanContext, hosts: HostTable) -> FilterVerdict:
         patterns = ctx.class_spec.host_list if ctx.class_spec else ()
         if not patterns:
-            return Verdict(np.ones(len(hosts), bool))
+            return FilterVerdict(np.ones(len(hosts), bool))
         keep = np.array([any(fnmatch.fnmatchcase(str(n), p) for p in patterns) for n in hosts.names], bool)
-        return Verdict(keep, "class.host_list", f"not on class {ctx.class_spec.name}'s host list {list(patterns)}")
+        return FilterVerdict(keep, "class.host_list", f"not on class {ctx.class_spec.name}'s host list {list(patterns)}")
 
 
 class TotalCapacityFilter:
@@ -121,10 +121,10 @@ class TotalCapacityFilter:
 
     name = "total_capacity"
 
-    def apply(self, ctx: PlanContext, hosts: HostTable) -> Verdict:
+    def apply(self, ctx: PlanContext, hosts: HostTable) -> FilterVerdict:
         r = ctx.request
         keep = _ge(hosts.cpus, r.cpus) & _ge(hosts.memory_gb, r.memory_gb) & _ge(hosts.gpus, r.gpus)
-        return Verdict(
+        return FilterVerdict(
             keep, "capacity.total",
             f"too small for one instance ({r.cpus:g} cpus, {r.memory_gb:g} GB, {r.gpus} gpus) even when empty",
         )
@@ -135,10 +135,10 @@ class FreeCapacityFilter:
 
     name = "free_capacity"
 
-    def apply(self, ctx: PlanContext, hosts: HostTable) -> Verdict:
+    def apply(self, ctx: PlanContext, hosts: HostTable) -> FilterVerdict:
         keep = hosts.slots(ctx.request) > 0
         what = "wholly free" if ctx.request.exclusive else "free for one instance"
-        return Verdict(keep, "capacity", f"not {what} now")
+        return FilterVerdict(keep, "capacity", f"not {what} now")
 
 
 class CalendarFilter:
@@ -147,11 +147,11 @@ class CalendarFilter:
 
     name = "calendar"
 
-    def apply(self, ctx: PlanContext, hosts: HostTable) -> Verdict:
+    def apply(self, ctx: PlanContext, hosts: HostTable) -> FilterVerdict:
         wall = ctx.request.walltime_s
         end = INF if wall is None else ctx.now + wall
         keep = hosts.next_event >= end
-        return Verdict(keep, "calendar.busy", "has a reservation starting before this work would end")
+        return FilterVerdict(keep, "calendar.busy", "has a reservation starting before this work would end")
 
 
 # --- rankers -------------------------------------------------------------------

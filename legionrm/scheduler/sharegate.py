@@ -37,18 +37,19 @@ import threading
 from dataclasses import dataclass
 
 from legionrm.models import ObjectRequest, PlacementFailure, Refusal, SchedulingRequest
-from legionrm.scheduler.fairshare.classes import (
+from legionrm.scheduler.fairshare import (
+    ALLOTMENT,
     ClassTable,
-    Policy,
+    DuccCore,
+    NodepoolTree,
     ResourceClass,
     RmSettings,
+    SharePolicy,
     UserSpec,
+    allotment_gb,
+    job_order,
+    reserve_max_order,
 )
-from legionrm.scheduler.fairshare.core import DuccCore
-from legionrm.scheduler.fairshare.jobcaps import allotment_gb
-from legionrm.scheduler.fairshare.nodepool import PoolTree
-from legionrm.scheduler.fairshare.shares import job_order, reserve_max_order
-from legionrm.scheduler.fairshare.treepass import ALLOTMENT
 from legionrm.scheduler.planner import keys_of, span
 
 GATE = "ducc"
@@ -65,7 +66,7 @@ class ShareGate:
     """The DUCC class rules for one-shot requests.  Thread-safe."""
 
     def __init__(
-        self, classes: ClassTable, nodepools: PoolTree, *, users: dict[str, UserSpec] | None = None,
+        self, classes: ClassTable, nodepools: NodepoolTree, *, users: dict[str, UserSpec] | None = None,
         settings: RmSettings | None = None,
     ) -> None:
         self.classes = classes
@@ -123,7 +124,7 @@ class ShareGate:
         where = " or ".join(f"$nodepool == {_mil_string(n)}" for n in names)
         clauses = [f"({obj.constraint})", f"({where})"]
         update: dict[str, object] = {"ducc_class": cls.name}
-        if cls.policy is Policy.RESERVE:
+        if cls.policy is SharePolicy.RESERVE:
             clauses.append(self._size_match(obj, pool.quantum_gb))
             update["exclusive"] = True
         update["constraint"] = " and ".join(clauses)

@@ -8,18 +8,17 @@ ray = pytest.importorskip("ray")
 
 from legionrm.hostobj import codes  # noqa: E402
 from legionrm.hostobj.actor import spawn_class, spawn_host_group, spawn_ray_node_host  # noqa: E402
-from legionrm.naming import NAMESPACE, instance_name  # noqa: E402
 from legionrm.models import (  # noqa: E402
     ClassSpec,
     Holder,
     HostSpec,
     InstanceRef,
-    Refusal,
     ReservationRequest,
     ReservationToken,
     Resources,
     StartRequest,
 )
+from legionrm.naming import NAMESPACE, instance_name  # noqa: E402
 
 pytestmark = pytest.mark.ray
 ANN = Holder(user="ann", class_name="Probe")

@@ -7,7 +7,6 @@ import pytest
 
 from legionrm.errors import AdmissionError
 from legionrm.scheduler.pools.admission import dequeue_gangs
-from legionrm.scheduler.pools.respool import PreemptionConfig, QueueType, ResourcePoolTree
 from legionrm.scheduler.pools.gang import (
     CONTROLLER,
     NON_PREEMPTIBLE,
@@ -17,6 +16,11 @@ from legionrm.scheduler.pools.gang import (
     TOTAL,
     Gang,
     Task,
+)
+from legionrm.scheduler.pools.respool import (
+    PreemptionConfig,
+    QueueType,
+    ResourcePoolTree,
 )
 from legionrm.scheduler.pools.vec import vec
 from tests.unit.test_respool_support import cfg, gang

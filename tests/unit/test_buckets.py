@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from legionrm.scheduler.placement import PlaceConfig, Placer, requested_resources
 from legionrm.scheduler.placement.buckets import BucketPlacer, BucketSet, first_true
+from legionrm.scheduler.placement.chunkfit import BadValue
 from legionrm.scheduler.placement.nodes import NodeSpec, NodeTable
 from legionrm.scheduler.placement.nodestate import HostState
 from legionrm.scheduler.placement.pernode import PerNodePlacer
-from legionrm.scheduler.placement.chunkfit import BadValue
-from legionrm.scheduler.placement.base import PlaceConfig, Placer, requested_resources
 from legionrm.scheduler.placement.select import SelectRequest
 
 RES = ("ncpus", "mem", "color", "switch", "host", "vnode")

@@ -11,7 +11,16 @@ from legionrm.hostobj.group import HostGroup
 from legionrm.hostobj.host import HostObject
 from legionrm.hostobj.policies import ADMIT, AllowGroups
 from legionrm.hostobj.vault import VaultObject
-from legionrm.models import ClassSpec, Holder, HostSpec, InstanceRef, Refusal, ReservationRequest, Resources, VaultSpec
+from legionrm.models import (
+    ClassSpec,
+    Holder,
+    HostSpec,
+    InstanceRef,
+    Refusal,
+    ReservationRequest,
+    Resources,
+    VaultSpec,
+)
 
 ANN = Holder(user="ann", class_name="Foo")
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from legionrm.config import load_cluster, parse_cluster
-from legionrm.scheduler.build import pool_gate
 from legionrm.errors import ConfigError
 from legionrm.models import Resources
+from legionrm.scheduler.build import pool_gate
 from legionrm.scheduler.pools.gate import RespoolGate
 from legionrm.scheduler.ports import OpenGate
 

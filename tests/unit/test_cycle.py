@@ -17,9 +17,9 @@ from legionrm.enactor.gateway import InProcessGateway
 from legionrm.errors import EnactmentError, SchedulingError
 from legionrm.hostobj import ClassObject, DenyUsers, HostGroup, HostObject
 from legionrm.models import CycleReport, ElasticJobRequest, Refusal, Resources
-from legionrm.scheduler.fairshare.classes import ClassSpec, RmSettings
-from legionrm.scheduler.fairshare.core import DuccCore
 from legionrm.scheduler.elastic.cycle import ElasticCycle, HostStopper
+from legionrm.scheduler.fairshare.classes import ResourceClassSpec, RmSettings
+from legionrm.scheduler.fairshare.core import DuccCore
 from legionrm.testing import FakeClock
 
 QUANTUM = 4.0  # GB: a 32 GB host holds 8 processes of 4 GB
@@ -84,7 +84,7 @@ def world(hosts: int = 4, memory_gb: float = 32, cpus: float = 64, settings: RmS
     carrier = lambda n: group if n in group else None  # noqa: E731
     worker = ClassObject("Worker", hosts=carrier)
     enactor = Enactor(InProcessGateway.of([group], [worker]), clock=clock)
-    core = DuccCore(settings, [], classes or [ClassSpec("normal", policy="FAIR_SHARE")])
+    core = DuccCore(settings, [], classes or [ResourceClassSpec("normal", policy="FAIR_SHARE")])
     cycle = ElasticCycle(core, enactor, HostStopper(carrier, {"Worker": worker}), coll, clock=clock, interval_s=10)
     return World(clock, coll, group, worker, core, cycle)
 
@@ -389,14 +389,14 @@ def test_due_on_the_timer_or_on_events() -> None:
     ids=["unknown-class", "not-fair-share", "duplicate"],
 )
 def test_bad_submissions_raise(request_, match) -> None:
-    w = world(hosts=1, classes=[ClassSpec("normal", policy="FAIR_SHARE"), ClassSpec("fixed", policy="FIXED_SHARE")])
+    w = world(hosts=1, classes=[ResourceClassSpec("normal", policy="FAIR_SHARE"), ResourceClassSpec("fixed", policy="FIXED_SHARE")])
     w.cycle.submit(job("dup", "ann"))
     with pytest.raises(SchedulingError, match=match):
         w.cycle.submit(request_)
 
 
 def test_class_refusing_the_user_is_reported() -> None:
-    w = world(hosts=1, classes=[ClassSpec("normal", policy="FAIR_SHARE", users=("bob",))])
+    w = world(hosts=1, classes=[ResourceClassSpec("normal", policy="FAIR_SHARE", users=("bob",))])
     w.cycle.submit(job("a", "ann"))
     r = w.run()
     assert r.jobs["a"].processes == 0 and r.jobs["a"].reason.startswith("Refused")

@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import pytest
 
-from legionrm.scheduler.fairshare.classes import ClassSpec, NodepoolSpec, RmSettings, UserSpec
+from legionrm.scheduler.fairshare.classes import (
+    NodepoolSpec,
+    ResourceClassSpec,
+    RmSettings,
+    UserSpec,
+)
 from legionrm.scheduler.fairshare.core import DuccCore
 from legionrm.scheduler.fairshare.store import RmStore
 
 S = RmSettings(quantum_gb=1, expand_by_doubling=False, prediction=False)
 
 
-def fair(name: str, **kw) -> ClassSpec:
-    return ClassSpec(name, policy="FAIR_SHARE", **kw)
+def fair(name: str, **kw) -> ResourceClassSpec:
+    return ResourceClassSpec(name, policy="FAIR_SHARE", **kw)
 
 
 # --- How Much: which entity gets the rounding leftovers ------------------------------------
@@ -70,7 +75,7 @@ def test_job_in_a_reserve_class_gets_its_second_machine_once_freed():
     """whatOfReserve places counted - current for every job; it skipped jobs already
     holding one (hidden while defragmentation's needy list placed them instead)."""
     s = RmSettings(quantum_gb=1, expand_by_doubling=False, prediction=False, defragmentation=False)
-    core = DuccCore(s, [], [fair("normal"), ClassSpec("reserve", policy="RESERVE")])
+    core = DuccCore(s, [], [fair("normal"), ResourceClassSpec("reserve", policy="RESERVE")])
     core.add_machine("m1", 8)
     core.add_machine("m2", 8)
     core.submit("f", "alice", 1, work_items=8, time_per_item_ms=100)
@@ -93,7 +98,7 @@ HORIZONTAL = [
 def test_fixed_share_horizontal_pass(kind, host):
     """DUCC's horizontal pass avoids hosts with a share of the same service id; jobs
     all have id 0 (so they avoid every job), a service instance avoids only itself."""
-    core = DuccCore(S, [], [fair("normal"), ClassSpec("fixed", policy="FIXED_SHARE")])
+    core = DuccCore(S, [], [fair("normal"), ResourceClassSpec("fixed", policy="FIXED_SHARE")])
     core.add_machine("m1", 4)
     core.add_machine("m2", 8)
     core.submit("f", "alice", 1, work_items=1, time_per_item_ms=100)
@@ -105,7 +110,7 @@ def test_fixed_share_horizontal_pass(kind, host):
 # --- How Much for reservations, deferral reasons -------------------------------------------
 
 def test_reservation_whose_only_size_match_is_dead_has_no_host_of_the_size():
-    core = DuccCore(S, [], [fair("normal"), ClassSpec("reserve", policy="RESERVE")])
+    core = DuccCore(S, [], [fair("normal"), ResourceClassSpec("reserve", policy="RESERVE")])
     core.add_machine("big", 16)
     core.add_machine("small", 8)
     core.node_down("big")
@@ -123,7 +128,7 @@ REASONS = [
 @pytest.mark.parametrize("allotment,mem,phrase", [c[1:] for c in REASONS], ids=[c[0] for c in REASONS])
 def test_deferral_reasons_use_duccs_wording(allotment, mem, phrase):
     s = RmSettings(quantum_gb=1, expand_by_doubling=False, prediction=False, global_allotment_gb=allotment)
-    core = DuccCore(s, [], [fair("normal"), ClassSpec("fixed", policy="FIXED_SHARE")], [UserSpec("bob")])
+    core = DuccCore(s, [], [fair("normal"), ResourceClassSpec("fixed", policy="FIXED_SHARE")], [UserSpec("bob")])
     core.add_machine("m", 16)
     core.submit("x", "bob", mem, cls="fixed", kind="service")
     r = core.run_cycle()
@@ -143,7 +148,7 @@ RECOVERY = [
 @pytest.mark.parametrize("policy,blacklisted", [c[1:] for c in RECOVERY], ids=[c[0] for c in RECOVERY])
 def test_recovery_compatibility_follows_duccs_compatible_nodepool(tmp_path, policy, blacklisted):
     pools = [NodepoolSpec("all"), NodepoolSpec("sub", parent="all")]
-    before = DuccCore(S, pools, [ClassSpec("c", policy=policy, nodepool="all")])
+    before = DuccCore(S, pools, [ResourceClassSpec("c", policy=policy, nodepool="all")])
     before.add_machine("a1", 4, "all")
     before.add_machine("s1", 4, "sub")
     before.submit("j", "alice", 4, cls="c", kind="job" if policy == "FAIR_SHARE" else "service", work_items=1,
@@ -151,7 +156,7 @@ def test_recovery_compatibility_follows_duccs_compatible_nodepool(tmp_path, poli
     assert before.run_cycle().jobs["j"].machines == {"a1": 1}
     store = RmStore(tmp_path / "rm.db")
     store.save(before)
-    after = store.load_into(DuccCore(S, pools, [ClassSpec("c", policy=policy, nodepool="sub")]))
+    after = store.load_into(DuccCore(S, pools, [ResourceClassSpec("c", policy=policy, nodepool="sub")]))
     host = after.machines["a1"]
     assert bool(host.blacklist) is blacklisted
     assert (len(after.jobs["j"].shares) == 1) is not blacklisted
@@ -162,7 +167,7 @@ def test_recovery_blacklists_fixed_work_on_a_node_moved_to_another_pool(tmp_path
     """A configuration change moves a node: the current configuration's pool wins,
     and the fixed-share work left there is blacklisted until it has gone."""
     pools = [NodepoolSpec("all"), NodepoolSpec("other")]
-    classes = [fair("normal", nodepool="all"), ClassSpec("fixed", policy="FIXED_SHARE", nodepool="all")]
+    classes = [fair("normal", nodepool="all"), ResourceClassSpec("fixed", policy="FIXED_SHARE", nodepool="all")]
     before = DuccCore(S, pools, classes)
     before.add_machine("n1", 8, "all")
     before.submit("svc", "ops", 4, cls="fixed", kind="service")

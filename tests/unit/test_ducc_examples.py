@@ -9,9 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from legionrm.scheduler.fairshare.classes import ClassSpec, RmSettings
+from legionrm.scheduler.fairshare.classes import ResourceClassSpec, RmSettings
 from legionrm.scheduler.fairshare.core import DuccCore
-from legionrm.scheduler.fairshare.shares import job_order, machine_order, nshares_from_v, remove_shares_by_order
+from legionrm.scheduler.fairshare.shares import (
+    job_order,
+    machine_order,
+    nshares_from_v,
+    remove_shares_by_order,
+)
 
 NOTES = RmSettings(quantum_gb=1, expand_by_doubling=False, prediction=False)
 
@@ -28,7 +33,7 @@ def running(core, jid, user, mem, want, cls=None, submit=None):
 
 
 def fair(name, **kw):
-    return ClassSpec(name, policy="FAIR_SHARE", **kw)
+    return ResourceClassSpec(name, policy="FAIR_SHARE", **kw)
 
 
 # --- order and table arithmetic ---------------------------------------------------------
@@ -162,7 +167,7 @@ def test_new_user_takes_half_by_preemption_next_cycle():
 
 
 def test_reservation_exact_size_and_preempts_fair_share():
-    core = DuccCore(NOTES, [], [fair("normal"), ClassSpec("reserve", policy="RESERVE")])
+    core = DuccCore(NOTES, [], [fair("normal"), ResourceClassSpec("reserve", policy="RESERVE")])
     core.add_machine("small", 8)
     core.add_machine("big", 16)
     running(core, "f", "alice", 1, 100)
@@ -177,7 +182,7 @@ def test_reservation_exact_size_and_preempts_fair_share():
 
 
 def test_reservation_never_gets_a_bigger_machine():
-    core = DuccCore(NOTES, [], [fair("normal"), ClassSpec("reserve", policy="RESERVE")])
+    core = DuccCore(NOTES, [], [fair("normal"), ResourceClassSpec("reserve", policy="RESERVE")])
     core.add_machine("big", 16)
     core.submit("r", "bob", 8, cls="reserve", kind="reservation")
     r = core.run_cycle()
@@ -186,7 +191,7 @@ def test_reservation_never_gets_a_bigger_machine():
 
 def test_reserve_overage_allows_slightly_bigger_machine():
     s = RmSettings(quantum_gb=1, expand_by_doubling=False, prediction=False, reserve_overage_gb=2)
-    core = DuccCore(s, [], [fair("normal"), ClassSpec("reserve", policy="RESERVE")])
+    core = DuccCore(s, [], [fair("normal"), ResourceClassSpec("reserve", policy="RESERVE")])
     core.add_machine("m", 10)
     core.submit("r", "bob", 8, cls="reserve", kind="reservation")
     r = core.run_cycle()
@@ -197,7 +202,7 @@ def test_allotment_limits_fixed_share():
     from legionrm.scheduler.fairshare.classes import UserSpec
 
     s = RmSettings(quantum_gb=1, expand_by_doubling=False, prediction=False, global_allotment_gb=4)
-    core = DuccCore(s, [], [fair("normal"), ClassSpec("fixed", policy="FIXED_SHARE")], [UserSpec("vip", 8)])
+    core = DuccCore(s, [], [fair("normal"), ResourceClassSpec("fixed", policy="FIXED_SHARE")], [UserSpec("vip", 8)])
     core.add_machine("m", 16)
     core.submit("a", "joe", 2, cls="fixed", work_items=10, time_per_item_ms=1)
     core.submit("b", "vip", 2, cls="fixed", work_items=10, time_per_item_ms=1)
@@ -209,7 +214,7 @@ def test_allotment_limits_fixed_share():
 
 
 def test_vary_off_moves_fair_share_keeps_fixed():
-    core = DuccCore(NOTES, [], [fair("normal"), ClassSpec("fixed", policy="FIXED_SHARE")])
+    core = DuccCore(NOTES, [], [fair("normal"), ResourceClassSpec("fixed", policy="FIXED_SHARE")])
     core.add_machine("m1", 4)
     core.add_machine("m2", 4)
     core.submit("svc", "ops", 1, cls="fixed", kind="service")
@@ -223,7 +228,7 @@ def test_vary_off_moves_fair_share_keeps_fixed():
 
 
 def test_dead_node_keeps_reservation_purges_rest():
-    core = DuccCore(NOTES, [], [fair("normal"), ClassSpec("reserve", policy="RESERVE")])
+    core = DuccCore(NOTES, [], [fair("normal"), ResourceClassSpec("reserve", policy="RESERVE")])
     core.add_machine("m1", 4)
     core.add_machine("m2", 4)
     core.submit("r", "bob", 4, cls="reserve", kind="reservation")

@@ -5,7 +5,11 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from legionrm.scheduler.fairshare.classes import ClassSpec, NodepoolSpec, RmSettings
+from legionrm.scheduler.fairshare.classes import (
+    NodepoolSpec,
+    ResourceClassSpec,
+    RmSettings,
+)
 from legionrm.scheduler.fairshare.core import DuccCore
 
 S = RmSettings(quantum_gb=1, expand_by_doubling=False, prediction=False)
@@ -26,10 +30,10 @@ cluster = st.fixed_dictionaries({
 def build(spec):
     pools = [NodepoolSpec("all"), NodepoolSpec("sub", parent="all")]
     classes = [
-        ClassSpec("low", policy="FAIR_SHARE", weight=50, nodepool="all"),
-        ClassSpec("high", policy="FAIR_SHARE", weight=100, nodepool="all", default=True),
-        ClassSpec("subc", policy="FAIR_SHARE", weight=100, nodepool="sub"),
-        ClassSpec("fixed", policy="FIXED_SHARE", nodepool="all"),
+        ResourceClassSpec("low", policy="FAIR_SHARE", weight=50, nodepool="all"),
+        ResourceClassSpec("high", policy="FAIR_SHARE", weight=100, nodepool="all", default=True),
+        ResourceClassSpec("subc", policy="FAIR_SHARE", weight=100, nodepool="sub"),
+        ResourceClassSpec("fixed", policy="FIXED_SHARE", nodepool="all"),
     ]
     core = DuccCore(S, pools, classes)
     for i, (mem, pool) in enumerate(spec["machines"]):
@@ -76,7 +80,7 @@ def test_capacity_caps_and_non_preemptable(spec):
     st.integers(1, 3),
 )
 def test_equal_users_within_one_process(machines, nusers, order):
-    core = DuccCore(S, [], [ClassSpec("normal", policy="FAIR_SHARE")])
+    core = DuccCore(S, [], [ResourceClassSpec("normal", policy="FAIR_SHARE")])
     for i, mem in enumerate(machines):
         core.add_machine(f"m{i}", mem)
     for u in range(nusers):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from legionrm.scheduler.fairshare.classes import ClassSpec, RmSettings
+from legionrm.scheduler.fairshare.classes import ResourceClassSpec, RmSettings
 from legionrm.scheduler.fairshare.core import DuccCore
 from legionrm.scheduler.fairshare.store import RmStore
 
 S = RmSettings(quantum_gb=1, expand_by_doubling=False, prediction=False)
-CLASSES = [ClassSpec("normal", policy="FAIR_SHARE"), ClassSpec("reserve", policy="RESERVE")]
+CLASSES = [ResourceClassSpec("normal", policy="FAIR_SHARE"), ResourceClassSpec("reserve", policy="RESERVE")]
 
 
 def busy_core():
@@ -52,7 +52,7 @@ def test_vanished_class_is_blacklisted_until_gone(tmp_path):
     core = busy_core()
     store = RmStore(tmp_path / "rm.db")
     store.save(core)
-    fresh = store.load_into(DuccCore(S, [], [ClassSpec("normal", policy="FAIR_SHARE")]))
+    fresh = store.load_into(DuccCore(S, [], [ResourceClassSpec("normal", policy="FAIR_SHARE")]))
     host = next(m for m in fresh.machines.values() if m.blacklist)
     assert not host.schedulable and host.free() == 0
     r = fresh.run_cycle()

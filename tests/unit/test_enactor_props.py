@@ -8,7 +8,14 @@ from hypothesis import strategies as st
 from legionrm.enactor.enactor import Enactor
 from legionrm.enactor.fakes import FakeClock, FakeGateway, FakeResource
 from legionrm.errors import EnactmentError
-from legionrm.models import DeltaSchedule, EnactRequest, Holder, MasterSchedule, Placement, Resources
+from legionrm.models import (
+    DeltaSchedule,
+    EnactRequest,
+    Holder,
+    MasterSchedule,
+    Placement,
+    Resources,
+)
 
 HOSTS = [f"h{i}" for i in range(6)]
 VAULTS = ["v0", "v1"]

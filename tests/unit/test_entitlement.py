@@ -10,7 +10,12 @@ import pytest
 from legionrm.scheduler.pools.entitlement import split_entitlement, water_fill
 from legionrm.scheduler.pools.respool import ResourcePoolTree
 from legionrm.scheduler.pools.vec import vec
-from tests.unit.test_respool_support import UPSTREAM_CAPACITY, UPSTREAM_SLACK, cfg, upstream_tree
+from tests.unit.test_respool_support import (
+    UPSTREAM_CAPACITY,
+    UPSTREAM_SLACK,
+    cfg,
+    upstream_tree,
+)
 
 D = {"cpu": 20, "memory": 200, "disk": 2000, "gpu": 0}
 

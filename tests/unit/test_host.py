@@ -12,7 +12,14 @@ from hypothesis import strategies as st
 from legionrm.hostobj import codes
 from legionrm.hostobj.host import HostObject
 from legionrm.hostobj.policies import ADMIT, AllOf, DenyUsers, LoadCeiling, Verdict
-from legionrm.models import Holder, InstanceRef, Refusal, ReservationRequest, ReservationToken, Resources
+from legionrm.models import (
+    Holder,
+    InstanceRef,
+    Refusal,
+    ReservationRequest,
+    ReservationToken,
+    Resources,
+)
 
 ANN = Holder(user="ann", class_name="Foo", groups=("lab",))
 

@@ -6,7 +6,14 @@ from legionrm.hostobj import codes
 from legionrm.hostobj.group import HostGroup
 from legionrm.hostobj.host import HostObject
 from legionrm.hostobj.policies import DenyUsers
-from legionrm.models import Holder, InstanceRef, Refusal, ReservationRequest, ReservationToken, Resources, StartRequest
+from legionrm.models import (
+    Holder,
+    InstanceRef,
+    ReservationRequest,
+    ReservationToken,
+    Resources,
+    StartRequest,
+)
 
 ANN = Holder(user="ann", class_name="Foo")
 

@@ -9,7 +9,12 @@ import pytest
 from legionrm.config import load_cluster
 from legionrm.inprocess import LocalSystem
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
-from legionrm.scheduler.fairshare.classes import ClassSpec, NodepoolSpec, RmSettings, UserSpec
+from legionrm.scheduler.fairshare.classes import (
+    NodepoolSpec,
+    ResourceClassSpec,
+    RmSettings,
+    UserSpec,
+)
 from legionrm.scheduler.fairshare.core import DuccCore
 from legionrm.scheduler.sharegate import ShareGate
 from legionrm.testing import FakeClock
@@ -20,10 +25,10 @@ def gate(**rm: object) -> ShareGate:
         RmSettings(quantum_gb=8.0, **rm),  # type: ignore[arg-type]
         nodepools=[NodepoolSpec("batch"), NodepoolSpec("lab", parent="batch"), NodepoolSpec("big", quantum_gb=16.0)],
         classes=[
-            ClassSpec("normal", policy="FAIR_SHARE", nodepool="batch", default=True),
-            ClassSpec("fixed", policy="FIXED_SHARE", nodepool="batch", priority=7),
-            ClassSpec("reserve", policy="RESERVE", nodepool="big"),
-            ClassSpec("staff", policy="FAIR_SHARE", nodepool="batch", users=("ann",), weight=3),
+            ResourceClassSpec("normal", policy="FAIR_SHARE", nodepool="batch", default=True),
+            ResourceClassSpec("fixed", policy="FIXED_SHARE", nodepool="batch", priority=7),
+            ResourceClassSpec("reserve", policy="RESERVE", nodepool="big"),
+            ResourceClassSpec("staff", policy="FAIR_SHARE", nodepool="batch", users=("ann",), weight=3),
         ],
         users=[UserSpec("bob", max_allotment_gb=16)],
     )

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-
-import numpy as np
 
 from legionrm.collection.store import AttributeStore
 from legionrm.errors import MILTypeError

@@ -8,7 +8,14 @@ import math
 
 import pytest
 
-from legionrm.mil import ERROR, UNDEFINED, StaticTable, compile_query, format_value, same_value
+from legionrm.mil import (
+    ERROR,
+    UNDEFINED,
+    StaticTable,
+    compile_query,
+    format_value,
+    same_value,
+)
 
 NAN = math.nan
 I64MIN, I64MAX = -(2**63), 2**63 - 1

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from legionrm.scheduler.placement import PlaceConfig, Placer, choose_path
 from legionrm.scheduler.placement.nodes import NodeSpec, NodeTable
 from legionrm.scheduler.placement.nodestate import HostState
-from legionrm.scheduler.placement.base import PlaceConfig, Placer, choose_path
 from legionrm.scheduler.placement.select import SelectRequest
 
 RES = ("ncpus", "mem", "color", "host", "vnode")

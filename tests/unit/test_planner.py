@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from legionrm.collection.collection import Collection
-from legionrm.models import AccessPolicy, ClassSpec, Identity, ObjectRequest, SchedulingRequest
-from legionrm.scheduler.planner import Planner, assign
+from legionrm.models import (
+    AccessPolicy,
+    ClassSpec,
+    Identity,
+    ObjectRequest,
+    SchedulingRequest,
+)
 from legionrm.scheduler.pipeline import HostTable
+from legionrm.scheduler.planner import Planner, assign
 from legionrm.testing import FakeClock, host, vault
-
-import numpy as np
 
 ALICE = Identity(user="alice")
 X86 = '$arch == "x86_64"'

@@ -27,7 +27,16 @@ from legionrm.hostobj.policies import (
     Policy,
     load_policy,
 )
-from legionrm.models import AccessPolicy, Holder, Identity, InstanceRef, Refusal, ReservationRequest, ReservationToken, Resources
+from legionrm.models import (
+    AccessPolicy,
+    Holder,
+    Identity,
+    InstanceRef,
+    Refusal,
+    ReservationRequest,
+    ReservationToken,
+    Resources,
+)
 
 # Monday 2024-01-01 00:00 UTC
 MONDAY = float(_cal.timegm((2024, 1, 1, 0, 0, 0)))

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from legionrm.scheduler.placement.base import Placer
+from legionrm.scheduler.placement import Placer
 from tests.unit.test_buckets import busy, make, node, req
 
 

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from legionrm.scheduler.pools.respool import PreemptionConfig, QueueType, ResourcePoolTree, TaskState
 from legionrm.scheduler.pools.gang import TOTAL
+from legionrm.scheduler.pools.respool import (
+    PreemptionConfig,
+    QueueType,
+    ResourcePoolTree,
+    TaskState,
+)
 from legionrm.scheduler.pools.vec import vec
 from tests.unit.test_respool_support import cfg, gang
 

@@ -8,8 +8,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from legionrm.scheduler.pools import admission
-from legionrm.scheduler.pools.respool import PreemptionConfig, QueueType, ResourcePoolTree
 from legionrm.scheduler.pools.gang import NON_PREEMPTIBLE, NON_SLACK, SLACK
+from legionrm.scheduler.pools.respool import (
+    PreemptionConfig,
+    QueueType,
+    ResourcePoolTree,
+)
 from legionrm.scheduler.pools.vec import EPS, KINDS
 from tests.unit.test_respool_support import cfg, gang
 

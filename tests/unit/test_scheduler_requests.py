@@ -9,7 +9,12 @@ import pytest
 from legionrm.collection.collection import Collection
 from legionrm.enactor.enactor import Enactor
 from legionrm.enactor.fakes import FakeGateway
-from legionrm.models import Identity, ObjectRequest, ReservationRequest, SchedulingRequest
+from legionrm.models import (
+    Identity,
+    ObjectRequest,
+    ReservationRequest,
+    SchedulingRequest,
+)
 from legionrm.scheduler.scheduler import Scheduler
 from legionrm.testing import FakeClock, host
 

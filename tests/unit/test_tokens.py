@@ -8,7 +8,13 @@ import pytest
 
 from legionrm.hostobj import codes, tokens
 from legionrm.hostobj.host import HostObject
-from legionrm.models import Holder, Refusal, ReservationRequest, ReservationToken, Resources
+from legionrm.models import (
+    Holder,
+    Refusal,
+    ReservationRequest,
+    ReservationToken,
+    Resources,
+)
 
 ANN = Holder(user="ann", class_name="Foo")
 BOB = Holder(user="bob", class_name="Foo")

@@ -7,7 +7,13 @@ import pytest
 from legionrm.hostobj import codes
 from legionrm.hostobj.policies import ADMIT
 from legionrm.hostobj.vault import VaultObject
-from legionrm.models import Holder, Refusal, ReservationRequest, ReservationToken, Resources
+from legionrm.models import (
+    Holder,
+    Refusal,
+    ReservationRequest,
+    ReservationToken,
+    Resources,
+)
 
 ANN = Holder(user="ann")
 

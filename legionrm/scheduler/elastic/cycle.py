@@ -70,8 +70,7 @@ from legionrm.scheduler.elastic.enact import (
     Refusals,
     change,
 )
-from legionrm.scheduler.fairshare.classes import Policy
-from legionrm.scheduler.fairshare.core import CycleResult, DuccCore, ShareEvent
+from legionrm.scheduler.fairshare import CycleResult, DuccCore, ShareEvent, SharePolicy
 from legionrm.scheduler.ports import EnactorPort, SnapshotSource, Stopper
 
 log = logging.getLogger(__name__)
@@ -165,7 +164,7 @@ class ElasticCycle:
             if jid in self._jobs or jid in self.core.jobs:
                 raise SchedulingError(f"elastic job {jid!r} already exists")
             classes = self.core.classes
-            cls = request.ducc_class or classes.defaults.get(Policy.FAIR_SHARE)
+            cls = request.ducc_class or classes.defaults.get(SharePolicy.FAIR_SHARE)
             if cls is None:
                 raise SchedulingError(f"elastic job {jid!r}: no ducc_class given and no default FAIR_SHARE class")
             rc = classes.classes.get(cls)
@@ -173,7 +172,7 @@ class ElasticCycle:
                 raise SchedulingError(
                     f"elastic job {jid!r}: unknown class {cls!r} (known: {', '.join(sorted(classes.classes))})"
                 )
-            if rc.policy is not Policy.FAIR_SHARE:
+            if rc.policy is not SharePolicy.FAIR_SHARE:
                 raise SchedulingError(
                     f"elastic job {jid!r}: class {cls!r} is {rc.policy.value}; the cycle runs FAIR_SHARE work "
                     "(fixed work goes through scheduleObjects)"

@@ -45,7 +45,7 @@ from legionrm.models import (
     Refusal,
     Resources,
 )
-from legionrm.scheduler.fairshare.core import DuccCore, ShareEvent
+from legionrm.scheduler.fairshare import DuccCore, ShareEvent
 from legionrm.scheduler.ports import EnactorPort
 
 log = logging.getLogger(__name__)

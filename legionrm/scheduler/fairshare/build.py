@@ -15,10 +15,10 @@ from typing import Any
 from legionrm.errors import ConfigError
 from legionrm.models import ClusterSpec
 from legionrm.scheduler.fairshare.classes import (
-    ClassSpec,
     NodepoolSpec,
-    Policy,
+    ResourceClassSpec,
     RmSettings,
+    SharePolicy,
     UserSpec,
     resolve_classes,
     resolve_nodepools,
@@ -83,9 +83,9 @@ def core_from_doc(doc: dict[str, Any], file: str, prefix: str = "", defaults: Rm
         if users is not None and not all(isinstance(u, str) for u in users):
             raise ConfigError("must be a list of user names", file=file, table=w, key="users")
         pol = expect(t, "policy", str, None, file=file, where=w)
-        if pol is not None and pol.upper() not in Policy.__members__:
+        if pol is not None and pol.upper() not in SharePolicy.__members__:
             raise ConfigError(f"unknown policy {pol!r} (known: FAIR_SHARE, FIXED_SHARE, RESERVE)", file=file, table=w, key="policy")
-        classes.append(ClassSpec(
+        classes.append(ResourceClassSpec(
             name=require(t, "name", str, file=file, where=w), policy=pol.upper() if pol else None,
             priority=expect(t, "priority", int, None, file=file, where=w),
             weight=number(t, "weight", float, None, file, w, minimum=0),

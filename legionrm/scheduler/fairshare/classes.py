@@ -21,13 +21,13 @@ from enum import Enum
 from legionrm.errors import ConfigError
 
 
-class Policy(str, Enum):
+class SharePolicy(str, Enum):
     FAIR_SHARE = "FAIR_SHARE"
     FIXED_SHARE = "FIXED_SHARE"
     RESERVE = "RESERVE"
 
 
-DEFAULT_PRIORITY = {Policy.FAIR_SHARE: 10, Policy.FIXED_SHARE: 5, Policy.RESERVE: 1}
+DEFAULT_PRIORITY = {SharePolicy.FAIR_SHARE: 10, SharePolicy.FIXED_SHARE: 5, SharePolicy.RESERVE: 1}
 DEFAULT_WEIGHT = 100
 
 
@@ -71,11 +71,11 @@ class UserSpec:
 
 
 @dataclass(frozen=True)
-class ClassSpec:
+class ResourceClassSpec:
     """A class as written: ``None`` means "not set here" (inherit or default)."""
 
     name: str
-    policy: Policy | str | None = None
+    policy: SharePolicy | str | None = None
     priority: int | None = None
     weight: float | None = None
     nodepool: str | None = None
@@ -96,7 +96,7 @@ class ResourceClass:
     """A resolved, concrete class with every rule decided."""
 
     name: str
-    policy: Policy
+    policy: SharePolicy
     priority: int
     weight: float
     nodepool: str
@@ -110,7 +110,7 @@ class ResourceClass:
 
     @property
     def preemptable(self) -> bool:
-        return self.policy is Policy.FAIR_SHARE
+        return self.policy is SharePolicy.FAIR_SHARE
 
     def admits(self, user: str) -> bool:
         return self.users is None or user in self.users
@@ -127,7 +127,7 @@ class ClassTable:
     """Resolved classes, by name, with the default class of each policy."""
 
     classes: dict[str, ResourceClass]
-    defaults: dict[Policy, str] = field(default_factory=dict)
+    defaults: dict[SharePolicy, str] = field(default_factory=dict)
 
     def groups(self) -> list[list[ResourceClass]]:
         """Classes grouped by priority, best (lowest) first; within a group by weight desc, name."""
@@ -137,9 +137,9 @@ class ClassTable:
         return [sorted(by_pri[p], key=lambda c: (-c.weight, c.name)) for p in sorted(by_pri)]
 
 
-def _policy(value: object, spec: ClassSpec, file: str) -> Policy:
+def _policy(value: object, spec: ResourceClassSpec, file: str) -> SharePolicy:
     try:
-        return Policy(str(value).upper())
+        return SharePolicy(str(value).upper())
     except ValueError:
         raise ConfigError(
             f"unknown policy {value!r} (known: FAIR_SHARE, FIXED_SHARE, RESERVE)",
@@ -148,21 +148,21 @@ def _policy(value: object, spec: ClassSpec, file: str) -> Policy:
 
 
 def resolve_classes(
-    specs: list[ClassSpec], settings: RmSettings, pools: set[str], *, file: str = "", default_pool: str | None = None
+    specs: list[ResourceClassSpec], settings: RmSettings, pools: set[str], *, file: str = "", default_pool: str | None = None
 ) -> ClassTable:
     """Inheritance, defaults and the class rules; raises ConfigError on any violation.
 
     A policy with exactly one concrete class makes that class its default
     when none is marked (a convenience; DUCC insists on the mark).
     """
-    by_name: dict[str, ClassSpec] = {}
+    by_name: dict[str, ResourceClassSpec] = {}
     for s in specs:
         where = s.where or f"class {s.name}"
         if s.name in by_name:
             raise ConfigError(f"duplicate class {s.name!r}", file=file, table=where, key="name")
         by_name[s.name] = s
 
-    def flat(s: ClassSpec, seen: tuple[str, ...]) -> ClassSpec:
+    def flat(s: ResourceClassSpec, seen: tuple[str, ...]) -> ResourceClassSpec:
         where = s.where or f"class {s.name}"
         if s.parent is None:
             return s
@@ -183,15 +183,15 @@ def resolve_classes(
             continue
         if f.policy is None:
             raise ConfigError("is required", file=file, table=where, key="policy")
-        pol = f.policy if isinstance(f.policy, Policy) else _policy(f.policy, s, file)
+        pol = f.policy if isinstance(f.policy, SharePolicy) else _policy(f.policy, s, file)
         pool = f.nodepool if f.nodepool is not None else default_pool
         if pool is None:
             raise ConfigError("is required", file=file, table=where, key="nodepool")
         if pool not in pools:
             raise ConfigError(f"unknown nodepool {pool!r}", file=file, table=where, key="nodepool")
-        if pol is not Policy.FAIR_SHARE and f.weight is not None and s.weight is not None:
+        if pol is not SharePolicy.FAIR_SHARE and f.weight is not None and s.weight is not None:
             raise ConfigError("weight applies to FAIR_SHARE classes only", file=file, table=where, key="weight")
-        fair = pol is Policy.FAIR_SHARE
+        fair = pol is SharePolicy.FAIR_SHARE
         for key in ("expand_by_doubling", "initialization_cap", "prediction", "prediction_fudge_ms"):
             if not fair and getattr(s, key) is not None:
                 raise ConfigError(f"{key} applies to FAIR_SHARE classes only", file=file, table=where, key=key)
@@ -227,8 +227,8 @@ def resolve_classes(
                 file=file, table=where, key="priority",
             )
     # exactly one default per policy in use
-    defaults: dict[Policy, str] = {}
-    for pol in Policy:
+    defaults: dict[SharePolicy, str] = {}
+    for pol in SharePolicy:
         members = sorted(c.name for c in out.values() if c.policy is pol)
         if not members:
             continue

@@ -18,16 +18,16 @@ from typing import Any, Iterable
 
 from legionrm.errors import SchedulingError
 from legionrm.scheduler.fairshare.classes import (
-    ClassSpec,
     ClassTable,
     NodepoolSpec,
-    Policy,
+    ResourceClassSpec,
     RmSettings,
+    SharePolicy,
     UserSpec,
     resolve_classes,
     resolve_nodepools,
 )
-from legionrm.scheduler.fairshare.nodepool import NodePool, PoolTables, PoolTree
+from legionrm.scheduler.fairshare.nodepool import NodePool, NodepoolTree, PoolTables
 from legionrm.scheduler.fairshare.shares import (
     JOB_KINDS,
     Job,
@@ -107,12 +107,12 @@ class DuccCore:
         self,
         settings: RmSettings | None = None,
         nodepools: Iterable[NodepoolSpec] = (),
-        classes: Iterable[ClassSpec] = (),
+        classes: Iterable[ResourceClassSpec] = (),
         users: Iterable[UserSpec] = (),
     ) -> None:
         self.settings = settings or RmSettings()
         pools = resolve_nodepools(list(nodepools))
-        self.tree = PoolTree(pools, self.settings.quantum_gb)
+        self.tree = NodepoolTree(pools, self.settings.quantum_gb)
         self.classes: ClassTable = resolve_classes(
             list(classes), self.settings, set(self.tree.pools), default_pool=self.tree.default.name
         )
@@ -200,7 +200,7 @@ class DuccCore:
         m.varied_off = True
         for s in list(m.shares.values()):
             j = self.jobs.get(s.job)
-            if j is not None and self.classes.classes[j.cls].policy is Policy.FAIR_SHARE:
+            if j is not None and self.classes.classes[j.cls].policy is SharePolicy.FAIR_SHARE:
                 self._drop_share(s)
 
     def vary_on(self, name: str) -> None:
@@ -245,7 +245,7 @@ class DuccCore:
         if kind not in JOB_KINDS:
             raise SchedulingError(f"unknown job kind {kind!r} (known: {', '.join(JOB_KINDS)})")
         if cls is None:
-            pol = Policy.RESERVE if kind == "reservation" and Policy.RESERVE in self.classes.defaults else Policy.FAIR_SHARE
+            pol = SharePolicy.RESERVE if kind == "reservation" and SharePolicy.RESERVE in self.classes.defaults else SharePolicy.FAIR_SHARE
             if pol not in self.classes.defaults:
                 raise SchedulingError("no class given and no default class")
             cls = self.classes.defaults[pol]
@@ -262,7 +262,7 @@ class DuccCore:
         )
         if not rc.admits(user):
             j.refused, j.reason = True, f"Refused: user {user} may not use class {cls}"
-        elif rc.policy is Policy.FAIR_SHARE and kind != "job":
+        elif rc.policy is SharePolicy.FAIR_SHARE and kind != "job":
             j.refused, j.reason = True, f"Refused: a {kind} cannot run in FAIR_SHARE class {cls}"
         self.jobs[id] = j
         top = pool.top.name

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from legionrm.scheduler.fairshare.classes import Policy
+from legionrm.scheduler.fairshare.classes import SharePolicy
 from legionrm.scheduler.fairshare.context import CycleContext
 from legionrm.scheduler.fairshare.preemption import evict_share
 from legionrm.scheduler.fairshare.shares import (
@@ -44,7 +44,7 @@ def detect_fragmentation(ctx: CycleContext) -> dict[str, int]:
                 continue
             current = j.current()
             needed = j.counted - current
-            if rc.policy is Policy.FAIR_SHARE:
+            if rc.policy is SharePolicy.FAIR_SHARE:
                 if current >= thr or current >= j.pure_fair_share or needed < 0:
                     needed = 0
                 else:
@@ -107,7 +107,7 @@ def do_final_evictions(ctx: CycleContext, needy: dict[str, int]) -> None:
         rich: list[Job] = []
         poor: list[Job] = []
         for rc in ctx.classes.classes.values():
-            if rc.policy is not Policy.FAIR_SHARE or not _compatible(ctx, rc.nodepool, nrc.nodepool):
+            if rc.policy is not SharePolicy.FAIR_SHARE or not _compatible(ctx, rc.nodepool, nrc.nodepool):
                 continue
             if rc.priority < nrc.priority:
                 continue  # never take from a better priority
@@ -134,7 +134,7 @@ def _take_from_the_rich(ctx: CycleContext, nj: Job, needed: int, donors: list[Jo
     wealth: dict[str, int] = {}
     for j in donors:
         wealth[j.user] = wealth.get(j.user, 0) + j.current() * j.order
-    reserve = rc.policy is Policy.RESERVE
+    reserve = rc.policy is SharePolicy.RESERVE
     # Fair-share work may squat, so its subtree is fair game; non-preemptable
     # work never leaves its own pool, so only that pool's machines help it.
     machines = pool.all_machines() if rc.preemptable else pool.machines.values()

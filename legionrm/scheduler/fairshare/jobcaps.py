@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 
 from legionrm.scheduler.fairshare.classes import (
-    Policy,
     ResourceClass,
     RmSettings,
+    SharePolicy,
     UserSpec,
 )
 from legionrm.scheduler.fairshare.shares import Job
@@ -105,7 +105,7 @@ def allotment_limit_q(limit_gb: float | None, quantum_gb: float) -> int:
 def non_preemptable_used_q(jobs: list[Job], classes: dict[str, ResourceClass]) -> int:
     """Qshares a user's non-FAIR_SHARE work holds (running and pending)."""
     return sum(
-        j.current() * j.order for j in jobs if classes[j.cls].policy is not Policy.FAIR_SHARE
+        j.current() * j.order for j in jobs if classes[j.cls].policy is not SharePolicy.FAIR_SHARE
     )
 
 

@@ -83,7 +83,7 @@ class NodePool:
             yield from p.machines.values()
 
 
-class PoolTree:
+class NodepoolTree:
     """Every nodepool by name; the first top-level pool takes unplaced machines."""
 
     def __init__(self, specs: list[NodepoolSpec], default_quantum_gb: float) -> None:

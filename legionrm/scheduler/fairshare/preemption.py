@@ -15,7 +15,7 @@ not picked again.
 
 from __future__ import annotations
 
-from legionrm.scheduler.fairshare.classes import Policy
+from legionrm.scheduler.fairshare.classes import SharePolicy
 from legionrm.scheduler.fairshare.context import CycleContext
 from legionrm.scheduler.fairshare.shares import Job, Share
 
@@ -56,7 +56,7 @@ def do_evictions(ctx: CycleContext) -> None:
     (pools visited children first, descending search order)."""
     for pool in ctx.top.post_order(descending=True):
         for rc in ctx.classes.classes.values():
-            if rc.nodepool != pool.name or rc.policy is not Policy.FAIR_SHARE:
+            if rc.nodepool != pool.name or rc.policy is not SharePolicy.FAIR_SHARE:
                 continue
             for j in sorted(ctx.jobs_by_class.get(rc.name, []), key=lambda j: j.age_key()):
                 surplus = j.current() - j.counted

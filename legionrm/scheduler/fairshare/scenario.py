@@ -20,7 +20,7 @@ from typing import Any
 from legionrm.errors import ConfigError
 from legionrm.scheduler.fairshare.build import core_from_doc, number
 from legionrm.scheduler.fairshare.classes import (
-    Policy,
+    SharePolicy,
 )
 from legionrm.scheduler.fairshare.core import CycleResult, DuccCore
 from legionrm.scheduler.fairshare.shares import JOB_KINDS
@@ -88,7 +88,7 @@ def load_scenario(path: str | Path) -> Scenario:
         if kind not in JOB_KINDS:
             raise ConfigError(f"unknown kind {kind!r} (known: {', '.join(JOB_KINDS)})", file=file, table=w, key="kind")
         if cls is None:
-            want = Policy.RESERVE if kind == "reservation" and Policy.RESERVE in core.classes.defaults else Policy.FAIR_SHARE
+            want = SharePolicy.RESERVE if kind == "reservation" and SharePolicy.RESERVE in core.classes.defaults else SharePolicy.FAIR_SHARE
             if want not in core.classes.defaults:
                 raise ConfigError("no class given and no default class to use", file=file, table=w, key="class")
         mem = require(t, "memory_gb", float, file=file, where=w)

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from legionrm.scheduler.fairshare.apportion import how_much_fair_share
 from legionrm.scheduler.fairshare.classes import (
-    Policy,
     ResourceClass,
+    SharePolicy,
 )
 from legionrm.scheduler.fairshare.context import CycleContext
 from legionrm.scheduler.fairshare.defrag import detect_fragmentation, do_final_evictions
@@ -192,9 +192,9 @@ def schedule_tree(ctx: CycleContext) -> None:
     ctx.tables.reset(np_free)
     for g in groups:
         pol = g[0].policy
-        if pol is Policy.FAIR_SHARE:
+        if pol is SharePolicy.FAIR_SHARE:
             how_much_fair_share(ctx, g)
-        elif pol is Policy.FIXED_SHARE:
+        elif pol is SharePolicy.FIXED_SHARE:
             how_much_fixed(ctx, g)
         else:
             how_much_reserve(ctx, g)
@@ -204,9 +204,9 @@ def schedule_tree(ctx: CycleContext) -> None:
         expand_needy_jobs(ctx, g)
     for g in groups:
         pol = g[0].policy
-        if pol is Policy.FAIR_SHARE:
+        if pol is SharePolicy.FAIR_SHARE:
             what_of_fair_share(ctx, g)
-        elif pol is Policy.FIXED_SHARE:
+        elif pol is SharePolicy.FIXED_SHARE:
             what_of_fixed(ctx, g)
         else:
             what_of_reserve(ctx, g)

@@ -16,7 +16,7 @@ confirmed (the tables are built from every share on the machine).
 
 from __future__ import annotations
 
-from legionrm.scheduler.fairshare.classes import Policy
+from legionrm.scheduler.fairshare.classes import SharePolicy
 from legionrm.scheduler.fairshare.context import CycleContext
 from legionrm.scheduler.fairshare.nodepool import NodePool
 from legionrm.scheduler.fairshare.preemption import evict_share
@@ -64,7 +64,7 @@ def find_shares(ctx: CycleContext, job: Job, horizontal_first: bool = False) -> 
         if got > 0:
             return got
     got = _fill(ctx, job, pool, needed, fixed, only_free_of_jobs=False)
-    if rc.policy is Policy.FAIR_SHARE:
+    if rc.policy is SharePolicy.FAIR_SHARE:
         stack = pool.children_ascending()
         while stack and got < needed:
             child = stack.pop(0)
@@ -177,9 +177,9 @@ def expand_needy_jobs(ctx: CycleContext, group) -> None:
         mine.sort(key=lambda j: j.age_key())
         for j in mine:
             rc = ctx.classes.classes[j.cls]
-            if rc.policy is Policy.RESERVE:
+            if rc.policy is SharePolicy.RESERVE:
                 allocate_for_reservation(ctx, j)
         for j in mine:
-            if ctx.classes.classes[j.cls].policy is Policy.FIXED_SHARE and not j.deferred:
+            if ctx.classes.classes[j.cls].policy is SharePolicy.FIXED_SHARE and not j.deferred:
                 find_shares(ctx, j)
-        do_expansion(ctx, [j for j in mine if ctx.classes.classes[j.cls].policy is Policy.FAIR_SHARE])
+        do_expansion(ctx, [j for j in mine if ctx.classes.classes[j.cls].policy is SharePolicy.FAIR_SHARE])

@@ -1,7 +1,7 @@
-"""The placement engine's public face: config, result, path choice, and the flow
-both paths share.
+"""What both placement paths share: config, outcome, result, path choice, and
+:class:`PathPlacer`, the flow each path subclasses with its own search.
 
-The flow for one request (:meth:`_Placer.place`), as OpenPBS runs it:
+The flow for one request (:meth:`PathPlacer.place`), as OpenPBS runs it:
 
 1. the job's universe: the hosts of its queue if that queue owns hosts, else
    the hosts tied to no queue;
@@ -50,8 +50,8 @@ from legionrm.scheduler.placement.nodes import (
 from legionrm.scheduler.placement.nodestate import (
     JOB_INFINITY,
     HostState,
-    HostView,
     SetSums,
+    StateView,
 )
 from legionrm.scheduler.placement.psets import PlacementSets
 from legionrm.scheduler.placement.select import SelectRequest
@@ -78,7 +78,7 @@ class PlaceConfig(BaseModel):
 
 
 @dataclass
-class Outcome:
+class SearchOutcome:
     """What a search found: status, reason text, and per chunk (host, copies) pairs."""
 
     status: Status
@@ -111,7 +111,7 @@ class PlacementResult:
     placement_set: str | None = None
     failed_chunk: str | None = None
     allocation: list[list[tuple[int, int]]] = field(default_factory=list, repr=False)
-    _placer: "_Placer | None" = field(default=None, repr=False)
+    _placer: "PathPlacer | None" = field(default=None, repr=False)
     _request: SelectRequest | None = field(default=None, repr=False)
     _chunks: tuple[CompiledChunk, ...] = field(default=(), repr=False)
     _queue: str | None = field(default=None, repr=False)
@@ -208,7 +208,7 @@ def _shared_sums(state: HostState) -> SetSums:
     return sums
 
 
-class _Placer:
+class PathPlacer:
     """The flow shared by both paths; subclasses implement :meth:`_search`."""
 
     path: Path = "nodes"
@@ -228,9 +228,9 @@ class _Placer:
 
     # subclasses
     def _search(
-        self, request: SelectRequest, chunks: tuple[CompiledChunk, ...], hosts: np.ndarray, view: HostView,
+        self, request: SelectRequest, chunks: tuple[CompiledChunk, ...], hosts: np.ndarray, view: StateView,
         walltime: float,
-    ) -> Outcome:  # pragma: no cover - abstract
+    ) -> SearchOutcome:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def compile(self, request: SelectRequest) -> tuple[CompiledChunk, ...]:
@@ -270,16 +270,16 @@ class _Placer:
         return self._result(request, chunks, out, view.now, start, queue, wall, path_reason)
 
     def decide(
-        self, request: SelectRequest, chunks: tuple[CompiledChunk, ...], view: HostView, wall: float,
+        self, request: SelectRequest, chunks: tuple[CompiledChunk, ...], view: StateView, wall: float,
         queue: str | None,
-    ) -> Outcome:
+    ) -> SearchOutcome:
         universe = self.table.universe(queue)
         pre = prefilter(self.table, request, chunks, universe, view, self.sums)
         if pre is not None:
-            return Outcome(pre[0], pre[1], chunk=pre[2])  # type: ignore[arg-type]
+            return SearchOutcome(pre[0], pre[1], chunk=pre[2])  # type: ignore[arg-type]
         key = request.place.group or self.config.node_group_key
         if key:
-            waiting: Outcome | None = None
+            waiting: SearchOutcome | None = None
             for ps in self.psets.ordered(key, universe, view):
                 pf = (
                     prefilter(self.table, request, chunks, ps.hosts, view, self.sums)
@@ -287,7 +287,7 @@ class _Placer:
                     else None
                 )
                 out = (
-                    Outcome(pf[0], pf[1], chunk=pf[2])  # type: ignore[arg-type]
+                    SearchOutcome(pf[0], pf[1], chunk=pf[2])  # type: ignore[arg-type]
                     if pf
                     else self._search(request, chunks, ps.hosts, view, wall)
                 )
@@ -299,7 +299,7 @@ class _Placer:
             if waiting is not None:
                 return waiting  # L1: the original rule -- wait for a set, do not span
             if self.config.do_not_span_psets:
-                return Outcome("never", CANT_SPAN_PSET)
+                return SearchOutcome("never", CANT_SPAN_PSET)
         return self._search(request, chunks, universe, view, wall)
 
     def _earliest(
@@ -311,7 +311,7 @@ class _Placer:
         return None
 
     def _result(
-        self, request: SelectRequest, chunks: tuple[CompiledChunk, ...], out: Outcome, now: float, start: float | None, queue: str | None,
+        self, request: SelectRequest, chunks: tuple[CompiledChunk, ...], out: SearchOutcome, now: float, start: float | None, queue: str | None,
         wall: float, path_reason: str,
     ) -> PlacementResult:
         names = self.table.names
@@ -401,42 +401,6 @@ class _Placer:
         if result.status == "run":
             return Refusal(code="not_needed", reason="the request was placed on other hosts", by="allocation")
         return Refusal(code="not_enough", reason=result.reason, by="allocation")
-
-
-class Placer:
-    """Chooses the path per request and keeps both paths on one host state.
-
-    ``Placer(table, config).place(request, now, walltime, queue=...)`` runs the
-    bucket path when :func:`choose_path` allows it, else the per-node path;
-    ``occupy`` / ``release`` keep the bitmaps and the calendar current.
-    """
-
-    def __init__(self, table: NodeTable, config: PlaceConfig | None = None, state: HostState | None = None) -> None:
-        from legionrm.scheduler.placement.buckets import BucketPlacer
-        from legionrm.scheduler.placement.pernode import PerNodePlacer
-
-        self.table = table
-        self.config = config or PlaceConfig(resources=table.resources)
-        self.state = state if state is not None else HostState(table)
-        self.buckets = BucketPlacer(table, self.config, self.state)
-        self.nodes = PerNodePlacer(table, self.config, self.state)
-
-    def choose(self, request: SelectRequest, **flags: bool) -> tuple[Path, str]:
-        return choose_path(request, self.config, self.table, **flags)
-
-    def place(
-        self, request: SelectRequest, now: float | None = None, walltime: float | None = None, *,
-        queue: str | None = None, earliest: bool = True, **flags: bool,
-    ) -> PlacementResult:
-        path, why = self.choose(request, **flags)
-        placer: _Placer = self.buckets if path == "buckets" else self.nodes
-        return placer.place(request, now, walltime, queue=queue, earliest=earliest, path_reason=why)
-
-    def occupy(self, result: PlacementResult, start: float, end: float) -> list[int]:
-        return self.buckets.occupy(result, start, end)
-
-    def release(self, token: list[int]) -> None:
-        self.state.release(token)
 
 
 def infinite(x: float | None) -> float:

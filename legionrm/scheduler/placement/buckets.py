@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from legionrm.scheduler.placement.base import Outcome, PlaceConfig, _Placer
+from legionrm.scheduler.placement.base import PathPlacer, PlaceConfig, SearchOutcome
 from legionrm.scheduler.placement.chunkfit import (
     NO_NODE_RESOURCES,
     NO_TOTAL_NODES,
@@ -40,7 +40,7 @@ from legionrm.scheduler.placement.nodestate import (
     BUSY_LATER,
     FREE,
     HostState,
-    HostView,
+    StateView,
 )
 from legionrm.scheduler.placement.select import SelectRequest, format_value
 
@@ -135,7 +135,7 @@ class BucketSet:
 
     # -- keeping pools current --------------------------------------------------
 
-    def refresh(self, hosts: np.ndarray, view: HostView) -> None:
+    def refresh(self, hosts: np.ndarray, view: StateView) -> None:
         """Move ``hosts`` to the pool their live state says (idempotent)."""
         if len(hosts) == 0:
             return
@@ -183,7 +183,7 @@ class BucketSet:
         self._parts[id(hosts)] = (hosts, out)
         return out
 
-    def bits(self, part: Part, view: HostView, live: bool) -> tuple[np.ndarray, np.ndarray]:
+    def bits(self, part: Part, view: StateView, live: bool) -> tuple[np.ndarray, np.ndarray]:
         """(free, busy_later) bitmaps of a part under ``view`` (copies, safe to edit)."""
         if live:
             f, bl = self.free[part.b], self.busy_later[part.b]
@@ -197,7 +197,7 @@ class BucketSet:
         m = self.members[part.b]
         return m if part.positions is None else m[part.positions]
 
-    def usable(self, part: Part, view: HostView, live: bool) -> int:
+    def usable(self, part: Part, view: StateView, live: bool) -> int:
         """Free plus busy-later hosts of a part (an upper bound on what it can give)."""
         if live and part.positions is None:
             return int(self.nfree[part.b] + self.nlater[part.b])
@@ -234,7 +234,7 @@ def first_true(bits: np.ndarray, k: int) -> np.ndarray:
     return np.concatenate(found) if len(found) > 1 else found[0]
 
 
-class BucketPlacer(_Placer):
+class BucketPlacer(PathPlacer):
     """The bucket path.  ``place(request, now, walltime)`` -> PlacementResult."""
 
     path = "buckets"
@@ -251,9 +251,9 @@ class BucketPlacer(_Placer):
         request: SelectRequest,
         chunks: tuple[CompiledChunk, ...],
         hosts: np.ndarray,
-        view: HostView,
+        view: StateView,
         walltime: float,
-    ) -> Outcome:
+    ) -> SearchOutcome:
         bs = self.buckets
         live = view is self.state.live()
         parts = bs.parts(hosts)
@@ -262,12 +262,12 @@ class BucketPlacer(_Placer):
         for ch in chunks:
             entries, ever, fail = self._map_chunk(ch, hosts, parts, scatter)
             if not entries or ever < ch.count:
-                return Outcome("never", fail or NO_TOTAL_NODES, chunk=ch.index)
+                return SearchOutcome("never", fail or NO_TOTAL_NODES, chunk=ch.index)
             cb_map.append(entries)
         # A necessary condition by counts, so hopeless requests cost O(buckets).
         for ch, entries in zip(chunks, cb_map):
             if sum(bs.usable(parts[k], view, live) * c for k, c in entries) < ch.count:
-                return Outcome("not_now", NO_NODE_RESOURCES, chunk=ch.index)
+                return SearchOutcome("not_now", NO_NODE_RESOURCES, chunk=ch.index)
         working: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         deadline = view.now + walltime
         result: list[list[tuple[int, int]]] = []
@@ -301,7 +301,7 @@ class BucketPlacer(_Placer):
                         got += len(pick)
                 need -= got * c
             if need > 0:
-                return Outcome("not_now", NO_NODE_RESOURCES, chunk=ch.index)
+                return SearchOutcome("not_now", NO_NODE_RESOURCES, chunk=ch.index)
             if len(taken) == 1:
                 hs, c = taken[0]
                 if c == 1:  # one bucket, one copy per host: already ascending
@@ -318,7 +318,7 @@ class BucketPlacer(_Placer):
             copies = np.minimum(np.maximum(ch.count - before, 0), cs)
             keep = copies > 0
             result.append(list(zip(hs[keep].tolist(), copies[keep].tolist())))
-        return Outcome("run", "", result)
+        return SearchOutcome("run", "", result)
 
     def _map_chunk(
         self, ch: CompiledChunk, hosts: np.ndarray, parts: list[Part], scatter: bool

@@ -23,7 +23,7 @@ import numpy as np
 
 from legionrm.errors import SelectSyntaxError
 from legionrm.scheduler.placement.nodes import Column, NodeTable
-from legionrm.scheduler.placement.nodestate import HostView, SetSums
+from legionrm.scheduler.placement.nodestate import SetSums, StateView
 from legionrm.scheduler.placement.select import (
     Chunk,
     SelectRequest,
@@ -263,7 +263,7 @@ def prefilter(
     request: SelectRequest,
     chunks: tuple[CompiledChunk, ...],
     idx: np.ndarray,
-    view: HostView,
+    view: StateView,
     sums: SetSums,
 ) -> tuple[str, str, int | None] | None:
     """The aggregate test on the hosts ``idx`` before any node search.
@@ -300,7 +300,7 @@ def _aggregate(
     request: SelectRequest,
     chunks: tuple[CompiledChunk, ...],
     idx: np.ndarray,
-    view: HostView,
+    view: StateView,
     sums: SetSums,
     *,
     total: bool,

@@ -6,7 +6,7 @@ amounts it assigns and whether it holds the host exclusively.  ``[[busy]]``
 entries of a scenario, a host calendar adapter and jobs placed in this cycle
 all land here through :meth:`HostState.occupy`.
 
-A :class:`HostView` is the state at one instant as arrays over hosts: jobs
+A :class:`StateView` is the state at one instant as arrays over hosts: jobs
 running, exclusive holds, assigned amounts, the time of the next calendar
 event after the instant, and the bucket pool (free / busy-later / busy).  The
 live view (at ``now``) is kept current incrementally; :meth:`HostState.at`
@@ -31,7 +31,7 @@ JOB_INFINITY = 60.0 * 60 * 24 * 365 * 5
 
 
 @dataclass
-class HostView:
+class StateView:
     """The hosts at instant ``now``.  Arrays are indexed by node index; treat as read-only."""
 
     now: float
@@ -68,7 +68,7 @@ class HostView:
         return "free"
 
 
-Listener = Callable[[np.ndarray, HostView], None]
+Listener = Callable[[np.ndarray, StateView], None]
 
 
 class HostState:
@@ -92,7 +92,7 @@ class HostState:
         self._cache: tuple[np.ndarray, ...] | None = None
         self._listeners: list[Listener] = []
         self._before: list[Listener] = []
-        self._views: dict[float, HostView] = {}
+        self._views: dict[float, StateView] = {}
         self.version = 0
         self._live = self._compute(self.now)
 
@@ -228,11 +228,11 @@ class HostState:
 
     # -- views ---------------------------------------------------------------
 
-    def live(self) -> HostView:
+    def live(self) -> StateView:
         """The view at ``now`` (kept current; do not mutate)."""
         return self._live
 
-    def at(self, t: float) -> HostView:
+    def at(self, t: float) -> StateView:
         """The view at time ``t`` computed from the calendar (cached until the next change)."""
         t = float(t)
         v = self._views.get(t)
@@ -273,7 +273,7 @@ class HostState:
             )
         return self._cache
 
-    def _compute(self, t: float, hosts: np.ndarray | None = None) -> HostView:
+    def _compute(self, t: float, hosts: np.ndarray | None = None) -> StateView:
         n = self.table.n
         h, s, e, x, alive, amounts = self._arrays()
         sel = alive if hosts is None else alive & np.isin(h, hosts)
@@ -289,7 +289,7 @@ class HostState:
         nxt = np.full(n, math.inf)
         np.minimum.at(nxt, h[fut], s[fut])
         pool = np.where(njobs > 0, BUSY, np.where(np.isfinite(nxt), BUSY_LATER, FREE)).astype(np.int8)
-        return HostView(t, njobs, excl, assigned, nxt, pool, self.table)
+        return StateView(t, njobs, excl, assigned, nxt, pool, self.table)
 
     def _repool(self, hosts: np.ndarray) -> None:
         live = self._live
@@ -316,25 +316,25 @@ class SetSums:
         self.table = state.table
         self._res = self.table.consumables()
         self._live: dict[int, list] = {}  # id -> [hosts, member mask, free count, {res: avail sum}]
-        self._other: dict[tuple[int, int], tuple[HostView, np.ndarray, tuple[int, dict[str, float]]]] = {}
+        self._other: dict[tuple[int, int], tuple[StateView, np.ndarray, tuple[int, dict[str, float]]]] = {}
         self._totals: dict[tuple[int, str], tuple[np.ndarray, float]] = {}
         state.subscribe_before(lambda h, v: self._shift(h, v, -1))
         state.subscribe(lambda h, v: self._shift(h, v, +1))
 
-    def free_flags(self, view: HostView, hosts: np.ndarray) -> np.ndarray:
+    def free_flags(self, view: StateView, hosts: np.ndarray) -> np.ndarray:
         """Hosts in PBS state "free": not held exclusively and not fully used."""
         free = ~view.excl[hosts]
         if "ncpus" in self.table.columns:
             free &= (view.njobs[hosts] == 0) | (view.avail_at("ncpus", hosts) > 0)
         return free
 
-    def _direct(self, view: HostView, hosts: np.ndarray) -> tuple[int, dict[str, float]]:
+    def _direct(self, view: StateView, hosts: np.ndarray) -> tuple[int, dict[str, float]]:
         return (
             int(np.count_nonzero(self.free_flags(view, hosts))),
             {r: float(view.avail_at(r, hosts).sum()) for r in self._res},
         )
 
-    def _contrib(self, view: HostView, hosts: np.ndarray) -> tuple[int, dict[str, float]]:
+    def _contrib(self, view: StateView, hosts: np.ndarray) -> tuple[int, dict[str, float]]:
         """Free-node count and free amounts of ``hosts``; scalar for a few hosts
         (one job's hosts), where numpy's per-call cost would dominate."""
         if len(hosts) > 8:
@@ -350,7 +350,7 @@ class SetSums:
                 count += 1
         return count, avail
 
-    def _shift(self, hosts: np.ndarray, view: HostView, sign: int) -> None:
+    def _shift(self, hosts: np.ndarray, view: StateView, sign: int) -> None:
         for entry in self._live.values():
             h = hosts[entry[1][hosts]]
             if not len(h):
@@ -360,7 +360,7 @@ class SetSums:
             for r in self._res:
                 entry[3][r] += sign * avail[r]
 
-    def free_and_avail(self, hosts: np.ndarray, view: HostView) -> tuple[int, dict[str, float]]:
+    def free_and_avail(self, hosts: np.ndarray, view: StateView) -> tuple[int, dict[str, float]]:
         """(free-node count, free amount per consumable) over ``hosts`` in ``view``."""
         if view is self.state.live():
             entry = self._live.get(id(hosts))

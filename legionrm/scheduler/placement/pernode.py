@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from legionrm.scheduler.placement.base import Outcome, _Placer
+from legionrm.scheduler.placement.base import PathPlacer, SearchOutcome
 from legionrm.scheduler.placement.chunkfit import (
     INVALID_STATE,
     NO_TOTAL_NODES,
@@ -34,20 +34,20 @@ from legionrm.scheduler.placement.chunkfit import (
     host_reason,
     match_mask,
 )
-from legionrm.scheduler.placement.nodestate import FREE, HostView
+from legionrm.scheduler.placement.nodestate import FREE, StateView
 from legionrm.scheduler.placement.select import SelectRequest
 
 _Alloc = list[list[tuple[int, int]]]
 
 
-class PerNodePlacer(_Placer):
+class PerNodePlacer(PathPlacer):
     """The per-node path.  ``place(request, now, walltime)`` -> PlacementResult."""
 
     path = "nodes"
 
-    def _empty_view(self, now: float) -> HostView:
+    def _empty_view(self, now: float) -> StateView:
         n = self.table.n
-        return HostView(
+        return StateView(
             now,
             np.zeros(n, np.int64),
             np.zeros(n, bool),
@@ -62,20 +62,20 @@ class PerNodePlacer(_Placer):
         request: SelectRequest,
         chunks: tuple[CompiledChunk, ...],
         hosts: np.ndarray,
-        view: HostView,
+        view: StateView,
         walltime: float,
-    ) -> Outcome:
+    ) -> SearchOutcome:
         ok, alloc, failed = self._try(request, chunks, hosts, view, walltime)
         if ok:
-            return Outcome("run", "", alloc)
+            return SearchOutcome("run", "", alloc)
         ever, _, ever_failed = self._try(request, chunks, hosts, self._empty_view(view.now), 0.0)
         if not ever:
             text = self._reason(request, chunks, ever_failed, hosts, None, walltime) or NO_TOTAL_NODES
-            return Outcome("never", text, chunk=ever_failed)
+            return SearchOutcome("never", text, chunk=ever_failed)
         text = self._reason(request, chunks, failed, hosts, view, walltime) or NOT_ENOUGH_NODES_AVAIL
-        return Outcome("not_now", text, chunk=failed)
+        return SearchOutcome("not_now", text, chunk=failed)
 
-    def _eligible(self, request: SelectRequest, idx: np.ndarray, view: HostView, walltime: float) -> np.ndarray:
+    def _eligible(self, request: SelectRequest, idx: np.ndarray, view: StateView, walltime: float) -> np.ndarray:
         elig = (view.njobs[idx] == 0) if request.place.excl else ~view.excl[idx]
         return elig & (view.next_event[idx] >= view.now + walltime)
 
@@ -84,7 +84,7 @@ class PerNodePlacer(_Placer):
         request: SelectRequest,
         chunks: tuple[CompiledChunk, ...],
         idx: np.ndarray,
-        view: HostView,
+        view: StateView,
         walltime: float,
     ) -> tuple[bool, _Alloc, int]:
         """(placed, allocation, index of the chunk that failed or -1)."""
@@ -135,7 +135,7 @@ class PerNodePlacer(_Placer):
         chunks: tuple[CompiledChunk, ...],
         failed: int,
         idx: np.ndarray,
-        view: HostView | None,
+        view: StateView | None,
         walltime: float,
     ) -> str | None:
         """The first refusing host's reason for the chunk that failed."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from legionrm.scheduler.placement.nodes import NodeTable
-from legionrm.scheduler.placement.nodestate import HostView, SetSums
+from legionrm.scheduler.placement.nodestate import SetSums, StateView
 from legionrm.scheduler.placement.select import format_value
 
 
@@ -61,7 +61,7 @@ class PlacementSets:
         self._cache[ck] = (universe, out)
         return out
 
-    def ordered(self, key: str, universe: np.ndarray, view: HostView) -> list[PSet]:
+    def ordered(self, key: str, universe: np.ndarray, view: StateView) -> list[PSet]:
         """The sets smallest first: (total ncpus, total mem, free ncpus, free mem)."""
         sets = self.partition(key, universe)
         s = self.sums

@@ -54,7 +54,7 @@ _FIRST_WINDOW = 32
 _STREAK_FOR_WINDOWS = 8
 
 
-class Outcome(str, Enum):
+class AdmissionOutcome(str, Enum):
     ADMITTED = "admitted"
     INVALID = "invalid"  # tasks were dropped; the rest (if any) went back to the tail
     SKIP = "skip"  # moved from pending to a special queue
@@ -179,17 +179,17 @@ def _drop_invalid(pool: ResourcePool, gang: Gang, queue: QueueType) -> None:
         add_to_queue(pool, Gang(gang.id, survivors), queue)
 
 
-def try_admit(pool: ResourcePool, gang: Gang, queue: QueueType, *, preemption_enabled: bool = True) -> Outcome:
+def try_admit(pool: ResourcePool, gang: Gang, queue: QueueType, *, preemption_enabled: bool = True) -> AdmissionOutcome:
     """TryAdmit for the gang at the head of ``queue``: admit it, drop its killed tasks, move it, or stop."""
     if pool.invalid_tasks and any(t in pool.invalid_tasks for t in gang.task_ids):
         _drop_invalid(pool, gang, queue)
-        return Outcome.INVALID
+        return AdmissionOutcome.INVALID
     if check(pool, gang, preemption_enabled=preemption_enabled) is None:
         remove_from_queue(pool, gang, queue)
         pool.alloc = pool.alloc + gang.acct
-        return Outcome.ADMITTED
+        return AdmissionOutcome.ADMITTED
     if queue is not QueueType.PENDING:
-        return Outcome.FULL
+        return AdmissionOutcome.FULL
     if not gang.preemptible and preemption_enabled:
         target = QueueType.NON_PREEMPTIBLE
     elif gang.controller:
@@ -197,10 +197,10 @@ def try_admit(pool: ResourcePool, gang: Gang, queue: QueueType, *, preemption_en
     elif gang.revocable:
         target = QueueType.REVOCABLE
     else:
-        return Outcome.FULL  # head-of-line blocking: pending stops here for this call
+        return AdmissionOutcome.FULL  # head-of-line blocking: pending stops here for this call
     remove_from_queue(pool, gang, queue)
     add_to_queue(pool, gang, target)
-    return Outcome.SKIP
+    return AdmissionOutcome.SKIP
 
 
 def dequeue_gangs(
@@ -244,10 +244,10 @@ def dequeue_gangs(
             assert head is not None
             outcome = try_admit(pool, head, qt, preemption_enabled=preemption_enabled)
             tries += 1
-            if outcome is Outcome.ADMITTED:
+            if outcome is AdmissionOutcome.ADMITTED:
                 admitted.append(head)
                 streak += 1
-            elif outcome is Outcome.FULL:
+            elif outcome is AdmissionOutcome.FULL:
                 break
             else:
                 streak = 0

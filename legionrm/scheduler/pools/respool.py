@@ -213,11 +213,11 @@ class ResourcePoolTree(PoolTree):
             raise AdmissionError(f"gang {gang_id} is not queued")
         pool, queue, gang = found
         outcome = adm.try_admit(pool, gang, queue, preemption_enabled=self.preemption.enabled)
-        if outcome is adm.Outcome.ADMITTED:
+        if outcome is adm.AdmissionOutcome.ADMITTED:
             self._queued_in.pop(gang_id, None)
             self._record(pool, gang)
             return None
-        if outcome is adm.Outcome.INVALID:
+        if outcome is adm.AdmissionOutcome.INVALID:
             return Refusal(code="respool.invalid", by=pool.path,
                            reason=f"gang {gang_id} held killed tasks; they were dropped and the rest queued again")  # fmt: skip
         refusal = adm.check(pool, gang, preemption_enabled=self.preemption.enabled)  # pure; a move changed no account
