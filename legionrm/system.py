@@ -68,21 +68,6 @@ def call(ref_or_refs: Any, timeout: float | None = 60.0) -> Any:
     return ray.get(ref_or_refs, timeout=timeout)
 
 
-def init_local(temp_dir: str | None = None, num_cpus: int | None = None) -> None:
-    """Start a fresh, lean local Ray for this process (no dashboard)."""
-    if ray.is_initialized():
-        return
-    ray.init(
-        address="local",
-        namespace=NAMESPACE,
-        include_dashboard=False,
-        num_cpus=num_cpus,
-        _temp_dir=temp_dir or tempfile.mkdtemp(prefix="lrm-", dir="/tmp"),
-        log_to_driver=False,
-        configure_logging=False,
-    )
-
-
 @contextmanager
 def local_cluster(workers: tuple[str, ...] = ("node_a", "node_b"), head_cpus: int = 2) -> Iterator[Any]:
     """A lean multi-node Ray on this machine, connected, for the demo and the

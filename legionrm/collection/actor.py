@@ -67,10 +67,6 @@ class CollectionActor:
     def join(self, record: ResourceRecord) -> None:
         self._core.join(record)
 
-    def join_many(self, records: list[ResourceRecord]) -> None:
-        for rec in records:
-            self._core.join(rec)
-
     def update(self, name: str, attrs: Mapping[str, AttrValue] | None = None) -> None:
         self._core.update(name, attrs)
 

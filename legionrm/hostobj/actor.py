@@ -234,9 +234,6 @@ class HostGroupActor(_Beating):
     def expire(self) -> dict[str, list[str]]:
         return self.core.expire()
 
-    def remove_host(self, name: str, reason: str = "host removed") -> bool:
-        return self.core.remove(name, reason)
-
     def shutdown(self, reason: str = "host group stopped") -> None:
         self._stop.set()
         self.core.shutdown(reason)

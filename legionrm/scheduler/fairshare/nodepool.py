@@ -108,10 +108,6 @@ class NodepoolTree:
     def default(self) -> NodePool:
         return self.tops[0]
 
-    def tree_pools(self, top: NodePool) -> list[NodePool]:
-        return list(top.subtree())
-
-
 class PoolTables:
     """Free-space tables of one top-level tree (see the module docstring)."""
 
@@ -233,6 +229,3 @@ class PoolTables:
             return ()
         return list(self.bucket[pool.index][size])
 
-    def first_with_free(self, pool: NodePool, size: int) -> str | None:
-        d = self.bucket[pool.index][size] if size < self.L else None
-        return next(iter(d), None) if d else None

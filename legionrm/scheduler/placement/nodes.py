@@ -305,5 +305,3 @@ class NodeTable:
         return col.kind if col is not None else None
 
 
-def inf_if_none(x: float | None) -> float:
-    return math.inf if x is None else x

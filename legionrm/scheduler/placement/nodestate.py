@@ -54,11 +54,6 @@ class StateView:
         t = self.table.total(resource)[hosts]
         return t if a is None else t - a[hosts]
 
-    def fits_time(self, walltime: float) -> np.ndarray:
-        """Hosts whose next event is no earlier than ``now + walltime`` (ending
-        exactly at the event start is allowed)."""
-        return self.next_event >= self.now + walltime
-
     def state_name(self, i: int) -> str:
         """PBS-like node state text for host ``i``."""
         if self.excl[i]:
@@ -248,15 +243,6 @@ class HostState:
         h, s, e, x, alive, _ = self._arrays()
         ends = e[alive & (e > after)]
         return np.unique(ends)
-
-    def intervals_of(self, host: int) -> list[tuple[float, float, bool]]:
-        """The live holdings of one host, sorted by start (for explanations)."""
-        out = [
-            (self._s[i], self._e[i], self._x[i])
-            for i in range(len(self._h))
-            if self._alive[i] and self._h[i] == host
-        ]
-        return sorted(out)
 
     # -- internals -----------------------------------------------------------
 

@@ -11,7 +11,7 @@ from legionrm.cli import main
 from legionrm.errors import ConfigError, PoolRuleError
 from legionrm.scheduler.pools.file import run_file
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "scenarios"
 
 BASE = """
 [capacity]

@@ -262,7 +262,7 @@ def test_squatter_evicted_before_resident():
 
 # --- the same worked examples through `legionrm simulate --json` (the graders' path) ----------
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[4] / "examples" / "scenarios"
 
 SIMULATED = [
     # (scenario file, cycles, {job: {field: expected in the last cycle}}, per-cycle processes of one job)

@@ -10,7 +10,7 @@ import pytest
 from legionrm.cli import main
 from legionrm.scheduler.placement.scenario import load_scenario, run_scenario
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "scenarios"
 
 SCENARIO = """
 [scheduler]

@@ -15,7 +15,7 @@ from legionrm.scheduler.pools.respool import (
     ResourcePoolTree,
 )
 from legionrm.scheduler.pools.vec import EPS, KINDS
-from tests.unit.test_respool_support import cfg, gang
+from tests.unit.scheduler.pools.test_respool_support import cfg, gang
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -9,7 +9,7 @@ import pytest
 
 from legionrm.cli import main
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 BASE = """
 [rm]
 quantum_gb = 1

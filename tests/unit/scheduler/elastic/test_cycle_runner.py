@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from legionrm.scheduler.elastic.runner import CycleRunner
-from tests.unit.test_cycle import job, world
+from tests.unit.scheduler.elastic.test_cycle import job, world
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from legionrm.scheduler.placement import Placer
-from tests.unit.test_buckets import busy, make, node, req
+from tests.unit.scheduler.placement.test_buckets import busy, make, node, req
 
 
 def switched(**cfg: Any) -> Placer:

@@ -10,7 +10,7 @@ import pytest
 from legionrm.scheduler.pools.entitlement import split_entitlement, water_fill
 from legionrm.scheduler.pools.respool import ResourcePoolTree
 from legionrm.scheduler.pools.vec import vec
-from tests.unit.test_respool_support import (
+from tests.unit.scheduler.pools.test_respool_support import (
     UPSTREAM_CAPACITY,
     UPSTREAM_SLACK,
     cfg,

@@ -12,7 +12,7 @@ from legionrm.scheduler.pools.respool import (
     TaskState,
 )
 from legionrm.scheduler.pools.vec import vec
-from tests.unit.test_respool_support import cfg, gang
+from tests.unit.scheduler.pools.test_respool_support import cfg, gang
 
 CAP = {"cpu": 100, "memory": 1000, "disk": 1000, "gpu": 0}
 

@@ -9,7 +9,7 @@ import pytest
 from legionrm.errors import PoolBusyError, PoolNotFoundError, PoolRuleError
 from legionrm.scheduler.pools.respool import PoolConfig, ResourcePoolTree, ResourceSpec
 from legionrm.scheduler.pools.vec import go_num, vec
-from tests.unit.test_respool_support import cfg, gang
+from tests.unit.scheduler.pools.test_respool_support import cfg, gang
 
 CAP = {"cpu": 100, "memory": 1000, "disk": 1000, "gpu": 8}
 

@@ -1,0 +1,110 @@
+"""Values, outcomes, identity and access, and the Collection's records and answers."""
+
+from __future__ import annotations
+
+import time
+from typing import Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+AttrValue = Union[bool, int, float, str]
+"""A value a resource may export as an attribute (bool before int: order matters)."""
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --- outcomes ----------------------------------------------------------------
+
+
+class Refusal(Frozen):
+    """A typed "no": who refused, with a machine-readable code and a reason.
+
+    ``code`` is a dotted reason code (``capacity``, ``policy.user``,
+    ``token.expired`` ...); ``by`` names what refused (a resource, a policy,
+    a filter) so a user can ask "why not host X".
+    """
+
+    code: str
+    reason: str
+    by: str = ""
+
+    def __bool__(self) -> bool:  # a refusal is never truthy, so `if result:` reads right
+        return False
+
+
+# --- identity and access -----------------------------------------------------
+
+
+class Identity(Frozen):
+    """Who is asking: a user, optionally the class whose instance is placed,
+    and the groups the user belongs to (owner policies may admit by group)."""
+
+    user: str
+    class_name: str | None = None
+    groups: tuple[str, ...] = ()
+
+
+class AccessPolicy(Frozen):
+    """Who a resource accepts, as its owner declared it.
+
+    Empty allow lists mean "anyone"; a deny entry always wins over an allow.
+    The Collection applies this when a query names a caller, as Legion's
+    collection answers only with resources that would accept that caller.
+    """
+
+    allow_users: tuple[str, ...] = ()
+    deny_users: tuple[str, ...] = ()
+    allow_classes: tuple[str, ...] = ()
+    deny_classes: tuple[str, ...] = ()
+    allow_groups: tuple[str, ...] = ()
+
+    def accepts(self, caller: Identity | None) -> bool:
+        """True when ``caller`` may use the resource (None: no caller, accept)."""
+        if caller is None:
+            return True
+        if caller.user in self.deny_users:
+            return False
+        if caller.class_name is not None and caller.class_name in self.deny_classes:
+            return False
+        if self.allow_users or self.allow_groups:
+            ok_user = caller.user in self.allow_users
+            ok_group = any(g in self.allow_groups for g in caller.groups)
+            if not (ok_user or ok_group):
+                return False
+        if self.allow_classes and caller.class_name not in self.allow_classes:
+            return False
+        return True
+
+
+# --- the collection ----------------------------------------------------------
+
+ResourceKind = Literal["host", "vault"]
+
+
+class ResourceRecord(Frozen):
+    """What the Collection knows of one resource."""
+
+    name: str
+    kind: ResourceKind = "host"
+    nodepool: str | None = None
+    attributes: dict[str, AttrValue] = Field(default_factory=dict)
+    access: AccessPolicy = AccessPolicy()
+    available: bool = True
+    last_heartbeat: float = Field(default_factory=time.time)
+
+
+class QueryResult(Frozen):
+    """The answer to a Collection query: the matching records, in name order."""
+
+    query: str
+    records: tuple[ResourceRecord, ...]
+    considered: int
+    elapsed_ms: float
+
+    @property
+    def names(self) -> list[str]:
+        return [r.name for r in self.records]
+
+

@@ -1,0 +1,122 @@
+"""The cluster description (what `legionrm up` builds actors from)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from legionrm.models.base import AccessPolicy, AttrValue, Frozen, ResourceRecord
+from legionrm.models.reservations import Resources
+
+# --- cluster description (what `legionrm up` builds actors from) ------------
+
+
+class HostSpec(Frozen):
+    """A host as the cluster file describes it.  Capacity is read from the
+    ``cpus``, ``memory_gb`` and ``gpus`` attributes."""
+
+    name: str
+    nodepool: str | None = None
+    attributes: dict[str, AttrValue] = Field(default_factory=dict)
+    access: AccessPolicy = AccessPolicy()
+    policy: str | None = None  # "module:Class" of an owner policy
+    policy_args: dict = Field(default_factory=dict)
+
+    def capacity(self) -> Resources:
+        a = self.attributes
+        return Resources(
+            cpus=float(a.get("cpus", 0)), memory_gb=float(a.get("memory_gb", 0)), gpus=int(a.get("gpus", 0))
+        )
+
+
+class VaultSpec(Frozen):
+    """A vault: storage capacity (``storage_gb`` attribute) and the hosts it serves
+    (shell-style patterns; empty serves every host)."""
+
+    name: str
+    attributes: dict[str, AttrValue] = Field(default_factory=dict)
+    access: AccessPolicy = AccessPolicy()
+    serves: tuple[str, ...] = ()
+    policy: str | None = None
+    policy_args: dict = Field(default_factory=dict)
+
+
+class ClassSpec(Frozen):
+    """A class object: what it instantiates and its class-level policy."""
+
+    name: str
+    implementation: str | None = None  # "module:Class" run as the instance (real Ray nodes)
+    host_list: tuple[str, ...] = ()  # Legion's class_host_list; empty means any host
+    max_instances: int | None = Field(None, ge=0)
+    policy: str | None = None
+    policy_args: dict = Field(default_factory=dict)
+
+
+class CollectionSettings(Frozen):
+    heartbeat_interval_s: float = Field(5.0, gt=0)
+    stale_after: int = Field(3, ge=1)
+
+
+class PoolResourceSpec(Frozen):
+    """One resource kind of a resource pool (a ``[pool.cpu]`` sub-table).
+
+    ``kind`` is ``cpu`` (cores), ``memory`` (MB), ``disk`` (MB) or ``gpu``; an
+    unknown kind is kept here and refused by the pool validators, with their
+    message.  ``type`` STATIC always gets its whole reservation, ELASTIC only
+    what its demand claims of it (docs/pools.md).
+    """
+
+    kind: str
+    reservation: float = 0.0
+    limit: float = 0.0
+    share: float = 1.0
+    type: Literal["ELASTIC", "STATIC"] = "ELASTIC"
+
+
+class PoolSpec(Frozen):
+    """A resource pool as a ``[[pool]]`` table describes it (cluster file or
+    ``legionrm pools`` file).  ``default`` (cluster file only) marks the leaf
+    that takes requests naming the root ``/`` once the root has children."""
+
+    path: str
+    resources: tuple[PoolResourceSpec, ...] = ()
+    controller_limit_percent: float | None = None
+    slack_limit_percent: float | None = None
+    default: bool = False
+
+
+class ClusterSpec(Frozen):
+    """A whole cluster file, validated."""
+
+    source: str = "<memory>"
+    collection: CollectionSettings = CollectionSettings()
+    hosts: tuple[HostSpec, ...] = ()
+    vaults: tuple[VaultSpec, ...] = ()
+    classes: tuple[ClassSpec, ...] = ()
+    fairshare: dict[str, Any] = Field(default_factory=dict)  # the [fairshare] table, checked (scheduler.build.core_for_cluster)
+    pools: tuple[PoolSpec, ...] = ()  # the [[pool]] tables (scheduler.build.pool_gate); none: no admission control
+
+    def default_pool(self) -> str | None:
+        """The path of the pool marked ``default``, if any."""
+        return next((p.path for p in self.pools if p.default), None)
+
+    def capacity(self) -> Resources:
+        """The whole cluster: hosts' cpus, memory and gpus summed, and the
+        vaults' ``storage_gb`` (what pools are entitled from)."""
+        hosts = [h.capacity() for h in self.hosts]
+        return Resources(
+            cpus=sum(r.cpus for r in hosts), memory_gb=sum(r.memory_gb for r in hosts), gpus=sum(r.gpus for r in hosts),
+            storage_gb=sum(float(v.attributes.get("storage_gb", 0)) for v in self.vaults),
+        )
+
+    def records(self) -> list[ResourceRecord]:
+        """Collection records for every host and vault, as they join."""
+        out = [
+            ResourceRecord(name=h.name, kind="host", nodepool=h.nodepool, attributes=h.attributes, access=h.access)
+            for h in self.hosts
+        ]
+        out += [ResourceRecord(name=v.name, kind="vault", attributes=v.attributes, access=v.access) for v in self.vaults]
+        return out
+
+

@@ -1,0 +1,99 @@
+"""Reservations on the resource side: resources, holders, requests, tokens, instances, and batched starts."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from legionrm.models.base import AttrValue, Frozen, Identity
+
+# --- reservations (resource side) --------------------------------------------
+
+
+class Resources(Frozen):
+    """An amount of a host's (or vault's) capacity."""
+
+    cpus: float = Field(0.0, ge=0)
+    memory_gb: float = Field(0.0, ge=0)
+    gpus: int = Field(0, ge=0)
+    storage_gb: float = Field(0.0, ge=0)
+    exclusive: bool = False
+
+
+class Holder(Frozen):
+    """Who holds a reservation: the user, the class, and the enactor acting."""
+
+    user: str
+    class_name: str | None = None
+    enactor: str = "enactor"
+    groups: tuple[str, ...] = ()
+
+    def identity(self) -> Identity:
+        return Identity(user=self.user, class_name=self.class_name, groups=self.groups)
+
+
+class ReservationRequest(Frozen):
+    """Ask a host or vault for a block of capacity over time.
+
+    ``request_id`` is chosen by the caller and makes ``make_reservation``
+    idempotent: asking twice with the same id returns the same token.
+    ``start=None`` means an instant reservation (now); a future time is an
+    advance reservation.  ``timeout_s`` is how long the holder has to use the
+    token before it expires at the resource.
+    """
+
+    request_id: str
+    resource: str
+    holder: Holder
+    resources: Resources
+    vault: str | None = None
+    start: float | None = None
+    duration_s: float | None = Field(None, gt=0)
+    timeout_s: float = Field(30.0, gt=0)
+    reusable: bool = False
+
+
+class ReservationToken(Frozen):
+    """Proof of a reservation, signed (HMAC-SHA256) by the issuing resource."""
+
+    token_id: str
+    issuer: str
+    holder: Holder
+    resources: Resources
+    vault: str | None = None
+    start: float
+    end: float | None
+    expires_at: float
+    reusable: bool = False
+    signature: str = ""
+
+
+class InstanceRef(Frozen):
+    """A running instance started on a host with a token."""
+
+    instance_id: str
+    class_name: str
+    host: str
+    vault: str | None = None
+    token_id: str
+    user: str
+    started_at: float
+    node_id: str | None = None
+
+
+# --- host objects: batched starts (hostobj) -----------------------------------
+
+
+class StartRequest(Frozen):
+    """One ``start_object`` in a host group's batched ``start_objects``.
+
+    The host is the token's issuer; ``holder`` is who presents the token (it
+    must be the token's holder); ``impl`` is the import path ("module:Class")
+    of the code a real host runs (simulated hosts ignore it).
+    """
+
+    token: ReservationToken
+    class_name: str
+    holder: Holder
+    vault: str | None = None
+    args: dict[str, AttrValue] = Field(default_factory=dict)
+    impl: str | None = None

@@ -1,0 +1,183 @@
+"""Scheduling requests, master and delta schedules, failures, responses, and what the Enactor is asked and proposes."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from legionrm.models.base import AttrValue, Frozen, Identity
+from legionrm.models.reservations import (
+    Holder,
+    InstanceRef,
+    ReservationToken,
+    Resources,
+)
+
+# --- scheduling requests and schedules ---------------------------------------
+
+PlacementMode = Literal["pack", "scatter", "vscatter", "free"]
+
+
+class ObjectRequest(Frozen):
+    """Create ``count`` instances of ``class_name``, each needing the given
+    capacity, on hosts matching the MIL ``constraint``."""
+
+    class_name: str
+    count: int = Field(1, ge=1)
+    cpus: float = Field(1.0, ge=0)
+    memory_gb: float = Field(1.0, ge=0)
+    gpus: int = Field(0, ge=0)
+    storage_gb: float = Field(0.0, ge=0)
+    constraint: str = "true"
+    vault_constraint: str = "true"
+    placement: PlacementMode = "free"
+    exclusive: bool = False
+    walltime_s: float | None = Field(None, gt=0)
+    ducc_class: str | None = None
+    priority: int | None = None
+    weight: float | None = Field(None, gt=0)
+    args: dict[str, AttrValue] = Field(default_factory=dict)
+
+
+class SchedulingRequest(Frozen):
+    """Legion's LegionRequestToScheduler: who asks, from which resource pool,
+    which objects to create and which existing objects to activate."""
+
+    request_id: str
+    identity: Identity
+    pool: str = "/"
+    objects: tuple[ObjectRequest, ...] = ()
+    activate: tuple[str, ...] = ()
+
+
+class Placement(Frozen):
+    """One instance mapped onto a host (and a vault).
+
+    ``key`` names the mapping (``"<class>#<index>"`` within a request) so a
+    delta schedule can say which mappings it replaces.
+    """
+
+    key: str
+    class_name: str
+    host: str
+    vault: str | None = None
+    resources: Resources = Resources()
+    group: str | None = None  # the host group actor that carries ``host``, if any
+
+
+class DeltaSchedule(Frozen):
+    """Alternative placements for some mappings of a master schedule: Legion's
+    difference set from the master.  Keys not named keep the master's mapping."""
+
+    placements: tuple[Placement, ...]
+
+    @property
+    def keys(self) -> frozenset[str]:
+        return frozenset(p.key for p in self.placements)
+
+
+class MasterSchedule(Frozen):
+    """A complete placement of every instance of a request, ranked, with its
+    delta schedules in the order they should be tried."""
+
+    placements: tuple[Placement, ...]
+    deltas: tuple[DeltaSchedule, ...] = ()
+    score: float = 0.0
+
+
+class PlacementFailure(Frozen):
+    """Why a mapping could not be reserved or started: which resource, which code."""
+
+    key: str
+    resource: str
+    code: str
+    reason: str
+    stage: Literal["reserve", "start", "plan"] = "reserve"
+
+
+class ScheduleAttempt(Frozen):
+    """What happened to one master schedule (and its deltas) during enactment."""
+
+    master: int
+    deltas_tried: int
+    failures: tuple[PlacementFailure, ...]
+    succeeded: bool
+
+
+class EnactResult(Frozen):
+    """The outcome of ``enact_schedule``.
+
+    On success ``master`` is the index of the master that succeeded,
+    ``placements`` the final mapping (after deltas) and ``tokens`` the host
+    and vault tokens per placement key.  On failure ``attempts`` says, for
+    every master, which placements failed and why.  ``thrash`` counts
+    re-reservations of a resource for the same mapping after releasing it.
+    """
+
+    ok: bool
+    master: int | None = None
+    placements: tuple[Placement, ...] = ()
+    host_tokens: dict[str, ReservationToken] = Field(default_factory=dict)
+    vault_tokens: dict[str, ReservationToken] = Field(default_factory=dict)
+    attempts: tuple[ScheduleAttempt, ...] = ()
+    reservations_made: int = 0
+    reservations_released: int = 0
+    thrash: int = 0
+    instances: tuple[InstanceRef, ...] = ()
+
+
+class SchedulerResponse(Frozen):
+    """Legion's LegionSchedulerResponse: did it work, what runs where, and why not."""
+
+    request_id: str
+    ok: bool
+    instances: tuple[InstanceRef, ...] = ()
+    failures: tuple[PlacementFailure, ...] = ()
+    masters: int = 0
+    enact: EnactResult | None = None
+    message: str = ""
+
+
+# --- enactment (legionrm.enactor) ---------------------------------------------
+
+
+class EnactRequest(Frozen):
+    """Legion's LegionScheduleRequestArray: the ranked master schedules (each
+    with its delta schedules) for one request, and who holds what is reserved.
+
+    ``request_id`` seeds every reservation's request id, so re-sending the same
+    request is safe.  ``timeout_s`` is each reservation's token timeout;
+    ``duration_s`` maps a class name to its walltime (absent: open-ended);
+    ``args`` maps a class name to its ``create_instance`` arguments.  With
+    ``create=False`` the enactor only reserves (and asks approval) and returns
+    the tokens, leaving instance creation to the caller.
+    """
+
+    request_id: str
+    holder: Holder
+    masters: tuple[MasterSchedule, ...]
+    timeout_s: float = Field(30.0, gt=0)
+    duration_s: dict[str, float] = Field(default_factory=dict)
+    args: dict[str, dict[str, AttrValue]] = Field(default_factory=dict)
+    create: bool = True
+
+
+class ScheduleProposal(Frozen):
+    """What the enactor shows the scheduler for confirmation (Legion's step 6):
+    every placement of master ``master`` is reserved; ``stage="start"`` when a
+    start-time veto made the enactor revise an approved mapping."""
+
+    request_id: str
+    master: int
+    placements: tuple[Placement, ...]
+    stage: Literal["reserve", "start"] = "reserve"
+
+
+class ScheduleSuite(Frozen):
+    """What ``make_schedules`` returns over the wire: the ranked masters (each
+    with its deltas) and, when there are none, why each object failed."""
+
+    request_id: str
+    masters: tuple[MasterSchedule, ...] = ()
+    failures: tuple[PlacementFailure, ...] = ()
