@@ -33,11 +33,29 @@ from legionrm.auth.errors import (
     RegistryError,
     UnknownPrincipalError,
 )
-from legionrm.auth.keys import Credential, generate_private_key, load_private_key, save_private_key
+from legionrm.auth.keys import (
+    Credential,
+    generate_private_key,
+    load_private_key,
+    save_private_key,
+)
 from legionrm.auth.principals import Principal, agent_principal
-from legionrm.auth.proof import CallProof, CallSigner, NonceCache, VerifiedCaller, Verifier, sign_call
+from legionrm.auth.proof import (
+    CallProof,
+    CallSigner,
+    NonceCache,
+    VerifiedCaller,
+    Verifier,
+    sign_call,
+)
 from legionrm.auth.registry import Registry
-from legionrm.auth.roles import Allowed, may_act_on, may_change_policy, may_write_record, require_admin
+from legionrm.auth.roles import (
+    Allowed,
+    may_act_on,
+    may_change_policy,
+    may_write_record,
+    require_admin,
+)
 
 __all__ = [
     "Allowed",

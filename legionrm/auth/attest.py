@@ -24,14 +24,21 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from legionrm.auth import codes
 from legionrm.auth.canonical import ATTEST_DOMAIN, canonical
-from legionrm.auth.keys import SIGNATURE_BYTES, Credential, b64decode_exact, decode_public_key, verify_bytes
+from legionrm.auth.keys import (
+    SIGNATURE_BYTES,
+    Credential,
+    b64decode_exact,
+    decode_public_key,
+    verify_bytes,
+)
 from legionrm.auth.proof import MAX_NAME_CHARS, VerifiedCaller
 from legionrm.models import Identity, Refusal
 

@@ -25,7 +25,10 @@ from pathlib import Path
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+    Ed25519PrivateKey,
+    Ed25519PublicKey,
+)
 
 from legionrm.auth.errors import KeyFileError, KeyPermissionError
 
@@ -110,7 +113,7 @@ class Credential:
         return f"Credential(name={self.name!r}, public_key={self.public_key_b64!r})"
 
     @classmethod
-    def load(cls, name: str, path: str | os.PathLike[str]) -> "Credential":
+    def load(cls, name: str, path: str | os.PathLike[str]) -> Credential:
         """The credential of ``name`` from its private key file (see :func:`load_private_key`)."""
         return cls(name=name, private_key=load_private_key(path))
 

@@ -15,7 +15,8 @@ set the Collection or Enactor, add users and stop the system.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Literal, get_args
+from collections.abc import Iterable
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
@@ -103,7 +104,7 @@ class Principal(BaseModel):
         return normal_names(v, "host", AGENT_NAME)
 
     @model_validator(mode="after")
-    def _shape(self) -> "Principal":
+    def _shape(self) -> Principal:
         from legionrm.auth.keys import decode_public_key
 
         decode_public_key(self.public_key)  # ValueError (pydantic: ValidationError) if not a key

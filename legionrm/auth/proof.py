@@ -36,13 +36,20 @@ import heapq
 import math
 import secrets
 import threading
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from legionrm.auth import codes
 from legionrm.auth.canonical import CALL_DOMAIN, canonical, payload_digest
-from legionrm.auth.keys import SIGNATURE_BYTES, Credential, b64decode_exact, decode_public_key, verify_bytes
+from legionrm.auth.keys import (
+    SIGNATURE_BYTES,
+    Credential,
+    b64decode_exact,
+    decode_public_key,
+    verify_bytes,
+)
 from legionrm.auth.principals import Principal
 from legionrm.models import Identity, Refusal
 
@@ -84,7 +91,7 @@ class VerifiedCaller(BaseModel):
     call: str = ""
 
     @classmethod
-    def of(cls, principal: Principal, call: str = "") -> "VerifiedCaller":
+    def of(cls, principal: Principal, call: str = "") -> VerifiedCaller:
         """The caller for ``principal`` as the registry knows it."""
         return cls(name=principal.name, kind=principal.kind, groups=principal.groups,
                    roles=principal.roles, owns=principal.owns, call=call)

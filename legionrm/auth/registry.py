@@ -25,8 +25,8 @@ import fcntl
 import json
 import os
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 from pydantic import ValidationError
 

@@ -18,14 +18,22 @@ fail if any field fell out of what is signed.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
 from legionrm.hostobj import codes, tokens
 from legionrm.hostobj.host import HostObject
-from legionrm.models import Holder, InstanceRef, Refusal, ReservationRequest, ReservationToken, Resources
+from legionrm.models import (
+    Holder,
+    InstanceRef,
+    Refusal,
+    ReservationRequest,
+    ReservationToken,
+    Resources,
+)
 
 SECRET = b"s" * 32
 T0 = 10_000.0
@@ -84,7 +92,7 @@ def mutate(token: BaseModel, path: str, value: Any) -> Any:
 def issue() -> tuple[HostObject, HostObject, ReservationToken]:
     """Host h1 (and h2 with the same secret), both pairing with v1 and v2, and a token from h1."""
     clock = Clock()
-    kw = dict(vaults=("v*",), secret=SECRET, clock=clock)
+    kw: dict[str, Any] = {"vaults": ("v*",), "secret": SECRET, "clock": clock}
     h1 = HostObject("h1", Resources(cpus=8, memory_gb=16, gpus=4), **kw)
     h2 = HostObject("h2", Resources(cpus=8, memory_gb=16, gpus=4), **kw)
     tok = h1.make_reservation(
@@ -124,13 +132,13 @@ def test_a_changed_field_is_refused_as_forged(path: str, value: Any) -> None:
 
 @pytest.mark.parametrize("value", [None, T0 + 1.0], ids=["open-ended", "earlier"])
 def test_end_changed_either_way_is_forged(value) -> None:
-    bad, out = present("end", value)
+    _, out = present("end", value)
     assert isinstance(out, Refusal) and out.code == codes.TOKEN_FORGED, out
 
 
 @pytest.mark.parametrize("signature", ["", "0" * 64, "A" * 64], ids=["empty", "zeros", "upper"])
 def test_a_changed_signature_is_forged(signature: str) -> None:
-    bad, out = present("signature", signature)
+    _, out = present("signature", signature)
     assert isinstance(out, Refusal) and out.code == codes.TOKEN_FORGED, out
 
 
@@ -138,7 +146,7 @@ def test_a_changed_signature_is_forged(signature: str) -> None:
                    reason="tokens.verify uses hmac.compare_digest on str: a non-ASCII signature raises TypeError "
                           "instead of being refused as token.forged")
 def test_a_non_ascii_signature_is_forged_not_an_exception() -> None:
-    bad, out = present("signature", "é" * 64)
+    _, out = present("signature", "é" * 64)
     assert isinstance(out, Refusal) and out.code == codes.TOKEN_FORGED
 
 

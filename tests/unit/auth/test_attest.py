@@ -31,7 +31,7 @@ def world():
 
 
 def make(world, **kw: Any) -> Attestation:
-    reg, sched, other, clock, host, caller = world
+    sched, caller = world[1], world[5]
     return attest(sched, caller, kw.pop("request_id", "r1"), kw.pop("host", "h1"), kw.pop("now", T0),
                   kw.pop("ttl_s", 60.0), class_name=kw.pop("class_name", "Foo"))
 

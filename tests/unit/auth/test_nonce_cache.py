@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from legionrm.auth import codes, keys
+from legionrm.auth import codes
 from legionrm.auth.canonical import payload_digest
 from legionrm.auth.proof import NonceCache, VerifiedCaller, Verifier, sign_call
 from legionrm.auth.registry import Registry

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from legionrm.auth import codes, keys
 from legionrm.auth.canonical import payload_digest
-from legionrm.auth.proof import CallProof, CallSigner, VerifiedCaller, Verifier, sign_call
+from legionrm.auth.proof import (
+    CallProof,
+    CallSigner,
+    VerifiedCaller,
+    Verifier,
+    sign_call,
+)
 from legionrm.auth.registry import Registry
 from legionrm.models import Refusal, Resources
 

@@ -90,15 +90,15 @@ def test_unknown_user_lookups() -> None:
 
 
 BAD = [
-    ("empty-name", dict(name=""), "user name ''"),
-    ("slash", dict(name="../etc"), "user name '../etc'"),
-    ("colon", dict(name="host:h1"), "user name 'host:h1'"),
-    ("space", dict(name="ann smith"), "user name"),
-    ("too-long", dict(name="a" * 65), "at most 64"),
-    ("not-text", dict(name=7), "must be a string"),
-    ("bad-group", dict(name="ann", groups=["ok", "no/pe"]), "group name 'no/pe'"),
-    ("bad-role", dict(name="ann", roles=["root"]), "role 'root' is not one of user, owner, admin"),
-    ("bad-host", dict(name="ann", owns=["a b"]), "host name 'a b'"),
+    ("empty-name", {"name": ""}, "user name ''"),
+    ("slash", {"name": "../etc"}, "user name '../etc'"),
+    ("colon", {"name": "host:h1"}, "user name 'host:h1'"),
+    ("space", {"name": "ann smith"}, "user name"),
+    ("too-long", {"name": "a" * 65}, "at most 64"),
+    ("not-text", {"name": 7}, "must be a string"),
+    ("bad-group", {"name": "ann", "groups": ["ok", "no/pe"]}, "group name 'no/pe'"),
+    ("bad-role", {"name": "ann", "roles": ["root"]}, "role 'root' is not one of user, owner, admin"),
+    ("bad-host", {"name": "ann", "owns": ["a b"]}, "host name 'a b'"),
 ]
 
 

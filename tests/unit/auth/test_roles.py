@@ -6,7 +6,13 @@ import pytest
 
 from legionrm.auth import codes
 from legionrm.auth.proof import VerifiedCaller
-from legionrm.auth.roles import Allowed, may_act_on, may_change_policy, may_write_record, require_admin
+from legionrm.auth.roles import (
+    Allowed,
+    may_act_on,
+    may_change_policy,
+    may_write_record,
+    require_admin,
+)
 from legionrm.models import Refusal
 
 ANN = VerifiedCaller(name="ann", kind="user", roles=("user",))
