@@ -5,7 +5,12 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from legionrm.auth.canonical import ATTEST_DOMAIN, CALL_DOMAIN, canonical, payload_digest
+from legionrm.auth.canonical import (
+    ATTEST_DOMAIN,
+    CALL_DOMAIN,
+    canonical,
+    payload_digest,
+)
 from legionrm.models import Resources
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-(10**6), 10**6),
