@@ -195,6 +195,11 @@ class Verifier:
     cannot bring an expired nonce back to life); ``max_ttl_s`` bounds a proof's
     life and so the replay cache; ``skew_s`` is the clock difference tolerated
     between signer and verifier; ``by`` names the verifier in refusals.
+
+    The replay cache lives in memory, so a restarted verifier has forgotten
+    the nonces it saw.  Pass ``accept_from`` = the boot time minus ``skew_s``
+    and every proof issued before it is refused as expired, so no proof
+    accepted before a restart can be accepted again after it.
     """
 
     def __init__(
@@ -205,12 +210,14 @@ class Verifier:
         max_ttl_s: float = 300.0,
         skew_s: float = 5.0,
         max_nonces: int = 1_000_000,
+        accept_from: float = -math.inf,
         by: str = "auth",
     ) -> None:
         if not (max_ttl_s > 0 and skew_s >= 0):
             raise ValueError(f"max_ttl_s must be > 0 and skew_s >= 0 (got {max_ttl_s}, {skew_s})")
         self.registry, self._clock = registry, clock
         self.max_ttl_s, self.skew_s, self.by = float(max_ttl_s), float(skew_s), by
+        self.accept_from = float(accept_from)
         self.nonces = NonceCache(max_nonces)
         self._seen = -math.inf
         self._lock = threading.Lock()
@@ -256,6 +263,9 @@ class Verifier:
             return self._refuse(codes.CLOCK_SKEW, f"issued at {proof.issued_at:.3f}, later than now ({now:.3f}) "
                                 f"plus the allowed skew of {self.skew_s:g} s")
         drop_at = proof.expires_at + self.skew_s
+        if proof.issued_at < self.accept_from:
+            return self._refuse(codes.EXPIRED, f"issued at {proof.issued_at:.3f}, before this verifier started "
+                                f"({self.accept_from:.3f}): its nonce may have been used before a restart")
         if now >= drop_at:
             return self._refuse(codes.EXPIRED, f"proof expired at {proof.expires_at:.3f}; it is {now:.3f}")
         key = (proof.user, proof.nonce)

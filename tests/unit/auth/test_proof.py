@@ -228,6 +228,16 @@ def test_only_one_of_many_concurrent_presentations_passes(ann, verifier) -> None
     assert sorted(results) == sorted(["ok"] + [codes.REPLAYED] * 7)
 
 
+def test_a_restarted_verifier_refuses_proofs_from_before_it_started(registry, ann, clock) -> None:
+    p = good(ann)
+    first = Verifier(registry, clock, max_ttl_s=60.0, skew_s=2.0)
+    assert code_of(first.verify(p, CALL, DIGEST)) == "ok"
+    clock.t += 5  # the verifier restarts, its replay cache empty
+    again = Verifier(registry, clock, max_ttl_s=60.0, skew_s=2.0, accept_from=clock.t - 2.0)
+    assert code_of(again.verify(p, CALL, DIGEST)) == codes.EXPIRED
+    assert code_of(again.verify(good(ann, now=clock.t), CALL, DIGEST)) == "ok"
+
+
 def test_verifier_rejects_nonsense_limits(registry, clock) -> None:
     with pytest.raises(ValueError):
         Verifier(registry, clock, max_ttl_s=0)
