@@ -1,0 +1,121 @@
+"""Attestations: a host checks the Scheduler's word with a public key alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from legionrm.auth import codes, keys
+from legionrm.auth.attest import Attestation, AttestationVerifier, attest
+from legionrm.auth.canonical import ATTEST_DOMAIN, CALL_DOMAIN, canonical
+from legionrm.auth.proof import VerifiedCaller
+from legionrm.auth.registry import Registry
+from legionrm.models import Identity, Refusal
+
+from .conftest import T0, Clock
+
+
+@pytest.fixture
+def world():
+    reg = Registry(None)
+    reg.add_user("ann", groups=["genomics"])
+    sched = reg.add_agent("scheduler", "main")
+    other = reg.add_agent("scheduler", "backup")
+    clock = Clock()
+    host = AttestationVerifier(
+        {sched.name: sched.public_key_b64, other.name: other.public_key}, clock, max_ttl_s=120.0, skew_s=2.0, by="h1"
+    )
+    caller = VerifiedCaller.of(reg.user("ann"))
+    return reg, sched, other, clock, host, caller
+
+
+def make(world, **kw: Any) -> Attestation:
+    sched, caller = world[1], world[5]
+    return attest(sched, caller, kw.pop("request_id", "r1"), kw.pop("host", "h1"), kw.pop("now", T0),
+                  kw.pop("ttl_s", 60.0), class_name=kw.pop("class_name", "Foo"))
+
+
+def code_of(out: Identity | Refusal) -> str:
+    return out.code if isinstance(out, Refusal) else "ok"
+
+
+def test_the_host_gets_the_registrys_identity(world) -> None:
+    out = world[4].verify(make(world), "h1", "r1")
+    assert out == Identity(user="ann", class_name="Foo", groups=("genomics",))
+
+
+def _stranger(world):
+    rogue = keys.Credential("scheduler:rogue", keys.generate_private_key())
+    return attest(rogue, world[5], "r1", "h1", T0)
+
+
+def _resigned(world, **update):
+    a = make(world).model_copy(update=update)
+    return a.model_copy(update={"signature": world[1].sign(a.signed_bytes())})
+
+
+CODES = [
+    ("ok", lambda w: make(w), "h1", "r1", "ok"),
+    ("ok-any-request", lambda w: make(w), "h1", None, "ok"),
+    ("malformed-not-one", lambda w: {"user": "ann"}, "h1", "r1", codes.MALFORMED),
+    ("malformed-lives-too-long", lambda w: make(w, ttl_s=500.0), "h1", "r1", codes.MALFORMED),
+    ("malformed-bad-signature-text", lambda w: make(w).model_copy(update={"signature": "zz"}), "h1", "r1", codes.MALFORMED),
+    ("malformed-groups", lambda w: make(w).model_copy(update={"groups": "genomics"}), "h1", "r1", codes.MALFORMED),
+    ("unknown-issuer", _stranger, "h1", "r1", codes.UNKNOWN_ISSUER),
+    ("bad-signature-claimed-issuer", lambda w: make(w).model_copy(update={"issuer": "scheduler:backup"}), "h1", "r1", codes.BAD_SIGNATURE),
+    ("wrong-host", lambda w: make(w), "h2", "r1", codes.WRONG_HOST),
+    ("wrong-request", lambda w: make(w), "h1", "r2", codes.WRONG_CALL),
+    ("clock-skew", lambda w: make(w, now=T0 + 3.0), "h1", "r1", codes.CLOCK_SKEW),
+    ("expired", lambda w: make(w, now=T0 - 62.0), "h1", "r1", codes.EXPIRED),
+    ("wrong-host-before-expired", lambda w: make(w, now=T0 - 100.0), "h2", "r1", codes.WRONG_HOST),
+    ("unknown-issuer-before-bad-signature", lambda w: make(w).model_copy(update={"issuer": "scheduler:rogue"}), "h1", "r1", codes.UNKNOWN_ISSUER),
+]
+
+
+@pytest.mark.parametrize("build, host, request_id, code", [c[1:] for c in CODES], ids=[c[0] for c in CODES])
+def test_each_code(world, build, host: str, request_id: str | None, code: str) -> None:
+    out = world[4].verify(build(world), host, request_id)
+    assert code_of(out) == code, out
+    if isinstance(out, Refusal):
+        assert out.by == "h1"
+
+
+def test_every_attestation_code_has_a_case() -> None:
+    assert set(codes.ATTESTATION_CODES) <= {c[-1] for c in CODES}
+
+
+TAMPER: list[tuple[str, Any]] = [
+    ("issuer", "scheduler:backup"),  # another trusted scheduler: the signature refuses
+    ("request_id", "r2"),
+    ("user", "bob"),
+    ("groups", ("genomics", "wheel")),
+    ("class_name", "Bar"),
+    ("host", "h2"),
+    ("issued_at", T0 - 1.0),
+    ("expires_at", T0 + 61.0),
+]
+
+
+def test_the_tamper_table_covers_every_signed_field() -> None:
+    assert {f for f, _ in TAMPER} == set(Attestation.model_fields) - {"signature"}
+
+
+@pytest.mark.parametrize("field, value", TAMPER, ids=[f for f, _ in TAMPER])
+def test_changing_any_signed_field_breaks_the_signature(world, field: str, value: Any) -> None:
+    bad = make(world).model_copy(update={field: value})
+    assert code_of(world[4].verify(bad, bad.host, bad.request_id)) == codes.BAD_SIGNATURE
+
+
+def test_only_users_are_attested(world) -> None:
+    reg = world[0]
+    agent = VerifiedCaller.of(reg.principal("scheduler:backup"))
+    with pytest.raises(ValueError, match="only users"):
+        attest(world[1], agent, "r1", "h1", T0)
+
+
+def test_a_call_proof_signature_is_not_an_attestation_signature() -> None:
+    fields = {"a": 1}
+    assert canonical(CALL_DOMAIN, fields) != canonical(ATTEST_DOMAIN, fields)
+    with pytest.raises(ValueError, match="not finite"):
+        canonical(CALL_DOMAIN, {"t": float("nan")})
