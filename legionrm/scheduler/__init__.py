@@ -1,1 +1,25 @@
-"""legionrm.scheduler."""
+"""The Legion scheduler and the engines it plans with.
+
+The Legion scheduler itself (this package's modules):
+
+* ``scheduler``: :class:`Scheduler`, Legion's ``scheduleObjects`` (how much,
+  admission, planning, enactment, the response) and its companions;
+* ``planner``: one request -> ranked master schedules with deltas, over one
+  Collection snapshot; ``pipeline``: the named filters and rankers it runs;
+  ``snaptables``: the host and vault columns it reads from a snapshot;
+* ``sharegate``: the fair-share core's class rules applied to one request;
+* ``ports``: the Protocols of its collaborators; ``build``: collaborators
+  from a cluster spec; ``actor``: the Ray shell.
+
+The engines (sub-packages; each names what it may import):
+
+* ``fairshare``: the DUCC-style fair-share and nodepool core;
+* ``placement``: the PBS-style node-bucket and per-node placement engine;
+* ``pools``: Peloton-style resource pools (admission ahead of scheduling);
+* ``elastic``: the continuous cycle over elastic jobs (uses ``fairshare``).
+
+Imports run downwards only: the Legion scheduler may import the engines'
+packages (never their modules), an engine never imports the Legion
+scheduler (but its ``ports``) or another engine's modules.  This file
+imports nothing, so importing an engine never loads the scheduler.
+"""
