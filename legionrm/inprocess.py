@@ -24,7 +24,9 @@ from legionrm.models import ClusterSpec
 from legionrm.scheduler.build import core_for_cluster
 from legionrm.scheduler.planner import Planner
 from legionrm.scheduler.ports import PoolGate
+from legionrm.scheduler.elastic import HostStopper
 from legionrm.scheduler.scheduler import Scheduler
+from legionrm.scheduler.watch import HostWatch
 from legionrm.scheduler.sharegate import ShareGate
 
 
@@ -56,7 +58,9 @@ class LocalSystem:
         self.gateway = InProcessGateway.of([*self.groups.values(), *self.vaults.values()], list(self.classes.values()))
         self.enactor = Enactor(self.gateway, clock=clock)
         self.scheduler = Scheduler(self.collection, self.enactor, Planner({c.name: c for c in spec.classes}, clock=clock),
-                                   pools, shares=ShareGate.from_core(core_for_cluster(spec)))
+                                   pools, shares=ShareGate.from_core(core_for_cluster(spec)),
+                                   stopper=HostStopper(self.carrier, self.classes), watch=HostWatch(self.carrier),
+                                   clock=clock)
         self.enactor.approve = self.scheduler.approve  # Legion's step 6: the scheduler confirms
 
     def carrier(self, host: str) -> HostGroup | None:
@@ -78,3 +82,10 @@ class LocalSystem:
         for v in self.vaults.values():
             v.expire()
             v.heartbeat()
+
+    def tick(self) -> int:
+        """One beat of the whole system: resources expire and report, then the
+        Scheduler watches its instances and re-plans its queue.  Returns how
+        many instances ended."""
+        self.heartbeat()
+        return self.scheduler.tick()

@@ -165,8 +165,9 @@ class HostActor(_Beating):
     def stop_objects(self, items: list[InstanceKey], reason: str = "stopped") -> list[Resources | Refusal]:
         return self._batch.stop_objects(items, reason)
 
-    def list_instances(self) -> list[InstanceRef]:
-        return self.core.list_instances()
+    def list_instances(self, host: str | None = None) -> list[InstanceRef]:
+        """This host's running instances (``host``, when given, must be this host's name)."""
+        return self.core.list_instances() if host in (None, self.core.name) else []
 
     def record(self) -> ResourceRecord:
         return self.core.record()

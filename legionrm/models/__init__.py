@@ -35,6 +35,14 @@ from legionrm.models.elastic import (  # noqa: F401
     ElasticUserTotals,
     SchedulerStatus,
 )
+from legionrm.models.requests import (  # noqa: F401
+    FINAL_STATES,
+    InstanceInfo,
+    InstanceState,
+    RequestEvent,
+    RequestInfo,
+    RequestState,
+)
 from legionrm.models.reservations import (  # noqa: F401
     Holder,
     InstanceRef,
@@ -60,6 +68,12 @@ from legionrm.models.schedules import (  # noqa: F401
 )
 
 __all__ = [
+    "FINAL_STATES",
+    "InstanceInfo",
+    "InstanceState",
+    "RequestEvent",
+    "RequestInfo",
+    "RequestState",
     "AccessPolicy",
     "AttrValue",
     "ClassSpec",

@@ -49,6 +49,10 @@ class SchedulingRequest(Frozen):
     pool: str = "/"
     objects: tuple[ObjectRequest, ...] = ()
     activate: tuple[str, ...] = ()
+    wait: bool = True
+    """A request that cannot run now waits in the Scheduler's queue (it is
+    answered ``state="pending"`` and placed when capacity frees); ``False``
+    answers at once, refused, as a one-shot request."""
 
 
 class Placement(Frozen):
@@ -137,6 +141,9 @@ class SchedulerResponse(Frozen):
     masters: int = 0
     enact: EnactResult | None = None
     message: str = ""
+    state: str = ""
+    """The request's state after this call: ``running``, ``pending`` (waiting
+    in the queue; ``failures`` say why not now), ``failed`` or ``cancelled``."""
 
 
 # --- enactment (legionrm.enactor) ---------------------------------------------

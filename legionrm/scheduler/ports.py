@@ -59,3 +59,14 @@ class Stopper(Protocol):
         instance no longer runs: stopped now, or already gone.  Raising means
         that is not known; the cycle tries again next cycle."""
         ...
+
+
+class InstanceWatch(Protocol):
+    """Which of the running instances still run, asked in one batch per host
+    (or host group).  Never raises for an unreachable host: its instances
+    are ``("lost", why)`` once the host is known gone, and left out while
+    that is not known yet."""
+
+    def check(self, instances: list[InstanceRef]) -> dict[str, tuple[str, str]]:
+        """instance id -> (``running`` | ``ended`` | ``lost``, reason)."""
+        ...

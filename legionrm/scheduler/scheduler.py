@@ -22,7 +22,8 @@ in-process fakes and in the Scheduler actor with Ray adapters.
 from __future__ import annotations
 
 import threading
-from typing import Any
+import time
+from typing import Any, Callable
 
 from legionrm.errors import SchedulingError
 from legionrm.models import (
@@ -33,19 +34,42 @@ from legionrm.models import (
     ObjectRequest,
     PlacementFailure,
     Refusal,
+    RequestInfo,
     ScheduleProposal,
     SchedulerResponse,
     SchedulingRequest,
 )
 from legionrm.scheduler.planner import Plan, Planner
-from legionrm.scheduler.ports import EnactorPort, OpenGate, PoolGate, SnapshotSource
+from legionrm.scheduler.ports import EnactorPort, InstanceWatch, OpenGate, PoolGate, SnapshotSource, Stopper
+from legionrm.scheduler.requests import Entry, RequestBook, queue_order
 from legionrm.scheduler.sharegate import ShareGate
+
+REQUEST_TOO_BIG = "request.too_big"
+
+
+NEVER = frozenset({
+    "class.unknown", "class_host_list", "query.no_match", "access.denied", "total_capacity",
+    "respool.unknown", "respool.not_leaf", "respool.duplicate", "respool.limit",
+    "ducc.class_unknown", "ducc.user", "activate.unknown", REQUEST_TOO_BIG,
+})
+"""Refusals no amount of waiting can change (the request, the cluster or a
+policy rules it out): such a request fails at once instead of waiting."""
 
 
 class Scheduler:
-    """Thread-safe for concurrent requests: planning reads an immutable
-    snapshot and the enactor's reservations are the only writes, checked by
-    the hosts themselves, so concurrent schedulers never double-book."""
+    """Legion's Scheduler with a queue.  Thread-safe for concurrent requests:
+    planning reads an immutable snapshot and the enactor's reservations are
+    the only writes, checked by the hosts themselves, so concurrent callers
+    never double-book.
+
+    A request lives in :attr:`book` until it ends.  One that cannot run now
+    waits (``pending``, with its reason) and is tried again by
+    :meth:`replan`, in :func:`queue_order`, whenever something may have
+    freed room: an instance ended, a request was cancelled, a host joined or
+    came back, a pool changed.  :meth:`tick` watches the running instances
+    (their actors, their hosts, their walltimes) and re-plans when one ended.
+    Every account (pool allocation, allotment, host calendar, class count) is
+    booked back in :meth:`_book_back`, the one place that gives back."""
 
     def __init__(
         self,
@@ -57,6 +81,10 @@ class Scheduler:
         shares: ShareGate | None = None,
         name: str = "scheduler",
         token_timeout_s: float = 30.0,
+        stopper: Stopper | None = None,
+        watch: InstanceWatch | None = None,
+        clock: Callable[[], float] = time.time,
+        max_attempts: int = 1000,
     ) -> None:
         self._collection = collection
         self._enactor = enactor
@@ -65,10 +93,21 @@ class Scheduler:
         self.shares = shares
         self.name = name
         self.token_timeout_s = token_timeout_s
+        self.stopper = stopper
+        self.watch = watch
+        self.clock = clock
+        self.max_attempts = max_attempts
+        self.book = RequestBook(clock)
         self._lock = threading.Lock()
-        self.instances: dict[str, InstanceRef] = {}
-        self._by_request: dict[str, list[str]] = {}
+        self._replan_lock = threading.Lock()
+        self._dirty = threading.Event()
         self._enacting: dict[str, frozenset[str]] = {}  # request id -> the placement keys it asked for
+        self._cancel_asked: set[str] = set()
+
+    @property
+    def instances(self) -> dict[str, InstanceRef]:
+        """The running instances this scheduler started, by id (a copy)."""
+        return {i.instance_id: i for i in self.book.running_instances()}
 
     # --- collaborators (Legion's get/set pairs return the prior value) -------
 
@@ -112,49 +151,116 @@ class Scheduler:
 
     def scheduleObjects(self, request: SchedulingRequest) -> SchedulerResponse:
         """Admit, plan and enact ``request``.  Returns ok with the instances
-        started, or not ok with every placement's failure.  Not idempotent
-        (it starts instances); a repeated request id is refused."""
+        started (state ``running``); else not ok with every placement's
+        failure, the request either ``pending`` (it waits in the queue and is
+        placed when capacity frees; only when ``request.wait``) or
+        ``failed`` (it can never run, or it asked not to wait).  Not
+        idempotent (it starts instances); a repeated request id is refused."""
         _validate(request)
-        with self._lock:
-            if request.request_id in self._by_request:
-                raise SchedulingError(f"request id {request.request_id!r} was already scheduled")
-            self._by_request[request.request_id] = []
-        active, unknown = self._activation(request)
-        if unknown:
-            return self._failed(request, unknown, 0)
-        if not request.objects:
-            return self._succeeded(request, active, 0, None, "activated: ")
-        request, refused = self._shape(request)
-        if refused:
-            return self._failed(request, refused, 0)
-        refusal = self._admit(request)
-        if refusal is not None:
-            return self._failed(request, [PlacementFailure(
-                key="*", resource=refusal.by, code=refusal.code, reason=refusal.reason, stage="plan")], 0)
+        entry = self.book.add(request)
+        return self._attempt(entry)
+
+    def replan(self) -> int:
+        """Try every pending request again, in queue order; returns how many
+        started.  Called on events (and by :meth:`tick`).  If a re-plan is
+        already running, this asks it to go round once more and returns 0."""
+        self._dirty.set()
+        if not self._replan_lock.acquire(blocking=False):
+            return 0
+        started = 0
         try:
-            plan = self.planner.make_schedules(request, self._collection.snapshot())
-            if not plan.ok:
-                self._release(request.request_id)
-                return self._failed(request, plan.failures, 0)
-            with self._lock:
-                self._enacting[request.request_id] = frozenset(k for op in plan.objects for k in op.keys)
-            result = self._enactor.enact_schedule(self._enact_request(request, plan))
-        except BaseException:
-            self._release(request.request_id)
-            raise
+            while self._dirty.is_set():
+                self._dirty.clear()
+                for entry in self.queue():
+                    if entry.state == "pending" and self._attempt(entry).ok:
+                        started += 1
         finally:
-            with self._lock:
-                self._enacting.pop(request.request_id, None)
-        if not result.ok:
-            self._release(request.request_id)
-            failures = [f for a in result.attempts for f in a.failures]
-            return self._failed(request, failures, len(plan.masters), result)
-        with self._lock:
-            for inst in result.instances:
-                self.instances[inst.instance_id] = inst
-            self._by_request[request.request_id] = [i.instance_id for i in result.instances]
-        return self._succeeded(request, active + list(result.instances), len(plan.masters), result,
-                               f"master {result.master + 1} of {len(plan.masters)}: ")
+            self._replan_lock.release()
+        return started
+
+    def queue(self) -> list[Entry]:
+        """The pending requests in the order they go next (:func:`queue_order`)."""
+        pending = [e for e in self.book.entries() if e.state == "pending"]
+        usage: dict[str, float] = {}
+        for e in self.book.entries():
+            if e.state == "running":
+                usage[e.user] = usage.get(e.user, 0.0) + e.cpus()
+        prio, weight = self.shares.class_order() if self.shares is not None else ({}, {})
+        return queue_order(pending, prio, weight, usage)
+
+    def cancel(self, request_id: str, reason: str = "cancelled by its user") -> RequestInfo:
+        """End ``request_id``: a pending request leaves the queue; a running
+        one has its instances stopped; everything is booked back.
+        Idempotent on a finished request (returns its info unchanged).
+        Raises SchedulingError for an unknown id."""
+        entry = self._entry(request_id)
+        if entry.final:
+            return entry.info()
+        if entry.state in ("admitted", "placing"):
+            # the enactment in flight finishes first; its result is stopped at once
+            self._cancel_asked.add(request_id)
+            return entry.info()
+        for iid in entry.live_instances():
+            self._stop(entry.refs[iid], reason)
+            self.book.end_instance(iid, "stopped", reason)
+        self.book.move(entry, "cancelled", reason)
+        self._book_back(entry)
+        self.replan()
+        return entry.info()
+
+    def request_info(self, request_id: str) -> RequestInfo:
+        """One request's whole story (``legionrm show``).  SchedulingError if unknown."""
+        return self._entry(request_id).info()
+
+    def list_requests(self, user: str | None = None, state: str | None = None) -> list[RequestInfo]:
+        """Requests, oldest first (``legionrm list``)."""
+        return self.book.list(user, state)
+
+    # --- ends -------------------------------------------------------------------
+
+    def instance_ended(self, instance_id: str, reason: str = "ended", state: str = "ended") -> bool:
+        """An instance is gone (its actor returned or died, its walltime ran
+        out, its class destroyed it, its host died).  Its request completes
+        when it was the last one (or fails when ``state`` is ``lost``), every
+        account is booked back, and waiting requests are re-planned.  Returns
+        False for an unknown or already ended instance (idempotent)."""
+        entry = self.book.end_instance(instance_id, state, reason)
+        if entry is None:
+            return False
+        if entry.state == "running" and not entry.live_instances():
+            lost = any(i.state == "lost" for i in entry.instances.values())
+            self.book.move(entry, "failed" if lost else "completed", reason)
+            self._book_back(entry)
+        self.replan()
+        return True
+
+    def forget(self, instance_id: str) -> None:
+        """An instance ended (the older name of :meth:`instance_ended`)."""
+        self.instance_ended(instance_id, "forgotten")
+
+    def tick(self) -> int:
+        """Watch the running instances: each whose walltime is over is
+        stopped, each its host or actor no longer runs is ended (``lost``
+        when its host is gone).  Then re-plan the queue.  Returns how many
+        instances ended.  Safe to call from a timer thread."""
+        now = self.clock()
+        ended = 0
+        running = self.book.running_instances()
+        for ref in running:
+            entry = self.book.owner_of(ref.instance_id)
+            wall = _walltime(entry, ref) if entry is not None else None
+            if wall is not None and now >= ref.started_at + wall:
+                self._stop(ref, "walltime")
+                ended += self.instance_ended(ref.instance_id, "walltime")
+        if self.watch is not None:
+            for iid, (state, reason) in self.watch.check(self.book.running_instances()).items():
+                if state != "running":
+                    self._classes_forget(iid)
+                    ended += self.instance_ended(iid, reason, "lost" if state == "lost" else "ended")
+        self.replan()
+        return ended
+
+    # --- approval ------------------------------------------------------------
 
     def approve(self, proposal: ScheduleProposal) -> bool | Refusal:
         """Legion's step 6: the enactor reports a fully reserved schedule and
@@ -177,18 +283,116 @@ class Scheduler:
         return True
 
     def instances_of(self, request_id: str) -> list[InstanceRef]:
-        return [self.instances[i] for i in self._by_request.get(request_id, []) if i in self.instances]
+        entry = self.book.get(request_id)
+        return [entry.refs[i] for i in entry.live_instances()] if entry is not None else []
 
-    def forget(self, instance_id: str) -> None:
-        """An instance ended: drop it, and release the pool allocation (and
-        the allotment) of its request when it was the last one.  Idempotent."""
-        with self._lock:
-            self.instances.pop(instance_id, None)
-            for rid, ids in self._by_request.items():
-                if instance_id in ids and not any(i in self.instances for i in ids):
-                    self._release(rid)
+    # --- one attempt ------------------------------------------------------------
+
+    def _attempt(self, entry: Entry) -> SchedulerResponse:
+        """Admit, plan and enact ``entry`` once; leaves it running, pending or failed."""
+        request = entry.request
+        entry.attempts += 1
+        active, unknown = self._activation(request)
+        if unknown:
+            return self._refused(entry, unknown, 0)
+        if not request.objects:
+            self.book.move(entry, "admitted", "nothing to place")
+            self.book.move(entry, "placing", "activating")
+            self.book.move(entry, "running", "activated")
+            return self._succeeded(entry, active, 0, None, "activated: ")
+        too_big = self._too_big(request)
+        if too_big is not None:
+            return self._refused(entry, [too_big], 0)
+        request, refused = self._shape(request)
+        if refused:
+            return self._refused(entry, refused, 0)
+        refusal = self._admit(request)
+        if refusal is not None:
+            return self._refused(entry, [PlacementFailure(
+                key="*", resource=refusal.by, code=refusal.code, reason=refusal.reason, stage="plan")], 0)
+        self.book.move(entry, "admitted", f"admitted to pool {request.pool}")
+        try:
+            plan = self.planner.make_schedules(request, self._collection.snapshot())
+            if not plan.ok:
+                self._release(request.request_id)
+                return self._refused(entry, plan.failures, 0)
+            self.book.move(entry, "placing", f"enacting {len(plan.masters)} master schedule(s)")
+            with self._lock:
+                self._enacting[request.request_id] = frozenset(k for op in plan.objects for k in op.keys)
+            result = self._enactor.enact_schedule(self._enact_request(request, plan))
+        except BaseException as exc:
+            self._release(request.request_id)
+            if not entry.final:
+                self.book.move(entry, "failed", f"{type(exc).__name__}: {exc}"[:300])
+            raise
+        finally:
+            with self._lock:
+                self._enacting.pop(request.request_id, None)
+        if not result.ok:
+            self._release(request.request_id)
+            failures = [f for a in result.attempts for f in a.failures]
+            return self._refused(entry, failures, len(plan.masters), result)
+        self.book.attach(entry, result.instances)
+        self.book.move(entry, "running", f"master {result.master + 1} of {len(plan.masters)}")
+        if request.request_id in self._cancel_asked:
+            self._cancel_asked.discard(request.request_id)
+            self.cancel(request.request_id)
+        return self._succeeded(entry, active + list(result.instances), len(plan.masters), result,
+                               f"master {result.master + 1} of {len(plan.masters)}: ")
+
+    def _refused(self, entry: Entry, failures: Any, masters: int, result: EnactResult | None = None
+                 ) -> SchedulerResponse:
+        """Not now: back to the queue (``pending``, with the first reason) if
+        the request waits and nothing rules it out for good; else failed."""
+        failures = tuple(failures)
+        entry.failures = failures
+        msg = "; ".join(f"{f.key} on {f.resource or '-'}: {f.code}: {f.reason}" for f in failures[:5]) or "no schedule"
+        never = [f for f in failures if f.code in NEVER]
+        if request_cancelled := entry.id in self._cancel_asked:
+            self._cancel_asked.discard(entry.id)
+            self.book.move(entry, "cancelled", "cancelled while placing")
+        elif never or not entry.request.wait or entry.attempts >= self.max_attempts:
+            why = (f"{never[0].code}: {never[0].reason}" if never else
+                   msg if not entry.request.wait else f"gave up after {entry.attempts} attempts: {msg}")
+            self.book.move(entry, "failed", why[:500])
+        else:
+            self.book.move(entry, "pending", f"{failures[0].code}: {failures[0].reason}"[:500] if failures else msg)
+        if entry.final and not request_cancelled:
+            self._book_back(entry)
+        return SchedulerResponse(request_id=entry.id, ok=False, failures=failures, masters=masters,
+                                 enact=result, message=msg, state=entry.state)
+
+    def _succeeded(self, entry: Entry, instances: list[InstanceRef], masters: int,
+                   result: EnactResult | None, prefix: str) -> SchedulerResponse:
+        where = ", ".join(f"{i.instance_id}@{i.host}" for i in instances)
+        return SchedulerResponse(request_id=entry.id, ok=True, instances=tuple(instances), masters=masters,
+                                 enact=result, message=prefix + where, state=entry.state)
 
     # --- helpers --------------------------------------------------------------
+
+    def _entry(self, request_id: str) -> Entry:
+        entry = self.book.get(request_id)
+        if entry is None:
+            raise SchedulingError(f"no request {request_id!r} is known to scheduler {self.name!r}")
+        return entry
+
+    def _too_big(self, request: SchedulingRequest) -> PlacementFailure | None:
+        """A request for more than the whole cluster could ever hold fails at
+        once (measured against the pools' capacity: cpu, memory, gpu)."""
+        capacity = getattr(self.pools, "capacity", None)
+        if not callable(capacity):
+            return None
+        total = capacity()  # Peloton units: memory in MB
+        need = {"cpu": sum(o.count * o.cpus for o in request.objects),
+                "memory": sum(o.count * o.memory_gb for o in request.objects) * 1024.0,
+                "gpu": float(sum(o.count * o.gpus for o in request.objects))}
+        over = [k for k, v in need.items() if v > total.get(k, 0.0) + 1e-9]
+        if not over:
+            return None
+        unit = {"cpu": "cpus", "memory": "MB of memory", "gpu": "gpus"}
+        return PlacementFailure(key="*", resource=self.name, code=REQUEST_TOO_BIG, stage="plan",
+                                reason="asks for more than the whole cluster holds: " + ", ".join(
+                                    f"{need[k]:g} {unit[k]} > {total.get(k, 0.0):g}" for k in over))
 
     def _shape(self, request: SchedulingRequest) -> tuple[SchedulingRequest, list[PlacementFailure]]:
         """The request as its DUCC classes shape it (unchanged without classes)."""
@@ -210,14 +414,36 @@ class Scheduler:
         if self.shares is not None:
             self.shares.release(request_id)
 
+    def _book_back(self, entry: Entry) -> None:
+        """The one place a finished request gives everything back: its pool
+        allocation and allotment here; its instances' host calendars and class
+        counts were released when each stopped.  Idempotent."""
+        self._release(entry.id)
+
+    def _stop(self, ref: InstanceRef, reason: str) -> None:
+        """Stop one instance on its host and tell its class (best effort: a
+        host that cannot be reached is the watcher's to find)."""
+        if self.stopper is None:
+            return
+        try:
+            self.stopper.stop(ref, reason)
+        except Exception:  # the host is unreachable; tick() will see it gone
+            pass
+
+    def _classes_forget(self, instance_id: str) -> None:
+        """An instance that ended by itself: its host already let it go; its
+        class object and host are told by a stop, which is idempotent."""
+        entry = self.book.owner_of(instance_id)
+        if entry is not None and instance_id in entry.refs:
+            self._stop(entry.refs[instance_id], "ended")
+
     def _activation(self, request: SchedulingRequest) -> tuple[list[InstanceRef], list[PlacementFailure]]:
         """The objects ``request`` asks to activate: those running already (an
         instance this scheduler started; activating it is a no-op and the
         response lists it), and a ``activate.unknown`` failure for every
         other name.  Any failure sinks the whole request before anything is
         admitted, planned or reserved."""
-        with self._lock:
-            known = dict(self.instances)
+        known = self.instances
         active = [known[n] for n in request.activate if n in known]
         unknown = [
             PlacementFailure(key=n, resource=self.name, code="activate.unknown", stage="plan",
@@ -226,12 +452,6 @@ class Scheduler:
             for n in request.activate if n not in known
         ]
         return active, unknown
-
-    def _succeeded(self, request: SchedulingRequest, instances: list[InstanceRef], masters: int,
-                   result: EnactResult | None, prefix: str) -> SchedulerResponse:
-        where = ", ".join(f"{i.instance_id}@{i.host}" for i in instances)
-        return SchedulerResponse(request_id=request.request_id, ok=True, instances=tuple(instances), masters=masters,
-                                 enact=result, message=prefix + where)
 
     def _enact_request(self, request: SchedulingRequest, plan: Plan) -> EnactRequest:
         ident = request.identity
@@ -245,11 +465,13 @@ class Scheduler:
             args={k: dict(op.request.args) for op in plan.objects if op.request.args for k in op.keys},
         )
 
-    def _failed(self, request: SchedulingRequest, failures, masters: int, result: EnactResult | None = None):
-        failures = tuple(failures)
-        msg = "; ".join(f"{f.key} on {f.resource or '-'}: {f.code}: {f.reason}" for f in failures[:5])
-        return SchedulerResponse(request_id=request.request_id, ok=False, failures=failures, masters=masters,
-                                 enact=result, message=msg or "no schedule")
+
+def _walltime(entry: Entry, ref: InstanceRef) -> float | None:
+    """The walltime of the object request that made ``ref`` (its class's first)."""
+    for o in entry.request.objects:
+        if o.class_name == ref.class_name:
+            return o.walltime_s
+    return None
 
 
 def _validate(request: SchedulingRequest) -> None:

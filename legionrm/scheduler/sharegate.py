@@ -83,6 +83,11 @@ class ShareGate:
 
     # --- the rules ----------------------------------------------------------------
 
+    def class_order(self) -> tuple[dict[str, int], dict[str, float]]:
+        """Each DUCC class's priority and weight (the queue's order)."""
+        cs = self.classes.classes
+        return {n: c.priority for n, c in cs.items()}, {n: c.weight for n, c in cs.items()}
+
     def class_of(self, obj: ObjectRequest) -> ResourceClass | Refusal | None:
         """The class ``obj`` names (None when it names none); a Refusal for an unknown name."""
         name = obj.ducc_class

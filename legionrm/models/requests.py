@@ -1,0 +1,54 @@
+"""A scheduling request's life: its states, the history of its transitions,
+and the views ``list`` / ``show`` give of it."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from legionrm.models.base import Frozen
+from legionrm.models.schedules import PlacementFailure
+
+RequestState = Literal["pending", "admitted", "placing", "running", "completed", "failed", "cancelled"]
+"""``pending -> admitted -> placing -> running -> completed | failed | cancelled``."""
+
+FINAL_STATES: tuple[RequestState, ...] = ("completed", "failed", "cancelled")
+
+InstanceState = Literal["running", "ended", "lost", "stopped"]
+
+
+class RequestEvent(Frozen):
+    """One transition: when, into which state, and why."""
+
+    at: float
+    state: RequestState
+    reason: str = ""
+
+
+class InstanceInfo(Frozen):
+    """An instance of a request as the Scheduler last saw it."""
+
+    id: str
+    host: str
+    state: InstanceState = "running"
+    started_at: float = 0.0
+    ended_at: float | None = None
+    reason: str = ""
+
+
+class RequestInfo(Frozen):
+    """What ``legionrm list`` and ``show`` print of one request."""
+
+    id: str
+    user: str
+    state: RequestState
+    reason: str = ""
+    classes: tuple[str, ...] = ()
+    count: int = 0
+    pool: str = "/"
+    submitted: float = 0.0
+    earliest_start: float | None = None
+    instances: tuple[InstanceInfo, ...] = ()
+    failures: tuple[PlacementFailure, ...] = ()
+    history: tuple[RequestEvent, ...] = Field(default_factory=tuple)

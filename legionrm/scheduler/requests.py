@@ -1,0 +1,194 @@
+"""The life of a request: states, transitions with time and reason, the
+instances it owns, and the order in which waiting requests go next.
+
+``pending -> admitted -> placing -> running -> completed | failed | cancelled``
+(a request that cannot run now goes back from ``admitted`` or ``placing`` to
+``pending``; a pending request may be cancelled or fail outright).  Every
+transition is appended to the request's history; a transition the table
+does not allow raises :class:`SchedulingError`, so a bug cannot silently
+resurrect a finished request.
+
+:class:`RequestBook` is plain data with a lock; the Scheduler drives it.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping
+
+from legionrm.errors import SchedulingError
+from legionrm.models import (
+    FINAL_STATES,
+    InstanceInfo,
+    InstanceRef,
+    PlacementFailure,
+    RequestEvent,
+    RequestInfo,
+    RequestState,
+    SchedulingRequest,
+)
+
+ALLOWED: dict[RequestState, frozenset[RequestState]] = {
+    "pending": frozenset({"admitted", "failed", "cancelled"}),
+    "admitted": frozenset({"placing", "pending", "failed", "cancelled"}),
+    "placing": frozenset({"running", "pending", "failed", "cancelled"}),
+    "running": frozenset({"completed", "failed", "cancelled"}),
+    "completed": frozenset(),
+    "failed": frozenset(),
+    "cancelled": frozenset(),
+}
+"""Which state may follow which (final states have no successor)."""
+
+HISTORY_LIMIT = 64
+"""Transitions kept per request: a request re-planned many times keeps its
+first transitions and its latest ones, never an unbounded list."""
+
+
+@dataclass
+class Entry:
+    """One request and everything the Scheduler knows of it."""
+
+    request: SchedulingRequest
+    submitted: float
+    state: RequestState = "pending"
+    reason: str = ""
+    history: list[RequestEvent] = field(default_factory=list)
+    instances: dict[str, InstanceInfo] = field(default_factory=dict)
+    refs: dict[str, InstanceRef] = field(default_factory=dict)
+    failures: tuple[PlacementFailure, ...] = ()
+    earliest_start: float | None = None
+    attempts: int = 0
+
+    @property
+    def id(self) -> str:
+        return self.request.request_id
+
+    @property
+    def user(self) -> str:
+        return self.request.identity.user
+
+    @property
+    def final(self) -> bool:
+        return self.state in FINAL_STATES
+
+    def live_instances(self) -> list[str]:
+        return [i for i, info in self.instances.items() if info.state == "running"]
+
+    def cpus(self) -> float:
+        """The cpus this request asks for in all (its weight in the queue's fair share)."""
+        return sum(o.count * o.cpus for o in self.request.objects)
+
+    def info(self) -> RequestInfo:
+        objs = self.request.objects
+        return RequestInfo(
+            id=self.id, user=self.user, state=self.state, reason=self.reason,
+            classes=tuple(dict.fromkeys(o.class_name for o in objs)), count=sum(o.count for o in objs),
+            pool=self.request.pool, submitted=self.submitted, earliest_start=self.earliest_start,
+            instances=tuple(self.instances.values()), failures=self.failures, history=tuple(self.history),
+        )
+
+
+class RequestBook:
+    """Every request a Scheduler was given, by id.  Thread-safe."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self._lock = threading.RLock()
+        self._entries: dict[str, Entry] = {}
+        self._by_instance: dict[str, str] = {}
+
+    # --- reading ------------------------------------------------------------
+
+    def get(self, request_id: str) -> Entry | None:
+        return self._entries.get(request_id)
+
+    def __contains__(self, request_id: str) -> bool:
+        return request_id in self._entries
+
+    def entries(self) -> list[Entry]:
+        with self._lock:
+            return list(self._entries.values())
+
+    def owner_of(self, instance_id: str) -> Entry | None:
+        rid = self._by_instance.get(instance_id)
+        return self._entries.get(rid) if rid is not None else None
+
+    def running_instances(self) -> list[InstanceRef]:
+        with self._lock:
+            return [e.refs[i] for e in self._entries.values() for i in e.live_instances() if i in e.refs]
+
+    def list(self, user: str | None = None, state: str | None = None) -> list[RequestInfo]:
+        """Requests, oldest first, optionally of one user and in one state."""
+        with self._lock:
+            return [e.info() for e in sorted(self._entries.values(), key=lambda e: (e.submitted, e.id))
+                    if (user is None or e.user == user) and (state is None or e.state == state)]
+
+    # --- writing ------------------------------------------------------------
+
+    def add(self, request: SchedulingRequest) -> Entry:
+        """A new request, pending.  A repeated id is a SchedulingError."""
+        with self._lock:
+            if request.request_id in self._entries:
+                raise SchedulingError(f"request id {request.request_id!r} was already submitted")
+            now = self.clock()
+            entry = Entry(request=request, submitted=now)
+            entry.history.append(RequestEvent(at=now, state="pending", reason="submitted"))
+            self._entries[request.request_id] = entry
+            return entry
+
+    def move(self, entry: Entry, state: RequestState, reason: str = "") -> None:
+        """Record a transition (a no-op when already in ``state`` with the same
+        reason, so a re-planned pending request does not fill its history)."""
+        with self._lock:
+            if entry.state == state and entry.reason == reason:
+                return
+            if entry.state != state and state not in ALLOWED[entry.state]:
+                raise SchedulingError(f"request {entry.id!r} cannot go from {entry.state} to {state}")
+            entry.state, entry.reason = state, reason
+            entry.history.append(RequestEvent(at=self.clock(), state=state, reason=reason))
+            if len(entry.history) > HISTORY_LIMIT:
+                del entry.history[HISTORY_LIMIT // 2]
+
+    def attach(self, entry: Entry, instances: Iterable[InstanceRef]) -> None:
+        """The request's instances started."""
+        with self._lock:
+            for ref in instances:
+                entry.refs[ref.instance_id] = ref
+                entry.instances[ref.instance_id] = InstanceInfo(id=ref.instance_id, host=ref.host,
+                                                                started_at=ref.started_at)
+                self._by_instance[ref.instance_id] = entry.id
+
+    def end_instance(self, instance_id: str, state: str, reason: str) -> Entry | None:
+        """Mark one instance ended; returns its request, or None when the
+        instance is unknown or had already ended (idempotent)."""
+        with self._lock:
+            entry = self.owner_of(instance_id)
+            if entry is None:
+                return None
+            info = entry.instances[instance_id]
+            if info.state != "running":
+                return None
+            entry.instances[instance_id] = info.model_copy(
+                update={"state": state, "ended_at": self.clock(), "reason": reason})
+            return entry
+
+
+def queue_order(pending: Iterable[Entry], priority: Mapping[str, int], weight: Mapping[str, float],
+                usage: Mapping[str, float]) -> list[Entry]:
+    """Who goes next among waiting requests, as DUCC orders its work: by
+    priority first (lower number first; a request's priority is its objects'
+    best, else its DUCC class's, else 0), then by weighted fair share between
+    users (the user whose running cpus divided by their weight is smallest
+    goes first; a class's weight applies to its requests, default 1), then by
+    age.  ``priority`` and ``weight`` map DUCC class names to theirs;
+    ``usage`` maps a user to the cpus their running requests hold."""
+
+    def key(e: Entry) -> tuple[int, float, float, str]:
+        objs = e.request.objects
+        prios = [o.priority if o.priority is not None else priority.get(o.ducc_class or "", 0) for o in objs]
+        weights = [o.weight if o.weight is not None else weight.get(o.ducc_class or "", 1.0) for o in objs]
+        w = max(weights, default=1.0)
+        return (min(prios, default=0), usage.get(e.user, 0.0) / w, e.submitted, e.id)
+
+    return sorted(pending, key=key)

@@ -1,0 +1,54 @@
+"""Watching running instances from their hosts: :class:`HostWatch`.
+
+Level-triggered, one call per host: an instance its host no longer lists has
+ended (its actor returned or died, its reservation's walltime ran out, its
+class destroyed it); the instances of a host nobody carries any more, or
+that raised, are lost.  The Ray shell passes a resolver over host-group
+actors; tests pass host groups of host objects.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Callable
+
+from legionrm.models import InstanceRef
+
+
+class HostWatch:
+    """An :class:`~legionrm.scheduler.ports.InstanceWatch` over host carriers.
+
+    ``carrier(host)`` returns what carries the host (a HostGroup, a host
+    object, or an adapter with ``list_instances(host)``), or None when the
+    host is gone."""
+
+    def __init__(self, carrier: Callable[[str], Any]) -> None:
+        self._carrier = carrier
+
+    def check(self, instances: list[InstanceRef]) -> dict[str, tuple[str, str]]:
+        by_host: dict[str, list[InstanceRef]] = defaultdict(list)
+        for ref in instances:
+            by_host[ref.host].append(ref)
+        out: dict[str, tuple[str, str]] = {}
+        for host, refs in by_host.items():
+            carrier = self._carrier(host)
+            if carrier is None:
+                out.update({r.instance_id: ("lost", f"host {host} is gone") for r in refs})
+                continue
+            try:
+                listed = carrier.list_instances(host)
+            except Exception as exc:  # noqa: BLE001 - an unreachable host says nothing yet
+                if _gone(exc):
+                    out.update({r.instance_id: ("lost", f"host {host} died: {type(exc).__name__}") for r in refs})
+                continue
+            running = {r.instance_id for r in listed}
+            for r in refs:
+                out[r.instance_id] = ("running", "") if r.instance_id in running else (
+                    "ended", f"no longer runs on {host}")
+        return out
+
+
+def _gone(exc: Exception) -> bool:
+    """A carrier that died (not merely slow): its instances are lost."""
+    return type(exc).__name__ in ("ActorDiedError", "RayActorError", "ActorUnavailableError", "LookupError",
+                                  "KeyError")
