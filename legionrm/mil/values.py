@@ -28,6 +28,7 @@ property test in ``tests/unit/test_mil_engines.py`` keeps the two equal.
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from typing import Final, Union
 
@@ -111,8 +112,6 @@ def from_attr(v: object) -> Value:
     if t is int:
         return v if INT64_MIN <= v <= INT64_MAX else ERROR  # type: ignore[operator,return-value]
     # numpy scalars and other registered numbers
-    import numbers
-
     if isinstance(v, bool) or type(v).__name__ == "bool_":
         return bool(v)
     if isinstance(v, numbers.Integral):

@@ -1,7 +1,9 @@
 """Vectorized MIL functions: ``match``, ``int()``, ``float()`` over columns.
 
-Split from :mod:`legionrm.mil.vectorize` (same rules, same conventions):
-strings are handled once per distinct dictionary code, never per row.
+Split from :mod:`legionrm.mil.vectorize` (same rules, same conventions; the
+shared helpers live in :mod:`legionrm.mil.kernels`, so this module never
+imports the engine that calls it).  Strings are handled once per distinct
+dictionary code, never per row.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import numpy as np
 
 from legionrm.mil import values as V
 from legionrm.mil.columns import Column
-from legionrm.mil.vectorize import BOOL, ERR, FLOAT, INT, STR, UNDEF, Ctx, _bcast, _const, _floats, _ints, _select, _strict_tags
+from legionrm.mil.kernels import BOOL, ERR, FLOAT, INT, STR, UNDEF, Ctx, bcast, const, floats, ints, select, strict_tags
 
 # -------------------------------------------------------------------------------
 
@@ -24,17 +26,17 @@ def match(p: Column, s: Column, ctx: Ctx) -> Column:
     if up is not None and us is not None:
         r = V._strict(up, us)
         if r is not None:
-            return _const(n, V.tag_of(r))
+            return const(n, V.tag_of(r))
         if up != STR or us != STR:
-            return _const(n, ERR)
+            return const(n, ERR)
         if p.s.ndim == 0 and s.s.ndim == 1:  # type: ignore[union-attr]
             # the common case: a literal pattern over a string column
             pattern = ctx.string(int(p.s))  # type: ignore[arg-type]
             rx = V.compile_regex(pattern)
             if rx is None:
-                return _const(n, ERR)
+                return const(n, ERR)
             return Column(n, uniform=BOOL, b=ctx.table.strings.regex_over(pattern, s.s, rx))  # type: ignore[arg-type]
-    err, und = _strict_tags(tp, ts)
+    err, und = strict_tags(tp, ts)
     ok = ~err & ~und & (tp == STR) & (ts == STR)
     bad = ~err & ~und & ~ok
     res = np.zeros(n, dtype=bool)
@@ -49,14 +51,14 @@ def match(p: Column, s: Column, ctx: Ctx) -> Column:
             if rx is None:
                 tag[ok] = ERR
             else:
-                subj = _bcast(sc, n)[ok]  # type: ignore[arg-type]
+                subj = bcast(sc, n)[ok]  # type: ignore[arg-type]
                 if subj.size and subj.min() < 0:  # a literal subject outside the dictionary
                     res[ok] = rx.search(ctx.string(int(subj[0]))) is not None
                 else:
                     res[ok] = ctx.table.strings.regex_over(pattern, subj, rx)
         else:  # patterns vary per row: decide each distinct (pattern, subject) pair once
-            pcs = _bcast(pc, n)[ok].astype(np.int64)  # type: ignore[arg-type]
-            scs = _bcast(sc, n)[ok].astype(np.int64)  # type: ignore[arg-type]
+            pcs = bcast(pc, n)[ok].astype(np.int64)  # type: ignore[arg-type]
+            scs = bcast(sc, n)[ok].astype(np.int64)  # type: ignore[arg-type]
             pairs = np.stack([pcs, scs], axis=1)
             uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
             vals = [V.match(ctx.string(int(x)), ctx.string(int(y))) for x, y in uniq.tolist()]
@@ -66,7 +68,7 @@ def match(p: Column, s: Column, ctx: Ctx) -> Column:
             sub = tag[ok]
             sub[r_err] = ERR
             tag[ok] = sub
-    return _select(n, tag, b=res)
+    return select(n, tag, b=res)
 
 
 def _parse_strings(codes: np.ndarray, ctx: Ctx, conv: Callable[[str], V.Value], kind: int) -> tuple[np.ndarray, np.ndarray]:
@@ -90,11 +92,11 @@ def to_int(a: Column, ctx: Ctx) -> Column:
     i = np.zeros(n, dtype=np.int64)
     if a.b is not None or a.i is not None:
         m = (ta == BOOL) | (ta == INT)
-        i[m] = _bcast(_ints(a), n)[m]
+        i[m] = bcast(ints(a), n)[m]
         tag[m] = INT
     if a.f is not None:
         m = ta == FLOAT
-        fv = _bcast(a.f, n)[m]
+        fv = bcast(a.f, n)[m]
         inrange = (fv >= -_TWO63) & (fv < _TWO63)
         iv = np.zeros(fv.shape, dtype=np.int64)
         iv[inrange] = np.trunc(fv[inrange]).astype(np.int64)
@@ -103,10 +105,10 @@ def to_int(a: Column, ctx: Ctx) -> Column:
     if a.s is not None:
         m = ta == STR
         if m.any():
-            vals, good = _parse_strings(_bcast(a.s, n)[m], ctx, V.parse_int, INT)
+            vals, good = _parse_strings(bcast(a.s, n)[m], ctx, V.parse_int, INT)
             i[m] = vals
             tag[m] = np.where(good, np.int8(INT), np.int8(ERR))
-    return _select(n, tag, i=i)
+    return select(n, tag, i=i)
 
 
 def to_float(a: Column, ctx: Ctx) -> Column:
@@ -114,20 +116,20 @@ def to_float(a: Column, ctx: Ctx) -> Column:
     if a.uniform == FLOAT:
         return a
     if a.uniform in (INT, BOOL):
-        return Column(n, uniform=FLOAT, f=_floats(a))
+        return Column(n, uniform=FLOAT, f=floats(a))
     ta = a.tags()
     tag = ta.copy()
     f = np.zeros(n, dtype=np.float64)
     num = (ta == BOOL) | (ta == INT) | (ta == FLOAT)
     if num.any():
-        f[num] = _bcast(_floats(a), n)[num]
+        f[num] = bcast(floats(a), n)[num]
         tag[num] = FLOAT
     if a.s is not None:
         m = ta == STR
         if m.any():
-            vals, good = _parse_strings(_bcast(a.s, n)[m], ctx, V.parse_float, FLOAT)
+            vals, good = _parse_strings(bcast(a.s, n)[m], ctx, V.parse_float, FLOAT)
             f[m] = vals
             tag[m] = np.where(good, np.int8(FLOAT), np.int8(ERR))
-    return _select(n, tag, f=f)
+    return select(n, tag, f=f)
 
 
