@@ -84,7 +84,8 @@ Engines
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -92,9 +93,11 @@ import numpy as np
 
 from legionrm.errors import MILError, MILSyntaxError, MILTypeError
 from legionrm.mil.columns import Column, ColumnTable, StaticTable, StringDict
+from legionrm.mil.deadline import DEFAULT_DEADLINE_S, RECORDS_PER_CHECK, Clock, Deadline, MILTimeoutError
 from legionrm.mil.evaluate import ClauseExplanation, compile_node, explain
 from legionrm.mil.nodes import Query
-from legionrm.mil.parser import FUNCTIONS, KEYWORDS, MAX_DEPTH
+from legionrm.mil.parser import FUNCTIONS, KEYWORDS, MAX_DEPTH, MAX_QUERY_LENGTH
+from legionrm.mil.regex import MAX_PATTERN_LENGTH, MAX_SUBJECT_LENGTH
 from legionrm.mil.parser import parse as _parse
 from legionrm.mil.typecheck import check
 from legionrm.mil.values import ERROR, UNDEFINED, Value, format_value, same_value, truth
@@ -116,9 +119,14 @@ __all__ = [
     "KEYWORDS",
     "FUNCTIONS",
     "MAX_DEPTH",
+    "MAX_QUERY_LENGTH",
+    "MAX_PATTERN_LENGTH",
+    "MAX_SUBJECT_LENGTH",
+    "DEFAULT_DEADLINE_S",
     "MILError",
     "MILSyntaxError",
     "MILTypeError",
+    "MILTimeoutError",
     "format_value",
     "same_value",
 ]
@@ -152,14 +160,44 @@ class CompiledQuery:
         """True when the value on ``record`` is exactly true."""
         return truth(self._record_fn(record)) is True
 
-    def values(self, table: ColumnTable) -> Column:
-        """The query's value on every row of ``table`` (vectorized engine)."""
-        return run(self._vector_fn, table)
+    def evaluate_many(
+        self,
+        records: Iterable[Mapping[str, Any]],
+        *,
+        deadline_s: float | None = DEFAULT_DEADLINE_S,
+        clock: Clock = time.monotonic,
+    ) -> list[Value]:
+        """The query's value on each of ``records`` (the reference engine).
+        Raises MILTimeoutError once ``deadline_s`` seconds on ``clock`` have
+        passed (checked every RECORDS_PER_CHECK records; None: no deadline)."""
+        fn = self._record_fn
+        if deadline_s is None:
+            return [fn(r) for r in records]
+        deadline = Deadline(deadline_s, self.text, clock)
+        out: list[Value] = []
+        for k, r in enumerate(records):
+            if k % RECORDS_PER_CHECK == 0 and k:
+                deadline.check(None, f"after {k} records")
+            out.append(fn(r))
+        return out
 
-    def mask(self, table: ColumnTable) -> np.ndarray:
-        """A fresh bool array, one per row of ``table``: exactly-true rows."""
+    def values(
+        self, table: ColumnTable, *, deadline_s: float | None = DEFAULT_DEADLINE_S, clock: Clock = time.monotonic
+    ) -> Column:
+        """The query's value on every row of ``table`` (vectorized engine).
+        Raises MILTimeoutError once ``deadline_s`` seconds on ``clock`` have
+        passed (checked after every operation and inside loops over distinct
+        strings; None: no deadline)."""
+        deadline = None if deadline_s is None else Deadline(deadline_s, self.text, clock)
+        return run(self._vector_fn, table, deadline)
+
+    def mask(
+        self, table: ColumnTable, *, deadline_s: float | None = DEFAULT_DEADLINE_S, clock: Clock = time.monotonic
+    ) -> np.ndarray:
+        """A fresh bool array, one per row of ``table``: exactly-true rows.
+        Raises MILTimeoutError as :meth:`values` does."""
         n = len(table)
-        return exactly_true(run(self._vector_fn, table), n)
+        return exactly_true(self.values(table, deadline_s=deadline_s, clock=clock), n)
 
     def explain(self, record: Mapping[str, Any]) -> list[ClauseExplanation]:
         """The and/or/xor/not skeleton of the query, each part with its value on ``record``."""

@@ -13,26 +13,38 @@ arrays that numpy broadcasts; a helper never mutates its inputs.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from legionrm.mil import values as V
 from legionrm.mil.columns import Column, ColumnTable
+from legionrm.mil.deadline import Deadline
+from legionrm.mil.nodes import Span
 
 UNDEF, ERR, BOOL, INT, FLOAT, STR = V.UNDEF, V.ERR, V.BOOL, V.INT, V.FLOAT, V.STR
 NUMERIC_TAGS = (BOOL, INT, FLOAT)
 
 
 class Ctx:
-    """State of one evaluation over one table: row count and string literals
-    that are not in the table's dictionary (given negative codes)."""
+    """State of one evaluation over one table: row count, string literals that
+    are not in the table's dictionary (given negative codes), the evaluation
+    deadline (None: none) and ``at``, the clause being computed (for the
+    deadline's message)."""
 
-    __slots__ = ("table", "n", "local")
+    __slots__ = ("at", "deadline", "local", "n", "table")
 
-    def __init__(self, table: ColumnTable) -> None:
+    def __init__(self, table: ColumnTable, deadline: Deadline | None = None) -> None:
         self.table = table
         self.n = len(table)
         self.local: list[str] = []
+        self.deadline = deadline
+        self.at: Span | None = None
+
+    def tick(self) -> None:
+        """A safe point: raise MILTimeoutError (at ``self.at``) if the deadline passed."""
+        if self.deadline is not None:
+            self.deadline.check(self.at, f"over {self.n} rows")
 
     def code(self, s: str) -> int:
         c = self.table.strings.index.get(s)
@@ -49,6 +61,20 @@ class Ctx:
 
 
 VecFn = Callable[[Ctx], Column]
+
+BATCH = 1024
+"""Distinct strings (or pairs) handled between two deadline checks."""
+
+
+def per_item(items: list[Any], fn: Callable[[Any], Any], ctx: Ctx) -> list[Any]:
+    """``[fn(x) for x in items]`` with a deadline check (:meth:`Ctx.tick`) before
+    every :data:`BATCH` items: the loops over distinct strings are where a big
+    table spends its time inside one operation."""
+    out: list[Any] = []
+    for lo in range(0, len(items), BATCH):
+        ctx.tick()
+        out.extend(fn(x) for x in items[lo : lo + BATCH])
+    return out
 
 
 def const(n: int, tag: int, **data: np.ndarray) -> Column:

@@ -22,6 +22,7 @@ import numpy as np
 
 from legionrm.mil import values as V
 from legionrm.mil.columns import Column, ColumnTable
+from legionrm.mil.deadline import Deadline
 from legionrm.mil.kernels import (
     BOOL,
     ERR,
@@ -37,6 +38,7 @@ from legionrm.mil.kernels import (
     floats,
     full,
     ints,
+    per_item,
     select,
     strict_tags,
 )
@@ -213,15 +215,13 @@ def _str_cmp(op: str, x: np.ndarray, y: np.ndarray, ctx: Ctx) -> np.ndarray:
     if x.ndim == 0 or y.ndim == 0:  # one literal: decide once per distinct string
         lit, arr, lit_left = (x, y, True) if x.ndim == 0 else (y, x, False)
         ls = ctx.string(int(lit))
-        strings = ctx.table.strings.strings
         out = np.zeros(arr.shape, dtype=bool)
         uniq, inv = np.unique(arr, return_inverse=True)
-        res = np.fromiter(
-            ((fn(ls, ctx.string(c)) if lit_left else fn(ctx.string(c), ls)) for c in uniq.tolist()),
-            dtype=bool,
-            count=uniq.size,
-        )
-        del strings
+        if lit_left:
+            vals = per_item(uniq.tolist(), lambda c: fn(ls, ctx.string(c)), ctx)
+        else:
+            vals = per_item(uniq.tolist(), lambda c: fn(ctx.string(c), ls), ctx)
+        res = np.array(vals, dtype=bool)
         out[...] = res[inv.reshape(arr.shape)] if uniq.size else out
         return out
     if ctx.local:  # only literals get local codes, and two arrays hold none
@@ -346,7 +346,28 @@ def logic_not(a: Column, n: int) -> Column:
 
 
 def compile_vector(node: Node) -> VecFn:
-    """A function ctx -> Column computing ``node`` for every row."""
+    """A function ctx -> Column computing ``node`` for every row.
+
+    Every operation node ends in a safe point (:meth:`Ctx.tick`): once the
+    evaluation's deadline has passed, the next node to finish raises
+    MILTimeoutError with a caret under it.  Operations that loop over distinct
+    strings set ``ctx.at`` to their clause and tick inside the loop too."""
+    fn = _node_fn(node)
+    if isinstance(node, (Const, Attr)):
+        return fn  # no work worth a check
+    span = node.span
+
+    def checked(ctx: Ctx) -> Column:
+        out = fn(ctx)
+        ctx.at = span
+        ctx.tick()
+        return out
+
+    return checked
+
+
+def _node_fn(node: Node) -> VecFn:
+    """The unchecked function for ``node`` (its operands are compiled checked)."""
     if isinstance(node, Const):
         value = node.value
         return lambda ctx: full(ctx.n, value, ctx)
@@ -376,30 +397,42 @@ def compile_vector(node: Node) -> VecFn:
             return acc
 
         return chain
+    span = node.span
     if isinstance(node, Binary):
         fa, fb = compile_vector(node.left), compile_vector(node.right)
         op = node.op
         if node.is_comparison:
-            return lambda ctx: compare(op, fa(ctx), fb(ctx), ctx)
+
+            def cmp(ctx: Ctx) -> Column:
+                a, b = fa(ctx), fb(ctx)
+                ctx.at = span  # string order compares loop over distinct strings
+                return compare(op, a, b, ctx)
+
+            return cmp
         return lambda ctx: arith(op, fa(ctx), fb(ctx), ctx.n)
     if isinstance(node, Call):
         fs = [compile_vector(c) for c in node.args]
         fn = node.func
-        if fn == "match":
-            return lambda ctx: match(fs[0](ctx), fs[1](ctx), ctx)
         if fn in ("max", "min"):
             return lambda ctx: maxmin(fn, fs[0](ctx), fs[1](ctx), ctx.n)
-        if fn == "int":
-            return lambda ctx: to_int(fs[0](ctx), ctx)
-        return lambda ctx: to_float(fs[0](ctx), ctx)
+        kernel = {"match": match, "int": to_int, "float": to_float}[fn]
+
+        def call(ctx: Ctx) -> Column:
+            args = [f(ctx) for f in fs]
+            ctx.at = span  # these loop over distinct strings
+            return kernel(*args, ctx)
+
+        return call
     raise TypeError(f"not a MIL node: {node!r}")  # pragma: no cover
 
 
-def run(fn: VecFn, table: ColumnTable) -> Column:
+def run(fn: VecFn, table: ColumnTable, deadline: Deadline | None = None) -> Column:
     """Evaluate a compiled vector function over ``table`` (numpy warnings silenced:
-    overflow wraps and division by zero is an error value by design)."""
+    overflow wraps and division by zero is an error value by design).  With a
+    ``deadline``, raises MILTimeoutError once it has passed (checked at every
+    node and inside loops over distinct strings)."""
     with np.errstate(all="ignore"):
-        return fn(Ctx(table))
+        return fn(Ctx(table, deadline))
 
 
 def exactly_true(col: Column, n: int) -> np.ndarray:

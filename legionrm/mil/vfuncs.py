@@ -12,14 +12,17 @@ from collections.abc import Callable
 
 import numpy as np
 
+from legionrm.mil import regex
 from legionrm.mil import values as V
 from legionrm.mil.columns import Column
-from legionrm.mil.kernels import BOOL, ERR, FLOAT, INT, STR, UNDEF, Ctx, bcast, const, floats, ints, select, strict_tags
+from legionrm.mil.kernels import BOOL, ERR, FLOAT, INT, STR, UNDEF, Ctx, bcast, const, floats, ints, per_item, select, strict_tags
 
 # -------------------------------------------------------------------------------
 
 
 def match(p: Column, s: Column, ctx: Ctx) -> Column:
+    """``match(pattern, subject)`` per row: an RE2 search (:mod:`legionrm.mil.regex`),
+    each distinct subject (or (pattern, subject) pair) searched once."""
     n = ctx.n
     tp, ts = p.tags(), s.tags()
     up, us = p.uniform, s.uniform
@@ -32,10 +35,13 @@ def match(p: Column, s: Column, ctx: Ctx) -> Column:
         if p.s.ndim == 0 and s.s.ndim == 1:  # type: ignore[union-attr]
             # the common case: a literal pattern over a string column
             pattern = ctx.string(int(p.s))  # type: ignore[arg-type]
-            rx = V.compile_regex(pattern)
-            if rx is None:
+            rx = regex.compile_pattern(pattern)
+            if type(rx) is regex.BadPattern:
                 return const(n, ERR)
-            return Column(n, uniform=BOOL, b=ctx.table.strings.regex_over(pattern, s.s, rx))  # type: ignore[arg-type]
+            found, bad = ctx.table.strings.regex_over(pattern, s.s, rx, ctx.tick)  # type: ignore[arg-type]
+            if bad is None:
+                return Column(n, uniform=BOOL, b=found)
+            return select(n, np.where(bad, np.int8(ERR), np.int8(BOOL)).astype(np.int8), b=found)
     err, und = strict_tags(tp, ts)
     ok = ~err & ~und & (tp == STR) & (ts == STR)
     bad = ~err & ~und & ~ok
@@ -47,21 +53,29 @@ def match(p: Column, s: Column, ctx: Ctx) -> Column:
         pc, sc = p.s, s.s
         if pc.ndim == 0:  # one pattern for every row: search each distinct subject once
             pattern = ctx.string(int(pc))
-            rx = V.compile_regex(pattern)
-            if rx is None:
+            rx = regex.compile_pattern(pattern)
+            if type(rx) is regex.BadPattern:
                 tag[ok] = ERR
             else:
                 subj = bcast(sc, n)[ok]  # type: ignore[arg-type]
                 if subj.size and subj.min() < 0:  # a literal subject outside the dictionary
-                    res[ok] = rx.search(ctx.string(int(subj[0]))) is not None
+                    found = regex.search(rx, ctx.string(int(subj[0])))
+                    res[ok] = bool(found)
+                    if found is None:
+                        tag[ok] = ERR
                 else:
-                    res[ok] = ctx.table.strings.regex_over(pattern, subj, rx)
+                    hit, unsearchable = ctx.table.strings.regex_over(pattern, subj, rx, ctx.tick)
+                    res[ok] = hit
+                    if unsearchable is not None:
+                        sub = tag[ok]
+                        sub[unsearchable] = ERR
+                        tag[ok] = sub
         else:  # patterns vary per row: decide each distinct (pattern, subject) pair once
             pcs = bcast(pc, n)[ok].astype(np.int64)  # type: ignore[arg-type]
             scs = bcast(sc, n)[ok].astype(np.int64)  # type: ignore[arg-type]
             pairs = np.stack([pcs, scs], axis=1)
             uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
-            vals = [V.match(ctx.string(int(x)), ctx.string(int(y))) for x, y in uniq.tolist()]
+            vals = per_item(uniq.tolist(), lambda xy: V.match(ctx.string(xy[0]), ctx.string(xy[1])), ctx)
             r_ok = np.array([v is True for v in vals], dtype=bool)[inv.reshape(-1)]
             r_err = np.array([v is V.ERROR for v in vals], dtype=bool)[inv.reshape(-1)]
             res[ok] = r_ok
@@ -75,7 +89,7 @@ def _parse_strings(codes: np.ndarray, ctx: Ctx, conv: Callable[[str], V.Value], 
     """(values, ok) for string codes converted by ``conv`` once per distinct string."""
     dtype = np.int64 if kind == INT else np.float64
     uniq, inv = np.unique(codes, return_inverse=True)
-    vals = [conv(ctx.string(c)) for c in uniq.tolist()]
+    vals = per_item(uniq.tolist(), lambda c: conv(ctx.string(c)), ctx)
     good = np.array([v is not V.ERROR for v in vals], dtype=bool)
     num = np.array([v if v is not V.ERROR else 0 for v in vals], dtype=dtype)
     inv = inv.reshape(codes.shape)
