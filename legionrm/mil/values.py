@@ -323,11 +323,14 @@ def parse_int(s: str) -> Value:
     """``int("...")``: a decimal integer, or a float constant truncated; else ERROR."""
     t = s.strip(_SPACE)
     if _INT_RE.fullmatch(t):
-        # More than 19 significant digits cannot fit in int64; refusing them
-        # first also keeps int() below Python's 4300-digit conversion limit.
-        if len(t.lstrip("+-").lstrip("0")) > _INT64_DIGITS:
+        # More than 19 significant digits cannot fit in int64; refusing them,
+        # and converting without the leading zeros, keeps int() far below
+        # Python's 4300-digit limit (past it int() raises ValueError).
+        sign = "-" if t[0] == "-" else ""
+        digits = t.lstrip("+-").lstrip("0") or "0"
+        if len(digits) > _INT64_DIGITS:
             return ERROR
-        v = int(t)
+        v = int(sign + digits)
         return v if INT64_MIN <= v <= INT64_MAX else ERROR
     if _NUM_RE.fullmatch(t):
         return float_to_int(float(t))
