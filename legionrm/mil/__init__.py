@@ -52,17 +52,24 @@ Operators
       either side is error, else undefined.  In a boolean position a bool is
       itself, a non-zero number is true (NaN is non-zero), zero is false and a
       string is error.
-    * ``match(pattern, subject)``: true when the Python regular expression
-      ``pattern`` is found anywhere in ``subject`` (``re.search``); both must be
-      strings (else error); a literal pattern that does not compile is a
-      compile-time MILTypeError, a pattern from an attribute that does not
-      compile is error.
+    * ``match(pattern, subject)``: true when the RE2 regular expression
+      ``pattern`` is found anywhere in ``subject`` (a search, not a full
+      match), in time linear in the subject (:mod:`legionrm.mil.regex`); both
+      must be strings (else error).  RE2 has no backreferences, lookaround,
+      atomic groups or possessive quantifiers, writes end-of-text ``\\z``, has
+      ASCII ``\\d \\w \\s \\b`` and a ``$`` that matches only at the very end.
+      A literal pattern RE2 refuses (or longer than ``MAX_PATTERN_LENGTH``)
+      is a compile-time MILTypeError with a caret under it; a pattern from an
+      attribute that RE2 refuses is error, as is a subject longer than
+      ``MAX_SUBJECT_LENGTH`` or one holding a lone surrogate.  Without the
+      ``google-re2`` package every ``match()`` is refused at compile time.
     * ``max(a, b)``, ``min(a, b)``: numbers only; int when both are int (or
       bool), else float; NaN if either is NaN; on a tie the first.
     * ``int(x)``: int as is, bool to 0/1, float truncated toward zero (NaN,
       infinities and values outside int64 are error), a string holding a
       decimal integer or float constant (surrounding whitespace allowed) is
-      parsed and truncated; any other string is error.  ``float(x)``
+      parsed and truncated; any other string, or one whose integer has more
+      digits than int64 holds (``int("1" * 5000)``), is error.  ``float(x)``
       likewise, to float.  Undefined stays undefined.
     * The query: a resource matches only when the whole query's value is
       exactly true in a boolean position (so a bare ``$x`` or ``5`` is a
@@ -75,6 +82,17 @@ Errors before evaluation
     string as the whole query) raises :class:`~legionrm.errors.MILTypeError`.
     A value out of range (``int("1e19")``, like ``int(1e19)``) is not a type
     error: it is the error value at run time.
+
+Bounds
+    A query longer than ``MAX_QUERY_LENGTH`` characters or nested deeper than
+    ``MAX_DEPTH`` is a MILSyntaxError; an integer constant must fit in 64
+    bits.  An evaluation over a table (:meth:`CompiledQuery.values`,
+    :meth:`CompiledQuery.mask`) or a list of records
+    (:meth:`CompiledQuery.evaluate_many`) has a deadline, ``deadline_s``
+    seconds (``DEFAULT_DEADLINE_S`` unless the caller names one; None for
+    none) on an injectable ``clock``: past it the evaluation stops at its next
+    safe point and raises :class:`MILTimeoutError` (a MILError) naming the
+    clause it was evaluating, with a caret.
 
 Engines
     :meth:`CompiledQuery.evaluate` (per record, the reference) and
