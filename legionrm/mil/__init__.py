@@ -52,17 +52,24 @@ Operators
       either side is error, else undefined.  In a boolean position a bool is
       itself, a non-zero number is true (NaN is non-zero), zero is false and a
       string is error.
-    * ``match(pattern, subject)``: true when the Python regular expression
-      ``pattern`` is found anywhere in ``subject`` (``re.search``); both must be
-      strings (else error); a literal pattern that does not compile is a
-      compile-time MILTypeError, a pattern from an attribute that does not
-      compile is error.
+    * ``match(pattern, subject)``: true when the RE2 regular expression
+      ``pattern`` is found anywhere in ``subject`` (a search, not a full
+      match), in time linear in the subject (:mod:`legionrm.mil.regex`); both
+      must be strings (else error).  RE2 has no backreferences, lookaround,
+      atomic groups or possessive quantifiers, writes end-of-text ``\\z``, has
+      ASCII ``\\d \\w \\s \\b`` and a ``$`` that matches only at the very end.
+      A literal pattern RE2 refuses (or longer than ``MAX_PATTERN_LENGTH``)
+      is a compile-time MILTypeError with a caret under it; a pattern from an
+      attribute that RE2 refuses is error, as is a subject longer than
+      ``MAX_SUBJECT_LENGTH`` or one holding a lone surrogate.  Without the
+      ``google-re2`` package every ``match()`` is refused at compile time.
     * ``max(a, b)``, ``min(a, b)``: numbers only; int when both are int (or
       bool), else float; NaN if either is NaN; on a tie the first.
     * ``int(x)``: int as is, bool to 0/1, float truncated toward zero (NaN,
       infinities and values outside int64 are error), a string holding a
       decimal integer or float constant (surrounding whitespace allowed) is
-      parsed and truncated; any other string is error.  ``float(x)``
+      parsed and truncated; any other string, or one whose integer has more
+      digits than int64 holds (``int("1" * 5000)``), is error.  ``float(x)``
       likewise, to float.  Undefined stays undefined.
     * The query: a resource matches only when the whole query's value is
       exactly true in a boolean position (so a bare ``$x`` or ``5`` is a
@@ -76,6 +83,17 @@ Errors before evaluation
     A value out of range (``int("1e19")``, like ``int(1e19)``) is not a type
     error: it is the error value at run time.
 
+Bounds
+    A query longer than ``MAX_QUERY_LENGTH`` characters or nested deeper than
+    ``MAX_DEPTH`` is a MILSyntaxError; an integer constant must fit in 64
+    bits.  An evaluation over a table (:meth:`CompiledQuery.values`,
+    :meth:`CompiledQuery.mask`) or a list of records
+    (:meth:`CompiledQuery.evaluate_many`) has a deadline, ``deadline_s``
+    seconds (``DEFAULT_DEADLINE_S`` unless the caller names one; None for
+    none) on an injectable ``clock``: past it the evaluation stops at its next
+    safe point and raises :class:`MILTimeoutError` (a MILError) naming the
+    clause it was evaluating, with a caret.
+
 Engines
     :meth:`CompiledQuery.evaluate` (per record, the reference) and
     :meth:`CompiledQuery.mask` (numpy over a :class:`ColumnTable`) implement
@@ -84,7 +102,8 @@ Engines
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -92,9 +111,11 @@ import numpy as np
 
 from legionrm.errors import MILError, MILSyntaxError, MILTypeError
 from legionrm.mil.columns import Column, ColumnTable, StaticTable, StringDict
+from legionrm.mil.deadline import DEFAULT_DEADLINE_S, RECORDS_PER_CHECK, Clock, Deadline, MILTimeoutError
 from legionrm.mil.evaluate import ClauseExplanation, compile_node, explain
 from legionrm.mil.nodes import Query
-from legionrm.mil.parser import FUNCTIONS, KEYWORDS, MAX_DEPTH
+from legionrm.mil.parser import FUNCTIONS, KEYWORDS, MAX_DEPTH, MAX_QUERY_LENGTH
+from legionrm.mil.regex import MAX_PATTERN_LENGTH, MAX_SUBJECT_LENGTH
 from legionrm.mil.parser import parse as _parse
 from legionrm.mil.typecheck import check
 from legionrm.mil.values import ERROR, UNDEFINED, Value, format_value, same_value, truth
@@ -116,9 +137,14 @@ __all__ = [
     "KEYWORDS",
     "FUNCTIONS",
     "MAX_DEPTH",
+    "MAX_QUERY_LENGTH",
+    "MAX_PATTERN_LENGTH",
+    "MAX_SUBJECT_LENGTH",
+    "DEFAULT_DEADLINE_S",
     "MILError",
     "MILSyntaxError",
     "MILTypeError",
+    "MILTimeoutError",
     "format_value",
     "same_value",
 ]
@@ -152,14 +178,44 @@ class CompiledQuery:
         """True when the value on ``record`` is exactly true."""
         return truth(self._record_fn(record)) is True
 
-    def values(self, table: ColumnTable) -> Column:
-        """The query's value on every row of ``table`` (vectorized engine)."""
-        return run(self._vector_fn, table)
+    def evaluate_many(
+        self,
+        records: Iterable[Mapping[str, Any]],
+        *,
+        deadline_s: float | None = DEFAULT_DEADLINE_S,
+        clock: Clock = time.monotonic,
+    ) -> list[Value]:
+        """The query's value on each of ``records`` (the reference engine).
+        Raises MILTimeoutError once ``deadline_s`` seconds on ``clock`` have
+        passed (checked every RECORDS_PER_CHECK records; None: no deadline)."""
+        fn = self._record_fn
+        if deadline_s is None:
+            return [fn(r) for r in records]
+        deadline = Deadline(deadline_s, self.text, clock)
+        out: list[Value] = []
+        for k, r in enumerate(records):
+            if k % RECORDS_PER_CHECK == 0 and k:
+                deadline.check(None, f"after {k} records")
+            out.append(fn(r))
+        return out
 
-    def mask(self, table: ColumnTable) -> np.ndarray:
-        """A fresh bool array, one per row of ``table``: exactly-true rows."""
+    def values(
+        self, table: ColumnTable, *, deadline_s: float | None = DEFAULT_DEADLINE_S, clock: Clock = time.monotonic
+    ) -> Column:
+        """The query's value on every row of ``table`` (vectorized engine).
+        Raises MILTimeoutError once ``deadline_s`` seconds on ``clock`` have
+        passed (checked after every operation and inside loops over distinct
+        strings; None: no deadline)."""
+        deadline = None if deadline_s is None else Deadline(deadline_s, self.text, clock)
+        return run(self._vector_fn, table, deadline)
+
+    def mask(
+        self, table: ColumnTable, *, deadline_s: float | None = DEFAULT_DEADLINE_S, clock: Clock = time.monotonic
+    ) -> np.ndarray:
+        """A fresh bool array, one per row of ``table``: exactly-true rows.
+        Raises MILTimeoutError as :meth:`values` does."""
         n = len(table)
-        return exactly_true(run(self._vector_fn, table), n)
+        return exactly_true(self.values(table, deadline_s=deadline_s, clock=clock), n)
 
     def explain(self, record: Mapping[str, Any]) -> list[ClauseExplanation]:
         """The and/or/xor/not skeleton of the query, each part with its value on ``record``."""

@@ -22,11 +22,12 @@ equally long columns plus the resource names and the string dictionary.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from legionrm.mil import regex
 from legionrm.mil import values as V
 
 TAG_DTYPE = np.int8
@@ -45,7 +46,8 @@ class StringDict:
     def __init__(self) -> None:
         self.strings: list[str] = []
         self.index: dict[str, int] = {}
-        self.regex_results: dict[str, np.ndarray] = {}  # pattern -> int8 per code: -1 unknown, 0, 1
+        # pattern -> int8 per code: -1 unknown, 0 no match, 1 match, 2 cannot be searched
+        self.regex_results: dict[str, np.ndarray] = {}
         self._ranks: tuple[int, np.ndarray] | None = None
 
     def __len__(self) -> int:
@@ -70,19 +72,28 @@ class StringDict:
             self._ranks = (n, r)
         return self._ranks[1]
 
-    def regex_over(self, pattern: str, codes: np.ndarray, rx: Any) -> np.ndarray:
-        """Bool per entry of ``codes``: does ``rx`` (compiled ``pattern``) find a
-        match in that string?  Each distinct string is searched once, ever."""
+    def regex_over(
+        self, pattern: str, codes: np.ndarray, rx: Any, tick: Callable[[], None] | None = None
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """(found, unsearchable) per entry of ``codes``: does ``rx`` (compiled
+        ``pattern``, :mod:`legionrm.mil.regex`) match in that string, and is the
+        string one it cannot search (error; None when there is none).  Each
+        distinct string is searched once, ever; ``tick`` is called between
+        batches of :data:`REGEX_BATCH` searches (an evaluation deadline) and
+        may raise, leaving the strings searched so far settled.  Results are
+        kept for the last :data:`REGEX_PATTERNS_KEPT` patterns."""
         n = len(self.strings)
-        cache = self.regex_results.get(pattern)
+        cache = self.regex_results.pop(pattern, None)  # re-inserted last: most recently used
         if cache is None or len(cache) < n:
             grown = np.full(n, -1, dtype=np.int8)
             if cache is not None:
                 grown[: len(cache)] = cache
             cache = grown
-            self.regex_results[pattern] = cache
+        while len(self.regex_results) >= REGEX_PATTERNS_KEPT:
+            del self.regex_results[next(iter(self.regex_results))]
+        self.regex_results[pattern] = cache
         if codes.size == 0:
-            return np.zeros(0, dtype=bool)
+            return np.zeros(0, dtype=bool), None
         if n <= 4 * codes.size + 1024:
             # small dictionary: settle every entry once; no scan over the rows
             todo = np.flatnonzero(cache < 0)
@@ -90,12 +101,25 @@ class StringDict:
             present = np.zeros(n, dtype=bool)
             present[codes] = True
             todo = np.flatnonzero(present & (cache < 0))
-        if todo.size:
-            strings = self.strings
-            cache[todo] = np.fromiter(
-                (rx.search(strings[c]) is not None for c in todo.tolist()), dtype=np.int8, count=todo.size
+        strings = self.strings
+        for lo in range(0, todo.size, REGEX_BATCH):
+            if tick is not None:
+                tick()
+            batch = todo[lo : lo + REGEX_BATCH]
+            cache[batch] = np.fromiter(
+                (_SEARCH_CODE[regex.search(rx, strings[c])] for c in batch.tolist()), dtype=np.int8, count=batch.size
             )
-        return lookup(cache == 1, codes)
+        bad = lookup(cache == 2, codes) if (cache == 2).any() else None
+        return lookup(cache == 1, codes), bad
+
+
+REGEX_BATCH = 1024
+"""Strings searched between two deadline checks in :meth:`StringDict.regex_over`."""
+
+REGEX_PATTERNS_KEPT = 256
+"""Patterns whose per-string results a :class:`StringDict` keeps."""
+
+_SEARCH_CODE = {False: 0, True: 1, None: 2}  # regex.search answer -> cache entry
 
 
 def lookup(lut: np.ndarray, codes: np.ndarray) -> np.ndarray:

@@ -41,6 +41,9 @@ from legionrm.mil.nodes import (
 MAX_DEPTH = 200
 """Deepest nesting accepted (and/or/xor chains count as one level)."""
 
+MAX_QUERY_LENGTH = 100_000
+"""Longest query text accepted, in characters (parsing costs time linear in it)."""
+
 KEYWORDS = ["and", "or", "xor", "not", "mod", "true", "false", "TRUE", "FALSE", "True", "False"]
 FUNCTIONS = ["match", "max", "min", "int", "float"]
 
@@ -161,6 +164,9 @@ def parse(text: str) -> Query:
         raise MILSyntaxError(f"a query is text, not {type(text).__name__}")
     if not text.strip():
         raise _fail(text, len(text), "empty query", ("an expression",))
+    if len(text) > MAX_QUERY_LENGTH:
+        # no text, so no caret: the message would print the whole over-long line
+        raise MILSyntaxError(f"query is {len(text)} characters long; the limit is {MAX_QUERY_LENGTH}")
     try:
         tree = _lark().parse(text)
     except UnexpectedCharacters as e:

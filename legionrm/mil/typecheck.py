@@ -4,7 +4,9 @@ Each node gets the set of kinds it can take when it is defined (attributes can
 be anything; literals are what they are).  An operation whose operand can only
 be of a kind the operation refuses (``"a" + 1``, ``not "x"``, ``~1.5``,
 ``"a" == 1``, ``match(1, $s)``, ``int("abc")``, a literal regular expression
-that does not compile, a string as the whole query) raises MILTypeError with a
+that RE2 does not accept (:mod:`legionrm.mil.regex`: it does not compile, is
+too long, or uses backreferences or lookaround), ``match()`` at all when RE2 is
+not installed, a string as the whole query) raises MILTypeError with a
 caret under that operand, before any resource is looked at.  Anything that
 *might* be fine for some resource is left to run time, where it is an error
 value.
@@ -13,6 +15,7 @@ value.
 from __future__ import annotations
 
 from legionrm.errors import MILTypeError
+from legionrm.mil import regex
 from legionrm.mil import values as V
 from legionrm.mil.nodes import (
     Attr,
@@ -33,6 +36,11 @@ INTEGRAL = frozenset({V.BOOL, V.INT})
 
 def _err(q: Query, node: Node, message: str) -> MILTypeError:
     return MILTypeError(message, text=q.text, line=node.span.line, column=node.span.column)
+
+
+def _shown(s: str, limit: int = 60) -> str:
+    """``s`` quoted for a message, shortened in the middle when long."""
+    return repr(s) if len(s) <= limit else f"{s[: limit // 2]!r}...{s[-limit // 4 :]!r} ({len(s)} characters)"
 
 
 def _kinds(t: frozenset[int]) -> str:
@@ -106,9 +114,13 @@ def _infer(q: Query, node: Node, types: dict[int, frozenset[int]]) -> frozenset[
         if node.func == "match":
             for c, t in zip(node.args, ts):
                 _need(q, c, t, frozenset({V.STR}), "match()")
+            if not regex.AVAILABLE:  # no safe engine: refuse, never fall back to a backtracking one
+                raise _err(q, node, regex.MISSING)
             p = node.args[0]
-            if isinstance(p, Const) and V.compile_regex(p.value) is None:  # type: ignore[arg-type]
-                raise _err(q, p, f"match(): {p.value!r} is not a valid regular expression")
+            if isinstance(p, Const):
+                rx = regex.compile_pattern(p.value)  # type: ignore[arg-type]
+                if type(rx) is regex.BadPattern:
+                    raise _err(q, p, f"match(): pattern {_shown(p.value)} refused: {rx.reason}")
             return frozenset({V.BOOL})
         if node.func in ("max", "min"):
             for c, t in zip(node.args, ts):

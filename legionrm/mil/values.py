@@ -28,8 +28,11 @@ property test in ``tests/unit/test_mil_engines.py`` keeps the two equal.
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from typing import Final, Union
+
+from legionrm.mil import regex
 
 UNDEF: Final = 0
 ERR: Final = 1
@@ -111,8 +114,6 @@ def from_attr(v: object) -> Value:
     if t is int:
         return v if INT64_MIN <= v <= INT64_MAX else ERROR  # type: ignore[operator,return-value]
     # numpy scalars and other registered numbers
-    import numbers
-
     if isinstance(v, bool) or type(v).__name__ == "bool_":
         return bool(v)
     if isinstance(v, numbers.Integral):
@@ -302,9 +303,13 @@ def maxmin(op: str, a: Value, b: Value) -> Value:
     return j if j < i else i
 
 
-_NUM_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?)")
+# Unambiguous (one way to read any run of digits), so a failing fullmatch costs
+# time linear in the string: "[0-9]+\.?[0-9]*" could split "111...1x" in n ways
+# and took quadratic time.
+_NUM_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _INT_RE = re.compile(r"[+-]?[0-9]+")
 _SPACE = " \t\n\r\f\v"
+_INT64_DIGITS = 19  # len(str(2**63))
 
 
 def float_to_int(x: float) -> Value:
@@ -318,7 +323,14 @@ def parse_int(s: str) -> Value:
     """``int("...")``: a decimal integer, or a float constant truncated; else ERROR."""
     t = s.strip(_SPACE)
     if _INT_RE.fullmatch(t):
-        v = int(t)
+        # More than 19 significant digits cannot fit in int64; refusing them,
+        # and converting without the leading zeros, keeps int() far below
+        # Python's 4300-digit limit (past it int() raises ValueError).
+        sign = "-" if t[0] == "-" else ""
+        digits = t.lstrip("+-").lstrip("0") or "0"
+        if len(digits) > _INT64_DIGITS:
+            return ERROR
+        v = int(sign + digits)
         return v if INT64_MIN <= v <= INT64_MAX else ERROR
     if _NUM_RE.fullmatch(t):
         return float_to_int(float(t))
@@ -353,37 +365,20 @@ def to_float(a: Value) -> Value:
     return parse_float(a)  # type: ignore[arg-type]
 
 
-_REGEX_CACHE: dict[str, re.Pattern[str] | None] = {}
-
-
-def compile_regex(pattern: str) -> re.Pattern[str] | None:
-    """The compiled pattern, or None if it does not compile (cached)."""
-    try:
-        return _REGEX_CACHE[pattern]
-    except KeyError:
-        pass
-    try:
-        rx: re.Pattern[str] | None = re.compile(pattern)
-    except (re.error, RecursionError, OverflowError, ValueError):
-        rx = None
-    if len(_REGEX_CACHE) > 4096:
-        _REGEX_CACHE.clear()
-    _REGEX_CACHE[pattern] = rx
-    return rx
-
-
 def match(p: Value, s: Value) -> Value:
-    """``match(pattern, subject)``: ``re.search``; a bad pattern is ERROR."""
+    """``match(pattern, subject)``: an RE2 search (:mod:`legionrm.mil.regex`);
+    a pattern RE2 refuses, or a subject it cannot search (too long), is ERROR."""
     tp, ts = tag_of(p), tag_of(s)
     r = _strict(tp, ts)
     if r is not None:
         return r
     if tp != STR or ts != STR:
         return ERROR
-    rx = compile_regex(p)  # type: ignore[arg-type]
-    if rx is None:
+    rx = regex.compile_pattern(p)  # type: ignore[arg-type]
+    if type(rx) is regex.BadPattern:
         return ERROR
-    return rx.search(s) is not None  # type: ignore[arg-type]
+    found = regex.search(rx, s)  # type: ignore[arg-type]
+    return ERROR if found is None else found
 
 
 def same_value(a: Value, b: Value) -> bool:

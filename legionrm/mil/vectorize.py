@@ -18,115 +18,32 @@ divisors so no row can trap.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from legionrm.mil import values as V
 from legionrm.mil.columns import Column, ColumnTable
+from legionrm.mil.deadline import Deadline
+from legionrm.mil.kernels import (
+    BOOL,
+    ERR,
+    FALSE,
+    FLOAT,
+    INT,
+    STR,
+    UNDEF,
+    Ctx,
+    VecFn,
+    bcast,
+    const,
+    floats,
+    full,
+    ints,
+    per_item,
+    select,
+    strict_tags,
+)
 from legionrm.mil.nodes import Attr, Binary, Call, Const, Logic, Node, Unary
-
-UNDEF, ERR, BOOL, INT, FLOAT, STR = V.UNDEF, V.ERR, V.BOOL, V.INT, V.FLOAT, V.STR
-NUMERIC_TAGS = (BOOL, INT, FLOAT)
-
-
-class Ctx:
-    """State of one evaluation over one table: row count and string literals
-    that are not in the table's dictionary (given negative codes)."""
-
-    __slots__ = ("table", "n", "local")
-
-    def __init__(self, table: ColumnTable) -> None:
-        self.table = table
-        self.n = len(table)
-        self.local: list[str] = []
-
-    def code(self, s: str) -> int:
-        c = self.table.strings.index.get(s)
-        if c is not None:
-            return c
-        try:
-            return -1 - self.local.index(s)
-        except ValueError:
-            self.local.append(s)
-            return -len(self.local)
-
-    def string(self, c: int) -> str:
-        return self.table.strings.strings[c] if c >= 0 else self.local[-1 - c]
-
-
-VecFn = Callable[[Ctx], Column]
-
-
-def _const(n: int, tag: int, **data: np.ndarray) -> Column:
-    return Column(n, uniform=tag, **data)
-
-
-def _full(n: int, v: V.Value, ctx: Ctx) -> Column:
-    t = V.tag_of(v)
-    if t == BOOL:
-        return _const(n, t, b=np.array(v, dtype=bool))
-    if t == INT:
-        return _const(n, t, i=np.array(v, dtype=np.int64))
-    if t == FLOAT:
-        return _const(n, t, f=np.array(v, dtype=np.float64))
-    if t == STR:
-        return _const(n, t, s=np.array(ctx.code(v), dtype=np.int32))  # type: ignore[arg-type]
-    return _const(n, t)
-
-
-def _bcast(a: np.ndarray | bool, n: int) -> np.ndarray:
-    a = np.asarray(a)
-    return a if a.shape == (n,) else np.broadcast_to(a, (n,))
-
-
-# --- kind-wise views --------------------------------------------------------------
-
-_ZERO_I = np.array(0, dtype=np.int64)
-_ZERO_F = np.array(0.0)
-_FALSE = np.array(False)
-
-
-def _ints(v: Column) -> np.ndarray:
-    """int64 values, valid at BOOL and INT rows."""
-    if v.uniform == INT:
-        return v.i  # type: ignore[return-value]
-    if v.uniform == BOOL:
-        return v.b.astype(np.int64)  # type: ignore[union-attr]
-    i = v.i if v.i is not None else _ZERO_I
-    if v.b is not None:
-        return np.where(v.tags() == BOOL, v.b, i)
-    return i
-
-
-def _floats(v: Column) -> np.ndarray:
-    """float64 values, valid at BOOL, INT and FLOAT rows."""
-    if v.uniform == FLOAT:
-        return v.f  # type: ignore[return-value]
-    if v.uniform in (INT, BOOL):
-        return _ints(v).astype(np.float64)
-    if v.f is None:
-        return _ints(v).astype(np.float64)
-    if v.i is None and v.b is None:
-        return v.f
-    return np.where(v.tags() == FLOAT, v.f, _ints(v).astype(np.float64))
-
-
-def _select(n: int, tag: np.ndarray, **data: np.ndarray | None) -> Column:
-    """A result column from a per-row tag array, collapsing to uniform if possible."""
-    if tag.size and (tag == tag[0]).all():
-        return Column(n, uniform=int(tag[0]), **data)
-    if n == 0:
-        return Column(n, uniform=UNDEF)
-    return Column(n, tag=tag, **data)
-
-
-def _strict_tags(ta: np.ndarray, tb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows forced to ERROR, rows forced to UNDEFINED (error wins)."""
-    err = (ta == ERR) | (tb == ERR)
-    und = ~err & ((ta == UNDEF) | (tb == UNDEF))
-    return err, und
-
+from legionrm.mil.vfuncs import match, to_float, to_int
 
 # --- arithmetic -----------------------------------------------------------------------
 
@@ -169,23 +86,23 @@ def arith(op: str, a: Column, b: Column, n: int) -> Column:
     if ua is not None and ub is not None:
         s = V._strict(ua, ub)
         if s is not None:
-            return _const(n, V.tag_of(s))
+            return const(n, V.tag_of(s))
         if ua == STR or ub == STR:
-            return _const(n, ERR)
+            return const(n, ERR)
         if ua == FLOAT or ub == FLOAT:
-            r, zero = _float_op(op, _floats(a), _floats(b))
+            r, zero = _float_op(op, floats(a), floats(b))
             kind, data = FLOAT, {"f": r}
         else:
-            r, zero = _int_op(op, _ints(a), _ints(b))
+            r, zero = _int_op(op, ints(a), ints(b))
             kind, data = INT, {"i": r}
         if zero is not None and zero.any():
-            tag = np.where(_bcast(zero, n), np.int8(ERR), np.int8(kind)).astype(np.int8)
+            tag = np.where(bcast(zero, n), np.int8(ERR), np.int8(kind)).astype(np.int8)
             if r.ndim == 0:
-                data = {k: _bcast(v, n) for k, v in data.items()}
-            return _select(n, tag, **data)
-        return _const(n, kind, **data) if r.ndim == 0 else Column(n, uniform=kind, **data)
+                data = {k: bcast(v, n) for k, v in data.items()}
+            return select(n, tag, **data)
+        return const(n, kind, **data) if r.ndim == 0 else Column(n, uniform=kind, **data)
     ta, tb = a.tags(), b.tags()
-    err, und = _strict_tags(ta, tb)
+    err, und = strict_tags(ta, tb)
     bad = ~err & ~und & ((ta == STR) | (tb == STR))
     ok = ~(err | und | bad)
     isf = ok & ((ta == FLOAT) | (tb == FLOAT))
@@ -196,16 +113,16 @@ def arith(op: str, a: Column, b: Column, n: int) -> Column:
     tag[err | bad] = ERR
     i = f = None
     if isi.any():
-        i, zero = _int_op(op, _ints(a), _ints(b))
-        i = _bcast(i, n)
+        i, zero = _int_op(op, ints(a), ints(b))
+        i = bcast(i, n)
         if zero is not None:
             tag[isi & zero] = ERR
     if isf.any():
-        f, zero = _float_op(op, _floats(a), _floats(b))
-        f = _bcast(f, n)
+        f, zero = _float_op(op, floats(a), floats(b))
+        f = bcast(f, n)
         if zero is not None:
             tag[isf & zero] = ERR
-    return _select(n, tag, i=i, f=f)
+    return select(n, tag, i=i, f=f)
 
 
 def maxmin(fn: str, a: Column, b: Column, n: int) -> Column:
@@ -220,14 +137,14 @@ def maxmin(fn: str, a: Column, b: Column, n: int) -> Column:
     if ua is not None and ub is not None:
         s = V._strict(ua, ub)
         if s is not None:
-            return _const(n, V.tag_of(s))
+            return const(n, V.tag_of(s))
         if ua == STR or ub == STR:
-            return _const(n, ERR)
+            return const(n, ERR)
         if ua == FLOAT or ub == FLOAT:
-            return Column(n, uniform=FLOAT, f=ffloat(_floats(a), _floats(b)))
-        return Column(n, uniform=INT, i=fmax(_ints(a), _ints(b)))
+            return Column(n, uniform=FLOAT, f=ffloat(floats(a), floats(b)))
+        return Column(n, uniform=INT, i=fmax(ints(a), ints(b)))
     ta, tb = a.tags(), b.tags()
-    err, und = _strict_tags(ta, tb)
+    err, und = strict_tags(ta, tb)
     bad = ~err & ~und & ((ta == STR) | (tb == STR))
     ok = ~(err | und | bad)
     isf = ok & ((ta == FLOAT) | (tb == FLOAT))
@@ -236,9 +153,9 @@ def maxmin(fn: str, a: Column, b: Column, n: int) -> Column:
     tag[isf] = FLOAT
     tag[und] = UNDEF
     tag[err | bad] = ERR
-    i = _bcast(fmax(_ints(a), _ints(b)), n) if isi.any() else None
-    f = _bcast(ffloat(_floats(a), _floats(b)), n) if isf.any() else None
-    return _select(n, tag, i=i, f=f)
+    i = bcast(fmax(ints(a), ints(b)), n) if isi.any() else None
+    f = bcast(ffloat(floats(a), floats(b)), n) if isf.any() else None
+    return select(n, tag, i=i, f=f)
 
 
 def negate(a: Column, n: int) -> Column:
@@ -249,15 +166,15 @@ def negate(a: Column, n: int) -> Column:
         if u == FLOAT:
             return Column(n, uniform=FLOAT, f=np.negative(a.f))
         if u in (INT, BOOL):
-            return Column(n, uniform=INT, i=np.negative(_ints(a)))
-        return _const(n, ERR)
+            return Column(n, uniform=INT, i=np.negative(ints(a)))
+        return const(n, ERR)
     ta = a.tags()
     tag = ta.copy()
     tag[ta == BOOL] = INT
     tag[ta == STR] = ERR
-    i = np.negative(_ints(a)) if (a.i is not None or a.b is not None) else None
+    i = np.negative(ints(a)) if (a.i is not None or a.b is not None) else None
     f = np.negative(a.f) if a.f is not None else None
-    return _select(n, tag, i=None if i is None else _bcast(i, n), f=f)
+    return select(n, tag, i=None if i is None else bcast(i, n), f=f)
 
 
 def bitnot(a: Column, n: int) -> Column:
@@ -266,14 +183,14 @@ def bitnot(a: Column, n: int) -> Column:
         if u in (UNDEF, ERR):
             return a
         if u in (INT, BOOL):
-            return Column(n, uniform=INT, i=np.invert(_ints(a)))
-        return _const(n, ERR)
+            return Column(n, uniform=INT, i=np.invert(ints(a)))
+        return const(n, ERR)
     ta = a.tags()
     tag = ta.copy()
     tag[ta == BOOL] = INT
     tag[(ta == STR) | (ta == FLOAT)] = ERR
-    i = np.invert(_ints(a)) if (a.i is not None or a.b is not None) else None
-    return _select(n, tag, i=None if i is None else _bcast(i, n))
+    i = np.invert(ints(a)) if (a.i is not None or a.b is not None) else None
+    return select(n, tag, i=None if i is None else bcast(i, n))
 
 
 # --- comparison ---------------------------------------------------------------------------
@@ -298,15 +215,13 @@ def _str_cmp(op: str, x: np.ndarray, y: np.ndarray, ctx: Ctx) -> np.ndarray:
     if x.ndim == 0 or y.ndim == 0:  # one literal: decide once per distinct string
         lit, arr, lit_left = (x, y, True) if x.ndim == 0 else (y, x, False)
         ls = ctx.string(int(lit))
-        strings = ctx.table.strings.strings
         out = np.zeros(arr.shape, dtype=bool)
         uniq, inv = np.unique(arr, return_inverse=True)
-        res = np.fromiter(
-            ((fn(ls, ctx.string(c)) if lit_left else fn(ctx.string(c), ls)) for c in uniq.tolist()),
-            dtype=bool,
-            count=uniq.size,
-        )
-        del strings
+        if lit_left:
+            vals = per_item(uniq.tolist(), lambda c: fn(ls, ctx.string(c)), ctx)
+        else:
+            vals = per_item(uniq.tolist(), lambda c: fn(ctx.string(c), ls), ctx)
+        res = np.array(vals, dtype=bool)
         out[...] = res[inv.reshape(arr.shape)] if uniq.size else out
         return out
     if ctx.local:  # only literals get local codes, and two arrays hold none
@@ -322,16 +237,16 @@ def compare(op: str, a: Column, b: Column, ctx: Ctx) -> Column:
     if ua is not None and ub is not None:
         s = V._strict(ua, ub)
         if s is not None:
-            return _const(n, V.tag_of(s))
+            return const(n, V.tag_of(s))
         if ua == STR or ub == STR:
             if ua != ub:
-                return _const(n, ERR)
+                return const(n, ERR)
             return Column(n, uniform=BOOL, b=_str_cmp(op, a.s, b.s, ctx))  # type: ignore[arg-type]
         if ua == FLOAT or ub == FLOAT:
-            return Column(n, uniform=BOOL, b=npop(_floats(a), _floats(b)))
-        return Column(n, uniform=BOOL, b=npop(_ints(a), _ints(b)))
+            return Column(n, uniform=BOOL, b=npop(floats(a), floats(b)))
+        return Column(n, uniform=BOOL, b=npop(ints(a), ints(b)))
     ta, tb = a.tags(), b.tags()
-    err, und = _strict_tags(ta, tb)
+    err, und = strict_tags(ta, tb)
     sa, sb = ta == STR, tb == STR
     live = ~err & ~und
     strs = live & sa & sb
@@ -341,10 +256,10 @@ def compare(op: str, a: Column, b: Column, ctx: Ctx) -> Column:
     isi = nums & ~isf
     res = np.zeros(n, dtype=bool)
     if isi.any():
-        r = _bcast(npop(_ints(a), _ints(b)), n)
+        r = bcast(npop(ints(a), ints(b)), n)
         res[isi] = r[isi]
     if isf.any():
-        r = _bcast(npop(_floats(a), _floats(b)), n)
+        r = bcast(npop(floats(a), floats(b)), n)
         res[isf] = r[isf]
     if strs.any():
         xs, ys = a.s, b.s
@@ -355,7 +270,7 @@ def compare(op: str, a: Column, b: Column, ctx: Ctx) -> Column:
     tag = np.full(n, BOOL, dtype=np.int8)
     tag[und] = UNDEF
     tag[err | bad] = ERR
-    return _select(n, tag, b=res)
+    return select(n, tag, b=res)
 
 
 # --- logic ---------------------------------------------------------------------------------
@@ -371,7 +286,7 @@ def truth(v: Column, n: int) -> Column:
             return Column(n, uniform=BOOL, b=v.i != 0)
         if u == FLOAT:
             return Column(n, uniform=BOOL, b=v.f != 0.0)
-        return _const(n, ERR)
+        return const(n, ERR)
     ta = v.tags()
     tag = ta.copy()
     num = (ta == INT) | (ta == FLOAT)
@@ -380,20 +295,20 @@ def truth(v: Column, n: int) -> Column:
     b = np.zeros(n, dtype=bool)
     if v.b is not None:
         m = ta == BOOL
-        b[m] = _bcast(v.b, n)[m]
+        b[m] = bcast(v.b, n)[m]
     if v.i is not None:
         m = ta == INT
-        b[m] = _bcast(v.i != 0, n)[m]
+        b[m] = bcast(v.i != 0, n)[m]
     if v.f is not None:
         m = ta == FLOAT
-        b[m] = _bcast(v.f != 0.0, n)[m]
-    return _select(n, tag, b=b)
+        b[m] = bcast(v.f != 0.0, n)[m]
+    return select(n, tag, b=b)
 
 
 def _tv(v: Column, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(known-true rows, known-false rows, error rows) of a truth column."""
     t = v.tags()
-    b = v.b if v.b is not None else _FALSE
+    b = v.b if v.b is not None else FALSE
     known = t == BOOL
     return known & b, known & ~b, t == ERR
 
@@ -413,10 +328,10 @@ def logic(op: str, a: Column, b: Column, n: int) -> Column:
         ka, kb = ta_ | fa, tb_ | fb
         t = ka & kb & (ta_ ^ tb_)
         f = ka & kb & ~(ta_ ^ tb_)
-    t, f = _bcast(t, n), _bcast(f, n)
+    t, f = bcast(t, n), bcast(f, n)
     known = t | f
-    tag = np.where(known, np.int8(BOOL), np.where(_bcast(ea | eb, n), np.int8(ERR), np.int8(UNDEF))).astype(np.int8)
-    return _select(n, tag, b=np.array(t))
+    tag = np.where(known, np.int8(BOOL), np.where(bcast(ea | eb, n), np.int8(ERR), np.int8(UNDEF))).astype(np.int8)
+    return select(n, tag, b=np.array(t))
 
 
 def logic_not(a: Column, n: int) -> Column:
@@ -429,20 +344,39 @@ def logic_not(a: Column, n: int) -> Column:
 # --- compilation -----------------------------------------------------------------------------
 
 
-from legionrm.mil.vfuncs import match, to_float, to_int  # noqa: E402  (uses the helpers above)
-
 
 def compile_vector(node: Node) -> VecFn:
-    """A function ctx -> Column computing ``node`` for every row."""
+    """A function ctx -> Column computing ``node`` for every row.
+
+    Every operation node ends in a safe point (:meth:`Ctx.tick`): once the
+    evaluation's deadline has passed, the next node to finish raises
+    MILTimeoutError with a caret under it.  Operations that loop over distinct
+    strings set ``ctx.at`` to their clause and tick inside the loop too."""
+    fn = _node_fn(node)
+    if isinstance(node, (Const, Attr)):
+        return fn  # no work worth a check
+    span = node.span
+
+    def checked(ctx: Ctx) -> Column:
+        out = fn(ctx)
+        ctx.at = span
+        ctx.tick()
+        return out
+
+    return checked
+
+
+def _node_fn(node: Node) -> VecFn:
+    """The unchecked function for ``node`` (its operands are compiled checked)."""
     if isinstance(node, Const):
         value = node.value
-        return lambda ctx: _full(ctx.n, value, ctx)
+        return lambda ctx: full(ctx.n, value, ctx)
     if isinstance(node, Attr):
         name = node.name
 
         def attr(ctx: Ctx) -> Column:
             col = ctx.table.column(name)
-            return col if col is not None else _const(ctx.n, UNDEF)
+            return col if col is not None else const(ctx.n, UNDEF)
 
         return attr
     if isinstance(node, Unary):
@@ -463,30 +397,42 @@ def compile_vector(node: Node) -> VecFn:
             return acc
 
         return chain
+    span = node.span
     if isinstance(node, Binary):
         fa, fb = compile_vector(node.left), compile_vector(node.right)
         op = node.op
         if node.is_comparison:
-            return lambda ctx: compare(op, fa(ctx), fb(ctx), ctx)
+
+            def cmp(ctx: Ctx) -> Column:
+                a, b = fa(ctx), fb(ctx)
+                ctx.at = span  # string order compares loop over distinct strings
+                return compare(op, a, b, ctx)
+
+            return cmp
         return lambda ctx: arith(op, fa(ctx), fb(ctx), ctx.n)
     if isinstance(node, Call):
         fs = [compile_vector(c) for c in node.args]
         fn = node.func
-        if fn == "match":
-            return lambda ctx: match(fs[0](ctx), fs[1](ctx), ctx)
         if fn in ("max", "min"):
             return lambda ctx: maxmin(fn, fs[0](ctx), fs[1](ctx), ctx.n)
-        if fn == "int":
-            return lambda ctx: to_int(fs[0](ctx), ctx)
-        return lambda ctx: to_float(fs[0](ctx), ctx)
+        kernel = {"match": match, "int": to_int, "float": to_float}[fn]
+
+        def call(ctx: Ctx) -> Column:
+            args = [f(ctx) for f in fs]
+            ctx.at = span  # these loop over distinct strings
+            return kernel(*args, ctx)
+
+        return call
     raise TypeError(f"not a MIL node: {node!r}")  # pragma: no cover
 
 
-def run(fn: VecFn, table: ColumnTable) -> Column:
+def run(fn: VecFn, table: ColumnTable, deadline: Deadline | None = None) -> Column:
     """Evaluate a compiled vector function over ``table`` (numpy warnings silenced:
-    overflow wraps and division by zero is an error value by design)."""
+    overflow wraps and division by zero is an error value by design).  With a
+    ``deadline``, raises MILTimeoutError once it has passed (checked at every
+    node and inside loops over distinct strings)."""
     with np.errstate(all="ignore"):
-        return fn(Ctx(table))
+        return fn(Ctx(table, deadline))
 
 
 def exactly_true(col: Column, n: int) -> np.ndarray:
@@ -496,5 +442,5 @@ def exactly_true(col: Column, n: int) -> np.ndarray:
     if t.uniform is not None:
         if t.uniform != BOOL:
             return np.zeros(n, dtype=bool)
-        return np.array(_bcast(t.b, n), dtype=bool)  # type: ignore[arg-type]
-    return (t.tag == BOOL) & _bcast(t.b, n)  # type: ignore[arg-type]
+        return np.array(bcast(t.b, n), dtype=bool)  # type: ignore[arg-type]
+    return (t.tag == BOOL) & bcast(t.b, n)  # type: ignore[arg-type]

@@ -1,7 +1,9 @@
 """Vectorized MIL functions: ``match``, ``int()``, ``float()`` over columns.
 
-Split from :mod:`legionrm.mil.vectorize` (same rules, same conventions):
-strings are handled once per distinct dictionary code, never per row.
+Split from :mod:`legionrm.mil.vectorize` (same rules, same conventions; the
+shared helpers live in :mod:`legionrm.mil.kernels`, so this module never
+imports the engine that calls it).  Strings are handled once per distinct
+dictionary code, never per row.
 """
 
 from __future__ import annotations
@@ -10,45 +12,37 @@ from collections.abc import Callable
 
 import numpy as np
 
+from legionrm.mil import regex
 from legionrm.mil import values as V
 from legionrm.mil.columns import Column
-from legionrm.mil.vectorize import (
-    BOOL,
-    ERR,
-    FLOAT,
-    INT,
-    STR,
-    UNDEF,
-    Ctx,
-    _bcast,
-    _const,
-    _floats,
-    _ints,
-    _select,
-    _strict_tags,
-)
+from legionrm.mil.kernels import BOOL, ERR, FLOAT, INT, STR, UNDEF, Ctx, bcast, const, floats, ints, per_item, select, strict_tags
 
 # -------------------------------------------------------------------------------
 
 
 def match(p: Column, s: Column, ctx: Ctx) -> Column:
+    """``match(pattern, subject)`` per row: an RE2 search (:mod:`legionrm.mil.regex`),
+    each distinct subject (or (pattern, subject) pair) searched once."""
     n = ctx.n
     tp, ts = p.tags(), s.tags()
     up, us = p.uniform, s.uniform
     if up is not None and us is not None:
         r = V._strict(up, us)
         if r is not None:
-            return _const(n, V.tag_of(r))
+            return const(n, V.tag_of(r))
         if up != STR or us != STR:
-            return _const(n, ERR)
+            return const(n, ERR)
         if p.s.ndim == 0 and s.s.ndim == 1:  # type: ignore[union-attr]
             # the common case: a literal pattern over a string column
             pattern = ctx.string(int(p.s))  # type: ignore[arg-type]
-            rx = V.compile_regex(pattern)
-            if rx is None:
-                return _const(n, ERR)
-            return Column(n, uniform=BOOL, b=ctx.table.strings.regex_over(pattern, s.s, rx))  # type: ignore[arg-type]
-    err, und = _strict_tags(tp, ts)
+            rx = regex.compile_pattern(pattern)
+            if type(rx) is regex.BadPattern:
+                return const(n, ERR)
+            found, bad = ctx.table.strings.regex_over(pattern, s.s, rx, ctx.tick)  # type: ignore[arg-type]
+            if bad is None:
+                return Column(n, uniform=BOOL, b=found)
+            return select(n, np.where(bad, np.int8(ERR), np.int8(BOOL)).astype(np.int8), b=found)
+    err, und = strict_tags(tp, ts)
     ok = ~err & ~und & (tp == STR) & (ts == STR)
     bad = ~err & ~und & ~ok
     res = np.zeros(n, dtype=bool)
@@ -59,35 +53,43 @@ def match(p: Column, s: Column, ctx: Ctx) -> Column:
         pc, sc = p.s, s.s
         if pc.ndim == 0:  # one pattern for every row: search each distinct subject once
             pattern = ctx.string(int(pc))
-            rx = V.compile_regex(pattern)
-            if rx is None:
+            rx = regex.compile_pattern(pattern)
+            if type(rx) is regex.BadPattern:
                 tag[ok] = ERR
             else:
-                subj = _bcast(sc, n)[ok]  # type: ignore[arg-type]
+                subj = bcast(sc, n)[ok]  # type: ignore[arg-type]
                 if subj.size and subj.min() < 0:  # a literal subject outside the dictionary
-                    res[ok] = rx.search(ctx.string(int(subj[0]))) is not None
+                    found = regex.search(rx, ctx.string(int(subj[0])))
+                    res[ok] = bool(found)
+                    if found is None:
+                        tag[ok] = ERR
                 else:
-                    res[ok] = ctx.table.strings.regex_over(pattern, subj, rx)
+                    hit, unsearchable = ctx.table.strings.regex_over(pattern, subj, rx, ctx.tick)
+                    res[ok] = hit
+                    if unsearchable is not None:
+                        sub = tag[ok]
+                        sub[unsearchable] = ERR
+                        tag[ok] = sub
         else:  # patterns vary per row: decide each distinct (pattern, subject) pair once
-            pcs = _bcast(pc, n)[ok].astype(np.int64)  # type: ignore[arg-type]
-            scs = _bcast(sc, n)[ok].astype(np.int64)  # type: ignore[arg-type]
+            pcs = bcast(pc, n)[ok].astype(np.int64)  # type: ignore[arg-type]
+            scs = bcast(sc, n)[ok].astype(np.int64)  # type: ignore[arg-type]
             pairs = np.stack([pcs, scs], axis=1)
             uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
-            vals = [V.match(ctx.string(int(x)), ctx.string(int(y))) for x, y in uniq.tolist()]
+            vals = per_item(uniq.tolist(), lambda xy: V.match(ctx.string(xy[0]), ctx.string(xy[1])), ctx)
             r_ok = np.array([v is True for v in vals], dtype=bool)[inv.reshape(-1)]
             r_err = np.array([v is V.ERROR for v in vals], dtype=bool)[inv.reshape(-1)]
             res[ok] = r_ok
             sub = tag[ok]
             sub[r_err] = ERR
             tag[ok] = sub
-    return _select(n, tag, b=res)
+    return select(n, tag, b=res)
 
 
 def _parse_strings(codes: np.ndarray, ctx: Ctx, conv: Callable[[str], V.Value], kind: int) -> tuple[np.ndarray, np.ndarray]:
     """(values, ok) for string codes converted by ``conv`` once per distinct string."""
     dtype = np.int64 if kind == INT else np.float64
     uniq, inv = np.unique(codes, return_inverse=True)
-    vals = [conv(ctx.string(c)) for c in uniq.tolist()]
+    vals = per_item(uniq.tolist(), lambda c: conv(ctx.string(c)), ctx)
     good = np.array([v is not V.ERROR for v in vals], dtype=bool)
     num = np.array([v if v is not V.ERROR else 0 for v in vals], dtype=dtype)
     inv = inv.reshape(codes.shape)
@@ -104,11 +106,11 @@ def to_int(a: Column, ctx: Ctx) -> Column:
     i = np.zeros(n, dtype=np.int64)
     if a.b is not None or a.i is not None:
         m = (ta == BOOL) | (ta == INT)
-        i[m] = _bcast(_ints(a), n)[m]
+        i[m] = bcast(ints(a), n)[m]
         tag[m] = INT
     if a.f is not None:
         m = ta == FLOAT
-        fv = _bcast(a.f, n)[m]
+        fv = bcast(a.f, n)[m]
         inrange = (fv >= -_TWO63) & (fv < _TWO63)
         iv = np.zeros(fv.shape, dtype=np.int64)
         iv[inrange] = np.trunc(fv[inrange]).astype(np.int64)
@@ -117,10 +119,10 @@ def to_int(a: Column, ctx: Ctx) -> Column:
     if a.s is not None:
         m = ta == STR
         if m.any():
-            vals, good = _parse_strings(_bcast(a.s, n)[m], ctx, V.parse_int, INT)
+            vals, good = _parse_strings(bcast(a.s, n)[m], ctx, V.parse_int, INT)
             i[m] = vals
             tag[m] = np.where(good, np.int8(INT), np.int8(ERR))
-    return _select(n, tag, i=i)
+    return select(n, tag, i=i)
 
 
 def to_float(a: Column, ctx: Ctx) -> Column:
@@ -128,20 +130,20 @@ def to_float(a: Column, ctx: Ctx) -> Column:
     if a.uniform == FLOAT:
         return a
     if a.uniform in (INT, BOOL):
-        return Column(n, uniform=FLOAT, f=_floats(a))
+        return Column(n, uniform=FLOAT, f=floats(a))
     ta = a.tags()
     tag = ta.copy()
     f = np.zeros(n, dtype=np.float64)
     num = (ta == BOOL) | (ta == INT) | (ta == FLOAT)
     if num.any():
-        f[num] = _bcast(_floats(a), n)[num]
+        f[num] = bcast(floats(a), n)[num]
         tag[num] = FLOAT
     if a.s is not None:
         m = ta == STR
         if m.any():
-            vals, good = _parse_strings(_bcast(a.s, n)[m], ctx, V.parse_float, FLOAT)
+            vals, good = _parse_strings(bcast(a.s, n)[m], ctx, V.parse_float, FLOAT)
             f[m] = vals
             tag[m] = np.where(good, np.int8(FLOAT), np.int8(ERR))
-    return _select(n, tag, f=f)
+    return select(n, tag, f=f)
 
 
