@@ -21,6 +21,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from legionrm.auth.errors import InvalidNameError
+from legionrm.auth.keys import decode_public_key
 
 Role = Literal["user", "owner", "admin"]
 ROLES: tuple[str, ...] = get_args(Role)
@@ -105,8 +106,6 @@ class Principal(BaseModel):
 
     @model_validator(mode="after")
     def _shape(self) -> Principal:
-        from legionrm.auth.keys import decode_public_key
-
         decode_public_key(self.public_key)  # ValueError (pydantic: ValidationError) if not a key
         if self.kind == "user":
             check_name(self.name, "user")

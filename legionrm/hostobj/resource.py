@@ -240,6 +240,12 @@ class ResourceObject:
         """Tokens of the reservations that still hold capacity, by start."""
         return sorted((r.token for r in self._open.values()), key=lambda t: (t.start, t.token_id))
 
+    @public
+    def holders_of(self, token_id: str) -> frozenset[str]:
+        """Who uses an open reservation now (instance ids, or vault use ids); empty if none or unknown."""
+        res = self._open.get(token_id)
+        return frozenset(res.holders) if res is not None else frozenset()
+
     def expire(self) -> list[str]:
         """Expire and end what is due by the resource's clock (the actor calls
         this on its timer; every public call does it too).  Returns the token

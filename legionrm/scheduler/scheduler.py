@@ -379,10 +379,9 @@ class Scheduler:
     def _too_big(self, request: SchedulingRequest) -> PlacementFailure | None:
         """A request for more than the whole cluster could ever hold fails at
         once (measured against the pools' capacity: cpu, memory, gpu)."""
-        capacity = getattr(self.pools, "capacity", None)
-        if not callable(capacity):
+        total = getattr(self.pools, "capacity", None)  # Peloton units: memory in MB
+        if not isinstance(total, dict):
             return None
-        total = capacity()  # Peloton units: memory in MB
         need = {"cpu": sum(o.count * o.cpus for o in request.objects),
                 "memory": sum(o.count * o.memory_gb for o in request.objects) * 1024.0,
                 "gpu": float(sum(o.count * o.gpus for o in request.objects))}

@@ -179,6 +179,11 @@ class ShareGate:
         with self._lock:
             self._charged.pop(request_id, None)
 
+    def charged(self) -> dict[str, float]:
+        """Request ids holding an allotment -> the GB of shares each holds."""
+        with self._lock:
+            return {rid: c.gb for rid, c in self._charged.items()}
+
     def used_gb(self, user: str) -> float:
         """The shares of non-preemptable work ``user`` holds now, in GB."""
         with self._lock:

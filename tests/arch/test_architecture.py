@@ -25,16 +25,20 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.mil", "legionrm.tomlio", "legionrm.testing"),
     ("legionrm.collection", "legionrm.naming"),
     ("legionrm.hostobj", "legionrm.enactor", "legionrm.auth"),
-    ENGINES[:3] + ("legionrm.scheduler.pipeline", "legionrm.scheduler.ports", "legionrm.state"),
+    ENGINES[:3] + ("legionrm.scheduler.pipeline", "legionrm.scheduler.ports", "legionrm.scheduler.requests",
+                   "legionrm.scheduler.watch", "legionrm.state"),
     ("legionrm.scheduler.elastic", "legionrm.scheduler.snaptables", "legionrm.config", "legionrm.request_file"),
     ("legionrm.scheduler.planner", "legionrm.scheduler.build"),
     ("legionrm.scheduler.sharegate",),
     ("legionrm.scheduler.scheduler",),
-    ("legionrm.scheduler.actor", "legionrm.inprocess"),
+    ("legionrm.scheduler.actor", "legionrm.scheduler.audit", "legionrm.inprocess"),
     ("legionrm.system",),
     ("legionrm.cli",),
     ("legionrm",),  # the root package: the public surface, above all it re-exports
 )
+
+EXACT = ("legionrm", "legionrm.scheduler")
+"""Packages placed by their ``__init__`` alone: a new module inside them needs a layer of its own."""
 
 RAY_SHELLS = ("legionrm.system", "legionrm.naming", "legionrm.hostobj.ray_node", "legionrm.cli")
 """Besides every ``*.actor`` module: where Ray may be imported."""
@@ -50,9 +54,9 @@ LAZY = {
 
 def group(name: str) -> str:
     """The longest layer entry a module belongs to."""
-    best = max((g for layer in LAYERS for g in layer if under(name, g) and g != "legionrm"), key=len, default="")
-    if name == "legionrm":
+    if name in EXACT:
         return name
+    best = max((g for layer in LAYERS for g in layer if under(name, g) and g not in EXACT), key=len, default="")
     if not best:
         raise AssertionError(f"{name} is in no layer of tests/arch/test_architecture.py: place it")
     return best

@@ -1,0 +1,218 @@
+"""A request's life on the in-process system: it waits when it cannot run
+now, runs when room frees, completes when its instances end, can be
+cancelled at any point, and every account is booked back -- the auditor
+finds nothing after each step, whatever order arrivals, ends and cancels
+come in."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from legionrm.errors import SchedulingError
+from legionrm.inprocess import LocalSystem
+from legionrm.models import ClassSpec, ClusterSpec, HostSpec, Identity, ObjectRequest, PoolSpec, SchedulingRequest
+from legionrm.models.cluster import PoolResourceSpec
+from legionrm.scheduler.audit import audit
+from legionrm.scheduler.build import pool_gate
+from legionrm.scheduler.requests import ALLOWED, RequestBook, queue_order
+from legionrm.testing import FakeClock
+
+
+def cluster(hosts: int = 2, cpus: int = 4, pools: bool = True) -> ClusterSpec:
+    pool = (PoolSpec(path="/batch", default=True, resources=(
+        PoolResourceSpec(kind="cpu", reservation=0, limit=hosts * cpus, share=1),
+        PoolResourceSpec(kind="memory", reservation=0, limit=hosts * 16 * 1024, share=1))),) if pools else ()
+    return ClusterSpec(
+        hosts=tuple(HostSpec(name=f"h{i}", attributes={"cpus": cpus, "memory_gb": 16}) for i in range(hosts)),
+        classes=(ClassSpec(name="W"),), pools=pool,
+    )
+
+
+def system(**kw) -> tuple[LocalSystem, FakeClock]:
+    clock = FakeClock()
+    spec = cluster(**kw)
+    return LocalSystem(spec, clock=clock, pools=pool_gate(spec)), clock
+
+
+def req(rid: str, count: int = 1, cpus: float = 4, user: str = "alice", walltime: float | None = None,
+        wait: bool = True) -> SchedulingRequest:
+    return SchedulingRequest(request_id=rid, identity=Identity(user=user), wait=wait, objects=(
+        ObjectRequest(class_name="W", count=count, cpus=cpus, memory_gb=1, walltime_s=walltime),))
+
+
+def hosts(s: LocalSystem) -> list:
+    return [h for g in s.groups.values() for h in (g.get(n) for n in g.names())]
+
+
+def books_balance(s: LocalSystem) -> list[str]:
+    return [str(f) for f in audit(s.scheduler, hosts(s), s.classes.values(), s.vaults.values())]
+
+
+def states(s: LocalSystem) -> dict[str, str]:
+    return {i.id: i.state for i in s.scheduler.list_requests()}
+
+
+def test_a_request_too_big_for_now_waits_then_runs_when_room_frees() -> None:
+    s, clock = system()
+    assert s.scheduler.scheduleObjects(req("big", count=2, walltime=60)).ok
+    r = s.scheduler.scheduleObjects(req("next", count=1))
+    assert (r.ok, r.state) == (False, "pending")
+    info = s.scheduler.request_info("next")
+    assert info.reason  # it says why not now
+    assert books_balance(s) == []
+    clock.advance(61)
+    s.tick()
+    assert states(s) == {"big": "completed", "next": "running"}
+    assert books_balance(s) == []
+
+
+def test_wait_false_keeps_the_immediate_answer() -> None:
+    s, _ = system()
+    assert s.scheduler.scheduleObjects(req("a", count=2)).ok
+    r = s.scheduler.scheduleObjects(req("b", wait=False))
+    assert (r.ok, r.state) == (False, "failed")
+    assert books_balance(s) == []
+
+
+@pytest.mark.parametrize("request_, code", [
+    (req("huge", count=3, cpus=4), "request.too_big"),
+    (SchedulingRequest(request_id="nowhere", identity=Identity(user="a"), objects=(
+        ObjectRequest(class_name="W", constraint='$arch == "sparc"'),)), "query.no_match"),
+], ids=["bigger-than-the-cluster", "no-host-ever-matches"])
+def test_what_can_never_run_fails_at_once(request_, code) -> None:
+    s, _ = system()
+    r = s.scheduler.scheduleObjects(request_)
+    assert r.state == "failed"
+    assert code in {f.code for f in r.failures}
+    assert books_balance(s) == []
+
+
+def test_cancel_a_running_and_a_pending_request_books_everything_back() -> None:
+    s, _ = system()
+    assert s.scheduler.scheduleObjects(req("run", count=2)).ok
+    assert s.scheduler.scheduleObjects(req("wait", count=2)).state == "pending"
+    assert s.scheduler.cancel("wait").state == "cancelled"
+    assert s.scheduler.cancel("run").state == "cancelled"
+    assert all(not h.list_instances() for h in hosts(s))
+    assert s.scheduler.pools.held() == {}
+    assert books_balance(s) == []
+    assert s.scheduler.cancel("run").state == "cancelled"  # idempotent
+    with pytest.raises(SchedulingError):
+        s.scheduler.cancel("nosuch")
+
+
+def test_cancelling_the_running_one_lets_the_waiting_one_run() -> None:
+    s, _ = system()
+    s.scheduler.scheduleObjects(req("first", count=2))
+    s.scheduler.scheduleObjects(req("second", count=2))
+    s.scheduler.cancel("first")
+    assert states(s) == {"first": "cancelled", "second": "running"}
+
+
+def test_an_instance_that_ends_on_its_host_is_seen_and_booked_back() -> None:
+    s, _ = system()
+    r = s.scheduler.scheduleObjects(req("a", count=1))
+    inst = r.instances[0]
+    s.host(inst.host).stop_object(inst.instance_id, "finished")  # the work ended on its own
+    s.classes["W"].instance_stopped(inst.instance_id)
+    assert s.tick() == 1
+    assert states(s) == {"a": "completed"}
+    assert books_balance(s) == []
+
+
+def test_a_host_that_disappears_loses_its_instances() -> None:
+    s, _ = system()
+    r = s.scheduler.scheduleObjects(req("a", count=1))
+    host = r.instances[0].host
+    s.carrier(host).remove(host, "node died")
+    s.tick()
+    info = s.scheduler.request_info("a")
+    assert info.state == "failed" and info.instances[0].state == "lost"
+    assert s.scheduler.pools.held() == {}
+
+
+def test_history_records_each_transition_with_time_and_reason() -> None:
+    s, clock = system()
+    s.scheduler.scheduleObjects(req("a", walltime=10))
+    clock.advance(11)
+    s.tick()
+    hist = s.scheduler.request_info("a").history
+    assert [e.state for e in hist] == ["pending", "admitted", "placing", "running", "completed"]
+    assert all(e.reason for e in hist)
+    assert hist[-1].at > hist[0].at
+
+
+def test_the_auditor_sees_what_leaked() -> None:
+    s, _ = system()
+    r = s.scheduler.scheduleObjects(req("a"))
+    s.scheduler.pools.release("a")  # a bug that gives back too early
+    assert any("pool.allocation" in f for f in books_balance(s))
+    inst = r.instances[0]
+    s.host(inst.host).stop_object(inst.instance_id, "behind the scheduler's back")
+    assert any("instance.ghost" in f for f in books_balance(s))
+
+
+def test_transitions_the_table_forbids_are_refused() -> None:
+    book = RequestBook(FakeClock())
+    e = book.add(req("a"))
+    book.move(e, "cancelled", "x")
+    for state in ALLOWED:
+        if state != "cancelled":
+            with pytest.raises(SchedulingError):
+                book.move(e, state, "back from the dead")
+
+
+def test_queue_goes_by_priority_then_weighted_usage_then_age() -> None:
+    book = RequestBook(FakeClock())
+    a = book.add(req("a", user="heavy"))
+    b = book.add(req("b", user="light"))
+    c = book.add(SchedulingRequest(request_id="c", identity=Identity(user="heavy"), objects=(
+        ObjectRequest(class_name="W", priority=-1),)))
+    order = queue_order([a, b, c], {}, {}, {"heavy": 8.0, "light": 1.0})
+    assert [e.id for e in order] == ["c", "b", "a"]
+    # a weight of 10 for heavy's class makes its usage count for less than light's
+    d = book.add(SchedulingRequest(request_id="d", identity=Identity(user="heavy"), objects=(
+        ObjectRequest(class_name="W", ducc_class="gold"),)))
+    assert [e.id for e in queue_order([b, d], {}, {"gold": 10.0}, {"heavy": 8.0, "light": 1.0})] == ["d", "b"]
+
+
+steps = st.lists(st.one_of(
+    st.tuples(st.just("submit"), st.integers(1, 3), st.sampled_from([2.0, 4.0]), st.sampled_from(["u1", "u2"])),
+    st.tuples(st.just("cancel"), st.integers(0, 20)),
+    st.tuples(st.just("end"), st.integers(0, 20)),
+    st.tuples(st.just("time"), st.sampled_from([5.0, 30.0])),
+), min_size=1, max_size=25)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps)
+def test_the_books_balance_after_every_step(ops) -> None:
+    s, clock = system(hosts=3, cpus=4)
+    n = 0
+    for op in ops:
+        ids = [i.id for i in s.scheduler.list_requests()]
+        if op[0] == "submit":
+            s.scheduler.scheduleObjects(req(f"r{n}", count=op[1], cpus=op[2], user=op[3], walltime=20))
+            n += 1
+        elif op[0] == "cancel" and ids:
+            s.scheduler.cancel(ids[op[1] % len(ids)])
+        elif op[0] == "end":
+            running = s.scheduler.book.running_instances()
+            if running:
+                ref = running[op[1] % len(running)]
+                s.host(ref.host).stop_object(ref.instance_id, "done")
+                s.classes["W"].instance_stopped(ref.instance_id)
+                s.tick()
+        else:
+            clock.advance(op[1])
+            s.tick()
+        assert books_balance(s) == []
+    # everything ends: nothing is held anywhere
+    for i in s.scheduler.list_requests():
+        s.scheduler.cancel(i.id)
+    assert books_balance(s) == []
+    assert s.scheduler.pools.held() == {}
+    assert all(not h.list_instances() and not h.reservations() for h in hosts(s))
+    assert all(i.state in ("completed", "failed", "cancelled") for i in s.scheduler.list_requests())
