@@ -24,7 +24,7 @@ from legionrm.hostobj import codes
 from legionrm.hostobj.host import HostObject
 from legionrm.hostobj.policies import import_object
 from legionrm.models import AttrValue, InstanceRef, Refusal, ReservationToken, Resources
-from legionrm.naming import NAMESPACE, instance_name
+from legionrm.naming import NAMESPACE, instance_name, named_actor
 
 GB = 1024**3
 _SKIP = ("node:", "accelerator_type:", "object_store_memory", "CPU", "GPU", "memory")
@@ -105,6 +105,24 @@ class RayNodeHost(HostObject):
         handle = self._actors.pop(ref.instance_id, None)
         if handle is not None:
             ray.kill(handle, no_restart=True)
+
+    def reap(self) -> list[str]:
+        """Stop every instance whose Ray actor has died or exited, so its
+        capacity comes back; returns their ids.  Idempotent."""
+        gone = [i for i in list(self._actors) if named_actor(instance_name(i)) is None]
+        for iid in gone:
+            self.stop_object(iid, "instance actor ended")
+        return gone
+
+    def list_instances(self) -> list[InstanceRef]:
+        """Running instances, in start order (the dead reaped first)."""
+        self.reap()
+        return super().list_instances()
+
+    def expire(self) -> list[str]:
+        """The timer's sweep, and the dead reaped (every heartbeat)."""
+        self.reap()
+        return super().expire()
 
     def actor(self, instance_id: str) -> Any:
         """The Ray actor handle of a running instance (None if unknown)."""

@@ -110,3 +110,4 @@ class SchedulerStatus(Frozen):
     last_cycle: int = 0
     elastic: dict[str, ElasticJobStatus] = Field(default_factory=dict)
     pools: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    requests: dict[str, int] = Field(default_factory=dict)  # state -> how many requests are in it

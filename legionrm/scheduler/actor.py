@@ -8,6 +8,8 @@ places this shell talks to other actors.
 
 from __future__ import annotations
 
+import logging
+import threading
 from typing import Any
 
 import ray
@@ -24,6 +26,7 @@ from legionrm.models import (
     Identity,
     ObjectRequest,
     Refusal,
+    RequestInfo,
     ScheduleProposal,
     SchedulerResponse,
     SchedulerStatus,
@@ -37,8 +40,12 @@ from legionrm.scheduler.planner import Planner
 from legionrm.scheduler.ports import PoolGate
 from legionrm.scheduler.scheduler import Scheduler
 from legionrm.scheduler.sharegate import ShareGate
+from legionrm.scheduler.watch import HostWatch
+
+log = logging.getLogger(__name__)
 
 CALL_TIMEOUT_S = 120.0
+WATCH_TIMEOUT_S = 5.0
 
 
 class RemoteEnactor:
@@ -73,6 +80,26 @@ def ray_stopper(carriers: dict[str, Any], classes: dict[str, Any]) -> HostStoppe
     return HostStopper(port, {name: RemoteClassPort(h) for name, h in classes.items()})
 
 
+class RemoteCarrier:
+    """``list_instances(host)`` on the actor carrying a host (the watch's view)."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    def list_instances(self, host: str) -> list:
+        return ray.get(self.handle.list_instances.remote(host), timeout=WATCH_TIMEOUT_S)
+
+
+def ray_watch(carriers: dict[str, Any]) -> HostWatch:
+    """The instance watch over Ray: a host's carrier, else the host's own named actor."""
+
+    def carrier(host: str) -> RemoteCarrier | None:
+        handle = carriers.get(host) or named_actor(host_name(host))
+        return RemoteCarrier(handle) if handle is not None else None
+
+    return HostWatch(carrier)
+
+
 @ray.remote(num_cpus=0, max_concurrency=8)
 class SchedulerActor:
     """``cluster`` (optional) brings the ``[fairshare]`` policy for the elastic
@@ -81,12 +108,17 @@ class SchedulerActor:
 
     def __init__(self, collection: Any, enactor: Any, classes: list[ClassSpec] | None = None,
                  pools: PoolGate | None = None, name: str = "scheduler", cluster: ClusterSpec | None = None,
-                 carriers: dict[str, Any] | None = None, class_actors: dict[str, Any] | None = None) -> None:
+                 carriers: dict[str, Any] | None = None, class_actors: dict[str, Any] | None = None,
+                 tick_s: float = 1.0) -> None:
         self_handle = ray.get_runtime_context().current_actor
         coll, enact = RemoteCollection(collection, CALL_TIMEOUT_S), RemoteEnactor(enactor, (self_handle, "approve"))
         cluster = cluster or ClusterSpec()
         self.core = Scheduler(coll, enact, Planner({c.name: c for c in classes or ()}), pools,
-                              shares=ShareGate.from_core(core_for_cluster(cluster)), name=name)
+                              shares=ShareGate.from_core(core_for_cluster(cluster)), name=name,
+                              stopper=ray_stopper(carriers or {}, class_actors or {}),
+                              watch=ray_watch(carriers or {}))
+        self._ticking = threading.Event()
+        threading.Thread(target=self._tick_loop, args=(tick_s,), name="scheduler-tick", daemon=True).start()
         # the cycle's growth is confirmed by approve_growth: the DUCC core decided it already
         grow = RemoteEnactor(enactor, (self_handle, "approve_growth"))
         self.cycle = ElasticCycle(
@@ -96,8 +128,32 @@ class SchedulerActor:
         self.runner = CycleRunner(self.cycle)
         self.runner.start()
 
+    def _tick_loop(self, every_s: float) -> None:
+        """Watch instances and re-plan the queue on a timer, off the actor's
+        call threads (so approvals never wait for a free thread)."""
+        while not self._ticking.wait(every_s):
+            try:
+                self.core.tick()
+            except Exception:  # one bad tick must not stop the watch
+                log.exception("scheduler tick failed")
+
     def ping(self) -> str:
         return "ok"
+
+    # --- requests ---------------------------------------------------------------------------
+
+    def list_requests(self, user: str | None = None, state: str | None = None) -> list[RequestInfo]:
+        return self.core.list_requests(user, state)
+
+    def request_info(self, request_id: str) -> RequestInfo:
+        return self.core.request_info(request_id)
+
+    def cancel(self, request_id: str, reason: str = "cancelled by its user") -> RequestInfo:
+        return self.core.cancel(request_id, reason)
+
+    def tick(self) -> int:
+        """Watch and re-plan now (normally the timer does)."""
+        return self.core.tick()
 
     def scheduleObjects(self, request: SchedulingRequest) -> SchedulerResponse:
         return self.core.scheduleObjects(request)
@@ -143,7 +199,11 @@ class SchedulerActor:
             hosts[inst.host] = hosts.get(inst.host, 0) + 1
         last = self.cycle.last_report
         report = getattr(self.core.pools, "report", None)
+        states: dict[str, int] = {}
+        for info in self.core.list_requests():
+            states[info.state] = states.get(info.state, 0) + 1
         return SchedulerStatus(
+            requests=states,
             instances=sum(hosts.values()), hosts=hosts, last_cycle=last.cycle if last else 0,
             elastic={k: j.model_copy(update={"instances": ()}) for k, j in (last.jobs if last else {}).items()},
             pools={path: {k: v for k, v in entry.items() if k in ("entitlement", "allocation")}
@@ -176,4 +236,5 @@ class SchedulerActor:
         return self.runner.wait_reports(after, timeout_s)
 
     def stop_cycle(self) -> None:
+        self._ticking.set()
         self.runner.stop()

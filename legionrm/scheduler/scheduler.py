@@ -35,6 +35,7 @@ from legionrm.models import (
     PlacementFailure,
     Refusal,
     RequestInfo,
+    Resources,
     ScheduleProposal,
     SchedulerResponse,
     SchedulingRequest,
@@ -103,6 +104,8 @@ class Scheduler:
         self._dirty = threading.Event()
         self._enacting: dict[str, frozenset[str]] = {}  # request id -> the placement keys it asked for
         self._cancel_asked: set[str] = set()
+        self._capacity_seen: Resources | None = None
+        self._capacity_peak: Resources | None = None
 
     @property
     def instances(self) -> dict[str, InstanceRef]:
@@ -252,6 +255,7 @@ class Scheduler:
             if wall is not None and now >= ref.started_at + wall:
                 self._stop(ref, "walltime")
                 ended += self.instance_ended(ref.instance_id, "walltime")
+        self._follow_capacity()
         if self.watch is not None:
             for iid, (state, reason) in self.watch.check(self.book.running_instances()).items():
                 if state != "running":
@@ -378,10 +382,15 @@ class Scheduler:
 
     def _too_big(self, request: SchedulingRequest) -> PlacementFailure | None:
         """A request for more than the whole cluster could ever hold fails at
-        once (measured against the pools' capacity: cpu, memory, gpu)."""
+        once (measured against the most the pools' capacity has been: cpu,
+        memory, gpu)."""
         total = getattr(self.pools, "capacity", None)  # Peloton units: memory in MB
         if not isinstance(total, dict):
             return None
+        if self._capacity_peak is not None:  # a host away for now may come back: the most it ever held
+            peak = self._capacity_peak
+            total = {"cpu": max(total.get("cpu", 0.0), peak.cpus), "gpu": max(total.get("gpu", 0.0), peak.gpus),
+                     "memory": max(total.get("memory", 0.0), peak.memory_gb * 1024.0)}
         need = {"cpu": sum(o.count * o.cpus for o in request.objects),
                 "memory": sum(o.count * o.memory_gb for o in request.objects) * 1024.0,
                 "gpu": float(sum(o.count * o.gpus for o in request.objects))}
@@ -392,6 +401,29 @@ class Scheduler:
         return PlacementFailure(key="*", resource=self.name, code=REQUEST_TOO_BIG, stage="plan",
                                 reason="asks for more than the whole cluster holds: " + ", ".join(
                                     f"{need[k]:g} {unit[k]} > {total.get(k, 0.0):g}" for k in over))
+
+    def _follow_capacity(self) -> bool:
+        """Pools follow the cluster: their capacity becomes what the
+        Collection's available hosts and vaults hold now (hosts that joined,
+        left, died or were varied count or stop counting).  Returns True when
+        it changed (then the queue is worth another look)."""
+        set_capacity = getattr(self.pools, "set_capacity", None)
+        if not callable(set_capacity):
+            return False
+        snap = self._collection.snapshot()
+        hosts, vaults = snap.rows('$kind == "host"'), snap.rows('$kind == "vault"')
+        cap = Resources(cpus=float(snap.numeric("cpus", hosts, 0.0).clip(0).sum()),
+                        memory_gb=float(snap.numeric("memory_gb", hosts, 0.0).clip(0).sum()),
+                        gpus=int(snap.numeric("gpus", hosts, 0.0).clip(0).sum()),
+                        storage_gb=float(snap.numeric("storage_gb", vaults, 0.0).clip(0).sum()))
+        if cap == self._capacity_seen:
+            return False
+        self._capacity_seen = cap
+        peak = self._capacity_peak or cap
+        self._capacity_peak = Resources(cpus=max(peak.cpus, cap.cpus), memory_gb=max(peak.memory_gb, cap.memory_gb),
+                                        gpus=max(peak.gpus, cap.gpus), storage_gb=max(peak.storage_gb, cap.storage_gb))
+        set_capacity(cap)
+        return True
 
     def _shape(self, request: SchedulingRequest) -> tuple[SchedulingRequest, list[PlacementFailure]]:
         """The request as its DUCC classes shape it (unchanged without classes)."""

@@ -216,3 +216,18 @@ def test_the_books_balance_after_every_step(ops) -> None:
     assert s.scheduler.pools.held() == {}
     assert all(not h.list_instances() and not h.reservations() for h in hosts(s))
     assert all(i.state in ("completed", "failed", "cancelled") for i in s.scheduler.list_requests())
+
+
+def test_pools_follow_the_cluster_as_hosts_leave_and_join() -> None:
+    s, clock = system(hosts=2, cpus=4)
+    s.tick()
+    assert s.scheduler.pools.capacity["cpu"] == 8
+    s.collection.vary_off("h1")
+    s.tick()
+    assert s.scheduler.pools.capacity["cpu"] == 4
+    r = s.scheduler.scheduleObjects(req("two", count=2, cpus=4))
+    assert r.state == "pending"  # h1 may come back: the request waits for it
+    s.collection.vary_on("h1")
+    s.tick()
+    assert s.scheduler.pools.capacity["cpu"] == 8
+    assert states(s) == {"two": "running"}
