@@ -36,7 +36,7 @@ from legionrm.mil import compile_query
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
 from legionrm.tomlio import check_keys, expect, load_toml, require, tables
 
-TOP_KEYS = ("request_id", "pool", "activate", "identity", "object")
+TOP_KEYS = ("request_id", "pool", "activate", "identity", "object", "wait")
 
 
 def parse_request(doc: dict[str, Any], *, file: str = "<memory>") -> SchedulingRequest:
@@ -62,6 +62,7 @@ def parse_request(doc: dict[str, Any], *, file: str = "<memory>") -> SchedulingR
     rid = expect(doc, "request_id", str, None, file=file, where="") or f"req-{uuid.uuid4().hex[:12]}"
     return _model(SchedulingRequest, dict(
         request_id=rid, identity=identity, pool=expect(doc, "pool", str, "/", file=file, where=""),
+        wait=expect(doc, "wait", bool, True, file=file, where=""),
         objects=tuple(objects), activate=tuple(activate),
     ), file, "")
 

@@ -181,13 +181,23 @@ class System:
                 pass
 
 
+def ray_node_hosts() -> dict[str, str]:
+    """Every live Ray node as a host name (``ray-`` and the first 8 hex digits
+    of its node id, stable across restarts of the driver) -> its node id."""
+    return {f"ray-{n['NodeID'][:8]}": n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+
+
 def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str] | None = None,
-         heartbeat_s: float | None = None) -> System:
+         heartbeat_s: float | None = None, bind_nodes: bool = False) -> System:
     """Create the system's actors on the connected Ray: the Collection, one
     host group per nodepool, the vaults, the class objects, the Enactor and
     the Scheduler.  ``ray_nodes`` maps a host name to a Ray node id: that
-    host is the real node (its instances run there as Ray actors).
+    host is the real node (its instances run there as Ray actors);
+    ``bind_nodes`` binds every live Ray node so (:func:`ray_node_hosts`), its
+    capacity from Ray's own view of the node.
     Not idempotent: boot once per Ray namespace."""
+    if bind_nodes and ray_nodes is None:
+        ray_nodes = ray_node_hosts()
     hb = heartbeat_s or spec.collection.heartbeat_interval_s
     opts: dict[str, Any] = dict(name=COLLECTION, namespace=NAMESPACE)
     if detached:

@@ -26,6 +26,10 @@ COMMANDS: dict[str, str] = {
     "query": "legionrm.cli.shell:cli_query",
     "shell": "legionrm.cli.shell:cli_shell",
     "submit": "legionrm.cli.ops:cli_submit",
+    "list": "legionrm.cli.requests:cli_list",
+    "show": "legionrm.cli.requests:cli_show",
+    "cancel": "legionrm.cli.requests:cli_cancel",
+    "explain": "legionrm.cli.requests:cli_explain",
     "simulate": "legionrm.cli.simulate:cli_main",
     "place": "legionrm.cli.place:cli_main",
     "pools": "legionrm.cli.pools:cli_main",
@@ -59,7 +63,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     sm = sub.add_parser("submit", help="submit a scheduling request file to a running system")
     sm.add_argument("request", help="request TOML file")
-    sm.add_argument("--json", action="store_true")
+    sm.add_argument("--json", action="store_true", help="the response as JSON")
+    sm.add_argument("--wait", action="store_true", help="follow a queued request until it runs or ends")
+    sm.add_argument("--wait-timeout", type=float, default=600.0, metavar="S", help="give up following after S seconds")
+
+    ls = sub.add_parser("list", help="requests on the running system, oldest first")
+    ls.add_argument("--user", help="only this user's requests")
+    ls.add_argument("--state", choices=["pending", "admitted", "placing", "running", "completed", "failed", "cancelled"],
+                    help="only requests in this state")
+    ls.add_argument("--json", action="store_true", help='{"requests": [...]} as JSON')
+    sw = sub.add_parser("show", help="one request's history, instances and failures")
+    sw.add_argument("id", help="the request id")
+    sw.add_argument("--json", action="store_true", help="the request as JSON")
+    ca = sub.add_parser("cancel", help="cancel a request: stop its instances, book everything back")
+    ca.add_argument("id", help="the request id")
+    ca.add_argument("--json", action="store_true", help="the request after the cancel, as JSON")
+    ex = sub.add_parser("explain", help="plan a request file without enacting it: masters, deltas, refusals")
+    ex.add_argument("request", help="request TOML file")
+    ex.add_argument("--json", action="store_true", help="the schedules as JSON")
 
     si = sub.add_parser("simulate", help="run the fair-share core over a scenario file (no Ray)")
     si.add_argument("scenario")

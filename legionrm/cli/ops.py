@@ -23,6 +23,7 @@ from legionrm.config import load_cluster
 from legionrm.errors import SystemNotRunningError
 from legionrm.models import SchedulerResponse, SchedulerStatus
 from legionrm.naming import COLLECTION, SCHEDULER, require_actor
+from legionrm.cli.requests import follow
 from legionrm.request_file import load_request
 from legionrm.system import STATE_FILE, boot, call, init_connect
 
@@ -61,7 +62,7 @@ def cli_up(args: argparse.Namespace) -> int:
                 _stop_head(state)
                 raise
             time.sleep(1.0)
-    system = boot(spec, detached=True)
+    system = boot(spec, detached=True, bind_nodes=True)
     state["actors"] = system.names()
     STATE_FILE.write_text(json.dumps(state))
     print(f"legionrm is up at {state['address']}: {len(spec.hosts)} hosts, {len(spec.vaults)} vaults from {spec.source}")
@@ -154,13 +155,22 @@ def cli_submit(args: argparse.Namespace) -> int:
 
     request = load_request(args.request)  # checked before touching Ray
     init_connect()
-    response: SchedulerResponse = call(require_actor(SCHEDULER).scheduleObjects.remote(request), 300)
+    scheduler = require_actor(SCHEDULER)
+    response: SchedulerResponse = call(scheduler.scheduleObjects.remote(request), 300)
+    if getattr(args, "wait", False) and response.state == "pending":
+        info = follow(scheduler, request.request_id, args.wait_timeout)
+        response = response.model_copy(update={"ok": info.state == "running", "state": info.state,
+                                                "message": info.reason})
     if args.json:
         print(response.model_dump_json(indent=2))
     elif response.ok:
         print(f"{request.request_id}: {response.message}")
         for inst in response.instances:
             print(f"  {inst.instance_id}  {inst.class_name:<10} on {inst.host}" + (f"  vault {inst.vault}" if inst.vault else ""))
+    elif response.state == "pending":
+        print(f"{request.request_id}: pending, waits in the queue ({response.failures[0].code if response.failures else 'queued'}); "
+              f"`legionrm show {request.request_id}` follows it")
+        return 0
     else:
         print(f"{request.request_id}: not scheduled ({response.masters} master schedules tried)")
         for f in response.failures:

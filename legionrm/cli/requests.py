@@ -1,0 +1,132 @@
+"""The commands about requests on a running system: ``list``, ``show``,
+``cancel``, ``explain``, and following a submitted request (``submit --wait``).
+
+Each answers in a table or one line, or JSON under ``--json``; every call to
+the system has a timeout."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from legionrm.models import FINAL_STATES, RequestInfo, ScheduleSuite
+from legionrm.naming import SCHEDULER, require_actor
+from legionrm.request_file import load_request
+from legionrm.system import call, init_connect
+
+CALL_TIMEOUT_S = 30.0
+
+
+def _scheduler(args: argparse.Namespace) -> Any:
+    init_connect(getattr(args, "address", None) or "auto")
+    return require_actor(SCHEDULER)
+
+
+def _age(t: float, now: float) -> str:
+    s = max(0.0, now - t)
+    return f"{s:.0f}s" if s < 120 else f"{s / 60:.0f}m" if s < 7200 else f"{s / 3600:.1f}h"
+
+
+def request_json(info: RequestInfo) -> dict[str, Any]:
+    """One request as ``legionrm list --json`` prints it (times in seconds since the epoch)."""
+    return {
+        "id": info.id, "user": info.user, "state": info.state, "reason": info.reason,
+        "classes": list(info.classes), "count": info.count, "pool": info.pool,
+        "instances": [{"id": i.id, "host": i.host, "state": i.state} for i in info.instances],
+        "submitted": info.submitted, "earliest_start": info.earliest_start,
+    }
+
+
+def request_table(infos: list[RequestInfo], now: float) -> Table:
+    t = Table(box=None, pad_edge=False, header_style="bold")
+    for col in ("ID", "STATE", "USER", "CLASS", "COUNT", "WHERE", "AGE", "REASON"):
+        t.add_column(col, overflow="fold", no_wrap=col not in ("REASON", "WHERE"))
+    for i in infos:
+        where = ",".join(sorted({x.host for x in i.instances if x.state == "running"})) or "-"
+        t.add_row(i.id, i.state, i.user, ",".join(i.classes), str(i.count), where, _age(i.submitted, now),
+                  i.reason or "-")
+    return t
+
+
+def cli_list(args: argparse.Namespace) -> int:
+    """``legionrm list [--user U] [--state S] [--json]``."""
+    infos: list[RequestInfo] = call(_scheduler(args).list_requests.remote(args.user, args.state), CALL_TIMEOUT_S)
+    if args.json:
+        print(json.dumps({"requests": [request_json(i) for i in infos]}, indent=2))
+    elif not infos:
+        print("no requests" + (f" in state {args.state}" if args.state else ""))
+    else:
+        Console().print(request_table(infos, time.time()))
+    return 0
+
+
+def cli_show(args: argparse.Namespace) -> int:
+    """``legionrm show ID [--json]``: one request's history, instances and failures."""
+    info: RequestInfo = call(_scheduler(args).request_info.remote(args.id), CALL_TIMEOUT_S)
+    if args.json:
+        print(info.model_dump_json(indent=2))
+        return 0
+    console = Console()
+    console.print(f"[bold]{info.id}[/] {info.state} ({info.user}, {info.count} x {','.join(info.classes)}, "
+                  f"pool {info.pool})" + (f": {info.reason}" if info.reason else ""))
+    t0 = info.submitted
+    for e in info.history:
+        console.print(f"  +{e.at - t0:8.2f}s  {e.state:<10} {e.reason}", highlight=False)
+    for i in info.instances:
+        console.print(f"  instance {i.id} on {i.host}: {i.state}" + (f" ({i.reason})" if i.reason else ""),
+                      highlight=False)
+    for f in info.failures[:10]:
+        console.print(f"  failure {f.key} on {f.resource or '-'}: {f.code}: {f.reason}", highlight=False)
+    return 0
+
+
+def cli_cancel(args: argparse.Namespace) -> int:
+    """``legionrm cancel ID``: stop its instances, release its reservations, book everything back."""
+    info: RequestInfo = call(_scheduler(args).cancel.remote(args.id), CALL_TIMEOUT_S)
+    if args.json:
+        print(json.dumps(request_json(info)))
+    else:
+        print(f"{info.id}: {info.state}" + (f" ({info.reason})" if info.reason else ""))
+    return 0
+
+
+def cli_explain(args: argparse.Namespace) -> int:
+    """``legionrm explain REQUEST.toml``: the plan without enacting it."""
+    request = load_request(args.request)
+    suite: ScheduleSuite = call(_scheduler(args).make_schedules.remote(request), CALL_TIMEOUT_S)
+    if args.json:
+        print(suite.model_dump_json(indent=2))
+        return 0
+    print(f"{request.request_id}: {len(suite.masters)} master schedule(s)")
+    for m, master in enumerate(suite.masters, 1):
+        print(f"  master {m}: " + ", ".join(f"{p.key}@{p.host}" for p in master.placements))
+        for d in master.deltas:
+            print("    delta: " + ", ".join(f"{p.key}@{p.host}" for p in d.placements))
+    for f in suite.failures:
+        print(f"  {f.key} on {f.resource or '-'}: {f.code}: {f.reason}")
+    return 0 if suite.masters else 1
+
+
+def follow(scheduler: Any, request_id: str, timeout_s: float, out: Any = sys.stderr) -> RequestInfo:
+    """Poll a request until it runs or ends (or ``timeout_s``), with one
+    progress line that rewrites itself; returns its last info."""
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    while True:
+        info: RequestInfo = call(scheduler.request_info.remote(request_id), CALL_TIMEOUT_S)
+        line = f"{request_id}: {info.state}" + (f" ({info.reason})" if info.reason else "")
+        if line != last and out.isatty():
+            out.write("\r\033[K" + line[:200])
+            out.flush()
+        last = line
+        if info.state == "running" or info.state in FINAL_STATES or time.monotonic() > deadline:
+            if out.isatty():
+                out.write("\r\033[K")
+            return info
+        time.sleep(0.5)
