@@ -18,15 +18,18 @@ import re
 from typing import Any
 
 import ray
+from ray.exceptions import RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from legionrm.hostobj import codes
 from legionrm.hostobj.host import HostObject
 from legionrm.hostobj.policies import import_object
 from legionrm.models import AttrValue, InstanceRef, Refusal, ReservationToken, Resources
-from legionrm.naming import NAMESPACE, instance_name, named_actor
+from legionrm.naming import NAMESPACE, instance_name
 
 GB = 1024**3
+REAP_WAIT_S = 0.5
+"""How long a reap waits for instance actors to answer (a busy one is alive)."""
 _SKIP = ("node:", "accelerator_type:", "object_store_memory", "CPU", "GPU", "memory")
 
 
@@ -109,7 +112,19 @@ class RayNodeHost(HostObject):
     def reap(self) -> list[str]:
         """Stop every instance whose Ray actor has died or exited, so its
         capacity comes back; returns their ids.  Idempotent."""
-        gone = [i for i in list(self._actors) if named_actor(instance_name(i)) is None]
+        probes = {iid: h.__ray_ready__.remote() for iid, h in list(self._actors.items())}
+        if not probes:
+            return []
+        # a live actor answers (or is busy: not ready within the wait); a dead one raises
+        ready, _ = ray.wait(list(probes.values()), num_returns=len(probes), timeout=REAP_WAIT_S)
+        done = set(ready)
+        gone = []
+        for iid, ref in probes.items():
+            if ref in done:
+                try:
+                    ray.get(ref)
+                except RayActorError:
+                    gone.append(iid)
         for iid in gone:
             self.stop_object(iid, "instance actor ended")
         return gone

@@ -98,6 +98,10 @@ class PlacementFailure(Frozen):
     code: str
     reason: str
     stage: Literal["reserve", "start", "plan"] = "reserve"
+    lasting: bool = False
+    """No amount of waiting changes it: every host was refused for what the
+    host is (its attributes, its owner's access list, its total capacity,
+    the class's host list), none for what it holds now."""
 
 
 class ScheduleAttempt(Frozen):

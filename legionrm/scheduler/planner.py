@@ -442,6 +442,10 @@ def span(keys: list[str], class_name: str) -> str:
     return keys[0] if len(keys) == 1 else f"{keys[0]}..{keys[-1].rsplit('#', 1)[-1]}"
 
 
+LASTING = frozenset({"query.no_match", "access.denied", "class.host_list", "capacity.total"})
+"""Refusals for what a host is, not for what it holds now: waiting changes none."""
+
+
 def _no_hosts(op: ObjectPlan) -> PlacementFailure:
     """A plan-stage failure naming the most common refusal among the hosts."""
     counts: dict[tuple[str, str, str], int] = {}
@@ -452,7 +456,8 @@ def _no_hosts(op: ObjectPlan) -> PlacementFailure:
         return PlacementFailure(key=key, resource=PLANNER, code="no_hosts", reason="no available hosts", stage="plan")
     (by, code, reason), n = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
     summary = "; ".join(f"{c} refused by {b} ({k})" for (b, k, _), c in sorted(counts.items(), key=lambda kv: -kv[1]))
-    return PlacementFailure(key=key, resource=by, code=code,
+    lasting = all(k in LASTING for (_, k, _) in counts)
+    return PlacementFailure(key=key, resource=by, code=code, lasting=lasting,
                             reason=f"no host can take it: {summary}; e.g. {reason}", stage="plan")
 
 

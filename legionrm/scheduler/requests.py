@@ -145,10 +145,27 @@ class RequestBook:
                 return
             if entry.state != state and state not in ALLOWED[entry.state]:
                 raise SchedulingError(f"request {entry.id!r} cannot go from {entry.state} to {state}")
+            if state == "pending" and self._retry_of(entry, reason):
+                # the same "not now" as before: the attempt leaves no trace in the history
+                while entry.history[-1].state != "pending":
+                    entry.history.pop()
+                entry.state, entry.reason = state, reason
+                return
             entry.state, entry.reason = state, reason
             entry.history.append(RequestEvent(at=self.clock(), state=state, reason=reason))
             if len(entry.history) > HISTORY_LIMIT:
                 del entry.history[HISTORY_LIMIT // 2]
+
+    @staticmethod
+    def _retry_of(entry: Entry, reason: str) -> bool:
+        """Does going back to pending for ``reason`` repeat the last pending
+        (only an attempt's admitted / placing since)?"""
+        for event in reversed(entry.history):
+            if event.state == "pending":
+                return event.reason == reason
+            if event.state not in ("admitted", "placing"):
+                return False
+        return False
 
     def attach(self, entry: Entry, instances: Iterable[InstanceRef]) -> None:
         """The request's instances started."""

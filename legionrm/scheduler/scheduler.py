@@ -49,12 +49,12 @@ REQUEST_TOO_BIG = "request.too_big"
 
 
 NEVER = frozenset({
-    "class.unknown", "class_host_list", "query.no_match", "access.denied", "total_capacity",
-    "respool.unknown", "respool.not_leaf", "respool.duplicate", "respool.limit",
+    "class.unknown", "respool.unknown", "respool.not_leaf", "respool.duplicate", "respool.limit",
     "ducc.class_unknown", "ducc.user", "activate.unknown", REQUEST_TOO_BIG,
 })
-"""Refusals no amount of waiting can change (the request, the cluster or a
-policy rules it out): such a request fails at once instead of waiting."""
+"""Refusals of the request itself that no amount of waiting can change; with
+a plan failure marked ``lasting`` (every host refused for what it is), such
+a request fails at once instead of waiting."""
 
 
 class Scheduler:
@@ -351,7 +351,7 @@ class Scheduler:
         failures = tuple(failures)
         entry.failures = failures
         msg = "; ".join(f"{f.key} on {f.resource or '-'}: {f.code}: {f.reason}" for f in failures[:5]) or "no schedule"
-        never = [f for f in failures if f.code in NEVER]
+        never = [f for f in failures if f.code in NEVER or f.lasting]
         if request_cancelled := entry.id in self._cancel_asked:
             self._cancel_asked.discard(entry.id)
             self.book.move(entry, "cancelled", "cancelled while placing")

@@ -231,3 +231,25 @@ def test_pools_follow_the_cluster_as_hosts_leave_and_join() -> None:
     s.tick()
     assert s.scheduler.pools.capacity["cpu"] == 8
     assert states(s) == {"two": "running"}
+
+
+def test_a_request_retried_for_the_same_reason_keeps_a_short_history() -> None:
+    s, _ = system()
+    s.scheduler.scheduleObjects(req("hog", count=2))
+    s.scheduler.scheduleObjects(req("waits"))
+    for _ in range(5):
+        s.tick()
+    hist = [e.state for e in s.scheduler.request_info("waits").history]
+    assert hist == ["pending", "pending"]  # submitted, then why not now: once, however often retried
+
+
+def test_a_host_list_that_rules_out_every_host_fails_at_once_but_a_busy_host_waits() -> None:
+    spec = ClusterSpec(hosts=(HostSpec(name="h0", attributes={"cpus": 4, "memory_gb": 16}),),
+                       classes=(ClassSpec(name="W"), ClassSpec(name="Only", host_list=("x*",))))
+    s = LocalSystem(spec, clock=FakeClock())
+    r = s.scheduler.scheduleObjects(SchedulingRequest(request_id="a", identity=Identity(user="u"), objects=(
+        ObjectRequest(class_name="Only", cpus=1),)))
+    assert r.state == "failed" and r.failures[0].lasting
+    assert s.scheduler.scheduleObjects(req("b", cpus=4)).ok
+    r = s.scheduler.scheduleObjects(req("c", cpus=4))
+    assert r.state == "pending" and not r.failures[0].lasting
