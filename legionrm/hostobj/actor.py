@@ -169,6 +169,10 @@ class HostActor(_Beating):
         """This host's running instances (``host``, when given, must be this host's name)."""
         return self.core.list_instances() if host in (None, self.core.name) else []
 
+    def reservations(self) -> list[ReservationToken]:
+        """Tokens of the reservations that still hold capacity here."""
+        return self.core.reservations()
+
     def record(self) -> ResourceRecord:
         return self.core.record()
 

@@ -111,3 +111,42 @@ def test_status_counts_instances_and_pool_allocation(system) -> None:
     assert st.instances == sum(st.hosts.values()) >= 4  # the Workers and the Echos of the tests above
     assert st.pools["/shared"]["allocation"]["cpu"] >= 24  # alice's two 12-cpu Workers, in the default pool
     assert st.pools["/teaching"]["allocation"]["cpu"] == 0  # the refused request left nothing charged
+
+
+def test_a_killed_instance_actor_gives_its_cpus_back_and_its_request_completes(system) -> None:
+    import ray
+
+    from legionrm.system import call, instance_actor
+
+    r = system.schedule(SchedulingRequest(
+        request_id="ray-kill", identity=Identity(user="dave"),
+        objects=(ObjectRequest(class_name="Echo", cpus=0.5, memory_gb=0.1, constraint='$name == "ray-a"'),),
+    ))
+    assert r.ok, r.message
+    inst = r.instances[0]
+    host = system.nodes["ray-a"]
+    assert inst.instance_id in {i.instance_id for i in call(host.list_instances.remote())}
+    ray.kill(instance_actor(inst.instance_id), no_restart=True)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        info = call(system.scheduler.request_info.remote("ray-kill"))
+        if info.state != "running":
+            break
+        time.sleep(0.2)
+    assert info.state == "completed" and info.instances[0].state == "ended"
+    assert inst.instance_id not in {i.instance_id for i in call(host.list_instances.remote())}
+    assert not any(t.holder.user == "dave" for t in call(host.reservations.remote()))  # the cpus are back
+
+
+def test_a_cancelled_request_stops_its_instances_on_ray(system) -> None:
+    from legionrm.system import call
+
+    r = system.schedule(SchedulingRequest(
+        request_id="ray-cancel", identity=Identity(user="erin"),
+        objects=(ObjectRequest(class_name="Echo", cpus=0.5, memory_gb=0.1, constraint='$name == "ray-b"'),),
+    ))
+    assert r.ok, r.message
+    info = call(system.scheduler.cancel.remote("ray-cancel"))
+    assert info.state == "cancelled"
+    assert not call(system.nodes["ray-b"].list_instances.remote("ray-b")) or all(
+        i.user != "erin" for i in call(system.nodes["ray-b"].list_instances.remote("ray-b")))
