@@ -22,9 +22,16 @@ demo: $(STAMP)
 test: $(STAMP)
 	RAY_AUTH_MODE=disabled $(BIN)/python -m pytest
 
+# Every benchmark prints target, measured and OK/MISSED per line and appends
+# them to BENCH_SUMMARY; the one-screen summary of all of them comes last.
+BENCH_SUMMARY ?= /tmp/legionrm-bench-summary.tsv
+
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
-	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
+	rm -f $(BENCH_SUMMARY)
+	for b in benchmarks/bench_*.py; do \
+	  LEGIONRM_BENCH_SUMMARY=$(BENCH_SUMMARY) RAY_AUTH_MODE=disabled $(BIN)/python $$b || exit 1; done
+	$(BIN)/python benchmarks/_report.py $(BENCH_SUMMARY)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -25,6 +25,7 @@ import time
 import tracemalloc
 
 import numpy as np
+from _report import check
 
 from legionrm.collection.store import AttributeStore
 from legionrm.mil import compile_query
@@ -162,14 +163,15 @@ def main(argv: list[str] | None = None) -> int:
     n1, n2, subset = (10_000, 100_000, 2_000) if args.quick else (100_000, 1_000_000, 20_000)
     r = part1(n1, subset, runs=9)
     t2, held, peak = part2(n2, runs=11)
-    print("\nSummary                               target        measured")
+    print("\nSummary")
     if "classad2" in r:
         ratio = r["classad2"] / r["vectorized"]
-        print(f"  vectorized vs classad2 ({n1 // 1000}k)".ljust(37) + f">= 100x     {ratio:10.1f}x   {'ok' if ratio >= 100 else 'MISSED'}")
+        check(f"vectorized vs classad2 ({n1 // 1000}k)", ">= 100x", f"{ratio:.1f}x", ratio >= 100)
     else:
-        print("  vectorized vs classad2 (100k)      >= 100x            n/a   (classad2 not installed)")
-    print(f"  median query, {n2:,} resources".ljust(37) + f"<= 30 ms   {t2 * 1e3:9.2f} ms   {'ok' if t2 <= 0.030 else 'MISSED'}")
-    print(f"  table memory, {n2:,} x 12".ljust(37) + f"<= 200 MB  {held / 2**20:9.1f} MB   {'ok' if held <= 200 * 2**20 else 'MISSED'}")
+        check(f"vectorized vs classad2 ({n1 // 1000}k)", ">= 100x", "n/a", False, note="classad2 not installed")
+    check(f"median query, {n2:,} resources", "<= 30 ms", f"{t2 * 1e3:.2f} ms", t2 <= 0.030, before="1.65 ms")
+    check(f"table memory, {n2:,} x 12", "<= 200 MB", f"{held / 2**20:.1f} MB", held <= 200 * 2**20,
+          before="198.1 MB")
     print(f"  (peak while loading: {peak / 2**20:.1f} MB)")
     return 0
 

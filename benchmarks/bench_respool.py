@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from _report import check, info
 
 from legionrm.scheduler.pools.respool import (
     Gang,
@@ -78,7 +79,7 @@ def main() -> None:
     queued = sum(p.queued() for p in tree.pools(leaf_only=True))
 
     tree2, gangs2 = build(np.random.default_rng(6))
-    tree2.bulk_admission = False
+    tree2.bulk_admission = not tree.bulk_admission  # the other path, for comparison
     for g, leaf in gangs2:
         tree2.enqueue(g, leaf)
     tree2.compute_entitlement(CAP, {"cpu": 20_000.0})
@@ -87,12 +88,15 @@ def main() -> None:
     loop = time.perf_counter() - t0
     assert [g.id for g in admitted2] == [g.id for g in admitted]
 
+    default, other = ("numpy windows", "one-by-one loop") if tree.bulk_admission else ("one-by-one loop", "numpy windows")
     print(f"resource pools: {len(tree)} pools, {GANGS:,} queued gangs (setup {setup:.1f} s, not timed)")
-    print(f"{'step':<34} {'target':>8} {'measured':>10}")
-    print(f"{'entitlement cycle':<34} {TARGET_S:>7.1f}s {ent:>9.3f}s")
-    print(f"{'admission cycle (numpy windows)':<34} {TARGET_S:>7.1f}s {adm:>9.3f}s")
-    print(f"{'admission cycle (one-by-one loop)':<34} {'-':>8} {loop:>9.3f}s")
-    print(f"admitted {len(admitted):,} gangs, {queued:,} left queued; same result both ways")
+    check("entitlement cycle, 1,000 pools", f"<= {TARGET_S:.0f} s", f"{ent:.3f} s", ent <= TARGET_S, before="0.010 s")
+    check(f"admission cycle, default ({default})", f"<= {TARGET_S:.0f} s", f"{adm:.3f} s", adm <= TARGET_S,
+          before="0.481 s", note="before: the numpy windows were the default")
+    info(f"admission cycle, the other path ({other})", f"{loop:.3f} s", before="0.348 s")
+    check("the default admission path is the faster one", "default<=other", f"{adm:.3f}<={loop:.3f}",
+          adm <= loop * 1.05, before="0.481>0.348", note="5% noise allowed")
+    print(f"  admitted {len(admitted):,} gangs, {queued:,} left queued; same result both ways")
 
 
 if __name__ == "__main__":

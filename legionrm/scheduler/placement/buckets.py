@@ -100,7 +100,7 @@ class BucketSet:
         self.nfree = np.asarray([int(f.sum()) for f in self.free], dtype=np.int64)
         self.nlater = np.asarray([int(f.sum()) for f in self.busy_later], dtype=np.int64)
         self._parts: dict[int, tuple[np.ndarray, list[Part]]] = {}
-        self._cpn: dict[tuple, int] = {}
+        self._cpn: dict[tuple, np.ndarray] = {}
         state.subscribe(self.refresh)
 
     def __len__(self) -> int:
@@ -206,11 +206,17 @@ class BucketSet:
 
     def chunks_per_node(self, chunk: CompiledChunk, b: int) -> int:
         """How many copies of ``chunk`` one host of bucket ``b`` can hold (totals); cached."""
-        key = (chunk.key, b)
-        c = self._cpn.get(key)
+        return int(self.chunks_per_bucket(chunk)[b])
+
+    def chunks_per_bucket(self, chunk: CompiledChunk) -> np.ndarray:
+        """:meth:`chunks_per_node` for every bucket at once: one vector test on
+        the buckets' representatives; cached by what decides fit."""
+        c = self._cpn.get(chunk.key)
         if c is None:
-            c = int(chunks_per_host(self.table, chunk, self.rep[b : b + 1])[0])
-            self._cpn[key] = c
+            if len(self._cpn) > 4096:
+                self._cpn.clear()
+            c = chunks_per_host(self.table, chunk, self.rep)
+            self._cpn[chunk.key] = c
         return c
 
 
@@ -334,8 +340,9 @@ class BucketPlacer(PathPlacer):
         entries: list[tuple[int, int]] = []
         ever = 0
         fail: str | None = None
+        per_bucket = bs.chunks_per_bucket(ch).tolist()
         for k, part in enumerate(parts):
-            c = bs.chunks_per_node(ch, part.b)
+            c = per_bucket[part.b]
             if c > 0:
                 c = 1 if scatter else c
                 entries.append((k, c))

@@ -121,7 +121,9 @@ class ResourcePoolTree(PoolTree):
         super().__init__()
         self.preemption = preemption or PreemptionConfig()
         self.dequeue_limit = dequeue_limit
-        self.bulk_admission = True
+        # The one-by-one loop is the default: on 100,000 gangs over 990 leaves it is faster than the
+        # numpy windows (runs of admissible gangs are short there); both give the same result (tested).
+        self.bulk_admission = False
         self._tasks: dict[str, TaskRecord] = {}
         self._gangs: dict[str, list[str]] = {}  # admitted gang id -> its task ids still held
         self._admit_seq = 0
