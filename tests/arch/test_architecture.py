@@ -21,7 +21,7 @@ ENGINES = ("legionrm.scheduler.fairshare", "legionrm.scheduler.placement", "legi
 # layers, so dependencies run one way: cli -> system -> scheduler -> engines
 # -> collection -> mil -> models/errors.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("legionrm.models", "legionrm.errors", "legionrm.scheduler"),  # legionrm.scheduler: its docstring map only
+    ("legionrm.models", "legionrm.errors", "legionrm.scheduler", "legionrm.version"),  # legionrm.scheduler: its docstring map only
     ("legionrm.mil", "legionrm.tomlio", "legionrm.testing"),
     ("legionrm.collection", "legionrm.naming"),
     ("legionrm.hostobj", "legionrm.enactor", "legionrm.auth"),
