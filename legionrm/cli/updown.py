@@ -135,7 +135,7 @@ class Steps:
     """A line per step with its time, a spinner while it runs, all on stderr."""
 
     def __init__(self, stream: TextIO, quiet: bool = False) -> None:
-        self.console = Console(file=stream, highlight=False, quiet=quiet)
+        self.console = Console(file=stream, highlight=False, quiet=quiet, soft_wrap=True)
         self.t0 = time.monotonic()
 
     @contextmanager
@@ -272,13 +272,25 @@ def stop(state: dict[str, Any], grace_s: float = 3.0) -> None:
 
 
 def _group_alive(pgid: int) -> bool:
+    """Whether any process of group ``pgid`` still runs (zombies, which a
+    container's init may never reap, do not count; /proc where there is one)."""
     try:
         os.killpg(pgid, 0)
-        return True
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
 
 
 def _kill_actors(state: dict[str, Any]) -> int:
@@ -314,9 +326,11 @@ def cli_down(args: argparse.Namespace) -> int:
         if not state.get("pid") and not stale and not args.force:
             with steps.step(f"killing legionrm's actors on the Ray at {state['address']}"):
                 killed = _kill_actors(state)
-        if state.get("pid"):
+        if state.get("pid") and not stale:
             with steps.step(f"stopping the Ray head (process group {state['pid']}) and every actor on it"):
                 stop(state, grace_s=1.0 if args.force else 3.0)
+        else:
+            stop(state, grace_s=0.5)  # whatever is left of a stale one: its temp dir, a straggler
         STATE_FILE.unlink(missing_ok=True)
         if args.json:
             print(json.dumps({"down": True, "was_up": not stale, "actors_killed": killed,
