@@ -44,6 +44,8 @@ LAZY = {
     ("legionrm.cli.shell", "prompt_toolkit"): "a terminal library only for the interactive shell",
     ("legionrm.cli.shell", "prompt_toolkit.completion"): "same",
     ("legionrm.cli.shell", "prompt_toolkit.history"): "same",
+    ("legionrm.cli.simulate", "matplotlib"): "an optional plotting library, only for `simulate --plot`",
+    ("legionrm.cli.simulate", "matplotlib.pyplot"): "same",
 }
 """Imports inside a function, allowed on purpose (heavy, optional, lazy)."""
 
