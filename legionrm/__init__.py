@@ -2,6 +2,7 @@
 
 from legionrm.errors import LegionError, MILError, MILSyntaxError, MILTypeError
 from legionrm.models import Identity, QueryResult, Refusal, ResourceRecord
+from legionrm.version import __version__
 
 __all__ = [
     "Identity",
@@ -12,5 +13,5 @@ __all__ = [
     "QueryResult",
     "Refusal",
     "ResourceRecord",
+    "__version__",
 ]
-__version__ = "0.1.0"

@@ -1,9 +1,10 @@
 """The ``legionrm`` command.
 
 Each subcommand's work lives in the module that owns the concept; this file
-only parses arguments and turns a :class:`LegionError` into a message on
-stderr and exit status 2.  Offline commands (simulate, place, pools,
-``query --cluster``) never start Ray.
+only parses arguments and hands any failure to :mod:`legionrm.cli.errors`
+(one clean line on stderr, or a JSON object under ``--json``; exit 2).
+Offline commands (simulate, place, pools, ``query --cluster``, examples)
+never start Ray.
 """
 
 from __future__ import annotations
@@ -14,14 +15,15 @@ import os
 import sys
 from typing import Callable, Sequence
 
-from legionrm.errors import LegionError
+from legionrm.cli.errors import describe
+from legionrm.version import __version__
 
 # subcommand -> "module:function"; the function takes the parsed args and
 # returns an exit status.  Imported lazily so `legionrm place` never pays for Ray.
 COMMANDS: dict[str, str] = {
     "demo": "legionrm.cli.demo:cli_main",
-    "up": "legionrm.cli.ops:cli_up",
-    "down": "legionrm.cli.ops:cli_down",
+    "up": "legionrm.cli.updown:cli_up",
+    "down": "legionrm.cli.updown:cli_down",
     "status": "legionrm.cli.ops:cli_status",
     "query": "legionrm.cli.shell:cli_query",
     "shell": "legionrm.cli.shell:cli_shell",
@@ -33,88 +35,157 @@ COMMANDS: dict[str, str] = {
     "simulate": "legionrm.cli.simulate:cli_main",
     "place": "legionrm.cli.place:cli_main",
     "pools": "legionrm.cli.pools:cli_main",
+    "examples": "legionrm.cli.examples:cli_main",
+    "completion": "legionrm.cli.completion:cli_main",
 }
+
+ENVIRONMENT = """\
+environment:
+  LEGIONRM_HOME   where `up` keeps its state (up.json) and logs (logs/); default ~/.legionrm
+  RAY_AUTH_MODE   Ray's token auth; legionrm sets it to "disabled" for the Ray it starts
+  COLUMNS         the width tables fit (default: the terminal's; piped: as wide as needed)
+
+exit status: 0 done, 1 a request was refused (submit), 2 an error (one line, or a
+JSON object under --json), 130 interrupted."""
+
+JSON_HELP = "print the answer (and any error) as JSON on stdout"
+ADDRESS_HELP = "the Ray address of a running system (default: the one `legionrm up` started)"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="legionrm", description="A Legion-style negotiated resource manager on Ray.")
+    p = argparse.ArgumentParser(prog="legionrm", description="A Legion-style negotiated resource manager on Ray.",
+                                epilog=ENVIRONMENT, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"legionrm {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    sub.add_parser("demo", help="boot the default cluster on local Ray and run a guided tour")
+    def add(name: str, help: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, description=help, epilog=ENVIRONMENT,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
 
-    up = sub.add_parser("up", help="start a system on Ray from a cluster file")
+    def json_flag(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--json", action="store_true", help=JSON_HELP)
+
+    def address(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--address", help=ADDRESS_HELP)
+
+    d = add("demo", "boot the default cluster on local Ray and run a guided tour")
+    d.add_argument("--cluster", help="cluster TOML file (default: the bundled example)")
+
+    up = add("up", "start a system on Ray from a cluster file, detached")
     up.add_argument("--cluster", help="cluster TOML file (default: the bundled example)")
-    up.add_argument("--address", help="join an existing Ray cluster instead of starting one")
+    up.add_argument("--address", help="join an existing Ray cluster at this address instead of starting one")
+    up.add_argument("--port", type=int, help="the port of the Ray head `up` starts (default: a free one)")
+    up.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                    help="give up (and clean up) after this long (default: %(default)s)")
+    json_flag(up)
 
-    sub.add_parser("down", help="stop what `legionrm up` started")
-    st = sub.add_parser("status", help="show the running system")
-    st.add_argument("--json", action="store_true")
+    dn = add("down", "stop what `legionrm up` started, and nothing else")
+    dn.add_argument("--force", action="store_true",
+                    help="stop without asking the system (a stale or half-started `up`), then forget it")
+    json_flag(dn)
 
-    q = sub.add_parser("query", help="run one MIL query")
+    st = add("status", "show the running system: resources, instances, elastic jobs, pools")
+    address(st)
+    json_flag(st)
+
+    q = add("query", "run one MIL query")
     q.add_argument("expr", help="a MIL expression, e.g. '$cpus >= 8 and $arch == \"x86_64\"'")
     q.add_argument("--cluster", help="answer offline from this cluster file instead of a running system")
+    address(q)
     q.add_argument("--as", dest="user", help="the calling user (only resources that accept them)")
     q.add_argument("--class", dest="class_name", help="the calling class")
     q.add_argument("--all", action="store_true", help="include resources marked unavailable")
-    q.add_argument("--json", action="store_true")
+    json_flag(q)
 
-    sh = sub.add_parser("shell", help="interactive MIL shell on the Collection")
+    sh = add("shell", "interactive MIL shell on the Collection (reads lines from stdin when piped)")
     sh.add_argument("--cluster", help="work offline on this cluster file")
+    address(sh)
 
-    sm = sub.add_parser("submit", help="submit a scheduling request file to a running system")
-    sm.add_argument("request", help="request TOML file")
-    sm.add_argument("--json", action="store_true", help="the response as JSON")
+    sm = add("submit", "submit a scheduling request file to a running system")
+    sm.add_argument("request", help="request TOML file (e.g. examples/requests/workers.toml)")
+    address(sm)
+    json_flag(sm)
     sm.add_argument("--wait", action="store_true", help="follow a queued request until it runs or ends")
     sm.add_argument("--wait-timeout", type=float, default=600.0, metavar="S", help="give up following after S seconds")
 
-    ls = sub.add_parser("list", help="requests on the running system, oldest first")
+    ls = add("list", "requests on the running system, oldest first")
     ls.add_argument("--user", help="only this user's requests")
     ls.add_argument("--state", choices=["pending", "admitted", "placing", "running", "completed", "failed", "cancelled"],
                     help="only requests in this state")
-    ls.add_argument("--json", action="store_true", help='{"requests": [...]} as JSON')
-    sw = sub.add_parser("show", help="one request's history, instances and failures")
+    address(ls)
+    json_flag(ls)
+    sw = add("show", "one request's history, instances and failures")
     sw.add_argument("id", help="the request id")
-    sw.add_argument("--json", action="store_true", help="the request as JSON")
-    ca = sub.add_parser("cancel", help="cancel a request: stop its instances, book everything back")
+    address(sw)
+    json_flag(sw)
+    ca = add("cancel", "cancel a request: stop its instances, book everything back")
     ca.add_argument("id", help="the request id")
-    ca.add_argument("--json", action="store_true", help="the request after the cancel, as JSON")
-    ex = sub.add_parser("explain", help="plan a request file without enacting it: masters, deltas, refusals")
-    ex.add_argument("request", help="request TOML file")
-    ex.add_argument("--json", action="store_true", help="the schedules as JSON")
+    address(ca)
+    json_flag(ca)
+    xp = add("explain", "plan a request file without enacting it: masters, deltas, refusals")
+    xp.add_argument("request", help="request TOML file")
+    address(xp)
+    json_flag(xp)
 
-    si = sub.add_parser("simulate", help="run the fair-share core over a scenario file (no Ray)")
-    si.add_argument("scenario")
-    si.add_argument("--cycles", type=int, default=1)
-    si.add_argument("--json", action="store_true")
+    si = add("simulate", "run the fair-share core over a scenario file (no Ray)")
+    si.add_argument("scenario", help="a DUCC scenario TOML file (e.g. examples/scenarios/ducc_s10_doubling.toml)")
+    si.add_argument("--cycles", type=_positive, metavar="N",
+                    help="cycles to run (default: the scenario's own `cycles`, else its events' last cycle, else 8)")
+    si.add_argument("--summary", action="store_true", help="one line per cycle instead of the full tables")
+    si.add_argument("--plot", metavar="FILE.png", help="also draw processes per job and per user over the cycles")
+    json_flag(si)
 
-    pl = sub.add_parser("place", help="place jobs with node buckets over a scenario file (no Ray)")
-    pl.add_argument("scenario")
-    pl.add_argument("--json", action="store_true")
+    pl = add("place", "place jobs with node buckets over a scenario file (no Ray)")
+    pl.add_argument("scenario", help="a placement scenario TOML file (e.g. examples/scenarios/place_seed.toml)")
+    json_flag(pl)
 
-    po = sub.add_parser("pools", help="validate a resource-pool file, compute entitlement and admit (no Ray)")
-    po.add_argument("file")
-    po.add_argument("--json", action="store_true")
+    po = add("pools", "validate resource pools, compute entitlement and admit once (no Ray)")
+    po.add_argument("file", help="a pool file (examples/scenarios/pools_basic.toml) or a cluster file with [[pool]] tables")
+    json_flag(po)
+
+    ex = add("examples", "copy the bundled examples (programs, request files, scenarios) into a directory")
+    ex.add_argument("dir", help="where to copy them (created; existing files are not overwritten)")
+    json_flag(ex)
+
+    co = add("completion", "print a shell completion script: eval \"$(legionrm completion bash)\"")
+    co.add_argument("shell", choices=("bash", "zsh"), help="the shell to complete in")
     return p
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
+    return n
 
 
 def _resolve(spec: str) -> Callable[[argparse.Namespace], int]:
     module, func = spec.split(":")
-    return getattr(importlib.import_module(module), func)
+    return getattr(importlib.import_module(module), func)  # type: ignore[no-any-return]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(_resolve(COMMANDS[args.command])(args) or 0)
-    except LegionError as exc:
-        print(f"legionrm {args.command}: {exc}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `legionrm query ... | head`: the reader left; no traceback
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush stays quiet
         return 141
+    except Exception as exc:  # noqa: BLE001 -- every failure goes through describe(); a bug re-raises
+        failure = describe(exc)
+        if failure is None:
+            raise
+        if getattr(args, "json", False):
+            print(failure.json(args.command))
+        else:
+            print(failure.line(args.command), file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

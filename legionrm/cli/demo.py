@@ -62,8 +62,10 @@ def cli_main(args: argparse.Namespace) -> int:
         nodes = node_ids(("head", *RAY_HOSTS.values()))
         with console.status("booting the collection, host groups, vaults, classes, enactor and scheduler ..."):
             system = boot(spec, ray_nodes={h: nodes[n] for h, n in RAY_HOSTS.items()}, heartbeat_s=0.5)
-        console.print(f"[green]up[/] in {time.perf_counter() - t0:.1f} s: {len(spec.hosts)} hosts in "
-                      f"{len(system.groups)} host groups, {len(spec.vaults)} vaults, {len(spec.classes)} classes")
+        console.print(f"[green]up[/] in {time.perf_counter() - t0:.1f} s: {len(spec.hosts) + len(spec.vaults)} resources "
+                      f"({len(spec.hosts) - len(system.nodes)} hosts in {len(system.groups)} host groups, "
+                      f"{len(system.nodes)} Ray nodes, "
+                      f"{len(spec.vaults)} vaults), {len(spec.classes)} classes")
         ok = all((
             _queries(console, system),
             _veto_and_delta(console, system),
@@ -118,6 +120,11 @@ def _veto_and_delta(console: Console, system: Any) -> bool:
         if a.succeeded:
             console.print(f"  master {a.master + 1} succeeded after {a.deltas_tried} delta schedule(s); "
                           f"re-reservations (thrash): {r.enact.thrash}")
+    for key, tok in sorted((r.enact.host_tokens if r.enact else {}).items()):
+        holder = tok.holder.user + (f" ({tok.holder.class_name})" if tok.holder.class_name else "")
+        console.print(f"  token {tok.token_id[:12]} for {key}: issued by {tok.issuer} to {holder}, "
+                      f"{tok.resources.cpus:g} cpus, expires in {max(0.0, tok.expires_at - time.time()):.0f} s "
+                      f"unless used; signed {tok.signature[:8]}...")
     _instances(console, r)
     vetoed = bool(r.enact and any(f.code == "policy.load" for a in r.enact.attempts for f in a.failures))
     # alice is done with them: the class object destroys its instances and the hosts free their capacity

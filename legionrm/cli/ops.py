@@ -1,150 +1,77 @@
-"""The commands that drive a running system: ``up``, ``down``, ``status``,
-``submit``.  ``up`` starts a Ray head of its own (``ray start --head --block``
-in the background, so it outlives the command), boots the cluster detached,
-and writes what it started to the state file; ``down`` kills those actors and
-stops that head, and nothing else (never ``ray stop``)."""
+"""The commands that ask a running system: ``status`` and ``submit``
+(``up`` and ``down`` are in :mod:`legionrm.cli.updown`).  Each takes
+``--address`` (default: the system ``legionrm up`` started)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
-import time
 from typing import Any
 
-import ray
-
-from legionrm.config import load_cluster
-from legionrm.errors import SystemNotRunningError
+from legionrm.cli.output import show, table
+from legionrm.cli.requests import follow
 from legionrm.models import SchedulerResponse, SchedulerStatus
 from legionrm.naming import COLLECTION, SCHEDULER, require_actor
-from legionrm.cli.requests import follow
 from legionrm.request_file import load_request
-from legionrm.system import STATE_FILE, boot, call, init_connect
+from legionrm.system import call, init_connect
 
 
-def cli_up(args: argparse.Namespace) -> int:
-    """Start Ray (or join --address) and boot the cluster file's system, detached."""
-    spec = load_cluster(args.cluster)
-    if STATE_FILE.exists():
-        print(f"a system is already up (see {STATE_FILE}); `legionrm down` first", file=sys.stderr)
-        return 2
-    state: dict[str, Any] = {"cluster": spec.source}
-    if args.address:
-        state["address"] = args.address
-    else:
-        temp = tempfile.mkdtemp(prefix="lrm-up-", dir="/tmp")
-        port = 6390
-        proc = subprocess.Popen(
-            [
-                sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block",
-                f"--port={port}", "--include-dashboard=false", f"--temp-dir={temp}",
-                "--node-ip-address=127.0.0.1",
-            ],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-            env={**os.environ, "RAY_AUTH_MODE": "disabled"},
-        )
-        state.update(address=f"127.0.0.1:{port}", pid=proc.pid, temp_dir=temp)
-    STATE_FILE.parent.mkdir(parents=True, exist_ok=True)
-    STATE_FILE.write_text(json.dumps(state))
-    deadline = time.time() + 60
-    while True:
-        try:
-            init_connect(state["address"])
-            break
-        except SystemNotRunningError:
-            if time.time() > deadline:
-                _stop_head(state)
-                raise
-            time.sleep(1.0)
-    system = boot(spec, detached=True, bind_nodes=True)
-    state["actors"] = system.names()
-    STATE_FILE.write_text(json.dumps(state))
-    print(f"legionrm is up at {state['address']}: {len(spec.hosts)} hosts, {len(spec.vaults)} vaults from {spec.source}")
-    return 0
+def pool_json(pools: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The pools' vectors with units in every field name: cpu in cores,
+    memory and disk in MB (Peloton's units, as configured), gpu in devices."""
+    units = {"cpu": "cpu_cores", "memory": "memory_mb", "disk": "disk_mb", "gpu": "gpus"}
+    out: dict[str, Any] = {}
+    for path, p in pools.items():
+        out[path] = {k: ({units.get(kk, kk): vv for kk, vv in v.items()} if isinstance(v, dict) else v)
+                     for k, v in p.items()}
+    return out
 
 
-def _stop_head(state: dict[str, Any], grace_s: float = 10.0) -> None:
-    """Stop the Ray head `up` started: its whole process group (the head runs
-    in a session of its own), politely, then by force; its temp dir goes too."""
-    pid = state.get("pid")
-    if pid:
-        for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
-            try:
-                os.killpg(pid, sig)
-            except ProcessLookupError:
-                break
-            deadline = time.time() + wait
-            while time.time() < deadline and _group_alive(pid):
-                time.sleep(0.2)
-            if not _group_alive(pid):
-                break
-    if state.get("temp_dir"):
-        shutil.rmtree(state["temp_dir"], ignore_errors=True)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-
-
-def cli_down(args: argparse.Namespace) -> int:
-    """Kill the actors `up` started and stop the Ray head it started."""
-    if not STATE_FILE.exists():
-        print("no system is up", file=sys.stderr)
-        return 0
-    state = json.loads(STATE_FILE.read_text())
-    try:
-        init_connect(state["address"])
-        for name in state.get("actors", []):
-            try:
-                ray.kill(require_actor(name))
-            except SystemNotRunningError:
-                pass
-        ray.shutdown()
-    except SystemNotRunningError:
-        pass
-    _stop_head(state)
-    STATE_FILE.unlink(missing_ok=True)
-    print("legionrm is down")
-    return 0
+def status_dict(records: list[Any], sched: SchedulerStatus) -> dict[str, Any]:
+    """What ``status --json`` prints: counts by kind (the same counting as ``up``)."""
+    kinds: dict[str, int] = {}
+    for r in records:
+        kinds[r.kind] = kinds.get(r.kind, 0) + 1
+    unavailable = sorted(r.name for r in records if not r.available)
+    return {
+        "resources": len(records), "hosts": kinds.get("host", 0), "vaults": kinds.get("vault", 0),
+        "available": len(records) - len(unavailable), "unavailable": unavailable,
+        "instances": sched.instances, "instances_by_host": dict(sorted(sched.hosts.items())),
+        "last_cycle": sched.last_cycle,
+        "elastic": {jid: {"user": j.user, "processes": j.processes, "target": j.target,
+                          "memory_gb_per_process": j.memory_gb} for jid, j in sorted(sched.elastic.items())},
+        "pools": pool_json(sched.pools),
+    }
 
 
 def cli_status(args: argparse.Namespace) -> int:
     """``legionrm status``: resources, the Scheduler's instances, elastic jobs and pools."""
-    init_connect()
+    init_connect(args.address or "auto")
     snap = call(require_actor(COLLECTION).snapshot.remote())
-    names = snap.resource_names()
-    avail = [n for n in names if snap.is_available(n)]
+    records = [snap.record(n) for n in snap.resource_names()]
     sched: SchedulerStatus = call(require_actor(SCHEDULER).status.remote())
-    status = {"resources": len(names), "available": len(avail), "unavailable": sorted(set(names) - set(avail)),
-              "scheduler": sched.model_dump(mode="json")}
+    st = status_dict(records, sched)
     if args.json:
-        print(json.dumps(status, indent=2))
+        print(json.dumps(st, indent=2))
         return 0
-    print(f"{status['resources']} resources, {status['available']} available")
-    for n in status["unavailable"]:
-        print(f"  unavailable: {n}")
+    print(f"{st['resources']} resources ({st['hosts']} hosts, {st['vaults']} vaults), {st['available']} available"
+          + (": unavailable " + ", ".join(st["unavailable"]) if st["unavailable"] else ""))
     print(f"{sched.instances} instances started by scheduleObjects"
           + (": " + ", ".join(f"{h} {c}" for h, c in sorted(sched.hosts.items())) if sched.hosts else ""))
     if sched.elastic:
-        print(f"elastic jobs after cycle {sched.last_cycle}:")
+        t = table(f"elastic jobs after cycle {sched.last_cycle}", ("job", "user", "processes", "GB each"),
+                  right=("processes", "GB each"))
         for jid, j in sorted(sched.elastic.items()):
-            print(f"  {jid:<16} {j.user:<10} {j.processes}/{j.target} processes of {j.memory_gb:g} GB")
-    for path, p in sorted(sched.pools.items()):
-        alloc, ent = p.get("allocation", {}), p.get("entitlement", {})
-        print(f"pool {path:<12} cpu {alloc.get('cpu', 0):g}/{ent.get('cpu', 0):.4g} entitled, "
-              f"memory {alloc.get('memory', 0) / 1024:g}/{ent.get('memory', 0) / 1024:.4g} GB")
+            t.add_row(jid, j.user, f"{j.processes}/{j.target}", f"{j.memory_gb:g}")
+        show(t)
+    if sched.pools:
+        t = table("pools (allocated / entitled)", ("pool", "cpus", "memory GB", "gpus"), right=("cpus", "memory GB", "gpus"))
+        for path, p in sorted(sched.pools.items()):
+            alloc, ent = p.get("allocation", {}), p.get("entitlement", {})
+            t.add_row(path, f"{alloc.get('cpu', 0):g} / {ent.get('cpu', 0):.4g}",
+                      f"{alloc.get('memory', 0) / 1024:g} / {ent.get('memory', 0) / 1024:.4g}",
+                      f"{alloc.get('gpu', 0):g} / {ent.get('gpu', 0):.4g}")
+        show(t)
     return 0
 
 
@@ -154,7 +81,7 @@ def cli_submit(args: argparse.Namespace) -> int:
     placement's failure is printed), 2 for a bad file."""
 
     request = load_request(args.request)  # checked before touching Ray
-    init_connect()
+    init_connect(args.address or "auto")
     scheduler = require_actor(SCHEDULER)
     response: SchedulerResponse = call(scheduler.scheduleObjects.remote(request), 300)
     if getattr(args, "wait", False) and response.state == "pending":

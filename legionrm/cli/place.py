@@ -1,5 +1,5 @@
 """``legionrm place SCENARIO.toml [--json]``: node-bucket placement over a
-scenario file, offline (no Ray); PBS-like text, or JSON."""
+scenario file, offline (no Ray); a table in the house style, or JSON."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import sys
 from argparse import Namespace
 
+from legionrm.cli.output import render, table
 from legionrm.scheduler.placement import PlacementResult, load_scenario, run_scenario
 
 
@@ -17,17 +18,14 @@ def _fmt_time(t: float | None) -> str:
 
 
 def render_text(results: dict[str, PlacementResult]) -> str:
-    rows = [("JOB", "STATUS", "PATH", "START", "PLACEMENT / COMMENT")]
+    """The placements as a table in the house style (one job per row)."""
+    t = table(None, ("JOB", "STATUS", "PATH", "START", "PLACEMENT / COMMENT"), right=("START",))
     for jid, r in results.items():
         text = r.exec_vnode if r.runs else r.comment
         if r.failed_chunk and r.status == "not_now":  # a "never" comment names its chunk already
             text += f"  [chunk {r.failed_chunk}]"
-        rows.append((jid, r.status, r.path, _fmt_time(r.earliest_start), text))
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    lines = []
-    for row in rows:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row[:4], widths)) + "  " + row[4])
-    return "\n".join(lines)
+        t.add_row(jid, r.status, r.path, _fmt_time(r.earliest_start), text)
+    return render(t)
 
 
 def cli_main(args: Namespace) -> int:

@@ -9,19 +9,20 @@ offline on a cluster file (``--cluster``) or against a running system.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import re
 import sys
 from pathlib import Path
 from typing import Any, Iterable, Protocol
 
-from rich.console import Console
 from rich.table import Table
 
+from legionrm.cli.errors import describe
+from legionrm.cli.output import natural_width, width
+from legionrm.cli.output import render as render_plain
+from legionrm.cli.output import table as house_table
 from legionrm.collection.collection import Collection
 from legionrm.config import load_cluster
-from legionrm.errors import LegionError, MILError
 from legionrm.mil import FUNCTIONS, KEYWORDS, compile_query
 from legionrm.models import (
     AttrValue,
@@ -40,6 +41,7 @@ _COMMANDS = ["\\attrs", "\\explain", "\\as", "\\all", "\\help", "\\quit"]
 # Columns shown first in a result table, when resources export them.
 _PREFERRED = ("kind", "nodepool", "arch", "os", "cpus", "memory_gb", "gpus", "storage_gb", "site")
 _MAX_COLUMNS = 9
+_NUMERIC = {"cpus", "memory_gb", "gpus", "storage_gb", "free_cpus", "free_memory_gb", "instances", "load"}
 
 
 class Backend(Protocol):
@@ -72,14 +74,14 @@ class LocalBackend:
         return self.collection.snapshot().attribute_names()
 
 
-def open_backend(cluster: str | None) -> Backend:
+def open_backend(cluster: str | None, address: str | None = None) -> Backend:
     """Offline on ``cluster`` when given, else the running system's Collection."""
     if cluster is not None:
         return LocalBackend(load_cluster(cluster))
     # lazily, on purpose: Ray (~0.7 s, hundreds of MB) only when talking to a system
     from legionrm.system import connect_collection
 
-    return connect_collection()
+    return connect_collection(address or "auto")
 
 
 # --- rendering ---------------------------------------------------------------
@@ -95,19 +97,21 @@ def result_json(result: QueryResult) -> str:
 
 
 def result_table(result: QueryResult) -> Table | str:
-    """A rich table of the matches (a plain line when nothing matches)."""
+    """The matches as a table in the house style (a plain line when nothing matches)."""
     if not result.records:
         return f"0 of {result.considered} resources match  ({result.elapsed_ms:.2f} ms)"
     attrs = {k for r in result.records for k in r.attributes} - {"name"}
     cols = [c for c in _PREFERRED if c in attrs] + sorted(attrs - set(_PREFERRED))
     cols = cols[:_MAX_COLUMNS]
-    table = Table(title=f"{len(result.records)} of {result.considered} resources match  ({result.elapsed_ms:.2f} ms)")
-    table.add_column("name", style="bold")
-    for c in cols:
-        table.add_column(c)
-    for r in result.records:
-        table.add_row(r.name + ("" if r.available else " (unavailable)"), *(_fmt(r.attributes.get(c)) for c in cols))
-    return table
+    limit = width()
+    while True:  # as many columns as fit the terminal, whole (piped: all of them)
+        table = house_table(f"{len(result.records)} of {result.considered} resources match  "
+                            f"({result.elapsed_ms:.2f} ms)", ["name", *cols], right=[c for c in cols if c in _NUMERIC])
+        for r in result.records:
+            table.add_row(r.name + ("" if r.available else " (unavailable)"), *(_fmt(r.attributes.get(c)) for c in cols))
+        if limit is None or not cols or natural_width(table) <= limit:
+            return table
+        cols = cols[:-1]
 
 
 def _fmt(v: AttrValue | None) -> str:
@@ -119,9 +123,8 @@ def _fmt(v: AttrValue | None) -> str:
 
 
 def render(obj: Any) -> str:
-    buf = io.StringIO()
-    Console(file=buf, width=120, force_terminal=False, color_system=None).print(obj)
-    return buf.getvalue().rstrip("\n")
+    """A table or text as plain text, fit to the terminal (piped: as wide as it needs)."""
+    return render_plain(obj)
 
 
 # --- the shell ---------------------------------------------------------------
@@ -192,10 +195,11 @@ class ShellSession:
             if line.startswith("\\"):
                 return self._command(line)
             return render(result_table(self.backend.query(line, self.caller, self.include_unavailable)))
-        except MILError as exc:
-            return f"error: {exc}"
-        except LegionError as exc:
-            return f"error: {exc}"
+        except Exception as exc:  # noqa: BLE001 -- a LegionError, or one an actor raised (unwrapped)
+            failure = describe(exc)
+            if failure is None:
+                raise
+            return f"error: {failure.message}"
 
     def _command(self, line: str) -> str:
         cmd, _, rest = line.partition(" ")
@@ -284,7 +288,7 @@ def interactive(session: ShellSession) -> None:
 def cli_query(args: argparse.Namespace) -> int:
     """`legionrm query EXPR`: exit 0 with the answer, 2 on a bad query or file."""
     compile_query(args.expr)  # a bad query fails before any system is contacted
-    backend = open_backend(args.cluster)
+    backend = open_backend(args.cluster, getattr(args, "address", None))
     caller = Identity(user=args.user or "", class_name=args.class_name) if (args.user or args.class_name) else None
     result = backend.query(args.expr, caller, args.all)
     print(result_json(result) if args.json else render(result_table(result)))
@@ -292,7 +296,7 @@ def cli_query(args: argparse.Namespace) -> int:
 
 
 def cli_shell(args: argparse.Namespace) -> int:
-    session = ShellSession(open_backend(args.cluster))
+    session = ShellSession(open_backend(args.cluster, getattr(args, "address", None)))
     if sys.stdin.isatty():
         interactive(session)
     else:

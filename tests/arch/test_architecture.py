@@ -21,7 +21,7 @@ ENGINES = ("legionrm.scheduler.fairshare", "legionrm.scheduler.placement", "legi
 # layers, so dependencies run one way: cli -> system -> scheduler -> engines
 # -> collection -> mil -> models/errors.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("legionrm.models", "legionrm.errors", "legionrm.scheduler"),  # legionrm.scheduler: its docstring map only
+    ("legionrm.models", "legionrm.errors", "legionrm.scheduler", "legionrm.version"),  # legionrm.scheduler: its docstring map only
     ("legionrm.mil", "legionrm.tomlio", "legionrm.testing"),
     ("legionrm.collection", "legionrm.naming"),
     ("legionrm.hostobj", "legionrm.enactor", "legionrm.auth"),
@@ -48,6 +48,8 @@ LAZY = {
     ("legionrm.cli.shell", "prompt_toolkit"): "a terminal library only for the interactive shell",
     ("legionrm.cli.shell", "prompt_toolkit.completion"): "same",
     ("legionrm.cli.shell", "prompt_toolkit.history"): "same",
+    ("legionrm.cli.simulate", "matplotlib"): "an optional plotting library, only for `simulate --plot`",
+    ("legionrm.cli.simulate", "matplotlib.pyplot"): "same",
 }
 """Imports inside a function, allowed on purpose (heavy, optional, lazy)."""
 

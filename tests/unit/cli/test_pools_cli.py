@@ -77,7 +77,8 @@ tasks = [{cpu = 40, controller = true, priority = 1}]
 """
     assert main(["pools", write(tmp_path, text), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"pools", "admitted"}
+    assert set(out) == {"units", "pools", "admitted"}
+    assert out["units"] == {"cpu": "cores", "memory": "MB", "disk": "MB", "gpu": "devices"}
     assert list(out["pools"]) == ["/", "/a", "/b"]
     a = out["pools"]["/a"]
     assert set(a) == {"entitlement", "slack_entitlement", "non_slack_entitlement", "allocation", "queues"}
@@ -93,7 +94,26 @@ tasks = [{cpu = 40, controller = true, priority = 1}]
 def test_human_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["pools", write(tmp_path, BASE + '[[gang]]\nid = "x"\npool = "/a"\ntasks = [{cpu = 1}]\n')]) == 0
     out = capsys.readouterr().out
-    assert "/a\n  entitlement  cpu=" in out and out.rstrip().endswith("admitted: x")
+    lines = out.splitlines()
+    assert lines[0].split() == ["pool", "cpu", "cores", "memory", "MB", "disk", "MB", "gpu", "devices", "queued"]
+    assert any(ln.split()[:2] == ["/a", "entitlement"] for ln in lines) and out.rstrip().endswith("admitted: x")
+
+
+def test_a_cluster_file_is_accepted(capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = Path(__file__).resolve().parents[3] / "legionrm" / "data" / "cluster.toml"
+    assert main(["pools", str(cluster), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["pools"]) == {"/", "/research", "/teaching", "/shared"}
+    assert out["pools"]["/"]["entitlement"]["cpu"] == 208 and out["admitted"] == []
+    assert main(["pools", str(cluster)]) == 0
+    assert "/research" in capsys.readouterr().out
+
+
+def test_a_cluster_file_without_pools(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "c.toml"
+    f.write_text('[[host]]\nname = "h"\n[host.attributes]\ncpus = 4\n')
+    assert main(["pools", str(f)]) == 2
+    assert "no [[pool]] tables" in capsys.readouterr().err
 
 
 INVALID = [

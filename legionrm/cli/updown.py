@@ -1,0 +1,340 @@
+"""``legionrm up`` and ``legionrm down``.
+
+``up`` starts a Ray head of its own (``ray start --head --block`` in a
+session of its own, so it outlives the command) on a free port (or
+``--port``, refused at once when taken), boots the cluster detached and
+records what it started in ``$LEGIONRM_HOME/up.json``.  Every step shows
+its progress on stderr; Ray's own output (the head's, and the driver's C++
+warnings) goes to ``$LEGIONRM_HOME/logs/``, never to the terminal.  The
+``--timeout`` deadline covers the whole of ``up``; when any step fails or
+the deadline passes, what was started is stopped and the state file removed.
+
+``down`` stops that head's whole process group (SIGTERM, then SIGKILL after
+a short grace), which ends every actor with it; for a system that joined
+someone else's Ray (``up --address``) it kills the named actors instead.
+It never runs ``ray stop``.  A state file whose head is gone is stale:
+``up`` and ``down`` say so and remove it; ``down --force`` removes it
+without asking the system anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, TextIO
+
+import ray
+from rich.console import Console
+
+from legionrm.config import load_cluster
+from legionrm.errors import LegionError, SystemNotRunningError
+from legionrm.naming import require_actor
+from legionrm.system import STATE_FILE, boot, init_connect
+
+HOME = STATE_FILE.parent
+LOGS = HOME / "logs"
+NEXT_STEPS = ("legionrm status", "legionrm query '$cpus >= 16'", "legionrm submit examples/requests/workers.toml",
+              "legionrm shell", "legionrm down")
+
+
+class UpError(LegionError):
+    """``up`` could not start a system (the port, the deadline, the head)."""
+
+
+# --- state ----------------------------------------------------------------------
+
+
+def read_state() -> dict[str, Any] | None:
+    if not STATE_FILE.exists():
+        return None
+    try:
+        state = json.loads(STATE_FILE.read_text())
+        return state if isinstance(state, dict) else {}
+    except (OSError, ValueError):
+        return {}  # unreadable: stale by definition
+
+
+def write_state(state: dict[str, Any]) -> None:
+    STATE_FILE.parent.mkdir(parents=True, exist_ok=True)
+    tmp = STATE_FILE.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=2))
+    tmp.replace(STATE_FILE)
+
+
+def is_stale(state: dict[str, Any]) -> bool:
+    """True when the state names no live head of ours (a crashed or killed ``up``)."""
+    if "address" not in state:
+        return True
+    pid = state.get("pid")
+    if pid:
+        return not _group_alive(int(pid))
+    return not port_open(str(state["address"]))  # joined someone's Ray: is it still there?
+
+
+# --- ports ----------------------------------------------------------------------
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def port_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+            return True
+        except OSError:
+            return False
+
+
+def port_open(address: str, timeout: float = 0.5) -> bool:
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+# --- progress and Ray's noise ----------------------------------------------------------
+
+
+@contextmanager
+def stderr_to(path: Path) -> Iterator[TextIO]:
+    """Send file descriptor 2 (Ray's C++ and Python logs) to ``path``; yield
+    a stream on the real stderr for our own progress."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    real = open(os.dup(saved), "w", buffering=1, encoding="utf-8", errors="replace")  # noqa: SIM115
+    with open(path, "ab") as log:
+        os.dup2(log.fileno(), 2)
+    try:
+        yield real
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        real.close()
+
+
+class Steps:
+    """A line per step with its time, a spinner while it runs, all on stderr."""
+
+    def __init__(self, stream: TextIO, quiet: bool = False) -> None:
+        self.console = Console(file=stream, highlight=False, quiet=quiet, soft_wrap=True)
+        self.t0 = time.monotonic()
+
+    @contextmanager
+    def step(self, what: str) -> Iterator[None]:
+        t = time.monotonic()
+        with self.console.status(what + " ..."):
+            try:
+                yield
+            except BaseException:
+                self.console.print(f"[red]✗[/] {what} ({time.monotonic() - t:.1f} s)")
+                raise
+        self.console.print(f"[green]✓[/] {what} ({time.monotonic() - t:.1f} s)")
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.t0
+
+
+def _left(deadline: float, what: str) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise UpError(f"gave up after the --timeout deadline, while {what}")
+    return left
+
+
+# --- up ---------------------------------------------------------------------------
+
+
+def cli_up(args: argparse.Namespace) -> int:
+    """Start Ray (or join --address) and boot the cluster file's system, detached."""
+    deadline = time.monotonic() + float(getattr(args, "timeout", 60.0) or 60.0)
+    spec = load_cluster(args.cluster)
+    old = read_state()
+    if old is not None and not is_stale(old):
+        raise UpError(f"a system is already up at {old['address']} (see {STATE_FILE}); `legionrm down` first")
+    log = LOGS / f"up-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    with stderr_to(log) as err:
+        steps = Steps(err, quiet=bool(args.json))
+        if old is not None:
+            steps.console.print(f"[yellow]![/] removing the state of an earlier `up` that is gone ({STATE_FILE})")
+            stop(old, grace_s=1.0)
+        state: dict[str, Any] = {"cluster": spec.source, "log": str(log), "started": time.time()}
+        try:
+            if args.address:
+                state["address"] = args.address
+            else:
+                _start_head(args, state, steps, log, deadline)
+            with steps.step(f"connecting to Ray at {state['address']}"):
+                _connect(state["address"], deadline)
+            with steps.step(f"booting {len(spec.hosts)} hosts, {len(spec.vaults)} vaults, {len(spec.classes)} classes, "
+                            "the enactor and the scheduler"):
+                _left(deadline, "booting")
+                system = boot(spec, detached=True, bind_nodes=True)
+                state["actors"] = system.names()
+                write_state(state)
+                _left(deadline, "booting")
+            ray.shutdown()
+        except BaseException:
+            ray.shutdown()
+            stop(state, grace_s=1.0)
+            STATE_FILE.unlink(missing_ok=True)
+            steps.console.print(f"[red]up failed[/]; everything it started is stopped. Ray's output: {log}")
+            raise
+        summary = {"address": state["address"], "resources": len(spec.hosts) + len(spec.vaults),
+                   "hosts": len(spec.hosts), "vaults": len(spec.vaults), "classes": len(spec.classes),
+                   "actors": len(state["actors"]), "cluster": spec.source, "state_file": str(STATE_FILE),
+                   "log": str(log), "ray_logs": state.get("ray_logs"), "elapsed_s": round(steps.elapsed(), 2)}
+        if args.json:
+            print(json.dumps(summary, indent=2))
+            return 0
+        c = steps.console
+        c.print(f"[bold green]legionrm is up[/] at {summary['address']} in {summary['elapsed_s']:.1f} s: "
+                f"{summary['resources']} resources ({summary['hosts']} hosts, {summary['vaults']} vaults), "
+                f"{summary['classes']} classes, {summary['actors']} actors, from {spec.source}")
+        c.print(f"  logs:  {log}" + (f"  (Ray's own: {summary['ray_logs']})" if summary["ray_logs"] else ""))
+        c.print("  next:  " + "\n         ".join(NEXT_STEPS))
+    return 0
+
+
+def _start_head(args: argparse.Namespace, state: dict[str, Any], steps: Steps, log: Path, deadline: float) -> None:
+    with steps.step("choosing ports"):
+        if args.port is not None and not port_free(args.port):
+            raise UpError(f"port {args.port} is in use; choose another with --port, or leave --port out for a free one")
+        port = args.port or free_port()
+        agent_port = free_port()
+    temp = tempfile.mkdtemp(prefix="lrm-up-", dir="/tmp")  # short: Unix socket paths are capped at 107 bytes
+    with steps.step(f"starting a Ray head on 127.0.0.1:{port}"):
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", f"--port={port}",
+                 f"--dashboard-agent-listen-port={agent_port}",
+                 "--include-dashboard=false", f"--temp-dir={temp}", "--node-ip-address=127.0.0.1", "--disable-usage-stats"],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                env={**os.environ, "RAY_AUTH_MODE": "disabled"},
+            )
+        state.update(address=f"127.0.0.1:{port}", pid=proc.pid, temp_dir=temp, ray_logs=f"{temp}/session_latest/logs")
+        write_state(state)  # from here on, `down --force` can clean up whatever happens
+        while not port_open(state["address"]):
+            if proc.poll() is not None:
+                raise UpError(f"the Ray head exited with status {proc.returncode}; see {log}")
+            _left(deadline, "waiting for the Ray head")
+            time.sleep(0.2)
+
+
+def _connect(address: str, deadline: float) -> None:
+    while True:
+        try:
+            init_connect(address)
+            return
+        except SystemNotRunningError:
+            _left(deadline, f"connecting to {address}")
+            time.sleep(0.5)
+
+
+# --- down -------------------------------------------------------------------------
+
+
+def stop(state: dict[str, Any], grace_s: float = 3.0) -> None:
+    """Stop what ``state`` says ``up`` started: the head's whole process group
+    (SIGTERM, then SIGKILL after ``grace_s``); its temp dir goes too."""
+    pid = state.get("pid")
+    if pid:
+        for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(int(pid), sig)
+            except ProcessLookupError:
+                break
+            end = time.monotonic() + wait
+            while time.monotonic() < end and _group_alive(int(pid)):
+                time.sleep(0.1)
+            if not _group_alive(int(pid)):
+                break
+    if state.get("temp_dir"):
+        shutil.rmtree(state["temp_dir"], ignore_errors=True)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of group ``pgid`` still runs (zombies, which a
+    container's init may never reap, do not count; /proc where there is one)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
+
+
+def _kill_actors(state: dict[str, Any]) -> int:
+    """For a system on someone else's Ray: kill its named actors (not their Ray)."""
+    init_connect(state["address"])
+    killed = 0
+    for name in state.get("actors", []):
+        try:
+            ray.kill(require_actor(name))
+            killed += 1
+        except SystemNotRunningError:
+            pass
+    ray.shutdown()
+    return killed
+
+
+def cli_down(args: argparse.Namespace) -> int:
+    """Stop what `up` started; with --force, without asking the system anything."""
+    state = read_state()
+    if state is None:
+        if args.json:
+            print(json.dumps({"down": True, "was_up": False}))
+        else:
+            print("no system is up", file=sys.stderr)
+        return 0
+    log = Path(state.get("log") or LOGS / "down.log")
+    with stderr_to(log) as err:
+        steps = Steps(err, quiet=bool(args.json))
+        stale = is_stale(state)
+        if stale:
+            steps.console.print(f"[yellow]![/] the system in {STATE_FILE} is already gone; forgetting it")
+        killed = 0
+        if not state.get("pid") and not stale and not args.force:
+            with steps.step(f"killing legionrm's actors on the Ray at {state['address']}"):
+                killed = _kill_actors(state)
+        if state.get("pid") and not stale:
+            with steps.step(f"stopping the Ray head (process group {state['pid']}) and every actor on it"):
+                stop(state, grace_s=1.0 if args.force else 3.0)
+        else:
+            stop(state, grace_s=0.5)  # whatever is left of a stale one: its temp dir, a straggler
+        STATE_FILE.unlink(missing_ok=True)
+        if args.json:
+            print(json.dumps({"down": True, "was_up": not stale, "actors_killed": killed,
+                              "elapsed_s": round(steps.elapsed(), 2)}))
+        else:
+            steps.console.print(f"[bold]legionrm is down[/] ({steps.elapsed():.1f} s)")
+    return 0

@@ -1,0 +1,96 @@
+"""The command line's basics: --version from the one version string, help
+on every option, --address wherever a system is reached, the environment
+documented, --cycles 0 refused, shell completion, the examples copied out."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import legionrm
+from legionrm.cli import COMMANDS, build_parser, main
+from legionrm.cli.completion import script
+from legionrm.cli.examples import copy_examples
+from legionrm.version import __version__
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def subparsers() -> dict[str, argparse.ArgumentParser]:
+    p = build_parser()
+    action = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def test_version_is_written_once(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip() == f"legionrm {__version__}"
+    assert legionrm.__version__ == __version__
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and project["project"]["dynamic"] == ["version"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "legionrm.version.__version__"}
+
+
+def test_every_command_is_parsed_and_dispatched() -> None:
+    assert set(subparsers()) == set(COMMANDS)
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_option_and_argument_has_help(name: str) -> None:
+    sp = subparsers()[name]
+    missing = [a.dest for a in sp._actions if not a.help]
+    assert missing == []
+    assert "LEGIONRM_HOME" in (sp.epilog or "")
+
+
+@pytest.mark.parametrize("name", ["status", "query", "shell", "submit", "up"])
+def test_address_wherever_a_system_is_reached(name: str) -> None:
+    assert "--address" in {o for a in subparsers()[name]._actions for o in a.option_strings}
+
+
+def test_environment_is_documented() -> None:
+    assert "LEGIONRM_HOME" in (build_parser().epilog or "")
+    assert "LEGIONRM_HOME" in (ROOT / "README.md").read_text()
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "two"])
+def test_cycles_below_one_refused(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["simulate", "x.toml", "--cycles", bad])
+    assert e.value.code == 2 and "--cycles" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh"])
+def test_completion_names_every_command_and_option(shell: str) -> None:
+    text = script(shell)
+    assert "complete -o filenames -F _legionrm legionrm" in text
+    for name, sp in subparsers().items():
+        assert re.search(rf"\b{name}\b", text)
+        for a in sp._actions:
+            for o in a.option_strings:
+                if o.startswith("--"):
+                    assert o in text
+
+
+def test_examples_copied_out_and_never_overwritten(tmp_path: Path) -> None:
+    copied, kept = copy_examples(tmp_path)
+    assert "examples/requests/workers.toml" in copied and kept == []
+    assert (tmp_path / "examples" / "scenarios" / "ducc_s10_doubling.toml").read_text() == (
+        ROOT / "examples" / "scenarios" / "ducc_s10_doubling.toml").read_text()
+    (tmp_path / "examples" / "user_program.py").write_text("# mine\n")
+    copied, kept = copy_examples(tmp_path)
+    assert copied == [] and "examples/user_program.py" in kept
+    assert (tmp_path / "examples" / "user_program.py").read_text() == "# mine\n"
+
+
+def test_packaging_files() -> None:
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+    assert __version__ in (ROOT / "CHANGELOG.md").read_text()
+    assert (ROOT / "legionrm" / "py.typed").exists()
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["legionrm"]
+    assert "py.typed" in data and "data/examples/*/*" in data

@@ -1,0 +1,58 @@
+"""``legionrm simulate``: the scenario's own cycles by default, --summary,
+--plot, and each example scenario's expected results (from its comments)
+checked through the command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from legionrm.cli import main
+from legionrm.cli.simulate import DEFAULT_CYCLES, scenario_cycles, series
+from legionrm.scheduler.fairshare import load_scenario, run
+
+SCENARIOS = Path(__file__).resolve().parents[3] / "examples" / "scenarios"
+
+# file -> (by "job" or "user", the final processes its comment expects); the comment is quoted
+EXPECTED = [
+    ("ducc_s1_mixed_orders.toml", "user", {"alice": 6, "bob": 3}),  # "Expect alice 6 x O1 and bob 3 x O2"
+    ("ducc_s2_weights.toml", "job", {"low-1": 5, "normal-1": 12, "high-1": 23}),  # "expect low 5, normal 12, high 23"
+    ("ducc_s3_unequal_jobs.toml", "job", {"alice-1": 7, "bob-20": 3, "bob-30": 2, "bob-40": 2}),  # "alice 7; bob 3, 2, 2"
+    ("ducc_s5_priority.toml", "job", {"u1": 12, "n1": 0}),  # "urgent ... gets all 12; normal gets 0"
+    ("ducc_s5a_priority_wants_8.toml", "job", {"u1": 8, "n1": 4}),  # "urgent ... gets 8; normal gets the other 4"
+    ("ducc_s5b_same_priority.toml", "job", {"u1": 6, "n1": 6}),  # "expect 6 / 6"
+]
+
+
+@pytest.mark.parametrize("name,by,expected", EXPECTED, ids=[e[0] for e in EXPECTED])
+def test_scenario_comments_hold(name: str, by: str, expected: dict[str, int]) -> None:
+    path = str(SCENARIOS / name)
+    sc = load_scenario(path)
+    results = run(sc, scenario_cycles(path, sc.arrivals, sc.events))
+    jobs, users = series(results, sc.core)
+    got = jobs if by == "job" else users
+    assert {k: v[-1] for k, v in got.items()} == expected
+
+
+def test_doubling_series_and_named_cycles(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(SCENARIOS / "ducc_s10_doubling.toml")  # "Run with --cycles 8: processes 1, 1, 2, 4, 8, 16, 32, 64."
+    assert main(["simulate", path, "--summary"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [int(ln.split()[2]) for ln in lines] == [1, 1, 2, 4, 8, 16, 32, 64]
+
+
+def test_default_cycles_without_a_comment(tmp_path: Path) -> None:
+    f = tmp_path / "s.toml"
+    f.write_text("# no cycles named here\n")
+    assert scenario_cycles(str(f), {}, {}) == DEFAULT_CYCLES
+    assert scenario_cycles(str(f), {1: [], 12: []}, {3: []}) == 12
+
+
+def test_plot_writes_a_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "shares.png"
+    assert main(["simulate", str(SCENARIOS / "ducc_s3_unequal_jobs.toml"), "--cycles", "3", "--summary",
+                 "--plot", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(capsys.readouterr().out.splitlines()) == 3
