@@ -70,6 +70,7 @@ def cli_main(args: argparse.Namespace) -> int:
             _queries(console, system),
             _veto_and_delta(console, system),
             _ray_instances(console, system, call, nodes),
+            _queue_and_cancel(console, system, call),
             _elastic(console, system, call),
         ))
     finally:
@@ -152,8 +153,31 @@ def _ray_instances(console: Console, system: Any, call: Any, nodes: dict[str, st
     return good
 
 
+def _queue_and_cancel(console: Console, system: Any, call: Any) -> bool:
+    console.rule("4. the queue: a request waits for room, a cancel frees it")
+    # ray-a has 1 cpu and step 3's Echo holds half: a 0.4-cpu Echo fits, a second one waits
+    ask = dict(class_name="Echo", cpus=0.4, memory_gb=0.1, constraint='$name == "ray-a"')
+    first = system.schedule(SchedulingRequest(request_id="demo-hold", identity=Identity(user="carol"),
+                                              objects=(ObjectRequest(**ask),)))
+    second = system.schedule(SchedulingRequest(request_id="demo-wait", identity=Identity(user="dave"),
+                                               objects=(ObjectRequest(**ask),)))
+    info = call(system.scheduler.request_info.remote("demo-wait"))
+    console.print(f"  demo-hold: {first.state}; demo-wait: [yellow]{info.state}[/] ({info.reason[:90]})", highlight=False)
+    call(system.scheduler.cancel.remote("demo-hold"))
+    console.print("  legionrm cancel demo-hold -> cancelled; its instance stops and its cpus come back")
+    deadline = time.time() + 20
+    while time.time() < deadline and info.state == "pending":
+        time.sleep(0.2)
+        info = call(system.scheduler.request_info.remote("demo-wait"))
+    hosts = ", ".join(i.host for i in info.instances)
+    console.print(f"  demo-wait: [green]{info.state}[/] on {hosts or '-'} "
+                  f"({' -> '.join(e.state for e in info.history)})", highlight=False)
+    call(system.scheduler.cancel.remote("demo-wait"))
+    return first.ok and second.state == "pending" and info.state == "running"
+
+
 def _elastic(console: Console, system: Any, call: Any) -> bool:
-    console.rule("4. three users' elastic jobs, re-balanced every cycle")
+    console.rule("5. three users' elastic jobs, re-balanced every cycle")
     users = ("alice", "bob", "carol")
     console.print("each job asks for as many 8 GB processes as it can get in the batch pool "
                   "(lab1 and batch1-3: 32 processes); a job arrives before each cycle")

@@ -189,6 +189,7 @@ def cli_up(args: argparse.Namespace) -> int:
                 _left(deadline, "booting")
                 system = boot(spec, detached=True, bind_nodes=True)
                 state["actors"] = system.names()
+                state["ray_hosts"] = sorted(system.nodes)
                 write_state(state)
                 _left(deadline, "booting")
             ray.shutdown()
@@ -198,8 +199,9 @@ def cli_up(args: argparse.Namespace) -> int:
             STATE_FILE.unlink(missing_ok=True)
             steps.console.print(f"[red]up failed[/]; everything it started is stopped. Ray's output: {log}")
             raise
-        summary = {"address": state["address"], "resources": len(spec.hosts) + len(spec.vaults),
-                   "hosts": len(spec.hosts), "vaults": len(spec.vaults), "classes": len(spec.classes),
+        hosts = len(spec.hosts) + len(state.get("ray_hosts", ()))  # with every Ray node bound as a host
+        summary = {"address": state["address"], "resources": hosts + len(spec.vaults),
+                   "hosts": hosts, "ray_hosts": state.get("ray_hosts", []), "vaults": len(spec.vaults), "classes": len(spec.classes),
                    "actors": len(state["actors"]), "cluster": spec.source, "state_file": str(STATE_FILE),
                    "log": str(log), "ray_logs": state.get("ray_logs"), "elapsed_s": round(steps.elapsed(), 2)}
         if args.json:

@@ -130,7 +130,7 @@ class RequestBook:
         """A new request, pending.  A repeated id is a SchedulingError."""
         with self._lock:
             if request.request_id in self._entries:
-                raise SchedulingError(f"request id {request.request_id!r} was already submitted")
+                raise SchedulingError(f"request id {request.request_id!r} was already scheduled")
             now = self.clock()
             entry = Entry(request=request, submitted=now)
             entry.history.append(RequestEvent(at=now, state="pending", reason="submitted"))

@@ -48,10 +48,10 @@ def test_up_status_submit_down(tmp_path: Path) -> None:
     up_s = time.monotonic() - t
     try:
         assert up.returncode == 0, up.stderr
-        assert "legionrm is up at 127.0.0.1:" in up.stderr and "14 resources (12 hosts, 2 vaults)" in up.stderr
+        assert "legionrm is up at 127.0.0.1:" in up.stderr and "15 resources (13 hosts, 2 vaults)" in up.stderr  # 12 from the file, the Ray node bound
         assert "logs:" in up.stderr and "legionrm down" in up.stderr and "WARNING" not in up.stderr
         st = json.loads(lrm("status", "--json").stdout)
-        assert (st["resources"], st["hosts"], st["vaults"]) == (14, 12, 2)
+        assert (st["resources"], st["hosts"], st["vaults"]) == (15, 13, 2)
         assert all("memory_mb" in v for v in st["pools"]["/"].values() if isinstance(v, dict))
 
         again = lrm("up")
