@@ -124,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     json_flag(ca)
     xp = add("explain", "plan a request file without enacting it: masters, deltas, refusals")
     xp.add_argument("request", help="request TOML file")
+    xp.add_argument("--host", action="append", metavar="NAME",
+                    help="also say why this host would or would not be used, by the filter or ranker that decided (repeatable)")
     address(xp)
     json_flag(xp)
 

@@ -99,8 +99,13 @@ def cli_cancel(args: argparse.Namespace) -> int:
 def cli_explain(args: argparse.Namespace) -> int:
     """``legionrm explain REQUEST.toml``: the plan without enacting it."""
     request = load_request(args.request)
-    suite: ScheduleSuite = call(_scheduler(args).make_schedules.remote(request), CALL_TIMEOUT_S)
+    scheduler = _scheduler(args)
+    suite: ScheduleSuite = call(scheduler.make_schedules.remote(request), CALL_TIMEOUT_S)
+    whys = {h: call(scheduler.explain.remote(request, h), CALL_TIMEOUT_S) for h in (args.host or ())}
     if args.json:
+        if whys:
+            print(json.dumps({"schedules": json.loads(suite.model_dump_json()), "hosts": whys}, indent=2))
+            return 0
         print(suite.model_dump_json(indent=2))
         return 0
     print(f"{request.request_id}: {len(suite.masters)} master schedule(s)")
@@ -110,6 +115,8 @@ def cli_explain(args: argparse.Namespace) -> int:
             print("    delta: " + ", ".join(f"{p.key}@{p.host}" for p in d.placements))
     for f in suite.failures:
         print(f"  {f.key} on {f.resource or '-'}: {f.code}: {f.reason}")
+    for host, why in whys.items():
+        print(f"  why {host}: {why}")
     return 0 if suite.masters else 1
 
 

@@ -273,8 +273,16 @@ class EnactorActor:
         return "pong"
 
 
+APPROVAL_TIMEOUT_S = 30.0
+"""How long the Enactor waits for the Scheduler's confirmation before declining itself."""
+
+
 def _remote_approver(handle: Handle, method: str) -> Approver:
     def approve(proposal: ScheduleProposal) -> bool | Refusal:
-        return ray.get(getattr(handle, method).remote(proposal))
+        try:
+            return ray.get(getattr(handle, method).remote(proposal), timeout=APPROVAL_TIMEOUT_S)
+        except ray.exceptions.GetTimeoutError:
+            return Refusal(code="approval.timeout", by="enactor",
+                           reason=f"the scheduler did not confirm within {APPROVAL_TIMEOUT_S:g} s")
 
     return approve

@@ -100,7 +100,7 @@ def ray_watch(carriers: dict[str, Any]) -> HostWatch:
     return HostWatch(carrier)
 
 
-@ray.remote(num_cpus=0, max_concurrency=8)
+@ray.remote(num_cpus=0, max_concurrency=8, concurrency_groups={"control": 4})
 class SchedulerActor:
     """``cluster`` (optional) brings the ``[fairshare]`` policy for the elastic
     cycle; ``carriers`` maps host names to the actors that carry them and
@@ -137,6 +137,7 @@ class SchedulerActor:
             except Exception:  # one bad tick must not stop the watch
                 log.exception("scheduler tick failed")
 
+    @ray.method(concurrency_group="control")
     def ping(self) -> str:
         return "ok"
 
@@ -167,11 +168,15 @@ class SchedulerActor:
     def explain(self, request: SchedulingRequest, host: str) -> str:
         return self.core.explain(request, host)
 
+    # Approvals run on threads of their own ("control"): every scheduleObjects
+    # thread may be waiting on the Enactor, which waits on this confirmation.
+    @ray.method(concurrency_group="control")
     def approve(self, proposal: ScheduleProposal) -> bool | Refusal:
         """Legion's step 6: the enactor reports a fully reserved schedule and
         the scheduler confirms it (:meth:`Scheduler.approve`)."""
         return self.core.approve(proposal)
 
+    @ray.method(concurrency_group="control")
     def approve_growth(self, proposal: ScheduleProposal) -> bool:
         """The elastic cycle's enactments: the fair-share core chose them."""
         return True
@@ -192,6 +197,7 @@ class SchedulerActor:
     def instances(self) -> list:
         return list(self.core.instances.values())
 
+    @ray.method(concurrency_group="control")
     def status(self) -> SchedulerStatus:
         """A summary for operators (``legionrm status``); read-only."""
         hosts: dict[str, int] = {}

@@ -150,3 +150,19 @@ def test_a_cancelled_request_stops_its_instances_on_ray(system) -> None:
     assert info.state == "cancelled"
     assert not call(system.nodes["ray-b"].list_instances.remote("ray-b")) or all(
         i.user != "erin" for i in call(system.nodes["ray-b"].list_instances.remote("ray-b")))
+
+
+def test_many_concurrent_callers_never_deadlock_on_approval(system) -> None:
+    """More callers than the Scheduler has threads: each scheduleObjects thread
+    waits on the Enactor, whose confirmation runs on the Scheduler's own
+    control threads, so every request is answered."""
+    from legionrm.system import call
+
+    refs = [system.scheduler.scheduleObjects.remote(SchedulingRequest(
+        request_id=f"load-{k}", identity=Identity(user=f"u{k % 5}"), wait=False,
+        objects=(ObjectRequest(class_name="Worker", cpus=0.5, memory_gb=0.5),))) for k in range(24)]
+    answers = call(refs, 120)
+    assert len(answers) == 24 and sum(a.ok for a in answers) >= 12
+    for a in answers:
+        if a.ok:
+            call(system.scheduler.cancel.remote(a.request_id))
