@@ -33,13 +33,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from legionrm.auth import codes
 from legionrm.auth.canonical import ATTEST_DOMAIN, canonical
 from legionrm.auth.keys import (
-    SIGNATURE_BYTES,
     Credential,
-    b64decode_exact,
     decode_public_key,
     verify_bytes,
 )
-from legionrm.auth.proof import MAX_NAME_CHARS, VerifiedCaller
+from legionrm.auth.proof import MAX_NAME_CHARS, VerifiedCaller, signed_shape
 from legionrm.models import Identity, Refusal
 
 Clock = Callable[[], float]
@@ -158,18 +156,7 @@ class AttestationVerifier:
             return "class_name must be text or absent"
         if not isinstance(a.groups, tuple) or not all(isinstance(g, str) for g in a.groups):
             return "groups must be a tuple of names"
-        for name in ("issued_at", "expires_at"):
-            value = getattr(a, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                return f"{name} is not a finite time: {value!r}"
-        life = a.expires_at - a.issued_at
-        if not 0 < life <= self.max_ttl_s:
-            return f"attestation lives {life:g} s; it must live more than 0 and at most {self.max_ttl_s:g} s"
-        try:
-            b64decode_exact(a.signature, SIGNATURE_BYTES, what="signature")
-        except ValueError as exc:
-            return str(exc)
-        return ""
+        return signed_shape(a, "attestation", self.max_ttl_s)
 
     def _refuse(self, code: str, reason: str) -> Refusal:
         return Refusal(code=code, reason=reason, by=self.by)

@@ -288,21 +288,28 @@ class Verifier:
             return f"digest must be {DIGEST_CHARS} lowercase hex digits"
         if not (NONCE_MIN_CHARS <= len(proof.nonce) <= NONCE_MAX_CHARS) or not proof.nonce.isascii() or not proof.nonce.isprintable():
             return f"nonce must be {NONCE_MIN_CHARS} to {NONCE_MAX_CHARS} printable ASCII characters"
-        for name in ("issued_at", "expires_at"):
-            value = getattr(proof, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                return f"{name} is not a finite time: {value!r}"
-        life = proof.expires_at - proof.issued_at
-        if not 0 < life <= self.max_ttl_s:
-            return f"proof lives {life:g} s; it must live more than 0 and at most {self.max_ttl_s:g} s"
-        try:
-            b64decode_exact(proof.signature, SIGNATURE_BYTES, what="signature")
-        except ValueError as exc:
-            return str(exc)
-        return ""
+        return signed_shape(proof, "proof", self.max_ttl_s)
 
     def _refuse(self, code: str, reason: str) -> Refusal:
         return Refusal(code=code, reason=reason, by=self.by)
+
+
+def signed_shape(item: Any, what: str, max_ttl_s: float) -> str:
+    """The checks a signed, time-limited item (a proof, an attestation) shares:
+    finite ``issued_at`` / ``expires_at``, a lifetime in ``(0, max_ttl_s]``, a
+    signature of the right length.  "" when well formed, else what is wrong."""
+    for name in ("issued_at", "expires_at"):
+        value = getattr(item, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            return f"{name} is not a finite time: {value!r}"
+    life = item.expires_at - item.issued_at
+    if not 0 < life <= max_ttl_s:
+        return f"{what} lives {life:g} s; it must live more than 0 and at most {max_ttl_s:g} s"
+    try:
+        b64decode_exact(item.signature, SIGNATURE_BYTES, what="signature")
+    except ValueError as exc:
+        return str(exc)
+    return ""
 
 
 def _is_hex(text: str) -> bool:
