@@ -19,6 +19,7 @@ NAMESPACE = "legionrm"
 COLLECTION = "collection"
 SCHEDULER = "scheduler"
 ENACTOR = "enactor"
+POOLS = "pools"
 
 
 def host_name(host: str) -> str:

@@ -49,15 +49,17 @@ from legionrm.naming import (  # noqa: E402
     COLLECTION,
     ENACTOR,
     NAMESPACE,
+    POOLS,
     SCHEDULER,
     class_name,
     group_name,
     host_name,
     instance_name,
+    named_actor,
     require_actor,
     vault_name,
 )
-from legionrm.scheduler.actor import SchedulerActor  # noqa: E402
+from legionrm.scheduler.actor import PoolActor, SchedulerActor  # noqa: E402
 from legionrm.scheduler.build import pool_gate  # noqa: E402
 
 STATE_FILE = Path(os.environ.get("LEGIONRM_HOME", str(Path.home() / ".legionrm"))) / "up.json"
@@ -137,6 +139,7 @@ class System:
     collection: Any
     scheduler: Any = None
     enactor: Any = None
+    pools: Any = None  # the PoolActor every scheduler admits through
     groups: dict[str, Any] = field(default_factory=dict)
     vaults: dict[str, Any] = field(default_factory=dict)
     classes: dict[str, Any] = field(default_factory=dict)
@@ -144,12 +147,12 @@ class System:
     detached: bool = False
 
     def handles(self) -> list[Any]:
-        return [self.scheduler, self.enactor, *self.classes.values(), *self.nodes.values(),
+        return [self.scheduler, self.enactor, self.pools, *self.classes.values(), *self.nodes.values(),
                 *self.groups.values(), *self.vaults.values(), self.collection]
 
     def names(self) -> list[str]:
         """The named actors of this system (what `legionrm down` kills)."""
-        return ([SCHEDULER, ENACTOR, COLLECTION] + [group_name(g) for g in self.groups]
+        return ([SCHEDULER, ENACTOR, POOLS, COLLECTION] + [group_name(g) for g in self.groups]
                 + [vault_name(v) for v in self.vaults] + [class_name(c) for c in self.classes]
                 + [host_name(n) for n in self.nodes])
 
@@ -226,8 +229,10 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
         classes=system.classes,
     )
     sched_opts = dict(name=SCHEDULER, namespace=NAMESPACE, **({"lifetime": "detached"} if detached else {}))
+    pool_opts = dict(name=POOLS, namespace=NAMESPACE, **({"lifetime": "detached"} if detached else {}))
+    system.pools = PoolActor.options(**pool_opts).remote(pool_gate(spec))  # one owner: every scheduler shares it
     system.scheduler = SchedulerActor.options(**sched_opts).remote(
-        coll, system.enactor, list(spec.classes), pools=pool_gate(spec), cluster=spec, carriers=carriers,
+        coll, system.enactor, list(spec.classes), pool_owner=system.pools, cluster=spec, carriers=carriers,
         class_actors=system.classes)
     # wait until every resource has joined, so the first query sees them all
     call([h.ping.remote() for h in system.handles()])
@@ -241,6 +246,7 @@ def connect(address: str = "auto") -> System:
     init_connect(address)
     source = json.loads(STATE_FILE.read_text()).get("cluster") if STATE_FILE.exists() else None
     return System(spec=load_cluster(source), collection=require_actor(COLLECTION), scheduler=require_actor(SCHEDULER),
+                  pools=named_actor(POOLS),
                   enactor=require_actor(ENACTOR), detached=True)
 
 

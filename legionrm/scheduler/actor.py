@@ -27,6 +27,7 @@ from legionrm.models import (
     ObjectRequest,
     Refusal,
     RequestInfo,
+    Resources,
     ScheduleProposal,
     SchedulerResponse,
     SchedulerStatus,
@@ -100,6 +101,71 @@ def ray_watch(carriers: dict[str, Any]) -> HostWatch:
     return HostWatch(carrier)
 
 
+@ray.remote(num_cpus=0, max_concurrency=4)
+class PoolActor:
+    """The one owner of a system's resource-pool accounting: every Scheduler
+    actor (and its elastic cycle) admits and releases through it, so they
+    share one set of pool totals.  Holds one pool gate and forwards."""
+
+    def __init__(self, gate: PoolGate) -> None:
+        self.gate = gate
+
+    def ping(self) -> str:
+        return "ok"
+
+    def admit(self, request: SchedulingRequest) -> Refusal | None:
+        return self.gate.admit(request)
+
+    def release(self, request_id: str) -> None:
+        self.gate.release(request_id)
+
+    def held(self) -> dict[str, str]:
+        held = getattr(self.gate, "held", None)
+        return held() if callable(held) else {}
+
+    def report(self) -> dict[str, dict[str, Any]]:
+        report = getattr(self.gate, "report", None)
+        return report() if callable(report) else {}
+
+    def capacity(self) -> dict[str, float] | None:
+        cap = getattr(self.gate, "capacity", None)
+        return dict(cap) if isinstance(cap, dict) else None
+
+    def set_capacity(self, capacity: Resources) -> None:
+        set_capacity = getattr(self.gate, "set_capacity", None)
+        if callable(set_capacity):
+            set_capacity(capacity)
+
+
+class RemotePoolGate:
+    """A pool gate over the :class:`PoolActor` (the Scheduler's view of the shared pools)."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    def _call(self, method: str, *args: Any) -> Any:
+        return ray.get(getattr(self.handle, method).remote(*args), timeout=CALL_TIMEOUT_S)
+
+    def admit(self, request: SchedulingRequest) -> Refusal | None:
+        return self._call("admit", request)
+
+    def release(self, request_id: str) -> None:
+        self._call("release", request_id)
+
+    def held(self) -> dict[str, str]:
+        return self._call("held")
+
+    def report(self) -> dict[str, dict[str, Any]]:
+        return self._call("report")
+
+    @property
+    def capacity(self) -> dict[str, float] | None:
+        return self._call("capacity")
+
+    def set_capacity(self, capacity: Resources) -> None:
+        self._call("set_capacity", capacity)
+
+
 @ray.remote(num_cpus=0, max_concurrency=8, concurrency_groups={"control": 4})
 class SchedulerActor:
     """``cluster`` (optional) brings the ``[fairshare]`` policy for the elastic
@@ -109,9 +175,11 @@ class SchedulerActor:
     def __init__(self, collection: Any, enactor: Any, classes: list[ClassSpec] | None = None,
                  pools: PoolGate | None = None, name: str = "scheduler", cluster: ClusterSpec | None = None,
                  carriers: dict[str, Any] | None = None, class_actors: dict[str, Any] | None = None,
-                 tick_s: float = 1.0) -> None:
+                 tick_s: float = 1.0, pool_owner: Any = None) -> None:
         self_handle = ray.get_runtime_context().current_actor
         coll, enact = RemoteCollection(collection, CALL_TIMEOUT_S), RemoteEnactor(enactor, (self_handle, "approve"))
+        if pool_owner is not None:  # the system's shared pools, owned by one PoolActor
+            pools = RemotePoolGate(pool_owner)
         cluster = cluster or ClusterSpec()
         self.core = Scheduler(coll, enact, Planner({c.name: c for c in classes or ()}), pools,
                               shares=ShareGate.from_core(core_for_cluster(cluster)), name=name,
@@ -124,6 +192,7 @@ class SchedulerActor:
         self.cycle = ElasticCycle(
             core_for_cluster(cluster), grow, ray_stopper(carriers or {}, class_actors or {}), coll,
             interval_s=float(cluster.fairshare.get("interval_s", 10.0)), name=f"{name}-cycle",
+            pools=self.core.pools,
         )
         self.runner = CycleRunner(self.cycle)
         self.runner.start()
