@@ -60,9 +60,8 @@ from legionrm.models import (
     ElasticUserTotals,
     Identity,
     InstanceRef,
-    ObjectRequest,
-    SchedulingRequest,
 )
+from legionrm.scheduler.elastic.charges import PoolCharges
 from legionrm.scheduler.elastic.enact import (
     ACCESS_DENIED,
     ENACT_ERROR,
@@ -88,7 +87,6 @@ __all__ = ["ACCESS_DENIED", "ENACT_ERROR", "ElasticCycle", "EnactorPort", "HostS
 class _Job:
     request: ElasticJobRequest
     ducc_class: str
-    charged: int = 1  # processes its pool allocation counts
 
 
 @dataclass
@@ -140,7 +138,7 @@ class ElasticCycle:
         self.token_timeout_s = token_timeout_s
         self.refusal_memory_s = refusal_memory_s
         self.max_alternatives = max(1, max_alternatives)
-        self.pools = pools
+        self.charges = PoolCharges(pools) if pools is not None else None
         self.last_report: CycleReport | None = None
         self._lock = threading.RLock()
         self._jobs: dict[str, _Job] = {}
@@ -182,7 +180,7 @@ class ElasticCycle:
                     f"elastic job {jid!r}: class {cls!r} is {rc.policy.value}; the cycle runs FAIR_SHARE work "
                     "(fixed work goes through scheduleObjects)"
                 )
-            refusal = self.pools.admit(_pool_gang(request, 1)) if self.pools is not None else None
+            refusal = self.charges.admit(request) if self.charges is not None else None
             if refusal is not None:  # the pools admit elastic work as they admit scheduleObjects work
                 raise SchedulingError(f"elastic job {jid!r}: {refusal.code}: {refusal.reason}")
             self.core.submit(
@@ -203,8 +201,8 @@ class ElasticCycle:
                 return False
             del self._jobs[job_id]
             self.core.complete_job(job_id)
-            if self.pools is not None:
-                self.pools.release(_pool_id(job_id))
+            if self.charges is not None:
+                self.charges.release(job_id)
             self._events.append(f"completion {job_id}")
             return True
 
@@ -318,30 +316,14 @@ class ElasticCycle:
             self._grow(result, snap, now, grew, refused)
             self.refusals.prune(now)
             self._last_run = now
-            self._charge_pools()
+            if self.charges is not None:
+                held: dict[str, int] = {}
+                for job, _ in self._inst.values():
+                    held[job] = held.get(job, 0) + 1
+                self.charges.settle({jid: held.get(jid, 0) for jid in self._jobs})
             report = self._report(result, now, triggers, grew, shrank, refused, t0)
             self.last_report = report
             return report
-
-    def _charge_pools(self) -> None:
-        """Each job's pool allocation becomes what it holds after this cycle
-        (at least one process: it stays admitted).  A pool that cannot take
-        the new size keeps the old charge (its entitlement decides growth
-        next time); the books never hold less than what runs."""
-        if self.pools is None:
-            return
-        held: dict[str, int] = {}
-        for job, _ in self._inst.values():
-            held[job] = held.get(job, 0) + 1
-        for jid, job in self._jobs.items():
-            want = max(1, held.get(jid, 0))
-            if job.charged == want:
-                continue
-            self.pools.release(_pool_id(jid))
-            if self.pools.admit(_pool_gang(job.request, want)) is None:
-                job.charged = want
-            elif self.pools.admit(_pool_gang(job.request, job.charged)) is not None:
-                log.warning("pool no longer admits elastic job %s at %d processes", jid, job.charged)
 
     # --- hosts ---------------------------------------------------------------------------------
 
@@ -557,16 +539,3 @@ class ElasticCycle:
             hosts={n: m.state for n, m in result.machines.items()}, needy=result.needy,
             elapsed_ms=(time.perf_counter() - t0) * 1e3,
         )
-
-
-def _pool_id(job_id: str) -> str:
-    """The id an elastic job's allocation is charged under in the pools."""
-    return f"elastic:{job_id}"
-
-
-def _pool_gang(request: ElasticJobRequest, processes: int) -> SchedulingRequest:
-    """An elastic job at ``processes`` processes, as the pools count work."""
-    return SchedulingRequest(
-        request_id=_pool_id(request.job_id), identity=Identity(user=request.user, groups=request.groups),
-        objects=(ObjectRequest(class_name=request.class_name, count=processes, cpus=request.cpus,
-                               memory_gb=request.memory_gb, gpus=request.gpus),))

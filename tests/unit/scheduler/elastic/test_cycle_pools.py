@@ -7,6 +7,7 @@ import pytest
 
 from legionrm.errors import SchedulingError
 from legionrm.models import Refusal, SchedulingRequest
+from legionrm.scheduler.elastic.charges import PoolCharges
 from tests.unit.scheduler.elastic.test_cycle import job, world
 
 
@@ -31,7 +32,7 @@ class CountingGate:
 def test_an_elastic_job_is_charged_what_it_holds_and_released_when_done() -> None:
     w = world(hosts=2, memory_gb=16, cpus=64)
     gate = CountingGate(cpus=1000)
-    w.cycle.pools = gate
+    w.cycle.charges = PoolCharges(gate)
     w.cycle.submit(job("j1", "alice"))
     assert gate.charged == {"elastic:j1": 1}
     report = w.cycle.run_once()
@@ -43,7 +44,7 @@ def test_an_elastic_job_is_charged_what_it_holds_and_released_when_done() -> Non
 
 def test_a_pool_that_cannot_admit_refuses_the_submission() -> None:
     w = world()
-    w.cycle.pools = CountingGate(cpus=0)
+    w.cycle.charges = PoolCharges(CountingGate(cpus=0))
     with pytest.raises(SchedulingError, match="respool.entitlement"):
         w.cycle.submit(job("j1", "alice"))
     assert "j1" not in w.core.jobs
@@ -52,7 +53,7 @@ def test_a_pool_that_cannot_admit_refuses_the_submission() -> None:
 def test_growth_past_the_pool_keeps_the_last_charge_it_could_take() -> None:
     w = world(hosts=2, memory_gb=16, cpus=64)
     gate = CountingGate(cpus=2)
-    w.cycle.pools = gate
+    w.cycle.charges = PoolCharges(gate)
     w.cycle.submit(job("j1", "alice"))
     w.cycle.run_once()
     assert gate.charged == {"elastic:j1": 1}  # the pool holds 2 cpus; the job grew past them
