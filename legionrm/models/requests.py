@@ -49,6 +49,8 @@ class RequestInfo(Frozen):
     pool: str = "/"
     submitted: float = 0.0
     earliest_start: float | None = None
+    """For a pending request: no earlier than this can it start (the first
+    walltime end among what runs); None when nothing running has a walltime."""
     instances: tuple[InstanceInfo, ...] = ()
     failures: tuple[PlacementFailure, ...] = ()
     history: tuple[RequestEvent, ...] = Field(default_factory=tuple)

@@ -361,6 +361,7 @@ class Scheduler:
             self.book.move(entry, "failed", why[:500])
         else:
             self.book.move(entry, "pending", f"{failures[0].code}: {failures[0].reason}"[:500] if failures else msg)
+            entry.earliest_start = self._next_end()
         if entry.final and not request_cancelled:
             self._book_back(entry)
         return SchedulerResponse(request_id=entry.id, ok=False, failures=failures, masters=masters,
@@ -373,6 +374,14 @@ class Scheduler:
                                  enact=result, message=prefix + where, state=entry.state)
 
     # --- helpers --------------------------------------------------------------
+
+    def _next_end(self) -> float | None:
+        """The first time a running instance's walltime ends: no waiting
+        request can start before capacity frees (None: nothing running has a
+        walltime, so only an end nobody scheduled can free room)."""
+        ends = [ref.started_at + wall for ref in self.book.running_instances()
+                if (e := self.book.owner_of(ref.instance_id)) is not None and (wall := _walltime(e, ref)) is not None]
+        return min(ends, default=None)
 
     def _entry(self, request_id: str) -> Entry:
         entry = self.book.get(request_id)

@@ -61,6 +61,7 @@ def test_a_request_too_big_for_now_waits_then_runs_when_room_frees() -> None:
     assert (r.ok, r.state) == (False, "pending")
     info = s.scheduler.request_info("next")
     assert info.reason  # it says why not now
+    assert info.earliest_start == clock() + 60  # when big's walltime ends
     assert books_balance(s) == []
     clock.advance(61)
     s.tick()
