@@ -115,6 +115,10 @@ def cli_explain(args: argparse.Namespace) -> int:
             print("    delta: " + ", ".join(f"{p.key}@{p.host}" for p in d.placements))
     for f in suite.failures:
         print(f"  {f.key} on {f.resource or '-'}: {f.code}: {f.reason}")
+    if suite.refused:
+        print("  refused hosts:")
+        for f in suite.refused:
+            print(f"    {f.key:<14} {f.resource:<14} {f.code}: {f.reason}")
     for host, why in whys.items():
         print(f"  why {host}: {why}")
     return 0 if suite.masters else 1

@@ -192,3 +192,7 @@ class ScheduleSuite(Frozen):
     request_id: str
     masters: tuple[MasterSchedule, ...] = ()
     failures: tuple[PlacementFailure, ...] = ()
+    refused: tuple[PlacementFailure, ...] = ()
+    """Every host each object request's pipeline refused: ``key`` names the
+    object's placements, ``resource`` the host, ``code`` / ``reason`` why, by
+    the filter named at the start of ``reason`` (``explain`` prints them)."""

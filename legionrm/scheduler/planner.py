@@ -96,7 +96,12 @@ class Plan:
 
     def suite(self) -> ScheduleSuite:
         """The wire form of this plan."""
-        return ScheduleSuite(request_id=self.request_id, masters=tuple(self.masters), failures=tuple(self.failures))
+        refused = tuple(
+            PlacementFailure(key=span(op.keys, op.request.class_name), resource=str(host), code=r.code,
+                             reason=f"{r.by}: {r.reason}", stage="plan")
+            for op in self.objects for names, r in op.outcome.drops for host in names)
+        return ScheduleSuite(request_id=self.request_id, masters=tuple(self.masters), failures=tuple(self.failures),
+                             refused=refused)
 
     def why(self, host: str) -> str:
         """Why ``host`` was or was not used, by the name of what decided.

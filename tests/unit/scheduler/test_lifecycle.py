@@ -254,3 +254,16 @@ def test_a_host_list_that_rules_out_every_host_fails_at_once_but_a_busy_host_wai
     assert s.scheduler.scheduleObjects(req("b", cpus=4)).ok
     r = s.scheduler.scheduleObjects(req("c", cpus=4))
     assert r.state == "pending" and not r.failures[0].lasting
+
+
+def test_explain_names_every_refused_host_and_why() -> None:
+    spec = ClusterSpec(hosts=(HostSpec(name="small", attributes={"cpus": 2, "memory_gb": 16, "arch": "x86"}),
+                              HostSpec(name="arm", attributes={"cpus": 8, "memory_gb": 16, "arch": "arm"}),
+                              HostSpec(name="ok", attributes={"cpus": 8, "memory_gb": 16, "arch": "x86"})),
+                       classes=(ClassSpec(name="W"),))
+    s = LocalSystem(spec, clock=FakeClock())
+    suite = s.scheduler.make_schedules(SchedulingRequest(request_id="e", identity=Identity(user="u"), objects=(
+        ObjectRequest(class_name="W", cpus=4, constraint='$arch != "arm"'),))).suite()
+    why = {f.resource: f.code for f in suite.refused}
+    assert why == {"arm": "query.no_match", "small": "capacity.total"}
+    assert [p.host for p in suite.masters[0].placements] == ["ok"]
