@@ -22,12 +22,13 @@ from legionrm.hostobj.group import HostGroup
 from legionrm.hostobj.vault import VaultObject
 from legionrm.models import ClusterSpec
 from legionrm.scheduler.build import core_for_cluster
+from legionrm.scheduler.elastic import HostStopper
 from legionrm.scheduler.planner import Planner
 from legionrm.scheduler.ports import PoolGate
-from legionrm.scheduler.elastic import HostStopper
 from legionrm.scheduler.scheduler import Scheduler
-from legionrm.scheduler.watch import HostWatch
 from legionrm.scheduler.sharegate import ShareGate
+from legionrm.scheduler.watch import HostWatch
+from legionrm.state import RequestStore
 
 
 class LocalSystem:
@@ -35,7 +36,8 @@ class LocalSystem:
     all of them so a test can move time for the whole system at once."""
 
     def __init__(
-        self, spec: ClusterSpec, *, clock: Callable[[], float] = time.time, pools: PoolGate | None = None
+        self, spec: ClusterSpec, *, clock: Callable[[], float] = time.time, pools: PoolGate | None = None,
+        store: RequestStore | None = None,
     ) -> None:
         self.spec = spec
         self.clock = clock
@@ -59,8 +61,8 @@ class LocalSystem:
         self.enactor = Enactor(self.gateway, clock=clock)
         self.scheduler = Scheduler(self.collection, self.enactor, Planner({c.name: c for c in spec.classes}, clock=clock),
                                    pools, shares=ShareGate.from_core(core_for_cluster(spec)),
-                                   stopper=HostStopper(self.carrier, self.classes), watch=HostWatch(self.carrier),
-                                   clock=clock)
+                                   stopper=HostStopper(self.carrier, self.classes), watch=HostWatch(self.carrier, lambda: self.groups.values()),
+                                   clock=clock, store=store)
         self.enactor.approve = self.scheduler.approve  # Legion's step 6: the scheduler confirms
 
     def carrier(self, host: str) -> HostGroup | None:

@@ -111,12 +111,18 @@ import numpy as np
 
 from legionrm.errors import MILError, MILSyntaxError, MILTypeError
 from legionrm.mil.columns import Column, ColumnTable, StaticTable, StringDict
-from legionrm.mil.deadline import DEFAULT_DEADLINE_S, RECORDS_PER_CHECK, Clock, Deadline, MILTimeoutError
+from legionrm.mil.deadline import (
+    DEFAULT_DEADLINE_S,
+    RECORDS_PER_CHECK,
+    Clock,
+    Deadline,
+    MILTimeoutError,
+)
 from legionrm.mil.evaluate import ClauseExplanation, compile_node, explain
 from legionrm.mil.nodes import Query
 from legionrm.mil.parser import FUNCTIONS, KEYWORDS, MAX_DEPTH, MAX_QUERY_LENGTH
-from legionrm.mil.regex import MAX_PATTERN_LENGTH, MAX_SUBJECT_LENGTH
 from legionrm.mil.parser import parse as _parse
+from legionrm.mil.regex import MAX_PATTERN_LENGTH, MAX_SUBJECT_LENGTH
 from legionrm.mil.typecheck import check
 from legionrm.mil.values import ERROR, UNDEFINED, Value, format_value, same_value, truth
 from legionrm.mil.vectorize import compile_vector, exactly_true, run

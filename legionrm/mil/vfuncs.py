@@ -15,7 +15,22 @@ import numpy as np
 from legionrm.mil import regex
 from legionrm.mil import values as V
 from legionrm.mil.columns import Column
-from legionrm.mil.kernels import BOOL, ERR, FLOAT, INT, STR, UNDEF, Ctx, bcast, const, floats, ints, per_item, select, strict_tags
+from legionrm.mil.kernels import (
+    BOOL,
+    ERR,
+    FLOAT,
+    INT,
+    STR,
+    UNDEF,
+    Ctx,
+    bcast,
+    const,
+    floats,
+    ints,
+    per_item,
+    select,
+    strict_tags,
+)
 
 # -------------------------------------------------------------------------------
 

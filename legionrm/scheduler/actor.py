@@ -87,7 +87,7 @@ class RemoteCarrier:
     def __init__(self, handle: Any) -> None:
         self.handle = handle
 
-    def list_instances(self, host: str) -> list:
+    def list_instances(self, host: str | None) -> list:
         return ray.get(self.handle.list_instances.remote(host), timeout=WATCH_TIMEOUT_S)
 
 
@@ -98,7 +98,11 @@ def ray_watch(carriers: dict[str, Any]) -> HostWatch:
         handle = carriers.get(host) or named_actor(host_name(host))
         return RemoteCarrier(handle) if handle is not None else None
 
-    return HostWatch(carrier)
+    def every() -> list[RemoteCarrier]:
+        unique = {id(h): h for h in carriers.values()}
+        return [RemoteCarrier(h) for h in unique.values()]
+
+    return HostWatch(carrier, every)
 
 
 @ray.remote(num_cpus=0, max_concurrency=4)

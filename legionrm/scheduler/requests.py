@@ -28,6 +28,7 @@ from legionrm.models import (
     RequestState,
     SchedulingRequest,
 )
+from legionrm.state import RequestStore
 
 ALLOWED: dict[RequestState, frozenset[RequestState]] = {
     "pending": frozenset({"admitted", "failed", "cancelled"}),
@@ -90,13 +91,31 @@ class Entry:
 
 
 class RequestBook:
-    """Every request a Scheduler was given, by id.  Thread-safe."""
+    """Every request a Scheduler was given, by id.  Thread-safe.
 
-    def __init__(self, clock: Callable[[], float]) -> None:
+    With a ``store``, every change is written to it before the call returns
+    (so before the Scheduler acts on it), and the book starts with what the
+    store holds: a restarted Scheduler knows every request it had."""
+
+    def __init__(self, clock: Callable[[], float], store: RequestStore | None = None) -> None:
         self.clock = clock
+        self.store = store
         self._lock = threading.RLock()
         self._entries: dict[str, Entry] = {}
         self._by_instance: dict[str, str] = {}
+        for item in store.load() if store is not None else ():
+            entry = Entry(request=item.request, submitted=item.submitted, state=item.state,  # type: ignore[arg-type]
+                          reason=item.reason, history=item.history, instances=item.instances, refs=item.refs,
+                          failures=item.failures, earliest_start=item.earliest_start, attempts=item.attempts)
+            self._entries[entry.id] = entry
+            self._by_instance.update({iid: entry.id for iid in entry.instances})
+
+    def save(self, entry: Entry) -> None:
+        """Write ``entry`` as it is now to the store (no store: nothing)."""
+        if self.store is not None:
+            self.store.put(request=entry.request, submitted=entry.submitted, state=entry.state, reason=entry.reason,
+                           history=entry.history, instances=entry.instances, refs=entry.refs,
+                           failures=entry.failures, earliest_start=entry.earliest_start, attempts=entry.attempts)
 
     # --- reading ------------------------------------------------------------
 
@@ -135,6 +154,7 @@ class RequestBook:
             entry = Entry(request=request, submitted=now)
             entry.history.append(RequestEvent(at=now, state="pending", reason="submitted"))
             self._entries[request.request_id] = entry
+            self.save(entry)
             return entry
 
     def move(self, entry: Entry, state: RequestState, reason: str = "") -> None:
@@ -150,11 +170,13 @@ class RequestBook:
                 while entry.history[-1].state != "pending":
                     entry.history.pop()
                 entry.state, entry.reason = state, reason
+                self.save(entry)
                 return
             entry.state, entry.reason = state, reason
             entry.history.append(RequestEvent(at=self.clock(), state=state, reason=reason))
             if len(entry.history) > HISTORY_LIMIT:
                 del entry.history[HISTORY_LIMIT // 2]
+            self.save(entry)
 
     @staticmethod
     def _retry_of(entry: Entry, reason: str) -> bool:
@@ -175,6 +197,7 @@ class RequestBook:
                 entry.instances[ref.instance_id] = InstanceInfo(id=ref.instance_id, host=ref.host,
                                                                 started_at=ref.started_at)
                 self._by_instance[ref.instance_id] = entry.id
+            self.save(entry)
 
     def end_instance(self, instance_id: str, state: str, reason: str) -> Entry | None:
         """Mark one instance ended; returns its request, or None when the
@@ -188,6 +211,7 @@ class RequestBook:
                 return None
             entry.instances[instance_id] = info.model_copy(
                 update={"state": state, "ended_at": self.clock(), "reason": reason})
+            self.save(entry)
             return entry
 
 

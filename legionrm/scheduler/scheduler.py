@@ -21,6 +21,7 @@ in-process fakes and in the Scheduler actor with Ray adapters.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any, Callable
@@ -40,12 +41,25 @@ from legionrm.models import (
     SchedulerResponse,
     SchedulingRequest,
 )
+from legionrm.scheduler.capacity import REQUEST_TOO_BIG, live_capacity, peak, too_big
 from legionrm.scheduler.planner import Plan, Planner
-from legionrm.scheduler.ports import EnactorPort, InstanceWatch, OpenGate, PoolGate, SnapshotSource, Stopper
+from legionrm.scheduler.ports import (
+    EnactorPort,
+    InstanceWatch,
+    OpenGate,
+    PoolGate,
+    SnapshotSource,
+    Stopper,
+)
+from legionrm.scheduler.recovery import orphans, recover
 from legionrm.scheduler.requests import Entry, RequestBook, queue_order
 from legionrm.scheduler.sharegate import ShareGate
+from legionrm.state import RequestStore
 
-REQUEST_TOO_BIG = "request.too_big"
+ORPHAN_SWEEP_TICKS = 10
+"""Every how many ticks the hosts are swept for instances nobody knows."""
+
+log = logging.getLogger(__name__)
 
 
 NEVER = frozenset({
@@ -86,6 +100,9 @@ class Scheduler:
         watch: InstanceWatch | None = None,
         clock: Callable[[], float] = time.time,
         max_attempts: int = 1000,
+        store: RequestStore | None = None,
+        also_running: Callable[[], set[str]] | None = None,
+        orphan_grace_s: float = 60.0,
     ) -> None:
         self._collection = collection
         self._enactor = enactor
@@ -98,7 +115,9 @@ class Scheduler:
         self.watch = watch
         self.clock = clock
         self.max_attempts = max_attempts
-        self.book = RequestBook(clock)
+        self.book = RequestBook(clock, store)
+        self.also_running = also_running  # instances others started (the elastic cycle): not orphans
+        self.orphan_grace_s = orphan_grace_s
         self._lock = threading.Lock()
         self._replan_lock = threading.Lock()
         self._dirty = threading.Event()
@@ -106,6 +125,9 @@ class Scheduler:
         self._cancel_asked: set[str] = set()
         self._capacity_seen: Resources | None = None
         self._capacity_peak: Resources | None = None
+        self._ticks = 0
+        if store is not None:
+            self._recover()
 
     @property
     def instances(self) -> dict[str, InstanceRef]:
@@ -256,6 +278,9 @@ class Scheduler:
                 self._stop(ref, "walltime")
                 ended += self.instance_ended(ref.instance_id, "walltime")
         self._follow_capacity()
+        self._ticks += 1
+        if self._ticks % ORPHAN_SWEEP_TICKS == 1:
+            self._sweep_orphans()
         if self.watch is not None:
             for iid, (state, reason) in self.watch.check(self.book.running_instances()).items():
                 if state != "running":
@@ -263,6 +288,24 @@ class Scheduler:
                     ended += self.instance_ended(iid, reason, "lost" if state == "lost" else "ended")
         self.replan()
         return ended
+
+    # --- restarts and orphans ---------------------------------------------------
+
+    def _recover(self) -> None:
+        """After a restart with a store (see :func:`recovery.recover`)."""
+        recover(self.book, self._shape, self._release, self._admit)
+
+    def _sweep_orphans(self) -> list[str]:
+        """Stop what hosts run that nobody knows (see :func:`recovery.orphans`); returns their ids."""
+        listing = getattr(self.watch, "all_instances", None)
+        if not callable(listing):
+            return []
+        known = {r.instance_id for r in self.book.running_instances()}
+        known |= self.also_running() if self.also_running is not None else set()
+        found = orphans(listing(), known, self.clock(), self.orphan_grace_s)
+        for ref in found:
+            self._stop(ref, "orphan: no running request knows it")
+        return [r.instance_id for r in found]
 
     # --- approval ------------------------------------------------------------
 
@@ -360,8 +403,8 @@ class Scheduler:
                    msg if not entry.request.wait else f"gave up after {entry.attempts} attempts: {msg}")
             self.book.move(entry, "failed", why[:500])
         else:
-            self.book.move(entry, "pending", f"{failures[0].code}: {failures[0].reason}"[:500] if failures else msg)
             entry.earliest_start = self._next_end()
+            self.book.move(entry, "pending", f"{failures[0].code}: {failures[0].reason}"[:500] if failures else msg)
         if entry.final and not request_cancelled:
             self._book_back(entry)
         return SchedulerResponse(request_id=entry.id, ok=False, failures=failures, masters=masters,
@@ -390,26 +433,11 @@ class Scheduler:
         return entry
 
     def _too_big(self, request: SchedulingRequest) -> PlacementFailure | None:
-        """A request for more than the whole cluster could ever hold fails at
-        once (measured against the most the pools' capacity has been: cpu,
-        memory, gpu)."""
+        """A request for more than the whole cluster could ever hold fails at once."""
         total = getattr(self.pools, "capacity", None)  # Peloton units: memory in MB
         if not isinstance(total, dict):
             return None
-        if self._capacity_peak is not None:  # a host away for now may come back: the most it ever held
-            peak = self._capacity_peak
-            total = {"cpu": max(total.get("cpu", 0.0), peak.cpus), "gpu": max(total.get("gpu", 0.0), peak.gpus),
-                     "memory": max(total.get("memory", 0.0), peak.memory_gb * 1024.0)}
-        need = {"cpu": sum(o.count * o.cpus for o in request.objects),
-                "memory": sum(o.count * o.memory_gb for o in request.objects) * 1024.0,
-                "gpu": float(sum(o.count * o.gpus for o in request.objects))}
-        over = [k for k, v in need.items() if v > total.get(k, 0.0) + 1e-9]
-        if not over:
-            return None
-        unit = {"cpu": "cpus", "memory": "MB of memory", "gpu": "gpus"}
-        return PlacementFailure(key="*", resource=self.name, code=REQUEST_TOO_BIG, stage="plan",
-                                reason="asks for more than the whole cluster holds: " + ", ".join(
-                                    f"{need[k]:g} {unit[k]} > {total.get(k, 0.0):g}" for k in over))
+        return too_big(request, total, self._capacity_peak, self.name)
 
     def _follow_capacity(self) -> bool:
         """Pools follow the cluster: their capacity becomes what the
@@ -419,18 +447,11 @@ class Scheduler:
         set_capacity = getattr(self.pools, "set_capacity", None)
         if not callable(set_capacity):
             return False
-        snap = self._collection.snapshot()
-        hosts, vaults = snap.rows('$kind == "host"'), snap.rows('$kind == "vault"')
-        cap = Resources(cpus=float(snap.numeric("cpus", hosts, 0.0).clip(0).sum()),
-                        memory_gb=float(snap.numeric("memory_gb", hosts, 0.0).clip(0).sum()),
-                        gpus=int(snap.numeric("gpus", hosts, 0.0).clip(0).sum()),
-                        storage_gb=float(snap.numeric("storage_gb", vaults, 0.0).clip(0).sum()))
+        cap = live_capacity(self._collection.snapshot())
         if cap == self._capacity_seen:
             return False
         self._capacity_seen = cap
-        peak = self._capacity_peak or cap
-        self._capacity_peak = Resources(cpus=max(peak.cpus, cap.cpus), memory_gb=max(peak.memory_gb, cap.memory_gb),
-                                        gpus=max(peak.gpus, cap.gpus), storage_gb=max(peak.storage_gb, cap.storage_gb))
+        self._capacity_peak = peak(self._capacity_peak, cap)
         set_capacity(cap)
         return True
 

@@ -10,7 +10,7 @@ actors; tests pass host groups of host objects.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from legionrm.models import InstanceRef
 
@@ -22,8 +22,20 @@ class HostWatch:
     object, or an adapter with ``list_instances(host)``), or None when the
     host is gone."""
 
-    def __init__(self, carrier: Callable[[str], Any]) -> None:
+    def __init__(self, carrier: Callable[[str], Any], carriers: Callable[[], Iterable[Any]] | None = None) -> None:
         self._carrier = carrier
+        self._carriers = carriers
+
+    def all_instances(self) -> list[InstanceRef]:
+        """Every instance every carrier runs (for the orphan sweep); a carrier
+        that cannot answer is left out this time."""
+        out: list[InstanceRef] = []
+        for carrier in self._carriers() if self._carriers is not None else ():
+            try:
+                out.extend(carrier.list_instances(None))
+            except Exception:  # noqa: BLE001 - unreachable now; the next sweep asks again
+                continue
+        return out
 
     def check(self, instances: list[InstanceRef]) -> dict[str, tuple[str, str]]:
         by_host: dict[str, list[InstanceRef]] = defaultdict(list)

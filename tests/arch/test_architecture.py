@@ -22,11 +22,12 @@ ENGINES = ("legionrm.scheduler.fairshare", "legionrm.scheduler.placement", "legi
 # -> collection -> mil -> models/errors.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.models", "legionrm.errors", "legionrm.scheduler", "legionrm.version"),  # legionrm.scheduler: its docstring map only
-    ("legionrm.mil", "legionrm.tomlio", "legionrm.testing"),
+    ("legionrm.mil", "legionrm.tomlio", "legionrm.testing", "legionrm.state"),
     ("legionrm.collection", "legionrm.naming"),
     ("legionrm.hostobj", "legionrm.enactor", "legionrm.auth"),
     ENGINES[:3] + ("legionrm.scheduler.pipeline", "legionrm.scheduler.ports", "legionrm.scheduler.requests",
-                   "legionrm.scheduler.watch", "legionrm.state"),
+                   "legionrm.scheduler.watch", "legionrm.scheduler.capacity"),
+    ("legionrm.scheduler.recovery",),
     ("legionrm.scheduler.elastic", "legionrm.scheduler.snaptables", "legionrm.config", "legionrm.request_file"),
     ("legionrm.scheduler.planner", "legionrm.scheduler.build"),
     ("legionrm.scheduler.sharegate",),

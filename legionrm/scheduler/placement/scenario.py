@@ -44,9 +44,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from legionrm.errors import ConfigError, SelectSyntaxError
-from legionrm.scheduler.placement.base import PlaceConfig, PlacementResult, requested_resources
-from legionrm.scheduler.placement.engine import Placer
+from legionrm.scheduler.placement.base import (
+    PlaceConfig,
+    PlacementResult,
+    requested_resources,
+)
 from legionrm.scheduler.placement.chunkfit import BadValue, compile_request
+from legionrm.scheduler.placement.engine import Placer
 from legionrm.scheduler.placement.nodes import (
     DEFAULT_RESOURCES,
     DEFAULT_SORT_KEY,

@@ -1,0 +1,14 @@
+"""The embedded SQLite store for what must survive a restart.
+
+:class:`~legionrm.state.requests.RequestStore` keeps the Scheduler's requests
+(each with its history and instances), written at every transition before
+the Scheduler acts on it.  SQLite in WAL mode: a crash leaves every committed
+transition, and a reader never blocks the writer.
+
+May import: :mod:`legionrm.models`, :mod:`legionrm.errors`, the standard
+library.  Never Ray, an engine or the command line.
+"""
+
+from legionrm.state.requests import RequestStore, StoredRequest
+
+__all__ = ["RequestStore", "StoredRequest"]

@@ -1,0 +1,110 @@
+"""The Scheduler's requests in SQLite: :class:`RequestStore`.
+
+One row per request holds the request, its state and reason, its history,
+its instances and its last failures, as JSON (pydantic's own form, so a
+reload gives back the same models).  :meth:`RequestStore.put` replaces the
+row in one transaction: the store always holds each request as it was after
+its last transition.  Thread-safe (one connection behind a lock).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from legionrm.errors import LegionError
+from legionrm.models import (
+    InstanceInfo,
+    InstanceRef,
+    PlacementFailure,
+    RequestEvent,
+    SchedulingRequest,
+)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS requests (
+    id TEXT PRIMARY KEY,
+    body TEXT NOT NULL
+);
+"""
+
+
+class StateError(LegionError):
+    """The state store cannot be opened or read."""
+
+
+@dataclass(frozen=True)
+class StoredRequest:
+    """A request as the store gives it back."""
+
+    request: SchedulingRequest
+    submitted: float
+    state: str
+    reason: str
+    history: list[RequestEvent]
+    instances: dict[str, InstanceInfo]
+    refs: dict[str, InstanceRef]
+    failures: tuple[PlacementFailure, ...]
+    earliest_start: float | None
+    attempts: int
+
+
+class RequestStore:
+    """Requests by id in the SQLite file ``path`` (created with its folder)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: a commit survives a process crash
+            self._db.executescript(SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise StateError(f"cannot open the state store {self.path}: {exc}") from None
+        self._lock = threading.Lock()
+
+    def put(self, *, request: SchedulingRequest, submitted: float, state: str, reason: str,
+            history: list[RequestEvent], instances: dict[str, InstanceInfo], refs: dict[str, InstanceRef],
+            failures: tuple[PlacementFailure, ...], earliest_start: float | None, attempts: int) -> None:
+        """Write one request as it is now (replacing what was stored)."""
+        body = json.dumps({
+            "request": request.model_dump(mode="json"), "submitted": submitted, "state": state, "reason": reason,
+            "history": [e.model_dump(mode="json") for e in history],
+            "instances": {k: v.model_dump(mode="json") for k, v in instances.items()},
+            "refs": {k: v.model_dump(mode="json") for k, v in refs.items()},
+            "failures": [f.model_dump(mode="json") for f in failures[:20]],
+            "earliest_start": earliest_start, "attempts": attempts,
+        })
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO requests (id, body) VALUES (?, ?)", (request.request_id, body))
+
+    def load(self) -> Iterator[StoredRequest]:
+        """Every stored request, oldest first."""
+        with self._lock:
+            rows = self._db.execute("SELECT body FROM requests").fetchall()
+        items = [json.loads(body) for (body,) in rows]
+        for d in sorted(items, key=lambda d: (d["submitted"], d["request"]["request_id"])):
+            yield StoredRequest(
+                request=SchedulingRequest.model_validate(d["request"]), submitted=d["submitted"], state=d["state"],
+                reason=d["reason"], history=[RequestEvent.model_validate(e) for e in d["history"]],
+                instances={k: InstanceInfo.model_validate(v) for k, v in d["instances"].items()},
+                refs={k: InstanceRef.model_validate(v) for k, v in d["refs"].items()},
+                failures=tuple(PlacementFailure.model_validate(f) for f in d["failures"]),
+                earliest_start=d["earliest_start"], attempts=d["attempts"],
+            )
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM requests").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __getstate__(self) -> Any:  # a store is opened where it is used, never shipped
+        raise TypeError("a RequestStore is not picklable: pass its path")

@@ -1,0 +1,76 @@
+"""A Scheduler that restarts with its state store knows every request it had,
+puts back in the queue what it was placing, charges its running work to the
+pools again, and stops instances nobody knows."""
+
+from __future__ import annotations
+
+from legionrm.inprocess import LocalSystem
+from legionrm.models import InstanceRef
+from legionrm.scheduler.audit import audit
+from legionrm.scheduler.build import pool_gate
+from legionrm.scheduler.recovery import orphans
+from legionrm.scheduler.scheduler import Scheduler
+from legionrm.state import RequestStore
+from legionrm.testing import FakeClock
+from tests.unit.scheduler.test_lifecycle import cluster, hosts, req
+
+
+def restarted(s: LocalSystem, store: RequestStore) -> Scheduler:
+    """A new Scheduler over the same collaborators and store, as a restart makes one."""
+    old = s.scheduler
+    new = Scheduler(old.getCollection(), old.getEnactor(), old.planner, pool_gate(s.spec), shares=old.shares,
+                    stopper=old.stopper, watch=old.watch, clock=old.clock, store=store)
+    s.scheduler = new
+    s.enactor.approve = new.approve
+    return new
+
+
+def test_a_restarted_scheduler_knows_its_requests_and_charges_them_again(tmp_path) -> None:
+    clock = FakeClock()
+    spec = cluster()
+    store = RequestStore(tmp_path / "requests.db")
+    s = LocalSystem(spec, clock=clock, pools=pool_gate(spec), store=store)
+    s.scheduler.scheduleObjects(req("run", count=1, walltime=100))
+    s.scheduler.scheduleObjects(req("big", count=2))
+    before = {i.id: (i.state, i.reason, len(i.history)) for i in s.scheduler.list_requests()}
+    new = restarted(s, RequestStore(tmp_path / "requests.db"))
+    after = {i.id: (i.state, i.reason, len(i.history)) for i in new.list_requests()}
+    assert after == before
+    assert set(new.pools.held()) == {"run"}  # the fresh pools charged again
+    assert [f for f in audit(new, hosts(s), s.classes.values()) if f.code != "class.count"] == []
+    clock.advance(101)
+    s.tick()
+    assert {i.id: i.state for i in new.list_requests()} == {"run": "completed", "big": "running"}
+
+
+def test_a_request_caught_placing_goes_back_to_the_queue(tmp_path) -> None:
+    clock = FakeClock()
+    spec = cluster()
+    store = RequestStore(tmp_path / "r.db")
+    s = LocalSystem(spec, clock=clock, pools=pool_gate(spec), store=store)
+    entry = s.scheduler.book.add(req("x"))
+    s.scheduler.book.move(entry, "admitted", "admitted to pool /")
+    s.scheduler.book.move(entry, "placing", "enacting 1 master schedule(s)")
+    new = restarted(s, RequestStore(tmp_path / "r.db"))
+    info = new.request_info("x")
+    assert info.state == "pending" and "restarted" in info.reason
+
+
+def test_orphans_are_those_nobody_knows_past_the_grace() -> None:
+    def ref(i: str, t: float) -> InstanceRef:
+        return InstanceRef(instance_id=i, class_name="W", host="h", token_id="t", user="u", started_at=t)
+
+    running = [ref("known", 0), ref("old", 0), ref("young", 95)]
+    assert [r.instance_id for r in orphans(running, {"known"}, now=100, grace_s=10)] == ["old"]
+
+
+def test_the_sweep_stops_an_instance_no_request_knows(tmp_path) -> None:
+    clock = FakeClock()
+    spec = cluster()
+    s = LocalSystem(spec, clock=clock, pools=pool_gate(spec))
+    r = s.scheduler.scheduleObjects(req("a"))
+    inst = r.instances[0]
+    s.scheduler.book.end_instance(inst.instance_id, "ended", "forgotten by a bug")  # the host still runs it
+    clock.advance(s.scheduler.orphan_grace_s + 1)
+    assert s.scheduler._sweep_orphans() == [inst.instance_id]
+    assert not s.host(inst.host).list_instances()
