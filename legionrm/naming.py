@@ -22,6 +22,22 @@ ENACTOR = "enactor"
 POOLS = "pools"
 
 
+HEAD_RESOURCE = "node:__internal_head__"
+"""Ray's own resource on the head node: the control plane asks for a sliver of
+it, so no control-plane actor lands on a worker node that may go away."""
+
+
+def control_plane(name: str, *, detached: bool, restarts: int = 0) -> dict[str, Any]:
+    """Ray options for a control-plane actor: named in :data:`NAMESPACE`, on
+    the head node, no cpus, detached when asked, restarted up to
+    ``restarts`` times (only actors that rebuild their state on restart)."""
+    opts: dict[str, Any] = dict(name=name, namespace=NAMESPACE, num_cpus=0, resources={HEAD_RESOURCE: 0.001},
+                                max_restarts=restarts)
+    if detached:
+        opts["lifetime"] = "detached"
+    return opts
+
+
 def host_name(host: str) -> str:
     """The actor of one host object (a real Ray node, or a host of its own)."""
     return f"host:{host}"

@@ -52,6 +52,7 @@ from legionrm.naming import (  # noqa: E402
     POOLS,
     SCHEDULER,
     class_name,
+    control_plane,
     group_name,
     host_name,
     instance_name,
@@ -62,6 +63,8 @@ from legionrm.naming import (  # noqa: E402
 from legionrm.scheduler.actor import PoolActor, SchedulerActor  # noqa: E402
 from legionrm.scheduler.build import pool_gate  # noqa: E402
 
+RESTARTS = 10
+"""How many times Ray restarts an actor that can rebuild its state."""
 STATE_FILE = Path(os.environ.get("LEGIONRM_HOME", str(Path.home() / ".legionrm"))) / "up.json"
 
 
@@ -191,21 +194,20 @@ def ray_node_hosts() -> dict[str, str]:
 
 
 def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str] | None = None,
-         heartbeat_s: float | None = None, bind_nodes: bool = False) -> System:
+         heartbeat_s: float | None = None, bind_nodes: bool = False, state_dir: str | Path | None = None) -> System:
     """Create the system's actors on the connected Ray: the Collection, one
     host group per nodepool, the vaults, the class objects, the Enactor and
     the Scheduler.  ``ray_nodes`` maps a host name to a Ray node id: that
     host is the real node (its instances run there as Ray actors);
     ``bind_nodes`` binds every live Ray node so (:func:`ray_node_hosts`), its
-    capacity from Ray's own view of the node.
+    capacity from Ray's own view of the node.  ``state_dir`` is where the
+    Scheduler keeps its requests (a restarted Scheduler, or a new boot on the
+    same directory, reloads them); None keeps them in memory only.
     Not idempotent: boot once per Ray namespace."""
     if bind_nodes and ray_nodes is None:
         ray_nodes = ray_node_hosts()
     hb = heartbeat_s or spec.collection.heartbeat_interval_s
-    opts: dict[str, Any] = dict(name=COLLECTION, namespace=NAMESPACE)
-    if detached:
-        opts["lifetime"] = "detached"
-    coll = CollectionActor.options(**opts).remote(spec.collection)
+    coll = CollectionActor.options(**control_plane(COLLECTION, detached=detached)).remote(spec.collection)
     system = System(spec=spec, collection=coll, detached=detached)
     node_hosts = set(ray_nodes or ())
     specs = {h.name: h for h in spec.hosts}
@@ -223,16 +225,18 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
     carriers.update(system.nodes)
     for c in spec.classes:
         system.classes[c.name] = spawn_class(c, hosts=carriers, vaults=system.vaults, detached=detached)
-    enactor_opts = dict(name=ENACTOR, namespace=NAMESPACE, **({"lifetime": "detached"} if detached else {}))
-    system.enactor = EnactorActor.options(**enactor_opts).remote(
+    # the Enactor keeps nothing between calls, the Scheduler reloads its store and the
+    # pool owner is charged again by the Scheduler: those three may restart
+    system.enactor = EnactorActor.options(**control_plane(ENACTOR, detached=detached, restarts=RESTARTS)).remote(
         groups=system.groups, resources={**system.nodes, **system.vaults}, batched=list({**system.nodes, **system.vaults}),
         classes=system.classes,
     )
-    sched_opts = dict(name=SCHEDULER, namespace=NAMESPACE, **({"lifetime": "detached"} if detached else {}))
-    pool_opts = dict(name=POOLS, namespace=NAMESPACE, **({"lifetime": "detached"} if detached else {}))
-    system.pools = PoolActor.options(**pool_opts).remote(pool_gate(spec))  # one owner: every scheduler shares it
-    system.scheduler = SchedulerActor.options(**sched_opts).remote(
+    system.pools = PoolActor.options(**control_plane(POOLS, detached=detached, restarts=RESTARTS)).remote(
+        pool_gate(spec))  # one owner: every scheduler shares it
+    store = str(Path(state_dir) / "scheduler.db") if state_dir is not None else None
+    system.scheduler = SchedulerActor.options(**control_plane(SCHEDULER, detached=detached, restarts=RESTARTS)).remote(
         coll, system.enactor, list(spec.classes), pool_owner=system.pools, cluster=spec, carriers=carriers,
+        state_path=store,
         class_actors=system.classes)
     # wait until every resource has joined, so the first query sees them all
     call([h.ping.remote() for h in system.handles()])

@@ -37,7 +37,13 @@ from legionrm.models import (
     StartRequest,
     VaultSpec,
 )
-from legionrm.naming import NAMESPACE, class_name, group_name, host_name, vault_name
+from legionrm.naming import (
+    class_name,
+    control_plane,
+    group_name,
+    host_name,
+    vault_name,
+)
 
 log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_S = 30.0
@@ -329,11 +335,14 @@ class ClassActor:
 # --- spawning ----------------------------------------------------------------
 
 
-def _opts(name: str, detached: bool) -> dict[str, Any]:
-    o: dict[str, Any] = dict(name=name, namespace=NAMESPACE, get_if_exists=True)
-    if detached:
-        o["lifetime"] = "detached"
-    return o
+def _opts(name: str, detached: bool, *, on_head: bool = True) -> dict[str, Any]:
+    # never restarted: a host object that lost its calendar and token serials
+    # would grant what it had already granted.  On the head node, but for the
+    # host object of a Ray node, which lives and dies with its node.
+    opts = dict(control_plane(name, detached=detached), get_if_exists=True)
+    if not on_head:
+        opts.pop("resources")
+    return opts
 
 
 def spawn_host(spec: HostSpec, *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False) -> Any:
@@ -349,7 +358,7 @@ def spawn_ray_node_host(
     capacity comes from the node unless the spec's attributes set it."""
     spec = spec or HostSpec(name=f"node-{node_id[:8]}")
     return HostActor.options(
-        **_opts(host_name(spec.name), detached),
+        **_opts(host_name(spec.name), detached, on_head=False),
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
     ).remote(spec, collection, heartbeat_s, node_id)
 

@@ -42,6 +42,7 @@ from legionrm.scheduler.ports import PoolGate
 from legionrm.scheduler.scheduler import Scheduler
 from legionrm.scheduler.sharegate import ShareGate
 from legionrm.scheduler.watch import HostWatch
+from legionrm.state import RequestStore
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +180,7 @@ class SchedulerActor:
     def __init__(self, collection: Any, enactor: Any, classes: list[ClassSpec] | None = None,
                  pools: PoolGate | None = None, name: str = "scheduler", cluster: ClusterSpec | None = None,
                  carriers: dict[str, Any] | None = None, class_actors: dict[str, Any] | None = None,
-                 tick_s: float = 1.0, pool_owner: Any = None) -> None:
+                 tick_s: float = 1.0, pool_owner: Any = None, state_path: str | None = None) -> None:
         self_handle = ray.get_runtime_context().current_actor
         coll, enact = RemoteCollection(collection, CALL_TIMEOUT_S), RemoteEnactor(enactor, (self_handle, "approve"))
         if pool_owner is not None:  # the system's shared pools, owned by one PoolActor
@@ -188,7 +189,9 @@ class SchedulerActor:
         self.core = Scheduler(coll, enact, Planner({c.name: c for c in classes or ()}), pools,
                               shares=ShareGate.from_core(core_for_cluster(cluster)), name=name,
                               stopper=ray_stopper(carriers or {}, class_actors or {}),
-                              watch=ray_watch(carriers or {}))
+                              watch=ray_watch(carriers or {}),
+                              store=RequestStore(state_path) if state_path else None,
+                              also_running=lambda: self.cycle.instance_ids())
         self._ticking = threading.Event()
         threading.Thread(target=self._tick_loop, args=(tick_s,), name="scheduler-tick", daemon=True).start()
         # the cycle's growth is confirmed by approve_growth: the DUCC core decided it already

@@ -259,10 +259,6 @@ class Scheduler:
         self.replan()
         return True
 
-    def forget(self, instance_id: str) -> None:
-        """An instance ended (the older name of :meth:`instance_ended`)."""
-        self.instance_ended(instance_id, "forgotten")
-
     def tick(self) -> int:
         """Watch the running instances: each whose walltime is over is
         stopped, each its host or actor no longer runs is ended (``lost``
@@ -281,6 +277,7 @@ class Scheduler:
         self._ticks += 1
         if self._ticks % ORPHAN_SWEEP_TICKS == 1:
             self._sweep_orphans()
+            self._resync_pools()
         if self.watch is not None:
             for iid, (state, reason) in self.watch.check(self.book.running_instances()).items():
                 if state != "running":
@@ -294,6 +291,17 @@ class Scheduler:
     def _recover(self) -> None:
         """After a restart with a store (see :func:`recovery.recover`)."""
         recover(self.book, self._shape, self._release, self._admit)
+
+    def _resync_pools(self) -> None:
+        """A pool owner that restarted has forgotten its charges: charge every
+        running request it does not hold again."""
+        held = getattr(self.pools, "held", None)
+        if not callable(held):
+            return
+        charged = set(held())
+        for entry in self.book.entries():
+            if entry.state == "running" and entry.id not in charged:
+                self._admit(self._shape(entry.request)[0])
 
     def _sweep_orphans(self) -> list[str]:
         """Stop what hosts run that nobody knows (see :func:`recovery.orphans`); returns their ids."""
@@ -328,10 +336,6 @@ class Scheduler:
                            reason=f"the schedule does not place exactly the request's instances "
                                   f"(missing {missing}, not asked for {extra})")
         return True
-
-    def instances_of(self, request_id: str) -> list[InstanceRef]:
-        entry = self.book.get(request_id)
-        return [entry.refs[i] for i in entry.live_instances()] if entry is not None else []
 
     # --- one attempt ------------------------------------------------------------
 

@@ -250,6 +250,11 @@ class ElasticCycle:
             self._events.append(f"exit {job} {instance_id} ({reason})")
             return True
 
+    def instance_ids(self) -> set[str]:
+        """The instances the cycle runs now (not orphans to anyone else)."""
+        with self._lock:
+            return set(self._share_of)
+
     def share_of(self, instance_id: str) -> int | None:
         """The core's share id behind a running instance (None: not one of ours)."""
         with self._lock:

@@ -160,7 +160,7 @@ def test_allotment_is_charged_until_the_instances_end(system: LocalSystem) -> No
         req("c2", ObjectRequest(class_name="Worker", memory_gb=1, ducc_class="fixed"), user="carol"))
     assert not over.ok and over.failures[0].code == "ducc.allotment"
     for inst in first.instances:
-        system.scheduler.forget(inst.instance_id)
+        system.scheduler.instance_ended(inst.instance_id)
     again = system.scheduler.scheduleObjects(
         req("c3", ObjectRequest(class_name="Worker", memory_gb=1, ducc_class="fixed"), user="carol"))
     assert again.ok, again.message

@@ -281,7 +281,7 @@ def test_schedule_objects_charges_the_pool_until_its_instances_end(pooled) -> No
     assert r.ok, r.message
     assert g.held() == {"ok": "/shared"} and g.allocation("/shared")["cpu"] == 4
     for inst in r.instances:
-        system.scheduler.forget(inst.instance_id)
+        system.scheduler.instance_ended(inst.instance_id)
     assert g.held() == {} and g.allocation("/shared")["cpu"] == 0
 
 

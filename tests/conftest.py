@@ -1,4 +1,4 @@
-"""The one Ray cluster for the whole test session (every Ray test uses it).
+"""The one Ray cluster for the whole test session (every Ray and fault test uses it).
 
 A lean local cluster (:func:`legionrm.system.local_cluster`): a head with 2
 CPUs and no dashboard, monitor or log monitor, plus two worker nodes of 1 CPU
