@@ -3,7 +3,10 @@
 ``up`` starts a Ray head of its own (``ray start --head --block`` in a
 session of its own, so it outlives the command) on a free port (or
 ``--port``, refused at once when taken), boots the cluster detached and
-records what it started in ``$LEGIONRM_HOME/up.json``.  Every step shows
+records what it started in ``$LEGIONRM_HOME/up.json``.  Ray's own dashboard
+and metrics export are on (``--no-ray-dashboard`` for a leaner head), and
+legionrm's dashboard (:mod:`legionrm.dashboard.server`, a named actor on the
+head) serves on a free port of 127.0.0.1; ``up`` prints both addresses.  Every step shows
 its progress on stderr; Ray's own output (the head's, and the driver's C++
 warnings) goes to ``$LEGIONRM_HOME/logs/``, never to the terminal.  The
 ``--timeout`` deadline covers the whole of ``up``; when any step fails or

@@ -33,6 +33,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from legionrm import metrics
 from legionrm.dashboard.view import WAITING, Poll, build_view
+from legionrm.models import CycleReport
 from legionrm.naming import COLLECTION, ENACTOR, NAMESPACE, SCHEDULER, named_actor
 
 DASHBOARD = "dashboard"
@@ -69,6 +70,7 @@ class DashboardActor:
         self._runner: web.AppRunner | None = None
         self._task: asyncio.Task | None = None
         self._waited: set[str] = set()
+        self._report: CycleReport | None = None
         self._seen: dict[str, set[tuple[str, ...]]] = {}
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
@@ -131,13 +133,18 @@ class DashboardActor:
     async def poll(self) -> dict[str, Any]:
         """Ask every actor at once (each with its timeout), build the view, set the gauges."""
         errors: list[str] = []
+        after = self._report.cycle if self._report is not None else 0  # only the reports not seen yet
         snap, requests, status, reports, enactor = await asyncio.gather(
             self._ask(errors, "collection", "snapshot"), self._ask(errors, "scheduler", "list_requests"),
-            self._ask(errors, "scheduler", "status"), self._ask(errors, "scheduler", "cycle_reports", 0, 0.0),
+            self._ask(errors, "scheduler", "status"), self._ask(errors, "scheduler", "cycle_reports", after, 0.0),
             self._ask(errors, "enactor", "stats"))
+        if reports:
+            self._report = reports[-1]
+        elif status is not None and self._report is not None and status.last_cycle < self._report.cycle:
+            self._report = None  # a new Scheduler counts its cycles from 1 again
         records = [snap.record(n) for n in snap.resource_names()] if snap is not None else None
         view = build_view(Poll(now=time.time(), records=records, requests=requests, status=status,
-                               report=reports[-1] if reports else None, enactor=enactor, errors=sorted(errors)))
+                               report=self._report, enactor=enactor, errors=sorted(errors)))
         view["info"] = self.info
         self._record(view)
         return view
