@@ -77,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--port", type=int, help="the port of the Ray head `up` starts (default: a free one)")
     up.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                     help="give up (and clean up) after this long (default: %(default)s)")
+    up.add_argument("--dashboard-port", type=int, default=0, metavar="N",
+                    help="the port of legionrm's dashboard on 127.0.0.1 (default: a free one)")
+    up.add_argument("--no-dashboard", action="store_true", help="do not serve legionrm's dashboard")
+    up.add_argument("--no-ray-dashboard", action="store_true",
+                    help="leave Ray's own dashboard and metrics export off (a leaner head)")
     json_flag(up)
 
     dn = add("down", "stop what `legionrm up` started, and nothing else")

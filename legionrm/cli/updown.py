@@ -3,7 +3,10 @@
 ``up`` starts a Ray head of its own (``ray start --head --block`` in a
 session of its own, so it outlives the command) on a free port (or
 ``--port``, refused at once when taken), boots the cluster detached and
-records what it started in ``$LEGIONRM_HOME/up.json``.  Every step shows
+records what it started in ``$LEGIONRM_HOME/up.json``.  Ray's own dashboard
+and metrics export are on (``--no-ray-dashboard`` for a leaner head), and
+legionrm's dashboard (:mod:`legionrm.dashboard.server`, a named actor on the
+head) serves on a free port of 127.0.0.1; ``up`` prints both addresses.  Every step shows
 its progress on stderr; Ray's own output (the head's, and the driver's C++
 warnings) goes to ``$LEGIONRM_HOME/logs/``, never to the terminal.  The
 ``--timeout`` deadline covers the whole of ``up``; when any step fails or
@@ -29,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any, Iterator, TextIO
 
@@ -37,13 +40,14 @@ import ray
 from rich.console import Console
 
 from legionrm.config import load_cluster
+from legionrm.dashboard.server import DASHBOARD, start_dashboard
 from legionrm.errors import LegionError, SystemNotRunningError
 from legionrm.naming import require_actor
 from legionrm.system import STATE_FILE, boot, init_connect
 
 HOME = STATE_FILE.parent
 LOGS = HOME / "logs"
-NEXT_STEPS = ("legionrm status", "legionrm query '$cpus >= 16'", "legionrm submit examples/requests/workers.toml",
+NEXT_STEPS = ("open the dashboard in a browser", "legionrm status", "legionrm query '$cpus >= 16'", "legionrm submit examples/requests/workers.toml",
               "legionrm shell", "legionrm down")
 
 
@@ -171,12 +175,14 @@ def cli_up(args: argparse.Namespace) -> int:
     if old is not None and not is_stale(old):
         raise UpError(f"a system is already up at {old['address']} (see {STATE_FILE}); `legionrm down` first")
     log = LOGS / f"up-{time.strftime('%Y%m%d-%H%M%S')}.log"
-    with stderr_to(log) as err:
+    with stderr_to(log) as err, ExitStack() as stack:
         steps = Steps(err, quiet=bool(args.json))
         if old is not None:
             steps.console.print(f"[yellow]![/] removing the state of an earlier `up` that is gone ({STATE_FILE})")
             stop(old, grace_s=1.0)
         state: dict[str, Any] = {"cluster": spec.source, "log": str(log), "started": time.time()}
+        quiet_out = stack.enter_context(open(log, "a", encoding="utf-8"))  # noqa: SIM115
+        stack.enter_context(redirect_stdout(quiet_out))  # the raylet's warnings that Ray prints on the driver's stdout
         try:
             if args.address:
                 state["address"] = args.address
@@ -187,11 +193,18 @@ def cli_up(args: argparse.Namespace) -> int:
             with steps.step(f"booting {len(spec.hosts)} hosts, {len(spec.vaults)} vaults, {len(spec.classes)} classes, "
                             "the enactor and the scheduler"):
                 _left(deadline, "booting")
-                system = boot(spec, detached=True, bind_nodes=True)
+                system = boot(spec, detached=True, bind_nodes=True, state_dir=STATE_FILE.parent / "state")
                 state["actors"] = system.names()
                 state["ray_hosts"] = sorted(system.nodes)
                 write_state(state)
                 _left(deadline, "booting")
+            if not getattr(args, "no_dashboard", False):
+                with steps.step("starting the dashboard"):
+                    info = {"address": state["address"], "ray_dashboard": state.get("ray_dashboard")}
+                    _, state["dashboard"] = start_dashboard(None, info, port=int(getattr(args, "dashboard_port", 0) or 0),
+                                                            timeout_s=_left(deadline, "starting the dashboard"))
+                    state["actors"].append(DASHBOARD)
+                    write_state(state)
             ray.shutdown()
         except BaseException:
             ray.shutdown()
@@ -199,11 +212,14 @@ def cli_up(args: argparse.Namespace) -> int:
             STATE_FILE.unlink(missing_ok=True)
             steps.console.print(f"[red]up failed[/]; everything it started is stopped. Ray's output: {log}")
             raise
+        stack.close()
         hosts = len(spec.hosts) + len(state.get("ray_hosts", ()))  # with every Ray node bound as a host
         summary = {"address": state["address"], "resources": hosts + len(spec.vaults),
                    "hosts": hosts, "ray_hosts": state.get("ray_hosts", []), "vaults": len(spec.vaults), "classes": len(spec.classes),
                    "actors": len(state["actors"]), "cluster": spec.source, "state_file": str(STATE_FILE),
-                   "log": str(log), "ray_logs": state.get("ray_logs"), "elapsed_s": round(steps.elapsed(), 2)}
+                   "log": str(log), "ray_logs": state.get("ray_logs"), "dashboard": state.get("dashboard"),
+                   "ray_dashboard": state.get("ray_dashboard"), "metrics": state.get("metrics"),
+                   "elapsed_s": round(steps.elapsed(), 2)}
         if args.json:
             print(json.dumps(summary, indent=2))
             return 0
@@ -211,6 +227,10 @@ def cli_up(args: argparse.Namespace) -> int:
         c.print(f"[bold green]legionrm is up[/] at {summary['address']} in {summary['elapsed_s']:.1f} s: "
                 f"{summary['resources']} resources ({summary['hosts']} hosts, {summary['vaults']} vaults), "
                 f"{summary['classes']} classes, {summary['actors']} actors, from {spec.source}")
+        if summary["dashboard"]:
+            c.print(f"  [bold]dashboard: {summary['dashboard']}[/]")
+        if summary["ray_dashboard"]:
+            c.print(f"  Ray's dashboard: {summary['ray_dashboard']}  (metrics for Prometheus: {summary['metrics']})")
         c.print(f"  logs:  {log}" + (f"  (Ray's own: {summary['ray_logs']})" if summary["ray_logs"] else ""))
         c.print("  next:  " + "\n         ".join(NEXT_STEPS))
     return 0
@@ -222,13 +242,20 @@ def _start_head(args: argparse.Namespace, state: dict[str, Any], steps: Steps, l
             raise UpError(f"port {args.port} is in use; choose another with --port, or leave --port out for a free one")
         port = args.port or free_port()
         agent_port = free_port()
+        ray_dashboard = not getattr(args, "no_ray_dashboard", False)
+        if ray_dashboard:  # Ray's dashboard charts legionrm's metrics; the metrics port is Prometheus' to scrape
+            dash_port, metrics_port = free_port(), free_port()
+            flags = ["--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dash_port}",
+                     f"--metrics-export-port={metrics_port}"]
+            state.update(ray_dashboard=f"http://127.0.0.1:{dash_port}/", metrics=f"http://127.0.0.1:{metrics_port}/metrics")
+        else:
+            flags = ["--include-dashboard=false"]
     temp = tempfile.mkdtemp(prefix="lrm-up-", dir="/tmp")  # short: Unix socket paths are capped at 107 bytes
     with steps.step(f"starting a Ray head on 127.0.0.1:{port}"):
         with open(log, "ab") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", f"--port={port}",
-                 f"--dashboard-agent-listen-port={agent_port}",
-                 "--include-dashboard=false", f"--temp-dir={temp}", "--node-ip-address=127.0.0.1", "--disable-usage-stats"],
+                 f"--dashboard-agent-listen-port={agent_port}", *flags, f"--temp-dir={temp}", "--node-ip-address=127.0.0.1", "--disable-usage-stats"],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                 env={**os.environ, "RAY_AUTH_MODE": "disabled"},
             )

@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
+from legionrm import metrics
 from legionrm.enactor.enactor import Approver, Enactor, approve_all
 from legionrm.enactor.gateway import DEAD, CreateItem
 from legionrm.models import (
@@ -251,7 +252,9 @@ class EnactorActor:
     async def enact_schedule(self, request: EnactRequest, approver: tuple[Handle, str] | None = None) -> EnactResult:
         """Legion's ``enact_schedule``: see :meth:`Enactor.enact_schedule`."""
         approve: Approver = approve_all if approver is None else _remote_approver(*approver)
-        return await asyncio.to_thread(self.core.enact_schedule, request, approve=approve)
+        result = await asyncio.to_thread(self.core.enact_schedule, request, approve=approve)
+        metrics.record_enactment(result)  # placements, and vetoes by code
+        return result
 
     async def add_group(self, name: str, handle: Handle) -> None:
         """Route placements whose ``group`` is ``name`` to ``handle``.  Idempotent."""

@@ -22,7 +22,7 @@ ENGINES = ("legionrm.scheduler.fairshare", "legionrm.scheduler.placement", "legi
 # -> collection -> mil -> models/errors.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.models", "legionrm.errors", "legionrm.scheduler", "legionrm.version"),  # legionrm.scheduler: its docstring map only
-    ("legionrm.mil", "legionrm.tomlio", "legionrm.testing", "legionrm.state"),
+    ("legionrm.mil", "legionrm.tomlio", "legionrm.testing", "legionrm.state", "legionrm.metrics", "legionrm.dashboard"),
     ("legionrm.collection", "legionrm.naming"),
     ("legionrm.hostobj", "legionrm.enactor", "legionrm.auth"),
     ENGINES[:3] + ("legionrm.scheduler.pipeline", "legionrm.scheduler.ports", "legionrm.scheduler.requests",
@@ -33,7 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.scheduler.sharegate",),
     ("legionrm.scheduler.scheduler",),
     ("legionrm.scheduler.actor", "legionrm.scheduler.audit", "legionrm.inprocess"),
-    ("legionrm.system",),
+    ("legionrm.system", "legionrm.dashboard.server"),
     ("legionrm.cli",),
     ("legionrm",),  # the root package: the public surface, above all it re-exports
 )
@@ -41,7 +41,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 EXACT = ("legionrm", "legionrm.scheduler")
 """Packages placed by their ``__init__`` alone: a new module inside them needs a layer of its own."""
 
-RAY_SHELLS = ("legionrm.system", "legionrm.naming", "legionrm.hostobj.ray_node", "legionrm.cli")
+RAY_SHELLS = ("legionrm.system", "legionrm.naming", "legionrm.hostobj.ray_node", "legionrm.cli", "legionrm.metrics",
+              "legionrm.dashboard.server")
 """Besides every ``*.actor`` module: where Ray may be imported."""
 
 LAZY = {

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -50,6 +52,13 @@ def test_up_status_submit_down(tmp_path: Path) -> None:
         assert up.returncode == 0, up.stderr
         assert "legionrm is up at 127.0.0.1:" in up.stderr and "15 resources (13 hosts, 2 vaults)" in up.stderr  # 12 from the file, the Ray node bound
         assert "logs:" in up.stderr and "legionrm down" in up.stderr and "WARNING" not in up.stderr
+        dash = re.search(r"dashboard: (http://127\.0\.0\.1:\d+/)", up.stderr)
+        metrics = re.search(r"metrics for Prometheus: (http://\S+/metrics)", up.stderr)
+        assert dash and metrics, up.stderr
+        with urllib.request.urlopen(dash.group(1) + "api/state", timeout=10) as r:
+            assert json.loads(r.read())["summary"]["hosts"] == 13  # legionrm's dashboard sees the system
+        with urllib.request.urlopen(metrics.group(1), timeout=10) as r:
+            assert r.status == 200  # Ray's metrics export, for Prometheus to scrape
         st = json.loads(lrm("status", "--json").stdout)
         assert (st["resources"], st["hosts"], st["vaults"]) == (15, 13, 2)
         assert all("memory_mb" in v for v in st["pools"]["/"].values() if isinstance(v, dict))
