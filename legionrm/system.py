@@ -236,7 +236,7 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
     store = str(Path(state_dir) / "scheduler.db") if state_dir is not None else None
     system.scheduler = SchedulerActor.options(**control_plane(SCHEDULER, detached=detached, restarts=RESTARTS)).remote(
         coll, system.enactor, list(spec.classes), pool_owner=system.pools, cluster=spec, carriers=carriers,
-        state_path=store,
+        state_path=store, vault_actors=system.vaults,
         class_actors=system.classes)
     # wait until every resource has joined, so the first query sees them all
     call([h.ping.remote() for h in system.handles()])

@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "shell": "legionrm.cli.shell:cli_shell",
     "submit": "legionrm.cli.ops:cli_submit",
     "list": "legionrm.cli.requests:cli_list",
+    "audit": "legionrm.cli.audit:cli_audit",
     "show": "legionrm.cli.requests:cli_show",
     "cancel": "legionrm.cli.requests:cli_cancel",
     "explain": "legionrm.cli.requests:cli_explain",
@@ -112,6 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     json_flag(sm)
     sm.add_argument("--wait", action="store_true", help="follow a queued request until it runs or ends")
     sm.add_argument("--wait-timeout", type=float, default=600.0, metavar="S", help="give up following after S seconds")
+
+    au = add("audit", "check the running system's books: capacity, instances, reservations, pool allocations")
+    address(au)
+    json_flag(au)
 
     ls = add("list", "requests on the running system, oldest first")
     ls.add_argument("--user", help="only this user's requests")

@@ -32,6 +32,7 @@ from legionrm.models import (
     Refusal,
     ReservationRequest,
     ReservationToken,
+    ResourceAudit,
     ResourceRecord,
     Resources,
     StartRequest,
@@ -186,6 +187,10 @@ class HostActor(_Beating):
         """``free`` / ``busy_later`` / ``busy`` now, for the whole host or for one request."""
         return self.core.state(resources, duration_s)
 
+    def audit_views(self) -> list[ResourceAudit]:
+        """What this actor's resources hold now, for the auditor."""
+        return [self.core.audit_view()]
+
     def heartbeat(self) -> dict[str, AttrValue]:
         return self.core.heartbeat()
 
@@ -239,6 +244,10 @@ class HostGroupActor(_Beating):
     def records(self) -> list[ResourceRecord]:
         return self.core.records()
 
+    def audit_views(self) -> list[ResourceAudit]:
+        """What this actor's resources hold now, for the auditor."""
+        return self.core.audit_views()
+
     def heartbeat(self) -> dict[str, dict[str, AttrValue]]:
         return self.core.heartbeat()
 
@@ -285,6 +294,10 @@ class VaultActor(_Beating):
 
     def list_uses(self) -> dict[str, str]:
         return self.core.list_uses()
+
+    def audit_views(self) -> list[ResourceAudit]:
+        """What this actor's resources hold now, for the auditor."""
+        return [self.core.audit_view()]
 
     def heartbeat(self) -> dict[str, AttrValue]:
         return self.core.heartbeat()

@@ -38,10 +38,12 @@ from legionrm.hostobj.sink import CollectionSink, NullSink
 from legionrm.models import (
     AccessPolicy,
     AttrValue,
+    HeldReservation,
     Holder,
     Refusal,
     ReservationRequest,
     ReservationToken,
+    ResourceAudit,
     ResourceKind,
     ResourceRecord,
     Resources,
@@ -239,6 +241,21 @@ class ResourceObject:
     def reservations(self) -> list[ReservationToken]:
         """Tokens of the reservations that still hold capacity, by start."""
         return sorted((r.token for r in self._open.values()), key=lambda t: (t.start, t.token_id))
+
+    @public
+    def audit_view(self) -> ResourceAudit:
+        """What this resource holds now, for the auditor (a read)."""
+        now = self.now()
+        listing = getattr(self, "list_instances", None)
+        return ResourceAudit(
+            name=self.name, kind="host" if callable(listing) else "vault", now=now,
+            used=tuple(float(x) for x in self.calendar.usage_at(now)),
+            capacity=tuple(float(x) for x in self.calendar.capacity),
+            instances=tuple(listing()) if callable(listing) else (),
+            reservations=tuple(HeldReservation(token_id=t.token_id, user=t.holder.user, expires_at=t.expires_at,
+                                               holders=tuple(sorted(self._open[t.token_id].holders)))
+                               for t in self.reservations()),
+        )
 
     @public
     def holders_of(self, token_id: str) -> frozenset[str]:

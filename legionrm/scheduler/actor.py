@@ -17,6 +17,7 @@ import ray
 from legionrm.collection.actor import RemoteCollection
 from legionrm.hostobj.actor import RemoteHostPort
 from legionrm.models import (
+    AuditFinding,
     ClassSpec,
     ClusterSpec,
     CycleReport,
@@ -35,6 +36,7 @@ from legionrm.models import (
     SchedulingRequest,
 )
 from legionrm.naming import host_name, named_actor
+from legionrm.scheduler.audit import audit
 from legionrm.scheduler.build import core_for_cluster
 from legionrm.scheduler.elastic import CycleRunner, ElasticCycle, HostStopper
 from legionrm.scheduler.planner import Planner
@@ -92,6 +94,12 @@ class RemoteCarrier:
         return ray.get(self.handle.list_instances.remote(host), timeout=WATCH_TIMEOUT_S)
 
 
+def _unique(handles: Any) -> dict[str, Any]:
+    """Actor handles by actor id (a group carries many hosts; each host's copy
+    of its handle is a separate object once shipped to this actor)."""
+    return {h._actor_id.hex(): h for h in handles}
+
+
 def ray_watch(carriers: dict[str, Any]) -> HostWatch:
     """The instance watch over Ray: a host's carrier, else the host's own named actor."""
 
@@ -100,8 +108,7 @@ def ray_watch(carriers: dict[str, Any]) -> HostWatch:
         return RemoteCarrier(handle) if handle is not None else None
 
     def every() -> list[RemoteCarrier]:
-        unique = {id(h): h for h in carriers.values()}
-        return [RemoteCarrier(h) for h in unique.values()]
+        return [RemoteCarrier(h) for h in _unique(carriers.values()).values()]
 
     return HostWatch(carrier, every)
 
@@ -180,7 +187,11 @@ class SchedulerActor:
     def __init__(self, collection: Any, enactor: Any, classes: list[ClassSpec] | None = None,
                  pools: PoolGate | None = None, name: str = "scheduler", cluster: ClusterSpec | None = None,
                  carriers: dict[str, Any] | None = None, class_actors: dict[str, Any] | None = None,
-                 tick_s: float = 1.0, pool_owner: Any = None, state_path: str | None = None) -> None:
+                 tick_s: float = 1.0, pool_owner: Any = None, state_path: str | None = None,
+                 vault_actors: dict[str, Any] | None = None) -> None:
+        self._carriers = dict(carriers or {})
+        self._vaults = dict(vault_actors or {})
+        self._class_actors = dict(class_actors or {})
         self_handle = ray.get_runtime_context().current_actor
         coll, enact = RemoteCollection(collection, CALL_TIMEOUT_S), RemoteEnactor(enactor, (self_handle, "approve"))
         if pool_owner is not None:  # the system's shared pools, owned by one PoolActor
@@ -231,6 +242,30 @@ class SchedulerActor:
     def tick(self) -> int:
         """Watch and re-plan now (normally the timer does)."""
         return self.core.tick()
+
+    @ray.method(concurrency_group="control")
+    def audit(self) -> list[AuditFinding]:
+        """The auditor over the live system: one batched call per host group,
+        host, vault and class actor (each with a timeout); a resource that
+        cannot be asked is itself a finding."""
+        handles = _unique([*self._carriers.values(), *self._vaults.values()])
+        refs = {hid: h.audit_views.remote() for hid, h in handles.items()}
+        class_refs = {n: h.list_instances.remote() for n, h in self._class_actors.items()}
+        views, findings = [], []
+        for hid, ref in refs.items():
+            try:
+                views.extend(ray.get(ref, timeout=WATCH_TIMEOUT_S))
+            except ray.exceptions.RayError as exc:
+                findings.append(AuditFinding(code="resource.unreachable", subject=str(handles[hid]),
+                                             detail=f"{type(exc).__name__}"))
+        classes: dict[str, list[str]] = {}
+        for name, ref in class_refs.items():
+            try:
+                classes[name] = [r.instance_id for r in ray.get(ref, timeout=WATCH_TIMEOUT_S)]
+            except ray.exceptions.RayError as exc:
+                findings.append(AuditFinding(code="resource.unreachable", subject=f"class:{name}",
+                                             detail=f"{type(exc).__name__}"))
+        return findings + audit(self.core, views, classes, also_running=self.cycle.instance_ids())
 
     def scheduleObjects(self, request: SchedulingRequest) -> SchedulerResponse:
         return self.core.scheduleObjects(request)

@@ -32,7 +32,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.scheduler.planner", "legionrm.scheduler.build"),
     ("legionrm.scheduler.sharegate",),
     ("legionrm.scheduler.scheduler",),
-    ("legionrm.scheduler.actor", "legionrm.scheduler.audit", "legionrm.inprocess"),
+    ("legionrm.scheduler.audit",),
+    ("legionrm.scheduler.actor", "legionrm.inprocess"),
     ("legionrm.system", "legionrm.dashboard.server"),
     ("legionrm.cli",),
     ("legionrm",),  # the root package: the public surface, above all it re-exports
