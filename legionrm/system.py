@@ -27,6 +27,8 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # see notes/ray-on-a-small-m
 import ray  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
+from legionrm.auth import CallSigner  # noqa: E402
+from legionrm.auth.guard import ensure_home, signer_for  # noqa: E402
 from legionrm.collection.actor import CollectionActor, RemoteCollection  # noqa: E402
 from legionrm.config import host_groups, load_cluster  # noqa: E402
 from legionrm.enactor.actor import EnactorActor  # noqa: E402
@@ -61,6 +63,32 @@ from legionrm.scheduler.actor import SchedulerActor  # noqa: E402
 from legionrm.scheduler.build import pool_gate  # noqa: E402
 
 STATE_FILE = Path(os.environ.get("LEGIONRM_HOME", str(Path.home() / ".legionrm"))) / "up.json"
+HOME = STATE_FILE.parent
+
+
+def caller_name() -> str | None:
+    """Who this driver acts as: ``LEGIONRM_USER``, else the login name."""
+    return os.environ.get("LEGIONRM_USER") or None
+
+
+def signer_if(authenticated: bool, home: str | os.PathLike[str] | None = None) -> CallSigner | None:
+    """The caller's signer when the system checks who calls (None when it does not).
+    Raises (one line, with the fix) when it does and the caller has no credential."""
+    return signer_for(home or HOME, caller_name()) if authenticated else None
+
+
+def signer_for_actor(handle: Any, home: str | os.PathLike[str] | None = None) -> CallSigner | None:
+    """:func:`signer_if` the actor (Scheduler or Collection) says it checks proofs."""
+    try:
+        on = bool(call(handle.authenticated.remote(), 30))
+    except AttributeError:  # an actor from before authentication
+        on = False
+    return signer_if(on, home)
+
+
+def signed(signer: CallSigner | None, call_name: str, args: Any) -> Any:
+    """The proof for one call (None without a signer)."""
+    return signer.sign(call_name, args) if signer is not None else None
 
 
 def call(ref_or_refs: Any, timeout: float | None = 60.0) -> Any:
@@ -142,6 +170,7 @@ class System:
     classes: dict[str, Any] = field(default_factory=dict)
     nodes: dict[str, Any] = field(default_factory=dict)  # hosts bound to real Ray nodes
     detached: bool = False
+    signer: CallSigner | None = None  # signs each call as this driver's user (None: the system checks nobody)
 
     def handles(self) -> list[Any]:
         return [self.scheduler, self.enactor, *self.classes.values(), *self.nodes.values(),
@@ -155,10 +184,16 @@ class System:
 
     def schedule(self, request: SchedulingRequest, timeout: float = 120.0) -> SchedulerResponse:
         """``scheduleObjects`` on this system's Scheduler actor."""
-        return call(self.scheduler.scheduleObjects.remote(request), timeout)
+        if self.signer is None:
+            return call(self.scheduler.scheduleObjects.remote(request), timeout)
+        proof = self.signer.sign("scheduleObjects", {"request": request})
+        return call(self.scheduler.scheduleObjects.remote(request, proof=proof), timeout)
 
     def query(self, text: str, caller: Identity | None = None) -> QueryResult:
-        return call(self.collection.query.remote(text, caller))
+        if self.signer is None:
+            return call(self.collection.query.remote(text, caller))
+        proof = self.signer.sign("query", {"text": text, "caller": caller, "include_unavailable": False})
+        return call(self.collection.query.remote(text, caller, False, proof=proof))
 
     def shutdown(self) -> None:
         """Stop every actor of this system, instances first (idempotent)."""
@@ -188,33 +223,45 @@ def ray_node_hosts() -> dict[str, str]:
 
 
 def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str] | None = None,
-         heartbeat_s: float | None = None, bind_nodes: bool = False) -> System:
+         heartbeat_s: float | None = None, bind_nodes: bool = False,
+         auth_home: str | os.PathLike[str] | None | bool = None) -> System:
     """Create the system's actors on the connected Ray: the Collection, one
     host group per nodepool, the vaults, the class objects, the Enactor and
     the Scheduler.  ``ray_nodes`` maps a host name to a Ray node id: that
     host is the real node (its instances run there as Ray actors);
     ``bind_nodes`` binds every live Ray node so (:func:`ray_node_hosts`), its
     capacity from Ray's own view of the node.
+    ``auth_home`` is the legionrm home whose registry the system checks
+    every caller against (None: :data:`HOME` when ``detached``, as for
+    ``legionrm up``, else no authentication; False: none).  Boot creates the
+    registry, an administrator for the operator and the agent keys if missing.
     Not idempotent: boot once per Ray namespace."""
+    if auth_home is None:
+        auth_home = HOME if detached else False
+    home = str(auth_home) if auth_home else None
+    if home is not None:
+        ensure_home(home)
+    auth: dict[str, Any] = {"auth_home": home} if home is not None else {}
     if bind_nodes and ray_nodes is None:
         ray_nodes = ray_node_hosts()
     hb = heartbeat_s or spec.collection.heartbeat_interval_s
     opts: dict[str, Any] = dict(name=COLLECTION, namespace=NAMESPACE)
     if detached:
         opts["lifetime"] = "detached"
-    coll = CollectionActor.options(**opts).remote(spec.collection)
+    coll = CollectionActor.options(**opts).remote(spec.collection, **auth)
     system = System(spec=spec, collection=coll, detached=detached)
     node_hosts = set(ray_nodes or ())
     specs = {h.name: h for h in spec.hosts}
     for name, hosts in host_groups(spec).items():
         hosts = [h for h in hosts if h.name not in node_hosts]
         if hosts:
-            system.groups[name] = spawn_host_group(name, hosts, collection=coll, heartbeat_s=hb, detached=detached)
+            system.groups[name] = spawn_host_group(name, hosts, collection=coll, heartbeat_s=hb, detached=detached,
+                                                   **auth)
     for host, node_id in (ray_nodes or {}).items():
         system.nodes[host] = spawn_ray_node_host(node_id, specs.get(host) or HostSpec(name=host), collection=coll,
-                                                 heartbeat_s=hb, detached=detached)
+                                                 heartbeat_s=hb, detached=detached, **auth)
     for v in spec.vaults:
-        system.vaults[v.name] = spawn_vault(v, collection=coll, heartbeat_s=hb, detached=detached)
+        system.vaults[v.name] = spawn_vault(v, collection=coll, heartbeat_s=hb, detached=detached, **auth)
     carriers = {h.name: system.groups[g] for g, hosts in host_groups(spec).items() for h in hosts
                 if h.name not in node_hosts}
     carriers.update(system.nodes)
@@ -223,15 +270,25 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
     enactor_opts = dict(name=ENACTOR, namespace=NAMESPACE, **({"lifetime": "detached"} if detached else {}))
     system.enactor = EnactorActor.options(**enactor_opts).remote(
         groups=system.groups, resources={**system.nodes, **system.vaults}, batched=list({**system.nodes, **system.vaults}),
-        classes=system.classes,
+        classes=system.classes, **auth,
     )
     sched_opts = dict(name=SCHEDULER, namespace=NAMESPACE, **({"lifetime": "detached"} if detached else {}))
     system.scheduler = SchedulerActor.options(**sched_opts).remote(
         coll, system.enactor, list(spec.classes), pools=pool_gate(spec), cluster=spec, carriers=carriers,
-        class_actors=system.classes)
+        class_actors=system.classes, **auth)
     # wait until every resource has joined, so the first query sees them all
     call([h.ping.remote() for h in system.handles()])
+    if home is not None:
+        system.signer = signer_if(True, home) if _has_key(home) else None
     return system
+
+
+def _has_key(home: str) -> bool:
+    try:
+        signer_for(home, caller_name())
+    except Exception:  # the driver's user has no key here: it signs nothing (and the system refuses it)
+        return False
+    return True
 
 
 def connect(address: str = "auto") -> System:
@@ -240,12 +297,14 @@ def connect(address: str = "auto") -> System:
     Raises SystemNotRunningError when there is none."""
     init_connect(address)
     source = json.loads(STATE_FILE.read_text()).get("cluster") if STATE_FILE.exists() else None
-    return System(spec=load_cluster(source), collection=require_actor(COLLECTION), scheduler=require_actor(SCHEDULER),
-                  enactor=require_actor(ENACTOR), detached=True)
+    scheduler = require_actor(SCHEDULER)
+    return System(spec=load_cluster(source), collection=require_actor(COLLECTION), scheduler=scheduler,
+                  enactor=require_actor(ENACTOR), detached=True, signer=signer_for_actor(scheduler))
 
 
 def connect_collection(address: str = "auto") -> RemoteCollection:
     """The running system's Collection (what ``legionrm query`` and ``shell``
     talk to).  Raises SystemNotRunningError when there is none."""
     init_connect(address)
-    return RemoteCollection(require_actor(COLLECTION))
+    handle = require_actor(COLLECTION)
+    return RemoteCollection(handle, signer=signer_for_actor(handle))

@@ -95,6 +95,27 @@ class ResourceObject:
         self.joined = False
         self.measured_load: float | None = None  # set by a real host from its own measurements
 
+    attestations: Any = None
+    """An :class:`~legionrm.auth.AttestationVerifier` holding the Scheduler's
+    public key, or None (no identity checks: in-process systems and tests).
+    With one, every reservation must carry the Scheduler's attestation made
+    out to this resource, and the owner's policy judges the attested user and
+    groups, whatever the request claims and whoever sends it."""
+
+    def _attested(self, request: ReservationRequest) -> ReservationRequest | Refusal:
+        """``request`` held by the identity the Scheduler attested, or the refusal."""
+        if request.attestation is None:
+            return Refusal(code="auth.no_proof", by=self.name,
+                           reason=f"{self.name} reserves only for users the Scheduler attests; this request has no attestation")
+        ident = self.attestations.verify(request.attestation, self.name)
+        if isinstance(ident, Refusal):
+            return ident.model_copy(update={"by": self.name})
+        if ident.user != request.holder.user:
+            return Refusal(code="auth.wrong_call", by=self.name,
+                           reason=f"attestation is for {ident.user!r}, the request claims {request.holder.user!r}")
+        holder = request.holder.model_copy(update={"groups": tuple(ident.groups)})
+        return request.model_copy(update={"holder": holder})
+
     # --- owner hooks (override these; safe defaults) ---------------------------------
 
     def admit_reservation(self, request: ReservationRequest) -> Verdict:
@@ -169,6 +190,11 @@ class ResourceObject:
             return self._refuse(codes.REQUEST_CONFLICT, f"request id {request.request_id!r} was used for another request")
         if request.resource != self.name:
             return self._refuse(codes.RESOURCE_MISMATCH, f"request is for {request.resource!r}, this is {self.name!r}")
+        if self.attestations is not None:
+            attested = self._attested(request)
+            if isinstance(attested, Refusal):
+                return attested
+            request = attested
         if request.start is not None and not math.isfinite(request.start):
             return self._refuse(codes.REQUEST_INVALID, f"start {request.start} is not a time")
         pairing = self._check_pairing(request)

@@ -22,15 +22,16 @@ ENGINES = ("legionrm.scheduler.fairshare", "legionrm.scheduler.placement", "legi
 # -> collection -> mil -> models/errors.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.models", "legionrm.errors", "legionrm.scheduler", "legionrm.version"),  # legionrm.scheduler: its docstring map only
-    ("legionrm.mil", "legionrm.tomlio", "legionrm.testing"),
+    ("legionrm.mil", "legionrm.tomlio", "legionrm.testing", "legionrm.auth"),  # auth: models/errors only
     ("legionrm.collection", "legionrm.naming"),
-    ("legionrm.hostobj", "legionrm.enactor", "legionrm.auth"),
+    ("legionrm.hostobj", "legionrm.enactor"),
     ENGINES[:3] + ("legionrm.scheduler.pipeline", "legionrm.scheduler.ports", "legionrm.scheduler.requests",
                    "legionrm.scheduler.watch", "legionrm.state"),
     ("legionrm.scheduler.elastic", "legionrm.scheduler.snaptables", "legionrm.config", "legionrm.request_file"),
     ("legionrm.scheduler.planner", "legionrm.scheduler.build"),
     ("legionrm.scheduler.sharegate",),
     ("legionrm.scheduler.scheduler",),
+    ("legionrm.scheduler.door",),
     ("legionrm.scheduler.actor", "legionrm.scheduler.audit", "legionrm.inprocess"),
     ("legionrm.system",),
     ("legionrm.cli",),
