@@ -108,7 +108,7 @@ class Guard:
         if proof is None:
             return Refusal(code=NO_PROOF, by=self.verifier.by,
                            reason=f"{call} needs a signed proof of who calls (load your credential: legionrm user add)")
-        return self.verifier.verify(proof, call, args)
+        return self.verifier.verify_args(proof, call, args)
 
     def require(self, proof: Any, call: str, args: Any) -> VerifiedCaller:
         got = self.check(proof, call, args)

@@ -116,6 +116,22 @@ class ResourceObject:
         holder = request.holder.model_copy(update={"groups": tuple(ident.groups)})
         return request.model_copy(update={"holder": holder})
 
+    def _access_refusal(self, who: Any) -> Refusal | None:
+        """The owner's access list, enforced here whoever calls (not only by the
+        Collection's filtering): a refusal naming the rule, or None."""
+        access = self.policy.restrict(self.access) if self.policy else self.access
+        if access.accepts(who):
+            return None
+        if who.user in access.deny_users or (access.allow_users and who.user not in access.allow_users
+                                             and not access.allow_groups):
+            code = codes.POLICY_USER
+        elif who.class_name is not None and (who.class_name in access.deny_classes
+                                             or (access.allow_classes and who.class_name not in access.allow_classes)):
+            code = codes.POLICY_CLASS
+        else:
+            code = codes.POLICY_GROUP
+        return self._refuse(code, f"{self.name}'s owner does not admit {who.user!r} (access list)")
+
     # --- owner hooks (override these; safe defaults) ---------------------------------
 
     def admit_reservation(self, request: ReservationRequest) -> Verdict:
@@ -209,6 +225,9 @@ class ResourceObject:
         verdict = self._ask_owner("admit_reservation", self.admit_reservation, request)
         if isinstance(verdict, Refusal):
             return verdict
+        denied = self._access_refusal(request.holder.identity())
+        if denied is not None:
+            return denied
         expires = start + request.timeout_s
         token = tokens.sign(
             ReservationToken(
