@@ -86,6 +86,18 @@ def signer_for_actor(handle: Any, home: str | os.PathLike[str] | None = None) ->
     return signer_if(on, home)
 
 
+_SIGNERS: dict[str, CallSigner | None] = {}
+
+
+def proof_for(handle: Any, call_name: str, args: Any) -> Any:
+    """The proof to send with ``call_name`` on the actor ``handle`` (None when
+    that actor checks nobody); the signer is looked up once per actor."""
+    key = str(getattr(handle, "_actor_id", id(handle)))
+    if key not in _SIGNERS:
+        _SIGNERS[key] = signer_for_actor(handle)
+    return signed(_SIGNERS[key], call_name, args)
+
+
 def signed(signer: CallSigner | None, call_name: str, args: Any) -> Any:
     """The proof for one call (None without a signer)."""
     return signer.sign(call_name, args) if signer is not None else None
