@@ -38,11 +38,13 @@ COMMANDS: dict[str, str] = {
     "pools": "legionrm.cli.pools:cli_main",
     "examples": "legionrm.cli.examples:cli_main",
     "completion": "legionrm.cli.completion:cli_main",
+    "user": "legionrm.cli.users:cli_user",
 }
 
 ENVIRONMENT = """\
 environment:
-  LEGIONRM_HOME   where `up` keeps its state (up.json) and logs (logs/); default ~/.legionrm
+  LEGIONRM_HOME   where `up` keeps its state (up.json), logs (logs/) and users (auth/); default ~/.legionrm
+  LEGIONRM_USER   the user whose key (auth/users/USER.key) signs each call; default the login name
   RAY_AUTH_MODE   Ray's token auth; legionrm sets it to "disabled" for the Ray it starts
   COLUMNS         the width tables fit (default: the terminal's; piped: as wide as needed)
 
@@ -158,6 +160,13 @@ def build_parser() -> argparse.ArgumentParser:
     ex = add("examples", "copy the bundled examples (programs, request files, scenarios) into a directory")
     ex.add_argument("dir", help="where to copy them (created; existing files are not overwritten)")
     json_flag(ex)
+
+    us = add("user", "users and their credentials: `user add NAME --group G`, `user list` (administrators add)")
+    us.add_argument("action", choices=("add", "list"), help="add a user (writes their 0600 key) or list users")
+    us.add_argument("name", nargs="?", help="the user to add")
+    us.add_argument("--group", action="append", metavar="G", help="a group the user is in (repeatable)")
+    us.add_argument("--role", action="append", choices=("user", "owner", "admin"), help="a role (repeatable)")
+    json_flag(us)
 
     co = add("completion", "print a shell completion script: eval \"$(legionrm completion bash)\"")
     co.add_argument("shell", choices=("bash", "zsh"), help="the shell to complete in")

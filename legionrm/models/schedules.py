@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -172,6 +172,9 @@ class EnactRequest(Frozen):
     duration_s: dict[str, float] = Field(default_factory=dict)
     args: dict[str, dict[str, AttrValue]] = Field(default_factory=dict)
     create: bool = True
+    attestations: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Per resource name: the Scheduler's attestation of ``holder`` to it
+    (what a host that checks identities needs with each reservation)."""
 
 
 class ScheduleProposal(Frozen):
