@@ -6,6 +6,7 @@ numbers are asked, wrong types, deep nesting, long strings)."""
 
 from __future__ import annotations
 
+import copy as copy_module
 import datetime as dt
 import json
 import math
@@ -125,7 +126,8 @@ def _parent(doc: Any, path: tuple) -> Any:
 
 
 def copy(doc: Any) -> Any:
-    return json.loads(json.dumps(doc))
+    """A deep copy (drawn values are shared with NASTY: never mutate them in place)."""
+    return copy_module.deepcopy(doc)
 
 
 @st.composite
@@ -138,15 +140,15 @@ def mutated(draw: st.DrawFn, seed: dict[str, Any]) -> dict[str, Any]:
         op = draw(st.sampled_from(["replace", "replace", "replace", "drop", "add", "repeat", "wrap"]))
         if not where:
             if op in ("add", "replace"):
-                doc[draw(st.text(max_size=8))] = draw(values)
+                doc[draw(st.text(max_size=8))] = copy(draw(values))
             continue
         parent, key = _parent(doc, where), where[-1]
         if op == "replace":
-            parent[key] = draw(values)
+            parent[key] = copy(draw(values))
         elif op == "drop":
             del parent[key]
         elif op == "add" and isinstance(parent[key], dict):
-            parent[key][draw(st.sampled_from(["name", "count", "cpus", "x", "", "policy"]))] = draw(values)
+            parent[key][draw(st.sampled_from(["name", "count", "cpus", "x", "", "policy"]))] = copy(draw(values))
         elif op == "repeat" and isinstance(parent[key], list) and parent[key]:
             parent[key].append(copy(parent[key][-1]))
         elif op == "wrap":
