@@ -38,8 +38,8 @@ from legionrm.tomlio import (
     expect,
     load_toml,
     model,
-    reraise,
     require,
+    reraise,
     tables,
 )
 

@@ -34,7 +34,17 @@ from legionrm.errors import ConfigError, MILError
 from legionrm.mil import compile_query
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
 from legionrm.models.schedules import MAX_INSTANCES, MAX_OBJECTS
-from legionrm.tomlio import MAX_INT, MAX_TEXT, check_keys, expect, load_toml, model, require, table_count, tables
+from legionrm.tomlio import (
+    MAX_INT,
+    MAX_TEXT,
+    check_keys,
+    expect,
+    load_toml,
+    model,
+    require,
+    table_count,
+    tables,
+)
 
 TOP_KEYS = ("request_id", "pool", "activate", "identity", "object", "wait")
 NUMBERS = {"count": int, "cpus": float, "memory_gb": float, "gpus": int, "storage_gb": float, "walltime_s": float,

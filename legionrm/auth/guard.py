@@ -54,6 +54,7 @@ AUTH_DIR = "auth"
 AGENTS_DIR = "agents"
 SCHEDULER = agent_principal("scheduler", "scheduler")
 ENACTOR = agent_principal("enactor", "enactor")
+DASHBOARD = agent_principal("dashboard", "dashboard")
 NO_PROOF = "auth.no_proof"  # an authenticated system was called without a proof
 
 
@@ -150,7 +151,7 @@ def ensure_home(home: str | os.PathLike[str], operator: str | None = None) -> Re
             registry.update_user(name, roles=("admin", *registry.user(name).roles))
     agents = auth_home(home) / AGENTS_DIR
     agents.mkdir(mode=0o700, exist_ok=True)
-    for kind, name in (("scheduler", "scheduler"), ("enactor", "enactor")):
+    for kind, name in (("scheduler", "scheduler"), ("enactor", "enactor"), ("dashboard", "dashboard")):
         cred = registry.add_agent(kind, name)
         save_private_key(agent_key_path(home, cred.name), cred.private_key, overwrite=True)
     return registry

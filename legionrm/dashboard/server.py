@@ -32,6 +32,9 @@ from ray.exceptions import GetTimeoutError, RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from legionrm import metrics
+from legionrm.auth import CallSigner
+from legionrm.auth.guard import DASHBOARD as DASHBOARD_AGENT
+from legionrm.auth.guard import load_agent
 from legionrm.dashboard.view import WAITING, Poll, build_view
 from legionrm.models import CycleReport
 from legionrm.naming import COLLECTION, ENACTOR, NAMESPACE, SCHEDULER, named_actor
@@ -53,6 +56,13 @@ def one_line(exc: BaseException) -> str:
     return (lines[-1] if lines else type(exc).__name__)[:300]
 
 
+SIGNED: dict[tuple[str, str], dict[str, Any]] = {
+    ("collection", "snapshot"): {},
+    ("scheduler", "list_requests"): {"user": None, "state": None},
+}
+"""The calls a system that checks who calls wants a proof for, with the arguments the proof is bound to."""
+
+
 @ray.remote(num_cpus=0, max_restarts=0)
 class DashboardActor:
     """``handles`` maps ``collection`` / ``scheduler`` / ``enactor`` to actor
@@ -61,7 +71,9 @@ class DashboardActor:
     header (e.g. the Ray address and Ray's own dashboard)."""
 
     def __init__(self, handles: dict[str, Any] | None = None, info: dict[str, Any] | None = None,
-                 poll_s: float = POLL_S) -> None:
+                 poll_s: float = POLL_S, auth_home: str | None = None) -> None:
+        # on a system that checks who calls, the dashboard signs as its own agent
+        self.signer = CallSigner(load_agent(auth_home, DASHBOARD_AGENT), time.time) if auth_home else None
         self.handles = dict(handles or {})
         self.info = dict(info or {})
         self.poll_s = poll_s
@@ -123,8 +135,11 @@ class DashboardActor:
         if handle is None:
             errors.append(f"{part}: no actor named {part!r} is running")
             return None
+        kwargs: dict[str, Any] = {}
+        if self.signer is not None and (part, method) in SIGNED:
+            kwargs["proof"] = self.signer.sign(method, SIGNED[(part, method)])
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(getattr(handle, method).remote(*args).future()),
+            return await asyncio.wait_for(asyncio.wrap_future(getattr(handle, method).remote(*args, **kwargs).future()),
                                           CALL_TIMEOUT_S)
         except Exception as exc:
             errors.append(f"{part}.{method}: {one_line(exc)}")
@@ -187,13 +202,13 @@ class DashboardActor:
 
 def start_dashboard(handles: dict[str, Any] | None = None, info: dict[str, Any] | None = None, *,
                     port: int = 0, detached: bool = True, name: str = DASHBOARD, poll_s: float = POLL_S,
-                    timeout_s: float = 30.0) -> tuple[Any, str]:
+                    timeout_s: float = 30.0, auth_home: str | None = None) -> tuple[Any, str]:
     """Start the dashboard actor on this driver's node (it binds 127.0.0.1
     there) and return its handle and URL.  Needs Ray initialised."""
     opts: dict[str, Any] = dict(name=name, namespace=NAMESPACE, scheduling_strategy=NodeAffinitySchedulingStrategy(
         ray.get_runtime_context().get_node_id(), soft=False))
     if detached:
         opts["lifetime"] = "detached"
-    actor = DashboardActor.options(**opts).remote(handles, info, poll_s)
+    actor = DashboardActor.options(**opts).remote(handles, info, poll_s, auth_home)
     url = ray.get(actor.start.remote("127.0.0.1", port), timeout=timeout_s)
     return actor, url

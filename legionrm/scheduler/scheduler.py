@@ -41,6 +41,7 @@ from legionrm.models import (
     SchedulerResponse,
     SchedulingRequest,
 )
+from legionrm.scheduler.approval import check_proposal
 from legionrm.scheduler.capacity import REQUEST_TOO_BIG, live_capacity, peak, too_big
 from legionrm.scheduler.planner import Plan, Planner
 from legionrm.scheduler.ports import (
@@ -123,6 +124,7 @@ class Scheduler:
         self._dirty = threading.Event()
         self._enacting: dict[str, frozenset[str]] = {}  # request id -> the placement keys it asked for
         self._cancel_asked: set[str] = set()
+        self._attempting: set[str] = set()  # requests an attempt is under way for
         self._capacity_seen: Resources | None = None
         self._capacity_peak: Resources | None = None
         self._ticks = 0
@@ -182,8 +184,16 @@ class Scheduler:
         ``failed`` (it can never run, or it asked not to wait).  Not
         idempotent (it starts instances); a repeated request id is refused."""
         _validate(request)
-        entry = self.book.add(request)
-        return self._attempt(entry)
+        with self._lock:  # claimed before the queue can see it, so a re-plan never races its first attempt
+            if request.request_id in self._attempting:
+                raise SchedulingError(f"request id {request.request_id!r} was already scheduled")
+            self._attempting.add(request.request_id)
+        try:
+            entry = self.book.add(request)
+            return self._attempt(entry)
+        finally:
+            with self._lock:
+                self._attempting.discard(request.request_id)
 
     def replan(self) -> int:
         """Try every pending request again, in queue order; returns how many
@@ -197,8 +207,15 @@ class Scheduler:
             while self._dirty.is_set():
                 self._dirty.clear()
                 for entry in self.queue():
-                    if entry.state == "pending" and self._attempt(entry).ok:
-                        started += 1
+                    with self._lock:  # one attempt at a time per request
+                        if entry.id in self._attempting or entry.state != "pending":
+                            continue
+                        self._attempting.add(entry.id)
+                    try:
+                        started += self._attempt(entry).ok
+                    finally:
+                        with self._lock:
+                            self._attempting.discard(entry.id)
         finally:
             self._replan_lock.release()
         return started
@@ -221,8 +238,9 @@ class Scheduler:
         entry = self._entry(request_id)
         if entry.final:
             return entry.info()
-        if entry.state in ("admitted", "placing"):
-            # the enactment in flight finishes first; its result is stopped at once
+        with self._lock:
+            in_flight = entry.state in ("admitted", "placing") or request_id in self._attempting
+        if in_flight:  # the attempt under way finishes first; its result is stopped at once
             self._cancel_asked.add(request_id)
             return entry.info()
         for iid in entry.live_instances():
@@ -319,23 +337,10 @@ class Scheduler:
 
     def approve(self, proposal: ScheduleProposal) -> bool | Refusal:
         """Legion's step 6: the enactor reports a fully reserved schedule and
-        the scheduler confirms it.  Declines (a Refusal by ``scheduler``) a
-        proposal for a request this scheduler is not enacting now
-        (``approval.unknown_request``: a stale or foreign enactment) or one
-        that does not place exactly the request's instances
-        (``approval.keys``).  Pool admission was charged before planning."""
+        the scheduler confirms it (:func:`~legionrm.scheduler.approval.check`)."""
         with self._lock:
             keys = self._enacting.get(proposal.request_id)
-        if keys is None:
-            return Refusal(code="approval.unknown_request", by="scheduler",
-                           reason=f"scheduler {self.name!r} is not scheduling request {proposal.request_id!r}")
-        got = frozenset(p.key for p in proposal.placements)
-        if got != keys or len(got) != len(proposal.placements):
-            missing, extra = sorted(keys - got), sorted(got - keys)
-            return Refusal(code="approval.keys", by="scheduler",
-                           reason=f"the schedule does not place exactly the request's instances "
-                                  f"(missing {missing}, not asked for {extra})")
-        return True
+        return check_proposal(keys, proposal, self.name)
 
     # --- one attempt ------------------------------------------------------------
 

@@ -18,13 +18,29 @@ from pathlib import Path
 from typing import Any
 
 from legionrm.errors import ConfigError
-from legionrm.scheduler.fairshare.build import MAX_MS, MAX_ORDER, MAX_SMALL, core_from_doc, number
+from legionrm.scheduler.fairshare.build import (
+    MAX_MS,
+    MAX_ORDER,
+    MAX_SMALL,
+    core_from_doc,
+    number,
+)
 from legionrm.scheduler.fairshare.classes import (
     SharePolicy,
 )
 from legionrm.scheduler.fairshare.core import CycleResult, DuccCore
 from legionrm.scheduler.fairshare.shares import JOB_KINDS, job_order
-from legionrm.tomlio import Budget, check_keys, count_of, expand_names, expect, load_toml, require, table_count, tables
+from legionrm.tomlio import (
+    Budget,
+    check_keys,
+    count_of,
+    expand_names,
+    expect,
+    load_toml,
+    require,
+    table_count,
+    tables,
+)
 
 TOP_KEYS = {"rm", "nodepool", "class", "user", "machine", "job", "event"}
 JOB_KEYS = {

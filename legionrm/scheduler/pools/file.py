@@ -43,7 +43,16 @@ from legionrm.scheduler.pools.spec import (
 )
 from legionrm.scheduler.pools.validate import check_path, check_resources
 from legionrm.scheduler.pools.vec import KINDS
-from legionrm.tomlio import MAX_AMOUNT, bounded, check_keys, expect, load_toml, require, table_count, tables
+from legionrm.tomlio import (
+    MAX_AMOUNT,
+    bounded,
+    check_keys,
+    expect,
+    load_toml,
+    require,
+    table_count,
+    tables,
+)
 
 MAX_GANGS = 10_000
 """The most ``[[gang]]``, ``[[demand]]`` or ``[[allocation]]`` tables in one pool file."""

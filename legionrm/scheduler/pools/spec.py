@@ -16,7 +16,16 @@ from legionrm.models import PoolResourceSpec, PoolSpec
 from legionrm.scheduler.pools.config import PoolConfig, ReservationType, ResourceSpec
 from legionrm.scheduler.pools.respool import ResourcePoolTree
 from legionrm.scheduler.pools.vec import KINDS, vec
-from legionrm.tomlio import MAX_AMOUNT, bounded, check_keys, expect, model, require, table_count, tables
+from legionrm.tomlio import (
+    MAX_AMOUNT,
+    bounded,
+    check_keys,
+    expect,
+    model,
+    require,
+    table_count,
+    tables,
+)
 
 NUM = (float, int)
 MAX_POOLS = 10_000
