@@ -8,13 +8,13 @@ its engine); nothing built here is kept.
 
 from __future__ import annotations
 
+import math
 from importlib import resources as _resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from legionrm.errors import ConfigError
+from legionrm.hostobj import build_class, build_host, build_vault
 from legionrm.models import (
     AccessPolicy,
     ClassSpec,
@@ -25,10 +25,34 @@ from legionrm.models import (
 )
 from legionrm.scheduler.fairshare import core_for_cluster
 from legionrm.scheduler.pools import parse_pools, tree_for_cluster
-from legionrm.tomlio import check_keys, expand_names, expect, load_toml, require, tables
+from legionrm.tomlio import (
+    MAX_AMOUNT,
+    MAX_EXPANDED,
+    MAX_INT,
+    MAX_TEXT,
+    Budget,
+    bounded,
+    check_keys,
+    count_of,
+    expand_names,
+    expect,
+    load_toml,
+    model,
+    reraise,
+    require,
+    tables,
+)
 
 _ACCESS_KEYS = ("allow_users", "deny_users", "allow_classes", "deny_classes", "allow_groups")
 _ATTR_TYPES = (bool, int, float, str)
+MAX_ATTRIBUTES = 1000
+"""The most attributes one host or vault may export."""
+MAX_NAMES = 10_000
+"""The longest list of names (access lists, ``serves``, ``host_list``)."""
+MAX_INTERVAL_S = 86_400.0
+"""The longest heartbeat or fair-share interval: a day."""
+CAPACITY = {"cpus": float, "memory_gb": float, "gpus": int}
+"""The host attributes read as capacity: numbers from 0 to :data:`~legionrm.tomlio.MAX_AMOUNT` (gpus whole)."""
 
 
 def default_cluster_path() -> Path:
@@ -38,13 +62,32 @@ def default_cluster_path() -> Path:
 
 def _attributes(t: dict[str, Any], *, file: str, where: str) -> dict[str, Any]:
     attrs = expect(t, "attributes", dict, {}, file=file, where=where)
+    if len(attrs) > MAX_ATTRIBUTES:
+        raise ConfigError(f"more than {MAX_ATTRIBUTES} attributes", file=file, table=where, key="attributes")
     for key, value in attrs.items():
         if not isinstance(value, _ATTR_TYPES):
             raise ConfigError(
                 f"attribute values must be bool, int, float or string, not {type(value).__name__}",
                 file=file, table=f"{where}.attributes", key=key,
             )
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"must be a finite number, not {value!r}", file=file, table=f"{where}.attributes", key=key)
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+            raise ConfigError(f"number out of range (at most {MAX_INT} in size)", file=file, table=f"{where}.attributes", key=key)
+        if isinstance(value, str) and len(value) > MAX_TEXT:
+            raise ConfigError(f"longer than {MAX_TEXT} characters", file=file, table=f"{where}.attributes", key=key)
     return dict(attrs)
+
+
+def _names(t: dict[str, Any], key: str, *, file: str, where: str) -> tuple[str, ...]:
+    """An optional list of strings (at most :data:`MAX_NAMES`)."""
+    names = expect(t, key, list, [], file=file, where=where)
+    if not all(isinstance(n, str) for n in names):
+        bad = next(n for n in names if not isinstance(n, str))
+        raise ConfigError(f"must be a list of strings, not one holding {type(bad).__name__}", file=file, table=where, key=key)
+    if len(names) > MAX_NAMES:
+        raise ConfigError(f"more than {MAX_NAMES} names", file=file, table=where, key=key)
+    return tuple(names)
 
 
 def _access(t: dict[str, Any], *, file: str, where: str) -> AccessPolicy:
@@ -52,11 +95,8 @@ def _access(t: dict[str, Any], *, file: str, where: str) -> AccessPolicy:
     check_keys(acc, _ACCESS_KEYS, file=file, where=f"{where}.access")
     out: dict[str, tuple[str, ...]] = {}
     for key in _ACCESS_KEYS:
-        names = expect(acc, key, list, [], file=file, where=f"{where}.access")
-        if not all(isinstance(n, str) for n in names):
-            raise ConfigError("must be a list of strings", file=file, table=f"{where}.access", key=key)
-        out[key] = tuple(names)
-    return AccessPolicy(**out)
+        out[key] = _names(acc, key, file=file, where=f"{where}.access")
+    return model(AccessPolicy, out, file=file, where=f"{where}.access")
 
 
 def _policy(t: dict[str, Any], *, file: str, where: str) -> tuple[str | None, dict]:
@@ -68,16 +108,40 @@ def _policy(t: dict[str, Any], *, file: str, where: str) -> tuple[str | None, di
     return policy, dict(expect(t, "policy_args", dict, {}, file=file, where=where))
 
 
+def _import_path(t: dict[str, Any], key: str, *, file: str, where: str) -> str | None:
+    """An optional ``"module:Class"`` (checked for its shape only: it is imported where it runs)."""
+    path = expect(t, key, str, None, file=file, where=where)
+    if path is not None:
+        mod, sep, attr = path.partition(":")
+        if not (sep and mod and attr.isidentifier() and all(p.isidentifier() for p in mod.split("."))):
+            raise ConfigError(f"must be 'module:Class', not {path!r}", file=file, table=where, key=key)
+    return path
+
+
+def _check_builds(build: Any, spec: Any, *, file: str, where: str) -> None:
+    """Build the core ``legionrm up`` would build for ``spec`` and drop it, so a
+    policy that does not import, is not a policy, or refuses its
+    ``policy_args`` is refused now, naming file, table and key, before any actor
+    exists.  Only specs naming a policy are built."""
+    if spec.policy is None:
+        return
+    try:
+        build(spec)
+    except ConfigError as exc:
+        raise reraise(exc, file=file, table=where, key="policy") from None
+    except Exception as exc:  # noqa: BLE001 -- an owner's constructor refusing its arguments, any way it likes
+        raise ConfigError(f"{spec.policy} refused its policy_args: {type(exc).__name__}: {exc}",
+                          file=file, table=where, key="policy_args") from None
+
 def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec:
     """Validate a parsed cluster document; raises ConfigError naming the place."""
     check_keys(doc, ("collection", "host", "vault", "class", "fairshare", "pool"), file=file, where="")
     coll = expect(doc, "collection", dict, {}, file=file, where="collection")
     check_keys(coll, CollectionSettings.model_fields, file=file, where="collection")
-    try:
-        settings = CollectionSettings(**coll)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise ConfigError(err["msg"], file=file, table="collection", key=str(err["loc"][0])) from None
+    bounded(coll, "heartbeat_interval_s", float, None, file=file, where="collection", lo=0, lo_open=True, hi=MAX_INTERVAL_S)
+    bounded(coll, "stale_after", int, None, file=file, where="collection", lo=1, hi=1000)
+    settings = model(CollectionSettings, coll, file=file, where="collection")
+    budget = Budget("hosts and vaults", file=file, limit=MAX_EXPANDED)
 
     seen: dict[str, str] = {}
 
@@ -91,37 +155,42 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
         where = f"host[{i}]"
         check_keys(t, ("name", "count", "nodepool", "attributes", "access", "policy", "policy_args"), file=file, where=where)
         name = require(t, "name", str, file=file, where=where)
-        count = expect(t, "count", int, None, file=file, where=where)
-        if count is not None and count < 1:
-            raise ConfigError(f"must be at least 1, not {count}", file=file, table=where, key="count")
+        count = count_of(t, file=file, where=where)
+        budget.take(count or 1, where=where)
         attrs = _attributes(t, file=file, where=where)
-        for cap in ("cpus", "memory_gb", "gpus"):
-            v = attrs.get(cap, 0)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-                raise ConfigError(f"capacity must be a number >= 0, not {v!r}", file=file, table=f"{where}.attributes", key=cap)
+        for cap, typ in CAPACITY.items():
+            _capacity(attrs, cap, typ, file=file, where=where)
         policy, args = _policy(t, file=file, where=where)
         access = _access(t, file=file, where=where)
         pool = expect(t, "nodepool", str, None, file=file, where=where)
+        first = len(hosts)
         for n in expand_names(name, count):
             claim(n, where)
-            hosts.append(HostSpec(name=n, nodepool=pool, attributes=attrs, access=access, policy=policy, policy_args=args))
+            hosts.append(model(HostSpec, dict(name=n, nodepool=pool, attributes=attrs, access=access, policy=policy,
+                                              policy_args=args), file=file, where=where))
+        _check_builds(build_host, hosts[first], file=file, where=where)
 
     vaults: list[VaultSpec] = []
     for i, t in enumerate(tables(doc, "vault", file)):
         where = f"vault[{i}]"
         check_keys(t, ("name", "count", "attributes", "access", "serves", "policy", "policy_args"), file=file, where=where)
         name = require(t, "name", str, file=file, where=where)
-        count = expect(t, "count", int, None, file=file, where=where)
-        serves = expect(t, "serves", list, [], file=file, where=where)
+        count = count_of(t, file=file, where=where)
+        budget.take(count or 1, where=where)
+        serves = _names(t, "serves", file=file, where=where)
         policy, args = _policy(t, file=file, where=where)
         attrs = _attributes(t, file=file, where=where)
+        _capacity(attrs, "storage_gb", float, file=file, where=where)
         access = _access(t, file=file, where=where)
         if serves:
             # exported so planners can pair hosts with vaults from the collection alone
             attrs.setdefault("serves", ",".join(serves))
+        first = len(vaults)
         for n in expand_names(name, count):
             claim(n, where)
-            vaults.append(VaultSpec(name=n, attributes=attrs, access=access, serves=tuple(serves), policy=policy, policy_args=args))
+            vaults.append(model(VaultSpec, dict(name=n, attributes=attrs, access=access, serves=serves, policy=policy,
+                                                policy_args=args), file=file, where=where))
+        _check_builds(build_vault, vaults[first], file=file, where=where)
 
     classes: list[ClassSpec] = []
     for i, t in enumerate(tables(doc, "class", file)):
@@ -131,30 +200,37 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
         if any(c.name == name for c in classes):
             raise ConfigError(f"class {name!r} is defined twice", file=file, table=where, key="name")
         policy, args = _policy(t, file=file, where=where)
-        classes.append(
-            ClassSpec(
-                name=name,
-                implementation=expect(t, "implementation", str, None, file=file, where=where),
-                host_list=tuple(expect(t, "host_list", list, [], file=file, where=where)),
-                max_instances=expect(t, "max_instances", int, None, file=file, where=where),
-                policy=policy,
-                policy_args=args,
-            )
-        )
+        classes.append(model(ClassSpec, dict(
+            name=name,
+            implementation=_import_path(t, "implementation", file=file, where=where),
+            host_list=_names(t, "host_list", file=file, where=where),
+            max_instances=bounded(t, "max_instances", int, None, file=file, where=where, lo=0),
+            policy=policy,
+            policy_args=args,
+        ), file=file, where=where))
+        _check_builds(build_class, classes[-1], file=file, where=where)
     fairshare = expect(doc, "fairshare", dict, {}, file=file, where="fairshare")
     check_keys(fairshare, FAIRSHARE_KEYS, file=file, where="fairshare")
-    interval = expect(fairshare, "interval_s", float, 10.0, file=file, where="fairshare")
-    if interval <= 0:
-        raise ConfigError(f"must be > 0, not {interval!r}", file=file, table="fairshare", key="interval_s")
+    bounded(fairshare, "interval_s", float, 10.0, file=file, where="fairshare", lo=0, lo_open=True, hi=MAX_INTERVAL_S)
     pools = parse_pools(doc, file=file, allow_default=True)
-    spec = ClusterSpec(source=file, collection=settings, hosts=tuple(hosts), vaults=tuple(vaults), classes=tuple(classes),
-                       fairshare=fairshare, pools=pools)
+    spec = model(ClusterSpec, dict(source=file, collection=settings, hosts=tuple(hosts), vaults=tuple(vaults),
+                                   classes=tuple(classes), fairshare=fairshare, pools=pools), file=file, where="")
     core_for_cluster(spec)  # its classes, nodepools and settings are checked now, not when the scheduler starts
     tree_for_cluster(spec)  # and so are the pools, against the cluster's capacity
     return spec
 
 
 FAIRSHARE_KEYS = ("interval_s", "rm", "nodepool", "class", "user")
+
+
+def _capacity(attrs: dict[str, Any], key: str, typ: type, *, file: str, where: str) -> None:
+    """A capacity attribute (absent: 0): a number from 0 to MAX_AMOUNT; an int where ``typ`` is int."""
+    v = attrs.get(key, 0)
+    ok = not isinstance(v, bool) and isinstance(v, int if typ is int else (int, float))
+    if not ok or not 0 <= v <= MAX_AMOUNT:
+        what = "a whole number" if typ is int else "a number"
+        raise ConfigError(f"capacity must be {what} from 0 to {MAX_AMOUNT:g}, not {v!r}", file=file,
+                          table=f"{where}.attributes", key=key)
 
 
 def host_groups(spec: ClusterSpec, max_group: int = 2000) -> dict[str, list[HostSpec]]:

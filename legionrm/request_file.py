@@ -25,31 +25,48 @@ the key; a MIL constraint that does not parse names its position.
 
 from __future__ import annotations
 
+import math
 import uuid
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from legionrm.errors import ConfigError, MILError
 from legionrm.mil import compile_query
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
-from legionrm.tomlio import check_keys, expect, load_toml, require, tables
+from legionrm.models.schedules import MAX_INSTANCES, MAX_OBJECTS
+from legionrm.tomlio import MAX_INT, MAX_TEXT, check_keys, expect, load_toml, model, require, table_count, tables
 
 TOP_KEYS = ("request_id", "pool", "activate", "identity", "object", "wait")
+NUMBERS = {"count": int, "cpus": float, "memory_gb": float, "gpus": int, "storage_gb": float, "walltime_s": float,
+           "priority": int, "weight": float}
+"""The numeric keys of an ``[[object]]`` table (a boolean is not a number; nan and inf are refused)."""
+STRINGS = ("class_name", "constraint", "vault_constraint", "placement", "ducc_class")
 
 
 def parse_request(doc: dict[str, Any], *, file: str = "<memory>") -> SchedulingRequest:
-    """A validated request from a parsed TOML document.  Raises ConfigError."""
+    """A validated request from a parsed TOML document.  Raises ConfigError.
+
+    At most ``MAX_OBJECTS`` ``[[object]]`` tables, ``MAX_INSTANCES`` instances
+    in all, and ``10 * MAX_OBJECTS`` objects to activate."""
     check_keys(doc, TOP_KEYS, file=file, where="")
     ident = require(doc, "identity", dict, file=file, where="")
     check_keys(ident, Identity.model_fields, file=file, where="identity")
-    identity = _model(Identity, ident, file, "identity")
+    identity = model(Identity, ident, file=file, where="identity")
     objects = []
-    for i, t in enumerate(tables(doc, "object", file)):
+    instances = 0
+    for i, t in enumerate(table_count(tables(doc, "object", file), "object", file=file, limit=MAX_OBJECTS)):
         where = f"object[{i}]"
         check_keys(t, ObjectRequest.model_fields, file=file, where=where)
-        obj = _model(ObjectRequest, t, file, where)
+        for key, typ in NUMBERS.items():
+            expect(t, key, typ, None, file=file, where=where)
+        for key in STRINGS:
+            expect(t, key, str, None, file=file, where=where)
+        _args(t, file=file, where=where)
+        obj = model(ObjectRequest, t, file=file, where=where)
+        instances += obj.count
+        if instances > MAX_INSTANCES:
+            raise ConfigError(f"the request asks for more than {MAX_INSTANCES} instances in all", file=file,
+                              table=where, key="count")
         for key in ("constraint", "vault_constraint"):
             try:
                 compile_query(getattr(obj, key))
@@ -57,24 +74,31 @@ def parse_request(doc: dict[str, Any], *, file: str = "<memory>") -> SchedulingR
                 raise ConfigError(str(exc), file=file, table=where, key=key) from None
         objects.append(obj)
     activate = expect(doc, "activate", list, [], file=file, where="")
+    if len(activate) > 10 * MAX_OBJECTS or not all(isinstance(a, str) for a in activate):
+        raise ConfigError(f"must be a list of at most {10 * MAX_OBJECTS} object names", file=file, key="activate")
     if not objects and not activate:
         raise ConfigError("the request asks for nothing: add an [[object]] table or an activate list", file=file)
     rid = expect(doc, "request_id", str, None, file=file, where="") or f"req-{uuid.uuid4().hex[:12]}"
-    return _model(SchedulingRequest, dict(
+    return model(SchedulingRequest, dict(
         request_id=rid, identity=identity, pool=expect(doc, "pool", str, "/", file=file, where=""),
         wait=expect(doc, "wait", bool, True, file=file, where=""),
         objects=tuple(objects), activate=tuple(activate),
-    ), file, "")
+    ), file=file, where="")
+
+
+def _args(t: dict[str, Any], *, file: str, where: str) -> None:
+    """An object's ``args``: a table of bool, int, float or string, numbers finite and 64-bit."""
+    args = expect(t, "args", dict, {}, file=file, where=where)
+    for key, v in args.items():
+        bad = (not isinstance(v, (bool, int, float, str))
+               or (isinstance(v, float) and not math.isfinite(v))
+               or (isinstance(v, int) and abs(v) > MAX_INT)
+               or (isinstance(v, str) and len(v) > MAX_TEXT))
+        if bad:
+            raise ConfigError("must be a bool, a 64-bit int, a finite float or a short string", file=file,
+                              table=f"{where}.args", key=str(key))
 
 
 def load_request(path: str | Path) -> SchedulingRequest:
     """Read and validate a request file.  Raises ConfigError."""
     return parse_request(load_toml(path), file=str(path))
-
-
-def _model(cls: type, values: dict[str, Any], file: str, where: str) -> Any:
-    try:
-        return cls(**values)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise ConfigError(err["msg"], file=file, table=where, key=".".join(map(str, err["loc"]))) from None

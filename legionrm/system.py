@@ -27,6 +27,8 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # see notes/ray-on-a-small-m
 import ray  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
+from legionrm.auth import CallSigner  # noqa: E402
+from legionrm.auth.guard import ensure_home, signer_for  # noqa: E402
 from legionrm.collection.actor import CollectionActor, RemoteCollection  # noqa: E402
 from legionrm.config import host_groups, load_cluster  # noqa: E402
 from legionrm.enactor.actor import EnactorActor  # noqa: E402
@@ -66,6 +68,44 @@ from legionrm.scheduler.build import pool_gate  # noqa: E402
 RESTARTS = 10
 """How many times Ray restarts an actor that can rebuild its state."""
 STATE_FILE = Path(os.environ.get("LEGIONRM_HOME", str(Path.home() / ".legionrm"))) / "up.json"
+HOME = STATE_FILE.parent
+
+
+def caller_name() -> str | None:
+    """Who this driver acts as: ``LEGIONRM_USER``, else the login name."""
+    return os.environ.get("LEGIONRM_USER") or None
+
+
+def signer_if(authenticated: bool, home: str | os.PathLike[str] | None = None) -> CallSigner | None:
+    """The caller's signer when the system checks who calls (None when it does not).
+    Raises (one line, with the fix) when it does and the caller has no credential."""
+    return signer_for(home or HOME, caller_name()) if authenticated else None
+
+
+def signer_for_actor(handle: Any, home: str | os.PathLike[str] | None = None) -> CallSigner | None:
+    """:func:`signer_if` the actor (Scheduler or Collection) says it checks proofs."""
+    try:
+        on = bool(call(handle.authenticated.remote(), 30))
+    except AttributeError:  # an actor from before authentication
+        on = False
+    return signer_if(on, home)
+
+
+_SIGNERS: dict[str, CallSigner | None] = {}
+
+
+def proof_for(handle: Any, call_name: str, args: Any) -> Any:
+    """The proof to send with ``call_name`` on the actor ``handle`` (None when
+    that actor checks nobody); the signer is looked up once per actor."""
+    key = str(getattr(handle, "_actor_id", id(handle)))
+    if key not in _SIGNERS:
+        _SIGNERS[key] = signer_for_actor(handle)
+    return signed(_SIGNERS[key], call_name, args)
+
+
+def signed(signer: CallSigner | None, call_name: str, args: Any) -> Any:
+    """The proof for one call (None without a signer)."""
+    return signer.sign(call_name, args) if signer is not None else None
 
 
 def call(ref_or_refs: Any, timeout: float | None = 60.0) -> Any:
@@ -148,6 +188,7 @@ class System:
     classes: dict[str, Any] = field(default_factory=dict)
     nodes: dict[str, Any] = field(default_factory=dict)  # hosts bound to real Ray nodes
     detached: bool = False
+    signer: CallSigner | None = None  # signs each call as this driver's user (None: the system checks nobody)
 
     def handles(self) -> list[Any]:
         return [self.scheduler, self.enactor, self.pools, *self.classes.values(), *self.nodes.values(),
@@ -161,10 +202,16 @@ class System:
 
     def schedule(self, request: SchedulingRequest, timeout: float = 120.0) -> SchedulerResponse:
         """``scheduleObjects`` on this system's Scheduler actor."""
-        return call(self.scheduler.scheduleObjects.remote(request), timeout)
+        if self.signer is None:
+            return call(self.scheduler.scheduleObjects.remote(request), timeout)
+        proof = self.signer.sign("scheduleObjects", {"request": request})
+        return call(self.scheduler.scheduleObjects.remote(request, proof=proof), timeout)
 
     def query(self, text: str, caller: Identity | None = None) -> QueryResult:
-        return call(self.collection.query.remote(text, caller))
+        if self.signer is None:
+            return call(self.collection.query.remote(text, caller))
+        proof = self.signer.sign("query", {"text": text, "caller": caller, "include_unavailable": False})
+        return call(self.collection.query.remote(text, caller, False, proof=proof))
 
     def shutdown(self) -> None:
         """Stop every actor of this system, instances first (idempotent)."""
@@ -194,7 +241,8 @@ def ray_node_hosts() -> dict[str, str]:
 
 
 def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str] | None = None,
-         heartbeat_s: float | None = None, bind_nodes: bool = False, state_dir: str | Path | None = None) -> System:
+         heartbeat_s: float | None = None, bind_nodes: bool = False, state_dir: str | Path | None = None,
+         auth_home: str | os.PathLike[str] | None | bool = None) -> System:
     """Create the system's actors on the connected Ray: the Collection, one
     host group per nodepool, the vaults, the class objects, the Enactor and
     the Scheduler.  ``ray_nodes`` maps a host name to a Ray node id: that
@@ -203,23 +251,34 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
     capacity from Ray's own view of the node.  ``state_dir`` is where the
     Scheduler keeps its requests (a restarted Scheduler, or a new boot on the
     same directory, reloads them); None keeps them in memory only.
+    ``auth_home`` is the legionrm home whose registry the system checks
+    every caller against (None: :data:`HOME` when ``detached``, as for
+    ``legionrm up``, else no authentication; False: none).  Boot creates the
+    registry, an administrator for the operator and the agent keys if missing.
     Not idempotent: boot once per Ray namespace."""
+    if auth_home is None:
+        auth_home = HOME if detached else False
+    home = str(auth_home) if auth_home else None
+    if home is not None:
+        ensure_home(home)
+    auth: dict[str, Any] = {"auth_home": home} if home is not None else {}
     if bind_nodes and ray_nodes is None:
         ray_nodes = ray_node_hosts()
     hb = heartbeat_s or spec.collection.heartbeat_interval_s
-    coll = CollectionActor.options(**control_plane(COLLECTION, detached=detached)).remote(spec.collection)
+    coll = CollectionActor.options(**control_plane(COLLECTION, detached=detached)).remote(spec.collection, **auth)
     system = System(spec=spec, collection=coll, detached=detached)
     node_hosts = set(ray_nodes or ())
     specs = {h.name: h for h in spec.hosts}
     for name, hosts in host_groups(spec).items():
         hosts = [h for h in hosts if h.name not in node_hosts]
         if hosts:
-            system.groups[name] = spawn_host_group(name, hosts, collection=coll, heartbeat_s=hb, detached=detached)
+            system.groups[name] = spawn_host_group(name, hosts, collection=coll, heartbeat_s=hb, detached=detached,
+                                                   **auth)
     for host, node_id in (ray_nodes or {}).items():
         system.nodes[host] = spawn_ray_node_host(node_id, specs.get(host) or HostSpec(name=host), collection=coll,
-                                                 heartbeat_s=hb, detached=detached)
+                                                 heartbeat_s=hb, detached=detached, **auth)
     for v in spec.vaults:
-        system.vaults[v.name] = spawn_vault(v, collection=coll, heartbeat_s=hb, detached=detached)
+        system.vaults[v.name] = spawn_vault(v, collection=coll, heartbeat_s=hb, detached=detached, **auth)
     carriers = {h.name: system.groups[g] for g, hosts in host_groups(spec).items() for h in hosts
                 if h.name not in node_hosts}
     carriers.update(system.nodes)
@@ -229,18 +288,28 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
     # pool owner is charged again by the Scheduler: those three may restart
     system.enactor = EnactorActor.options(**control_plane(ENACTOR, detached=detached, restarts=RESTARTS)).remote(
         groups=system.groups, resources={**system.nodes, **system.vaults}, batched=list({**system.nodes, **system.vaults}),
-        classes=system.classes,
+        classes=system.classes, **auth,
     )
     system.pools = PoolActor.options(**control_plane(POOLS, detached=detached, restarts=RESTARTS)).remote(
         pool_gate(spec))  # one owner: every scheduler shares it
     store = str(Path(state_dir) / "scheduler.db") if state_dir is not None else None
     system.scheduler = SchedulerActor.options(**control_plane(SCHEDULER, detached=detached, restarts=RESTARTS)).remote(
         coll, system.enactor, list(spec.classes), pool_owner=system.pools, cluster=spec, carriers=carriers,
-        state_path=store,
-        class_actors=system.classes)
+        state_path=store, vault_actors=system.vaults,
+        class_actors=system.classes, **auth)
     # wait until every resource has joined, so the first query sees them all
     call([h.ping.remote() for h in system.handles()])
+    if home is not None:
+        system.signer = signer_if(True, home) if _has_key(home) else None
     return system
+
+
+def _has_key(home: str) -> bool:
+    try:
+        signer_for(home, caller_name())
+    except Exception:  # the driver's user has no key here: it signs nothing (and the system refuses it)
+        return False
+    return True
 
 
 def connect(address: str = "auto") -> System:
@@ -249,13 +318,15 @@ def connect(address: str = "auto") -> System:
     Raises SystemNotRunningError when there is none."""
     init_connect(address)
     source = json.loads(STATE_FILE.read_text()).get("cluster") if STATE_FILE.exists() else None
-    return System(spec=load_cluster(source), collection=require_actor(COLLECTION), scheduler=require_actor(SCHEDULER),
-                  pools=named_actor(POOLS),
-                  enactor=require_actor(ENACTOR), detached=True)
+    scheduler = require_actor(SCHEDULER)
+    return System(spec=load_cluster(source), collection=require_actor(COLLECTION), scheduler=scheduler,
+                  pools=named_actor(POOLS), enactor=require_actor(ENACTOR), detached=True,
+                  signer=signer_for_actor(scheduler))
 
 
 def connect_collection(address: str = "auto") -> RemoteCollection:
     """The running system's Collection (what ``legionrm query`` and ``shell``
     talk to).  Raises SystemNotRunningError when there is none."""
     init_connect(address)
-    return RemoteCollection(require_actor(COLLECTION))
+    handle = require_actor(COLLECTION)
+    return RemoteCollection(handle, signer=signer_for_actor(handle))

@@ -48,3 +48,17 @@ class UnknownPrincipalError(RegistryError, KeyError):
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0]) if self.args else "unknown principal"
+
+
+class AuthRefusedError(AuthError):
+    """A call refused by the auth checks, raised where the call's answer has no
+    room for a :class:`~legionrm.models.Refusal` (a list, a request's info).
+    ``code`` is the refusal's :mod:`~legionrm.auth.codes` code, so the command
+    line prints it as one line with that code."""
+
+    def __init__(self, code: str, reason: str, by: str = "auth") -> None:
+        self.code, self.reason, self.by = code, reason, by
+        super().__init__(f"{code}: {reason}")
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]  # crosses Ray as itself
+        return (AuthRefusedError, (self.code, self.reason, self.by))

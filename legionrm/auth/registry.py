@@ -208,6 +208,23 @@ class Registry:
         self._mutate(lambda table: table.__setitem__(principal, entry))
         return Credential(name=principal, private_key=private)
 
+    def add_agents(self, kind: str, names: Iterable[str]) -> dict[str, Credential]:
+        """:meth:`add_agent` for many agents of ``kind`` in one write (a host
+        group's hosts); local name -> credential."""
+        made: dict[str, tuple[str, keys.Ed25519PrivateKey, Principal]] = {}
+        for name in names:
+            principal = agent_principal(kind, name)
+            private = keys.generate_private_key()
+            made[name] = (principal, private, Principal(name=principal, kind=kind,  # type: ignore[arg-type]
+                                                        public_key=keys.encode_public_key(private.public_key())))
+
+        def change(table: dict[str, Principal]) -> None:
+            for principal, _, entry in made.values():
+                table[principal] = entry
+
+        self._mutate(change)
+        return {name: Credential(name=p, private_key=k) for name, (p, k, _) in made.items()}
+
     def remove_agent(self, kind: str, name: str) -> bool:
         """Forget an agent; True if it was registered.  Idempotent."""
         principal = agent_principal(kind, name)

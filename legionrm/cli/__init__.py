@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "shell": "legionrm.cli.shell:cli_shell",
     "submit": "legionrm.cli.ops:cli_submit",
     "list": "legionrm.cli.requests:cli_list",
+    "audit": "legionrm.cli.audit:cli_audit",
     "show": "legionrm.cli.requests:cli_show",
     "cancel": "legionrm.cli.requests:cli_cancel",
     "explain": "legionrm.cli.requests:cli_explain",
@@ -37,11 +38,13 @@ COMMANDS: dict[str, str] = {
     "pools": "legionrm.cli.pools:cli_main",
     "examples": "legionrm.cli.examples:cli_main",
     "completion": "legionrm.cli.completion:cli_main",
+    "user": "legionrm.cli.users:cli_user",
 }
 
 ENVIRONMENT = """\
 environment:
-  LEGIONRM_HOME   where `up` keeps its state (up.json) and logs (logs/); default ~/.legionrm
+  LEGIONRM_HOME   where `up` keeps its state (up.json), logs (logs/) and users (auth/); default ~/.legionrm
+  LEGIONRM_USER   the user whose key (auth/users/USER.key) signs each call; default the login name
   RAY_AUTH_MODE   Ray's token auth; legionrm sets it to "disabled" for the Ray it starts
   COLUMNS         the width tables fit (default: the terminal's; piped: as wide as needed)
 
@@ -113,6 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--wait", action="store_true", help="follow a queued request until it runs or ends")
     sm.add_argument("--wait-timeout", type=float, default=600.0, metavar="S", help="give up following after S seconds")
 
+    au = add("audit", "check the running system's books: capacity, instances, reservations, pool allocations")
+    address(au)
+    json_flag(au)
+
     ls = add("list", "requests on the running system, oldest first")
     ls.add_argument("--user", help="only this user's requests")
     ls.add_argument("--state", choices=["pending", "admitted", "placing", "running", "completed", "failed", "cancelled"],
@@ -153,6 +160,13 @@ def build_parser() -> argparse.ArgumentParser:
     ex = add("examples", "copy the bundled examples (programs, request files, scenarios) into a directory")
     ex.add_argument("dir", help="where to copy them (created; existing files are not overwritten)")
     json_flag(ex)
+
+    us = add("user", "users and their credentials: `user add NAME --group G`, `user list` (administrators add)")
+    us.add_argument("action", choices=("add", "list"), help="add a user (writes their 0600 key) or list users")
+    us.add_argument("name", nargs="?", help="the user to add")
+    us.add_argument("--group", action="append", metavar="G", help="a group the user is in (repeatable)")
+    us.add_argument("--role", action="append", choices=("user", "owner", "admin"), help="a role (repeatable)")
+    json_flag(us)
 
     co = add("completion", "print a shell completion script: eval \"$(legionrm completion bash)\"")
     co.add_argument("shell", choices=("bash", "zsh"), help="the shell to complete in")

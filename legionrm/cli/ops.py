@@ -13,7 +13,7 @@ from legionrm.cli.requests import follow
 from legionrm.models import SchedulerResponse, SchedulerStatus
 from legionrm.naming import COLLECTION, SCHEDULER, require_actor
 from legionrm.request_file import load_request
-from legionrm.system import call, init_connect
+from legionrm.system import call, init_connect, proof_for
 
 
 def pool_json(pools: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -47,7 +47,8 @@ def status_dict(records: list[Any], sched: SchedulerStatus) -> dict[str, Any]:
 def cli_status(args: argparse.Namespace) -> int:
     """``legionrm status``: resources, the Scheduler's instances, elastic jobs and pools."""
     init_connect(args.address or "auto")
-    snap = call(require_actor(COLLECTION).snapshot.remote())
+    coll = require_actor(COLLECTION)
+    snap = call(coll.snapshot.remote(proof=proof_for(coll, "snapshot", {})))
     records = [snap.record(n) for n in snap.resource_names()]
     sched: SchedulerStatus = call(require_actor(SCHEDULER).status.remote())
     st = status_dict(records, sched)
@@ -83,7 +84,8 @@ def cli_submit(args: argparse.Namespace) -> int:
     request = load_request(args.request)  # checked before touching Ray
     init_connect(args.address or "auto")
     scheduler = require_actor(SCHEDULER)
-    response: SchedulerResponse = call(scheduler.scheduleObjects.remote(request), 300)
+    proof = proof_for(scheduler, "scheduleObjects", {"request": request})
+    response: SchedulerResponse = call(scheduler.scheduleObjects.remote(request, proof=proof), 300)
     if getattr(args, "wait", False) and response.state == "pending":
         info = follow(scheduler, request.request_id, args.wait_timeout)
         response = response.model_copy(update={"ok": info.state == "running", "state": info.state,

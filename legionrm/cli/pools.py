@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import tomllib
 from typing import Any
 
 from rich.table import Table
@@ -16,6 +15,7 @@ from legionrm.cli.output import show, table
 from legionrm.config import load_cluster
 from legionrm.errors import ConfigError
 from legionrm.scheduler.pools import KINDS, capacity_vector, run_file, tree_for_cluster
+from legionrm.tomlio import load_toml
 
 UNITS = {"cpu": "cores", "memory": "MB", "disk": "MB", "gpu": "devices"}
 _CLUSTER_KEYS = {"collection", "host", "vault", "class", "fairshare"}
@@ -30,9 +30,8 @@ def _n(v: float) -> str:
 def is_cluster_file(path: str) -> bool:
     """A cluster file (hosts, vaults, classes...) rather than a pool file."""
     try:
-        with open(path, "rb") as f:
-            doc = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError):
+        doc = load_toml(path)
+    except ConfigError:
         return False  # the pool loader reports it, with its caret
     return bool(_CLUSTER_KEYS & set(doc))
 

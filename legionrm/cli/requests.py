@@ -18,7 +18,7 @@ from rich.table import Table
 from legionrm.models import FINAL_STATES, RequestInfo, ScheduleSuite
 from legionrm.naming import SCHEDULER, require_actor
 from legionrm.request_file import load_request
-from legionrm.system import call, init_connect
+from legionrm.system import call, init_connect, proof_for
 
 CALL_TIMEOUT_S = 30.0
 
@@ -26,6 +26,12 @@ CALL_TIMEOUT_S = 30.0
 def _scheduler(args: argparse.Namespace) -> Any:
     init_connect(getattr(args, "address", None) or "auto")
     return require_actor(SCHEDULER)
+
+
+def request_info(scheduler: Any, request_id: str) -> RequestInfo:
+    """``request_info`` on the Scheduler, signed as this driver's user."""
+    proof = proof_for(scheduler, "request_info", {"request_id": request_id})
+    return call(scheduler.request_info.remote(request_id, proof=proof), CALL_TIMEOUT_S)
 
 
 def _age(t: float, now: float) -> str:
@@ -56,7 +62,9 @@ def request_table(infos: list[RequestInfo], now: float) -> Table:
 
 def cli_list(args: argparse.Namespace) -> int:
     """``legionrm list [--user U] [--state S] [--json]``."""
-    infos: list[RequestInfo] = call(_scheduler(args).list_requests.remote(args.user, args.state), CALL_TIMEOUT_S)
+    sched = _scheduler(args)
+    proof = proof_for(sched, "list_requests", {"user": args.user, "state": args.state})
+    infos: list[RequestInfo] = call(sched.list_requests.remote(args.user, args.state, proof=proof), CALL_TIMEOUT_S)
     if args.json:
         print(json.dumps({"requests": [request_json(i) for i in infos]}, indent=2))
     elif not infos:
@@ -68,7 +76,7 @@ def cli_list(args: argparse.Namespace) -> int:
 
 def cli_show(args: argparse.Namespace) -> int:
     """``legionrm show ID [--json]``: one request's history, instances and failures."""
-    info: RequestInfo = call(_scheduler(args).request_info.remote(args.id), CALL_TIMEOUT_S)
+    info = request_info(_scheduler(args), args.id)
     if args.json:
         print(info.model_dump_json(indent=2))
         return 0
@@ -88,7 +96,9 @@ def cli_show(args: argparse.Namespace) -> int:
 
 def cli_cancel(args: argparse.Namespace) -> int:
     """``legionrm cancel ID``: stop its instances, release its reservations, book everything back."""
-    info: RequestInfo = call(_scheduler(args).cancel.remote(args.id), CALL_TIMEOUT_S)
+    sched, reason = _scheduler(args), "cancelled by its user"
+    proof = proof_for(sched, "cancel", {"request_id": args.id, "reason": reason})
+    info: RequestInfo = call(sched.cancel.remote(args.id, reason, proof=proof), CALL_TIMEOUT_S)
     if args.json:
         print(json.dumps(request_json(info)))
     else:
@@ -130,7 +140,7 @@ def follow(scheduler: Any, request_id: str, timeout_s: float, out: Any = sys.std
     deadline = time.monotonic() + timeout_s
     last = ""
     while True:
-        info: RequestInfo = call(scheduler.request_info.remote(request_id), CALL_TIMEOUT_S)
+        info = request_info(scheduler, request_id)
         line = f"{request_id}: {info.state}" + (f" ({info.reason})" if info.reason else "")
         if line != last and out.isatty():
             out.write("\r\033[K" + line[:200])

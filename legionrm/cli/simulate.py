@@ -31,8 +31,8 @@ def scenario_cycles(path: str, arrivals: dict[int, object], events: dict[int, ob
         m = _NAMED.search(Path(path).read_text(encoding="utf-8"))
     except OSError:
         m = None
-    if m and int(m.group(1)) >= 1:
-        return int(m.group(1))
+    if m and int(m.group(1)[:18]) >= 1:  # 18 digits: past any bound (the core refuses), never a 5,000-digit int()
+        return int(m.group(1)[:18]) if len(m.group(1)) <= 18 else 10**18
     return max([DEFAULT_CYCLES, *arrivals, *events])
 
 
@@ -112,8 +112,8 @@ def cli_main(args: argparse.Namespace) -> int:
     if cycles is None:
         cycles = scenario_cycles(args.scenario, sc.arrivals, sc.events)
     try:
-        results = run(sc, cycles)
-    except SchedulingError as exc:
+        results = run(sc, cycles)  # refuses more than fairshare.scenario.MAX_CYCLES cycles
+    except (SchedulingError, ConfigError) as exc:
         raise ConfigError(str(exc), file=str(args.scenario)) from None
     if getattr(args, "plot", None):
         plot(results, sc.core, args.plot, f"{Path(args.scenario).name}: {cycles} cycles")

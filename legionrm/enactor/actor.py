@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any, Callable, Mapping, Sequence
 
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from legionrm import metrics
+from legionrm.auth import CallSigner
+from legionrm.auth.errors import AuthRefusedError
+from legionrm.auth.guard import ENACTOR, load_agent
 from legionrm.enactor.enactor import Approver, Enactor, approve_all
 from legionrm.enactor.gateway import DEAD, CreateItem
 from legionrm.models import (
@@ -242,7 +246,10 @@ class EnactorActor:
         deadline_s: float = 10.0,
         name: str = "enactor",
         min_token_life_s: float = 0.0,
+        auth_home: str | None = None,
     ) -> None:
+        # with a home: approvals are signed as the Enactor agent, and nothing is enacted without one
+        self._signer = CallSigner(load_agent(auth_home, ENACTOR), time.time) if auth_home else None
         self.gateway = RayGateway(
             groups=groups, resources=resources, batched=batched, classes=classes, members=members,
             resolve=discover_resource if discover else None, deadline_s=deadline_s,
@@ -251,7 +258,10 @@ class EnactorActor:
 
     async def enact_schedule(self, request: EnactRequest, approver: tuple[Handle, str] | None = None) -> EnactResult:
         """Legion's ``enact_schedule``: see :meth:`Enactor.enact_schedule`."""
-        approve: Approver = approve_all if approver is None else _remote_approver(*approver)
+        if approver is None and self._signer is not None:
+            raise AuthRefusedError("auth.forbidden", "enact_schedule needs the Scheduler as approver; "
+                                   "only the Scheduler's own enactments run here", "enactor")
+        approve: Approver = approve_all if approver is None else _remote_approver(*approver, signer=self._signer)
         result = await asyncio.to_thread(self.core.enact_schedule, request, approve=approve)
         metrics.record_enactment(result)  # placements, and vetoes by code
         return result
@@ -280,10 +290,13 @@ APPROVAL_TIMEOUT_S = 30.0
 """How long the Enactor waits for the Scheduler's confirmation before declining itself."""
 
 
-def _remote_approver(handle: Handle, method: str) -> Approver:
+def _remote_approver(handle: Handle, method: str, signer: CallSigner | None = None) -> Approver:
     def approve(proposal: ScheduleProposal) -> bool | Refusal:
         try:
-            return ray.get(getattr(handle, method).remote(proposal), timeout=APPROVAL_TIMEOUT_S)
+            if signer is None:
+                return ray.get(getattr(handle, method).remote(proposal), timeout=APPROVAL_TIMEOUT_S)
+            proof = signer.sign(method, {"proposal": proposal})
+            return ray.get(getattr(handle, method).remote(proposal, proof=proof), timeout=APPROVAL_TIMEOUT_S)
         except ray.exceptions.GetTimeoutError:
             return Refusal(code="approval.timeout", by="enactor",
                            reason=f"the scheduler did not confirm within {APPROVAL_TIMEOUT_S:g} s")

@@ -304,6 +304,7 @@ class Enactor:
                     vault=p.vault if kind == "host" else None,
                     duration_s=by_key(req.duration_s, p),
                     timeout_s=req.timeout_s,
+                    attestation=req.attestations.get(sp[0]),
                 )
             )
             groups.append(p.group if kind == "host" else None)  # a group carries hosts only

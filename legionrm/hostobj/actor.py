@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any, Mapping, Sequence
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from legionrm.auth import CallSigner, Registry
+from legionrm.auth.guard import auth_home as auth_home_dir
+from legionrm.auth.guard import host_attestations
 from legionrm.hostobj.build import build_class, build_host, build_vault
 from legionrm.hostobj.group import HostGroup, InstanceKey, TokenRef
 from legionrm.hostobj.ray_node import RayNodeHost
@@ -32,6 +36,7 @@ from legionrm.models import (
     Refusal,
     ReservationRequest,
     ReservationToken,
+    ResourceAudit,
     ResourceRecord,
     Resources,
     StartRequest,
@@ -51,22 +56,50 @@ DEFAULT_TIMEOUT_S = 30.0
 
 class RemoteSink:
     """A collection sink over a Collection actor handle: fire-and-forget calls
-    (a heartbeat never waits on the collection)."""
+    (a heartbeat never waits on the collection).  With ``signers`` (resource
+    name -> its own agent's signer) every write carries that resource's proof."""
 
-    def __init__(self, handle: Any) -> None:
+    def __init__(self, handle: Any, signers: Mapping[str, CallSigner] | None = None) -> None:
         self._h = handle
+        self.signers = dict(signers or {})
+
+    def _proof(self, name: str, call: str, args: Any) -> Any:
+        signer = self.signers.get(name)
+        return signer.sign(call, args) if signer is not None else None
 
     def join(self, record: ResourceRecord) -> None:
-        self._h.join.remote(record)
+        self._h.join.remote(record, proof=self._proof(record.name, "join", {"record": record}))
 
     def update(self, name: str, attrs: dict[str, AttrValue]) -> None:
-        self._h.update.remote(name, attrs)
+        self._h.update.remote(name, attrs, proof=self._proof(name, "update", {"name": name, "attrs": dict(attrs or {})}))
 
     def update_many(self, updates: list[tuple[str, dict[str, AttrValue]]]) -> None:
-        self._h.update_many.remote(updates)
+        if not self.signers:
+            self._h.update_many.remote(updates)
+            return
+        proofs = [self._proof(n, "update", {"name": n, "attrs": dict(a or {})}) for n, a in updates]
+        self._h.update_many.remote(updates, proofs)
 
     def leave(self, name: str) -> None:
-        self._h.leave.remote(name)
+        self._h.leave.remote(name, proof=self._proof(name, "leave", {"name": name}))
+
+
+def _auth_sink(collection: Any, auth_home: str | None, kind: str, names: Sequence[str]) -> RemoteSink | None:
+    """The sink of resources ``names``: each gets its own agent key now (in this
+    actor's memory only) and signs its own Collection writes."""
+    if collection is None:
+        return None
+    if not auth_home:
+        return RemoteSink(collection)
+    creds = Registry(auth_home_dir(auth_home)).add_agents(kind, names)
+    return RemoteSink(collection, {n: CallSigner(c, time.time) for n, c in creds.items()})
+
+
+def _guard_resources(cores: Sequence[ResourceObject], auth_home: str | None) -> None:
+    """Make each resource check the Scheduler's attestation of who reserves."""
+    if auth_home:
+        for core in cores:
+            core.attestations = host_attestations(auth_home, by=core.name)
 
 
 class RemoteHostPort:
@@ -131,13 +164,15 @@ class HostActor(_Beating):
     Enactor can treat a lone host as a group of one.
     """
 
-    def __init__(self, spec: HostSpec, collection: Any = None, heartbeat_s: float = 5.0, node_id: str | None = None) -> None:
-        sink = RemoteSink(collection) if collection is not None else None
+    def __init__(self, spec: HostSpec, collection: Any = None, heartbeat_s: float = 5.0, node_id: str | None = None,
+                 auth_home: str | None = None) -> None:
+        sink = _auth_sink(collection, auth_home, "host", [spec.name])
         if node_id is not None:
             self.core = build_host(spec, sink=sink, cls=RayNodeHost, node_id=node_id)
         else:
             self.core = build_host(spec, sink=sink)
         self._batch = HostGroup(self.core.name, [self.core], sink=self.core.sink)  # batches for a group of one
+        _guard_resources([self.core], auth_home)
         self._start_beat(_beat_one(self.core), heartbeat_s)
 
     def ping(self) -> str:
@@ -186,6 +221,10 @@ class HostActor(_Beating):
         """``free`` / ``busy_later`` / ``busy`` now, for the whole host or for one request."""
         return self.core.state(resources, duration_s)
 
+    def audit_views(self) -> list[ResourceAudit]:
+        """What this actor's resources hold now, for the auditor."""
+        return [self.core.audit_view()]
+
     def heartbeat(self) -> dict[str, AttrValue]:
         return self.core.heartbeat()
 
@@ -202,9 +241,12 @@ class HostActor(_Beating):
 class HostGroupActor(_Beating):
     """Many simulated host objects in one process; one batched call per Enactor step."""
 
-    def __init__(self, name: str, specs: list[HostSpec], collection: Any = None, heartbeat_s: float = 5.0) -> None:
-        sink = RemoteSink(collection) if collection is not None else None
-        self.core = HostGroup(name, [build_host(s) for s in specs], sink=sink)
+    def __init__(self, name: str, specs: list[HostSpec], collection: Any = None, heartbeat_s: float = 5.0,
+                 auth_home: str | None = None) -> None:
+        sink = _auth_sink(collection, auth_home, "host", [s.name for s in specs])
+        hosts = [build_host(s) for s in specs]
+        _guard_resources(hosts, auth_home)
+        self.core = HostGroup(name, hosts, sink=sink)
 
         def beat() -> None:
             self.core.expire()
@@ -239,6 +281,10 @@ class HostGroupActor(_Beating):
     def records(self) -> list[ResourceRecord]:
         return self.core.records()
 
+    def audit_views(self) -> list[ResourceAudit]:
+        """What this actor's resources hold now, for the auditor."""
+        return self.core.audit_views()
+
     def heartbeat(self) -> dict[str, dict[str, AttrValue]]:
         return self.core.heartbeat()
 
@@ -252,8 +298,10 @@ class HostGroupActor(_Beating):
 
 @ray.remote(num_cpus=0)
 class VaultActor(_Beating):
-    def __init__(self, spec: VaultSpec, collection: Any = None, heartbeat_s: float = 5.0) -> None:
-        self.core = build_vault(spec, sink=RemoteSink(collection) if collection is not None else None)
+    def __init__(self, spec: VaultSpec, collection: Any = None, heartbeat_s: float = 5.0,
+                 auth_home: str | None = None) -> None:
+        self.core = build_vault(spec, sink=_auth_sink(collection, auth_home, "vault", [spec.name]))
+        _guard_resources([self.core], auth_home)
         self._start_beat(_beat_one(self.core), heartbeat_s)
 
     def ping(self) -> str:
@@ -285,6 +333,10 @@ class VaultActor(_Beating):
 
     def list_uses(self) -> dict[str, str]:
         return self.core.list_uses()
+
+    def audit_views(self) -> list[ResourceAudit]:
+        """What this actor's resources hold now, for the auditor."""
+        return [self.core.audit_view()]
 
     def heartbeat(self) -> dict[str, AttrValue]:
         return self.core.heartbeat()
@@ -345,13 +397,16 @@ def _opts(name: str, detached: bool, *, on_head: bool = True) -> dict[str, Any]:
     return opts
 
 
-def spawn_host(spec: HostSpec, *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False) -> Any:
+def spawn_host(spec: HostSpec, *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False,
+               auth_home: str | None = None) -> Any:
     """A HostActor for a simulated host, named ``host:<name>``."""
-    return HostActor.options(**_opts(host_name(spec.name), detached)).remote(spec, collection, heartbeat_s)
+    return HostActor.options(**_opts(host_name(spec.name), detached)).remote(spec, collection, heartbeat_s,
+                                                                             auth_home=auth_home)
 
 
 def spawn_ray_node_host(
-    node_id: str, spec: HostSpec | None = None, *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False
+    node_id: str, spec: HostSpec | None = None, *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False,
+    auth_home: str | None = None,
 ) -> Any:
     """A HostActor for the real Ray node ``node_id``, itself pinned to that node.
     ``spec`` gives the name, policy and extra attributes (default name: ``node-<id[:8]>``);
@@ -360,19 +415,23 @@ def spawn_ray_node_host(
     return HostActor.options(
         **_opts(host_name(spec.name), detached, on_head=False),
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
-    ).remote(spec, collection, heartbeat_s, node_id)
+    ).remote(spec, collection, heartbeat_s, node_id, auth_home=auth_home)
 
 
 def spawn_host_group(
-    name: str, host_specs: Sequence[HostSpec], *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False
+    name: str, host_specs: Sequence[HostSpec], *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False,
+    auth_home: str | None = None,
 ) -> Any:
     """A HostGroupActor carrying ``host_specs``, named ``hostgroup:<name>``."""
-    return HostGroupActor.options(**_opts(group_name(name), detached)).remote(name, list(host_specs), collection, heartbeat_s)
+    return HostGroupActor.options(**_opts(group_name(name), detached)).remote(name, list(host_specs), collection,
+                                                                            heartbeat_s, auth_home=auth_home)
 
 
-def spawn_vault(spec: VaultSpec, *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False) -> Any:
+def spawn_vault(spec: VaultSpec, *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False,
+                auth_home: str | None = None) -> Any:
     """A VaultActor, named ``vault:<name>``."""
-    return VaultActor.options(**_opts(vault_name(spec.name), detached)).remote(spec, collection, heartbeat_s)
+    return VaultActor.options(**_opts(vault_name(spec.name), detached)).remote(spec, collection, heartbeat_s,
+                                                                               auth_home=auth_home)
 
 
 def spawn_class(

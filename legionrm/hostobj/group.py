@@ -22,6 +22,7 @@ from legionrm.models import (
     Refusal,
     ReservationRequest,
     ReservationToken,
+    ResourceAudit,
     ResourceRecord,
     Resources,
     StartRequest,
@@ -120,6 +121,10 @@ class HostGroup:
                 host, iid = tokens.issuer_of(it), it
             out.append(self._on(host, lambda h, iid=iid: h.stop_object(iid, reason)))
         return out
+
+    def audit_views(self) -> list[ResourceAudit]:
+        """Every host's :meth:`~legionrm.hostobj.resource.ResourceObject.audit_view`."""
+        return [h.audit_view() for h in self._hosts.values()]
 
     def list_instances(self, host: str | None = None) -> list[InstanceRef]:
         hosts = [self._hosts[host]] if host in self._hosts else [] if host else self._hosts.values()

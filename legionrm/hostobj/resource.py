@@ -38,10 +38,12 @@ from legionrm.hostobj.sink import CollectionSink, NullSink
 from legionrm.models import (
     AccessPolicy,
     AttrValue,
+    HeldReservation,
     Holder,
     Refusal,
     ReservationRequest,
     ReservationToken,
+    ResourceAudit,
     ResourceKind,
     ResourceRecord,
     Resources,
@@ -94,6 +96,43 @@ class ResourceObject:
         self._depth = 0  # nesting of public calls on the lock-holding thread
         self.joined = False
         self.measured_load: float | None = None  # set by a real host from its own measurements
+
+    attestations: Any = None
+    """An :class:`~legionrm.auth.AttestationVerifier` holding the Scheduler's
+    public key, or None (no identity checks: in-process systems and tests).
+    With one, every reservation must carry the Scheduler's attestation made
+    out to this resource, and the owner's policy judges the attested user and
+    groups, whatever the request claims and whoever sends it."""
+
+    def _attested(self, request: ReservationRequest) -> ReservationRequest | Refusal:
+        """``request`` held by the identity the Scheduler attested, or the refusal."""
+        if request.attestation is None:
+            return Refusal(code="auth.no_proof", by=self.name,
+                           reason=f"{self.name} reserves only for users the Scheduler attests; this request has no attestation")
+        ident = self.attestations.verify(request.attestation, self.name)
+        if isinstance(ident, Refusal):
+            return ident.model_copy(update={"by": self.name})
+        if ident.user != request.holder.user:
+            return Refusal(code="auth.wrong_call", by=self.name,
+                           reason=f"attestation is for {ident.user!r}, the request claims {request.holder.user!r}")
+        holder = request.holder.model_copy(update={"groups": tuple(ident.groups)})
+        return request.model_copy(update={"holder": holder})
+
+    def _access_refusal(self, who: Any) -> Refusal | None:
+        """The owner's access list, enforced here whoever calls (not only by the
+        Collection's filtering): a refusal naming the rule, or None."""
+        access = self.policy.restrict(self.access) if self.policy else self.access
+        if access.accepts(who):
+            return None
+        if who.user in access.deny_users or (access.allow_users and who.user not in access.allow_users
+                                             and not access.allow_groups):
+            code = codes.POLICY_USER
+        elif who.class_name is not None and (who.class_name in access.deny_classes
+                                             or (access.allow_classes and who.class_name not in access.allow_classes)):
+            code = codes.POLICY_CLASS
+        else:
+            code = codes.POLICY_GROUP
+        return self._refuse(code, f"{self.name}'s owner does not admit {who.user!r} (access list)")
 
     # --- owner hooks (override these; safe defaults) ---------------------------------
 
@@ -169,6 +208,11 @@ class ResourceObject:
             return self._refuse(codes.REQUEST_CONFLICT, f"request id {request.request_id!r} was used for another request")
         if request.resource != self.name:
             return self._refuse(codes.RESOURCE_MISMATCH, f"request is for {request.resource!r}, this is {self.name!r}")
+        if self.attestations is not None:
+            attested = self._attested(request)
+            if isinstance(attested, Refusal):
+                return attested
+            request = attested
         if request.start is not None and not math.isfinite(request.start):
             return self._refuse(codes.REQUEST_INVALID, f"start {request.start} is not a time")
         pairing = self._check_pairing(request)
@@ -183,6 +227,9 @@ class ResourceObject:
         verdict = self._ask_owner("admit_reservation", self.admit_reservation, request)
         if isinstance(verdict, Refusal):
             return verdict
+        denied = self._access_refusal(request.holder.identity())
+        if denied is not None:
+            return denied
         expires = start + request.timeout_s
         token = tokens.sign(
             ReservationToken(
@@ -239,6 +286,21 @@ class ResourceObject:
     def reservations(self) -> list[ReservationToken]:
         """Tokens of the reservations that still hold capacity, by start."""
         return sorted((r.token for r in self._open.values()), key=lambda t: (t.start, t.token_id))
+
+    @public
+    def audit_view(self) -> ResourceAudit:
+        """What this resource holds now, for the auditor (a read)."""
+        now = self.now()
+        listing = getattr(self, "list_instances", None)
+        return ResourceAudit(
+            name=self.name, kind="host" if callable(listing) else "vault", now=now,
+            used=tuple(float(x) for x in self.calendar.usage_at(now)),
+            capacity=tuple(float(x) for x in self.calendar.capacity),
+            instances=tuple(listing()) if callable(listing) else (),
+            reservations=tuple(HeldReservation(token_id=t.token_id, user=t.holder.user, expires_at=t.expires_at,
+                                               holders=tuple(sorted(self._open[t.token_id].holders)))
+                               for t in self.reservations()),
+        )
 
     @public
     def holders_of(self, token_id: str) -> frozenset[str]:

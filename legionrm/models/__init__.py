@@ -37,11 +37,14 @@ from legionrm.models.elastic import (  # noqa: F401
 )
 from legionrm.models.requests import (  # noqa: F401
     FINAL_STATES,
+    AuditFinding,
+    HeldReservation,
     InstanceInfo,
     InstanceState,
     RequestEvent,
     RequestInfo,
     RequestState,
+    ResourceAudit,
 )
 from legionrm.models.reservations import (  # noqa: F401
     Holder,
@@ -69,6 +72,9 @@ from legionrm.models.schedules import (  # noqa: F401
 
 __all__ = [
     "FINAL_STATES",
+    "AuditFinding",
+    "HeldReservation",
+    "ResourceAudit",
     "InstanceInfo",
     "InstanceState",
     "RequestEvent",

@@ -48,14 +48,14 @@ class ClassSpec(Frozen):
     name: str
     implementation: str | None = None  # "module:Class" run as the instance (real Ray nodes)
     host_list: tuple[str, ...] = ()  # Legion's class_host_list; empty means any host
-    max_instances: int | None = Field(None, ge=0)
+    max_instances: int | None = Field(None, ge=0, le=2**63 - 1)
     policy: str | None = None
     policy_args: dict = Field(default_factory=dict)
 
 
 class CollectionSettings(Frozen):
-    heartbeat_interval_s: float = Field(5.0, gt=0)
-    stale_after: int = Field(3, ge=1)
+    heartbeat_interval_s: float = Field(5.0, gt=0, le=86_400.0, allow_inf_nan=False)
+    stale_after: int = Field(3, ge=1, le=1000)
 
 
 class PoolResourceSpec(Frozen):
@@ -68,9 +68,9 @@ class PoolResourceSpec(Frozen):
     """
 
     kind: str
-    reservation: float = 0.0
-    limit: float = 0.0
-    share: float = 1.0
+    reservation: float = Field(0.0, allow_inf_nan=False)  # sign and order: the pool validators' rules
+    limit: float = Field(0.0, allow_inf_nan=False)
+    share: float = Field(1.0, allow_inf_nan=False)
     type: Literal["ELASTIC", "STATIC"] = "ELASTIC"
 
 
@@ -81,8 +81,8 @@ class PoolSpec(Frozen):
 
     path: str
     resources: tuple[PoolResourceSpec, ...] = ()
-    controller_limit_percent: float | None = None
-    slack_limit_percent: float | None = None
+    controller_limit_percent: float | None = Field(None, allow_inf_nan=False)
+    slack_limit_percent: float | None = Field(None, allow_inf_nan=False)
     default: bool = False
 
 

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from legionrm.models.base import Frozen
+from legionrm.models.reservations import InstanceRef
 from legionrm.models.schedules import PlacementFailure
 
 RequestState = Literal["pending", "admitted", "placing", "running", "completed", "failed", "cancelled"]
@@ -54,3 +55,34 @@ class RequestInfo(Frozen):
     instances: tuple[InstanceInfo, ...] = ()
     failures: tuple[PlacementFailure, ...] = ()
     history: tuple[RequestEvent, ...] = Field(default_factory=tuple)
+
+
+class HeldReservation(Frozen):
+    """An open reservation as a resource sees it, for the auditor."""
+
+    token_id: str
+    user: str
+    expires_at: float
+    holders: tuple[str, ...] = ()
+
+
+class ResourceAudit(Frozen):
+    """What a host or vault holds now, for the auditor: its use against its
+    capacity (one number per dimension), its running instances (hosts) and
+    its open reservations."""
+
+    name: str
+    kind: str = "host"
+    now: float
+    used: tuple[float, ...]
+    capacity: tuple[float, ...]
+    instances: tuple[InstanceRef, ...] = ()
+    reservations: tuple[HeldReservation, ...] = ()
+
+
+class AuditFinding(Frozen):
+    """One disagreement the auditor found: a code, what it is about, what was seen."""
+
+    code: str
+    subject: str
+    detail: str

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from legionrm.models.base import AttrValue, Frozen, Identity
@@ -50,6 +52,10 @@ class ReservationRequest(Frozen):
     duration_s: float | None = Field(None, gt=0)
     timeout_s: float = Field(30.0, gt=0)
     reusable: bool = False
+    attestation: dict[str, Any] | None = None
+    """The Scheduler's signed statement of who holds this reservation (an
+    :class:`~legionrm.auth.Attestation` as a dict); a host that checks
+    identities refuses a request without a good one."""
 
 
 class ReservationToken(Frozen):

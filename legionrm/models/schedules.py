@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -18,25 +18,38 @@ from legionrm.models.reservations import (
 
 PlacementMode = Literal["pack", "scatter", "vscatter", "free"]
 
+MAX_INSTANCES = 10_000
+"""The most instances one object request (and one whole request) may ask for."""
+MAX_OBJECTS = 1_000
+"""The most object requests (and objects to activate: 10 times this) in one request."""
+MAX_AMOUNT = 1e15
+"""The largest amount of one resource an instance may ask for (as ``legionrm.tomlio.MAX_AMOUNT``)."""
+MAX_WALLTIME_S = 10 * 366 * 86_400.0
+"""The longest walltime: ten years."""
+MAX_PRIORITY = 2**31 - 1
+"""Priorities are 32-bit, either sign."""
+
 
 class ObjectRequest(Frozen):
     """Create ``count`` instances of ``class_name``, each needing the given
-    capacity, on hosts matching the MIL ``constraint``."""
+    capacity, on hosts matching the MIL ``constraint``.  Numbers are finite
+    and bounded (``MAX_INSTANCES``, ``MAX_AMOUNT``, ``MAX_WALLTIME_S``,
+    ``MAX_PRIORITY``)."""
 
     class_name: str
-    count: int = Field(1, ge=1)
-    cpus: float = Field(1.0, ge=0)
-    memory_gb: float = Field(1.0, ge=0)
-    gpus: int = Field(0, ge=0)
-    storage_gb: float = Field(0.0, ge=0)
+    count: int = Field(1, ge=1, le=MAX_INSTANCES)
+    cpus: float = Field(1.0, ge=0, le=MAX_AMOUNT, allow_inf_nan=False)
+    memory_gb: float = Field(1.0, ge=0, le=MAX_AMOUNT, allow_inf_nan=False)
+    gpus: int = Field(0, ge=0, le=int(MAX_AMOUNT))
+    storage_gb: float = Field(0.0, ge=0, le=MAX_AMOUNT, allow_inf_nan=False)
     constraint: str = "true"
     vault_constraint: str = "true"
     placement: PlacementMode = "free"
     exclusive: bool = False
-    walltime_s: float | None = Field(None, gt=0)
+    walltime_s: float | None = Field(None, gt=0, le=MAX_WALLTIME_S, allow_inf_nan=False)
     ducc_class: str | None = None
-    priority: int | None = None
-    weight: float | None = Field(None, gt=0)
+    priority: int | None = Field(None, ge=-MAX_PRIORITY, le=MAX_PRIORITY)
+    weight: float | None = Field(None, gt=0, le=MAX_AMOUNT, allow_inf_nan=False)
     args: dict[str, AttrValue] = Field(default_factory=dict)
 
 
@@ -172,6 +185,9 @@ class EnactRequest(Frozen):
     duration_s: dict[str, float] = Field(default_factory=dict)
     args: dict[str, dict[str, AttrValue]] = Field(default_factory=dict)
     create: bool = True
+    attestations: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Per resource name: the Scheduler's attestation of ``holder`` to it
+    (what a host that checks identities needs with each reservation)."""
 
 
 class ScheduleProposal(Frozen):

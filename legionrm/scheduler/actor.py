@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 import ray
 
+from legionrm.auth import CallSigner, VerifiedCaller, attest
+from legionrm.auth.guard import SCHEDULER as SCHEDULER_AGENT
+from legionrm.auth.guard import Guard, load_agent
 from legionrm.collection.actor import RemoteCollection
 from legionrm.hostobj.actor import RemoteHostPort
 from legionrm.models import (
+    AuditFinding,
     ClassSpec,
     ClusterSpec,
     CycleReport,
@@ -35,7 +40,9 @@ from legionrm.models import (
     SchedulingRequest,
 )
 from legionrm.naming import host_name, named_actor
+from legionrm.scheduler.audit import audit
 from legionrm.scheduler.build import core_for_cluster
+from legionrm.scheduler.door import SchedulerDoor
 from legionrm.scheduler.elastic import CycleRunner, ElasticCycle, HostStopper
 from legionrm.scheduler.planner import Planner
 from legionrm.scheduler.ports import PoolGate
@@ -53,12 +60,30 @@ WATCH_TIMEOUT_S = 5.0
 class RemoteEnactor:
     """``enact_schedule`` on an Enactor actor, with this scheduler as approver."""
 
+    attester: Any = None
+    """With authentication on: a :class:`~legionrm.auth.Credential` of the
+    Scheduler, which vouches for each request's holder to every resource its
+    schedules name (an :class:`~legionrm.auth.Attestation` per resource)."""
+
     def __init__(self, handle: Any, approver: tuple[Any, str] | None = None) -> None:
         self.handle = handle
         self.approver = approver
 
     def enact_schedule(self, schedules: EnactRequest) -> EnactResult:
+        if self.attester is not None:
+            schedules = attest_schedules(self.attester, schedules)
         return ray.get(self.handle.enact_schedule.remote(schedules, self.approver), timeout=CALL_TIMEOUT_S)
+
+
+def attest_schedules(credential: Any, schedules: EnactRequest, ttl_s: float = 300.0) -> EnactRequest:
+    """``schedules`` with the Scheduler's attestation of its holder to every
+    host and vault they name (the holder is the verified caller: the door put it there)."""
+    names = {n for m in schedules.masters for sched in (m, *m.deltas) for p in sched.placements
+             for n in (p.host, p.vault) if n}
+    who = VerifiedCaller(name=schedules.holder.user, kind="user", groups=tuple(schedules.holder.groups))
+    now = time.time()
+    att = {n: attest(credential, who, schedules.request_id, n, now, ttl_s).model_dump(mode="json") for n in sorted(names)}
+    return schedules.model_copy(update={"attestations": att})
 
 
 class RemoteClassPort:
@@ -92,6 +117,12 @@ class RemoteCarrier:
         return ray.get(self.handle.list_instances.remote(host), timeout=WATCH_TIMEOUT_S)
 
 
+def _unique(handles: Any) -> dict[str, Any]:
+    """Actor handles by actor id (a group carries many hosts; each host's copy
+    of its handle is a separate object once shipped to this actor)."""
+    return {h._actor_id.hex(): h for h in handles}
+
+
 def ray_watch(carriers: dict[str, Any]) -> HostWatch:
     """The instance watch over Ray: a host's carrier, else the host's own named actor."""
 
@@ -100,8 +131,7 @@ def ray_watch(carriers: dict[str, Any]) -> HostWatch:
         return RemoteCarrier(handle) if handle is not None else None
 
     def every() -> list[RemoteCarrier]:
-        unique = {id(h): h for h in carriers.values()}
-        return [RemoteCarrier(h) for h in unique.values()]
+        return [RemoteCarrier(h) for h in _unique(carriers.values()).values()]
 
     return HostWatch(carrier, every)
 
@@ -180,7 +210,11 @@ class SchedulerActor:
     def __init__(self, collection: Any, enactor: Any, classes: list[ClassSpec] | None = None,
                  pools: PoolGate | None = None, name: str = "scheduler", cluster: ClusterSpec | None = None,
                  carriers: dict[str, Any] | None = None, class_actors: dict[str, Any] | None = None,
-                 tick_s: float = 1.0, pool_owner: Any = None, state_path: str | None = None) -> None:
+                 tick_s: float = 1.0, pool_owner: Any = None, state_path: str | None = None,
+                 vault_actors: dict[str, Any] | None = None, auth_home: str | None = None) -> None:
+        self._carriers = dict(carriers or {})
+        self._vaults = dict(vault_actors or {})
+        self._class_actors = dict(class_actors or {})
         self_handle = ray.get_runtime_context().current_actor
         coll, enact = RemoteCollection(collection, CALL_TIMEOUT_S), RemoteEnactor(enactor, (self_handle, "approve"))
         if pool_owner is not None:  # the system's shared pools, owned by one PoolActor
@@ -203,6 +237,23 @@ class SchedulerActor:
         )
         self.runner = CycleRunner(self.cycle)
         self.runner.start()
+        self._auth_setup(auth_home)
+
+    def _auth_setup(self, auth_home: str | None) -> None:
+        """The door every user-facing call goes through (open without a home: no authentication)."""
+        self.door = SchedulerDoor(self.core, Guard.for_home(auth_home, by="scheduler") if auth_home else None)
+        self._signer: CallSigner | None = None
+        self.auth_home = auth_home
+        if auth_home:  # the Scheduler signs its own calls to the Collection, as the scheduler agent
+            self._signer = CallSigner(load_agent(auth_home, SCHEDULER_AGENT), time.time)
+            self.core.getCollection().signer = self._signer
+            for enactor in (self.core.getEnactor(), self.cycle.enactor):
+                enactor.attester = self._signer.credential
+
+    @ray.method(concurrency_group="control")
+    def authenticated(self) -> bool:
+        """True when every user-facing call must carry a signed proof."""
+        return not self.door.open
 
     def _tick_loop(self, every_s: float) -> None:
         """Watch instances and re-plan the queue on a timer, off the actor's
@@ -219,21 +270,45 @@ class SchedulerActor:
 
     # --- requests ---------------------------------------------------------------------------
 
-    def list_requests(self, user: str | None = None, state: str | None = None) -> list[RequestInfo]:
-        return self.core.list_requests(user, state)
+    def list_requests(self, user: str | None = None, state: str | None = None, proof: Any = None) -> list[RequestInfo]:
+        return self.door.list_requests(user, state, proof)
 
-    def request_info(self, request_id: str) -> RequestInfo:
-        return self.core.request_info(request_id)
+    def request_info(self, request_id: str, proof: Any = None) -> RequestInfo:
+        return self.door.request_info(request_id, proof)
 
-    def cancel(self, request_id: str, reason: str = "cancelled by its user") -> RequestInfo:
-        return self.core.cancel(request_id, reason)
+    def cancel(self, request_id: str, reason: str = "cancelled by its user", proof: Any = None) -> RequestInfo:
+        return self.door.cancel(request_id, reason, proof)
 
     def tick(self) -> int:
         """Watch and re-plan now (normally the timer does)."""
         return self.core.tick()
 
-    def scheduleObjects(self, request: SchedulingRequest) -> SchedulerResponse:
-        return self.core.scheduleObjects(request)
+    @ray.method(concurrency_group="control")
+    def audit(self) -> list[AuditFinding]:
+        """The auditor over the live system: one batched call per host group,
+        host, vault and class actor (each with a timeout); a resource that
+        cannot be asked is itself a finding."""
+        handles = _unique([*self._carriers.values(), *self._vaults.values()])
+        refs = {hid: h.audit_views.remote() for hid, h in handles.items()}
+        class_refs = {n: h.list_instances.remote() for n, h in self._class_actors.items()}
+        views, findings = [], []
+        for hid, ref in refs.items():
+            try:
+                views.extend(ray.get(ref, timeout=WATCH_TIMEOUT_S))
+            except ray.exceptions.RayError as exc:
+                findings.append(AuditFinding(code="resource.unreachable", subject=str(handles[hid]),
+                                             detail=f"{type(exc).__name__}"))
+        classes: dict[str, list[str]] = {}
+        for name, ref in class_refs.items():
+            try:
+                classes[name] = [r.instance_id for r in ray.get(ref, timeout=WATCH_TIMEOUT_S)]
+            except ray.exceptions.RayError as exc:
+                findings.append(AuditFinding(code="resource.unreachable", subject=f"class:{name}",
+                                             detail=f"{type(exc).__name__}"))
+        return findings + audit(self.core, views, classes, also_running=self.cycle.instance_ids())
+
+    def scheduleObjects(self, request: SchedulingRequest, proof: Any = None) -> SchedulerResponse:
+        return self.door.scheduleObjects(request, proof)
 
     def make_schedules(self, request: SchedulingRequest) -> ScheduleSuite:
         return self.core.make_schedules(request).suite()
@@ -247,28 +322,32 @@ class SchedulerActor:
     # Approvals run on threads of their own ("control"): every scheduleObjects
     # thread may be waiting on the Enactor, which waits on this confirmation.
     @ray.method(concurrency_group="control")
-    def approve(self, proposal: ScheduleProposal) -> bool | Refusal:
+    def approve(self, proposal: ScheduleProposal, proof: Any = None) -> bool | Refusal:
         """Legion's step 6: the enactor reports a fully reserved schedule and
-        the scheduler confirms it (:meth:`Scheduler.approve`)."""
-        return self.core.approve(proposal)
+        the scheduler confirms it (:meth:`Scheduler.approve`); only the Enactor asks."""
+        return self.door.approve(proposal, proof)
 
     @ray.method(concurrency_group="control")
-    def approve_growth(self, proposal: ScheduleProposal) -> bool:
+    def approve_growth(self, proposal: ScheduleProposal, proof: Any = None) -> bool:
         """The elastic cycle's enactments: the fair-share core chose them."""
         return True
 
     def getCollection(self) -> Any:
         return self.core.getCollection().handle
 
-    def setCollection(self, handle: Any) -> Any:
-        return self.core.setCollection(RemoteCollection(handle, CALL_TIMEOUT_S)).handle
+    def setCollection(self, handle: Any, proof: Any = None) -> Any:
+        self.door.require_admin(proof, "setCollection", {}, "set_collection")
+        return self.core.setCollection(RemoteCollection(handle, CALL_TIMEOUT_S, signer=self._signer)).handle
 
     def getEnactor(self) -> Any:
         return self.core.getEnactor().handle
 
-    def setEnactor(self, handle: Any) -> Any:
+    def setEnactor(self, handle: Any, proof: Any = None) -> Any:
+        self.door.require_admin(proof, "setEnactor", {}, "set_enactor")
         self_handle = ray.get_runtime_context().current_actor
-        return self.core.setEnactor(RemoteEnactor(handle, (self_handle, "approve"))).handle
+        enactor = RemoteEnactor(handle, (self_handle, "approve"))
+        enactor.attester = self._signer.credential if self._signer is not None else None
+        return self.core.setEnactor(enactor).handle
 
     def instances(self) -> list:
         return list(self.core.instances.values())
@@ -294,19 +373,28 @@ class SchedulerActor:
 
     # --- the elastic cycle ------------------------------------------------------------------
 
-    def submit_elastic(self, request: ElasticJobRequest) -> None:
-        """Admit a long-running elastic job; the next cycle (at once) grows it."""
-        self.cycle.submit(request)
+    def submit_elastic(self, request: ElasticJobRequest, proof: Any = None) -> None:
+        """Admit a long-running elastic job (in the caller's name); the next cycle (at once) grows it."""
+        self.cycle.submit(self.door.elastic_request(request, proof))
         self.runner.kick()
 
-    def complete_elastic(self, job_id: str) -> bool:
-        """The job is done; its instances stop next cycle.  Idempotent."""
+    def complete_elastic(self, job_id: str, proof: Any = None) -> bool:
+        """The job is done; its instances stop next cycle.  Idempotent.  Its owner's (or an admin's)."""
+        self.door.elastic_owner_check(self._elastic_owner(job_id), "complete_elastic", {"job_id": job_id}, proof)
         done = self.cycle.complete(job_id)
         self.runner.kick()
         return done
 
-    def update_elastic(self, job_id: str, fields: dict[str, Any]) -> ElasticJobRequest:
+    def update_elastic(self, job_id: str, fields: dict[str, Any], proof: Any = None) -> ElasticJobRequest:
+        self.door.elastic_owner_check(self._elastic_owner(job_id), "update_elastic",
+                                      {"job_id": job_id, "fields": fields}, proof)
+        if not self.door.open:
+            fields = {k: v for k, v in fields.items() if k != "user"}
         return self.cycle.update(job_id, **fields)
+
+    def _elastic_owner(self, job_id: str) -> str | None:
+        job = self.cycle._jobs.get(job_id)  # the cycle's table of admitted jobs
+        return job.request.user if job is not None else None
 
     def run_cycle(self) -> CycleReport:
         """Run a cycle now (normally the runner's thread does, when due)."""

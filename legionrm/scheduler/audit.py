@@ -14,6 +14,7 @@ it changes nothing.  Checked:
   instances of that class;
 * ``reservation.unheld``: a reservation still open on a resource belongs to
   a running instance, or expires within the token timeout;
+* ``resource.unreachable``: a carrier that could not be asked (Ray only);
 * ``pool.allocation``: the pools hold allocations exactly for the requests
   admitted and not finished; ``allotment.held`` likewise for DUCC allotments;
   with nothing admitted, every pool's allocation is zero.
@@ -21,92 +22,83 @@ it changes nothing.  Checked:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
-import numpy as np
-
+from legionrm.models import AuditFinding, ResourceAudit
 from legionrm.scheduler.scheduler import Scheduler
 
 EPS = 1e-6
+Finding = AuditFinding  # the auditor's one result type (it crosses the actor boundary)
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One disagreement: a code, what it is about, and what was seen."""
-
-    code: str
-    subject: str
-    detail: str
-
-    def __str__(self) -> str:
-        return f"{self.code} {self.subject}: {self.detail}"
+def views_of(resources: Iterable[Any]) -> list[ResourceAudit]:
+    """The audit views of in-process host and vault objects."""
+    return [r.audit_view() for r in resources]
 
 
-def audit(scheduler: Scheduler, hosts: Iterable[Any], classes: Iterable[Any] = (), vaults: Iterable[Any] = (),
-          *, grace_s: float | None = None) -> list[Finding]:
-    """Every disagreement between ``scheduler``'s books and the resources
-    (host objects, class objects, vault objects, all in this process).
-    ``grace_s`` (default: the scheduler's token timeout) is how long an
-    unheld reservation may still be open (it expires on its own)."""
+def audit(scheduler: Scheduler, resources: Iterable[ResourceAudit], classes: Mapping[str, Iterable[str]] | None = None,
+          *, grace_s: float | None = None, also_running: Iterable[str] = ()) -> list[AuditFinding]:
+    """Every disagreement between ``scheduler``'s books and what the
+    resources (their :class:`ResourceAudit` views) and class objects
+    (class name -> the instance ids it counts) hold.  ``grace_s`` (default:
+    the scheduler's token timeout) is how long an unheld reservation may
+    still be open (it expires on its own).  ``also_running``: instances other
+    owners run (the elastic cycle's), not orphans."""
     grace = scheduler.token_timeout_s if grace_s is None else grace_s
-    out: list[Finding] = []
+    out: list[AuditFinding] = []
     running = {r.instance_id: r for r in scheduler.book.running_instances()}
-    hosts = list(hosts)
+    known = set(running) | set(also_running)
     on_hosts: dict[str, str] = {}
-    for h in hosts:
-        now = h.now()
-        used = h.calendar.usage_at(now)
-        cap = h.calendar.capacity
-        if np.any(used > cap + EPS):
-            out.append(Finding("host.over_capacity", h.name, f"uses {used.tolist()} of {cap.tolist()}"))
-        for ref in h.list_instances():
-            on_hosts[ref.instance_id] = h.name
-            if ref.instance_id not in running:
-                out.append(Finding("instance.orphan", ref.instance_id, f"runs on {h.name} for no running request"))
-        out.extend(_unheld(h, set(running), now, grace))
-    for v in vaults:
-        out.extend(_unheld(v, set(running), v.now(), grace))
+    for v in resources:
+        if any(u > c + EPS for u, c in zip(v.used, v.capacity)):
+            out.append(AuditFinding(code="host.over_capacity", subject=v.name,
+                                    detail=f"uses {list(v.used)} of {list(v.capacity)}"))
+        for ref in v.instances:
+            on_hosts[ref.instance_id] = v.name
+            if ref.instance_id not in known:
+                out.append(AuditFinding(code="instance.orphan", subject=ref.instance_id,
+                                        detail=f"runs on {v.name} for no running request"))
+        for r in v.reservations:
+            if r.holders:
+                # a host's holders are instance ids (a vault's are its own use ids)
+                if v.kind == "host" and not set(r.holders) & known:
+                    out.append(AuditFinding(code="reservation.unheld", subject=r.token_id,
+                                            detail=f"held on {v.name} by {list(r.holders)}, none of them running"))
+            elif r.expires_at > v.now + grace + EPS:
+                out.append(AuditFinding(code="reservation.unheld", subject=r.token_id,
+                                        detail=f"open on {v.name} until {r.expires_at:g}, used by nobody"))
     for iid, ref in running.items():
         if on_hosts.get(iid) != ref.host:
-            out.append(Finding("instance.ghost", iid, f"counted as running on {ref.host}, which does not run it"))
-    for c in classes:
-        have = {r.instance_id for r in c.list_instances()}
-        want = {i for i, r in running.items() if r.class_name == c.name}
+            out.append(AuditFinding(code="instance.ghost", subject=iid,
+                                    detail=f"counted as running on {ref.host}, which does not run it"))
+    for name, ids in (classes or {}).items():
+        have = set(ids)
+        want = {i for i, r in running.items() if r.class_name == name} | (have & set(also_running))
         if have != want:
-            out.append(Finding("class.count", c.name, f"counts {sorted(have)}, the scheduler runs {sorted(want)}"))
-    active = {e.id for e in scheduler.book.entries() if e.state in ("admitted", "placing", "running")}
-    held = getattr(scheduler.pools, "held", None)
-    if callable(held):
-        charged = set(held())
-        for rid in sorted(charged - active):
-            out.append(Finding("pool.allocation", rid, "holds a pool allocation but is not admitted"))
-        for rid in sorted(active - charged):
-            out.append(Finding("pool.allocation", rid, "is admitted but holds no pool allocation"))
-        if not charged:
-            for path, entry in scheduler.pools.report().items():
-                alloc = entry.get("allocation", {})
-                if any(abs(float(v)) > EPS for v in alloc.values()):
-                    out.append(Finding("pool.allocation", path, f"allocation {alloc} with nothing admitted"))
-    shares = scheduler.shares
-    if shares is not None:
-        for rid in sorted(set(shares.charged()) - active):
-            out.append(Finding("allotment.held", rid, "holds a DUCC allotment but is not admitted"))
+            out.append(AuditFinding(code="class.count", subject=name,
+                                    detail=f"counts {sorted(have)}, the scheduler runs {sorted(want)}"))
+    out.extend(_accounts(scheduler))
     return out
 
 
-def _unheld(resource: Any, running: set[str], now: float, grace: float) -> list[Finding]:
-    """Open reservations used by no running instance that outlive the grace."""
-    out = []
-    is_host = hasattr(resource, "list_instances")
-    for token in resource.reservations():
-        users = resource.holders_of(token.token_id)
-        if users:
-            # a host's holders are instance ids (a vault's are its own use ids)
-            if is_host and not users & running:
-                out.append(Finding("reservation.unheld", token.token_id,
-                                   f"held on {resource.name} by {sorted(users)}, none of them running"))
-        elif token.expires_at > now + grace + EPS:
-            out.append(Finding("reservation.unheld", token.token_id,
-                               f"open on {resource.name} until {token.expires_at:g}, used by nobody"))
+def _accounts(scheduler: Scheduler) -> list[AuditFinding]:
+    """Pool allocations and allotments held exactly by the admitted requests."""
+    out: list[AuditFinding] = []
+    active = {e.id for e in scheduler.book.entries() if e.state in ("admitted", "placing", "running")}
+    held = getattr(scheduler.pools, "held", None)
+    if callable(held):
+        charged = {rid for rid in held() if not rid.startswith("elastic:")}
+        for rid in sorted(charged - active):
+            out.append(AuditFinding(code="pool.allocation", subject=rid, detail="holds a pool allocation but is not admitted"))
+        for rid in sorted(active - charged):
+            out.append(AuditFinding(code="pool.allocation", subject=rid, detail="is admitted but holds no pool allocation"))
+        if not held():
+            for path, entry in scheduler.pools.report().items():
+                alloc = entry.get("allocation", {})
+                if any(abs(float(v)) > EPS for v in alloc.values()):
+                    out.append(AuditFinding(code="pool.allocation", subject=path,
+                                            detail=f"allocation {alloc} with nothing admitted"))
+    if scheduler.shares is not None:
+        for rid in sorted(set(scheduler.shares.charged()) - active):
+            out.append(AuditFinding(code="allotment.held", subject=rid, detail="holds a DUCC allotment but is not admitted"))
     return out

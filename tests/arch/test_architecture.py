@@ -22,9 +22,10 @@ ENGINES = ("legionrm.scheduler.fairshare", "legionrm.scheduler.placement", "legi
 # -> collection -> mil -> models/errors.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.models", "legionrm.errors", "legionrm.scheduler", "legionrm.version"),  # legionrm.scheduler: its docstring map only
-    ("legionrm.mil", "legionrm.tomlio", "legionrm.testing", "legionrm.state", "legionrm.metrics", "legionrm.dashboard"),
+    ("legionrm.mil", "legionrm.tomlio", "legionrm.testing", "legionrm.state", "legionrm.metrics", "legionrm.dashboard",
+     "legionrm.auth"),  # auth: models/errors only
     ("legionrm.collection", "legionrm.naming"),
-    ("legionrm.hostobj", "legionrm.enactor", "legionrm.auth"),
+    ("legionrm.hostobj", "legionrm.enactor"),
     ENGINES[:3] + ("legionrm.scheduler.pipeline", "legionrm.scheduler.ports", "legionrm.scheduler.requests",
                    "legionrm.scheduler.watch", "legionrm.scheduler.capacity"),
     ("legionrm.scheduler.recovery",),
@@ -32,7 +33,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.scheduler.planner", "legionrm.scheduler.build"),
     ("legionrm.scheduler.sharegate",),
     ("legionrm.scheduler.scheduler",),
-    ("legionrm.scheduler.actor", "legionrm.scheduler.audit", "legionrm.inprocess"),
+    ("legionrm.scheduler.door",),
+    ("legionrm.scheduler.audit",),
+    ("legionrm.scheduler.actor", "legionrm.inprocess"),
     ("legionrm.system", "legionrm.dashboard.server"),
     ("legionrm.cli",),
     ("legionrm",),  # the root package: the public surface, above all it re-exports

@@ -67,3 +67,9 @@ def test_a_killed_scheduler_comes_back_knowing_every_request(system, capsys) -> 
     assert call(system.scheduler.cancel.remote("f-run")).state == "cancelled"
     assert call(system.scheduler.cancel.remote("f-wait")).state == "cancelled"
     assert call(system.pools.held.remote()) == {}
+
+
+def test_the_auditor_over_ray_finds_the_books_balanced(system) -> None:
+    from legionrm.system import call
+
+    assert call(system.scheduler.audit.remote(), 60) == []

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from legionrm.errors import ConfigError
-from legionrm.scheduler.fairshare.build import core_from_doc, number
+from legionrm.scheduler.fairshare.build import MAX_MS, MAX_ORDER, MAX_SMALL, core_from_doc, number
 from legionrm.scheduler.fairshare.classes import (
     SharePolicy,
 )
 from legionrm.scheduler.fairshare.core import CycleResult, DuccCore
-from legionrm.scheduler.fairshare.shares import JOB_KINDS
-from legionrm.tomlio import check_keys, expand_names, expect, load_toml, require, tables
+from legionrm.scheduler.fairshare.shares import JOB_KINDS, job_order
+from legionrm.tomlio import Budget, check_keys, count_of, expand_names, expect, load_toml, require, table_count, tables
 
 TOP_KEYS = {"rm", "nodepool", "class", "user", "machine", "job", "event"}
 JOB_KEYS = {
@@ -32,6 +32,18 @@ JOB_KEYS = {
     "init_time_ms", "kind", "submit", "arrive",
 }
 UPDATE_FIELDS = {"work_items": int, "time_per_item_ms": float, "init_time_ms": float, "max_processes": int, "threads": int}
+MAX_CYCLES = 10_000
+"""The most cycles a simulation runs (``--cycles``, an arrival's or an event's cycle)."""
+MAX_MACHINES = 10_000
+"""The most machines a scenario may describe once ``count`` is expanded."""
+MAX_JOBS = 10_000
+"""The most ``[[job]]`` tables in a scenario."""
+MAX_EVENTS = 100_000
+"""The most ``[[event]]`` tables in a scenario."""
+MAX_WORK_ITEMS = 10**12
+BOUNDS = {"work_items": (0, MAX_WORK_ITEMS), "threads": (1, 1024), "max_processes": (0, MAX_SMALL),
+          "time_per_item_ms": (0, MAX_MS), "init_time_ms": (0, MAX_MS)}
+"""The range of each numeric job key (also in ``update`` events)."""
 EVENT_KINDS = {"complete": "job", "update": "job", "vary_off": "machine", "vary_on": "machine", "node_down": "machine", "node_up": "machine"}
 
 
@@ -53,7 +65,10 @@ def load_scenario(path: str | Path) -> Scenario:
             raise ConfigError(f"unknown table (known: {', '.join(sorted(TOP_KEYS))})", file=file, table=key)
     core = core_from_doc(doc, file)
     pool_names = set(core.tree.pools)
+    quanta = {name: p.quantum_gb for name, p in core.tree.pools.items()}
+    least = min(quanta.values(), default=core.settings.quantum_gb)
     seen: dict[str, str] = {}
+    budget = Budget("machines", file=file, limit=MAX_MACHINES)
     for i, t in enumerate(tables(doc, "machine", file)):
         w = f"machine[{i}]"
         check_keys(t, {"name", "memory_gb", "nodepool", "count"}, file=file, where=w)
@@ -64,7 +79,12 @@ def load_scenario(path: str | Path) -> Scenario:
         pool = expect(t, "nodepool", str, None, file=file, where=w)
         if pool is not None and pool not in pool_names:
             raise ConfigError(f"machine in no pool: unknown nodepool {pool!r} (known: {', '.join(sorted(pool_names))})", file=file, table=w, key="nodepool")
-        count = number(t, "count", int, None, file, w, minimum=1)
+        quantum = quanta.get(pool, least) if pool is not None else least
+        if job_order(mem, quantum) > MAX_ORDER:
+            raise ConfigError(f"more than {MAX_ORDER} quanta of {quantum:g} GB: at most {MAX_ORDER * quantum:g} GB",
+                              file=file, table=w, key="memory_gb")
+        count = count_of(t, file=file, where=w, limit=MAX_MACHINES)
+        budget.take(count or 1, where=w)
         for n in expand_names(name, count):
             if n in seen:
                 raise ConfigError(f"duplicate machine {n!r} (also in {seen[n]})", file=file, table=w, key="name")
@@ -73,7 +93,7 @@ def load_scenario(path: str | Path) -> Scenario:
 
     sc = Scenario(core=core)
     job_ids: dict[str, str] = {}
-    for i, t in enumerate(tables(doc, "job", file)):
+    for i, t in enumerate(table_count(tables(doc, "job", file), "job", file=file, limit=MAX_JOBS)):
         w = f"job[{i}]"
         check_keys(t, JOB_KEYS, file=file, where=w)
         jid = require(t, "id", (str, int), file=file, where=w)
@@ -94,23 +114,26 @@ def load_scenario(path: str | Path) -> Scenario:
         mem = require(t, "memory_gb", float, file=file, where=w)
         if mem <= 0:
             raise ConfigError(f"must be > 0, not {mem!r}", file=file, table=w, key="memory_gb")
-        arrive = number(t, "arrive", int, 1, file, w, minimum=1)
+        if job_order(mem, least) > MAX_ORDER:
+            raise ConfigError(f"more than {MAX_ORDER} quanta of {least:g} GB: at most {MAX_ORDER * least:g} GB",
+                              file=file, table=w, key="memory_gb")
+        arrive = number(t, "arrive", int, 1, file, w, minimum=1, maximum=MAX_CYCLES)
         spec = dict(
             id=jid, user=require(t, "user", str, file=file, where=w), memory_gb=mem, cls=cls, kind=kind,
-            work_items=number(t, "work_items", int, 0, file, w, minimum=0),
-            threads=number(t, "threads", int, 1, file, w, minimum=1),
-            max_processes=number(t, "max_processes", int, None, file, w, minimum=0),
-            time_per_item_ms=number(t, "time_per_item_ms", float, 0.0, file, w, minimum=0),
-            init_time_ms=number(t, "init_time_ms", float, 0.0, file, w, minimum=0),
-            submit=number(t, "submit", float, float(i), file, w),
+            **{key: number(t, key, UPDATE_FIELDS[key], default, file, w, minimum=BOUNDS[key][0], maximum=BOUNDS[key][1])
+               for key, default in (("work_items", 0), ("threads", 1), ("max_processes", None),
+                                    ("time_per_item_ms", 0.0), ("init_time_ms", 0.0))},
+            submit=number(t, "submit", float, float(i), file, w, minimum=-MAX_MS, maximum=MAX_MS),
         )
         sc.arrivals.setdefault(arrive, []).append(spec)
 
-    for i, t in enumerate(tables(doc, "event", file)):
+    for i, t in enumerate(table_count(tables(doc, "event", file), "event", file=file, limit=MAX_EVENTS)):
         w = f"event[{i}]"
         cycle = require(t, "cycle", int, file=file, where=w)
         if cycle < 1:
             raise ConfigError(f"must be >= 1, not {cycle}", file=file, table=w, key="cycle")
+        if cycle > MAX_CYCLES:
+            raise ConfigError(f"must be at most {MAX_CYCLES}, not {cycle}", file=file, table=w, key="cycle")
         kind = require(t, "kind", str, file=file, where=w)
         if kind not in EVENT_KINDS:
             raise ConfigError(f"unknown event kind {kind!r} (known: {', '.join(EVENT_KINDS)})", file=file, table=w, key="kind")
@@ -126,13 +149,15 @@ def load_scenario(path: str | Path) -> Scenario:
         if kind == "update":
             for key, typ in UPDATE_FIELDS.items():
                 if key in t:
-                    ev[key] = number(t, key, typ, None, file, w, minimum=1 if key == "threads" else 0)
+                    ev[key] = number(t, key, typ, None, file, w, minimum=BOUNDS[key][0], maximum=BOUNDS[key][1])
         sc.events.setdefault(cycle, []).append(ev)
     return sc
 
 
 def run(sc: Scenario, cycles: int) -> list[CycleResult]:
-    """Run ``cycles`` cycles; returns each cycle's result."""
+    """Run ``cycles`` cycles (1 to :data:`MAX_CYCLES`); returns each cycle's result."""
+    if not 1 <= cycles <= MAX_CYCLES:
+        raise ConfigError(f"cycles (--cycles) must be from 1 to {MAX_CYCLES}, not {cycles}")
     core = sc.core
     out = []
     for c in range(1, cycles + 1):

@@ -40,6 +40,8 @@ hosts from ``now`` for its walltime.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,16 +58,44 @@ from legionrm.scheduler.placement.nodes import (
     DEFAULT_SORT_KEY,
     NodeSpec,
     NodeTable,
+    SortKey,
 )
 from legionrm.scheduler.placement.nodestate import JOB_INFINITY
 from legionrm.scheduler.placement.select import (
+    MAX_VALUE,
     Place,
     SelectRequest,
     parse_place,
     parse_select,
+    size_kb,
     value_position,
 )
-from legionrm.tomlio import check_keys, expand_names, expect, load_toml, require, tables
+from legionrm.tomlio import (
+    MAX_INT,
+    MAX_TEXT,
+    Budget,
+    bounded,
+    check_keys,
+    count_of,
+    expand_names,
+    expect,
+    load_toml,
+    require,
+    table_count,
+    tables,
+)
+
+MAX_NODES = 100_000
+"""The most hosts a scenario may describe once ``count`` is expanded."""
+MAX_JOBS = 10_000
+"""The most ``[[job]]`` (and ``[[busy]]``) tables in a scenario."""
+MAX_TIME = 1e12
+"""The largest time in seconds (``now``, ``start``, ``end``, ``walltime``): about 30,000 years."""
+MAX_PRIORITY = 2**31 - 1
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+"""A resource name, as the select syntax writes one."""
+CONSUMABLE = {"ncpus": int, "ngpus": int, "mpiprocs": int, "ompthreads": int, "mem": "size", "vmem": "size"}
+"""Resources a host counts out: whole numbers, or sizes (a number of kb or ``"64gb"``), never negative."""
 
 
 @dataclass(frozen=True)
@@ -107,10 +137,44 @@ class ScenarioSelectError(SelectSyntaxError):
 
 def _strings(value: Any, *, file: str, where: str, key: str) -> tuple[str, ...]:
     if isinstance(value, str):
-        return (value,)
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        value = [value]
+    if isinstance(value, list) and all(isinstance(v, str) and len(v) <= MAX_TEXT for v in value) and len(value) <= 1000:
         return tuple(value)
-    raise ConfigError("must be a string or an array of strings", file=file, table=where, key=key)
+    raise ConfigError("must be a string or an array of (at most 1000) strings", file=file, table=where, key=key)
+
+
+def _names(value: Any, *, file: str, where: str, key: str) -> tuple[str, ...]:
+    """Resource names: each as the select syntax writes one (``ncpus``, ``gpu_model``)."""
+    names = _strings(value, file=file, where=where, key=key)
+    for n in names:
+        if not NAME.match(n):
+            raise ConfigError(f"{n!r} is not a resource name (letters, digits, _ . -; a letter or _ first)",
+                              file=file, table=where, key=key)
+    return names
+
+
+def _value(k: str, v: Any, *, file: str, where: str) -> object:
+    """One host resource: finite numbers within 64 bits, short strings; consumables numbers or sizes >= 0."""
+    bad = ""
+    if isinstance(v, float) and not math.isfinite(v):
+        bad = f"must be a finite number, not {v!r}"
+    elif isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_INT:
+        bad = "number out of range"
+    elif isinstance(v, str) and len(v) > MAX_TEXT:
+        bad = f"longer than {MAX_TEXT} characters"
+    elif k in CONSUMABLE:
+        want = CONSUMABLE[k]
+        number = v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+        if want == "size" and isinstance(v, str):
+            kb = size_kb(v)
+            number = float(kb) if kb is not None and math.isfinite(kb) else None
+        ok = number is not None and 0 <= number <= MAX_VALUE and (want != int or isinstance(v, int))
+        if not ok:
+            what = "a whole number >= 0" if want == int else "a size >= 0 (kb, or like '64gb')"
+            bad = f"must be {what}, not {v!r}"
+    if bad:
+        raise ConfigError(bad, file=file, table=f"{where}.resources", key=k)
+    return v
 
 
 def _resources(table: dict[str, Any], *, file: str, where: str) -> dict[str, object]:
@@ -119,8 +183,11 @@ def _resources(table: dict[str, Any], *, file: str, where: str) -> dict[str, obj
         raise ConfigError("must be a table", file=file, table=where, key="resources")
     out: dict[str, object] = {}
     for k, v in res.items():
+        if not NAME.match(k):
+            raise ConfigError("is not a resource name (letters, digits, _ . -; a letter or _ first)",
+                              file=file, table=f"{where}.resources", key=k)
         if isinstance(v, (bool, int, float, str)):
-            out[k] = v
+            out[k] = _value(k, v, file=file, where=where)
         elif isinstance(v, list) and all(isinstance(x, str) for x in v):
             out[k] = tuple(v)
         else:
@@ -149,12 +216,19 @@ def load_scenario(path: str) -> Scenario:
         raise ConfigError("must be a table", file=file, table="scheduler")
     check_keys(sched, ("resources", "node_sort_key", "node_group_key", "do_not_span_psets", "now"), file=file,
                where="scheduler")
-    resources = _strings(sched.get("resources", list(DEFAULT_RESOURCES)), file=file, where="scheduler", key="resources")
+    resources = _names(sched.get("resources", list(DEFAULT_RESOURCES)), file=file, where="scheduler", key="resources")
     sort_key = _strings(sched.get("node_sort_key", list(DEFAULT_SORT_KEY)), file=file, where="scheduler",
                         key="node_sort_key")
+    for text in sort_key:
+        try:
+            SortKey.parse(text)
+        except ValueError as exc:
+            raise ConfigError(str(exc), file=file, table="scheduler", key="node_sort_key") from None
     group_key = expect(sched, "node_group_key", str, None, file=file, where="scheduler")
+    if group_key is not None:
+        _names(group_key, file=file, where="scheduler", key="node_group_key")
     span = expect(sched, "do_not_span_psets", bool, False, file=file, where="scheduler")
-    now = expect(sched, "now", float, 0.0, file=file, where="scheduler")
+    now = bounded(sched, "now", float, 0.0, file=file, where="scheduler", lo=-MAX_TIME, hi=MAX_TIME)
     try:
         config = PlaceConfig(resources=resources, node_sort_key=sort_key, node_group_key=group_key,
                              do_not_span_psets=span)
@@ -162,14 +236,14 @@ def load_scenario(path: str) -> Scenario:
         raise ConfigError(str(exc), file=file, table="scheduler") from None
     nodes: list[NodeSpec] = []
     groups: dict[str, list[str]] = {}  # a [[node]] name with count -> its expanded hosts
+    budget = Budget("hosts", file=file, limit=MAX_NODES)
     for k, t in enumerate(tables(doc, "node", file)):
         where = f"node[{k}]"
         check_keys(t, ("name", "count", "priority", "queue", "resources"), file=file, where=where)
         name = require(t, "name", str, file=file, where=where)
-        count = expect(t, "count", int, None, file=file, where=where)
-        if count is not None and count < 1:
-            raise ConfigError("must be at least 1", file=file, table=where, key="count")
-        prio = expect(t, "priority", int, 0, file=file, where=where)
+        count = count_of(t, file=file, where=where, limit=MAX_NODES)
+        budget.take(count or 1, where=where)
+        prio = bounded(t, "priority", int, 0, file=file, where=where, lo=-MAX_PRIORITY, hi=MAX_PRIORITY)
         queue = expect(t, "queue", str, None, file=file, where=where)
         res = _resources(t, file=file, where=where)
         expanded = expand_names(name, count)
@@ -181,7 +255,7 @@ def load_scenario(path: str) -> Scenario:
         dup = next(n.name for n in nodes if n.name in seen or seen.add(n.name))  # type: ignore[func-returns-value]
         raise ConfigError(f"host {dup!r} is defined twice", file=file, table="node")
     busy: list[tuple[list[str], float, float]] = []
-    for k, t in enumerate(tables(doc, "busy", file)):
+    for k, t in enumerate(table_count(tables(doc, "busy", file), "busy", file=file, limit=MAX_JOBS)):
         where = f"busy[{k}]"
         check_keys(t, ("nodes", "start", "end"), file=file, where=where)
         given = _strings(require(t, "nodes", (str, list), file=file, where=where), file=file, where=where, key="nodes")
@@ -193,14 +267,16 @@ def load_scenario(path: str) -> Scenario:
                 names.extend(groups[n])
             else:
                 raise ConfigError(f"no host named {n!r}", file=file, table=where, key="nodes")
-        start = require(t, "start", float, file=file, where=where)
-        end = require(t, "end", float, file=file, where=where)
+        require(t, "start", float, file=file, where=where)
+        require(t, "end", float, file=file, where=where)
+        start = bounded(t, "start", float, None, file=file, where=where, lo=-MAX_TIME, hi=MAX_TIME)
+        end = bounded(t, "end", float, None, file=file, where=where, lo=-MAX_TIME, hi=MAX_TIME)
         if end <= start:
             raise ConfigError("end must be after start", file=file, table=where, key="end")
         busy.append((names, start, end))
     jobs: list[JobSpec] = []
     ids: set[str] = set()
-    for k, t in enumerate(tables(doc, "job", file)):
+    for k, t in enumerate(table_count(tables(doc, "job", file), "job", file=file, limit=MAX_JOBS)):
         where = f"job[{k}]"
         check_keys(t, ("id", "select", "place", "walltime", "queue"), file=file, where=where)
         jid = require(t, "id", str, file=file, where=where)
@@ -211,7 +287,7 @@ def load_scenario(path: str) -> Scenario:
         chunks = _parse_text(parse_select, sel, file=file, where=where, key="select")
         ptext = expect(t, "place", str, None, file=file, where=where)
         place = _parse_text(parse_place, ptext, file=file, where=where, key="place") if ptext else Place()
-        wall = expect(t, "walltime", float, None, file=file, where=where)
+        wall = bounded(t, "walltime", float, None, file=file, where=where, hi=MAX_TIME)
         if wall is not None and wall <= 0:
             raise ConfigError("must be positive", file=file, table=where, key="walltime")
         queue = expect(t, "queue", str, None, file=file, where=where)

@@ -58,6 +58,10 @@ _INT_RE = re.compile(r"^[0-9]+$")
 _FLOAT_RE = re.compile(r"^(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$")
 _UNIT_SHIFT = {"b": -1, "kb": 0, "mb": 1, "gb": 2, "tb": 3, "pb": 4}
 _UNITS_DESC = (("pb", 4), ("tb", 3), ("gb", 2), ("mb", 1), ("kb", 0))
+MAX_CHUNKS = 100_000
+"""The most chunks one select may ask for (counts summed)."""
+MAX_VALUE = 1e18
+"""The largest number (or size, in kb) a select value may be."""
 
 
 class Size(float):
@@ -75,6 +79,8 @@ def size_kb(text: str) -> Size | None:
     number, unit = float(m.group(1)), m.group(2).lower()
     shift = _UNIT_SHIFT[unit]
     kb = number / 1024 if shift < 0 else number * (1024**shift)
+    if not math.isfinite(kb):
+        return Size(kb)  # callers bound sizes (MAX_VALUE); math.ceil(inf) would raise
     return Size(math.ceil(kb - 1e-9))
 
 
@@ -135,6 +141,21 @@ def _typed_literal(text: str) -> ResValue:
     if _FLOAT_RE.match(text):
         return float(text)
     return text
+
+
+def _bounded_literal(raw: str, text: str, tok: Token) -> ResValue:
+    """:func:`_typed_literal`, refusing (with a caret) a number or size past
+    :data:`MAX_VALUE` or not finite, before any ``int()`` of a huge digit string."""
+    m = _SIZE_RE.match(raw.strip())
+    digits = m.group(1) if m else raw
+    if (m or _INT_RE.match(raw) or _FLOAT_RE.match(raw)) and len(digits) > 40:
+        raise _error(f"number too large (at most {MAX_VALUE:g})", text, tok.line, tok.column)
+    value = _typed_literal(raw)
+    number = size_kb(raw) if m else value
+    if isinstance(number, (int, float)) and not isinstance(number, bool):
+        if not math.isfinite(number) or abs(number) > MAX_VALUE:
+            raise _error(f"number too large (at most {MAX_VALUE:g})", text, tok.line, tok.column)
+    return value
 
 
 # --- models -----------------------------------------------------------------
@@ -315,9 +336,11 @@ def _chunks_from(tree: ParseTree, text: str) -> tuple[Chunk, ...]:
         items = node.children
         if node.data == "counted_chunk":
             tok = items[0]
-            count = int(tok)
+            count = int(tok) if len(tok) <= 18 else MAX_CHUNKS + 1  # never int() on 5,000 digits
             if count < 1:
                 raise _error("a chunk count must be at least 1", text, tok.line, tok.column)
+            if count + sum(c.count for c in chunks) > MAX_CHUNKS:
+                raise _error(f"more than {MAX_CHUNKS} chunks in one select", text, tok.line, tok.column)
             items = items[1:]
         res: dict[str, ResValue] = {}
         for r in items:
@@ -325,7 +348,7 @@ def _chunks_from(tree: ParseTree, text: str) -> tuple[Chunk, ...]:
             if name_tok in res:
                 raise _error(f"resource {str(name_tok)!r} given twice in one chunk", text, name_tok.line, name_tok.column)
             raw = str(val_tok)
-            res[str(name_tok)] = raw[1:-1] if val_tok.type == "QUOTED" else _typed_literal(raw)
+            res[str(name_tok)] = raw[1:-1] if val_tok.type == "QUOTED" else _bounded_literal(raw, text, val_tok)
         chunks.append(Chunk(count=count, resources=res))
     return tuple(chunks)
 

@@ -43,11 +43,19 @@ from legionrm.scheduler.pools.spec import (
 )
 from legionrm.scheduler.pools.validate import check_path, check_resources
 from legionrm.scheduler.pools.vec import KINDS
-from legionrm.tomlio import check_keys, expect, load_toml, require, tables
+from legionrm.tomlio import MAX_AMOUNT, bounded, check_keys, expect, load_toml, require, table_count, tables
+
+MAX_GANGS = 10_000
+"""The most ``[[gang]]``, ``[[demand]]`` or ``[[allocation]]`` tables in one pool file."""
+MAX_TASKS = 10_000
+"""The most tasks one gang may hold (and 10 times this in the whole file)."""
+MAX_PRIORITY = 2**31 - 1
+"""Task priorities are 32-bit, either sign."""
 
 
 def _kinds(table: dict[str, Any], *, file: str, where: str) -> dict[str, float]:
-    return {k: expect(table, k, float, 0.0, file=file, where=where) for k in KINDS}
+    """cpu, memory, disk, gpu: finite numbers from 0 to MAX_AMOUNT (absent: 0)."""
+    return {k: bounded(table, k, float, 0.0, file=file, where=where, lo=0, hi=MAX_AMOUNT) for k in KINDS}
 
 
 def _capacity(doc: dict[str, Any], name: str, file: str) -> dict[str, float]:
@@ -75,6 +83,8 @@ def _gang(table: dict[str, Any], *, file: str, where: str) -> Gang:
     raw = require(table, "tasks", list, file=file, where=where)
     if not raw:
         raise ConfigError("gang has no elements", file=file, table=where, key="tasks")
+    if len(raw) > MAX_TASKS:
+        raise ConfigError(f"more than {MAX_TASKS} tasks in one gang", file=file, table=where, key="tasks")
     tasks = []
     for i, t in enumerate(raw):
         tw = f"{where}.tasks[{i}]"
@@ -85,7 +95,7 @@ def _gang(table: dict[str, Any], *, file: str, where: str) -> Gang:
             Task(
                 id=expect(t, "id", str, f"{gid}-{i}", file=file, where=tw),
                 **_kinds(t, file=file, where=tw),
-                priority=expect(t, "priority", int, 0, file=file, where=tw),
+                priority=bounded(t, "priority", int, 0, file=file, where=tw, lo=-MAX_PRIORITY, hi=MAX_PRIORITY),
                 preemptible=expect(t, "preemptible", bool, True, file=file, where=tw),
                 revocable=expect(t, "revocable", bool, False, file=file, where=tw),
                 controller=expect(t, "controller", bool, False, file=file, where=tw),
@@ -136,7 +146,7 @@ def _refuse_repeated_kind(file: str, line_no: int) -> None:
             segments[-1][1].append(line)
     try:
         head, *subs = [(kind, tomllib.loads("\n".join(body))) for kind, body in segments]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError, ValueError):  # the load_toml error stands
         return
     where = f"pool[{len(starts) - 1}]"
     table = head[1]
@@ -165,12 +175,12 @@ def run_file(file: str) -> dict[str, Any]:
     slack_capacity = _capacity(doc, "slack_capacity", file)
     tree = build_tree(parse_pools(doc, file=file), capacity)
 
-    for i, t in enumerate(tables(doc, "demand", file)):
+    for i, t in enumerate(table_count(tables(doc, "demand", file), "demand", file=file, limit=MAX_GANGS)):
         w = f"demand[{i}]"
         check_keys(t, (*KINDS, "pool", "slack"), file=file, where=w)
         path = _pool_ref(tree, t, file=file, where=w, leaf=True)
         tree.add_demand(path, _kinds(t, file=file, where=w), slack=expect(t, "slack", bool, False, file=file, where=w))
-    for i, t in enumerate(tables(doc, "allocation", file)):
+    for i, t in enumerate(table_count(tables(doc, "allocation", file), "allocation", file=file, limit=MAX_GANGS)):
         w = f"allocation[{i}]"
         check_keys(t, (*KINDS, "pool", "slack", "preemptible", "controller"), file=file, where=w)
         path = _pool_ref(tree, t, file=file, where=w, leaf=True)
@@ -183,7 +193,7 @@ def run_file(file: str) -> dict[str, Any]:
         )
     seen: set[str] = set()
     task_ids: set[str] = set()
-    for i, t in enumerate(tables(doc, "gang", file)):
+    for i, t in enumerate(table_count(tables(doc, "gang", file), "gang", file=file, limit=MAX_GANGS)):
         w = f"gang[{i}]"
         gang = _gang(t, file=file, where=w)
         if gang.id in seen:
@@ -193,6 +203,8 @@ def run_file(file: str) -> dict[str, Any]:
             if task.id in task_ids:
                 raise ConfigError(f"task id {task.id!r} is used twice", file=file, table=f"{w}.tasks[{j}]", key="id")
             task_ids.add(task.id)
+        if len(task_ids) > 10 * MAX_TASKS:
+            raise ConfigError(f"more than {10 * MAX_TASKS} tasks in the file", file=file, table=w, key="tasks")
         path = _pool_ref(tree, t, file=file, where=w, leaf=True)
         tree.enqueue(gang, path)
 

@@ -16,9 +16,11 @@ from legionrm.models import PoolResourceSpec, PoolSpec
 from legionrm.scheduler.pools.config import PoolConfig, ReservationType, ResourceSpec
 from legionrm.scheduler.pools.respool import ResourcePoolTree
 from legionrm.scheduler.pools.vec import KINDS, vec
-from legionrm.tomlio import check_keys, expect, require, tables
+from legionrm.tomlio import MAX_AMOUNT, bounded, check_keys, expect, model, require, table_count, tables
 
 NUM = (float, int)
+MAX_POOLS = 10_000
+"""The most ``[[pool]]`` tables one file may hold."""
 
 
 POOL_KEYS = ("path", "controller_limit_percent", "slack_limit_percent")
@@ -42,13 +44,15 @@ def pool_spec(table: dict[str, Any], *, file: str, where: str, allow_default: bo
     path = require(table, "path", str, file=file, where=where)
     kinds = [(key, sub) for key, sub in table.items() if isinstance(sub, dict)]
     specs = [_resource(key, sub, file=file, where=f"{where}.{key}") for key, sub in kinds]
-    return PoolSpec(
+    return model(PoolSpec, dict(
         path=path,
         resources=tuple(specs),
-        controller_limit_percent=expect(table, "controller_limit_percent", float, None, file=file, where=where),
-        slack_limit_percent=expect(table, "slack_limit_percent", float, None, file=file, where=where),
+        # the validators refuse a controller limit past 100, with Peloton's message
+        controller_limit_percent=bounded(table, "controller_limit_percent", float, None, file=file, where=where,
+                                         lo=0, hi=MAX_AMOUNT),
+        slack_limit_percent=bounded(table, "slack_limit_percent", float, None, file=file, where=where, lo=0, hi=100),
         default=expect(table, "default", bool, False, file=file, where=where) if allow_default else False,
-    )
+    ), file=file, where=where)
 
 
 RESERVATION_TYPES = {"ELASTIC": "ELASTIC", "STATIC": "STATIC", "UNKNOWN_TYPE": "ELASTIC"}
@@ -61,13 +65,14 @@ def _resource(kind: str, sub: dict[str, Any], *, file: str, where: str) -> PoolR
     kind_type = expect(sub, "type", str, "ELASTIC", file=file, where=where)
     if kind_type.upper() not in RESERVATION_TYPES:
         raise ConfigError(f"must be ELASTIC or STATIC, not {kind_type!r}", file=file, table=where, key="type")
-    return PoolResourceSpec(
+    # finite numbers up to MAX_AMOUNT here; a negative reservation or share is the validator's to refuse
+    return model(PoolResourceSpec, dict(
         kind=kind,  # an unknown kind is the validator's to refuse, with its message
-        reservation=expect(sub, "reservation", float, 0.0, file=file, where=where),
-        limit=expect(sub, "limit", float, 0.0, file=file, where=where),
-        share=expect(sub, "share", float, 1.0, file=file, where=where),
+        reservation=bounded(sub, "reservation", float, 0.0, file=file, where=where, hi=MAX_AMOUNT),
+        limit=bounded(sub, "limit", float, 0.0, file=file, where=where, lo=-MAX_AMOUNT, hi=MAX_AMOUNT),
+        share=bounded(sub, "share", float, 1.0, file=file, where=where, hi=MAX_AMOUNT),
         type=RESERVATION_TYPES[kind_type.upper()],
-    )
+    ), file=file, where=where)
 
 
 def parse_pools(doc: dict[str, Any], *, file: str, allow_default: bool = False) -> tuple[PoolSpec, ...]:
@@ -77,7 +82,7 @@ def parse_pools(doc: dict[str, Any], *, file: str, allow_default: bool = False) 
     """
     out = tuple(
         pool_spec(t, file=file, where=f"pool[{i}]", allow_default=allow_default)
-        for i, t in enumerate(tables(doc, "pool", file))
+        for i, t in enumerate(table_count(tables(doc, "pool", file), "pool", file=file, limit=MAX_POOLS))
     )
     marked = [i for i, p in enumerate(out) if p.default]
     if len(marked) > 1:

@@ -11,7 +11,12 @@ import pytest
 
 from legionrm.cli import main
 from legionrm.cli.errors import describe, unwrap
-from legionrm.errors import ConfigError, MILSyntaxError, SchedulingError, UnknownResourceError
+from legionrm.errors import (
+    ConfigError,
+    MILSyntaxError,
+    SchedulingError,
+    UnknownResourceError,
+)
 
 
 class RayError(Exception):

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from legionrm.cli import main
-from legionrm.cli import updown
+from legionrm.cli import main, updown
 
 
 @pytest.fixture

@@ -12,9 +12,17 @@ from hypothesis import strategies as st
 
 from legionrm.errors import SchedulingError
 from legionrm.inprocess import LocalSystem
-from legionrm.models import ClassSpec, ClusterSpec, HostSpec, Identity, ObjectRequest, PoolSpec, SchedulingRequest
+from legionrm.models import (
+    ClassSpec,
+    ClusterSpec,
+    HostSpec,
+    Identity,
+    ObjectRequest,
+    PoolSpec,
+    SchedulingRequest,
+)
 from legionrm.models.cluster import PoolResourceSpec
-from legionrm.scheduler.audit import audit
+from legionrm.scheduler.audit import audit, views_of
 from legionrm.scheduler.build import pool_gate
 from legionrm.scheduler.requests import ALLOWED, RequestBook, queue_order
 from legionrm.testing import FakeClock
@@ -47,7 +55,9 @@ def hosts(s: LocalSystem) -> list:
 
 
 def books_balance(s: LocalSystem) -> list[str]:
-    return [str(f) for f in audit(s.scheduler, hosts(s), s.classes.values(), s.vaults.values())]
+    return [f"{f.code} {f.subject}: {f.detail}" for f in audit(
+        s.scheduler, views_of([*hosts(s), *s.vaults.values()]),
+        {n: [r.instance_id for r in c.list_instances()] for n, c in s.classes.items()})]
 
 
 def states(s: LocalSystem) -> dict[str, str]:

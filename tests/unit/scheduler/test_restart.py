@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from legionrm.inprocess import LocalSystem
 from legionrm.models import InstanceRef
-from legionrm.scheduler.audit import audit
+from legionrm.scheduler.audit import audit, views_of
 from legionrm.scheduler.build import pool_gate
 from legionrm.scheduler.recovery import orphans
 from legionrm.scheduler.scheduler import Scheduler
@@ -37,7 +37,7 @@ def test_a_restarted_scheduler_knows_its_requests_and_charges_them_again(tmp_pat
     after = {i.id: (i.state, i.reason, len(i.history)) for i in new.list_requests()}
     assert after == before
     assert set(new.pools.held()) == {"run"}  # the fresh pools charged again
-    assert [f for f in audit(new, hosts(s), s.classes.values()) if f.code != "class.count"] == []
+    assert [f for f in audit(new, views_of(hosts(s))) if f.code != "class.count"] == []
     clock.advance(101)
     s.tick()
     assert {i.id: i.state for i in new.list_requests()} == {"run": "completed", "big": "running"}

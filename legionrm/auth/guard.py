@@ -1,0 +1,205 @@
+"""The one check at the top of every user-facing call, and where keys live.
+
+Design (issue 15, "who asks is proven, not claimed"):
+
+- **Where.** The registry lives under the system's home (``LEGIONRM_HOME``,
+  default ``~/.legionrm``) in ``auth/``: ``auth/registry.json`` (public facts),
+  ``auth/users/<name>.key`` (each user's own key, mode 0600) and
+  ``auth/agents/<name>.key`` (the Scheduler's and the Enactor's keys, 0600,
+  made by ``up``).  :func:`ensure_home` creates what is missing: the registry,
+  an ``admin`` user for the operator running ``up``, the ``scheduler`` and
+  ``enactor`` agent keys.  Each resource object (host, vault) gets its own
+  agent key when its actor starts (:meth:`Registry.add_agent`; the private
+  key never leaves that actor's memory).
+- **Who signs.** The driver (``system.connect()``, the CLI) loads the
+  caller's credential (:func:`load_user`) and signs each call with a
+  :class:`~legionrm.auth.proof.CallSigner` over ``(call name, arguments)``.
+- **Who checks.** The actors hold a :class:`Guard` (pure) and call
+  :meth:`Guard.check` first thing in each user-facing method; the rules of
+  who may do what stay in :mod:`legionrm.auth.roles`.  A core or shell given
+  ``guard=None`` does no authentication (in-process systems and unit tests);
+  the Ray system booted with a home always passes one.
+- **Hosts.** The Scheduler vouches for the verified user to each host with an
+  :class:`~legionrm.auth.attest.Attestation`; hosts check it with the
+  Scheduler's public key alone (:func:`host_attestations`).
+
+Nothing here imports Ray.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from legionrm.auth import codes
+from legionrm.auth.attest import AttestationVerifier
+from legionrm.auth.errors import AuthRefusedError, KeyFileError, UnknownPrincipalError
+from legionrm.auth.keys import (
+    Credential,
+    generate_private_key,
+    load_private_key,
+    save_private_key,
+)
+from legionrm.auth.principals import Principal, agent_principal
+from legionrm.auth.proof import CallProof, CallSigner, VerifiedCaller, Verifier
+from legionrm.auth.registry import Registry
+from legionrm.models import Refusal
+
+AUTH_DIR = "auth"
+AGENTS_DIR = "agents"
+SCHEDULER = agent_principal("scheduler", "scheduler")
+ENACTOR = agent_principal("enactor", "enactor")
+NO_PROOF = "auth.no_proof"  # an authenticated system was called without a proof
+
+
+def auth_home(home: str | os.PathLike[str]) -> Path:
+    """The registry directory of a legionrm home."""
+    return Path(home) / AUTH_DIR
+
+
+class ReloadingRegistry:
+    """A :class:`Registry` read again when asked for a name it does not hold
+    and its file changed since it was last read, so users added and agents
+    started after this process began are found (a stranger costs one ``stat``).
+    A :class:`~legionrm.auth.proof.PrincipalSource`."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self._stamp = self._now_stamp()
+        self._lock = threading.Lock()
+
+    def _now_stamp(self) -> tuple[int, int]:
+        path = self.registry.path
+        try:
+            st = os.stat(path) if path is not None else None
+        except FileNotFoundError:
+            return (0, 0)
+        return (st.st_mtime_ns, st.st_size) if st is not None else (0, 0)
+
+    def principal(self, name: str) -> Principal | None:
+        p = self.registry.principal(name)
+        if p is None and self.registry.path is not None:
+            with self._lock:
+                stamp = self._now_stamp()
+                if stamp != self._stamp:
+                    self.registry.reload()
+                    self._stamp = stamp
+            p = self.registry.principal(name)
+        return p
+
+
+class Guard:
+    """Verifies the proof a call came with: the one check at the top of each
+    user-facing method.  ``check`` returns the :class:`VerifiedCaller` or a
+    :class:`Refusal` (``auth.no_proof`` for no proof at all, else the
+    :class:`Verifier`'s code); ``require`` raises :class:`AuthRefusedError`."""
+
+    def __init__(self, verifier: Verifier) -> None:
+        self.verifier = verifier
+
+    @classmethod
+    def for_home(cls, home: str | os.PathLike[str], *, by: str = "auth", clock: Callable[[], float] = time.time) -> Guard:
+        """A guard over the registry of ``home``, refusing proofs issued before now
+        (so a restarted actor cannot accept a proof twice)."""
+        registry = Registry(auth_home(home))
+        return cls(Verifier(ReloadingRegistry(registry), clock, accept_from=clock() - 5.0, by=by))
+
+    def check(self, proof: Any, call: str, args: Any) -> VerifiedCaller | Refusal:
+        if proof is None:
+            return Refusal(code=NO_PROOF, by=self.verifier.by,
+                           reason=f"{call} needs a signed proof of who calls (load your credential: legionrm user add)")
+        return self.verifier.verify_args(proof, call, args)
+
+    def require(self, proof: Any, call: str, args: Any) -> VerifiedCaller:
+        got = self.check(proof, call, args)
+        if isinstance(got, Refusal):
+            raise AuthRefusedError(got.code, got.reason, got.by)
+        return got
+
+
+def raise_if_refused(outcome: Any) -> None:
+    """Raise :class:`AuthRefusedError` for a falsy role outcome (a Refusal)."""
+    if isinstance(outcome, Refusal):
+        raise AuthRefusedError(outcome.code, outcome.reason, outcome.by)
+
+
+# --- keys under the home -------------------------------------------------------------------
+
+
+def agent_key_path(home: str | os.PathLike[str], principal: str) -> Path:
+    return auth_home(home) / AGENTS_DIR / (principal.replace(":", "_") + ".key")
+
+
+def ensure_home(home: str | os.PathLike[str], operator: str | None = None) -> Registry:
+    """The registry of ``home``, with what a running system needs made if
+    missing: an ``admin`` user for ``operator`` (default: the login name)
+    when there is no administrator, and the Scheduler's and Enactor's agent keys
+    (kept 0600 under ``auth/agents/``; made anew each time, so a new ``up``
+    gets new keys).  Idempotent for users."""
+    registry = Registry(auth_home(home))
+    if not any("admin" in u.roles for u in registry.list_users()):
+        name = operator or _login()
+        if registry.principal(name) is None:
+            registry.add_user(name, roles=("admin",))
+        else:
+            registry.update_user(name, roles=("admin", *registry.user(name).roles))
+    agents = auth_home(home) / AGENTS_DIR
+    agents.mkdir(mode=0o700, exist_ok=True)
+    for kind, name in (("scheduler", "scheduler"), ("enactor", "enactor")):
+        cred = registry.add_agent(kind, name)
+        save_private_key(agent_key_path(home, cred.name), cred.private_key, overwrite=True)
+    return registry
+
+
+def load_agent(home: str | os.PathLike[str], principal: str) -> Credential:
+    """An agent's credential as :func:`ensure_home` wrote it."""
+    return Credential.load(principal, agent_key_path(home, principal))
+
+
+def load_user(home: str | os.PathLike[str], user: str | None = None) -> Credential:
+    """``user``'s (default: the login name's) credential from their own key file.
+    ``UnknownPrincipalError`` naming the fix when there is none."""
+    name = user or _login()
+    registry = Registry(auth_home(home))
+    try:
+        return Credential(name=name, private_key=load_private_key(registry.key_path(name)))
+    except KeyFileError as exc:
+        if "no such key file" in str(exc):
+            raise UnknownPrincipalError(
+                f"no credential for user {name!r} under {auth_home(home)} "
+                f"(an administrator adds you with: legionrm user add {name})") from None
+        raise
+
+
+def signer_for(home: str | os.PathLike[str], user: str | None = None, ttl_s: float = 60.0) -> CallSigner:
+    """A signer for ``user`` (default: the login name) of the system at ``home``."""
+    return CallSigner(load_user(home, user), time.time, ttl_s)
+
+
+def host_attestations(home: str | os.PathLike[str], *, by: str = "host") -> AttestationVerifier | None:
+    """What a host checks attestations with: the Scheduler's public key from
+    the registry of ``home`` (None when there is no scheduler key yet)."""
+    p = Registry(auth_home(home)).principal(SCHEDULER)
+    if p is None:
+        return None
+    return AttestationVerifier({SCHEDULER: p.public_key}, time.time, by=by)
+
+
+def new_agent_key() -> Any:  # for tests: a key not in any registry
+    return generate_private_key()
+
+
+def _login() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name (containers)
+        return "admin"
+
+
+__all__ = ["AuthRefusedError", "Guard", "ReloadingRegistry", "codes", "ensure_home", "load_agent", "load_user",
+           "signer_for", "host_attestations", "raise_if_refused", "NO_PROOF", "SCHEDULER", "ENACTOR", "CallProof"]

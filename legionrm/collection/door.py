@@ -1,0 +1,109 @@
+"""The Collection's door: who may write the system's view, and what each caller sees.
+
+In front of the :class:`~legionrm.collection.collection.Collection` core, with
+a :class:`~legionrm.auth.guard.Guard` (pure; ``guard=None``: no authentication):
+
+- ``join`` / ``update`` / ``leave`` of a resource's record only by that
+  resource's own agent (``auth.wrong_resource``; each host and vault gets its
+  own key when its actor starts);
+- ``vary_off`` / ``vary_on``, sub-collections: administrators only (``auth.forbidden``);
+- ``query``: a user is answered as themselves (the registry's groups; the
+  ``caller`` they pass is ignored), so no host their access forbids comes
+  back; administrators and agents (the Scheduler) ask for any caller or none;
+- ``record`` / ``retrieve_all_attributes``: a user asking for a resource they
+  may not use is told it is not theirs to see (``auth.forbidden``);
+- ``snapshot`` (every record, for planning): agents and administrators only.
+
+Every refusal raises :class:`~legionrm.auth.AuthRefusedError` with its code.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from legionrm.auth import VerifiedCaller, may_write_record, require_admin
+from legionrm.auth.errors import AuthRefusedError
+from legionrm.auth.guard import Guard, raise_if_refused
+from legionrm.collection.collection import Caller, Collection, CollectionSnapshot
+from legionrm.models import AttrValue, Identity, QueryResult, ResourceRecord
+
+
+class CollectionDoor:
+    """Authenticates and authorises calls to ``core``; see the module doc."""
+
+    def __init__(self, core: Collection, guard: Guard | None = None) -> None:
+        self.core, self.guard = core, guard
+
+    @property
+    def open(self) -> bool:
+        return self.guard is None
+
+    def _who(self, proof: Any, call: str, args: Any) -> VerifiedCaller | None:
+        return None if self.guard is None else self.guard.require(proof, call, args)
+
+    def _resource(self, proof: Any, call: str, args: Any, name: str, kind: str | None = None) -> None:
+        who = self._who(proof, call, args)
+        if who is not None:
+            raise_if_refused(may_write_record(who, name, kind))
+
+    def _admin(self, proof: Any, call: str, args: Any, action: str) -> None:
+        who = self._who(proof, call, args)
+        if who is not None:
+            raise_if_refused(require_admin(who, action))
+
+    # --- writing (resources themselves; operators) ---------------------------------------
+
+    def join(self, record: ResourceRecord, proof: Any = None) -> None:
+        self._resource(proof, "join", {"record": record}, record.name, record.kind)
+        self.core.join(record)
+
+    def update(self, name: str, attrs: Mapping[str, AttrValue] | None = None, proof: Any = None) -> None:
+        self._resource(proof, "update", {"name": name, "attrs": dict(attrs or {})}, name)
+        self.core.update(name, attrs)
+
+    def leave(self, name: str, proof: Any = None) -> bool:
+        self._resource(proof, "leave", {"name": name}, name)
+        return self.core.leave(name)
+
+    def vary_off(self, name: str, proof: Any = None) -> None:
+        self._admin(proof, "vary_off", {"name": name}, "vary_hosts")
+        self.core.vary_off(name)
+
+    def vary_on(self, name: str, proof: Any = None) -> None:
+        self._admin(proof, "vary_on", {"name": name}, "vary_hosts")
+        self.core.vary_on(name)
+
+    # --- reading ------------------------------------------------------------------------
+
+    def viewer(self, proof: Any, call: str, args: Any) -> tuple[bool, Identity | None]:
+        """(sees everything, the identity answers are filtered for)."""
+        who = self._who(proof, call, args)
+        if who is None or who.is_admin or not who.is_user:
+            return True, None
+        return False, who.identity()
+
+    def query(self, text: str, caller: Caller = None, include_unavailable: bool = False, proof: Any = None) -> QueryResult:
+        all_, me = self.viewer(proof, "query", {"text": text, "caller": caller, "include_unavailable": include_unavailable})
+        return self.core.query(text, caller if all_ else me, include_unavailable)
+
+    def record(self, name: str, proof: Any = None) -> ResourceRecord:
+        all_, me = self.viewer(proof, "record", {"name": name})
+        rec = self.core.record(name)
+        if not all_ and not rec.access.accepts(me):
+            raise AuthRefusedError("auth.forbidden", f"resource {name!r} does not accept {me.user!r}", "collection")
+        return rec
+
+    def retrieve_all_attributes(self, name: str, proof: Any = None) -> dict[str, AttrValue]:
+        self.record(name, proof)  # the same check
+        return self.core.retrieve_all_attributes(name)
+
+    def snapshot(self, proof: Any = None) -> CollectionSnapshot:
+        all_, me = self.viewer(proof, "snapshot", {})
+        if not all_:
+            raise AuthRefusedError("auth.forbidden", f"only the system's agents and administrators read the whole "
+                                   f"Collection; {me.user!r} may query it (legionrm query)", "collection")
+        return self.core.snapshot()
+
+    def names(self, proof: Any = None) -> list[str]:
+        all_, me = self.viewer(proof, "names", {})
+        return self.core.names() if all_ else [r.name for r in self.core.query("true", me, True).records]
