@@ -143,7 +143,7 @@ def _typed_literal(text: str) -> ResValue:
     return text
 
 
-def _bounded_literal(raw: str, text: str, tok: Token) -> ResValue:
+def _bounded_literal(raw: str, text: str, tok: ParseTree) -> ResValue:
     """:func:`_typed_literal`, refusing (with a caret) a number or size past
     :data:`MAX_VALUE` or not finite, before any ``int()`` of a huge digit string."""
     m = _SIZE_RE.match(raw.strip())
