@@ -374,7 +374,7 @@ class Collection:
         except KeyError:
             raise UnknownResourceError(f"no resource named {name!r} in collection {self.name!r}") from None
 
-    def _put(self, rec: ResourceRecord, *, replace: bool = False, changed: Mapping[str, AttrValue] | None = None) -> None:
+    def _put(self, rec: ResourceRecord, *, replace: bool = False, changed: Mapping[str, AttrValue | None] | None = None) -> None:
         """Write ``rec`` to the store, then to the records: the store validates
         values and raises CollectionError having changed nothing, so a refused
         join or heartbeat leaves no trace here either."""
@@ -404,7 +404,7 @@ def public(rec: ResourceRecord) -> ResourceRecord:
     return rec.model_copy(update=update)
 
 
-def _check_public(name: str, attrs: Mapping[str, AttrValue]) -> None:
+def _check_public(name: str, attrs: Mapping[str, object]) -> None:
     for key in attrs:
         if key.startswith(RESERVED_PREFIX):
             raise CollectionError(

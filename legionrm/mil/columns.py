@@ -259,7 +259,7 @@ class StaticTable(ColumnTable):
             a: column_from_values([V.from_attr(r.get(a)) for r in records], dictionary) for a in attrs
         }
         for a, c in cols.items():
-            if c.uniform == V.ERR or (c.uniform is None and (c.tag == V.ERR).any()):
+            if c.uniform == V.ERR or (c.uniform is None and (c.tags() == V.ERR).any()):
                 raise ValueError(f"attribute {a!r}: values must be bool, int (64-bit), float or str")
         return cls(names, cols, dictionary)
 

@@ -29,7 +29,7 @@ def compile_node(node: Node) -> Evaluator:
         from_attr = V.from_attr
 
         def attr(r: Record) -> V.Value:
-            v = r.get(name)
+            v: Any = r.get(name)  # narrowed by type(v) below, which mypy does not follow
             t = type(v)
             if t is int:
                 return v if -(2**63) <= v < 2**63 else V.ERROR
@@ -57,12 +57,12 @@ def compile_node(node: Node) -> Evaluator:
         return logic
     if isinstance(node, Binary):
         fa, fb = compile_node(node.left), compile_node(node.right)
-        op = node.op
+        bop = node.op
         if node.is_comparison:
             cmp = V.compare
-            return lambda r: cmp(op, fa(r), fb(r))
+            return lambda r: cmp(bop, fa(r), fb(r))
         ar = V.arith
-        return lambda r: ar(op, fa(r), fb(r))
+        return lambda r: ar(bop, fa(r), fb(r))
     if isinstance(node, Call):
         fs = [compile_node(c) for c in node.args]
         if node.func == "match":

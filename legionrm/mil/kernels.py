@@ -136,7 +136,7 @@ def select(n: int, tag: np.ndarray, **data: np.ndarray | None) -> Column:
         return Column(n, uniform=int(tag[0]), **data)
     if n == 0:
         return Column(n, uniform=UNDEF)
-    return Column(n, tag=tag, **data)
+    return Column(n, tag=tag, uniform=None, **data)
 
 
 def strict_tags(ta: np.ndarray, tb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

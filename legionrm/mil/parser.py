@@ -15,6 +15,7 @@ import re
 from bisect import bisect_right
 from functools import lru_cache
 from importlib import resources
+from typing import cast
 
 from lark import Lark, Token, Tree
 from lark.exceptions import (
@@ -224,16 +225,17 @@ _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
 
 def _int_literal(text: str, tok: Token) -> int:
     s = tok.value
+    start = cast(int, tok.start_pos)  # lark types it Optional; this lexer always sets it
     octal = len(s) > 1 and s[0] == "0"  # octal, as in C: 0[0-7]*
     if octal:
         for k, ch in enumerate(s):
             if ch in "89":
-                raise _fail(text, tok.start_pos + k, f"digit {ch!r} in octal constant {s}", ("an octal digit 0-7",))
+                raise _fail(text, start + k, f"digit {ch!r} in octal constant {s}", ("an octal digit 0-7",))
     # 2**63 - 1 has 19 decimal and 21 octal digits: anything longer cannot fit,
     # and is refused before int() (which refuses strings of over 4300 digits).
     if len(s.lstrip("0")) > (21 if octal else 19) or (v := int(s, 8 if octal else 10)) > 2**63 - 1:
         shown = s if len(s) <= 40 else f"{s[:20]}...{s[-8:]} ({len(s)} digits)"
-        raise _fail(text, tok.start_pos, f"integer constant {shown} does not fit in 64 bits")
+        raise _fail(text, start, f"integer constant {shown} does not fit in 64 bits")
     return v
 
 
@@ -267,13 +269,13 @@ def _float_literal(text: str, tok: Token) -> float:
 
 def _first_pos(item: Tree | Token | Node) -> int:
     if isinstance(item, Token):
-        return item.start_pos
+        return cast(int, item.start_pos)  # lark types it Optional; this lexer always sets it
     return item.span.start  # type: ignore[union-attr]
 
 
 def _last_pos(item: Tree | Token | Node) -> int:
     if isinstance(item, Token):
-        return item.end_pos
+        return cast(int, item.end_pos)
     return item.span.end  # type: ignore[union-attr]
 
 
@@ -304,7 +306,9 @@ def _build(text: str, top: Tree | Token) -> Node:
         if item.data == "paren":
             # The node keeps its own kind but its span covers the parentheses,
             # so explanations quote "(a or b)" and chains do not absorb it.
-            node = dataclasses.replace(kids[1], span=_span(text, kids[0].start_pos, kids[-1].end_pos))
+            # children: "(" expr ")" -- the tokens' positions are always set by this lexer
+            inner, lpar, rpar = cast(Node, kids[1]), cast(Token, kids[0]), cast(Token, kids[-1])
+            node = dataclasses.replace(inner, span=_span(text, cast(int, lpar.start_pos), cast(int, rpar.end_pos)))
             parens.add(id(node))
         else:
             node = _make(text, item.data, kids, parens)

@@ -14,6 +14,8 @@ value.
 
 from __future__ import annotations
 
+from typing import cast
+
 from legionrm.errors import MILTypeError
 from legionrm.mil import regex
 from legionrm.mil import values as V
@@ -118,9 +120,10 @@ def _infer(q: Query, node: Node, types: dict[int, frozenset[int]]) -> frozenset[
                 raise _err(q, node, regex.MISSING)
             p = node.args[0]
             if isinstance(p, Const):
-                rx = regex.compile_pattern(p.value)  # type: ignore[arg-type]
+                pattern = cast(str, p.value)  # a str: _need above
+                rx = regex.compile_pattern(pattern)
                 if type(rx) is regex.BadPattern:
-                    raise _err(q, p, f"match(): pattern {_shown(p.value)} refused: {rx.reason}")
+                    raise _err(q, p, f"match(): pattern {_shown(pattern)} refused: {rx.reason}")
             return frozenset({V.BOOL})
         if node.func in ("max", "min"):
             for c, t in zip(node.args, ts):

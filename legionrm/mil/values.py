@@ -374,7 +374,7 @@ def match(p: Value, s: Value) -> Value:
         return r
     if tp != STR or ts != STR:
         return ERROR
-    rx = regex.compile_pattern(p)  # type: ignore[arg-type]
+    rx = regex.compile_pattern(p)
     if type(rx) is regex.BadPattern:
         return ERROR
     found = regex.search(rx, s)  # type: ignore[arg-type]

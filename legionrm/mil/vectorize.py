@@ -18,6 +18,9 @@ divisors so no row can trap.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import cast
+
 import numpy as np
 
 from legionrm.mil import values as V
@@ -164,7 +167,7 @@ def negate(a: Column, n: int) -> Column:
         if u in (UNDEF, ERR):
             return a
         if u == FLOAT:
-            return Column(n, uniform=FLOAT, f=np.negative(a.f))
+            return Column(n, uniform=FLOAT, f=np.negative(cast(np.ndarray, a.f)))
         if u in (INT, BOOL):
             return Column(n, uniform=INT, i=np.negative(ints(a)))
         return const(n, ERR)
@@ -283,9 +286,9 @@ def truth(v: Column, n: int) -> Column:
         if u == BOOL or u in (UNDEF, ERR):
             return v
         if u == INT:
-            return Column(n, uniform=BOOL, b=v.i != 0)
+            return Column(n, uniform=BOOL, b=cast(np.ndarray, v.i) != 0)
         if u == FLOAT:
-            return Column(n, uniform=BOOL, b=v.f != 0.0)
+            return Column(n, uniform=BOOL, b=cast(np.ndarray, v.f) != 0.0)
         return const(n, ERR)
     ta = v.tags()
     tag = ta.copy()
@@ -317,7 +320,7 @@ def logic(op: str, a: Column, b: Column, n: int) -> Column:
     a, b = truth(a, n), truth(b, n)
     if a.uniform == BOOL and b.uniform == BOOL:  # fast path: no unknowns
         fn = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[op]
-        return Column(n, uniform=BOOL, b=fn(a.b, b.b))
+        return Column(n, uniform=BOOL, b=fn(cast(np.ndarray, a.b), cast(np.ndarray, b.b)))
     ta_, fa, ea = _tv(a, n)
     tb_, fb, eb = _tv(b, n)
     if op == "and":
@@ -415,7 +418,8 @@ def _node_fn(node: Node) -> VecFn:
         fn = node.func
         if fn in ("max", "min"):
             return lambda ctx: maxmin(fn, fs[0](ctx), fs[1](ctx), ctx.n)
-        kernel = {"match": match, "int": to_int, "float": to_float}[fn]
+        kernels: dict[str, Callable[..., Column]] = {"match": match, "int": to_int, "float": to_float}
+        kernel = kernels[fn]
 
         def call(ctx: Ctx) -> Column:
             args = [f(ctx) for f in fs]

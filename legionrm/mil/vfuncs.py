@@ -9,6 +9,7 @@ dictionary code, never per row.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 
@@ -65,18 +66,19 @@ def match(p: Column, s: Column, ctx: Ctx) -> Column:
     tag[und] = UNDEF
     tag[err | bad] = ERR
     if ok.any():
-        pc, sc = p.s, s.s
+        # both tags are STR wherever ok holds, so both string code arrays exist
+        pc, sc = cast(np.ndarray, p.s), cast(np.ndarray, s.s)
         if pc.ndim == 0:  # one pattern for every row: search each distinct subject once
             pattern = ctx.string(int(pc))
             rx = regex.compile_pattern(pattern)
             if type(rx) is regex.BadPattern:
                 tag[ok] = ERR
             else:
-                subj = bcast(sc, n)[ok]  # type: ignore[arg-type]
+                subj = bcast(sc, n)[ok]
                 if subj.size and subj.min() < 0:  # a literal subject outside the dictionary
-                    found = regex.search(rx, ctx.string(int(subj[0])))
-                    res[ok] = bool(found)
-                    if found is None:
+                    one = regex.search(rx, ctx.string(int(subj[0])))
+                    res[ok] = bool(one)
+                    if one is None:
                         tag[ok] = ERR
                 else:
                     hit, unsearchable = ctx.table.strings.regex_over(pattern, subj, rx, ctx.tick)
@@ -86,8 +88,8 @@ def match(p: Column, s: Column, ctx: Ctx) -> Column:
                         sub[unsearchable] = ERR
                         tag[ok] = sub
         else:  # patterns vary per row: decide each distinct (pattern, subject) pair once
-            pcs = bcast(pc, n)[ok].astype(np.int64)  # type: ignore[arg-type]
-            scs = bcast(sc, n)[ok].astype(np.int64)  # type: ignore[arg-type]
+            pcs = bcast(pc, n)[ok].astype(np.int64)
+            scs = bcast(sc, n)[ok].astype(np.int64)
             pairs = np.stack([pcs, scs], axis=1)
             uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
             vals = per_item(uniq.tolist(), lambda xy: V.match(ctx.string(xy[0]), ctx.string(xy[1])), ctx)

@@ -508,8 +508,8 @@ class ElasticCycle:
         self, result: CycleResult, now: float, triggers: list[str], grew, shrank, refused, t0: float
     ) -> CycleReport:
         mine: dict[str, list[InstanceRef]] = {}
-        for job, inst in self._inst.values():
-            mine.setdefault(job, []).append(inst)
+        for owner, inst in self._inst.values():
+            mine.setdefault(owner, []).append(inst)
         jobs: dict[str, ElasticJobStatus] = {}
         users: dict[str, dict[str, float]] = {}
         for jid, job in sorted(self._jobs.items()):

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.errors import LegionError, SchedulingError
@@ -143,7 +143,7 @@ def alternatives(
 
 
 def change(job: str, share: int, inst: InstanceRef, kind: str, reason: str) -> ElasticChange:
-    return ElasticChange(job_id=job, user=inst.user, share=share, host=inst.host, change=kind,  # type: ignore[arg-type]
+    return ElasticChange(job_id=job, user=inst.user, share=share, host=inst.host, change=kind,
                          reason=reason, instance_id=inst.instance_id)
 
 
@@ -237,7 +237,7 @@ class JobGrowth:
         first = fails[0] if fails else PlacementFailure(key=key, resource=host, code=ENACT_ERROR, reason=error)
         self._drop(sid, host, first.code, f"{first.resource or host}: {first.reason}")
 
-    def _enact(self, mapping: dict[str, str], deltas: list[str] = ()) -> tuple[EnactResult | None, str]:
+    def _enact(self, mapping: dict[str, str], deltas: Sequence[str] = ()) -> tuple[EnactResult | None, str]:
         """One enactment of ``mapping`` (key -> host); ``deltas`` are other hosts
         for a single-key mapping.  Returns (result, "") or (None, the error)."""
         ctx, req = self.ctx, self.req

@@ -38,7 +38,7 @@ class Entity:
     wanted: np.ndarray
     cap: int = INF
     can_bonus: Callable[[int], bool] | None = None
-    given: np.ndarray = field(default=None)  # type: ignore[assignment]
+    given: np.ndarray = field(init=False)  # set by __post_init__
 
     def __post_init__(self) -> None:
         self.wanted = self.wanted.astype(np.int64).copy()
@@ -152,6 +152,11 @@ def apportion_qshares(entities: list[Entity], vshares: np.ndarray, rebalance: bo
 # --- How Much over the nodepool tree -------------------------------------------------
 
 
+def _has_room(avail: np.ndarray) -> Callable[[int], bool]:
+    """A class's ``can_bonus``: its pool still has room for a share of order ``o``."""
+    return lambda o: avail[o] > 0
+
+
 def _order_vector(L: int, items: list[tuple[int, int]]) -> np.ndarray:
     w = np.zeros(L, dtype=np.int64)
     for order, count in items:
@@ -185,7 +190,7 @@ def how_much_fair_share(ctx: CycleContext, group: list[ResourceClass]) -> None:
     by_pool: dict[str, list] = {}
     for c in classes:
         by_pool.setdefault(c.nodepool, []).append(c)
-    assignable = {}
+    assignable: dict[str, np.ndarray] = {}
 
     for pool in ctx.top.post_order():
         own = by_pool.get(pool.name)
@@ -203,7 +208,7 @@ def how_much_fair_share(ctx: CycleContext, group: list[ResourceClass]) -> None:
             if cpool.name not in assignable:
                 assignable[cpool.name] = ctx.tables.nshares_subtree(cpool)
             avail = assignable[cpool.name]
-            ents.append(Entity(c.name, c.weight, want, cap=class_cap, can_bonus=(lambda o, a=avail: a[o] > 0)))
+            ents.append(Entity(c.name, c.weight, want, cap=class_cap, can_bonus=_has_room(avail)))
         apportion_qshares(ents, vshares)
         total = pool.subtree_total_shares()
         wsum = sum(c.weight for c in members)

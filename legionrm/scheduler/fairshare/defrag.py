@@ -20,6 +20,7 @@ import numpy as np
 
 from legionrm.scheduler.fairshare.classes import SharePolicy
 from legionrm.scheduler.fairshare.context import CycleContext
+from legionrm.scheduler.fairshare.nodepool import NodePool
 from legionrm.scheduler.fairshare.preemption import evict_share
 from legionrm.scheduler.fairshare.shares import (
     Job,
@@ -63,7 +64,7 @@ def detect_fragmentation(ctx: CycleContext) -> dict[str, int]:
             hole = min(m.free() + sum(s.order for s in m.shares.values() if s.evicted), L - 1)
             if hole <= 0:
                 continue
-            q = p
+            q: NodePool | None = p
             while q is not None:
                 vt[q.name][hole] += 1
                 q = q.parent

@@ -113,22 +113,22 @@ class RmStore:
             core.jobs[jid] = j
         for row in self.db.execute("SELECT * FROM shares ORDER BY id"):
             sid, jid, mname, order, pending, evicted, fixed, initialized, init_ms, inv = row
-            m = core.machines.get(mname)
-            if m is None:
+            host = core.machines.get(mname)
+            if host is None:
                 continue
             s = Share(id=sid, job=jid, machine=mname, order=order, pending=bool(pending), evicted=bool(evicted),
                       fixed=bool(fixed), initialized=bool(initialized), init_time_ms=init_ms, investment_ms=inv)
-            j = core.jobs.get(jid)
-            rc = core.classes.classes.get(j.cls) if j is not None else None
-            if j is None or rc is None or not _compatible(core, rc, m.nodepool):
-                m.blacklist[sid] = order  # space stays taken until the process is confirmed gone
-                if j is not None:
-                    j.refused = rc is None
+            job = core.jobs.get(jid)
+            rc = core.classes.classes.get(job.cls) if job is not None else None
+            if job is None or rc is None or not _compatible(core, rc, host.nodepool):
+                host.blacklist[sid] = order  # space stays taken until the process is confirmed gone
+                if job is not None:
+                    job.refused = rc is None
                     if rc is None:
-                        j.reason = f"Refused: class {j.cls} no longer exists"
+                        job.reason = f"Refused: class {job.cls} no longer exists"
                 continue
-            m.shares[sid] = s
-            j.shares[sid] = s
+            host.shares[sid] = s
+            job.shares[sid] = s
         core.needy[:] = [jid for _, jid in self.db.execute("SELECT pos, job FROM needy ORDER BY pos") if jid in core.jobs]
         for top, mo in json.loads(meta.get("maxorder", "{}")).items():
             if top in core._maxorder:

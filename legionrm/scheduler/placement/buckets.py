@@ -23,6 +23,7 @@ of the live bitmaps, so they are never stale (L2).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -112,7 +113,7 @@ class BucketSet:
             if k.resource in ("sort_priority", "priority"):
                 v = float(self.table.priority[rep])
             elif k.resource in self.sig and self.table.columns[k.resource].consumable:
-                v = float(self.table.columns[k.resource].values[rep])
+                v = float(cast(np.ndarray, self.table.columns[k.resource].values)[rep])
             else:
                 v = 0.0
             out.append(-v if k.high else v)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from legionrm.scheduler.placement.nodes import Column, NodeTable
 from legionrm.scheduler.placement.nodestate import SetSums, StateView
 from legionrm.scheduler.placement.select import (
     Chunk,
+    ResValue,
     SelectRequest,
     Size,
     classify,
@@ -45,7 +47,7 @@ NODE_PLACE_PACK = "Node ineligible because job requested pack placement and won'
 INSUFFICIENT = "Insufficient amount of resource: {res} {detail}"
 INVALID_STATE = "Node is in an ineligible state: {state}"
 
-DEFAULT_CHUNK: dict[str, object] = {"ncpus": 1}
+DEFAULT_CHUNK: dict[str, ResValue] = {"ncpus": 1}
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,11 @@ class Check:
     value: object  # bool, str, or a number (kb for size columns)
     consumable: bool
     written: object  # the value as requested (for messages)
+
+    @property
+    def amount(self) -> float:
+        """``value`` of a consumable check: always a number."""
+        return cast(float, self.value)
 
 
 @dataclass(frozen=True)
@@ -70,7 +77,7 @@ class CompiledChunk:
 
     @property
     def constrained(self) -> bool:
-        return any(c.consumable and c.value > 0 for c in self.checks)
+        return any(c.consumable and c.amount > 0 for c in self.checks)
 
 
 class BadValue(SelectSyntaxError):
@@ -116,7 +123,7 @@ def _coerce(col: Column | None, name: str, written: object, value: object, index
     return value
 
 
-def _amount_for(col: Column | None, value: object) -> float:
+def _amount_for(col: Column | None, value: float) -> float:
     """A requested number in the column's units: a bare number for a size
     column is bytes; a size for a column of bare numbers is turned into bytes."""
     if col is not None and col.kind == "size" and not isinstance(value, Size):
@@ -176,7 +183,7 @@ def match_mask(table: NodeTable, check: Check, idx: np.ndarray) -> np.ndarray:
             return np.full(len(idx), not v)
         if col.kind != "bool":
             return np.zeros(len(idx), bool)
-        return col.values[idx] == v
+        return cast(np.ndarray, col.values)[idx] == v
     if col is None or col.kind not in ("str", "strarr"):
         return np.zeros(len(idx), bool)
     return col.equals_mask(str(v), casefold=check.res in ("host", "vnode"))[idx]
@@ -203,11 +210,11 @@ def chunks_per_host(
         if not c.consumable:
             ok &= match_mask(table, c, idx)
             continue
-        if c.value <= 0:
+        if c.amount <= 0:
             continue
         constrained = True
         have = avail[c.res] if avail is not None and c.res in avail else table.total(c.res)[idx]
-        cap = np.minimum(cap, np.floor(np.maximum(have, 0) / c.value + 1e-9).astype(np.int64))
+        cap = np.minimum(cap, np.floor(np.maximum(have, 0) / c.amount + 1e-9).astype(np.int64))
     if not constrained:
         cap = np.ones(n, dtype=np.int64)
     return np.where(ok, cap, 0)
@@ -223,12 +230,12 @@ def host_reason(
     for c in chunk.checks:
         col = table.columns.get(c.res)
         if c.consumable:
-            if c.value <= 0:
+            if c.amount <= 0:
                 continue
             total = float(table.total(c.res)[i]) if col is not None and col.consumable else 0.0
             have = avail.get(c.res, total) if avail is not None else total
-            if have + 1e-9 < c.value:
-                return c.res, _insufficient(c.res, col, c.value, have, total, _written_size(c))
+            if have + 1e-9 < c.amount:
+                return c.res, _insufficient(c.res, col, c.amount, have, total, _written_size(c))
         elif not match_mask(table, c, np.asarray([i]))[0]:
             hv = col.value(i) if col is not None else (False if isinstance(c.value, bool) else None)
             shown = "" if hv is None else format_value(hv)
@@ -335,8 +342,8 @@ def _aggregate(
             if c.consumable:
                 t = sums.total(idx, c.res)
                 a = pool_a.get(c.res, 0.0)
-                if c.value > (t if total else a) + 1e-9:
-                    return _insufficient(c.res, col, c.value, a, t, _written_size(c)), ch.index
+                if c.amount > (t if total else a) + 1e-9:
+                    return _insufficient(c.res, col, c.amount, a, t, _written_size(c)), ch.index
             elif not _any_match(table, c, idx):
                 return INSUFFICIENT.format(res=c.res, detail=f"({format_value(c.value)} != {_values(col, idx)})"), ch.index
     return None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Literal, Mapping, Sequence
+from typing import Iterable, Literal, Mapping, Sequence, cast
 
 import numpy as np
 
@@ -82,19 +82,22 @@ class Column:
     def consumable(self) -> bool:
         return self.kind in ("num", "size")
 
+    # Which arrays a column has follows from ``kind`` (see above), which the type
+    # checker cannot see: the methods below cast the ones their kind has.
+
     def value(self, i: int) -> object:
         """The value on host ``i`` (None when unset; bools are never unset)."""
         if self.kind == "bool":
-            return bool(self.values[i])
+            return bool(cast(np.ndarray, self.values)[i])
         if self.kind in ("num", "size"):
-            if not self.isset[i]:
+            if not cast(np.ndarray, self.isset)[i]:
                 return None
-            v = float(self.values[i])
+            v = float(cast(np.ndarray, self.values)[i])
             return Size(v) if self.kind == "size" else (int(v) if v.is_integer() else v)
         if self.kind == "str":
-            c = int(self.codes[i])
+            c = int(cast(np.ndarray, self.codes)[i])
             return None if c < 0 else self.categories[c]
-        s = self.sets[i]
+        s = cast("list[tuple[str, ...]]", self.sets)[i]
         return s if s else None
 
     def equals_mask(self, value: str, casefold: bool = False) -> np.ndarray:
@@ -104,19 +107,21 @@ class Column:
         if m is not None:
             return m
         if self.kind == "str":
+            codes = cast(np.ndarray, self.codes)
             if casefold:
                 hits = [i for i, c in enumerate(self.categories) if c.lower() == value.lower()]
             else:
                 hits = [i for i, c in enumerate(self.categories) if c == value]
-            m = np.isin(self.codes, np.asarray(hits, dtype=np.int32)) if hits else np.zeros(len(self.codes), bool)
+            m = np.isin(codes, np.asarray(hits, dtype=np.int32)) if hits else np.zeros(len(codes), bool)
         elif self.kind == "strarr":
+            sets = cast("list[tuple[str, ...]]", self.sets)
             if casefold:
                 v = value.lower()
-                m = np.fromiter((any(x.lower() == v for x in s) for s in self.sets), bool, len(self.sets))
+                m = np.fromiter((any(x.lower() == v for x in s) for s in sets), bool, len(sets))
             else:
-                m = np.fromiter((value in s for s in self.sets), bool, len(self.sets))
+                m = np.fromiter((value in s for s in sets), bool, len(sets))
         else:
-            m = np.zeros(len(self.values), bool)
+            m = np.zeros(len(cast(np.ndarray, self.values)), bool)
         m.flags.writeable = False
         self._masks[key] = m
         return m
@@ -124,14 +129,16 @@ class Column:
     def signature_codes(self) -> np.ndarray:
         """An int code per host such that equal codes mean equal values (unset has its own code)."""
         if self.kind == "bool":
-            return self.values.astype(np.int64)
+            return cast(np.ndarray, self.values).astype(np.int64)
         if self.kind in ("num", "size"):
-            _, inv = np.unique(np.where(self.isset, self.values, -np.inf), return_inverse=True)
+            keyed = np.where(cast(np.ndarray, self.isset), cast(np.ndarray, self.values), -np.inf)
+            _, inv = np.unique(keyed, return_inverse=True)
             return inv.astype(np.int64)
         if self.kind == "str":
-            return self.codes.astype(np.int64)
+            return cast(np.ndarray, self.codes).astype(np.int64)
         lookup: dict[tuple[str, ...], int] = {}
-        return np.fromiter((lookup.setdefault(tuple(sorted(s)), len(lookup)) for s in self.sets), np.int64, len(self.sets))
+        sets = cast("list[tuple[str, ...]]", self.sets)
+        return np.fromiter((lookup.setdefault(tuple(sorted(s)), len(lookup)) for s in sets), np.int64, len(sets))
 
 
 def _kind_of(value: object) -> Kind:
@@ -192,7 +199,7 @@ class NodeTable:
         self.queue_code = np.fromiter((qidx[s.queue] if s.queue is not None else -1 for s in self.specs), np.int64, self.n)
         self.columns: dict[str, Column] = self._columns(typed)
         hosts = self.columns.get("host")
-        self.multi_vnode: bool = hosts is not None and hosts.kind == "str" and len(set(hosts.codes.tolist())) < self.n
+        self.multi_vnode: bool = hosts is not None and hosts.kind == "str" and len(set(cast(np.ndarray, hosts.codes).tolist())) < self.n
         self._universe_cache: dict[object, np.ndarray] = {}
 
     # -- construction --------------------------------------------------------
@@ -234,14 +241,16 @@ class NodeTable:
             if kind == "bool":
                 cols[name] = Column(name, kind, values=np.fromiter((bool(v) for v in raw), bool, n))
             elif kind in ("num", "size"):
-                isset = np.fromiter((v is not None for v in raw), bool, n)
+                nums = cast("list[float | None]", raw)  # a number column: numbers (or unset) only
+                isset = np.fromiter((v is not None for v in nums), bool, n)
                 if kind == "size":  # a bare number among sizes is bytes, as in PBS
-                    raw = [v if v is None or isinstance(v, Size) else Size(math.ceil(float(v) / 1024)) for v in raw]
-                vals = np.fromiter((float(v) if v is not None else 0.0 for v in raw), np.float64, n)
-                cols[name] = Column(name, kind, values=vals, isset=isset)
+                    nums = [v if v is None or isinstance(v, Size) else Size(math.ceil(float(v) / 1024)) for v in nums]
+                amounts = np.fromiter((float(v) if v is not None else 0.0 for v in nums), np.float64, n)
+                cols[name] = Column(name, kind, values=amounts, isset=isset)
             elif kind == "str":
+                strs = cast("list[str | None]", raw)  # a string column: strings (or unset) only
                 cats: dict[str, int] = {}
-                codes = np.fromiter((cats.setdefault(v, len(cats)) if v is not None else -1 for v in raw), np.int32, n)
+                codes = np.fromiter((cats.setdefault(v, len(cats)) if v is not None else -1 for v in strs), np.int32, n)
                 cols[name] = Column(name, kind, codes=codes, categories=list(cats))
             else:
                 sets = [tuple(v) if isinstance(v, tuple) else ((v,) if isinstance(v, str) else ()) for v in raw]
@@ -295,7 +304,7 @@ class NodeTable:
         col = self.columns.get(resource)
         if col is None or not col.consumable:
             return np.zeros(self.n)
-        return col.values
+        return cast(np.ndarray, col.values)  # a consumable column has values
 
     def consumables(self) -> tuple[str, ...]:
         return tuple(k for k, c in self.columns.items() if c.consumable)

@@ -23,7 +23,7 @@ import math
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal, Union
+from typing import Any, Literal, Union, cast
 
 from lark import Lark, Token, Tree
 from lark.exceptions import (
@@ -39,6 +39,11 @@ from legionrm.models import ObjectRequest
 
 ResValue = Union[bool, int, float, str]
 """A requested value as written: bool, number, or string (sizes stay strings like ``"16gb"``)."""
+
+ParseTree = Any
+"""A select.lark tree as the walkers read it: lark types each child ``Token | Tree``
+and each position optional, but the grammar fixes which each child is and the
+LALR lexer sets every token's line and column; the checker cannot see that."""
 
 Arrangement = Literal["pack", "scatter", "vscatter", "free"]
 Sharing = Literal["excl", "exclhost", "shared"]
@@ -79,7 +84,7 @@ def size_kb(text: str) -> Size | None:
     return Size(math.ceil(kb - 1e-9))
 
 
-def classify(value: ResValue | list | tuple) -> object:
+def classify(value: object) -> object:
     """Normalize a written value: sizes -> :class:`Size` (kb), ints/floats stay,
     bools stay, lists -> tuple of str (a string array), other strings stay."""
     if isinstance(value, bool):
@@ -138,7 +143,7 @@ def _typed_literal(text: str) -> ResValue:
     return text
 
 
-def _bounded_literal(raw: str, text: str, tok: Token) -> ResValue:
+def _bounded_literal(raw: str, text: str, tok: ParseTree) -> ResValue:
     """:func:`_typed_literal`, refusing (with a caret) a number or size past
     :data:`MAX_VALUE` or not finite, before any ``int()`` of a huge digit string."""
     m = _SIZE_RE.match(raw.strip())
@@ -284,7 +289,7 @@ def _pos(text: str, token: Token | None) -> tuple[int, int]:
     if token is None or getattr(token, "line", None) is None:
         lines = text.splitlines() or [""]
         return len(lines), len(lines[-1]) + 1
-    return token.line, token.column
+    return cast(int, token.line), cast(int, token.column)
 
 
 def _error(message: str, text: str, line: int, column: int, expected: tuple[str, ...] = ()) -> SelectSyntaxError:
@@ -324,7 +329,7 @@ def _parse(text: str, start: str, what: str) -> Tree:
         raise _lark_error(exc, text, what) from None
 
 
-def _chunks_from(tree: Tree, text: str) -> tuple[Chunk, ...]:
+def _chunks_from(tree: ParseTree, text: str) -> tuple[Chunk, ...]:
     chunks: list[Chunk] = []
     for node in tree.children:
         count = 1
@@ -348,7 +353,7 @@ def _chunks_from(tree: Tree, text: str) -> tuple[Chunk, ...]:
     return tuple(chunks)
 
 
-def _place_from(tree: Tree, text: str) -> Place:
+def _place_from(tree: ParseTree, text: str) -> Place:
     arrangement: str | None = None
     sharing: str | None = None
     group: str | None = None
@@ -378,7 +383,7 @@ def _place_from(tree: Tree, text: str) -> Place:
                 f"unknown place keyword {w!r}", text, word.line, word.column,
                 tuple(ARRANGEMENTS + SHARINGS + ("group=RES",)),
             )
-    return Place(arrangement=arrangement or "free", sharing=sharing, group=group)  # type: ignore[arg-type]
+    return Place(arrangement=arrangement or "free", sharing=sharing, group=group)
 
 
 def parse_select(text: str) -> tuple[Chunk, ...]:
@@ -410,9 +415,9 @@ def value_position(text: str, chunk: int, resource: str) -> tuple[int, int]:
         return 1, 1
     for r in nodes[chunk].children:
         if isinstance(r, Tree):
-            name_tok, val_tok = r.children
+            name_tok, val_tok = cast("list[Token]", r.children)  # NAME "=" value: two tokens
             if str(name_tok) == resource:
-                return val_tok.line, val_tok.column
+                return cast(int, val_tok.line), cast(int, val_tok.column)
     return 1, 1
 
 
@@ -433,11 +438,11 @@ def parse_request(text: str) -> SelectRequest:
         body = item.children[-1]
         if item.data == "select_item":
             if chunks is not None:
-                raise _error("select given twice", text, kw.line, kw.column)
+                raise _error("select given twice", text, cast(int, kw.line), cast(int, kw.column))
             chunks = _chunks_from(body, text)
         else:
             if place is not None:
-                raise _error("place given twice", text, kw.line, kw.column)
+                raise _error("place given twice", text, cast(int, kw.line), cast(int, kw.column))
             place = _place_from(body, text)
     if chunks is None:
         raise _error("a request needs select=...", text, 1, 1, ("'select'",))

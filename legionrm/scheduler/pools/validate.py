@@ -195,7 +195,7 @@ def _children_reservations(parent: "ResourcePool", change: Change, config: "Pool
             )  # fmt: skip
 
 
-def _zero_spec(kind: str):  # type: ignore[no-untyped-def]
+def _zero_spec(kind: str) -> ResourceSpec:
 
     return ResourceSpec(kind, 0.0, 0.0, 1.0)
 
