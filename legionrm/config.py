@@ -15,12 +15,14 @@ from typing import Any
 
 from legionrm.errors import ConfigError
 from legionrm.hostobj import build_class, build_host, build_vault
+from legionrm.mil import parse as parse_mil
 from legionrm.models import (
     AccessPolicy,
     ClassSpec,
     ClusterSpec,
     CollectionSettings,
     HostSpec,
+    ImplementationSpec,
     VaultSpec,
 )
 from legionrm.scheduler.fairshare import core_for_cluster
@@ -118,6 +120,27 @@ def _import_path(t: dict[str, Any], key: str, *, file: str, where: str) -> str |
     return path
 
 
+def _implementations(t: dict[str, Any], *, file: str, where: str) -> tuple[ImplementationSpec, ...]:
+    """A class's ``implementations = [{arch, os, entry, requirements}, ...]``
+    (entry ``"module:Class"``; arch and os ``"*"`` for any; requirements MIL)."""
+    items = expect(t, "implementations", list, [], file=file, where=where)
+    out = []
+    for j, item in enumerate(items):
+        at = f"{where}.implementations[{j}]"
+        if not isinstance(item, dict):
+            raise ConfigError("must be a table {arch, os, entry, requirements}", file=file, table=at)
+        check_keys(item, ("arch", "os", "entry", "requirements"), file=file, where=at)
+        if _import_path(item, "entry", file=file, where=at) is None:
+            raise ConfigError("an implementation needs entry = 'module:Class'", file=file, table=at, key="entry")
+        spec = model(ImplementationSpec, dict(item), file=file, where=at)
+        try:
+            parse_mil(spec.mil())
+        except Exception as exc:
+            raise ConfigError(f"bad requirements: {exc}", file=file, table=at, key="requirements") from None
+        out.append(spec)
+    return tuple(out)
+
+
 def _check_builds(build: Any, spec: Any, *, file: str, where: str) -> None:
     """Build the core ``legionrm up`` would build for ``spec`` and drop it, so a
     policy that does not import, is not a policy, or refuses its
@@ -195,7 +218,8 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
     classes: list[ClassSpec] = []
     for i, t in enumerate(tables(doc, "class", file)):
         where = f"class[{i}]"
-        check_keys(t, ("name", "implementation", "host_list", "max_instances", "policy", "policy_args"), file=file, where=where)
+        check_keys(t, ("name", "implementation", "implementations", "host_list", "max_instances", "policy", "policy_args"),
+                   file=file, where=where)
         name = require(t, "name", str, file=file, where=where)
         if any(c.name == name for c in classes):
             raise ConfigError(f"class {name!r} is defined twice", file=file, table=where, key="name")
@@ -203,6 +227,7 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
         classes.append(model(ClassSpec, dict(
             name=name,
             implementation=_import_path(t, "implementation", file=file, where=where),
+            implementations=_implementations(t, file=file, where=where),
             host_list=_names(t, "host_list", file=file, where=where),
             max_instances=bounded(t, "max_instances", int, None, file=file, where=where, lo=0),
             policy=policy,

@@ -86,7 +86,8 @@ def build_class(spec: ClassSpec, *, hosts: Resolver | None = None, vaults: Resol
     """A class core from its spec; ``spec.policy`` names a ClassPolicy or a ClassObject subclass."""
     where = f"class {spec.name}"
     common = dict(
-        hosts=hosts, vaults=vaults, implementation=spec.implementation, host_list=spec.host_list, max_instances=spec.max_instances
+        hosts=hosts, vaults=vaults, implementation=spec.implementation, host_list=spec.host_list, max_instances=spec.max_instances,
+        implementations=spec.implementations,
     )
     if not spec.policy:
         return ClassObject(spec.name, **common)

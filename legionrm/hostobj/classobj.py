@@ -19,7 +19,8 @@ from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from legionrm.hostobj import codes
 from legionrm.hostobj.policies import ADMIT, Verdict, ask_owner
-from legionrm.models import Holder, InstanceRef, Refusal, ReservationToken, Resources
+from legionrm.mil import compile_query
+from legionrm.models import Holder, ImplementationSpec, InstanceRef, Refusal, ReservationToken, Resources
 
 
 class HostPort(Protocol):
@@ -72,9 +73,11 @@ class ClassObject:
         host_list: Iterable[str] = (),
         max_instances: int | None = None,
         policy: ClassPolicy | None = None,
+        implementations: Iterable[ImplementationSpec] = (),
     ) -> None:
         self.name = name
         self.implementation = implementation
+        self.implementations = tuple(implementations)
         self.host_list = tuple(host_list)
         self.max_instances = max_instances
         self.policy = policy
@@ -129,6 +132,9 @@ class ClassObject:
                 return host_port
             if host_name != token.issuer:  # else a group port would route the start to the issuer, past the host list
                 return self._refuse(codes.TOKEN_WRONG_ISSUER, f"token issued by {token.issuer!r} cannot create an instance on {host_name!r}")
+            impl = self.implementation_for(host_port, host_name)  # before any vault space is taken
+            if isinstance(impl, Refusal):
+                return impl
             vault_port, use_id = None, None
             if vault_token is not None:
                 vault_port = self._resolve(self._vaults, vault if vault is not None else vault_token.issuer, "vault")
@@ -138,7 +144,7 @@ class ClassObject:
                 if isinstance(use, Refusal):
                     return use
                 use_id = use
-            ref = host_port.start_object(token, self.name, holder, vault=vault_name, args=dict(args or {}), impl=self.implementation)
+            ref = host_port.start_object(token, self.name, holder, vault=vault_name, args=dict(args or {}), impl=impl)
             if isinstance(ref, Refusal):
                 if vault_port is not None and use_id is not None:
                     vault_port.release(use_id, rollback=True)  # the host said no: the vault token stays good
@@ -167,6 +173,25 @@ class ClassObject:
         with self._lock:
             return [item[0] for item in self._instances.values()]
 
+    def implementation_for(self, host_port: Any, host: str) -> str | None | Refusal:
+        """The entry point an instance on ``host`` runs: the first of the
+        class's implementations that fits the host's attributes (arch, OS,
+        requirements), else ``class.no_implementation``; the class's single
+        ``implementation`` when it lists none.  A host whose attributes
+        cannot be read here (a remote port) gets the first implementation:
+        the planner only chose hosts one fits."""
+        if not self.implementations:
+            return self.implementation
+        attrs = _host_attributes(host_port, host)
+        if attrs is None:
+            return self.implementations[0].entry
+        record = {**attrs, "name": host, "kind": "host"}
+        for impl in self.implementations:
+            if compile_query(impl.mil()).matches(record):
+                return impl.entry
+        kinds = ", ".join(f"{i.arch}/{i.os}" for i in self.implementations)
+        return self._refuse(codes.CLASS_NO_IMPLEMENTATION, f"class {self.name} has no implementation for host {host!r} ({kinds})")
+
     # --- internals ----------------------------------------------------------------------------
 
     def _resolve(self, resolver: Resolver, target: Any, kind: str) -> Any:
@@ -179,3 +204,14 @@ class ClassObject:
 
     def _refuse(self, code: str, reason: str) -> Refusal:
         return Refusal(code=code, reason=reason, by=self.name)
+
+
+def _host_attributes(port: Any, host: str) -> dict[str, Any] | None:
+    """The attributes of ``host`` through its port (a host object, or a group
+    that holds it); None when the port cannot say (a remote adapter)."""
+    try:
+        obj = port.get(host) if callable(getattr(port, "get", None)) else port
+        record = getattr(obj, "record", None)
+        return dict(record().attributes) if callable(record) else None
+    except Exception:  # noqa: BLE001 - an adapter that cannot answer: the planner's choice stands
+        return None

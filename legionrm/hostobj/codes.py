@@ -50,6 +50,7 @@ POLICY_HOST = "policy.host"  # a vault vetoing the host it would serve
 CLASS_HOST_LIST = "class.host_list"  # host not on the class's class_host_list
 CLASS_MAX_INSTANCES = "class.max_instances"
 CLASS_VETO = "class.veto"
+CLASS_NO_IMPLEMENTATION = "class.no_implementation"  # none of the class's implementations fits the host
 
 TOKEN_CODES = (
     TOKEN_FORGED,

@@ -42,11 +42,31 @@ class VaultSpec(Frozen):
     policy_args: dict = Field(default_factory=dict)
 
 
+class ImplementationSpec(Frozen):
+    """One implementation of a class: the architecture and OS it runs on
+    (``"*"``: any; matched against the hosts' ``arch`` and ``os``
+    attributes), its entry point (``"module:Class"``) and an optional MIL
+    ``requirements`` expression the host must also satisfy."""
+
+    arch: str = Field("*", pattern=r"^(\*|[A-Za-z0-9_.\-]{1,64})$")
+    os: str = Field("*", pattern=r"^(\*|[A-Za-z0-9_.\-]{1,64})$")
+    entry: str = Field(..., min_length=1, max_length=300)
+    requirements: str = Field("true", max_length=4000)
+
+    def mil(self) -> str:
+        """The MIL a host must satisfy for this implementation."""
+        parts = [f'${k} == "{v}"' for k, v in (("arch", self.arch), ("os", self.os)) if v != "*"]
+        return " and ".join(parts + [f"({self.requirements})"])
+
+
 class ClassSpec(Frozen):
-    """A class object: what it instantiates and its class-level policy."""
+    """A class object: what it instantiates and its class-level policy.
+    With ``implementations``, the class runs only on hosts one of them fits
+    (the first that fits is the one a host runs)."""
 
     name: str
     implementation: str | None = None  # "module:Class" run as the instance (real Ray nodes)
+    implementations: tuple[ImplementationSpec, ...] = Field((), max_length=64)
     host_list: tuple[str, ...] = ()  # Legion's class_host_list; empty means any host
     max_instances: int | None = Field(None, ge=0, le=2**63 - 1)
     policy: str | None = None

@@ -51,6 +51,14 @@ class ObjectRequest(Frozen):
     priority: int | None = Field(None, ge=-MAX_PRIORITY, le=MAX_PRIORITY)
     weight: float | None = Field(None, gt=0, le=MAX_AMOUNT, allow_inf_nan=False)
     args: dict[str, AttrValue] = Field(default_factory=dict)
+    avoid_hosts: tuple[str, ...] = Field((), max_length=MAX_INSTANCES)
+    """Hosts the planner must not use for this object request (the
+    ``avoid`` filter); the Scheduler fills it when it re-plans after every
+    master schedule failed, with the hosts that refused."""
+
+
+MAX_REPLANS = 10
+"""The most fresh plans one attempt may make after every master failed."""
 
 
 class SchedulingRequest(Frozen):
@@ -66,6 +74,10 @@ class SchedulingRequest(Frozen):
     """A request that cannot run now waits in the Scheduler's queue (it is
     answered ``state="pending"`` and placed when capacity frees); ``False``
     answers at once, refused, as a one-shot request."""
+    replans: int = Field(1, ge=0, le=MAX_REPLANS)
+    """When the Enactor reports that every master schedule failed, the
+    Scheduler plans afresh (the hosts that refused avoided) and enacts once
+    more, up to this many times per attempt."""
 
 
 class Placement(Frozen):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -75,6 +75,7 @@ class PlanContext:
     request: ObjectRequest
     class_spec: ClassSpec | None
     now: float
+    snap: Any = None  # the Collection snapshot the hosts were read from (MIL over its rows)
 
 
 @dataclass
@@ -154,6 +155,45 @@ class CalendarFilter:
         return FilterVerdict(keep, "calendar.busy", "has a reservation starting before this work would end")
 
 
+class AvoidFilter:
+    """Hosts the request asks to avoid (``ObjectRequest.avoid_hosts``): on a
+    re-plan after every master failed, the hosts that refused it."""
+
+    name = "avoid"
+
+    def apply(self, ctx: PlanContext, hosts: HostTable) -> FilterVerdict:
+        avoid = ctx.request.avoid_hosts
+        if not avoid:
+            return FilterVerdict(np.ones(len(hosts), bool))
+        keep = ~np.isin(hosts.names.astype(str), np.array(avoid, dtype=str))
+        return FilterVerdict(keep, "replan.avoided", "refused this request in an earlier schedule; avoided on re-plan")
+
+
+IMPL_ATTR = "_impl"
+"""The instance argument that carries the chosen implementation's entry point
+to the class object (the Scheduler sets it per placement)."""
+
+
+def implementation_masks(spec: ClassSpec, snap: Any, rows: np.ndarray) -> list[np.ndarray]:
+    """Per implementation of ``spec``, which of the snapshot ``rows`` it fits."""
+    return [snap.mask(f'$kind == "host" and ({impl.mil()})')[rows] for impl in spec.implementations]
+
+
+class ImplementationFilter:
+    """A class that lists implementations runs only on hosts one of them fits
+    (architecture, OS, requirements); a class with none runs anywhere."""
+
+    name = "implementation"
+
+    def apply(self, ctx: PlanContext, hosts: HostTable) -> FilterVerdict:
+        spec = ctx.class_spec
+        if spec is None or not spec.implementations or ctx.snap is None:
+            return FilterVerdict(np.ones(len(hosts), bool))
+        keep = np.logical_or.reduce(implementation_masks(spec, ctx.snap, hosts.row))
+        kinds = ", ".join(f"{i.arch}/{i.os}" for i in spec.implementations)
+        return FilterVerdict(keep, "class.no_implementation", f"class {spec.name} has no implementation for it ({kinds})")
+
+
 # --- rankers -------------------------------------------------------------------
 
 
@@ -196,12 +236,15 @@ class LoadRanker:
         return hosts.load
 
 
-# Filters run cheapest and most decisive first: the host list and total
-# capacity never change, so a host they refuse is refused for good and the
+# Filters run cheapest and most decisive first: the host list, the class's
+# implementations and total capacity never change, so a host they refuse is refused for good and the
 # explanation says so before "busy now" reasons; the calendar last, as it
-# only matters for hosts that have room now.
+# only matters for hosts that have room now; ``avoid`` after them all, so a
+# host refused for what it is or holds says so, not "avoided" (it acts only
+# on a re-plan after every master failed).
 DEFAULT_FILTERS: tuple[HostFilter, ...] = (
-    ClassHostListFilter(), TotalCapacityFilter(), FreeCapacityFilter(), CalendarFilter()
+    ClassHostListFilter(), ImplementationFilter(), TotalCapacityFilter(), FreeCapacityFilter(), CalendarFilter(),
+    AvoidFilter(),
 )
 # Rankers in priority order: scarce hosts (GPUs the work does not need) last,
 # then the placement policy (it is what the user asked for), then the risk of a veto (a veto costs a negotiation round, and

@@ -241,7 +241,7 @@ class Planner:
                 code="access.denied", reason=f"does not accept user {caller.user!r} with class {obj.class_name!r}",
                 by=QUERY_FILTER)),
         ]
-        ctx = PlanContext(obj, self.classes.get(obj.class_name), float(snap.now))
+        ctx = PlanContext(obj, self.classes.get(obj.class_name), float(snap.now), snap)
         outcome = run_filters(ctx, base.take(np.flatnonzero(accepting)), self.filters)
         outcome.drops[:0] = [d for d in query_drops if len(d[0])]
         return ObjectPlan(obj, keys, outcome, rank(ctx, outcome.hosts, self.rankers))
@@ -447,7 +447,7 @@ def span(keys: list[str], class_name: str) -> str:
     return keys[0] if len(keys) == 1 else f"{keys[0]}..{keys[-1].rsplit('#', 1)[-1]}"
 
 
-LASTING = frozenset({"query.no_match", "access.denied", "class.host_list", "capacity.total"})
+LASTING = frozenset({"query.no_match", "access.denied", "class.host_list", "capacity.total", "class.no_implementation"})
 """Refusals for what a host is, not for what it holds now: waiting changes none."""
 
 

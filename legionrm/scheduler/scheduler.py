@@ -26,7 +26,9 @@ import threading
 import time
 from typing import Any, Callable
 
+from legionrm.enactor.replan import enact_with_replans
 from legionrm.errors import SchedulingError
+from legionrm.hostobj.inert import activation
 from legionrm.models import (
     EnactRequest,
     EnactResult,
@@ -348,7 +350,7 @@ class Scheduler:
         """Admit, plan and enact ``entry`` once; leaves it running, pending or failed."""
         request = entry.request
         entry.attempts += 1
-        active, unknown = self._activation(request)
+        active, unknown = activation(request.activate, self.instances, self.name)
         if unknown:
             return self._refused(entry, unknown, 0)
         if not request.objects:
@@ -373,17 +375,14 @@ class Scheduler:
                 self._release(request.request_id)
                 return self._refused(entry, plan.failures, 0)
             self.book.move(entry, "placing", f"enacting {len(plan.masters)} master schedule(s)")
-            with self._lock:
-                self._enacting[request.request_id] = frozenset(k for op in plan.objects for k in op.keys)
-            result = self._enactor.enact_schedule(self._enact_request(request, plan))
+            plan, result = enact_with_replans(
+                request, plan, lambda p, n: self._enact_once(request, p, n), self._fresh_plan,
+                lambda why: self.book.move(entry, "placing", why))
         except BaseException as exc:
             self._release(request.request_id)
             if not entry.final:
                 self.book.move(entry, "failed", f"{type(exc).__name__}: {exc}"[:300])
             raise
-        finally:
-            with self._lock:
-                self._enacting.pop(request.request_id, None)
         if not result.ok:
             self._release(request.request_id)
             failures = [f for a in result.attempts for f in a.failures]
@@ -395,6 +394,27 @@ class Scheduler:
             self.cancel(request.request_id)
         return self._succeeded(entry, active + list(result.instances), len(plan.masters), result,
                                f"master {result.master + 1} of {len(plan.masters)}: ")
+
+    def _fresh_plan(self, request: SchedulingRequest) -> Plan | None:
+        return plan if (plan := self.planner.make_schedules(request, self._collection.snapshot())).ok else None
+
+    def _enact_once(self, request: SchedulingRequest, plan: Plan, n: int = 0) -> EnactResult:
+        """Enact ``plan``; re-plan ``n`` enacts under its own id (``id~replanN``)."""
+        ident, objs = request.identity, plan.objects
+        enact = EnactRequest(
+            request_id=f"{request.request_id}~replan{n}" if n else request.request_id,
+            holder=Holder(user=ident.user, class_name=None, enactor=self.name, groups=ident.groups),
+            masters=tuple(plan.masters), timeout_s=self.token_timeout_s,
+            # per placement key: two object requests of one class may differ
+            duration_s={k: op.request.walltime_s for op in objs if op.request.walltime_s for k in op.keys},
+            args={k: dict(op.request.args) for op in objs if op.request.args for k in op.keys})
+        with self._lock:
+            self._enacting[enact.request_id] = frozenset(k for op in objs for k in op.keys)
+        try:
+            return self._enactor.enact_schedule(enact)
+        finally:
+            with self._lock:
+                self._enacting.pop(enact.request_id, None)
 
     def _refused(self, entry: Entry, failures: Any, masters: int, result: EnactResult | None = None
                  ) -> SchedulerResponse:
@@ -506,34 +526,6 @@ class Scheduler:
         entry = self.book.owner_of(instance_id)
         if entry is not None and instance_id in entry.refs:
             self._stop(entry.refs[instance_id], "ended")
-
-    def _activation(self, request: SchedulingRequest) -> tuple[list[InstanceRef], list[PlacementFailure]]:
-        """The objects ``request`` asks to activate: those running already (an
-        instance this scheduler started; activating it is a no-op and the
-        response lists it), and a ``activate.unknown`` failure for every
-        other name.  Any failure sinks the whole request before anything is
-        admitted, planned or reserved."""
-        known = self.instances
-        active = [known[n] for n in request.activate if n in known]
-        unknown = [
-            PlacementFailure(key=n, resource=self.name, code="activate.unknown", stage="plan",
-                             reason=f"no running object {n!r} is known to scheduler {self.name!r}; "
-                                    "inert objects cannot be re-activated here: request a new instance")
-            for n in request.activate if n not in known
-        ]
-        return active, unknown
-
-    def _enact_request(self, request: SchedulingRequest, plan: Plan) -> EnactRequest:
-        ident = request.identity
-        return EnactRequest(
-            request_id=request.request_id,
-            holder=Holder(user=ident.user, class_name=None, enactor=self.name, groups=ident.groups),
-            masters=tuple(plan.masters),
-            timeout_s=self.token_timeout_s,
-            # per placement key: two object requests of one class may differ
-            duration_s={k: op.request.walltime_s for op in plan.objects if op.request.walltime_s for k in op.keys},
-            args={k: dict(op.request.args) for op in plan.objects if op.request.args for k in op.keys},
-        )
 
 
 def _walltime(entry: Entry, ref: InstanceRef) -> float | None:
