@@ -48,6 +48,7 @@ from legionrm.models import (
     ScheduleSuite,
     SchedulingRequest,
 )
+from legionrm.scheduler.engine_door import EngineDoor
 from legionrm.scheduler.pipeline import (
     DEFAULT_FILTERS,
     DEFAULT_RANKERS,
@@ -80,6 +81,7 @@ class ObjectPlan:
     keys: list[str]
     outcome: FilterOutcome  # the query's refusals first, then each filter's
     ranked: HostTable | None = None
+    accepting: np.ndarray | None = None  # snapshot rows the query let through (before the filters)
 
 
 @dataclass
@@ -168,6 +170,9 @@ class Planner:
         self.max_masters = max_masters
         self.max_deltas = max_deltas
         self._clock = clock
+        self.engine = EngineDoor()
+        """The placement engine's door over snapshots: says never / not now
+        (with the earliest start) for what the pipeline cannot place."""
 
     # --- Legion's interface ----------------------------------------------
 
@@ -208,7 +213,7 @@ class Planner:
             master = self._master(objects, rows, vaults, demoted, request.identity, snap)
             if isinstance(master, PlacementFailure):
                 if not masters:
-                    failures.append(master)
+                    failures.append(self._engine_verdict(master, objects, snap, base))
                 break
             sig = tuple(sorted((p.key, p.host) for p in master.placements))
             if sig in seen:
@@ -219,6 +224,27 @@ class Planner:
         return Plan(request.request_id, masters, failures, objects)
 
     # --- steps --------------------------------------------------------------
+
+    def _engine_verdict(
+        self, failure: PlacementFailure, objects: list[ObjectPlan], snap: CollectionSnapshot, base: HostTable
+    ) -> PlacementFailure:
+        """A what-of failure with the placement engine's verdict on the failing
+        object request over the hosts its query accepted: "never" makes the
+        failure lasting; "not now" adds the earliest start when the calendar
+        has one.  Other failures (a vault, a refused host) pass unchanged."""
+        if failure.resource != WHAT_OF:
+            return failure
+        op = next((o for o in objects if span(o.keys, o.request.class_name) == failure.key), None)
+        if op is None or op.accepting is None:
+            return failure
+        ans = self.engine.place(op.request, snap, op.accepting, base)
+        if ans.runs:
+            return failure
+        when = f"; earliest start {ans.earliest_start:g}" if ans.earliest_start is not None else ""
+        return failure.model_copy(update={
+            "lasting": ans.status == "never",
+            "reason": f"{failure.reason}; the placement engine ({ans.path}): {ans.comment}{when}",
+        })
 
     def _unknown_class(self, obj: ObjectRequest) -> PlacementFailure | None:
         """``class.unknown`` when the planner knows its classes and not this one."""
@@ -246,7 +272,7 @@ class Planner:
         ctx = PlanContext(obj, self.classes.get(obj.class_name), float(snap.now))
         outcome = run_filters(ctx, base.take(np.flatnonzero(accepting)), self.filters)
         outcome.drops[:0] = [d for d in query_drops if len(d[0])]
-        return ObjectPlan(obj, keys, outcome, rank(ctx, outcome.hosts, self.rankers))
+        return ObjectPlan(obj, keys, outcome, rank(ctx, outcome.hosts, self.rankers), base.row[accepting])
 
     def _master(
         self,
