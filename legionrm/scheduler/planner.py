@@ -27,9 +27,10 @@ Enactor reserves, so several planners can run at once without double booking.
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -47,6 +48,7 @@ from legionrm.models import (
     ScheduleSuite,
     SchedulingRequest,
 )
+from legionrm.scheduler.engine_door import EngineDoor
 from legionrm.scheduler.pipeline import (
     DEFAULT_FILTERS,
     DEFAULT_RANKERS,
@@ -79,6 +81,7 @@ class ObjectPlan:
     keys: list[str]
     outcome: FilterOutcome  # the query's refusals first, then each filter's
     ranked: HostTable | None = None
+    accepting: np.ndarray | None = None  # snapshot rows the query let through (before the filters)
 
 
 @dataclass
@@ -167,6 +170,9 @@ class Planner:
         self.max_masters = max_masters
         self.max_deltas = max_deltas
         self._clock = clock
+        self.engine = EngineDoor()
+        """The placement engine's door over snapshots: says never / not now
+        (with the earliest start) for what the pipeline cannot place."""
 
     # --- Legion's interface ----------------------------------------------
 
@@ -200,23 +206,45 @@ class Planner:
             return Plan(request.request_id, [], failures, objects)
 
         masters: list[MasterSchedule] = []
-        demoted: set[str] = set()
+        rows = _Rows(snap, base)
+        demoted = np.zeros(rows.n, dtype=bool)
         seen: set[tuple] = set()
         for _ in range(self.max_masters):
-            master = self._master(objects, base, vaults, demoted, request.identity, snap)
+            master = self._master(objects, rows, vaults, demoted, request.identity, snap)
             if isinstance(master, PlacementFailure):
                 if not masters:
-                    failures.append(master)
+                    failures.append(self._engine_verdict(master, objects, snap, base))
                 break
             sig = tuple(sorted((p.key, p.host) for p in master.placements))
             if sig in seen:
                 break
             seen.add(sig)
             masters.append(master)
-            demoted |= {p.host for p in master.placements}
+            demoted[rows.rows_of(p.host for p in master.placements)] = True
         return Plan(request.request_id, masters, failures, objects)
 
     # --- steps --------------------------------------------------------------
+
+    def _engine_verdict(
+        self, failure: PlacementFailure, objects: list[ObjectPlan], snap: CollectionSnapshot, base: HostTable
+    ) -> PlacementFailure:
+        """A what-of failure with the placement engine's verdict on the failing
+        object request over the hosts its query accepted: "never" makes the
+        failure lasting; "not now" adds the earliest start when the calendar
+        has one.  Other failures (a vault, a refused host) pass unchanged."""
+        if failure.resource != WHAT_OF:
+            return failure
+        op = next((o for o in objects if span(o.keys, o.request.class_name) == failure.key), None)
+        if op is None or op.accepting is None:
+            return failure
+        ans = self.engine.place(op.request, snap, op.accepting, base)
+        if ans.runs:
+            return failure
+        when = f"; earliest start {ans.earliest_start:g}" if ans.earliest_start is not None else ""
+        return failure.model_copy(update={
+            "lasting": ans.status == "never",
+            "reason": f"{failure.reason}; the placement engine ({ans.path}): {ans.comment}{when}",
+        })
 
     def _unknown_class(self, obj: ObjectRequest) -> PlacementFailure | None:
         """``class.unknown`` when the planner knows its classes and not this one."""
@@ -244,30 +272,30 @@ class Planner:
         ctx = PlanContext(obj, self.classes.get(obj.class_name), float(snap.now), snap)
         outcome = run_filters(ctx, base.take(np.flatnonzero(accepting)), self.filters)
         outcome.drops[:0] = [d for d in query_drops if len(d[0])]
-        return ObjectPlan(obj, keys, outcome, rank(ctx, outcome.hosts, self.rankers))
+        return ObjectPlan(obj, keys, outcome, rank(ctx, outcome.hosts, self.rankers), base.row[accepting])
 
     def _master(
         self,
         objects: list[ObjectPlan],
-        base: HostTable,
+        rows: "_Rows",
         vaults: VaultTable,
-        demoted: set[str],
+        demoted: np.ndarray,
         caller: Identity,
         snap: CollectionSnapshot,
     ) -> MasterSchedule | PlacementFailure:
-        used = _Taken()
-        taken: set[str] = set()
+        used = _Taken(rows.n)
+        taken = np.zeros(rows.n, dtype=bool)
         placements: list[Placement] = []
         spares_by_obj: list[HostTable] = []
         vault_used: dict[str, float] = {}
-        row_of = dict(zip(base.names.tolist(), base.row.tolist()))
+        score = 0
         for op in objects:
+            assert op.ranked is not None  # make_schedules drops plans without hosts
             hosts = used.off(op.ranked)
             # hosts that earlier masters used go last, keeping rank order otherwise
-            order = np.argsort(_in(hosts, demoted, row_of), kind="stable")
-            hosts = hosts.take(order)
+            hosts = hosts.take(np.argsort(demoted[hosts.row], kind="stable"))
             if op.request.exclusive or op.request.placement in ("scatter", "vscatter"):
-                hosts = hosts.take(np.flatnonzero(~_in(hosts, taken, row_of)))
+                hosts = hosts.take(np.flatnonzero(~taken[hosts.row]))
             picks = assign(op.request, hosts, op.request.count)
             if picks is None:
                 return PlacementFailure(
@@ -275,21 +303,22 @@ class Planner:
                     reason=f"{len(hosts)} feasible hosts cannot hold {op.request.count} instances "
                     f"({op.request.placement})", stage="plan",
                 )
-            res = Resources(cpus=op.request.cpus, memory_gb=op.request.memory_gb, gpus=op.request.gpus,
-                            storage_gb=op.request.storage_gb, exclusive=op.request.exclusive)
-            for key, i in zip(op.keys, picks):
-                host = str(hosts.names[i])
+            res = _resources_of(op.request)
+            picked_rows = hosts.row[picks] if picks else np.zeros(0, dtype=np.int64)
+            names = hosts.names[picks].tolist() if picks else []
+            for key, host in zip(op.keys, names):
                 vault = vaults.pick(host, op.request, vault_used, snap, caller)
                 if isinstance(vault, Refusal):
                     return PlacementFailure(key=key, resource=host, code=vault.code, reason=vault.reason, stage="plan")
-                placements.append(Placement(key=key, class_name=op.request.class_name, host=host, vault=vault,
-                                            resources=res, group=base_group(snap, host)))
-                used.add(host, op.request)
-                taken.add(host)
+                # trusted values (a validated request, snapshot names): no re-validation
+                placements.append(Placement.model_construct(key=key, class_name=op.request.class_name, host=host,
+                                                            vault=vault, resources=res, group=rows.group(host)))
+            used.add(picked_rows, op.request)
+            taken[picked_rows] = True
+            score += int(np.count_nonzero(demoted[picked_rows]))
             spares_by_obj.append(hosts)
-        deltas = self._deltas(objects, placements, spares_by_obj, vaults, caller, snap, row_of)
-        score = float(sum(1.0 for p in placements if p.host in demoted))
-        return MasterSchedule(placements=tuple(placements), deltas=tuple(deltas), score=score)
+        deltas = self._deltas(objects, placements, spares_by_obj, vaults, caller, snap, rows)
+        return MasterSchedule.model_construct(placements=tuple(placements), deltas=tuple(deltas), score=float(score))
 
     def _deltas(
         self,
@@ -299,7 +328,7 @@ class Planner:
         vaults: VaultTable,
         caller: Identity,
         snap: CollectionSnapshot,
-        row_of: dict[str, int],
+        rows: "_Rows",
     ) -> list[DeltaSchedule]:
         """Up to ``max_deltas`` deltas, each moving every instance of one host
         of the master to spare hosts (hosts the master does not use).
@@ -313,26 +342,32 @@ class Planner:
         every spare is some host's alternative).  Within one delta the
         instances moved share the spares' free capacity, never overbooking
         one."""
-        in_master = {p.host for p in placements}
-        risk: dict[str, float] = {}
+        on_host: dict[str, list[Placement]] = {}
+        for p in placements:
+            on_host.setdefault(p.host, []).append(p)
+        in_master = np.zeros(rows.n, dtype=bool)
+        in_master[rows.rows_of(on_host)] = True
+        risk = np.zeros(rows.n)
         for op in objects:
-            for n, r in zip(op.ranked.names.tolist(), op.ranked.risk.tolist()):
-                risk[n] = r
-        hosts_order = sorted(in_master, key=lambda h: (-risk.get(h, 0.0), h))
+            assert op.ranked is not None
+            risk[op.ranked.row] = op.ranked.risk
+        # riskiest first, then by name
+        names = np.array(list(on_host), dtype=object)
+        r = risk[rows.rows_of(on_host)]
+        hosts_order = names[np.lexsort((names.astype(str), -r))].tolist()
         by_key_obj = {k: i for i, op in enumerate(objects) for k in op.keys}
-        spent: set[str] = set()
+        spent = np.zeros(rows.n, dtype=bool)
         deltas: list[DeltaSchedule] = []
         for first_round in [True] + [False] * (self.max_deltas - 1):
             grew = False
             for host in hosts_order:
                 if len(deltas) >= self.max_deltas:
                     return deltas
-                moved = [p for p in placements if p.host == host]
-                delta = self._delta(moved, objects, by_key_obj, spares_by_obj, in_master, spent, first_round,
-                                    vaults, caller, snap, row_of)
+                delta = self._delta(on_host[host], objects, by_key_obj, spares_by_obj, in_master, spent, first_round,
+                                    vaults, caller, snap, rows)
                 if delta is not None:
                     deltas.append(delta)
-                    spent |= {p.host for p in delta.placements}
+                    spent[rows.rows_of(p.host for p in delta.placements)] = True
                     grew = True
             if not grew:
                 break
@@ -340,22 +375,23 @@ class Planner:
 
     def _delta(
         self, moved: list[Placement], objects: list[ObjectPlan], by_key_obj: dict[str, int],
-        spares_by_obj: list[HostTable], in_master: set[str], spent: set[str], reuse: bool,
-        vaults: VaultTable, caller: Identity, snap: CollectionSnapshot, row_of: dict[str, int],
+        spares_by_obj: list[HostTable], in_master: np.ndarray, spent: np.ndarray, reuse: bool,
+        vaults: VaultTable, caller: Identity, snap: CollectionSnapshot, rows: "_Rows",
     ) -> DeltaSchedule | None:
         """``moved`` (one host's placements) on spares, object request by object
         request, each seeing what the ones before took; None when they do not fit."""
-        used = _Taken()
+        used = _Taken(rows.n)
         vault_used: dict[str, float] = {}
-        mine: set[str] = set()  # spares this delta took already: it may go on filling them
+        mine = np.zeros(rows.n, dtype=bool)  # spares this delta took already: it may go on filling them
         new: list[Placement] = []
         for oi in sorted({by_key_obj[p.key] for p in moved}):
             these = [p for p in moved if by_key_obj[p.key] == oi]
             req = objects[oi].request
             spares = used.off(spares_by_obj[oi])
-            fresh = spares.take(np.flatnonzero(~_in(spares, in_master | (spent - mine), row_of)))
+            at = spares.row
+            fresh = spares.take(np.flatnonzero(~(in_master[at] | (spent[at] & ~mine[at]))))
             if len(fresh) == 0 and reuse:
-                fresh = spares.take(np.flatnonzero(~_in(spares, in_master, row_of)))
+                fresh = spares.take(np.flatnonzero(~in_master[at]))
             picks = assign(req, fresh, len(these))
             if picks is None:
                 return None
@@ -364,10 +400,12 @@ class Planner:
                 vault = vaults.pick(h, req, vault_used, snap, caller)
                 if isinstance(vault, Refusal):
                     return None
-                new.append(p.model_copy(update={"host": h, "vault": vault, "group": base_group(snap, h)}))
-                used.add(h, req)
-                mine.add(h)
-        return DeltaSchedule(placements=tuple(new)) if new else None
+                new.append(Placement.model_construct(key=p.key, class_name=p.class_name, host=h, vault=vault,
+                                                     resources=p.resources, group=rows.group(h)))
+                row = fresh.row[i:i + 1]
+                used.add(row, req)
+                mine[row] = True
+        return DeltaSchedule.model_construct(placements=tuple(new)) if new else None
 
 
 # --- what of -------------------------------------------------------------------
@@ -398,34 +436,63 @@ def assign(req: ObjectRequest, hosts: HostTable, count: int) -> list[int] | None
     return [int(i) for i in np.repeat(np.arange(last + 1), per)]
 
 
-@dataclass
 class _Taken:
     """What a schedule being built (a master, or one delta) has put on hosts so
-    far, by host name, so later object requests see it."""
+    far, as columns over the snapshot's rows, so later object requests see it."""
 
-    cpu: dict[str, float] = field(default_factory=dict)
-    mem: dict[str, float] = field(default_factory=dict)
-    gpu: dict[str, float] = field(default_factory=dict)
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.any = False
+        self.cpu = np.zeros(n)
+        self.mem = np.zeros(n)
+        self.gpu = np.zeros(n)
 
-    def add(self, host: str, req: ObjectRequest) -> None:
-        """One instance of ``req`` on ``host`` (an exclusive one takes every cpu)."""
-        self.cpu[host] = self.cpu.get(host, 0.0) + (INF if req.exclusive else req.cpus)
-        self.mem[host] = self.mem.get(host, 0.0) + req.memory_gb
-        self.gpu[host] = self.gpu.get(host, 0.0) + req.gpus
+    def add(self, rows: np.ndarray, req: ObjectRequest) -> None:
+        """One instance of ``req`` on each of ``rows`` (a row may repeat; an
+        exclusive instance takes every cpu)."""
+        if not len(rows):
+            return
+        self.any = True
+        np.add.at(self.cpu, rows, INF if req.exclusive else req.cpus)
+        np.add.at(self.mem, rows, req.memory_gb)
+        np.add.at(self.gpu, rows, req.gpus)
 
     def off(self, hosts: HostTable) -> HostTable:
         """``hosts`` with what was taken subtracted from their free capacity."""
-        if not self.cpu:
+        if not self.any:
             return hosts
-        names = hosts.names.tolist()
-        dc = np.array([self.cpu.get(n, 0.0) for n in names])
-        dm = np.array([self.mem.get(n, 0.0) for n in names])
-        dg = np.array([self.gpu.get(n, 0.0) for n in names])
-        return HostTable(**{
-            **{k: getattr(hosts, k) for k in hosts.__dataclass_fields__},
-            "free_cpus": np.maximum(hosts.free_cpus - dc, 0), "free_memory_gb": hosts.free_memory_gb - dm,
-            "free_gpus": hosts.free_gpus - dg, "instances": hosts.instances + (dc > 0),
-        })
+        at = hosts.row
+        dc, dm, dg = self.cpu[at], self.mem[at], self.gpu[at]
+        return dataclasses.replace(
+            hosts, free_cpus=np.maximum(hosts.free_cpus - dc, 0), free_memory_gb=hosts.free_memory_gb - dm,
+            free_gpus=hosts.free_gpus - dg, instances=hosts.instances + (dc > 0),
+        )
+
+
+class _Rows:
+    """One make_schedules call's view of the snapshot's rows: host name ->
+    row, and the host group of each host used (read once per call)."""
+
+    def __init__(self, snap: CollectionSnapshot, base: HostTable) -> None:
+        self.snap = snap
+        self.n = len(snap.table.names)
+        self._row = dict(zip(base.names.tolist(), base.row.tolist()))
+        self._group: dict[str, str | None] = {}
+
+    def rows_of(self, names: Iterable[str]) -> np.ndarray:
+        return np.array([self._row[n] for n in names], dtype=np.int64)
+
+    def group(self, host: str) -> str | None:
+        try:
+            return self._group[host]
+        except KeyError:
+            g = self._group[host] = base_group(self.snap, host)
+            return g
+
+
+def _resources_of(req: ObjectRequest) -> Resources:
+    return Resources.model_construct(cpus=float(req.cpus), memory_gb=float(req.memory_gb), gpus=int(req.gpus),
+                                     storage_gb=float(req.storage_gb), exclusive=bool(req.exclusive))
 
 
 def keys_of(request: SchedulingRequest) -> list[list[str]]:
@@ -464,11 +531,3 @@ def _no_hosts(op: ObjectPlan) -> PlacementFailure:
     lasting = all(k in LASTING for (_, k, _) in counts)
     return PlacementFailure(key=key, resource=by, code=code, lasting=lasting,
                             reason=f"no host can take it: {summary}; e.g. {reason}", stage="plan")
-
-
-def _in(hosts: HostTable, members: set[str], row_of: dict[str, int]) -> np.ndarray:
-    """Mask of the hosts named in ``members``, by snapshot row (``np.isin``
-    on integer rows; on the object array of names it is many times slower)."""
-    if not members:
-        return np.zeros(len(hosts), dtype=bool)
-    return np.isin(hosts.row, np.fromiter((row_of[n] for n in members), dtype=hosts.row.dtype, count=len(members)))

@@ -29,7 +29,7 @@ from legionrm.scheduler.placement.base import (
     requested_resources,
 )
 from legionrm.scheduler.placement.engine import Placer
-from legionrm.scheduler.placement.nodes import NodeTable
+from legionrm.scheduler.placement.nodes import NodeSpec, NodeTable
 from legionrm.scheduler.placement.nodestate import HostState
 from legionrm.scheduler.placement.scenario import Scenario, load_scenario, run_scenario
 from legionrm.scheduler.placement.select import (
@@ -40,6 +40,6 @@ from legionrm.scheduler.placement.select import (
 )
 
 __all__ = [
-    "Chunk", "HostState", "NodeTable", "PathPlacer", "Place", "PlaceConfig", "PlacementResult", "Placer", "Scenario",
+    "Chunk", "HostState", "NodeSpec", "NodeTable", "PathPlacer", "Place", "PlaceConfig", "PlacementResult", "Placer", "Scenario",
     "SelectRequest", "choose_path", "load_scenario", "parse_select", "requested_resources", "run_scenario",
 ]

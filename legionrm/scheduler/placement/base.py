@@ -254,26 +254,32 @@ class PathPlacer:
         queue: str | None = None,
         earliest: bool = True,
         path_reason: str = "",
+        hosts: np.ndarray | None = None,
     ) -> PlacementResult:
         """Place ``request`` at ``now`` (default: the host state's clock) for
         ``walltime`` seconds (None: 5 years).  Pure: nothing is occupied; call
-        :meth:`occupy` with the result to start the work."""
+        :meth:`occupy` with the result to start the work.  ``hosts`` (node
+        indices, ascending; a persistent array: sums are cached by its
+        identity) narrows the queue's universe to the hosts a caller found
+        acceptable (the Legion planner's query and class filters)."""
         wall = JOB_INFINITY if walltime is None else float(walltime)
         view = self.state.live() if now is None or float(now) == self.state.now else self.state.at(float(now))
         chunks = self.compile(request)
-        out = self.decide(request, chunks, view, wall, queue)
+        out = self.decide(request, chunks, view, wall, queue, hosts)
         start: float | None = None
         if out.status == "run":
             start = view.now
         elif out.status == "not_now" and earliest:
-            start = self._earliest(request, chunks, view.now, wall, queue)
+            start = self._earliest(request, chunks, view.now, wall, queue, hosts)
         return self._result(request, chunks, out, view.now, start, queue, wall, path_reason)
 
     def decide(
         self, request: SelectRequest, chunks: tuple[CompiledChunk, ...], view: StateView, wall: float,
-        queue: str | None,
+        queue: str | None, hosts: np.ndarray | None = None,
     ) -> SearchOutcome:
         universe = self.table.universe(queue)
+        if hosts is not None:
+            universe = hosts if not self.table.queues else np.intersect1d(universe, hosts)
         pre = prefilter(self.table, request, chunks, universe, view, self.sums)
         if pre is not None:
             return SearchOutcome(pre[0], pre[1], chunk=pre[2])  # type: ignore[arg-type]
@@ -303,10 +309,11 @@ class PathPlacer:
         return self._search(request, chunks, universe, view, wall)
 
     def _earliest(
-        self, request: SelectRequest, chunks: tuple[CompiledChunk, ...], now: float, wall: float, queue: str | None
+        self, request: SelectRequest, chunks: tuple[CompiledChunk, ...], now: float, wall: float, queue: str | None,
+        hosts: np.ndarray | None = None,
     ) -> float | None:
         for t in self.state.event_times(now).tolist():
-            if self.decide(request, chunks, self.state.at(t), wall, queue).status == "run":
+            if self.decide(request, chunks, self.state.at(t), wall, queue, hosts).status == "run":
                 return float(t)
         return None
 

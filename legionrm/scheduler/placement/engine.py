@@ -4,6 +4,8 @@ both paths on one host state."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from legionrm.scheduler.placement.base import (
     Path,
     PathPlacer,
@@ -38,11 +40,12 @@ class Placer:
 
     def place(
         self, request: SelectRequest, now: float | None = None, walltime: float | None = None, *,
-        queue: str | None = None, earliest: bool = True, **flags: bool,
+        queue: str | None = None, earliest: bool = True, hosts: np.ndarray | None = None, **flags: bool,
     ) -> PlacementResult:
+        """``hosts`` narrows the universe to these node indices (see :meth:`PathPlacer.place`)."""
         path, why = self.choose(request, **flags)
         placer: PathPlacer = self.buckets if path == "buckets" else self.nodes
-        return placer.place(request, now, walltime, queue=queue, earliest=earliest, path_reason=why)
+        return placer.place(request, now, walltime, queue=queue, earliest=earliest, path_reason=why, hosts=hosts)
 
     def occupy(self, result: PlacementResult, start: float, end: float) -> list[int]:
         return self.buckets.occupy(result, start, end)
