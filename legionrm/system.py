@@ -250,7 +250,8 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
     ``bind_nodes`` binds every live Ray node so (:func:`ray_node_hosts`), its
     capacity from Ray's own view of the node.  ``state_dir`` is where the
     Scheduler keeps its requests (a restarted Scheduler, or a new boot on the
-    same directory, reloads them); None keeps them in memory only.
+    same directory, reloads them) and each host group what its hosts granted
+    (such a group then restarts too); None keeps them in memory only.
     ``auth_home`` is the legionrm home whose registry the system checks
     every caller against (None: :data:`HOME` when ``detached``, as for
     ``legionrm up``, else no authentication; False: none).  Boot creates the
@@ -271,9 +272,11 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
     specs = {h.name: h for h in spec.hosts}
     for name, hosts in host_groups(spec).items():
         hosts = [h for h in hosts if h.name not in node_hosts]
-        if hosts:
-            system.groups[name] = spawn_host_group(name, hosts, collection=coll, heartbeat_s=hb, detached=detached,
-                                                   **auth)
+        if hosts:  # with a state dir a group keeps what its hosts granted, so it may restart
+            system.groups[name] = spawn_host_group(
+                name, hosts, collection=coll, heartbeat_s=hb, detached=detached,
+                state_path=str(Path(state_dir) / f"hostgroup-{name}.db") if state_dir is not None else None,
+                restarts=RESTARTS if state_dir is not None else 0, **auth)
     for host, node_id in (ray_nodes or {}).items():
         system.nodes[host] = spawn_ray_node_host(node_id, specs.get(host) or HostSpec(name=host), collection=coll,
                                                  heartbeat_s=hb, detached=detached, **auth)

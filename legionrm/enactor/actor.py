@@ -135,6 +135,7 @@ class RayGateway:
         out: list[ReservationToken | Refusal | None] = [None] * len(requests)
         batches: dict[str, tuple[Handle, list[int]]] = {}
         singles: list[tuple[int, Any]] = []
+        singles_handles: dict[int, Handle] = {}
         for i, rq in enumerate(requests):
             route = self._route(rq.resource, groups[i] if groups is not None else None)
             if route is None:
@@ -145,14 +146,19 @@ class RayGateway:
                     self._granted_by[rq.resource] = route[0][len("group:") :]
             else:
                 singles.append((i, route[1].make_reservation.remote(rq)))
+                singles_handles[i] = route[1]
         batch_list = list(batches.values())
         refs = [h.make_reservations.remote([requests[i] for i in idx]) for h, idx in batch_list]
         answers = self._gather(refs + [ref for _, ref in singles])
         for (h, idx), (ok, value) in zip(batch_list, answers[: len(refs)]):
             for j, i in enumerate(idx):
                 out[i] = value[j] if ok else _dead(requests[i].resource, value)
+            if not ok:
+                _abandon(h, [requests[i].request_id for i in idx])
         for (i, _), (ok, value) in zip(singles, answers[len(refs) :]):
             out[i] = value if ok else _dead(requests[i].resource, value)
+            if not ok:
+                _abandon(singles_handles[i], [requests[i].request_id])
         return out  # type: ignore[return-value]
 
     def cancel(self, tokens: Sequence[ReservationToken]) -> None:
@@ -215,6 +221,19 @@ def discover_resource(resource: str) -> tuple[Handle, bool] | None:
         if h is not None:
             return h, True
     return None
+
+
+def _abandon(handle: Handle, request_ids: list[str]) -> None:
+    """The gateway gave up on a reservation call (its deadline passed, or the
+    actor died and may come back): tell the actor to cancel whatever it
+    granted for those request ids, so nothing granted to nobody is left to
+    expire.  Fire and forget; Ray runs it after the reservation call (one
+    caller's calls to an actor run in order), and an actor that is gone for
+    good has nothing to cancel."""
+    try:
+        handle.cancel_requests.remote(request_ids)
+    except Exception:  # noqa: BLE001 - best effort; the tokens time out anyway
+        log.info("could not ask %s to cancel abandoned reservations", handle, exc_info=True)
 
 
 def _dead(name: str, err: Any) -> Refusal:

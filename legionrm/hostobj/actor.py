@@ -24,6 +24,7 @@ from legionrm.auth import CallSigner, Registry
 from legionrm.auth.guard import auth_home as auth_home_dir
 from legionrm.auth.guard import host_attestations
 from legionrm.hostobj.build import build_class, build_host, build_vault
+from legionrm.hostobj.durable import Keeper
 from legionrm.hostobj.group import HostGroup, InstanceKey, TokenRef
 from legionrm.hostobj.ray_node import RayNodeHost
 from legionrm.hostobj.resource import ResourceObject
@@ -49,6 +50,7 @@ from legionrm.naming import (
     host_name,
     vault_name,
 )
+from legionrm.state import HostStore
 
 log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_S = 30.0
@@ -193,6 +195,10 @@ class HostActor(_Beating):
     def cancel_reservations(self, items: list[TokenRef]) -> list[bool]:
         return self._batch.cancel_reservations(items)
 
+    def cancel_requests(self, request_ids: list[str], prefix: bool = False) -> list[str]:
+        """Cancel what was granted for these caller request ids (see ResourceObject.cancel_requests)."""
+        return self.core.cancel_requests(request_ids, prefix=prefix)
+
     def start_object(self, token: ReservationToken, class_name: str, holder: Holder, vault: str | None = None,
                      args: dict | None = None, impl: str | None = None) -> InstanceRef | Refusal:
         return self.core.start_object(token, class_name, holder, vault=vault, args=args, impl=impl)
@@ -242,17 +248,28 @@ class HostGroupActor(_Beating):
     """Many simulated host objects in one process; one batched call per Enactor step."""
 
     def __init__(self, name: str, specs: list[HostSpec], collection: Any = None, heartbeat_s: float = 5.0,
-                 auth_home: str | None = None) -> None:
+                 auth_home: str | None = None, state_path: str | None = None) -> None:
         sink = _auth_sink(collection, auth_home, "host", [s.name for s in specs])
         hosts = [build_host(s) for s in specs]
         _guard_resources(hosts, auth_home)
         self.core = HostGroup(name, hosts, sink=sink)
+        # with a state file, what the hosts granted survives a restart of this actor
+        self._keeper = Keeper(HostStore(state_path), hosts) if state_path else None
+        if self._keeper is not None:
+            back = self._keeper.restore()
+            if any(back.values()):
+                log.warning("host group %s restarted: %d reservation(s) reloaded", name, sum(back.values()))
 
         def beat() -> None:
             self.core.expire()
+            self._save()
             self.core.heartbeat()
 
         self._start_beat(beat, heartbeat_s)
+
+    def _save(self) -> None:
+        if self._keeper is not None:
+            self._keeper.save()
 
     def ping(self) -> str:
         return "ok"
@@ -261,19 +278,38 @@ class HostGroupActor(_Beating):
         return self.core.names()
 
     def make_reservations(self, requests: list[ReservationRequest]) -> list[ReservationToken | Refusal]:
-        return self.core.make_reservations(requests)
+        out = self.core.make_reservations(requests)
+        self._save()
+        return out
 
     def check_reservations(self, items: list[TokenRef]) -> list[ReservationToken | Refusal]:
         return self.core.check_reservations(items)
 
     def cancel_reservations(self, items: list[TokenRef]) -> list[bool]:
-        return self.core.cancel_reservations(items)
+        out = self.core.cancel_reservations(items)
+        self._save()
+        return out
+
+    def cancel_requests(self, request_ids: list[str], prefix: bool = False) -> list[str]:
+        """Cancel what any host here granted for these caller request ids
+        (see ResourceObject.cancel_requests)."""
+        out: list[str] = []
+        for name in self.core.names():
+            host = self.core.get(name)
+            if host is not None:
+                out += host.cancel_requests(request_ids, prefix=prefix)
+        self._save()
+        return out
 
     def start_objects(self, starts: list[StartRequest]) -> list[InstanceRef | Refusal]:
-        return self.core.start_objects(starts)
+        out = self.core.start_objects(starts)
+        self._save()
+        return out
 
     def stop_objects(self, items: list[InstanceKey], reason: str = "stopped") -> list[Resources | Refusal]:
-        return self.core.stop_objects(items, reason)
+        out = self.core.stop_objects(items, reason)
+        self._save()
+        return out
 
     def list_instances(self, host: str | None = None) -> list[InstanceRef]:
         return self.core.list_instances(host)
@@ -321,6 +357,10 @@ class VaultActor(_Beating):
 
     def cancel_reservations(self, items: list[str | ReservationToken]) -> list[bool]:
         return [self.core.cancel_reservation(t) for t in items]
+
+    def cancel_requests(self, request_ids: list[str], prefix: bool = False) -> list[str]:
+        """Cancel what was granted for these caller request ids (see ResourceObject.cancel_requests)."""
+        return self.core.cancel_requests(request_ids, prefix=prefix)
 
     def use(self, token: ReservationToken, host: str, holder: Holder) -> str | Refusal:
         return self.core.use(token, host, holder)
@@ -388,8 +428,8 @@ class ClassActor:
 
 
 def _opts(name: str, detached: bool, *, on_head: bool = True) -> dict[str, Any]:
-    # never restarted: a host object that lost its calendar and token serials
-    # would grant what it had already granted.  On the head node, but for the
+    # never restarted (but a host group with a state file): a host object that
+    # lost its calendar and token serials would grant what it had already granted.  On the head node, but for the
     # host object of a Ray node, which lives and dies with its node.
     opts = dict(control_plane(name, detached=detached), get_if_exists=True)
     if not on_head:
@@ -420,11 +460,15 @@ def spawn_ray_node_host(
 
 def spawn_host_group(
     name: str, host_specs: Sequence[HostSpec], *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False,
-    auth_home: str | None = None,
+    auth_home: str | None = None, state_path: str | None = None, restarts: int = 0,
 ) -> Any:
-    """A HostGroupActor carrying ``host_specs``, named ``hostgroup:<name>``."""
-    return HostGroupActor.options(**_opts(group_name(name), detached)).remote(name, list(host_specs), collection,
-                                                                            heartbeat_s, auth_home=auth_home)
+    """A HostGroupActor carrying ``host_specs``, named ``hostgroup:<name>``.
+    With ``state_path`` (its SQLite file) its hosts keep their secrets, token
+    serials, reservations and instances across a restart; ``restarts`` is how
+    many times Ray restarts it (give it only with a state file)."""
+    opts = {**_opts(group_name(name), detached), "max_restarts": restarts}
+    return HostGroupActor.options(**opts).remote(name, list(host_specs), collection, heartbeat_s,
+                                                 auth_home=auth_home, state_path=state_path)
 
 
 def spawn_vault(spec: VaultSpec, *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False,

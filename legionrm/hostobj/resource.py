@@ -26,6 +26,7 @@ import numpy as np
 
 from legionrm.hostobj import codes, tokens
 from legionrm.hostobj.calendar import Calendar, State
+from legionrm.hostobj.durable import abandon
 from legionrm.hostobj.policies import (
     ADMIT,
     Policy,
@@ -281,6 +282,11 @@ class ResourceObject:
         if not res.holders:
             self._close(res, self.now())
         return True
+
+    @public
+    def cancel_requests(self, request_ids: list[str] | tuple[str, ...], *, prefix: bool = False) -> list[str]:
+        """Cancel the unheld grants for caller request ids a caller gave up on (:func:`durable.abandon`)."""
+        return abandon(self, tuple(request_ids), prefix)
 
     @public
     def reservations(self) -> list[ReservationToken]:

@@ -30,9 +30,11 @@ from legionrm.models import (
     EnactResult,
     Identity,
     ObjectRequest,
+    PlacementFailure,
     Refusal,
     RequestInfo,
     Resources,
+    ScheduleAttempt,
     ScheduleProposal,
     SchedulerResponse,
     SchedulerStatus,
@@ -65,6 +67,10 @@ class RemoteEnactor:
     Scheduler, which vouches for each request's holder to every resource its
     schedules name (an :class:`~legionrm.auth.Attestation` per resource)."""
 
+    abandon: Any = None
+    """Called with a request id when the Enactor died (or never answered)
+    during its enactment: cancels what it may have reserved for it."""
+
     def __init__(self, handle: Any, approver: tuple[Any, str] | None = None) -> None:
         self.handle = handle
         self.approver = approver
@@ -72,7 +78,20 @@ class RemoteEnactor:
     def enact_schedule(self, schedules: EnactRequest) -> EnactResult:
         if self.attester is not None:
             schedules = attest_schedules(self.attester, schedules)
-        return ray.get(self.handle.enact_schedule.remote(schedules, self.approver), timeout=CALL_TIMEOUT_S)
+        try:
+            return ray.get(self.handle.enact_schedule.remote(schedules, self.approver), timeout=CALL_TIMEOUT_S)
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:
+            # the Enactor died (Ray restarts it) or hung: nothing it reserved for this request
+            # is held by anyone now, so cancel it, and answer the request as not placed
+            if self.abandon is not None:
+                self.abandon(schedules.request_id)
+            why = f"the enactor did not finish: {type(exc).__name__}"
+            return EnactResult(ok=False, attempts=(ScheduleAttempt(master=0, deltas_tried=0, succeeded=False, failures=(
+                PlacementFailure(key="*", resource="enactor", code=ENACTOR_LOST, reason=why),)),))
+
+
+ENACTOR_LOST = "enactor.lost"
+"""The failure code of an enactment whose Enactor died or never answered."""
 
 
 def attest_schedules(credential: Any, schedules: EnactRequest, ttl_s: float = 300.0) -> EnactRequest:
@@ -235,9 +254,29 @@ class SchedulerActor:
             interval_s=float(cluster.fairshare.get("interval_s", 10.0)), name=f"{name}-cycle",
             pools=self.core.pools,
         )
+        enact.abandon = grow.abandon = self._abandon_enactment
         self.runner = CycleRunner(self.cycle)
         self.runner.start()
         self._auth_setup(auth_home)
+
+    def _abandon_enactment(self, request_id: str) -> int:
+        """Ask every host, host group and vault to cancel the unheld
+        reservations made for ``request_id`` (the Enactor names them
+        ``<request_id>/...``): an enactment nobody finishes leaves nothing
+        reserved.  Returns how many were cancelled (unreachable actors: their
+        tokens time out)."""
+        handles = _unique([*self._carriers.values(), *self._vaults.values()])
+        refs = [h.cancel_requests.remote([f"{request_id}/"], True) for h in handles.values()]
+        cancelled = 0
+        if refs:
+            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=WATCH_TIMEOUT_S)
+            for ref in ready:
+                try:
+                    cancelled += len(ray.get(ref))
+                except ray.exceptions.RayError:
+                    pass
+        log.warning("enactment of %s abandoned: %d reservation(s) cancelled", request_id, cancelled)
+        return cancelled
 
     def _auth_setup(self, auth_home: str | None) -> None:
         """The door every user-facing call goes through (open without a home: no authentication)."""
@@ -347,6 +386,11 @@ class SchedulerActor:
         self_handle = ray.get_runtime_context().current_actor
         enactor = RemoteEnactor(handle, (self_handle, "approve"))
         enactor.attester = self._signer.credential if self._signer is not None else None
+        enactor.abandon = self._abandon_enactment
+        # the elastic cycle enacts its growth through the same Enactor (confirmed by approve_growth)
+        grow = RemoteEnactor(handle, (self_handle, "approve_growth"))
+        grow.attester, grow.abandon = enactor.attester, self._abandon_enactment
+        self.cycle.enactor = grow
         return self.core.setEnactor(enactor).handle
 
     def instances(self) -> list:

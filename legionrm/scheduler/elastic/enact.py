@@ -71,13 +71,15 @@ class HostStopper:
     def stop(self, instance: InstanceRef, reason: str) -> object:
         port = self._hosts(instance.host) if callable(self._hosts) else self._hosts.get(instance.host)
         answer: object = False
-        if port is not None:
-            answer = port.stop_object(instance.instance_id, reason)
-            if isinstance(answer, Refusal) and answer.code == codes.RESOURCE_ERROR:
-                raise SchedulingError(f"stopping {instance.instance_id} on {instance.host}: {answer.reason}")
-        cls = self._classes.get(instance.class_name)
-        if cls is not None:
-            cls.instance_stopped(instance.instance_id)
+        try:
+            if port is not None:
+                answer = port.stop_object(instance.instance_id, reason)
+                if isinstance(answer, Refusal) and answer.code == codes.RESOURCE_ERROR:
+                    raise SchedulingError(f"stopping {instance.instance_id} on {instance.host}: {answer.reason}")
+        finally:  # the class follows the caller's books even when the host is gone (its instances with it)
+            cls = self._classes.get(instance.class_name)
+            if cls is not None:
+                cls.instance_stopped(instance.instance_id)
         return answer
 
 

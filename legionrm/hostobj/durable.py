@@ -1,0 +1,131 @@
+"""What a host object keeps across a restart of its actor, and what it gives back.
+
+:func:`snapshot` is a host object's durable state as JSON-ready data: its
+secret (so the tokens it signed still verify), its token serial (so a token
+id is never issued twice), its open reservations (each token, request,
+status, uses and holders) and its running instances.  :func:`restore` puts
+that state back into a freshly built object with the same name.
+:class:`Keeper` writes the snapshots of a group's hosts to a
+:class:`~legionrm.state.HostStore` after every call that may change them
+(only the rows that changed) and reloads them on start.
+
+:func:`abandon` cancels the grants a caller gave up on (a reservation call
+that timed out, an Enactor that died mid-enactment): a granted reservation
+nobody holds is cancelled, not left to expire.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import threading
+from typing import Any, Iterable, Mapping
+
+from legionrm.hostobj.records import Reservation
+from legionrm.models import InstanceRef, ReservationRequest, ReservationToken
+from legionrm.state import HostStore
+
+FORMAT = 1
+
+
+def abandon(res: Any, request_ids: tuple[str, ...], prefix: bool) -> list[str]:
+    """Cancel the active, unused, unheld reservations ``res`` granted for
+    ``request_ids`` (with ``prefix``: for any request id starting with one of
+    them).  The caller holds ``res``'s lock.  Returns the token ids cancelled."""
+    if prefix:
+        found = [r for rid, r in res._by_request.items() if rid.startswith(request_ids)]
+    else:
+        found = [r for r in (res._by_request.get(rid) for rid in request_ids) if r is not None]
+    out = []
+    for r in found:
+        if r.status == "active" and r.uses == 0 and not r.holders and res.cancel_reservation(r.token.token_id):
+            out.append(r.token.token_id)
+    return out
+
+
+def _serial(res: Any) -> int:
+    """The next grant serial (read without using it up)."""
+    n = next(res._grants)
+    res._grants = itertools.count(n)
+    return n
+
+
+def snapshot(res: Any) -> dict[str, Any]:
+    """``res``'s durable state (a ResourceObject, a HostObject with instances)."""
+    with res._lock:
+        return {
+            "format": FORMAT, "name": res.name, "secret": res._secret.hex(), "serial": _serial(res),
+            "reservations": [
+                {"token": r.token.model_dump(mode="json"), "request": r.request.model_dump(mode="json"),
+                 "status": r.status, "uses": r.uses, "holders": sorted(r.holders)}
+                for r in res._open.values()
+            ],
+            "instances": [{"ref": ref.model_dump(mode="json"), "token_id": r.token.token_id}
+                          for ref, r in getattr(res, "_instances", {}).values()],
+        }
+
+
+def restore(res: Any, body: Mapping[str, Any]) -> int:
+    """Put ``body`` (a :func:`snapshot` of an object of the same name) back
+    into the fresh object ``res``: the same secret, a serial never below the
+    stored one, every open reservation booked again and every instance
+    listed again.  A reservation that no longer fits the calendar (the
+    capacity shrank) is dropped.  Returns how many reservations came back."""
+    if body.get("format") != FORMAT or body.get("name") != res.name:
+        return 0
+    back = 0
+    with res._lock:
+        res._secret = bytes.fromhex(body["secret"])
+        res._grants = itertools.count(max(int(body["serial"]), _serial(res)))
+        for item in body["reservations"]:
+            token = ReservationToken.model_validate(item["token"])
+            request = ReservationRequest.model_validate(item["request"])
+            if token.token_id in res._by_token:
+                continue
+            try:
+                res.calendar.add(token.token_id, res._vector(request.resources), token.start, token.end)
+            except ValueError:
+                continue
+            r = Reservation(token=token, request=request, status=item["status"], uses=int(item["uses"]),
+                            holders=set(item["holders"]))
+            res._by_token[token.token_id] = res._by_request[request.request_id] = res._open[token.token_id] = r
+            back += 1
+        instances = getattr(res, "_instances", None)
+        if instances is not None:
+            for item in body.get("instances", ()):
+                r = res._by_token.get(item["token_id"])
+                if r is not None:
+                    ref = InstanceRef.model_validate(item["ref"])
+                    instances[ref.instance_id] = (ref, r)
+        res._next_deadline = -math.inf  # the next call sweeps what came due while the actor was down
+    return back
+
+
+class Keeper:
+    """Keeps the durable state of ``hosts`` (name -> host object) in ``store``."""
+
+    def __init__(self, store: HostStore, hosts: Iterable[Any]) -> None:
+        self.store = store
+        self.hosts = {h.name: h for h in hosts}
+        self._written: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def restore(self) -> dict[str, int]:
+        """Reload every stored host this keeper carries: reservations back, by host."""
+        out = {}
+        for name, body in self.store.load().items():
+            host = self.hosts.get(name)
+            if host is not None:
+                out[name] = restore(host, body)
+        self.save()
+        return out
+
+    def save(self) -> int:
+        """Write the hosts whose state changed since the last save; returns how many."""
+        with self._lock:
+            bodies = {n: json.dumps(snapshot(h), sort_keys=True) for n, h in self.hosts.items()}
+            changed = {n: b for n, b in bodies.items() if self._written.get(n) != b}
+            self.store.put_many(changed)
+            self._written.update(changed)
+            return len(changed)
