@@ -20,7 +20,14 @@ from typing import Any, Callable, Iterable, Mapping, Protocol
 from legionrm.hostobj import codes
 from legionrm.hostobj.policies import ADMIT, Verdict, ask_owner
 from legionrm.mil import compile_query
-from legionrm.models import Holder, ImplementationSpec, InstanceRef, Refusal, ReservationToken, Resources
+from legionrm.models import (
+    Holder,
+    ImplementationSpec,
+    InstanceRef,
+    Refusal,
+    ReservationToken,
+    Resources,
+)
 
 
 class HostPort(Protocol):

@@ -33,7 +33,14 @@ import numpy as np
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.models import ObjectRequest
 from legionrm.scheduler.pipeline import HostTable
-from legionrm.scheduler.placement import HostState, NodeSpec, NodeTable, PlaceConfig, Placer, SelectRequest
+from legionrm.scheduler.placement import (
+    HostState,
+    NodeSpec,
+    NodeTable,
+    PlaceConfig,
+    Placer,
+    SelectRequest,
+)
 from legionrm.scheduler.snaptables import base_table
 
 RESOURCES: tuple[str, ...] = ("ncpus", "mem", "ngpus", "host", "vnode")

@@ -178,6 +178,15 @@ class RequestBook:
                 del entry.history[HISTORY_LIMIT // 2]
             self.save(entry)
 
+    def finish(self, entry: Entry, state: RequestState, reason: str) -> bool:
+        """Move a live request to a final ``state``; False (and no change)
+        when it already ended (a cancel and an end can race)."""
+        with self._lock:
+            if entry.final:
+                return False
+            self.move(entry, state, reason)
+            return True
+
     @staticmethod
     def _retry_of(entry: Entry, reason: str) -> bool:
         """Does going back to pending for ``reason`` repeat the last pending

@@ -28,7 +28,6 @@ from typing import Any, Callable
 
 from legionrm.enactor.replan import enact_with_replans
 from legionrm.errors import SchedulingError
-from legionrm.hostobj.inert import activation
 from legionrm.models import (
     EnactRequest,
     EnactResult,
@@ -43,8 +42,8 @@ from legionrm.models import (
     SchedulerResponse,
     SchedulingRequest,
 )
-from legionrm.scheduler.approval import check_proposal
 from legionrm.scheduler.capacity import REQUEST_TOO_BIG, live_capacity, peak, too_big
+from legionrm.scheduler.confirm import activation, check_proposal
 from legionrm.scheduler.planner import Plan, Planner
 from legionrm.scheduler.ports import (
     EnactorPort,
@@ -246,10 +245,11 @@ class Scheduler:
             self._cancel_asked.add(request_id)
             return entry.info()
         for iid in entry.live_instances():
-            self._stop(entry.refs[iid], reason)
+            # ended in the book first, so the watch never takes the stop for an end of its own
             self.book.end_instance(iid, "stopped", reason)
-        self.book.move(entry, "cancelled", reason)
-        self._book_back(entry)
+            self._stop(entry.refs[iid], reason)
+        if self.book.finish(entry, "cancelled", reason):
+            self._book_back(entry)
         self.replan()
         return entry.info()
 
@@ -274,8 +274,8 @@ class Scheduler:
             return False
         if entry.state == "running" and not entry.live_instances():
             lost = any(i.state == "lost" for i in entry.instances.values())
-            self.book.move(entry, "failed" if lost else "completed", reason)
-            self._book_back(entry)
+            if self.book.finish(entry, "failed" if lost else "completed", reason):
+                self._book_back(entry)
         self.replan()
         return True
 
@@ -339,7 +339,7 @@ class Scheduler:
 
     def approve(self, proposal: ScheduleProposal) -> bool | Refusal:
         """Legion's step 6: the enactor reports a fully reserved schedule and
-        the scheduler confirms it (:func:`~legionrm.scheduler.approval.check`)."""
+        the scheduler confirms it (:func:`~legionrm.scheduler.confirm.check_proposal`)."""
         with self._lock:
             keys = self._enacting.get(proposal.request_id)
         return check_proposal(keys, proposal, self.name)

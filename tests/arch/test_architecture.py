@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.hostobj", "legionrm.enactor"),
     ENGINES[:3] + ("legionrm.scheduler.pipeline", "legionrm.scheduler.ports", "legionrm.scheduler.requests",
                    "legionrm.scheduler.watch", "legionrm.scheduler.capacity",
-                   "legionrm.scheduler.approval"),
+                   "legionrm.scheduler.confirm"),
     ("legionrm.scheduler.recovery",),
     ("legionrm.scheduler.elastic", "legionrm.scheduler.snaptables", "legionrm.config", "legionrm.request_file"),
     ("legionrm.scheduler.engine_door",),

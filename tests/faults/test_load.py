@@ -18,9 +18,6 @@ from legionrm.models import Identity, ObjectRequest, SchedulingRequest
 
 pytestmark = pytest.mark.ray
 
-RACE = """Known and not fixed here (scheduler.py is not this suite's to change): under load a
-just-started instance is sometimes ended by the watch ("no longer runs"), so its request
-completes while its caller cancels it, and the cancel raises instead of answering the final state."""
 CALLERS, REQUESTS = (int(x) for x in os.environ.get("LEGIONRM_LOAD", "20x50").split("x"))
 
 
@@ -36,11 +33,8 @@ def system(ray_cluster):
 
 
 def test_every_request_of_many_concurrent_callers_is_answered(system, capsys) -> None:
-    import ray
 
     from legionrm.system import call
-
-    races: list[str] = []
 
     def caller(k: int) -> list[str]:
         states = []
@@ -50,13 +44,8 @@ def test_every_request_of_many_concurrent_callers_is_answered(system, capsys) ->
                                                   objects=(ObjectRequest(class_name="Worker", cpus=0.5,
                                                                          memory_gb=0.5, walltime_s=600),)))
             states.append(r.state)
-            if r.ok:
-                try:
-                    call(system.scheduler.cancel.remote(rid))
-                except ray.exceptions.RayTaskError as exc:  # a known race, counted and printed (see RACE)
-                    if "cannot go from completed to cancelled" not in str(exc):
-                        raise
-                    races.append(rid)
+            if r.ok:  # a cancel racing the watch's own view of the end must still answer cancelled
+                assert call(system.scheduler.cancel.remote(rid)).state == "cancelled"
         return states
 
     t0 = time.monotonic()
@@ -66,11 +55,10 @@ def test_every_request_of_many_concurrent_callers_is_answered(system, capsys) ->
     placed = answers.count("running")
     with capsys.disabled():
         print(f"\n  load: {CALLERS} callers x {REQUESTS} requests answered in {took:.1f} s "
-              f"({len(answers) / took:.1f} requests/s; {placed} placed, {len(answers) - placed} refused; "
-              f"{len(races)} cancel(s) lost the race with a completion)")
+              f"({len(answers) / took:.1f} requests/s; {placed} placed, {len(answers) - placed} refused)")
     assert len(answers) == CALLERS * REQUESTS
     assert set(answers) <= {"running", "failed"} and placed >= len(answers) // 2
     infos = call(system.scheduler.list_requests.remote())
-    assert all(i.state in ("cancelled", "failed", "completed") for i in infos if i.id.startswith("load-"))
+    assert all(i.state in ("cancelled", "failed") for i in infos if i.id.startswith("load-"))
     assert call(system.scheduler.audit.remote(), 60) == []
     assert call(system.pools.held.remote()) == {}
