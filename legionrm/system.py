@@ -283,7 +283,7 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
                 if h.name not in node_hosts}
     carriers.update(system.nodes)
     for c in spec.classes:
-        system.classes[c.name] = spawn_class(c, hosts=carriers, vaults=system.vaults, detached=detached)
+        system.classes[c.name] = spawn_class(c, hosts=carriers, vaults=system.vaults, detached=detached, **auth)
     # the Enactor keeps nothing between calls, the Scheduler reloads its store and the
     # pool owner is charged again by the Scheduler: those three may restart
     system.enactor = EnactorActor.options(**control_plane(ENACTOR, detached=detached, restarts=RESTARTS)).remote(

@@ -283,6 +283,15 @@ class ResourceObject:
         return True
 
     @public
+    def attested_holder(self, token_id: str) -> str | None:
+        """The user who holds the reservation of ``token_id`` as this resource
+        recorded it when granting (the user the Scheduler attested, when it
+        checks identities), or None for a token it does not know.  What the
+        resource's door asks before a user cancels or stops (never the token's text)."""
+        res = self._by_token.get(token_id)
+        return res.request.holder.user if res is not None else None
+
+    @public
     def reservations(self) -> list[ReservationToken]:
         """Tokens of the reservations that still hold capacity, by start."""
         return sorted((r.token for r in self._open.values()), key=lambda t: (t.start, t.token_id))

@@ -96,13 +96,14 @@ class RemoteClassPort:
         return ray.get(self.handle.instance_stopped.remote(instance_id), timeout=CALL_TIMEOUT_S)
 
 
-def ray_stopper(carriers: dict[str, Any], classes: dict[str, Any]) -> HostStopper:
+def ray_stopper(carriers: dict[str, Any], classes: dict[str, Any], signer: CallSigner | None = None) -> HostStopper:
     """A stopper over Ray: a host's carrier from ``carriers`` (host name ->
-    host or host-group actor), else the host's own named actor."""
+    host or host-group actor), else the host's own named actor.  With
+    ``signer`` (the Scheduler agent's) each stop carries its proof."""
 
     def port(host: str) -> RemoteHostPort | None:
         handle = carriers.get(host) or named_actor(host_name(host))
-        return RemoteHostPort(handle, CALL_TIMEOUT_S) if handle is not None else None
+        return RemoteHostPort(handle, CALL_TIMEOUT_S, signer=signer) if handle is not None else None
 
     return HostStopper(port, {name: RemoteClassPort(h) for name, h in classes.items()})
 
@@ -215,6 +216,7 @@ class SchedulerActor:
         self._carriers = dict(carriers or {})
         self._vaults = dict(vault_actors or {})
         self._class_actors = dict(class_actors or {})
+        stop_signer = CallSigner(load_agent(auth_home, SCHEDULER_AGENT), time.time) if auth_home else None
         self_handle = ray.get_runtime_context().current_actor
         coll, enact = RemoteCollection(collection, CALL_TIMEOUT_S), RemoteEnactor(enactor, (self_handle, "approve"))
         if pool_owner is not None:  # the system's shared pools, owned by one PoolActor
@@ -222,7 +224,7 @@ class SchedulerActor:
         cluster = cluster or ClusterSpec()
         self.core = Scheduler(coll, enact, Planner({c.name: c for c in classes or ()}), pools,
                               shares=ShareGate.from_core(core_for_cluster(cluster)), name=name,
-                              stopper=ray_stopper(carriers or {}, class_actors or {}),
+                              stopper=ray_stopper(carriers or {}, class_actors or {}, stop_signer),
                               watch=ray_watch(carriers or {}),
                               store=RequestStore(state_path) if state_path else None,
                               also_running=lambda: self.cycle.instance_ids())
@@ -231,7 +233,7 @@ class SchedulerActor:
         # the cycle's growth is confirmed by approve_growth: the DUCC core decided it already
         grow = RemoteEnactor(enactor, (self_handle, "approve_growth"))
         self.cycle = ElasticCycle(
-            core_for_cluster(cluster), grow, ray_stopper(carriers or {}, class_actors or {}), coll,
+            core_for_cluster(cluster), grow, ray_stopper(carriers or {}, class_actors or {}, stop_signer), coll,
             interval_s=float(cluster.fairshare.get("interval_s", 10.0)), name=f"{name}-cycle",
             pools=self.core.pools,
         )
