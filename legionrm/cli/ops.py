@@ -50,7 +50,8 @@ def cli_status(args: argparse.Namespace) -> int:
     coll = require_actor(COLLECTION)
     snap = call(coll.snapshot.remote(proof=proof_for(coll, "snapshot", {})))
     records = [snap.record(n) for n in snap.resource_names()]
-    sched: SchedulerStatus = call(require_actor(SCHEDULER).status.remote())
+    scheduler = require_actor(SCHEDULER)
+    sched: SchedulerStatus = call(scheduler.status.remote(proof=proof_for(scheduler, "status", {})))
     st = status_dict(records, sched)
     if args.json:
         print(json.dumps(st, indent=2))

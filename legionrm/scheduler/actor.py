@@ -42,7 +42,7 @@ from legionrm.models import (
 from legionrm.naming import host_name, named_actor
 from legionrm.scheduler.audit import audit
 from legionrm.scheduler.build import core_for_cluster
-from legionrm.scheduler.door import SchedulerDoor
+from legionrm.scheduler.door import SchedulerDoor, own_report, own_status
 from legionrm.scheduler.elastic import CycleRunner, ElasticCycle, HostStopper
 from legionrm.scheduler.planner import Planner
 from legionrm.scheduler.ports import PoolGate
@@ -312,14 +312,14 @@ class SchedulerActor:
     def scheduleObjects(self, request: SchedulingRequest, proof: Any = None) -> SchedulerResponse:
         return self.door.scheduleObjects(request, proof)
 
-    def make_schedules(self, request: SchedulingRequest) -> ScheduleSuite:
-        return self.core.make_schedules(request).suite()
+    def make_schedules(self, request: SchedulingRequest, proof: Any = None) -> ScheduleSuite:
+        return self.door.make_schedules(request, proof)
 
     def getCandidatePlacements(self, class_info: ObjectRequest, caller: Identity) -> list[str]:
         return self.core.getCandidatePlacements(class_info, caller)
 
-    def explain(self, request: SchedulingRequest, host: str) -> str:
-        return self.core.explain(request, host)
+    def explain(self, request: SchedulingRequest, host: str, proof: Any = None) -> str:
+        return self.door.explain(request, host, proof)
 
     # Approvals run on threads of their own ("control"): every scheduleObjects
     # thread may be waiting on the Enactor, which waits on this confirmation.
@@ -351,12 +351,14 @@ class SchedulerActor:
         enactor.attester = self._signer.credential if self._signer is not None else None
         return self.core.setEnactor(enactor).handle
 
-    def instances(self) -> list:
-        return list(self.core.instances.values())
+    def instances(self, proof: Any = None) -> list:
+        """The running instances this Scheduler started (a user: only theirs)."""
+        return self.door.instances(proof)
 
     @ray.method(concurrency_group="control")
-    def status(self) -> SchedulerStatus:
-        """A summary for operators (``legionrm status``); read-only."""
+    def status(self, proof: Any = None) -> SchedulerStatus:
+        """A summary for operators (``legionrm status``); read-only.  A user sees only their own work."""
+        user = self.door.view_user(proof, "status", {})
         hosts: dict[str, int] = {}
         for inst in list(self.core.instances.values()):
             hosts[inst.host] = hosts.get(inst.host, 0) + 1
@@ -365,13 +367,19 @@ class SchedulerActor:
         states: dict[str, int] = {}
         for info in self.core.list_requests():
             states[info.state] = states.get(info.state, 0) + 1
-        return SchedulerStatus(
+        full = SchedulerStatus(
             requests=states,
             instances=sum(hosts.values()), hosts=hosts, last_cycle=last.cycle if last else 0,
             elastic={k: j.model_copy(update={"instances": ()}) for k, j in (last.jobs if last else {}).items()},
             pools={path: {k: v for k, v in entry.items() if k in ("entitlement", "allocation")}
                    for path, entry in (report() if report else {}).items()},
         )
+        if user is None:
+            return full
+        mine: dict[str, int] = {}
+        for info in self.core.list_requests(user):
+            mine[info.state] = mine.get(info.state, 0) + 1
+        return own_status(full, user, list(self.core.instances.values()), mine)
 
     # --- the elastic cycle ------------------------------------------------------------------
 
@@ -402,10 +410,11 @@ class SchedulerActor:
         """Run a cycle now (normally the runner's thread does, when due)."""
         return self.runner.run_now()
 
-    def cycle_reports(self, after: int = 0, timeout_s: float = 0.0) -> list[CycleReport]:
+    def cycle_reports(self, after: int = 0, timeout_s: float = 0.0, proof: Any = None) -> list[CycleReport]:
         """The reports of the cycles numbered above ``after`` (the last 100
-        kept), waiting up to ``timeout_s`` for the first."""
-        return self.runner.wait_reports(after, timeout_s)
+        kept), waiting up to ``timeout_s`` for the first.  A user sees only their own jobs."""
+        user = self.door.view_user(proof, "cycle_reports", {"after": after, "timeout_s": timeout_s})
+        return [own_report(r, user) for r in self.runner.wait_reports(after, timeout_s)]
 
     def stop_cycle(self) -> None:
         self._ticking.set()
