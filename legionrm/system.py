@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import tempfile
 from contextlib import contextmanager
@@ -25,9 +26,10 @@ from typing import Any, Iterator
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # see notes/ray-on-a-small-machine.md
 
 import ray  # noqa: E402
+from ray._raylet import Config as RayConfig  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
-from legionrm.auth import CallSigner  # noqa: E402
+from legionrm.auth import CallSigner, signed  # noqa: E402
 from legionrm.auth.guard import ensure_home, signer_for  # noqa: E402
 from legionrm.collection.actor import CollectionActor, RemoteCollection  # noqa: E402
 from legionrm.config import host_groups, load_cluster  # noqa: E402
@@ -103,11 +105,6 @@ def proof_for(handle: Any, call_name: str, args: Any) -> Any:
     return signed(_SIGNERS[key], call_name, args)
 
 
-def signed(signer: CallSigner | None, call_name: str, args: Any) -> Any:
-    """The proof for one call (None without a signer)."""
-    return signer.sign(call_name, args) if signer is not None else None
-
-
 def call(ref_or_refs: Any, timeout: float | None = 60.0) -> Any:
     """Wait for one Ray call (or a list) — the one place the driver blocks on Ray."""
     return ray.get(ref_or_refs, timeout=timeout)
@@ -162,10 +159,43 @@ def node_ids(labels: tuple[str, ...] = ("head", "node_a", "node_b")) -> dict[str
     return out
 
 
+RAY_TOKEN_FILE = "ray_token"
+
+
+def ray_token_path(home: str | os.PathLike[str], create: bool = False) -> Path:
+    """The file holding the Ray cluster's auth token (``auth/ray_token``, 0600);
+    with ``create`` a fresh random token is written first."""
+    path = Path(home) / "auth" / RAY_TOKEN_FILE
+    if create:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32))
+        os.chmod(path, 0o600)
+    return path
+
+
+def ray_token_env(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The environment that makes a Ray process (head, driver) use token auth with the token at ``path``."""
+    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(path)}
+
+
+def use_ray_token(path: str | os.PathLike[str]) -> None:
+    """Make this driver present Ray's auth token from ``path`` when it connects
+    (Ray reads RAY_AUTH_MODE into its C++ config: refresh it, as ``ray`` itself does)."""
+    os.environ.update(ray_token_env(path))
+    RayConfig.initialize("")
+
+
 def init_connect(address: str = "auto") -> None:
-    """Connect to a running Ray (the one ``legionrm up`` started, by default)."""
+    """Connect to a running Ray (the one ``legionrm up`` started, by default).
+    When that ``up`` started Ray with token authentication, present its token."""
     if ray.is_initialized():
         return
+    if STATE_FILE.exists():
+        token = json.loads(STATE_FILE.read_text()).get("ray_token_path")
+        if token:
+            use_ray_token(token)
     if address == "auto" and STATE_FILE.exists():
         address = json.loads(STATE_FILE.read_text())["address"]
     try:
@@ -286,7 +316,7 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
                 if h.name not in node_hosts}
     carriers.update(system.nodes)
     for c in spec.classes:
-        system.classes[c.name] = spawn_class(c, hosts=carriers, vaults=system.vaults, detached=detached)
+        system.classes[c.name] = spawn_class(c, hosts=carriers, vaults=system.vaults, detached=detached, **auth)
     # the Enactor keeps nothing between calls, the Scheduler reloads its store and the
     # pool owner is charged again by the Scheduler: those three may restart
     system.enactor = EnactorActor.options(**control_plane(ENACTOR, detached=detached, restarts=RESTARTS)).remote(

@@ -47,6 +47,7 @@ from legionrm.auth.proof import (
     VerifiedCaller,
     Verifier,
     sign_call,
+    signed,
 )
 from legionrm.auth.registry import Registry
 from legionrm.auth.roles import (
@@ -64,6 +65,7 @@ __all__ = [
     "AuthError",
     "CallProof",
     "CallSigner",
+    "signed",
     "Credential",
     "InvalidNameError",
     "KeyFileError",

@@ -294,6 +294,11 @@ class Verifier:
         return Refusal(code=code, reason=reason, by=self.by)
 
 
+def signed(signer: CallSigner | None, call: str, args: Any) -> CallProof | None:
+    """The proof for one call, or None without a signer (a system that checks nobody)."""
+    return signer.sign(call, args) if signer is not None else None
+
+
 def signed_shape(item: Any, what: str, max_ttl_s: float) -> str:
     """The checks a signed, time-limited item (a proof, an attestation) shares:
     finite ``issued_at`` / ``expires_at``, a lifetime in ``(0, max_ttl_s]``, a

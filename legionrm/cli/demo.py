@@ -16,18 +16,29 @@ The tour, in the order a request flows:
    fair-share core re-balances the batch pool among them;
 6. shutdown: every actor and every Ray node stops; nothing is left running.
 
+The system checks who calls, as ``legionrm up``'s does: a registry in a temp
+dir with the demo's users (alice, bob, carol, dave, a visitor and mallory, a
+stranger to everyone's work) and an ``admin``; every call is signed as the
+user who makes it, and mallory's attempt to stop bob's instance at its host
+is refused with its code.
+
 Runs in well under a minute on 2 cores.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import shutil
+import tempfile
 import time
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from legionrm.auth import CallSigner, Registry
+from legionrm.auth.guard import auth_home, ensure_home, signer_for
 from legionrm.cli.shell import result_table
 from legionrm.config import load_cluster
 from legionrm.models import (
@@ -42,6 +53,37 @@ from legionrm.models import (
 from legionrm.system import boot, call, instance_actor, local_cluster, node_ids
 
 RAY_HOSTS = {"ray-a": "node_a", "ray-b": "node_b"}
+USERS = ("alice", "bob", "carol", "dave", "visitor", "mallory")
+ADMIN = "admin"
+
+
+class Users:
+    """The demo's registry (in a temp dir) and a signer per user."""
+
+    def __init__(self) -> None:
+        self.home = tempfile.mkdtemp(prefix="lrm-demo-home")
+        ensure_home(self.home, operator=ADMIN)
+        registry = Registry(auth_home(self.home))
+        for u in USERS:
+            registry.add_user(u)
+        self._signers: dict[str, CallSigner] = {}
+
+    def signer(self, user: str) -> CallSigner:
+        if user not in self._signers:
+            self._signers[user] = signer_for(self.home, user)
+        return self._signers[user]
+
+    def proof(self, user: str, call_name: str, args: Any) -> Any:
+        """A proof that ``user`` makes ``call_name`` with ``args``."""
+        return self.signer(user).sign(call_name, args)
+
+    def system(self, system: Any, user: str) -> Any:
+        """``system`` acting as ``user`` (its schedule and query signed as them)."""
+        return dataclasses.replace(system, signer=self.signer(user))
+
+    def remove(self) -> None:
+        shutil.rmtree(self.home, ignore_errors=True)
+
 BATCH_POOL = '$site == "uva" and $gpus == 0 and $memory_gb == 64'  # lab1 and batch1-3
 
 
@@ -58,26 +100,32 @@ def cli_main(args: argparse.Namespace) -> int:
         cluster_cm = local_cluster(tuple(RAY_HOSTS.values()))
         cluster_cm.__enter__()
     system = None
+    users = Users()
     try:
         nodes = node_ids(("head", *RAY_HOSTS.values()))
         with console.status("booting the collection, host groups, vaults, classes, enactor and scheduler ..."):
-            system = boot(spec, ray_nodes={h: nodes[n] for h, n in RAY_HOSTS.items()}, heartbeat_s=0.5)
+            system = boot(spec, ray_nodes={h: nodes[n] for h, n in RAY_HOSTS.items()}, heartbeat_s=0.5,
+                          auth_home=users.home)
+            system = users.system(system, ADMIN)
+        console.print(f"every call is signed: users {', '.join(USERS)} and {ADMIN} (an administrator) "
+                      f"in a registry under {users.home}")
         console.print(f"[green]up[/] in {time.perf_counter() - t0:.1f} s: {len(spec.hosts) + len(spec.vaults)} resources "
                       f"({len(spec.hosts) - len(system.nodes)} hosts in {len(system.groups)} host groups, "
                       f"{len(system.nodes)} Ray nodes, "
                       f"{len(spec.vaults)} vaults), {len(spec.classes)} classes")
         ok = all((
-            _queries(console, system),
-            _veto_and_delta(console, system),
-            _ray_instances(console, system, call, nodes),
-            _queue_and_cancel(console, system, call),
-            _elastic(console, system, call),
+            _queries(console, system, users),
+            _veto_and_delta(console, system, users),
+            _ray_instances(console, system, call, nodes, users),
+            _queue_and_cancel(console, system, call, users),
+            _elastic(console, system, call, users),
         ))
     finally:
         with console.status("shutting down ..."):
             if system is not None:
                 system.shutdown()
             cluster_cm.__exit__(None, None, None)
+            users.remove()
     console.rule(f"[bold]{'done' if ok else 'done, with a step that went wrong'} in {time.perf_counter() - t0:.1f} s; "
                  "nothing left running")
     return 0 if ok else 1
@@ -86,20 +134,20 @@ def cli_main(args: argparse.Namespace) -> int:
 # --- the steps --------------------------------------------------------------------------
 
 
-def _queries(console: Console, system: Any) -> bool:
+def _queries(console: Console, system: Any, users: Users) -> bool:
     console.rule("1. the Collection, queried in MIL")
     text = '$arch == "x86_64" and $gpus == 0 and $memory_gb >= 64'
-    mine = system.query(text, Identity(user="alice"))
+    mine = users.system(system, "alice").query(text, Identity(user="alice"))
     console.print(f"[bold]alice[/] asks: [cyan]{text}[/]")
     console.print(result_table(mine))
     gpu = '$gpus > 0'
-    seen = {who: system.query(gpu, Identity(user=who)).names for who in ("alice", "visitor")}
+    seen = {who: users.system(system, who).query(gpu, Identity(user=who)).names for who in ("alice", "visitor")}
     console.print(f"[cyan]{gpu}[/]: alice sees {seen['alice']}, visitor sees {seen['visitor'] or 'nothing'} "
                   "(the GPU owners deny the visitor account)")
     return bool(mine.names) and bool(seen["alice"]) and not seen["visitor"]
 
 
-def _veto_and_delta(console: Console, system: Any) -> bool:
+def _veto_and_delta(console: Console, system: Any, users: Users) -> bool:
     console.rule("2. scheduleObjects: a veto, then a delta schedule")
     request = SchedulingRequest(
         request_id="demo-workers", identity=Identity(user="alice"),
@@ -107,14 +155,15 @@ def _veto_and_delta(console: Console, system: Any) -> bool:
                                constraint='$gpus == 0 and $site == "uva"'),),
     )
 
-    suite = call(system.scheduler.make_schedules.remote(request))
+    suite = call(system.scheduler.make_schedules.remote(
+        request, proof=users.proof("alice", "make_schedules", {"request": request})))
     table = Table("master", "placements", "deltas (alternatives for the likeliest failures)")
     for i, m in enumerate(suite.masters[:3], 1):
         deltas = "; ".join(", ".join(f"{p.key}->{p.host}" for p in d.placements) for d in m.deltas[:3])
         table.add_row(str(i), ", ".join(f"{p.key}->{p.host}" for p in m.placements), deltas or "-")
     console.print("alice asks for 2 Workers of 12 cpus, scattered, on x86 hosts at uva without GPUs:")
     console.print(table)
-    r: SchedulerResponse = system.schedule(request)
+    r: SchedulerResponse = users.system(system, "alice").schedule(request)
     for a in r.enact.attempts if r.enact else ():
         for f in a.failures:
             console.print(f"  master {a.master + 1}: [red]{f.resource} vetoed {f.key}[/] ({f.code}: {f.reason})")
@@ -129,15 +178,16 @@ def _veto_and_delta(console: Console, system: Any) -> bool:
     _instances(console, r)
     vetoed = bool(r.enact and any(f.code == "policy.load" for a in r.enact.attempts for f in a.failures))
     # alice is done with them: the class object destroys its instances and the hosts free their capacity
-    done = call([system.classes["Worker"].destroy_instance.remote(i.instance_id, "finished") for i in r.instances])
+    done = call([system.classes["Worker"].destroy_instance.remote(i.instance_id, "finished", proof=users.proof(
+        "alice", "destroy_instance", {"instance_id": i.instance_id, "reason": "finished"})) for i in r.instances])
     console.print(f"  alice's Workers finish: {sum(map(bool, done))} destroyed by the Worker class object")
     return r.ok and vetoed and r.enact.thrash == 0 and all(done)
 
 
-def _ray_instances(console: Console, system: Any, call: Any, nodes: dict[str, str]) -> bool:
+def _ray_instances(console: Console, system: Any, call: Any, nodes: dict[str, str], users: Users) -> bool:
     console.rule("3. instances as Ray actors on the reserved nodes")
 
-    r = system.schedule(SchedulingRequest(
+    r = users.system(system, "bob").schedule(SchedulingRequest(
         request_id="demo-echo", identity=Identity(user="bob"),
         objects=(ObjectRequest(class_name="Echo", count=2, cpus=0.5, memory_gb=0.1, placement="scatter"),),
     ))
@@ -150,52 +200,72 @@ def _ray_instances(console: Console, system: Any, call: Any, nodes: dict[str, st
         good &= same
         console.print(f"  {inst.instance_id}.where() -> Ray node {answer['node_id'][:12]}…, "
                       f"{'[green]the node reserved for it[/]' if same else '[red]NOT the reserved node[/]'} ({inst.host})")
-    return good
+    return good and _stranger_refused(console, system, call, users, r.instances[0] if r.instances else None)
 
 
-def _queue_and_cancel(console: Console, system: Any, call: Any) -> bool:
+def _stranger_refused(console: Console, system: Any, call: Any, users: Users, inst: Any) -> bool:
+    """mallory, who knows the id of bob's instance, asks its host to stop it."""
+    if inst is None:
+        return False
+    args = {"items": [inst.instance_id], "reason": "mallory wants the node"}
+    got = call(system.nodes[inst.host].stop_objects.remote(
+        [inst.instance_id], "mallory wants the node", proof=users.proof("mallory", "stop_objects", args)))[0]
+    code = getattr(got, "code", "")
+    console.print(f"  mallory asks {inst.host} to stop bob's {inst.instance_id}: "
+                  + (f"[red]refused[/] by {got.by}: {code}" if code.startswith("auth.") else "[red]NOT refused[/]"))
+    return code == "auth.not_owner"
+
+
+def _queue_and_cancel(console: Console, system: Any, call: Any, users: Users) -> bool:
     console.rule("4. the queue: a request waits for room, a cancel frees it")
     # ray-a has 1 cpu and step 3's Echo holds half: a 0.4-cpu Echo fits, a second one waits
     ask = dict(class_name="Echo", cpus=0.4, memory_gb=0.1, constraint='$name == "ray-a"')
-    first = system.schedule(SchedulingRequest(request_id="demo-hold", identity=Identity(user="carol"),
+    first = users.system(system, "carol").schedule(SchedulingRequest(request_id="demo-hold", identity=Identity(user="carol"),
                                               objects=(ObjectRequest(**ask),)))
-    second = system.schedule(SchedulingRequest(request_id="demo-wait", identity=Identity(user="dave"),
+    second = users.system(system, "dave").schedule(SchedulingRequest(request_id="demo-wait", identity=Identity(user="dave"),
                                                objects=(ObjectRequest(**ask),)))
-    info = call(system.scheduler.request_info.remote("demo-wait"))
+    info = call(system.scheduler.request_info.remote("demo-wait", proof=users.proof(
+        "dave", "request_info", {"request_id": "demo-wait"})))
     console.print(f"  demo-hold: {first.state}; demo-wait: [yellow]{info.state}[/] ({info.reason[:90]})", highlight=False)
-    call(system.scheduler.cancel.remote("demo-hold"))
+    reason = "cancelled by its user"
+    call(system.scheduler.cancel.remote("demo-hold", reason, proof=users.proof(
+        "carol", "cancel", {"request_id": "demo-hold", "reason": reason})))
     console.print("  legionrm cancel demo-hold -> cancelled; its instance stops and its cpus come back")
     deadline = time.time() + 20
     while time.time() < deadline and info.state == "pending":
         time.sleep(0.2)
-        info = call(system.scheduler.request_info.remote("demo-wait"))
+        info = call(system.scheduler.request_info.remote("demo-wait", proof=users.proof(
+            "dave", "request_info", {"request_id": "demo-wait"})))
     hosts = ", ".join(i.host for i in info.instances)
     console.print(f"  demo-wait: [green]{info.state}[/] on {hosts or '-'} "
                   f"({' -> '.join(e.state for e in info.history)})", highlight=False)
-    call(system.scheduler.cancel.remote("demo-wait"))
+    call(system.scheduler.cancel.remote("demo-wait", reason, proof=users.proof(
+        "dave", "cancel", {"request_id": "demo-wait", "reason": reason})))
     return first.ok and second.state == "pending" and info.state == "running"
 
 
-def _elastic(console: Console, system: Any, call: Any) -> bool:
+def _elastic(console: Console, system: Any, call: Any, users: Users) -> bool:
     console.rule("5. three users' elastic jobs, re-balanced every cycle")
-    users = ("alice", "bob", "carol")
+    ring, users = users, ("alice", "bob", "carol")
     console.print("each job asks for as many 8 GB processes as it can get in the batch pool "
                   "(lab1 and batch1-3: 32 processes); a job arrives before each cycle")
     _wait_idle(system, BATCH_POOL, 4)
-    after = max((r.cycle for r in call(system.scheduler.cycle_reports.remote(0, 0))), default=0)
+    after = max((r.cycle for r in _reports(system, call, ring, 0, 0)), default=0)
     counts: list[int] = []
     for user in users:
-        call(system.scheduler.submit_elastic.remote(ElasticJobRequest(
-            job_id=f"{user}-job", user=user, class_name="Worker", memory_gb=8, cpus=0.5, time_per_item_ms=1000)))
-        reports = _until(system, call, after, lambda r: all(j.processes == j.target for j in r.jobs.values()))
+        job = ElasticJobRequest(job_id=f"{user}-job", user=user, class_name="Worker", memory_gb=8, cpus=0.5,
+                                time_per_item_ms=1000)
+        call(system.scheduler.submit_elastic.remote(job, proof=ring.proof(user, "submit_elastic", {"request": job})))
+        reports = _until(system, call, ring, after, lambda r: all(j.processes == j.target for j in r.jobs.values()))
         after = reports[-1].cycle
         console.print(_cycle_table(reports, users))
         counts = [reports[-1].jobs[f"{u}-job"].processes for u in users if f"{u}-job" in reports[-1].jobs]
     fair = len(counts) == 3 and max(counts) - min(counts) <= 1 and sum(counts) == 32
     console.print(f"[green]fair[/]: {counts} processes" if fair else f"[red]not fair[/]: {counts}")
     for user in users:
-        call(system.scheduler.complete_elastic.remote(f"{user}-job"))
-    reports = _until(system, call, after, lambda r: not r.jobs)
+        call(system.scheduler.complete_elastic.remote(f"{user}-job", proof=ring.proof(
+            user, "complete_elastic", {"job_id": f"{user}-job"})))
+    reports = _until(system, call, ring, after, lambda r: not r.jobs)
     stopped, grew = sum(len(r.shrank) for r in reports), sum(len(r.grew) for r in reports)
     left = call(system.groups["batch"].list_instances.remote())
     console.print(f"the jobs complete one by one: {stopped} processes stopped on their hosts "
@@ -211,15 +281,21 @@ def _wait_idle(system: Any, query: str, count: int, timeout_s: float = 15.0) -> 
         time.sleep(0.2)
 
 
-def _until(system: Any, call: Any, after: int, done: Any, cycles: int = 6) -> list[CycleReport]:
+def _reports(system: Any, call: Any, users: Users, after: int, timeout_s: float) -> list[CycleReport]:
+    """Cycle reports as the administrator sees them (every user's jobs)."""
+    proof = users.proof(ADMIN, "cycle_reports", {"after": after, "timeout_s": timeout_s})
+    return call(system.scheduler.cycle_reports.remote(after, timeout_s, proof=proof))
+
+
+def _until(system: Any, call: Any, users: Users, after: int, done: Any, cycles: int = 6) -> list[CycleReport]:
     """The reports of the cycles after ``after`` (the runner's thread runs them
     on events; more are run here) until ``done(report)`` or ``cycles`` ran.
     DUCC frees an evicted process's space only once its exit is confirmed, so
     a newcomer grows in the cycle after the one that shrank the others."""
-    reports = call(system.scheduler.cycle_reports.remote(after, 30))
+    reports = _reports(system, call, users, after, 30)
     while not done(reports[-1]) and len(reports) < cycles:
         call(system.scheduler.run_cycle.remote())
-        reports = call(system.scheduler.cycle_reports.remote(after, 0))  # with any the runner ran meanwhile
+        reports = _reports(system, call, users, after, 0)  # with any the runner ran meanwhile
     return reports
 
 

@@ -110,8 +110,10 @@ def cli_explain(args: argparse.Namespace) -> int:
     """``legionrm explain REQUEST.toml``: the plan without enacting it."""
     request = load_request(args.request)
     scheduler = _scheduler(args)
-    suite: ScheduleSuite = call(scheduler.make_schedules.remote(request), CALL_TIMEOUT_S)
-    whys = {h: call(scheduler.explain.remote(request, h), CALL_TIMEOUT_S) for h in (args.host or ())}
+    proof = proof_for(scheduler, "make_schedules", {"request": request})
+    suite: ScheduleSuite = call(scheduler.make_schedules.remote(request, proof=proof), CALL_TIMEOUT_S)
+    whys = {h: call(scheduler.explain.remote(request, h, proof=proof_for(scheduler, "explain", {"request": request, "host": h})),
+                    CALL_TIMEOUT_S) for h in (args.host or ())}
     if args.json:
         if whys:
             print(json.dumps({"schedules": json.loads(suite.model_dump_json()), "hosts": whys}, indent=2))

@@ -43,7 +43,13 @@ from legionrm.config import load_cluster
 from legionrm.dashboard.server import DASHBOARD, start_dashboard
 from legionrm.errors import LegionError, SystemNotRunningError
 from legionrm.naming import require_actor
-from legionrm.system import STATE_FILE, boot, init_connect
+from legionrm.system import (
+    STATE_FILE,
+    boot,
+    init_connect,
+    ray_token_env,
+    ray_token_path,
+)
 
 HOME = STATE_FILE.parent
 LOGS = HOME / "logs"
@@ -252,13 +258,18 @@ def _start_head(args: argparse.Namespace, state: dict[str, Any], steps: Steps, l
         else:
             flags = ["--include-dashboard=false"]
     temp = tempfile.mkdtemp(prefix="lrm-up-", dir="/tmp")  # short: Unix socket paths are capped at 107 bytes
+    ray_env = {"RAY_AUTH_MODE": "disabled"}
+    if getattr(args, "ray_token", False):  # Ray's own token auth: who may connect to the cluster at all
+        token = ray_token_path(HOME, create=True)
+        ray_env = ray_token_env(token)
+        state.update(ray_auth="token", ray_token_path=str(token))
     with steps.step(f"starting a Ray head on 127.0.0.1:{port}"):
         with open(log, "ab") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", f"--port={port}",
                  f"--dashboard-agent-listen-port={agent_port}", *flags, f"--temp-dir={temp}", "--node-ip-address=127.0.0.1", "--disable-usage-stats"],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                env={**os.environ, "RAY_AUTH_MODE": "disabled"},
+                env={**os.environ, **ray_env},
             )
         state.update(address=f"127.0.0.1:{port}", pid=proc.pid, temp_dir=temp, ray_logs=f"{temp}/session_latest/logs")
         write_state(state)  # from here on, `down --force` can clean up whatever happens

@@ -56,9 +56,11 @@ def one_line(exc: BaseException) -> str:
     return (lines[-1] if lines else type(exc).__name__)[:300]
 
 
-SIGNED: dict[tuple[str, str], dict[str, Any]] = {
+SIGNED: dict[tuple[str, str], Any] = {
     ("collection", "snapshot"): {},
     ("scheduler", "list_requests"): {"user": None, "state": None},
+    ("scheduler", "status"): {},
+    ("scheduler", "cycle_reports"): lambda after, timeout_s: {"after": after, "timeout_s": timeout_s},
 }
 """The calls a system that checks who calls wants a proof for, with the arguments the proof is bound to."""
 
@@ -137,7 +139,8 @@ class DashboardActor:
             return None
         kwargs: dict[str, Any] = {}
         if self.signer is not None and (part, method) in SIGNED:
-            kwargs["proof"] = self.signer.sign(method, SIGNED[(part, method)])
+            bound = SIGNED[(part, method)]
+            kwargs["proof"] = self.signer.sign(method, bound(*args) if callable(bound) else bound)
         try:
             return await asyncio.wait_for(asyncio.wrap_future(getattr(handle, method).remote(*args, **kwargs).future()),
                                           CALL_TIMEOUT_S)

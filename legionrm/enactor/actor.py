@@ -26,6 +26,7 @@ from legionrm import metrics
 from legionrm.auth import CallSigner
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.auth.guard import ENACTOR, load_agent
+from legionrm.auth.hostdoor import create_args
 from legionrm.enactor.enactor import Approver, Enactor, approve_all
 from legionrm.enactor.gateway import DEAD, CreateItem
 from legionrm.models import (
@@ -85,6 +86,10 @@ class RayGateway:
         # Tokens name their issuer, not its group: remember which group
         # granted for a resource, so a cancel takes the same batched route.
         self._granted_by: dict[str, str] = dict(members or {})
+        self.signer: CallSigner | None = None  # with one, cancels, creates and rollbacks carry the Enactor's proof
+
+    def _proof(self, call: str, args: Any) -> Any:
+        return self.signer.sign(call, args) if self.signer is not None else None
 
     # --- routing ---------------------------------------------------------------------
 
@@ -171,8 +176,9 @@ class RayGateway:
             if route[2]:
                 batches.setdefault(route[0], (route[1], []))[1].append(t)
             else:
-                refs.append(route[1].cancel_reservation.remote(t))
-        refs += [h.cancel_reservations.remote(toks) for h, toks in batches.values()]
+                refs.append(route[1].cancel_reservation.remote(t, proof=self._proof("cancel_reservation", {"token": t})))
+        refs += [h.cancel_reservations.remote(toks, proof=self._proof("cancel_reservations", {"items": toks}))
+                 for h, toks in batches.values()]
         for ok, err in self._gather(refs):
             if not ok:
                 log.info("cancel did not reach its resource (%s); the token will time out", err)
@@ -193,8 +199,10 @@ class RayGateway:
             if cls is None:
                 out[i] = Refusal(code=DEAD, reason=f"no class actor {it.class_name!r}", by=it.class_name)
                 continue
+            proof = self._proof("create_instance", create_args(it.host, it.vault, it.host_token, dict(it.args),
+                                                               it.vault_token, it.holder))
             ref = cls.create_instance.remote(
-                it.host, it.vault, it.host_token, dict(it.args), vault_token=it.vault_token, holder=it.holder
+                it.host, it.vault, it.host_token, dict(it.args), vault_token=it.vault_token, holder=it.holder, proof=proof
             )
             calls.append((i, ref))
         for (i, _), (ok, value) in zip(calls, self._gather([r for _, r in calls])):
@@ -206,7 +214,9 @@ class RayGateway:
         for ref in instances:
             cls = self._class(ref.class_name)
             if cls is not None:
-                refs.append(cls.destroy_instance.remote(ref.instance_id, "enactment rolled back"))
+                reason = "enactment rolled back"
+                refs.append(cls.destroy_instance.remote(ref.instance_id, reason, proof=self._proof(
+                    "destroy_instance", {"instance_id": ref.instance_id, "reason": reason})))
         for ok, err in self._gather(refs):
             if not ok:
                 log.warning("could not stop an instance during rollback: %s", err)
@@ -273,6 +283,7 @@ class EnactorActor:
             groups=groups, resources=resources, batched=batched, classes=classes, members=members,
             resolve=discover_resource if discover else None, deadline_s=deadline_s,
         )
+        self.gateway.signer = self._signer
         self.core = Enactor(self.gateway, name=name, min_token_life_s=min_token_life_s)
 
     async def enact_schedule(self, request: EnactRequest, approver: tuple[Handle, str] | None = None) -> EnactResult:

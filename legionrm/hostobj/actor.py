@@ -20,9 +20,10 @@ from typing import Any, Mapping, Sequence
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from legionrm.auth import CallSigner, Registry
+from legionrm.auth import CallSigner, Registry, signed
+from legionrm.auth.guard import Guard, host_attestations
 from legionrm.auth.guard import auth_home as auth_home_dir
-from legionrm.auth.guard import host_attestations
+from legionrm.auth.hostdoor import ClassDoor, ResourceDoor, create_args
 from legionrm.hostobj.build import build_class, build_host, build_vault
 from legionrm.hostobj.durable import Keeper
 from legionrm.hostobj.group import HostGroup, InstanceKey, TokenRef
@@ -104,33 +105,45 @@ def _guard_resources(cores: Sequence[ResourceObject], auth_home: str | None) -> 
             core.attestations = host_attestations(auth_home, by=core.name)
 
 
+def _door(auth_home: str | None, by: str, token_holder: Any, instance_holder: Any = None) -> ResourceDoor:
+    """The door of a resource actor: open without a home, else checking each
+    cancel, stop and start against the registry (see :mod:`legionrm.auth.hostdoor`)."""
+    guard = Guard.for_home(auth_home, by=by) if auth_home else None
+    return ResourceDoor(guard, token_holder=token_holder, instance_holder=instance_holder, by=by)
+
+
 class RemoteHostPort:
     """A class object's port to a host carried by a HostActor or HostGroupActor
-    (both answer ``start_objects`` / ``stop_objects`` batches)."""
+    (both answer ``start_objects`` / ``stop_objects`` batches).  With ``signer``
+    (a class object's or the Scheduler's agent) each call carries its proof."""
 
-    def __init__(self, handle: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        self._h, self._timeout = handle, timeout_s
+    def __init__(self, handle: Any, timeout_s: float = DEFAULT_TIMEOUT_S, signer: CallSigner | None = None) -> None:
+        self._h, self._timeout, self.signer = handle, timeout_s, signer
 
     def start_object(
         self, token: ReservationToken, class_name: str, holder: Holder, *, vault: str | None = None,
         args: Mapping[str, Any] | None = None, impl: str | None = None,
     ) -> InstanceRef | Refusal:
         req = StartRequest(token=token, class_name=class_name, holder=holder, vault=vault, args=dict(args or {}), impl=impl)
-        return ray.get(self._h.start_objects.remote([req]), timeout=self._timeout)[0]
+        proof = signed(self.signer, "start_objects", {"starts": [req]})
+        return ray.get(self._h.start_objects.remote([req], proof=proof), timeout=self._timeout)[0]
 
     def stop_object(self, instance_id: str, reason: str = "stopped") -> Resources | Refusal:
-        return ray.get(self._h.stop_objects.remote([instance_id], reason), timeout=self._timeout)[0]
+        proof = signed(self.signer, "stop_objects", {"items": [instance_id], "reason": reason})
+        return ray.get(self._h.stop_objects.remote([instance_id], reason, proof=proof), timeout=self._timeout)[0]
 
 
 class RemoteVaultPort:
-    def __init__(self, handle: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        self._h, self._timeout = handle, timeout_s
+    def __init__(self, handle: Any, timeout_s: float = DEFAULT_TIMEOUT_S, signer: CallSigner | None = None) -> None:
+        self._h, self._timeout, self.signer = handle, timeout_s, signer
 
     def use(self, token: ReservationToken, host: str, holder: Holder) -> str | Refusal:
-        return ray.get(self._h.use.remote(token, host, holder), timeout=self._timeout)
+        proof = signed(self.signer, "use", {"token": token, "host": host, "holder": holder})
+        return ray.get(self._h.use.remote(token, host, holder, proof=proof), timeout=self._timeout)
 
     def release(self, use_id: str, *, rollback: bool = False) -> Resources | Refusal:
-        return ray.get(self._h.release.remote(use_id, rollback=rollback), timeout=self._timeout)
+        proof = signed(self.signer, "release", {"use_id": use_id, "rollback": rollback})
+        return ray.get(self._h.release.remote(use_id, rollback=rollback, proof=proof), timeout=self._timeout)
 
 
 class _Beating:
@@ -175,6 +188,7 @@ class HostActor(_Beating):
             self.core = build_host(spec, sink=sink)
         self._batch = HostGroup(self.core.name, [self.core], sink=self.core.sink)  # batches for a group of one
         _guard_resources([self.core], auth_home)
+        self.door = _door(auth_home, self.core.name, self._batch.attested_holder, self._batch.instance_holder)
         self._start_beat(_beat_one(self.core), heartbeat_s)
 
     def ping(self) -> str:
@@ -189,28 +203,36 @@ class HostActor(_Beating):
     def check_reservation(self, token_id: str) -> ReservationToken | Refusal:
         return self.core.check_reservation(token_id)
 
-    def cancel_reservation(self, token: str | ReservationToken) -> bool:
-        return self.core.cancel_reservation(token)
+    def cancel_reservation(self, token: str | ReservationToken, proof: Any = None) -> bool | Refusal:
+        """Cancel one reservation: the Scheduler or Enactor, or its attested holder (a refusal with its code, else)."""
+        return self.door.gate_one(proof, "cancel_reservation", {"token": token}, token, self.door.may_cancel,
+                                  self.core.cancel_reservation)
 
-    def cancel_reservations(self, items: list[TokenRef]) -> list[bool]:
-        return self._batch.cancel_reservations(items)
+    def cancel_reservations(self, items: list[TokenRef], proof: Any = None) -> list[bool | Refusal]:
+        return self.door.gate(proof, "cancel_reservations", {"items": items}, items, self.door.may_cancel,
+                              self._batch.cancel_reservations)
 
     def cancel_requests(self, request_ids: list[str], prefix: bool = False) -> list[str]:
         """Cancel what was granted for these caller request ids (see ResourceObject.cancel_requests)."""
         return self.core.cancel_requests(request_ids, prefix=prefix)
 
     def start_object(self, token: ReservationToken, class_name: str, holder: Holder, vault: str | None = None,
-                     args: dict | None = None, impl: str | None = None) -> InstanceRef | Refusal:
-        return self.core.start_object(token, class_name, holder, vault=vault, args=args, impl=impl)
+                     args: dict | None = None, impl: str | None = None, proof: Any = None) -> InstanceRef | Refusal:
+        req = StartRequest(token=token, class_name=class_name, holder=holder, vault=vault, args=dict(args or {}), impl=impl)
+        return self.start_objects([req], proof=proof)[0]
 
-    def start_objects(self, starts: list[StartRequest]) -> list[InstanceRef | Refusal]:
-        return self._batch.start_objects(starts)
+    def start_objects(self, starts: list[StartRequest], proof: Any = None) -> list[InstanceRef | Refusal]:
+        """Start each (only with the Scheduler's approval: signed by the Enactor or a class object)."""
+        return self.door.gate(proof, "start_objects", {"starts": starts}, starts, self.door.may_start,
+                              self._batch.start_objects)
 
-    def stop_object(self, instance_id: str, reason: str = "stopped") -> Resources | Refusal:
-        return self.core.stop_object(instance_id, reason)
+    def stop_object(self, instance_id: str, reason: str = "stopped", proof: Any = None) -> Resources | Refusal:
+        return self.stop_objects([instance_id], reason, proof=proof)[0]
 
-    def stop_objects(self, items: list[InstanceKey], reason: str = "stopped") -> list[Resources | Refusal]:
-        return self._batch.stop_objects(items, reason)
+    def stop_objects(self, items: list[InstanceKey], reason: str = "stopped", proof: Any = None) -> list[Resources | Refusal]:
+        """Stop each: the Scheduler, the Enactor, a class object, or the instance's attested holder."""
+        return self.door.gate(proof, "stop_objects", {"items": items, "reason": reason}, items, self.door.may_stop,
+                              lambda xs: self._batch.stop_objects(xs, reason))
 
     def list_instances(self, host: str | None = None) -> list[InstanceRef]:
         """This host's running instances (``host``, when given, must be this host's name)."""
@@ -259,6 +281,7 @@ class HostGroupActor(_Beating):
             back = self._keeper.restore()
             if any(back.values()):
                 log.warning("host group %s restarted: %d reservation(s) reloaded", name, sum(back.values()))
+        self.door = _door(auth_home, f"hostgroup:{name}", self.core.attested_holder, self.core.instance_holder)
 
         def beat() -> None:
             self.core.expire()
@@ -285,8 +308,10 @@ class HostGroupActor(_Beating):
     def check_reservations(self, items: list[TokenRef]) -> list[ReservationToken | Refusal]:
         return self.core.check_reservations(items)
 
-    def cancel_reservations(self, items: list[TokenRef]) -> list[bool]:
-        out = self.core.cancel_reservations(items)
+    def cancel_reservations(self, items: list[TokenRef], proof: Any = None) -> list[bool | Refusal]:
+        """Cancel each: the Scheduler or Enactor, or the reservation's attested holder."""
+        out = self.door.gate(proof, "cancel_reservations", {"items": items}, items, self.door.may_cancel,
+                             self.core.cancel_reservations)
         self._save()
         return out
 
@@ -301,13 +326,17 @@ class HostGroupActor(_Beating):
         self._save()
         return out
 
-    def start_objects(self, starts: list[StartRequest]) -> list[InstanceRef | Refusal]:
-        out = self.core.start_objects(starts)
+    def start_objects(self, starts: list[StartRequest], proof: Any = None) -> list[InstanceRef | Refusal]:
+        """Start each (only with the Scheduler's approval: signed by the Enactor or a class object)."""
+        out = self.door.gate(proof, "start_objects", {"starts": starts}, starts, self.door.may_start,
+                             self.core.start_objects)
         self._save()
         return out
 
-    def stop_objects(self, items: list[InstanceKey], reason: str = "stopped") -> list[Resources | Refusal]:
-        out = self.core.stop_objects(items, reason)
+    def stop_objects(self, items: list[InstanceKey], reason: str = "stopped", proof: Any = None) -> list[Resources | Refusal]:
+        """Stop each: the Scheduler, the Enactor, a class object, or the instance's attested holder."""
+        out = self.door.gate(proof, "stop_objects", {"items": items, "reason": reason}, items, self.door.may_stop,
+                             lambda xs: self.core.stop_objects(xs, reason))
         self._save()
         return out
 
@@ -338,6 +367,8 @@ class VaultActor(_Beating):
                  auth_home: str | None = None) -> None:
         self.core = build_vault(spec, sink=_auth_sink(collection, auth_home, "vault", [spec.name]))
         _guard_resources([self.core], auth_home)
+        self.door = _door(auth_home, self.core.name,
+                          lambda r, t: self.core.attested_holder(t) if r == self.core.name else None)
         self._start_beat(_beat_one(self.core), heartbeat_s)
 
     def ping(self) -> str:
@@ -352,21 +383,28 @@ class VaultActor(_Beating):
     def check_reservation(self, token_id: str) -> ReservationToken | Refusal:
         return self.core.check_reservation(token_id)
 
-    def cancel_reservation(self, token: str | ReservationToken) -> bool:
-        return self.core.cancel_reservation(token)
+    def cancel_reservation(self, token: str | ReservationToken, proof: Any = None) -> bool | Refusal:
+        return self.door.gate_one(proof, "cancel_reservation", {"token": token}, token, self.door.may_cancel,
+                                  self.core.cancel_reservation)
 
-    def cancel_reservations(self, items: list[str | ReservationToken]) -> list[bool]:
-        return [self.core.cancel_reservation(t) for t in items]
+    def cancel_reservations(self, items: list[str | ReservationToken], proof: Any = None) -> list[bool | Refusal]:
+        return self.door.gate(proof, "cancel_reservations", {"items": items}, items, self.door.may_cancel,
+                              lambda xs: [self.core.cancel_reservation(t) for t in xs])
 
     def cancel_requests(self, request_ids: list[str], prefix: bool = False) -> list[str]:
         """Cancel what was granted for these caller request ids (see ResourceObject.cancel_requests)."""
         return self.core.cancel_requests(request_ids, prefix=prefix)
 
-    def use(self, token: ReservationToken, host: str, holder: Holder) -> str | Refusal:
-        return self.core.use(token, host, holder)
+    def use(self, token: ReservationToken, host: str, holder: Holder, proof: Any = None) -> str | Refusal:
+        """Take the space for an instance: the Enactor or a class object only."""
+        return self.door.gate_one(proof, "use", {"token": token, "host": host, "holder": holder}, token,
+                                  lambda who, _t: self.door.may_use_vault(who),
+                                  lambda t: self.core.use(t, host, holder))
 
-    def release(self, use_id: str, rollback: bool = False) -> Resources | Refusal:
-        return self.core.release(use_id, rollback=rollback)
+    def release(self, use_id: str, rollback: bool = False, proof: Any = None) -> Resources | Refusal:
+        return self.door.gate_one(proof, "release", {"use_id": use_id, "rollback": rollback}, use_id,
+                                  lambda who, _u: self.door.may_use_vault(who),
+                                  lambda u: self.core.release(u, rollback=rollback))
 
     def record(self) -> ResourceRecord:
         return self.core.record()
@@ -396,25 +434,47 @@ class ClassActor:
     its VaultActor.  It waits on hosts (never the other way round), so a
     synchronous actor cannot deadlock here."""
 
-    def __init__(self, spec: ClassSpec, hosts: Mapping[str, Any] | None = None, vaults: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, spec: ClassSpec, hosts: Mapping[str, Any] | None = None, vaults: Mapping[str, Any] | None = None,
+                 auth_home: str | None = None) -> None:
         self._hosts: dict[str, RemoteHostPort] = {}
         self._vaults: dict[str, RemoteVaultPort] = {}
+        # with a home: the class signs its starts, stops and vault uses as its own agent (key in memory only),
+        # and creates only what the Enactor asks for
+        self._signer: CallSigner | None = None
+        if auth_home:
+            cred = Registry(auth_home_dir(auth_home)).add_agents("class", [spec.name])[spec.name]
+            self._signer = CallSigner(cred, time.time)
         self.add_resources(hosts or {}, vaults or {})
         self.core = build_class(spec, hosts=self._hosts.get, vaults=self._vaults.get)
+        self.door = ClassDoor(Guard.for_home(auth_home, by=f"class:{spec.name}") if auth_home else None,
+                              self._instance_user, by=f"class:{spec.name}")
+
+    def _instance_user(self, instance_id: str) -> str | None:
+        return next((r.user for r in self.core.list_instances() if r.instance_id == instance_id), None)
 
     def ping(self) -> str:
         return "ok"
 
     def add_resources(self, hosts: Mapping[str, Any], vaults: Mapping[str, Any] | None = None) -> None:
         """Learn (more) host and vault carriers."""
-        self._hosts.update({n: RemoteHostPort(h) for n, h in hosts.items()})
-        self._vaults.update({n: RemoteVaultPort(v) for n, v in (vaults or {}).items()})
+        signer = getattr(self, "_signer", None)
+        self._hosts.update({n: RemoteHostPort(h, signer=signer) for n, h in hosts.items()})
+        self._vaults.update({n: RemoteVaultPort(v, signer=signer) for n, v in (vaults or {}).items()})
 
     def create_instance(self, host: str, vault: str | None, token: ReservationToken, args: dict | None = None,
-                        vault_token: ReservationToken | None = None, holder: Holder | None = None) -> InstanceRef | Refusal:
+                        vault_token: ReservationToken | None = None, holder: Holder | None = None,
+                        proof: Any = None) -> InstanceRef | Refusal:
+        """Create an instance: only the Enactor asks (after the Scheduler approved)."""
+        refused = self.door.check_create(proof, create_args(host, vault, token, args, vault_token, holder))
+        if refused is not None:
+            return refused
         return self.core.create_instance(host, vault, token, args, vault_token=vault_token, holder=holder)
 
-    def destroy_instance(self, instance_id: str, reason: str = "destroyed") -> bool:
+    def destroy_instance(self, instance_id: str, reason: str = "destroyed", proof: Any = None) -> bool | Refusal:
+        """Stop an instance: the Scheduler, the Enactor or the instance's user."""
+        refused = self.door.check_destroy(proof, {"instance_id": instance_id, "reason": reason}, instance_id)
+        if refused is not None:
+            return refused
         return self.core.destroy_instance(instance_id, reason)
 
     def instance_stopped(self, instance_id: str) -> bool:
@@ -479,7 +539,9 @@ def spawn_vault(spec: VaultSpec, *, collection: Any = None, heartbeat_s: float =
 
 
 def spawn_class(
-    spec: ClassSpec, *, hosts: Mapping[str, Any] | None = None, vaults: Mapping[str, Any] | None = None, detached: bool = False
+    spec: ClassSpec, *, hosts: Mapping[str, Any] | None = None, vaults: Mapping[str, Any] | None = None, detached: bool = False,
+    auth_home: str | None = None,
 ) -> Any:
     """A ClassActor, named ``class:<name>``; ``hosts`` maps host name -> carrier handle."""
-    return ClassActor.options(**_opts(class_name(spec.name), detached)).remote(spec, dict(hosts or {}), dict(vaults or {}))
+    return ClassActor.options(**_opts(class_name(spec.name), detached)).remote(spec, dict(hosts or {}), dict(vaults or {}),
+                                                                               auth_home=auth_home)

@@ -122,6 +122,16 @@ class HostGroup:
             out.append(self._on(host, lambda h, iid=iid: h.stop_object(iid, reason)))
         return out
 
+    def attested_holder(self, host: str, token_id: str) -> str | None:
+        """Host ``host``'s recorded holder of ``token_id`` (None: unknown host or token)."""
+        h = self._hosts.get(host)
+        return h.attested_holder(token_id) if h is not None else None
+
+    def instance_holder(self, host: str, instance_id: str) -> str | None:
+        """Host ``host``'s recorded holder of the reservation ``instance_id`` runs on."""
+        h = self._hosts.get(host)
+        return h.instance_holder(instance_id) if h is not None else None
+
     def audit_views(self) -> list[ResourceAudit]:
         """Every host's :meth:`~legionrm.hostobj.resource.ResourceObject.audit_view`."""
         return [h.audit_view() for h in self._hosts.values()]

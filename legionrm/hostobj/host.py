@@ -121,6 +121,12 @@ class HostObject(ResourceObject):
         return self._stop(instance_id, reason)
 
     @public
+    def instance_holder(self, instance_id: str) -> str | None:
+        """The recorded (attested) holder of the reservation ``instance_id`` runs on; None if unknown."""
+        item = self._instances.get(instance_id)
+        return item[1].request.holder.user if item is not None else None
+
+    @public
     def list_instances(self) -> list[InstanceRef]:
         """Running instances, in start order."""
         return [ref for ref, _ in self._instances.values()]

@@ -13,7 +13,13 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, TypeVar
 
-from legionrm.models import ReservationRequest, ReservationToken
+from legionrm.models import (
+    HeldReservation,
+    InstanceRef,
+    ReservationRequest,
+    ReservationToken,
+    ResourceAudit,
+)
 
 Status = Literal["active", "used", "cancelled", "expired", "ended"]
 
@@ -63,3 +69,17 @@ def forget_after(res: Reservation) -> float:
 
 
 __all__ = ["Reservation", "Status", "forget_after", "public"]
+
+
+def audit_view(name: str, now: float, calendar: Any, open_: dict[str, Reservation],
+               tokens: list[ReservationToken], instances: tuple[InstanceRef, ...] | None) -> ResourceAudit:
+    """A resource's :class:`ResourceAudit`: its calendar's use and capacity at
+    ``now``, its running instances (``None``: a vault) and its open
+    reservations with who holds each."""
+    return ResourceAudit(
+        name=name, kind="vault" if instances is None else "host", now=now,
+        used=tuple(float(x) for x in calendar.usage_at(now)), capacity=tuple(float(x) for x in calendar.capacity),
+        instances=instances or (),
+        reservations=tuple(HeldReservation(token_id=t.token_id, user=t.holder.user, expires_at=t.expires_at,
+                                           holders=tuple(sorted(open_[t.token_id].holders))) for t in tokens),
+    )

@@ -34,12 +34,11 @@ from legionrm.hostobj.policies import (
     ask_owner,
     owner_attributes,
 )
-from legionrm.hostobj.records import Reservation, forget_after, public
+from legionrm.hostobj.records import Reservation, audit_view, forget_after, public
 from legionrm.hostobj.sink import CollectionSink, NullSink
 from legionrm.models import (
     AccessPolicy,
     AttrValue,
-    HeldReservation,
     Holder,
     Refusal,
     ReservationRequest,
@@ -289,6 +288,15 @@ class ResourceObject:
         return abandon(self, tuple(request_ids), prefix)
 
     @public
+    def attested_holder(self, token_id: str) -> str | None:
+        """The user who holds the reservation of ``token_id`` as this resource
+        recorded it when granting (the user the Scheduler attested, when it
+        checks identities), or None for a token it does not know.  What the
+        resource's door asks before a user cancels or stops (never the token's text)."""
+        res = self._by_token.get(token_id)
+        return res.request.holder.user if res is not None else None
+
+    @public
     def reservations(self) -> list[ReservationToken]:
         """Tokens of the reservations that still hold capacity, by start."""
         return sorted((r.token for r in self._open.values()), key=lambda t: (t.start, t.token_id))
@@ -296,17 +304,9 @@ class ResourceObject:
     @public
     def audit_view(self) -> ResourceAudit:
         """What this resource holds now, for the auditor (a read)."""
-        now = self.now()
         listing = getattr(self, "list_instances", None)
-        return ResourceAudit(
-            name=self.name, kind="host" if callable(listing) else "vault", now=now,
-            used=tuple(float(x) for x in self.calendar.usage_at(now)),
-            capacity=tuple(float(x) for x in self.calendar.capacity),
-            instances=tuple(listing()) if callable(listing) else (),
-            reservations=tuple(HeldReservation(token_id=t.token_id, user=t.holder.user, expires_at=t.expires_at,
-                                               holders=tuple(sorted(self._open[t.token_id].holders)))
-                               for t in self.reservations()),
-        )
+        instances = tuple(listing()) if callable(listing) else None
+        return audit_view(self.name, self.now(), self.calendar, self._open, self.reservations(), instances)
 
     @public
     def holders_of(self, token_id: str) -> frozenset[str]:

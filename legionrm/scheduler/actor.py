@@ -44,7 +44,7 @@ from legionrm.models import (
 from legionrm.naming import host_name, named_actor
 from legionrm.scheduler.audit import audit
 from legionrm.scheduler.build import core_for_cluster
-from legionrm.scheduler.door import SchedulerDoor
+from legionrm.scheduler.door import SchedulerDoor, own_report, own_status
 from legionrm.scheduler.elastic import CycleRunner, ElasticCycle, HostStopper
 from legionrm.scheduler.planner import Planner
 from legionrm.scheduler.ports import PoolGate
@@ -115,13 +115,14 @@ class RemoteClassPort:
         return ray.get(self.handle.instance_stopped.remote(instance_id), timeout=CALL_TIMEOUT_S)
 
 
-def ray_stopper(carriers: dict[str, Any], classes: dict[str, Any]) -> HostStopper:
+def ray_stopper(carriers: dict[str, Any], classes: dict[str, Any], signer: CallSigner | None = None) -> HostStopper:
     """A stopper over Ray: a host's carrier from ``carriers`` (host name ->
-    host or host-group actor), else the host's own named actor."""
+    host or host-group actor), else the host's own named actor.  With
+    ``signer`` (the Scheduler agent's) each stop carries its proof."""
 
     def port(host: str) -> RemoteHostPort | None:
         handle = carriers.get(host) or named_actor(host_name(host))
-        return RemoteHostPort(handle, CALL_TIMEOUT_S) if handle is not None else None
+        return RemoteHostPort(handle, CALL_TIMEOUT_S, signer=signer) if handle is not None else None
 
     return HostStopper(port, {name: RemoteClassPort(h) for name, h in classes.items()})
 
@@ -234,6 +235,7 @@ class SchedulerActor:
         self._carriers = dict(carriers or {})
         self._vaults = dict(vault_actors or {})
         self._class_actors = dict(class_actors or {})
+        stop_signer = CallSigner(load_agent(auth_home, SCHEDULER_AGENT), time.time) if auth_home else None
         self_handle = ray.get_runtime_context().current_actor
         coll, enact = RemoteCollection(collection, CALL_TIMEOUT_S), RemoteEnactor(enactor, (self_handle, "approve"))
         if pool_owner is not None:  # the system's shared pools, owned by one PoolActor
@@ -241,7 +243,7 @@ class SchedulerActor:
         cluster = cluster or ClusterSpec()
         self.core = Scheduler(coll, enact, Planner({c.name: c for c in classes or ()}), pools,
                               shares=ShareGate.from_core(core_for_cluster(cluster)), name=name,
-                              stopper=ray_stopper(carriers or {}, class_actors or {}),
+                              stopper=ray_stopper(carriers or {}, class_actors or {}, stop_signer),
                               watch=ray_watch(carriers or {}),
                               store=RequestStore(state_path) if state_path else None,
                               also_running=lambda: self.cycle.instance_ids())
@@ -250,7 +252,7 @@ class SchedulerActor:
         # the cycle's growth is confirmed by approve_growth: the DUCC core decided it already
         grow = RemoteEnactor(enactor, (self_handle, "approve_growth"))
         self.cycle = ElasticCycle(
-            core_for_cluster(cluster), grow, ray_stopper(carriers or {}, class_actors or {}), coll,
+            core_for_cluster(cluster), grow, ray_stopper(carriers or {}, class_actors or {}, stop_signer), coll,
             interval_s=float(cluster.fairshare.get("interval_s", 10.0)), name=f"{name}-cycle",
             pools=self.core.pools,
         )
@@ -349,14 +351,14 @@ class SchedulerActor:
     def scheduleObjects(self, request: SchedulingRequest, proof: Any = None) -> SchedulerResponse:
         return self.door.scheduleObjects(request, proof)
 
-    def make_schedules(self, request: SchedulingRequest) -> ScheduleSuite:
-        return self.core.make_schedules(request).suite()
+    def make_schedules(self, request: SchedulingRequest, proof: Any = None) -> ScheduleSuite:
+        return self.door.make_schedules(request, proof)
 
     def getCandidatePlacements(self, class_info: ObjectRequest, caller: Identity) -> list[str]:
         return self.core.getCandidatePlacements(class_info, caller)
 
-    def explain(self, request: SchedulingRequest, host: str) -> str:
-        return self.core.explain(request, host)
+    def explain(self, request: SchedulingRequest, host: str, proof: Any = None) -> str:
+        return self.door.explain(request, host, proof)
 
     # Approvals run on threads of their own ("control"): every scheduleObjects
     # thread may be waiting on the Enactor, which waits on this confirmation.
@@ -393,12 +395,14 @@ class SchedulerActor:
         self.cycle.enactor = grow
         return self.core.setEnactor(enactor).handle
 
-    def instances(self) -> list:
-        return list(self.core.instances.values())
+    def instances(self, proof: Any = None) -> list:
+        """The running instances this Scheduler started (a user: only theirs)."""
+        return self.door.instances(proof)
 
     @ray.method(concurrency_group="control")
-    def status(self) -> SchedulerStatus:
-        """A summary for operators (``legionrm status``); read-only."""
+    def status(self, proof: Any = None) -> SchedulerStatus:
+        """A summary for operators (``legionrm status``); read-only.  A user sees only their own work."""
+        user = self.door.view_user(proof, "status", {})
         hosts: dict[str, int] = {}
         for inst in list(self.core.instances.values()):
             hosts[inst.host] = hosts.get(inst.host, 0) + 1
@@ -407,13 +411,19 @@ class SchedulerActor:
         states: dict[str, int] = {}
         for info in self.core.list_requests():
             states[info.state] = states.get(info.state, 0) + 1
-        return SchedulerStatus(
+        full = SchedulerStatus(
             requests=states,
             instances=sum(hosts.values()), hosts=hosts, last_cycle=last.cycle if last else 0,
             elastic={k: j.model_copy(update={"instances": ()}) for k, j in (last.jobs if last else {}).items()},
             pools={path: {k: v for k, v in entry.items() if k in ("entitlement", "allocation")}
                    for path, entry in (report() if report else {}).items()},
         )
+        if user is None:
+            return full
+        mine: dict[str, int] = {}
+        for info in self.core.list_requests(user):
+            mine[info.state] = mine.get(info.state, 0) + 1
+        return own_status(full, user, list(self.core.instances.values()), mine)
 
     # --- the elastic cycle ------------------------------------------------------------------
 
@@ -444,10 +454,11 @@ class SchedulerActor:
         """Run a cycle now (normally the runner's thread does, when due)."""
         return self.runner.run_now()
 
-    def cycle_reports(self, after: int = 0, timeout_s: float = 0.0) -> list[CycleReport]:
+    def cycle_reports(self, after: int = 0, timeout_s: float = 0.0, proof: Any = None) -> list[CycleReport]:
         """The reports of the cycles numbered above ``after`` (the last 100
-        kept), waiting up to ``timeout_s`` for the first."""
-        return self.runner.wait_reports(after, timeout_s)
+        kept), waiting up to ``timeout_s`` for the first.  A user sees only their own jobs."""
+        user = self.door.view_user(proof, "cycle_reports", {"after": after, "timeout_s": timeout_s})
+        return [own_report(r, user) for r in self.runner.wait_reports(after, timeout_s)]
 
     def stop_cycle(self) -> None:
         self._ticking.set()

@@ -13,7 +13,12 @@ over the call's name and its arguments; the door verifies it with its
 - ``setCollection`` / ``setEnactor``: administrators only;
 - ``approve``: only the Enactor agent;
 - elastic jobs: submitted in the caller's name; completed or updated only by
-  their owner (or an admin).
+  their owner (or an admin);
+- views (``make_schedules`` / ``explain``, ``status``, ``instances``,
+  ``cycle_reports``): a user sees only their own requests, instances and
+  elastic jobs, and only the hosts their access allows (plans are made as
+  the verified caller; ``explain`` of a host they may not use is
+  ``auth.forbidden``); administrators and agents see everything.
 
 A refusal of ``scheduleObjects`` is an ordinary not-ok response with one
 failure carrying the ``auth.*`` code; other calls raise
@@ -27,14 +32,19 @@ from __future__ import annotations
 from typing import Any
 
 from legionrm.auth import VerifiedCaller, may_act_on, require_admin
+from legionrm.auth.errors import AuthRefusedError
 from legionrm.auth.guard import ENACTOR, Guard, raise_if_refused
 from legionrm.models import (
+    CycleReport,
     ElasticJobRequest,
+    InstanceRef,
     PlacementFailure,
     Refusal,
     RequestInfo,
     ScheduleProposal,
     SchedulerResponse,
+    SchedulerStatus,
+    ScheduleSuite,
     SchedulingRequest,
 )
 from legionrm.scheduler.scheduler import Scheduler
@@ -119,6 +129,89 @@ class SchedulerDoor:
         who = self.caller(proof, call, args)
         if who is not None and owner is not None:
             raise_if_refused(may_act_on(who, owner, admin_may=True))
+
+
+    # --- views ---------------------------------------------------------------------------
+
+    def viewer(self, proof: Any, call: str, args: Any) -> VerifiedCaller | None:
+        """The user a view is filtered for; None when the caller sees everything
+        (an open door, an administrator, an agent).  Raises AuthRefusedError."""
+        who = self.caller(proof, call, args)
+        if who is None or who.is_admin or not who.is_user:
+            return None
+        return who
+
+    def hosts_of(self, who: VerifiedCaller) -> tuple[set[str], set[str]]:
+        """(the resources ``who``'s access allows, every resource), from the Collection."""
+        coll = self.core.getCollection()
+        mine = {r.name for r in coll.query("true", who.identity(), True).records}
+        every = {r.name for r in coll.query("true", None, True).records}
+        return mine, every
+
+    def make_schedules(self, request: SchedulingRequest, proof: Any = None) -> ScheduleSuite:
+        """The plan without enacting it; a user's is made as them and names no host hidden from them."""
+        who = self.viewer(proof, "make_schedules", {"request": request})
+        if who is None:
+            return self.core.make_schedules(request).suite()
+        request = request.model_copy(update={"identity": who.identity(request.identity.class_name)})
+        suite = self.core.make_schedules(request).suite()
+        mine, every = self.hosts_of(who)
+        hidden = every - mine
+        masters = tuple(m for m in suite.masters if not any(p.host in hidden for p in m.placements))
+        return suite.model_copy(update={
+            "masters": masters,
+            "failures": tuple(f for f in suite.failures if f.resource not in hidden),
+            "refused": tuple(f for f in suite.refused if f.resource not in hidden)})
+
+    def explain(self, request: SchedulingRequest, host: str, proof: Any = None) -> str:
+        """Why ``host`` would or would not take ``request``; a user asks only about hosts they may use."""
+        who = self.viewer(proof, "explain", {"request": request, "host": host})
+        if who is not None:
+            if host not in self.hosts_of(who)[0]:
+                raise AuthRefusedError("auth.forbidden", f"host {host!r} is not one {who.name!r} may use", "scheduler")
+            request = request.model_copy(update={"identity": who.identity(request.identity.class_name)})
+        return self.core.explain(request, host)
+
+    def view_user(self, proof: Any, call: str, args: Any) -> str | None:
+        """The user a view shows (their own work only), or None for everything."""
+        who = self.viewer(proof, call, args)
+        return None if who is None else who.name
+
+    def instances(self, proof: Any = None) -> list[InstanceRef]:
+        user = self.view_user(proof, "instances", {})
+        return [i for i in self.core.instances.values() if user is None or i.user == user]
+
+
+def own_status(status: SchedulerStatus, user: str | None, instances: list[InstanceRef],
+               requests: dict[str, int]) -> SchedulerStatus:
+    """``status`` as ``user`` may see it: their instances (and the hosts those
+    run on), their requests and elastic jobs; pools stay (totals only).  None: all."""
+    if user is None:
+        return status
+    hosts: dict[str, int] = {}
+    for inst in instances:
+        if inst.user == user:
+            hosts[inst.host] = hosts.get(inst.host, 0) + 1
+    return status.model_copy(update={
+        "instances": sum(hosts.values()), "hosts": hosts, "requests": requests,
+        "elastic": {k: j for k, j in status.elastic.items() if j.user == user}})
+
+
+def own_report(report: CycleReport, user: str | None) -> CycleReport:
+    """A cycle report as ``user`` may see it: their jobs, totals and changes,
+    and only the hosts their jobs run on.  None: all."""
+    if user is None:
+        return report
+    jobs = {k: j for k, j in report.jobs.items() if j.user == user}
+    mine = [c for c in (*report.grew, *report.shrank, *report.refused) if c.user == user]
+    hosts = {h for j in jobs.values() for h in j.hosts} | {c.host for c in mine}
+    return report.model_copy(update={
+        "jobs": jobs, "users": {u: t for u, t in report.users.items() if u == user},
+        "grew": tuple(c for c in report.grew if c.user == user),
+        "shrank": tuple(c for c in report.shrank if c.user == user),
+        "refused": tuple(c for c in report.refused if c.user == user),
+        "hosts": {h: s for h, s in report.hosts.items() if h in hosts},
+        "needy": tuple(j for j in report.needy if j in jobs)})
 
 
 def _refused(request: SchedulingRequest, refusal: Refusal, key: str = "*") -> SchedulerResponse:
