@@ -85,9 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--no-dashboard", action="store_true", help="do not serve legionrm's dashboard")
     up.add_argument("--no-ray-dashboard", action="store_true",
                     help="leave Ray's own dashboard and metrics export off (a leaner head)")
-    up.add_argument("--ray-token", action="store_true",
-                    help="start Ray with its own token authentication (RAY_AUTH_MODE=token): only processes "
-                         "holding $LEGIONRM_HOME/auth/ray_token (0600) may connect to the cluster")
+    up.add_argument("--no-ray-token", dest="ray_token", action="store_false",
+                    help="start Ray without its own token authentication (by default RAY_AUTH_MODE=token: only "
+                         "processes holding $LEGIONRM_HOME/auth/ray_token (0600) may connect to the cluster)")
     json_flag(up)
 
     dn = add("down", "stop what `legionrm up` started, and nothing else")
