@@ -232,7 +232,7 @@ def _queue_and_cancel(console: Console, system: Any, call: Any, users: Users) ->
         "carol", "cancel", {"request_id": "demo-hold", "reason": reason})))
     console.print("  legionrm cancel demo-hold -> cancelled; its instance stops and its cpus come back")
     deadline = time.time() + 20
-    while time.time() < deadline and info.state == "pending":
+    while time.time() < deadline and info.state in ("pending", "admitted", "placing"):
         time.sleep(0.2)
         info = call(system.scheduler.request_info.remote("demo-wait", proof=users.proof(
             "dave", "request_info", {"request_id": "demo-wait"})))
