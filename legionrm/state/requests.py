@@ -10,13 +10,10 @@ its last transition.  Thread-safe (one connection behind a lock).
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
-from legionrm.errors import LegionError
 from legionrm.models import (
     InstanceInfo,
     InstanceRef,
@@ -24,17 +21,7 @@ from legionrm.models import (
     RequestEvent,
     SchedulingRequest,
 )
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS requests (
-    id TEXT PRIMARY KEY,
-    body TEXT NOT NULL
-);
-"""
-
-
-class StateError(LegionError):
-    """The state store cannot be opened or read."""
+from legionrm.state.sqlite import KeyedStore
 
 
 @dataclass(frozen=True)
@@ -53,20 +40,11 @@ class StoredRequest:
     attempts: int
 
 
-class RequestStore:
+class RequestStore(KeyedStore):
     """Requests by id in the SQLite file ``path`` (created with its folder)."""
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: a commit survives a process crash
-            self._db.executescript(SCHEMA)
-        except (OSError, sqlite3.Error) as exc:
-            raise StateError(f"cannot open the state store {self.path}: {exc}") from None
-        self._lock = threading.Lock()
+        super().__init__(path, "requests", "id", "state store")
 
     def put(self, *, request: SchedulingRequest, submitted: float, state: str, reason: str,
             history: list[RequestEvent], instances: dict[str, InstanceInfo], refs: dict[str, InstanceRef],
@@ -80,14 +58,11 @@ class RequestStore:
             "failures": [f.model_dump(mode="json") for f in failures[:20]],
             "earliest_start": earliest_start, "attempts": attempts,
         })
-        with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO requests (id, body) VALUES (?, ?)", (request.request_id, body))
+        self._put_rows([(request.request_id, body)])
 
     def load(self) -> Iterator[StoredRequest]:
         """Every stored request, oldest first."""
-        with self._lock:
-            rows = self._db.execute("SELECT body FROM requests").fetchall()
-        items = [json.loads(body) for (body,) in rows]
+        items = [json.loads(body) for _, body in self._rows()]
         for d in sorted(items, key=lambda d: (d["submitted"], d["request"]["request_id"])):
             yield StoredRequest(
                 request=SchedulingRequest.model_validate(d["request"]), submitted=d["submitted"], state=d["state"],
@@ -97,14 +72,3 @@ class RequestStore:
                 failures=tuple(PlacementFailure.model_validate(f) for f in d["failures"]),
                 earliest_start=d["earliest_start"], attempts=d["attempts"],
             )
-
-    def __len__(self) -> int:
-        with self._lock:
-            return int(self._db.execute("SELECT COUNT(*) FROM requests").fetchone()[0])
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    def __getstate__(self) -> Any:  # a store is opened where it is used, never shipped
-        raise TypeError("a RequestStore is not picklable: pass its path")

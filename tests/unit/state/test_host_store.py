@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from legionrm.state import HostStore
-from legionrm.state.requests import StateError
+from legionrm.state.sqlite import StateError
 
 
 def test_put_many_and_load_back(tmp_path: Path) -> None:
