@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from legionrm.auth import codes
 from legionrm.auth.canonical import ATTEST_DOMAIN, canonical
@@ -37,7 +37,7 @@ from legionrm.auth.keys import (
     decode_public_key,
     verify_bytes,
 )
-from legionrm.auth.proof import MAX_NAME_CHARS, VerifiedCaller, signed_shape
+from legionrm.auth.proof import MAX_NAME_CHARS, VerifiedCaller, as_model, signed_shape
 from legionrm.models import Identity, Refusal
 
 Clock = Callable[[], float]
@@ -120,14 +120,8 @@ class AttestationVerifier:
     def verify(self, attestation: Any, host: str, request_id: str | None = None) -> Identity | Refusal:
         """The identity ``attestation`` vouches for at ``host`` (for ``request_id``
         when given), or the first refusal in the documented order."""
-        if isinstance(attestation, dict):
-            try:
-                attestation = Attestation.model_validate(attestation)
-            except ValidationError as exc:
-                return self._refuse(codes.MALFORMED, f"not an attestation: {exc.error_count()} bad field(s)")
-        if not isinstance(attestation, Attestation):
-            return self._refuse(codes.MALFORMED, f"not an attestation: {type(attestation).__name__}")
-        problem = self.malformation(attestation)
+        attestation, problem = as_model(attestation, Attestation, "an attestation")
+        problem = problem or self.malformation(attestation)
         if problem:
             return self._refuse(codes.MALFORMED, problem)
         key = self._trusted.get(attestation.issuer)

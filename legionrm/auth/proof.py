@@ -37,7 +37,7 @@ import math
 import secrets
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -240,14 +240,8 @@ class Verifier:
         return self.verify(proof, call, payload_digest(args))
 
     def _check(self, proof: Any, call: str, digest: str, now: float) -> VerifiedCaller | Refusal:
-        if isinstance(proof, dict):
-            try:
-                proof = CallProof.model_validate(proof)
-            except ValidationError as exc:
-                return self._refuse(codes.MALFORMED, f"not a call proof: {exc.error_count()} bad field(s)")
-        if not isinstance(proof, CallProof):
-            return self._refuse(codes.MALFORMED, f"not a call proof: {type(proof).__name__}")
-        problem = self.malformation(proof)
+        proof, problem = as_model(proof, CallProof, "a call proof")
+        problem = problem or self.malformation(proof)
         if problem:
             return self._refuse(codes.MALFORMED, problem)
         principal = self.registry.principal(proof.user)
@@ -297,6 +291,22 @@ class Verifier:
 def signed(signer: CallSigner | None, call: str, args: Any) -> CallProof | None:
     """The proof for one call, or None without a signer (a system that checks nobody)."""
     return signer.sign(call, args) if signer is not None else None
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def as_model(value: Any, model: type[M], what: str) -> tuple[M | Any, str]:
+    """``value`` as ``model`` (a dict is validated), and "" -- or, when it is
+    not one, ``value`` unchanged and what is wrong ("not a call proof: ...")."""
+    if isinstance(value, dict):
+        try:
+            value = model.model_validate(value)
+        except ValidationError as exc:
+            return value, f"not {what}: {exc.error_count()} bad field(s)"
+    if not isinstance(value, model):
+        return value, f"not {what}: {type(value).__name__}"
+    return value, ""
 
 
 def signed_shape(item: Any, what: str, max_ttl_s: float) -> str:
