@@ -24,7 +24,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 from legionrm.enactor.replan import enact_with_replans
 from legionrm.errors import SchedulingError
@@ -185,16 +186,11 @@ class Scheduler:
         ``failed`` (it can never run, or it asked not to wait).  Not
         idempotent (it starts instances); a repeated request id is refused."""
         _validate(request)
-        with self._lock:  # claimed before the queue can see it, so a re-plan never races its first attempt
-            if request.request_id in self._attempting:
+        # claimed before the queue can see it, so a re-plan never races its first attempt
+        with self._claim(request.request_id) as claimed:
+            if not claimed:
                 raise SchedulingError(f"request id {request.request_id!r} was already scheduled")
-            self._attempting.add(request.request_id)
-        try:
-            entry = self.book.add(request)
-            return self._attempt(entry)
-        finally:
-            with self._lock:
-                self._attempting.discard(request.request_id)
+            return self._attempt(self.book.add(request))
 
     def replan(self) -> int:
         """Try every pending request again, in queue order; returns how many
@@ -208,18 +204,26 @@ class Scheduler:
             while self._dirty.is_set():
                 self._dirty.clear()
                 for entry in self.queue():
-                    with self._lock:  # one attempt at a time per request
-                        if entry.id in self._attempting or entry.state != "pending":
-                            continue
-                        self._attempting.add(entry.id)
-                    try:
-                        started += self._attempt(entry).ok
-                    finally:
-                        with self._lock:
-                            self._attempting.discard(entry.id)
+                    with self._claim(entry.id) as claimed:  # one attempt at a time per request
+                        if claimed and entry.state == "pending":
+                            started += self._attempt(entry).ok
         finally:
             self._replan_lock.release()
         return started
+
+    @contextmanager
+    def _claim(self, request_id: str) -> Iterator[bool]:
+        """Claim the one attempt a request may have under way: yields False
+        (and claims nothing) when another attempt holds it."""
+        with self._lock:
+            claimed = request_id not in self._attempting
+            self._attempting.add(request_id)  # already there when not claimed
+        try:
+            yield claimed
+        finally:
+            if claimed:
+                with self._lock:
+                    self._attempting.discard(request_id)
 
     def queue(self) -> list[Entry]:
         """The pending requests in the order they go next (:func:`queue_order`)."""
@@ -263,12 +267,14 @@ class Scheduler:
 
     # --- ends -------------------------------------------------------------------
 
-    def instance_ended(self, instance_id: str, reason: str = "ended", state: str = "ended") -> bool:
+    def instance_ended(self, instance_id: str, reason: str = "ended", state: str = "ended", *,
+                       replan: bool = True) -> bool:
         """An instance is gone (its actor returned or died, its walltime ran
         out, its class destroyed it, its host died).  Its request completes
         when it was the last one (or fails when ``state`` is ``lost``), every
         account is booked back, and waiting requests are re-planned.  Returns
-        False for an unknown or already ended instance (idempotent)."""
+        False for an unknown or already ended instance (idempotent).  With
+        ``replan=False`` the caller re-plans once after several ends."""
         entry = self.book.end_instance(instance_id, state, reason)
         if entry is None:
             return False
@@ -276,7 +282,8 @@ class Scheduler:
             lost = any(i.state == "lost" for i in entry.instances.values())
             if self.book.finish(entry, "failed" if lost else "completed", reason):
                 self._book_back(entry)
-        self.replan()
+        if replan:
+            self.replan()
         return True
 
     def tick(self) -> int:
@@ -292,7 +299,7 @@ class Scheduler:
             wall = _walltime(entry, ref) if entry is not None else None
             if wall is not None and now >= ref.started_at + wall:
                 self._stop(ref, "walltime")
-                ended += self.instance_ended(ref.instance_id, "walltime")
+                ended += self.instance_ended(ref.instance_id, "walltime", replan=False)
         self._follow_capacity()
         self._ticks += 1
         if self._ticks % ORPHAN_SWEEP_TICKS == 1:
@@ -302,8 +309,8 @@ class Scheduler:
             for iid, (state, reason) in self.watch.check(self.book.running_instances()).items():
                 if state != "running":
                     self._classes_forget(iid)
-                    ended += self.instance_ended(iid, reason, "lost" if state == "lost" else "ended")
-        self.replan()
+                    ended += self.instance_ended(iid, reason, "lost" if state == "lost" else "ended", replan=False)
+        self.replan()  # once, for every end this tick saw
         return ended
 
     # --- restarts and orphans ---------------------------------------------------
