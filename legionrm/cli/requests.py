@@ -15,6 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from legionrm.cli.output import show, table
 from legionrm.models import FINAL_STATES, RequestInfo, ScheduleSuite
 from legionrm.naming import SCHEDULER, require_actor
 from legionrm.request_file import load_request
@@ -50,9 +51,8 @@ def request_json(info: RequestInfo) -> dict[str, Any]:
 
 
 def request_table(infos: list[RequestInfo], now: float) -> Table:
-    t = Table(box=None, pad_edge=False, header_style="bold")
-    for col in ("ID", "STATE", "USER", "CLASS", "COUNT", "WHERE", "AGE", "REASON"):
-        t.add_column(col, overflow="fold", no_wrap=col not in ("REASON", "WHERE"))
+    """The requests in the house table style (fits the terminal, never cuts a header)."""
+    t = table(None, ("id", "state", "user", "class", "count", "where", "age", "reason"), right=("count", "age"))
     for i in infos:
         where = ",".join(sorted({x.host for x in i.instances if x.state == "running"})) or "-"
         t.add_row(i.id, i.state, i.user, ",".join(i.classes), str(i.count), where, _age(i.submitted, now),
@@ -70,7 +70,7 @@ def cli_list(args: argparse.Namespace) -> int:
     elif not infos:
         print("no requests" + (f" in state {args.state}" if args.state else ""))
     else:
-        Console().print(request_table(infos, time.time()))
+        show(request_table(infos, time.time()))
     return 0
 
 

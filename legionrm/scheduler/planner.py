@@ -519,15 +519,19 @@ LASTING = frozenset({"query.no_match", "access.denied", "class.host_list", "capa
 
 
 def _no_hosts(op: ObjectPlan) -> PlacementFailure:
-    """A plan-stage failure naming the most common refusal among the hosts."""
+    """A plan-stage failure naming the most common refusal among the hosts
+    (among the refusals waiting can change, when there are any)."""
     counts: dict[tuple[str, str, str], int] = {}
     for names, r in op.outcome.drops:
         counts[(r.by, r.code, r.reason)] = counts.get((r.by, r.code, r.reason), 0) + len(names)
     key = span(op.keys, op.request.class_name)
     if not counts:
         return PlacementFailure(key=key, resource=PLANNER, code="no_hosts", reason="no available hosts", stage="plan")
-    (by, code, reason), n = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
-    summary = "; ".join(f"{c} refused by {b} ({k})" for (b, k, _), c in sorted(counts.items(), key=lambda kv: -kv[1]))
     lasting = all(k in LASTING for (_, k, _) in counts)
+    # the failure is named for what it waits on: the most common refusal for what a host holds now,
+    # when there is one (the hosts refused for what they are would refuse it whenever it ran)
+    passing = {k: n for k, n in counts.items() if lasting or k[1] not in LASTING}
+    (by, code, reason), n = max(passing.items(), key=lambda kv: (kv[1], kv[0]))
+    summary = "; ".join(f"{c} refused by {b} ({k})" for (b, k, _), c in sorted(counts.items(), key=lambda kv: -kv[1]))
     return PlacementFailure(key=key, resource=by, code=code, lasting=lasting,
                             reason=f"no host can take it: {summary}; e.g. {reason}", stage="plan")

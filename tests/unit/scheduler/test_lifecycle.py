@@ -277,3 +277,15 @@ def test_explain_names_every_refused_host_and_why() -> None:
     why = {f.resource: f.code for f in suite.refused}
     assert why == {"arm": "query.no_match", "small": "capacity.total"}
     assert [p.host for p in suite.masters[0].placements] == ["ok"]
+
+
+def test_a_waiting_request_is_named_for_what_it_waits_on_not_for_hosts_it_could_never_use() -> None:
+    hosts_ = tuple(HostSpec(name=f"x{i}", attributes={"cpus": 4, "memory_gb": 16}) for i in range(3)) + (
+        HostSpec(name="r1", attributes={"cpus": 4, "memory_gb": 16}),)
+    spec = ClusterSpec(hosts=hosts_, classes=(ClassSpec(name="R", host_list=("r*",)),))
+    s = LocalSystem(spec, clock=FakeClock())
+    ask = (ObjectRequest(class_name="R", cpus=4, memory_gb=1),)
+    assert s.scheduler.scheduleObjects(SchedulingRequest(request_id="a", identity=Identity(user="u"), objects=ask)).ok
+    r = s.scheduler.scheduleObjects(SchedulingRequest(request_id="b", identity=Identity(user="u"), objects=ask))
+    assert r.state == "pending" and r.failures[0].code != "class.host_list"  # 3 never-hosts, 1 busy one
+    assert "3 refused by class_host_list" in r.failures[0].reason  # the whole story is still told
