@@ -286,6 +286,7 @@ def test_a_waiting_request_is_named_for_what_it_waits_on_not_for_hosts_it_could_
     s = LocalSystem(spec, clock=FakeClock())
     ask = (ObjectRequest(class_name="R", cpus=4, memory_gb=1),)
     assert s.scheduler.scheduleObjects(SchedulingRequest(request_id="a", identity=Identity(user="u"), objects=ask)).ok
+    s.heartbeat()  # the Collection learns r1 is busy
     r = s.scheduler.scheduleObjects(SchedulingRequest(request_id="b", identity=Identity(user="u"), objects=ask))
     assert r.state == "pending" and r.failures[0].code != "class.host_list"  # 3 never-hosts, 1 busy one
     assert "3 refused by class_host_list" in r.failures[0].reason  # the whole story is still told
