@@ -247,12 +247,13 @@ class System:
         """Stop every actor of this system, instances first (idempotent)."""
         if self.scheduler is not None:
             try:
-                call(self.scheduler.stop_cycle.remote(), 10)
+                call(self.scheduler.stop_cycle.remote(proof=signed(self.signer, "stop_cycle", {})), 10)
             except Exception:  # already gone
                 pass
         for h in [*self.nodes.values(), *self.groups.values()]:
-            try:
-                call(h.shutdown.remote(), 10)
+            try:  # as this driver's user: an administrator's shutdown (else refused, and the actors are killed)
+                reason = "host group stopped" if h in self.groups.values() else "host stopped"
+                call(h.shutdown.remote(reason, proof=signed(self.signer, "shutdown", {"reason": reason})), 10)
             except Exception:  # already gone
                 pass
         for h in self.handles():
@@ -324,7 +325,7 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
         classes=system.classes, **auth,
     )
     system.pools = PoolActor.options(**control_plane(POOLS, detached=detached, restarts=RESTARTS)).remote(
-        pool_gate(spec))  # one owner: every scheduler shares it
+        pool_gate(spec), **auth)  # one owner: every scheduler shares it
     store = str(Path(state_dir) / "scheduler.db") if state_dir is not None else None
     system.scheduler = SchedulerActor.options(**control_plane(SCHEDULER, detached=detached, restarts=RESTARTS)).remote(
         coll, system.enactor, list(spec.classes), pool_owner=system.pools, cluster=spec, carriers=carriers,

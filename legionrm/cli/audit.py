@@ -10,12 +10,13 @@ import json
 
 from legionrm.models import AuditFinding
 from legionrm.naming import SCHEDULER, require_actor
-from legionrm.system import call, init_connect
+from legionrm.system import call, init_connect, proof_for
 
 
 def cli_audit(args: argparse.Namespace) -> int:
     init_connect(getattr(args, "address", None) or "auto")
-    findings: list[AuditFinding] = call(require_actor(SCHEDULER).audit.remote(), 60)
+    scheduler = require_actor(SCHEDULER)
+    findings: list[AuditFinding] = call(scheduler.audit.remote(proof=proof_for(scheduler, "audit", {})), 60)
     if args.json:
         print(json.dumps({"findings": [f.model_dump() for f in findings]}, indent=2))
     elif not findings:

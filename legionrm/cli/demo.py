@@ -267,7 +267,7 @@ def _elastic(console: Console, system: Any, call: Any, users: Users) -> bool:
             user, "complete_elastic", {"job_id": f"{user}-job"})))
     reports = _until(system, call, ring, after, lambda r: not r.jobs)
     stopped, grew = sum(len(r.shrank) for r in reports), sum(len(r.grew) for r in reports)
-    left = call(system.groups["batch"].list_instances.remote())
+    left = call(system.groups["batch"].list_instances.remote(proof=ring.proof(ADMIN, "list_instances", {"host": None})))
     console.print(f"the jobs complete one by one: {stopped} processes stopped on their hosts "
                   f"({grew} grew in between into the space of a job that had finished); {len(left)} left running")
     return fair and not reports[-1].jobs and stopped == sum(counts) + grew and not left
@@ -294,7 +294,7 @@ def _until(system: Any, call: Any, users: Users, after: int, done: Any, cycles: 
     a newcomer grows in the cycle after the one that shrank the others."""
     reports = _reports(system, call, users, after, 30)
     while not done(reports[-1]) and len(reports) < cycles:
-        call(system.scheduler.run_cycle.remote())
+        call(system.scheduler.run_cycle.remote(proof=users.proof(ADMIN, "run_cycle", {})))
         reports = _reports(system, call, users, after, 0)  # with any the runner ran meanwhile
     return reports
 

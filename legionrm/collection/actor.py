@@ -128,5 +128,7 @@ class CollectionActor:
         self.door._admin(proof, "add_subcollection", {"name": name, "query": query}, "vary_hosts")
         self._core.add_subcollection(name, RemoteCollection(handle), query, interval_s)
 
-    def shutdown(self) -> None:
+    def shutdown(self, proof: Any = None) -> None:
+        """Stop polling sub-collections: an administrator's."""
+        self.door._admin(proof, "shutdown", {}, "stop_system")
         self._stop.set()

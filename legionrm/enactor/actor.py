@@ -25,7 +25,8 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 from legionrm import metrics
 from legionrm.auth import CallSigner
 from legionrm.auth.errors import AuthRefusedError
-from legionrm.auth.guard import ENACTOR, load_agent
+from legionrm.auth.actordoor import ActorDoor
+from legionrm.auth.guard import ENACTOR, SCHEDULER, Guard, load_agent
 from legionrm.auth.hostdoor import create_args
 from legionrm.enactor.enactor import Approver, Enactor, approve_all
 from legionrm.enactor.gateway import DEAD, CreateItem
@@ -159,11 +160,11 @@ class RayGateway:
             for j, i in enumerate(idx):
                 out[i] = value[j] if ok else _dead(requests[i].resource, value)
             if not ok:
-                _abandon(h, [requests[i].request_id for i in idx])
+                _abandon(h, [requests[i].request_id for i in idx], self.signer)
         for (i, _), (ok, value) in zip(singles, answers[len(refs) :]):
             out[i] = value if ok else _dead(requests[i].resource, value)
             if not ok:
-                _abandon(singles_handles[i], [requests[i].request_id])
+                _abandon(singles_handles[i], [requests[i].request_id], self.signer)
         return out  # type: ignore[return-value]
 
     def cancel(self, tokens: Sequence[ReservationToken]) -> None:
@@ -233,7 +234,7 @@ def discover_resource(resource: str) -> tuple[Handle, bool] | None:
     return None
 
 
-def _abandon(handle: Handle, request_ids: list[str]) -> None:
+def _abandon(handle: Handle, request_ids: list[str], signer: CallSigner | None = None) -> None:
     """The gateway gave up on a reservation call (its deadline passed, or the
     actor died and may come back): tell the actor to cancel whatever it
     granted for those request ids, so nothing granted to nobody is left to
@@ -241,7 +242,8 @@ def _abandon(handle: Handle, request_ids: list[str]) -> None:
     caller's calls to an actor run in order), and an actor that is gone for
     good has nothing to cancel."""
     try:
-        handle.cancel_requests.remote(request_ids)
+        proof = signer.sign("cancel_requests", {"request_ids": request_ids, "prefix": False}) if signer else None
+        handle.cancel_requests.remote(request_ids, False, proof=proof)
     except Exception:  # noqa: BLE001 - best effort; the tokens time out anyway
         log.info("could not ask %s to cancel abandoned reservations", handle, exc_info=True)
 
@@ -285,31 +287,45 @@ class EnactorActor:
         )
         self.gateway.signer = self._signer
         self.core = Enactor(self.gateway, name=name, min_token_life_s=min_token_life_s)
+        self.door = ActorDoor(Guard.for_home(auth_home, by="enactor") if auth_home else None, "enactor")
 
-    async def enact_schedule(self, request: EnactRequest, approver: tuple[Handle, str] | None = None) -> EnactResult:
-        """Legion's ``enact_schedule``: see :meth:`Enactor.enact_schedule`."""
-        if approver is None and self._signer is not None:
-            raise AuthRefusedError("auth.forbidden", "enact_schedule needs the Scheduler as approver; "
-                                   "only the Scheduler's own enactments run here", "enactor")
+    async def enact_schedule(self, request: EnactRequest, approver: tuple[Handle, str] | None = None,
+                             proof: Any = None) -> EnactResult:
+        """Legion's ``enact_schedule``: see :meth:`Enactor.enact_schedule`.  With
+        authentication, only the Scheduler asks (its proof over the request and the
+        approving method), and always with itself as approver."""
+        if self._signer is not None:
+            if approver is None:
+                raise AuthRefusedError("auth.forbidden", "enact_schedule needs the Scheduler as approver; "
+                                       "only the Scheduler's own enactments run here", "enactor")
+            self.door.require_system(proof, "enact_schedule", {"request": request, "approver": approver[1]},
+                                     agents=(SCHEDULER,))
         approve: Approver = approve_all if approver is None else _remote_approver(*approver, signer=self._signer)
         result = await asyncio.to_thread(self.core.enact_schedule, request, approve=approve)
         metrics.record_enactment(result)  # placements, and vetoes by code
         return result
 
-    async def add_group(self, name: str, handle: Handle) -> None:
-        """Route placements whose ``group`` is ``name`` to ``handle``.  Idempotent."""
+    async def add_group(self, name: str, handle: Handle, proof: Any = None) -> None:
+        """Route placements whose ``group`` is ``name`` to ``handle``.  Idempotent.  An administrator's
+        (or the Scheduler's): a rogue route would take every reservation and start."""
+        self.door.require_system(proof, "add_group", {"name": name}, admin=True)
         self.gateway.groups[name] = handle
 
-    async def add_resource(self, name: str, handle: Handle, batched: bool = False) -> None:
-        """Route the host or vault ``name`` to ``handle``.  Idempotent."""
+    async def add_resource(self, name: str, handle: Handle, batched: bool = False, proof: Any = None) -> None:
+        """Route the host or vault ``name`` to ``handle``.  Idempotent.  An administrator's."""
+        self.door.require_system(proof, "add_resource", {"name": name, "batched": batched}, admin=True)
         self.gateway.resources[name] = handle
         if batched:
             self.gateway.batched.add(name)
 
-    async def add_class(self, name: str, handle: Handle) -> None:
+    async def add_class(self, name: str, handle: Handle, proof: Any = None) -> None:
+        """Route class ``name`` to ``handle``.  An administrator's."""
+        self.door.require_system(proof, "add_class", {"name": name}, admin=True)
         self.gateway.classes[name] = handle
 
-    async def stats(self) -> dict[str, int]:
+    async def stats(self, proof: Any = None) -> dict[str, int]:
+        """Counters of enactments (no one's work in them): any verified caller."""
+        self.door.caller(proof, "stats", {})
         return dict(self.core.stats)
 
     async def ping(self) -> str:

@@ -21,9 +21,11 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from legionrm.auth import CallSigner, Registry, signed
-from legionrm.auth.guard import Guard, host_attestations
+from legionrm.auth.actordoor import ActorDoor, own, own_or_refusal, require_visible, visible
+from legionrm.auth.guard import Guard
 from legionrm.auth.guard import auth_home as auth_home_dir
-from legionrm.auth.hostdoor import ClassDoor, ResourceDoor, create_args
+from legionrm.auth.hostdoor import ClassDoor, create_args, token_route
+from legionrm.auth.resources import auth_sink, guard_resources, resource_doors
 from legionrm.hostobj.build import build_class, build_host, build_vault
 from legionrm.hostobj.durable import Keeper
 from legionrm.hostobj.group import HostGroup, InstanceKey, TokenRef
@@ -55,61 +57,6 @@ from legionrm.state import HostStore
 
 log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_S = 30.0
-
-
-class RemoteSink:
-    """A collection sink over a Collection actor handle: fire-and-forget calls
-    (a heartbeat never waits on the collection).  With ``signers`` (resource
-    name -> its own agent's signer) every write carries that resource's proof."""
-
-    def __init__(self, handle: Any, signers: Mapping[str, CallSigner] | None = None) -> None:
-        self._h = handle
-        self.signers = dict(signers or {})
-
-    def _proof(self, name: str, call: str, args: Any) -> Any:
-        signer = self.signers.get(name)
-        return signer.sign(call, args) if signer is not None else None
-
-    def join(self, record: ResourceRecord) -> None:
-        self._h.join.remote(record, proof=self._proof(record.name, "join", {"record": record}))
-
-    def update(self, name: str, attrs: dict[str, AttrValue]) -> None:
-        self._h.update.remote(name, attrs, proof=self._proof(name, "update", {"name": name, "attrs": dict(attrs or {})}))
-
-    def update_many(self, updates: list[tuple[str, dict[str, AttrValue]]]) -> None:
-        if not self.signers:
-            self._h.update_many.remote(updates)
-            return
-        proofs = [self._proof(n, "update", {"name": n, "attrs": dict(a or {})}) for n, a in updates]
-        self._h.update_many.remote(updates, proofs)
-
-    def leave(self, name: str) -> None:
-        self._h.leave.remote(name, proof=self._proof(name, "leave", {"name": name}))
-
-
-def _auth_sink(collection: Any, auth_home: str | None, kind: str, names: Sequence[str]) -> RemoteSink | None:
-    """The sink of resources ``names``: each gets its own agent key now (in this
-    actor's memory only) and signs its own Collection writes."""
-    if collection is None:
-        return None
-    if not auth_home:
-        return RemoteSink(collection)
-    creds = Registry(auth_home_dir(auth_home)).add_agents(kind, names)
-    return RemoteSink(collection, {n: CallSigner(c, time.time) for n, c in creds.items()})
-
-
-def _guard_resources(cores: Sequence[ResourceObject], auth_home: str | None) -> None:
-    """Make each resource check the Scheduler's attestation of who reserves."""
-    if auth_home:
-        for core in cores:
-            core.attestations = host_attestations(auth_home, by=core.name)
-
-
-def _door(auth_home: str | None, by: str, token_holder: Any, instance_holder: Any = None) -> ResourceDoor:
-    """The door of a resource actor: open without a home, else checking each
-    cancel, stop and start against the registry (see :mod:`legionrm.auth.hostdoor`)."""
-    guard = Guard.for_home(auth_home, by=by) if auth_home else None
-    return ResourceDoor(guard, token_holder=token_holder, instance_holder=instance_holder, by=by)
 
 
 class RemoteHostPort:
@@ -181,14 +128,15 @@ class HostActor(_Beating):
 
     def __init__(self, spec: HostSpec, collection: Any = None, heartbeat_s: float = 5.0, node_id: str | None = None,
                  auth_home: str | None = None) -> None:
-        sink = _auth_sink(collection, auth_home, "host", [spec.name])
+        sink = auth_sink(collection, auth_home, "host", [spec.name])
         if node_id is not None:
             self.core = build_host(spec, sink=sink, cls=RayNodeHost, node_id=node_id)
         else:
             self.core = build_host(spec, sink=sink)
         self._batch = HostGroup(self.core.name, [self.core], sink=self.core.sink)  # batches for a group of one
-        _guard_resources([self.core], auth_home)
-        self.door = _door(auth_home, self.core.name, self._batch.attested_holder, self._batch.instance_holder)
+        guard_resources([self.core], auth_home)
+        self.door, self.views = resource_doors(auth_home, self.core.name, self._batch.attested_holder,
+                                               self._batch.instance_holder)
         self._start_beat(_beat_one(self.core), heartbeat_s)
 
     def ping(self) -> str:
@@ -200,8 +148,11 @@ class HostActor(_Beating):
     def make_reservations(self, requests: list[ReservationRequest]) -> list[ReservationToken | Refusal]:
         return self._batch.make_reservations(requests)
 
-    def check_reservation(self, token_id: str) -> ReservationToken | Refusal:
-        return self.core.check_reservation(token_id)
+    def check_reservation(self, token_id: str, proof: Any = None) -> ReservationToken | Refusal:
+        """The reservation (its holder, the system or an admin; else ``auth.not_owner``)."""
+        who = self.views.viewer(proof, "check_reservation", {"token_id": token_id})
+        return own_or_refusal(who, self.core.check_reservation(token_id), self.core.attested_holder(token_id),
+                              f"reservation {token_id!r}", self.core.name)
 
     def cancel_reservation(self, token: str | ReservationToken, proof: Any = None) -> bool | Refusal:
         """Cancel one reservation: the Scheduler or Enactor, or its attested holder (a refusal with its code, else)."""
@@ -212,8 +163,10 @@ class HostActor(_Beating):
         return self.door.gate(proof, "cancel_reservations", {"items": items}, items, self.door.may_cancel,
                               self._batch.cancel_reservations)
 
-    def cancel_requests(self, request_ids: list[str], prefix: bool = False) -> list[str]:
-        """Cancel what was granted for these caller request ids (see ResourceObject.cancel_requests)."""
+    def cancel_requests(self, request_ids: list[str], prefix: bool = False, proof: Any = None) -> list[str]:
+        """Cancel what was granted for these caller request ids (see ResourceObject.cancel_requests):
+        the Scheduler or Enactor only."""
+        self.views.require_system(proof, "cancel_requests", {"request_ids": request_ids, "prefix": prefix})
         return self.core.cancel_requests(request_ids, prefix=prefix)
 
     def start_object(self, token: ReservationToken, class_name: str, holder: Holder, vault: str | None = None,
@@ -234,33 +187,42 @@ class HostActor(_Beating):
         return self.door.gate(proof, "stop_objects", {"items": items, "reason": reason}, items, self.door.may_stop,
                               lambda xs: self._batch.stop_objects(xs, reason))
 
-    def list_instances(self, host: str | None = None) -> list[InstanceRef]:
-        """This host's running instances (``host``, when given, must be this host's name)."""
-        return self.core.list_instances() if host in (None, self.core.name) else []
+    def list_instances(self, host: str | None = None, proof: Any = None) -> list[InstanceRef]:
+        """This host's running instances (``host``, when given, must be this host's name); a user's own only."""
+        who = self.views.viewer(proof, "list_instances", {"host": host})
+        return own(who, self.core.list_instances() if host in (None, self.core.name) else [], lambda i: i.user)
 
-    def reservations(self) -> list[ReservationToken]:
-        """Tokens of the reservations that still hold capacity here."""
-        return self.core.reservations()
+    def reservations(self, proof: Any = None) -> list[ReservationToken]:
+        """Tokens of the reservations that still hold capacity here (a user's own only)."""
+        return own(self.views.viewer(proof, "reservations", {}), self.core.reservations(), lambda t: t.holder.user)
 
-    def record(self) -> ResourceRecord:
+    def record(self, proof: Any = None) -> ResourceRecord:
+        """This host's record (``auth.forbidden`` to a user its access list refuses)."""
+        require_visible(self.views.viewer(proof, "record", {}), self.core.name, self.core.admits, self.core.name)
         return self.core.record()
 
-    def state(self, resources: Resources | None = None, duration_s: float | None = None) -> str:
+    def state(self, resources: Resources | None = None, duration_s: float | None = None, proof: Any = None) -> str:
         """``free`` / ``busy_later`` / ``busy`` now, for the whole host or for one request."""
+        who = self.views.viewer(proof, "state", {"resources": resources, "duration_s": duration_s})
+        require_visible(who, self.core.name, self.core.admits, self.core.name)
         return self.core.state(resources, duration_s)
 
-    def audit_views(self) -> list[ResourceAudit]:
-        """What this actor's resources hold now, for the auditor."""
+    def audit_views(self, proof: Any = None) -> list[ResourceAudit]:
+        """What this actor's resources hold now, for the auditor (the system or an admin)."""
+        self.views.require_system(proof, "audit_views", {}, admin=True)
         return [self.core.audit_view()]
 
-    def heartbeat(self) -> dict[str, AttrValue]:
+    def heartbeat(self, proof: Any = None) -> dict[str, AttrValue]:
+        self.views.require_system(proof, "heartbeat", {}, admin=True)
         return self.core.heartbeat()
 
-    def expire(self) -> list[str]:
+    def expire(self, proof: Any = None) -> list[str]:
+        self.views.require_system(proof, "expire", {}, admin=True)
         return self.core.expire()
 
-    def shutdown(self, reason: str = "host stopped") -> None:
-        """Stop the heartbeat and every instance, and leave the collection."""
+    def shutdown(self, reason: str = "host stopped", proof: Any = None) -> None:
+        """Stop the heartbeat and every instance, and leave the collection (the system or an admin)."""
+        self.views.require_system(proof, "shutdown", {"reason": reason}, admin=True)
         self._stop.set()
         self.core.shutdown(reason)
 
@@ -271,9 +233,9 @@ class HostGroupActor(_Beating):
 
     def __init__(self, name: str, specs: list[HostSpec], collection: Any = None, heartbeat_s: float = 5.0,
                  auth_home: str | None = None, state_path: str | None = None) -> None:
-        sink = _auth_sink(collection, auth_home, "host", [s.name for s in specs])
+        sink = auth_sink(collection, auth_home, "host", [s.name for s in specs])
         hosts = [build_host(s) for s in specs]
-        _guard_resources(hosts, auth_home)
+        guard_resources(hosts, auth_home)
         self.core = HostGroup(name, hosts, sink=sink)
         # with a state file, what the hosts granted survives a restart of this actor
         self._keeper = Keeper(HostStore(state_path), hosts) if state_path else None
@@ -281,7 +243,8 @@ class HostGroupActor(_Beating):
             back = self._keeper.restore()
             if any(back.values()):
                 log.warning("host group %s restarted: %d reservation(s) reloaded", name, sum(back.values()))
-        self.door = _door(auth_home, f"hostgroup:{name}", self.core.attested_holder, self.core.instance_holder)
+        self.door, self.views = resource_doors(auth_home, f"hostgroup:{name}", self.core.attested_holder,
+                                               self.core.instance_holder)
 
         def beat() -> None:
             self.core.expire()
@@ -297,16 +260,24 @@ class HostGroupActor(_Beating):
     def ping(self) -> str:
         return "ok"
 
-    def names(self) -> list[str]:
-        return self.core.names()
+    def _admits(self, host: str, who: Any) -> bool:
+        core = self.core.get(host)
+        return core is not None and core.admits(who)
+
+    def names(self, proof: Any = None) -> list[str]:
+        """The hosts here (a user: those their access allows)."""
+        return visible(self.views.viewer(proof, "names", {}), self.core.names(), self._admits)
 
     def make_reservations(self, requests: list[ReservationRequest]) -> list[ReservationToken | Refusal]:
         out = self.core.make_reservations(requests)
         self._save()
         return out
 
-    def check_reservations(self, items: list[TokenRef]) -> list[ReservationToken | Refusal]:
-        return self.core.check_reservations(items)
+    def check_reservations(self, items: list[TokenRef], proof: Any = None) -> list[ReservationToken | Refusal]:
+        """Each reservation, to its holder, the system or an admin (else ``auth.not_owner`` in its place)."""
+        who = self.views.viewer(proof, "check_reservations", {"items": items})
+        return [own_or_refusal(who, got, self.core.attested_holder(*token_route(it)), f"reservation {token_route(it)[1]!r}",
+                               self.views.by) for it, got in zip(items, self.core.check_reservations(items))]
 
     def cancel_reservations(self, items: list[TokenRef], proof: Any = None) -> list[bool | Refusal]:
         """Cancel each: the Scheduler or Enactor, or the reservation's attested holder."""
@@ -315,9 +286,10 @@ class HostGroupActor(_Beating):
         self._save()
         return out
 
-    def cancel_requests(self, request_ids: list[str], prefix: bool = False) -> list[str]:
+    def cancel_requests(self, request_ids: list[str], prefix: bool = False, proof: Any = None) -> list[str]:
         """Cancel what any host here granted for these caller request ids
-        (see ResourceObject.cancel_requests)."""
+        (see ResourceObject.cancel_requests): the Scheduler or Enactor only."""
+        self.views.require_system(proof, "cancel_requests", {"request_ids": request_ids, "prefix": prefix})
         out: list[str] = []
         for name in self.core.names():
             host = self.core.get(name)
@@ -340,23 +312,30 @@ class HostGroupActor(_Beating):
         self._save()
         return out
 
-    def list_instances(self, host: str | None = None) -> list[InstanceRef]:
-        return self.core.list_instances(host)
+    def list_instances(self, host: str | None = None, proof: Any = None) -> list[InstanceRef]:
+        """The running instances (on ``host``, when given); a user's own only."""
+        return own(self.views.viewer(proof, "list_instances", {"host": host}), self.core.list_instances(host),
+                   lambda i: i.user)
 
-    def records(self) -> list[ResourceRecord]:
-        return self.core.records()
+    def records(self, proof: Any = None) -> list[ResourceRecord]:
+        """The hosts' records (a user: those their access allows)."""
+        return visible(self.views.viewer(proof, "records", {}), self.core.records(), lambda r, w: self._admits(r.name, w))
 
-    def audit_views(self) -> list[ResourceAudit]:
-        """What this actor's resources hold now, for the auditor."""
+    def audit_views(self, proof: Any = None) -> list[ResourceAudit]:
+        """What this actor's resources hold now, for the auditor (the system or an admin)."""
+        self.views.require_system(proof, "audit_views", {}, admin=True)
         return self.core.audit_views()
 
-    def heartbeat(self) -> dict[str, dict[str, AttrValue]]:
+    def heartbeat(self, proof: Any = None) -> dict[str, dict[str, AttrValue]]:
+        self.views.require_system(proof, "heartbeat", {}, admin=True)
         return self.core.heartbeat()
 
-    def expire(self) -> dict[str, list[str]]:
+    def expire(self, proof: Any = None) -> dict[str, list[str]]:
+        self.views.require_system(proof, "expire", {}, admin=True)
         return self.core.expire()
 
-    def shutdown(self, reason: str = "host group stopped") -> None:
+    def shutdown(self, reason: str = "host group stopped", proof: Any = None) -> None:
+        self.views.require_system(proof, "shutdown", {"reason": reason}, admin=True)
         self._stop.set()
         self.core.shutdown(reason)
 
@@ -365,10 +344,10 @@ class HostGroupActor(_Beating):
 class VaultActor(_Beating):
     def __init__(self, spec: VaultSpec, collection: Any = None, heartbeat_s: float = 5.0,
                  auth_home: str | None = None) -> None:
-        self.core = build_vault(spec, sink=_auth_sink(collection, auth_home, "vault", [spec.name]))
-        _guard_resources([self.core], auth_home)
-        self.door = _door(auth_home, self.core.name,
-                          lambda r, t: self.core.attested_holder(t) if r == self.core.name else None)
+        self.core = build_vault(spec, sink=auth_sink(collection, auth_home, "vault", [spec.name]))
+        guard_resources([self.core], auth_home)
+        self.door, self.views = resource_doors(auth_home, self.core.name,
+                                               lambda r, t: self.core.attested_holder(t) if r == self.core.name else None)
         self._start_beat(_beat_one(self.core), heartbeat_s)
 
     def ping(self) -> str:
@@ -380,8 +359,10 @@ class VaultActor(_Beating):
     def make_reservations(self, requests: list[ReservationRequest]) -> list[ReservationToken | Refusal]:
         return [self.core.make_reservation(r) for r in requests]
 
-    def check_reservation(self, token_id: str) -> ReservationToken | Refusal:
-        return self.core.check_reservation(token_id)
+    def check_reservation(self, token_id: str, proof: Any = None) -> ReservationToken | Refusal:
+        who = self.views.viewer(proof, "check_reservation", {"token_id": token_id})
+        return own_or_refusal(who, self.core.check_reservation(token_id), self.core.attested_holder(token_id),
+                              f"reservation {token_id!r}", self.core.name)
 
     def cancel_reservation(self, token: str | ReservationToken, proof: Any = None) -> bool | Refusal:
         return self.door.gate_one(proof, "cancel_reservation", {"token": token}, token, self.door.may_cancel,
@@ -391,8 +372,9 @@ class VaultActor(_Beating):
         return self.door.gate(proof, "cancel_reservations", {"items": items}, items, self.door.may_cancel,
                               lambda xs: [self.core.cancel_reservation(t) for t in xs])
 
-    def cancel_requests(self, request_ids: list[str], prefix: bool = False) -> list[str]:
-        """Cancel what was granted for these caller request ids (see ResourceObject.cancel_requests)."""
+    def cancel_requests(self, request_ids: list[str], prefix: bool = False, proof: Any = None) -> list[str]:
+        """Cancel what was granted for these caller request ids: the Scheduler or Enactor only."""
+        self.views.require_system(proof, "cancel_requests", {"request_ids": request_ids, "prefix": prefix})
         return self.core.cancel_requests(request_ids, prefix=prefix)
 
     def use(self, token: ReservationToken, host: str, holder: Holder, proof: Any = None) -> str | Refusal:
@@ -406,23 +388,29 @@ class VaultActor(_Beating):
                                   lambda who, _u: self.door.may_use_vault(who),
                                   lambda u: self.core.release(u, rollback=rollback))
 
-    def record(self) -> ResourceRecord:
+    def record(self, proof: Any = None) -> ResourceRecord:
+        require_visible(self.views.viewer(proof, "record", {}), self.core.name, self.core.admits, self.core.name)
         return self.core.record()
 
-    def list_uses(self) -> dict[str, str]:
+    def list_uses(self, proof: Any = None) -> dict[str, str]:
+        self.views.require_system(proof, "list_uses", {}, admin=True)
         return self.core.list_uses()
 
-    def audit_views(self) -> list[ResourceAudit]:
-        """What this actor's resources hold now, for the auditor."""
+    def audit_views(self, proof: Any = None) -> list[ResourceAudit]:
+        """What this actor's resources hold now, for the auditor (the system or an admin)."""
+        self.views.require_system(proof, "audit_views", {}, admin=True)
         return [self.core.audit_view()]
 
-    def heartbeat(self) -> dict[str, AttrValue]:
+    def heartbeat(self, proof: Any = None) -> dict[str, AttrValue]:
+        self.views.require_system(proof, "heartbeat", {}, admin=True)
         return self.core.heartbeat()
 
-    def expire(self) -> list[str]:
+    def expire(self, proof: Any = None) -> list[str]:
+        self.views.require_system(proof, "expire", {}, admin=True)
         return self.core.expire()
 
-    def shutdown(self) -> None:
+    def shutdown(self, proof: Any = None) -> None:
+        self.views.require_system(proof, "shutdown", {}, admin=True)
         self._stop.set()
         self.core.leave()
 
@@ -444,10 +432,11 @@ class ClassActor:
         if auth_home:
             cred = Registry(auth_home_dir(auth_home)).add_agents("class", [spec.name])[spec.name]
             self._signer = CallSigner(cred, time.time)
-        self.add_resources(hosts or {}, vaults or {})
+        self._add(hosts or {}, vaults or {})
         self.core = build_class(spec, hosts=self._hosts.get, vaults=self._vaults.get)
-        self.door = ClassDoor(Guard.for_home(auth_home, by=f"class:{spec.name}") if auth_home else None,
-                              self._instance_user, by=f"class:{spec.name}")
+        guard = Guard.for_home(auth_home, by=f"class:{spec.name}") if auth_home else None
+        self.door, self.views = ClassDoor(guard, self._instance_user, by=f"class:{spec.name}"), ActorDoor(
+            guard, f"class:{spec.name}")
 
     def _instance_user(self, instance_id: str) -> str | None:
         return next((r.user for r in self.core.list_instances() if r.instance_id == instance_id), None)
@@ -455,9 +444,15 @@ class ClassActor:
     def ping(self) -> str:
         return "ok"
 
-    def add_resources(self, hosts: Mapping[str, Any], vaults: Mapping[str, Any] | None = None) -> None:
-        """Learn (more) host and vault carriers."""
-        signer = getattr(self, "_signer", None)
+    def add_resources(self, hosts: Mapping[str, Any], vaults: Mapping[str, Any] | None = None,
+                      proof: Any = None) -> None:
+        """Learn (more) host and vault carriers: the system or an admin only (a rogue carrier would see every start)."""
+        self.views.require_system(proof, "add_resources", {"hosts": sorted(hosts), "vaults": sorted(vaults or {})},
+                                  admin=True)
+        self._add(hosts, vaults)
+
+    def _add(self, hosts: Mapping[str, Any], vaults: Mapping[str, Any] | None = None) -> None:
+        signer = self._signer
         self._hosts.update({n: RemoteHostPort(h, signer=signer) for n, h in hosts.items()})
         self._vaults.update({n: RemoteVaultPort(v, signer=signer) for n, v in (vaults or {}).items()})
 
@@ -477,11 +472,14 @@ class ClassActor:
             return refused
         return self.core.destroy_instance(instance_id, reason)
 
-    def instance_stopped(self, instance_id: str) -> bool:
+    def instance_stopped(self, instance_id: str, proof: Any = None) -> bool:
+        """Forget an instance its host stopped: the Scheduler (or Enactor) only."""
+        self.views.require_system(proof, "instance_stopped", {"instance_id": instance_id})
         return self.core.instance_stopped(instance_id)
 
-    def list_instances(self) -> list[InstanceRef]:
-        return self.core.list_instances()
+    def list_instances(self, proof: Any = None) -> list[InstanceRef]:
+        """The instances this class created (a user's own only)."""
+        return own(self.views.viewer(proof, "list_instances", {}), self.core.list_instances(), lambda i: i.user)
 
 
 # --- spawning ----------------------------------------------------------------

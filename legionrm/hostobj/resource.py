@@ -134,6 +134,10 @@ class ResourceObject:
             code = codes.POLICY_GROUP
         return self._refuse(code, f"{self.name}'s owner does not admit {who.user!r} (access list)")
 
+    def admits(self, who: Any) -> bool:
+        """Does the owner's access list admit identity ``who`` (what views of this resource check)?"""
+        return self._access_refusal(who) is None
+
     # --- owner hooks (override these; safe defaults) ---------------------------------
 
     def admit_reservation(self, request: ReservationRequest) -> Verdict:

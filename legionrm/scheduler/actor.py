@@ -15,8 +15,9 @@ from typing import Any
 
 import ray
 
-from legionrm.auth import CallSigner, VerifiedCaller, attest
+from legionrm.auth import CallSigner, VerifiedCaller, attest, signed
 from legionrm.auth.guard import SCHEDULER as SCHEDULER_AGENT
+from legionrm.auth.actordoor import ActorDoor
 from legionrm.auth.guard import Guard, load_agent
 from legionrm.collection.actor import RemoteCollection
 from legionrm.hostobj.actor import RemoteHostPort
@@ -67,6 +68,10 @@ class RemoteEnactor:
     Scheduler, which vouches for each request's holder to every resource its
     schedules name (an :class:`~legionrm.auth.Attestation` per resource)."""
 
+    signer: Any = None
+    """With authentication on: the Scheduler agent's :class:`~legionrm.auth.CallSigner`; each
+    ``enact_schedule`` carries its proof (the Enactor runs no one else's)."""
+
     abandon: Any = None
     """Called with a request id when the Enactor died (or never answered)
     during its enactment: cancels what it may have reserved for it."""
@@ -79,7 +84,12 @@ class RemoteEnactor:
         if self.attester is not None:
             schedules = attest_schedules(self.attester, schedules)
         try:
-            return ray.get(self.handle.enact_schedule.remote(schedules, self.approver), timeout=CALL_TIMEOUT_S)
+            if self.signer is None:
+                return ray.get(self.handle.enact_schedule.remote(schedules, self.approver), timeout=CALL_TIMEOUT_S)
+            proof = self.signer.sign("enact_schedule", {"request": schedules,
+                                                        "approver": self.approver[1] if self.approver else None})
+            return ray.get(self.handle.enact_schedule.remote(schedules, self.approver, proof=proof),
+                           timeout=CALL_TIMEOUT_S)
         except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:
             # the Enactor died (Ray restarts it) or hung: nothing it reserved for this request
             # is held by anyone now, so cancel it, and answer the request as not placed
@@ -106,13 +116,14 @@ def attest_schedules(credential: Any, schedules: EnactRequest, ttl_s: float = 30
 
 
 class RemoteClassPort:
-    """``instance_stopped`` on a class actor (the stopper tells the class)."""
+    """``instance_stopped`` on a class actor (the stopper tells the class), signed with ``signer``."""
 
-    def __init__(self, handle: Any) -> None:
-        self.handle = handle
+    def __init__(self, handle: Any, signer: CallSigner | None = None) -> None:
+        self.handle, self.signer = handle, signer
 
     def instance_stopped(self, instance_id: str) -> bool:
-        return ray.get(self.handle.instance_stopped.remote(instance_id), timeout=CALL_TIMEOUT_S)
+        proof = signed(self.signer, "instance_stopped", {"instance_id": instance_id})
+        return ray.get(self.handle.instance_stopped.remote(instance_id, proof=proof), timeout=CALL_TIMEOUT_S)
 
 
 def ray_stopper(carriers: dict[str, Any], classes: dict[str, Any], signer: CallSigner | None = None) -> HostStopper:
@@ -124,17 +135,18 @@ def ray_stopper(carriers: dict[str, Any], classes: dict[str, Any], signer: CallS
         handle = carriers.get(host) or named_actor(host_name(host))
         return RemoteHostPort(handle, CALL_TIMEOUT_S, signer=signer) if handle is not None else None
 
-    return HostStopper(port, {name: RemoteClassPort(h) for name, h in classes.items()})
+    return HostStopper(port, {name: RemoteClassPort(h, signer) for name, h in classes.items()})
 
 
 class RemoteCarrier:
-    """``list_instances(host)`` on the actor carrying a host (the watch's view)."""
+    """``list_instances(host)`` on the actor carrying a host (the watch's view), signed with ``signer``."""
 
-    def __init__(self, handle: Any) -> None:
-        self.handle = handle
+    def __init__(self, handle: Any, signer: CallSigner | None = None) -> None:
+        self.handle, self.signer = handle, signer
 
     def list_instances(self, host: str | None) -> list:
-        return ray.get(self.handle.list_instances.remote(host), timeout=WATCH_TIMEOUT_S)
+        proof = signed(self.signer, "list_instances", {"host": host})
+        return ray.get(self.handle.list_instances.remote(host, proof=proof), timeout=WATCH_TIMEOUT_S)
 
 
 def _unique(handles: Any) -> dict[str, Any]:
@@ -143,15 +155,15 @@ def _unique(handles: Any) -> dict[str, Any]:
     return {h._actor_id.hex(): h for h in handles}
 
 
-def ray_watch(carriers: dict[str, Any]) -> HostWatch:
+def ray_watch(carriers: dict[str, Any], signer: CallSigner | None = None) -> HostWatch:
     """The instance watch over Ray: a host's carrier, else the host's own named actor."""
 
     def carrier(host: str) -> RemoteCarrier | None:
         handle = carriers.get(host) or named_actor(host_name(host))
-        return RemoteCarrier(handle) if handle is not None else None
+        return RemoteCarrier(handle, signer) if handle is not None else None
 
     def every() -> list[RemoteCarrier]:
-        return [RemoteCarrier(h) for h in _unique(carriers.values()).values()]
+        return [RemoteCarrier(h, signer) for h in _unique(carriers.values()).values()]
 
     return HostWatch(carrier, every)
 
@@ -160,33 +172,43 @@ def ray_watch(carriers: dict[str, Any]) -> HostWatch:
 class PoolActor:
     """The one owner of a system's resource-pool accounting: every Scheduler
     actor (and its elastic cycle) admits and releases through it, so they
-    share one set of pool totals.  Holds one pool gate and forwards."""
+    share one set of pool totals.  Holds one pool gate and forwards.  With a
+    home, only the Scheduler (or an administrator) changes the accounts; any
+    verified caller may read the pool totals (no one's requests in them)."""
 
-    def __init__(self, gate: PoolGate) -> None:
+    def __init__(self, gate: PoolGate, auth_home: str | None = None) -> None:
         self.gate = gate
+        self.door = ActorDoor(Guard.for_home(auth_home, by="pools") if auth_home else None, "pools")
 
     def ping(self) -> str:
         return "ok"
 
-    def admit(self, request: SchedulingRequest) -> Refusal | None:
+    def admit(self, request: SchedulingRequest, proof: Any = None) -> Refusal | None:
+        self.door.require_system(proof, "admit", {"request": request}, agents=(SCHEDULER_AGENT,))
         return self.gate.admit(request)
 
-    def release(self, request_id: str) -> None:
+    def release(self, request_id: str, proof: Any = None) -> None:
+        self.door.require_system(proof, "release", {"request_id": request_id}, agents=(SCHEDULER_AGENT,))
         self.gate.release(request_id)
 
-    def held(self) -> dict[str, str]:
+    def held(self, proof: Any = None) -> dict[str, str]:
+        """Request id -> pool: whose work is admitted where (the Scheduler or an administrator)."""
+        self.door.require_system(proof, "held", {}, admin=True, agents=(SCHEDULER_AGENT,))
         held = getattr(self.gate, "held", None)
         return held() if callable(held) else {}
 
-    def report(self) -> dict[str, dict[str, Any]]:
+    def report(self, proof: Any = None) -> dict[str, dict[str, Any]]:
+        self.door.caller(proof, "report", {})
         report = getattr(self.gate, "report", None)
         return report() if callable(report) else {}
 
-    def capacity(self) -> dict[str, float] | None:
+    def capacity(self, proof: Any = None) -> dict[str, float] | None:
+        self.door.caller(proof, "capacity", {})
         cap = getattr(self.gate, "capacity", None)
         return dict(cap) if isinstance(cap, dict) else None
 
-    def set_capacity(self, capacity: Resources) -> None:
+    def set_capacity(self, capacity: Resources, proof: Any = None) -> None:
+        self.door.require_system(proof, "set_capacity", {"capacity": capacity}, admin=True, agents=(SCHEDULER_AGENT,))
         set_capacity = getattr(self.gate, "set_capacity", None)
         if callable(set_capacity):
             set_capacity(capacity)
@@ -195,30 +217,31 @@ class PoolActor:
 class RemotePoolGate:
     """A pool gate over the :class:`PoolActor` (the Scheduler's view of the shared pools)."""
 
-    def __init__(self, handle: Any) -> None:
-        self.handle = handle
+    def __init__(self, handle: Any, signer: CallSigner | None = None) -> None:
+        self.handle, self.signer = handle, signer
 
-    def _call(self, method: str, *args: Any) -> Any:
-        return ray.get(getattr(self.handle, method).remote(*args), timeout=CALL_TIMEOUT_S)
+    def _call(self, method: str, args: dict[str, Any]) -> Any:
+        proof = signed(self.signer, method, args)
+        return ray.get(getattr(self.handle, method).remote(*args.values(), proof=proof), timeout=CALL_TIMEOUT_S)
 
     def admit(self, request: SchedulingRequest) -> Refusal | None:
-        return self._call("admit", request)
+        return self._call("admit", {"request": request})
 
     def release(self, request_id: str) -> None:
-        self._call("release", request_id)
+        self._call("release", {"request_id": request_id})
 
     def held(self) -> dict[str, str]:
-        return self._call("held")
+        return self._call("held", {})
 
     def report(self) -> dict[str, dict[str, Any]]:
-        return self._call("report")
+        return self._call("report", {})
 
     @property
     def capacity(self) -> dict[str, float] | None:
-        return self._call("capacity")
+        return self._call("capacity", {})
 
     def set_capacity(self, capacity: Resources) -> None:
-        self._call("set_capacity", capacity)
+        self._call("set_capacity", {"capacity": capacity})
 
 
 @ray.remote(num_cpus=0, max_concurrency=8, concurrency_groups={"control": 4})
@@ -239,12 +262,12 @@ class SchedulerActor:
         self_handle = ray.get_runtime_context().current_actor
         coll, enact = RemoteCollection(collection, CALL_TIMEOUT_S), RemoteEnactor(enactor, (self_handle, "approve"))
         if pool_owner is not None:  # the system's shared pools, owned by one PoolActor
-            pools = RemotePoolGate(pool_owner)
+            pools = RemotePoolGate(pool_owner, stop_signer)
         cluster = cluster or ClusterSpec()
         self.core = Scheduler(coll, enact, Planner({c.name: c for c in classes or ()}), pools,
                               shares=ShareGate.from_core(core_for_cluster(cluster)), name=name,
                               stopper=ray_stopper(carriers or {}, class_actors or {}, stop_signer),
-                              watch=ray_watch(carriers or {}),
+                              watch=ray_watch(carriers or {}, stop_signer),
                               store=RequestStore(state_path) if state_path else None,
                               also_running=lambda: self.cycle.instance_ids())
         self._ticking = threading.Event()
@@ -268,7 +291,10 @@ class SchedulerActor:
         reserved.  Returns how many were cancelled (unreachable actors: their
         tokens time out)."""
         handles = _unique([*self._carriers.values(), *self._vaults.values()])
-        refs = [h.cancel_requests.remote([f"{request_id}/"], True) for h in handles.values()]
+        ids = [f"{request_id}/"]
+        refs = [h.cancel_requests.remote(ids, True, proof=signed(self._signer, "cancel_requests",
+                                                                  {"request_ids": ids, "prefix": True}))
+                for h in handles.values()]
         cancelled = 0
         if refs:
             ready, _ = ray.wait(refs, num_returns=len(refs), timeout=WATCH_TIMEOUT_S)
@@ -289,7 +315,7 @@ class SchedulerActor:
             self._signer = CallSigner(load_agent(auth_home, SCHEDULER_AGENT), time.time)
             self.core.getCollection().signer = self._signer
             for enactor in (self.core.getEnactor(), self.cycle.enactor):
-                enactor.attester = self._signer.credential
+                enactor.attester, enactor.signer = self._signer.credential, self._signer
 
     @ray.method(concurrency_group="control")
     def authenticated(self) -> bool:
@@ -320,18 +346,22 @@ class SchedulerActor:
     def cancel(self, request_id: str, reason: str = "cancelled by its user", proof: Any = None) -> RequestInfo:
         return self.door.cancel(request_id, reason, proof)
 
-    def tick(self) -> int:
-        """Watch and re-plan now (normally the timer does)."""
+    def tick(self, proof: Any = None) -> int:
+        """Watch and re-plan now (normally the timer does): an administrator's."""
+        self.door.require_admin(proof, "tick", {}, "tick")
         return self.core.tick()
 
     @ray.method(concurrency_group="control")
-    def audit(self) -> list[AuditFinding]:
-        """The auditor over the live system: one batched call per host group,
+    def audit(self, proof: Any = None) -> list[AuditFinding]:
+        """The auditor over the live system (an administrator's): one batched call per host group,
         host, vault and class actor (each with a timeout); a resource that
         cannot be asked is itself a finding."""
+        self.door.require_admin(proof, "audit", {}, "audit")
         handles = _unique([*self._carriers.values(), *self._vaults.values()])
-        refs = {hid: h.audit_views.remote() for hid, h in handles.items()}
-        class_refs = {n: h.list_instances.remote() for n, h in self._class_actors.items()}
+        s = self._signer
+        refs = {hid: h.audit_views.remote(proof=signed(s, "audit_views", {})) for hid, h in handles.items()}
+        class_refs = {n: h.list_instances.remote(proof=signed(s, "list_instances", {}))
+                      for n, h in self._class_actors.items()}
         views, findings = [], []
         for hid, ref in refs.items():
             try:
@@ -354,7 +384,11 @@ class SchedulerActor:
     def make_schedules(self, request: SchedulingRequest, proof: Any = None) -> ScheduleSuite:
         return self.door.make_schedules(request, proof)
 
-    def getCandidatePlacements(self, class_info: ObjectRequest, caller: Identity) -> list[str]:
+    def getCandidatePlacements(self, class_info: ObjectRequest, caller: Identity, proof: Any = None) -> list[str]:
+        """Feasible hosts for one instance; a user's are judged as the verified user, whatever ``caller`` claims."""
+        who = self.door.viewer(proof, "getCandidatePlacements", {"class_info": class_info, "caller": caller})
+        if who is not None:
+            caller = who.identity(caller.class_name)
         return self.core.getCandidatePlacements(class_info, caller)
 
     def explain(self, request: SchedulingRequest, host: str, proof: Any = None) -> str:
@@ -369,9 +403,10 @@ class SchedulerActor:
         return self.door.approve(proposal, proof)
 
     @ray.method(concurrency_group="control")
-    def approve_growth(self, proposal: ScheduleProposal, proof: Any = None) -> bool:
-        """The elastic cycle's enactments: the fair-share core chose them."""
-        return True
+    def approve_growth(self, proposal: ScheduleProposal, proof: Any = None) -> bool | Refusal:
+        """The elastic cycle's enactments: the fair-share core chose them (only the Enactor asks)."""
+        refused = self.door.approve_growth(proposal, proof)
+        return True if refused is None else refused
 
     def getCollection(self) -> Any:
         return self.core.getCollection().handle
@@ -392,6 +427,7 @@ class SchedulerActor:
         # the elastic cycle enacts its growth through the same Enactor (confirmed by approve_growth)
         grow = RemoteEnactor(handle, (self_handle, "approve_growth"))
         grow.attester, grow.abandon = enactor.attester, self._abandon_enactment
+        enactor.signer = grow.signer = self._signer
         self.cycle.enactor = grow
         return self.core.setEnactor(enactor).handle
 
@@ -450,8 +486,9 @@ class SchedulerActor:
         job = self.cycle._jobs.get(job_id)  # the cycle's table of admitted jobs
         return job.request.user if job is not None else None
 
-    def run_cycle(self) -> CycleReport:
-        """Run a cycle now (normally the runner's thread does, when due)."""
+    def run_cycle(self, proof: Any = None) -> CycleReport:
+        """Run a cycle now (normally the runner's thread does, when due): an administrator's."""
+        self.door.require_admin(proof, "run_cycle", {}, "run_cycle")
         return self.runner.run_now()
 
     def cycle_reports(self, after: int = 0, timeout_s: float = 0.0, proof: Any = None) -> list[CycleReport]:
@@ -460,6 +497,8 @@ class SchedulerActor:
         user = self.door.view_user(proof, "cycle_reports", {"after": after, "timeout_s": timeout_s})
         return [own_report(r, user) for r in self.runner.wait_reports(after, timeout_s)]
 
-    def stop_cycle(self) -> None:
+    def stop_cycle(self, proof: Any = None) -> None:
+        """Stop the timer and the cycle (stopping the system): an administrator's."""
+        self.door.require_admin(proof, "stop_cycle", {}, "stop_system")
         self._ticking.set()
         self.runner.stop()

@@ -117,6 +117,18 @@ class SchedulerDoor:
                                reason=f"only the Enactor ({self.enactor}) asks for approval, not {who.name!r}")
         return self.core.approve(proposal)
 
+    def approve_growth(self, proposal: ScheduleProposal, proof: Any = None) -> Refusal | None:
+        """None when the Enactor asks to confirm an elastic growth (the fair-share core chose it), else why not."""
+        if self.guard is None:
+            return None
+        who = self.guard.check(proof, "approve_growth", {"proposal": proposal})
+        if isinstance(who, Refusal):
+            return who
+        if who.name != self.enactor:
+            return Refusal(code="auth.forbidden", by="scheduler",
+                           reason=f"only the Enactor ({self.enactor}) asks for approval, not {who.name!r}")
+        return None
+
     # --- elastic jobs --------------------------------------------------------------------
 
     def elastic_request(self, request: ElasticJobRequest, proof: Any = None) -> ElasticJobRequest:
