@@ -209,7 +209,7 @@ def cli_up(args: argparse.Namespace) -> int:
                     info = {"address": state["address"], "ray_dashboard": state.get("ray_dashboard")}
                     _, state["dashboard"] = start_dashboard(None, info, port=int(getattr(args, "dashboard_port", 0) or 0),
                                                             timeout_s=_left(deadline, "starting the dashboard"),
-                                                            auth_home=str(HOME))
+                                                            auth_home=str(HOME), signer=system.signer)
                     state["actors"].append(DASHBOARD)
                     write_state(state)
             ray.shutdown()

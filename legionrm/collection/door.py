@@ -86,15 +86,15 @@ class CollectionDoor:
         all_, me = self.viewer(proof, "query", {"text": text, "caller": caller, "include_unavailable": include_unavailable})
         return self.core.query(text, caller if all_ else me, include_unavailable)
 
-    def record(self, name: str, proof: Any = None) -> ResourceRecord:
-        all_, me = self.viewer(proof, "record", {"name": name})
+    def record(self, name: str, proof: Any = None, call: str = "record") -> ResourceRecord:
+        all_, me = self.viewer(proof, call, {"name": name})
         rec = self.core.record(name)
         if not all_ and not rec.access.accepts(me):
             raise AuthRefusedError("auth.forbidden", f"resource {name!r} does not accept {me.user!r}", "collection")
         return rec
 
     def retrieve_all_attributes(self, name: str, proof: Any = None) -> dict[str, AttrValue]:
-        self.record(name, proof)  # the same check
+        self.record(name, proof, "retrieve_all_attributes")  # the same check, for this call
         return self.core.retrieve_all_attributes(name)
 
     def snapshot(self, proof: Any = None) -> CollectionSnapshot:

@@ -20,7 +20,9 @@ build step) that fetches ``/api/state`` every two seconds.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
+import secrets
 import socket
 import time
 from importlib import resources
@@ -32,9 +34,10 @@ from ray.exceptions import GetTimeoutError, RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from legionrm import metrics
-from legionrm.auth import CallSigner
+from legionrm.auth import CallSigner, signed
+from legionrm.auth.actordoor import ActorDoor
 from legionrm.auth.guard import DASHBOARD as DASHBOARD_AGENT
-from legionrm.auth.guard import load_agent
+from legionrm.auth.guard import Guard, load_agent
 from legionrm.dashboard.view import WAITING, Poll, build_view
 from legionrm.models import CycleReport
 from legionrm.naming import COLLECTION, ENACTOR, NAMESPACE, SCHEDULER, named_actor
@@ -44,6 +47,7 @@ DASHBOARD = "dashboard"
 
 CALL_TIMEOUT_S = 5.0
 POLL_S = 2.0
+KEY_COOKIE = "legionrm_dashboard_key"
 
 
 def one_line(exc: BaseException) -> str:
@@ -76,6 +80,10 @@ class DashboardActor:
                  poll_s: float = POLL_S, auth_home: str | None = None) -> None:
         # on a system that checks who calls, the dashboard signs as its own agent
         self.signer = CallSigner(load_agent(auth_home, DASHBOARD_AGENT), time.time) if auth_home else None
+        # the view shows every host and everyone's work: with a home, the actor's calls are an administrator's
+        # and the page needs the key that ``start`` puts in the URL it returns (to the administrator who started it)
+        self.door = ActorDoor(Guard.for_home(auth_home, by="dashboard") if auth_home else None, "dashboard")
+        self.key = secrets.token_urlsafe(18) if auth_home else None
         self.handles = dict(handles or {})
         self.info = dict(info or {})
         self.poll_s = poll_s
@@ -87,10 +95,12 @@ class DashboardActor:
         self._report: CycleReport | None = None
         self._seen: dict[str, set[tuple[str, ...]]] = {}
 
-    async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        """Serve on ``host:port`` (0: a free port) and start polling; returns the URL.  Idempotent."""
+    async def start(self, host: str = "127.0.0.1", port: int = 0, proof: Any = None) -> str:
+        """Serve on ``host:port`` (0: a free port) and start polling; returns the URL (with the page's
+        key, on a system that checks who calls: an administrator's call).  Idempotent."""
+        self.door.require_system(proof, "start", {"host": host, "port": port}, admin=True, agents=())
         if self._runner is not None:
-            return self.url
+            return self._keyed(self.url)
         app = web.Application()
         app.router.add_get("/", self._page)
         app.router.add_get("/api/state", self._state)
@@ -101,17 +111,23 @@ class DashboardActor:
         sock.bind((host, port))
         await web.SockSite(self._runner, sock).start()
         self.url = f"http://{host}:{sock.getsockname()[1]}/"
-        self.view = await self.poll()
+        self.view = await self._poll()
         self._task = asyncio.get_running_loop().create_task(self._loop())
-        return self.url
+        return self._keyed(self.url)
+
+    def _keyed(self, url: str) -> str:
+        return url if self.key is None else f"{url}?key={self.key}"
 
     async def address(self) -> str:
+        """Where it serves (without the key: the page refuses it)."""
         return self.url
 
     async def ping(self) -> str:
         return "ok"
 
-    async def stop(self) -> None:
+    async def stop(self, proof: Any = None) -> None:
+        """Stop serving: an administrator's."""
+        self.door.require_system(proof, "stop", {}, admin=True, agents=())
         if self._task is not None:
             self._task.cancel()
         if self._runner is not None:
@@ -122,7 +138,7 @@ class DashboardActor:
         while True:
             await asyncio.sleep(self.poll_s)
             try:
-                self.view = await self.poll()
+                self.view = await self._poll()
             except Exception as exc:  # the page shows the last view and this error
                 self.view = {**(self.view or {}), "errors": [f"dashboard: {one_line(exc)}"]}
 
@@ -148,7 +164,12 @@ class DashboardActor:
             errors.append(f"{part}.{method}: {one_line(exc)}")
             return None
 
-    async def poll(self) -> dict[str, Any]:
+    async def poll(self, proof: Any = None) -> dict[str, Any]:
+        """Poll now and return the view (every host, everyone's work): an administrator's."""
+        self.door.require_system(proof, "poll", {}, admin=True, agents=())
+        return await self._poll()
+
+    async def _poll(self) -> dict[str, Any]:
         """Ask every actor at once (each with its timeout), build the view, set the gauges."""
         errors: list[str] = []
         after = self._report.cycle if self._report is not None else 0  # only the reports not seen yet
@@ -193,25 +214,46 @@ class DashboardActor:
 
     # --- HTTP ---------------------------------------------------------------------------------
 
+    def _refused(self, request: web.Request) -> web.Response | None:
+        """403 (``auth.no_proof``) unless the request carries the page's key (in the URL or its cookie)."""
+        if self.key is None:
+            return None
+        given = request.query.get("key") or request.cookies.get(KEY_COOKIE) or ""
+        if hmac.compare_digest(given.encode(), self.key.encode()):
+            return None
+        body = {"code": "auth.no_proof", "reason": "the dashboard shows every host and everyone's work: open the URL "
+                "`legionrm up` printed (it carries the administrator's key)"}
+        return web.Response(status=403, text=json.dumps(body), content_type="application/json")
+
     async def _page(self, request: web.Request) -> web.Response:
+        if (refused := self._refused(request)) is not None:
+            return refused
         page = resources.files("legionrm.dashboard").joinpath("page.html").read_text(encoding="utf-8")
-        return web.Response(text=page, content_type="text/html", headers={"Cache-Control": "no-store"})
+        out = web.Response(text=page, content_type="text/html", headers={"Cache-Control": "no-store"})
+        if self.key is not None:  # the page's own fetches of /api/state carry it
+            out.set_cookie(KEY_COOKIE, self.key, httponly=True, samesite="Strict")
+        return out
 
     async def _state(self, request: web.Request) -> web.Response:
-        view = self.view if self.view is not None else await self.poll()
+        if (refused := self._refused(request)) is not None:
+            return refused
+        view = self.view if self.view is not None else await self._poll()
         return web.Response(text=json.dumps(view), content_type="application/json",
                             headers={"Cache-Control": "no-store"})
 
 
 def start_dashboard(handles: dict[str, Any] | None = None, info: dict[str, Any] | None = None, *,
                     port: int = 0, detached: bool = True, name: str = DASHBOARD, poll_s: float = POLL_S,
-                    timeout_s: float = 30.0, auth_home: str | None = None) -> tuple[Any, str]:
+                    timeout_s: float = 30.0, auth_home: str | None = None,
+                    signer: CallSigner | None = None) -> tuple[Any, str]:
     """Start the dashboard actor on this driver's node (it binds 127.0.0.1
-    there) and return its handle and URL.  Needs Ray initialised."""
+    there) and return its handle and URL (with ``auth_home``: the URL carries
+    the page's key, and ``signer`` must be an administrator's).  Needs Ray initialised."""
     opts: dict[str, Any] = dict(name=name, namespace=NAMESPACE, scheduling_strategy=NodeAffinitySchedulingStrategy(
         ray.get_runtime_context().get_node_id(), soft=False))
     if detached:
         opts["lifetime"] = "detached"
     actor = DashboardActor.options(**opts).remote(handles, info, poll_s, auth_home)
-    url = ray.get(actor.start.remote("127.0.0.1", port), timeout=timeout_s)
+    proof = signed(signer, "start", {"host": "127.0.0.1", "port": port})
+    url = ray.get(actor.start.remote("127.0.0.1", port, proof=proof), timeout=timeout_s)
     return actor, url

@@ -172,7 +172,9 @@ class HostActor(_Beating):
     def start_object(self, token: ReservationToken, class_name: str, holder: Holder, vault: str | None = None,
                      args: dict | None = None, impl: str | None = None, proof: Any = None) -> InstanceRef | Refusal:
         req = StartRequest(token=token, class_name=class_name, holder=holder, vault=vault, args=dict(args or {}), impl=impl)
-        return self.start_objects([req], proof=proof)[0]
+        return self.door.gate_one(proof, "start_object", {"token": token, "class_name": class_name, "holder": holder,
+                                  "vault": vault, "args": dict(args or {}), "impl": impl}, req, self.door.may_start,
+                                  lambda r: self._batch.start_objects([r])[0])
 
     def start_objects(self, starts: list[StartRequest], proof: Any = None) -> list[InstanceRef | Refusal]:
         """Start each (only with the Scheduler's approval: signed by the Enactor or a class object)."""
@@ -180,7 +182,8 @@ class HostActor(_Beating):
                               self._batch.start_objects)
 
     def stop_object(self, instance_id: str, reason: str = "stopped", proof: Any = None) -> Resources | Refusal:
-        return self.stop_objects([instance_id], reason, proof=proof)[0]
+        return self.door.gate_one(proof, "stop_object", {"instance_id": instance_id, "reason": reason}, instance_id,
+                                  self.door.may_stop, lambda i: self._batch.stop_objects([i], reason)[0])
 
     def stop_objects(self, items: list[InstanceKey], reason: str = "stopped", proof: Any = None) -> list[Resources | Refusal]:
         """Stop each: the Scheduler, the Enactor, a class object, or the instance's attested holder."""

@@ -218,6 +218,8 @@ def own_report(report: CycleReport, user: str | None) -> CycleReport:
     mine = [c for c in (*report.grew, *report.shrank, *report.refused) if c.user == user]
     hosts = {h for j in jobs.values() for h in j.hosts} | {c.host for c in mine}
     return report.model_copy(update={
+        # a trigger names a job or a host ("arrival <job>", "exit <job> ..."): only bare ones and their own jobs'
+        "triggers": tuple(t for t in report.triggers if len(t.split()) == 1 or t.split()[1] in jobs),
         "jobs": jobs, "users": {u: t for u, t in report.users.items() if u == user},
         "grew": tuple(c for c in report.grew if c.user == user),
         "shrank": tuple(c for c in report.shrank if c.user == user),

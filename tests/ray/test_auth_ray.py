@@ -9,12 +9,15 @@ import dataclasses
 import shutil
 import tempfile
 import time
+from typing import Any
 
 import pytest
+import ray
 
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
 
 pytestmark = pytest.mark.ray
+EXTRA: dict[str, Any] = {}
 
 
 @pytest.fixture(scope="module")
@@ -22,18 +25,31 @@ def live(ray_cluster):
     from legionrm.auth import Registry
     from legionrm.auth.guard import auth_home, ensure_home, signer_for
     from legionrm.config import load_cluster
+    from legionrm.dashboard.server import start_dashboard
+    from legionrm.hostobj.actor import spawn_host
+    from legionrm.models import AccessPolicy, HostSpec
     from legionrm.system import boot
 
     home = tempfile.mkdtemp(prefix="lrm-auth")
     ensure_home(home, operator="ops")
     reg = Registry(auth_home(home))
-    for u in ("alice", "mallory"):
+    reg.add_user("alice", groups=("genomics",))  # bigmem's owners admit her; not mallory or visitor
+    for u in ("mallory", "visitor"):
         reg.add_user(u)
     system = boot(load_cluster(), heartbeat_s=0.5, auth_home=home)
-    signers = {u: signer_for(home, u) for u in ("alice", "mallory", "ops")}
+    signers = {u: signer_for(home, u) for u in ("alice", "mallory", "visitor", "ops")}
+    # one lone host actor (the host of a Ray node's kind), owned by genomics, and the dashboard
+    EXTRA["solo"] = spawn_host(HostSpec(name="solo1", nodepool="bigmem", attributes={"cpus": 4, "memory_gb": 8},
+                                        access=AccessPolicy(allow_groups=("genomics",))),
+                               collection=system.collection, heartbeat_s=0.5, auth_home=home)
+    EXTRA["dashboard"], EXTRA["url"] = start_dashboard(
+        {"collection": system.collection, "scheduler": system.scheduler, "enactor": system.enactor}, {},
+        detached=False, name="dashboard-auth-test", poll_s=0.5, auth_home=home, signer=signers["ops"])
     try:
         yield system, signers
     finally:
+        for h in (EXTRA.pop("solo"), EXTRA.pop("dashboard")):
+            ray.kill(h)
         dataclasses.replace(system, signer=signers["ops"]).shutdown()
         shutil.rmtree(home, ignore_errors=True)
 
@@ -96,3 +112,225 @@ def test_only_the_enactor_creates_at_a_class_object(live) -> None:
     got = call(system.classes["Worker"].create_instance.remote(
         "batch1", None, fake, {}, holder=Holder(user="mallory"), proof=signers["mallory"].sign("create_instance", args)))
     assert got.code == "auth.forbidden"
+
+
+# --- every guarded actor method, unsigned and from a stranger ------------------------------------------------------
+
+
+def outcome(ref: Any, timeout: float = 30.0) -> tuple[str | None, Any]:
+    """(the auth refusal code of an answer or a raised error, or None; the answer)."""
+    from legionrm.models import Refusal, SchedulerResponse
+    from legionrm.system import call
+
+    try:
+        got = call(ref, timeout)
+    except Exception as exc:  # a refusal raised through Ray: the cause carries the code
+        cause = getattr(exc, "cause", None) or exc
+        return getattr(cause, "code", None) or f"error: {type(cause).__name__}: {cause}", None
+    first = got[0] if isinstance(got, list) and got else got
+    if isinstance(first, Refusal):
+        return first.code, got
+    if isinstance(got, SchedulerResponse) and not got.ok and got.failures and got.failures[0].code.startswith("auth."):
+        return got.failures[0].code, got
+    return None, got
+
+
+def stranger_calls(system: Any, work: dict[str, Any]) -> dict[tuple[str, str], tuple[Any, dict, dict | None]]:
+    """(actor class, method) -> (handle, arguments in order, what the proof is bound to when not the arguments)."""
+    from legionrm.auth.hostdoor import create_args
+    from legionrm.models import (
+        EnactRequest,
+        Holder,
+        ReservationRequest,
+        ReservationToken,
+        ResourceRecord,
+        Resources,
+        ScheduleProposal,
+        StartRequest,
+    )
+
+    mal = Holder(user="mallory")
+    tok = work["token"]
+    start = StartRequest(token=tok, class_name="Worker", holder=Holder(user="alice"))
+    rr = ReservationRequest(request_id="mal-r", resource="solo1", holder=mal, resources=Resources(cpus=1))
+    vr = rr.model_copy(update={"resource": "vault-uva", "resources": Resources(storage_gb=1)})
+    grr = rr.model_copy(update={"resource": work["host"]})
+    req = work["mal_request"]
+    solo, g, v, c = EXTRA["solo"], work["group"], system.vaults["vault-uva"], system.classes["Worker"]
+    sc, pools, coll, en, dash = system.scheduler, system.pools, system.collection, system.enactor, EXTRA["dashboard"]
+    iid, tid, rid, job = work["iid"], work["tid"], work["rid"], work["job"]
+    fake = ResourceRecord(name="batch1", kind="host", attributes={"arch": "sparc"})
+    stop = {"items": [iid], "reason": "x"}
+    return {
+        ("HostActor", "make_reservation"): (solo, {"request": rr}, None),
+        ("HostActor", "make_reservations"): (solo, {"requests": [rr]}, None),
+        ("HostActor", "check_reservation"): (solo, {"token_id": "solo1~1"}, None),
+        ("HostActor", "cancel_reservation"): (solo, {"token": "solo1~1"}, None),
+        ("HostActor", "cancel_reservations"): (solo, {"items": ["solo1~1"]}, None),
+        ("HostActor", "cancel_requests"): (solo, {"request_ids": ["x/"], "prefix": True}, None),
+        ("HostActor", "start_object"): (solo, {"token": tok, "class_name": "Worker", "holder": Holder(user="alice")},
+                                        {"token": tok, "class_name": "Worker", "holder": Holder(user="alice"),
+                                         "vault": None, "args": {}, "impl": None}),
+        ("HostActor", "start_objects"): (solo, {"starts": [start]}, None),
+        ("HostActor", "stop_object"): (solo, {"instance_id": "solo1~1", "reason": "x"}, None),
+        ("HostActor", "stop_objects"): (solo, {"items": ["solo1~1"], "reason": "x"}, None),
+        ("HostActor", "list_instances"): (solo, {"host": None}, None),
+        ("HostActor", "reservations"): (solo, {}, None),
+        ("HostActor", "record"): (solo, {}, None),
+        ("HostActor", "state"): (solo, {"resources": None, "duration_s": None}, None),
+        ("HostActor", "audit_views"): (solo, {}, None),
+        ("HostActor", "heartbeat"): (solo, {}, None),
+        ("HostActor", "expire"): (solo, {}, None),
+        ("HostActor", "shutdown"): (solo, {"reason": "x"}, None),
+        ("HostGroupActor", "make_reservations"): (g, {"requests": [grr]}, None),
+        ("HostGroupActor", "check_reservations"): (g, {"items": [tid]}, None),
+        ("HostGroupActor", "cancel_reservations"): (g, {"items": [tid]}, None),
+        ("HostGroupActor", "cancel_requests"): (g, {"request_ids": [f"{rid}/"], "prefix": True}, None),
+        ("HostGroupActor", "start_objects"): (g, {"starts": [start]}, None),
+        ("HostGroupActor", "stop_objects"): (g, stop, None),
+        ("HostGroupActor", "list_instances"): (g, {"host": None}, None),
+        ("HostGroupActor", "names"): (g, {}, None),
+        ("HostGroupActor", "records"): (g, {}, None),
+        ("HostGroupActor", "audit_views"): (g, {}, None),
+        ("HostGroupActor", "heartbeat"): (g, {}, None),
+        ("HostGroupActor", "expire"): (g, {}, None),
+        ("HostGroupActor", "shutdown"): (g, {"reason": "x"}, None),
+        ("VaultActor", "make_reservation"): (v, {"request": vr, "for_host": None}, None),
+        ("VaultActor", "make_reservations"): (v, {"requests": [vr]}, None),
+        ("VaultActor", "check_reservation"): (v, {"token_id": "vault-uva~1"}, None),
+        ("VaultActor", "cancel_reservation"): (v, {"token": "vault-uva~1"}, None),
+        ("VaultActor", "cancel_reservations"): (v, {"items": ["vault-uva~1"]}, None),
+        ("VaultActor", "cancel_requests"): (v, {"request_ids": ["x/"], "prefix": True}, None),
+        ("VaultActor", "use"): (v, {"token": tok, "host": work["host"], "holder": mal}, None),
+        ("VaultActor", "release"): (v, {"use_id": "x", "rollback": False}, None),
+        ("VaultActor", "record"): (v, {}, None),
+        ("VaultActor", "list_uses"): (v, {}, None),
+        ("VaultActor", "audit_views"): (v, {}, None),
+        ("VaultActor", "heartbeat"): (v, {}, None),
+        ("VaultActor", "expire"): (v, {}, None),
+        ("VaultActor", "shutdown"): (v, {}, None),
+        ("ClassActor", "add_resources"): (c, {"hosts": {}, "vaults": {}}, {"hosts": [], "vaults": []}),
+        ("ClassActor", "create_instance"): (c, {"host": work["host"], "vault": None, "token": tok, "args": {},
+                                                "vault_token": None, "holder": mal},
+                                            create_args(work["host"], None, tok, {}, None, mal)),
+        ("ClassActor", "destroy_instance"): (c, {"instance_id": iid, "reason": "x"}, None),
+        ("ClassActor", "instance_stopped"): (c, {"instance_id": iid}, None),
+        ("ClassActor", "list_instances"): (c, {}, None),
+        ("SchedulerActor", "scheduleObjects"): (sc, {"request": req}, None),
+        ("SchedulerActor", "submit_elastic"): (sc, {"request": work["mal_job"]}, None),
+        ("SchedulerActor", "list_requests"): (sc, {"user": None, "state": None}, None),
+        ("SchedulerActor", "instances"): (sc, {}, None),
+        ("SchedulerActor", "status"): (sc, {}, None),
+        ("SchedulerActor", "cycle_reports"): (sc, {"after": 0, "timeout_s": 0.0}, None),
+        ("SchedulerActor", "make_schedules"): (sc, {"request": req}, None),
+        ("SchedulerActor", "explain"): (sc, {"request": req, "host": work["host"]}, None),
+        ("SchedulerActor", "getCandidatePlacements"): (sc, {"class_info": req.objects[0],
+                                                            "caller": Identity(user="root", groups=("genomics",))}, None),
+        ("SchedulerActor", "request_info"): (sc, {"request_id": rid}, None),
+        ("SchedulerActor", "cancel"): (sc, {"request_id": rid, "reason": "x"}, None),
+        ("SchedulerActor", "complete_elastic"): (sc, {"job_id": job}, None),
+        ("SchedulerActor", "update_elastic"): (sc, {"job_id": job, "fields": {"memory_gb": 2.0}}, None),
+        ("SchedulerActor", "approve"): (sc, {"proposal": ScheduleProposal(request_id=rid, master=0, placements=())}, None),
+        ("SchedulerActor", "approve_growth"): (sc, {"proposal": ScheduleProposal(request_id=rid, master=0,
+                                                                                 placements=())}, None),
+        ("SchedulerActor", "audit"): (sc, {}, None),
+        ("SchedulerActor", "tick"): (sc, {}, None),
+        ("SchedulerActor", "run_cycle"): (sc, {}, None),
+        ("SchedulerActor", "stop_cycle"): (sc, {}, None),
+        ("SchedulerActor", "setCollection"): (sc, {"handle": coll}, {}),
+        ("SchedulerActor", "setEnactor"): (sc, {"handle": en}, {}),
+        ("PoolActor", "admit"): (pools, {"request": req}, None),
+        ("PoolActor", "release"): (pools, {"request_id": rid}, None),
+        ("PoolActor", "held"): (pools, {}, None),
+        ("PoolActor", "set_capacity"): (pools, {"capacity": Resources(cpus=1)}, None),
+        ("PoolActor", "report"): (pools, {}, None),
+        ("PoolActor", "capacity"): (pools, {}, None),
+        ("CollectionActor", "join"): (coll, {"record": fake}, None),
+        ("CollectionActor", "update"): (coll, {"name": "batch1", "attrs": {"arch": "sparc"}}, None),
+        ("CollectionActor", "update_many"): (coll, {"updates": [("batch1", {"arch": "sparc"})]},
+                                             {"name": "batch1", "attrs": {"arch": "sparc"}}),
+        ("CollectionActor", "leave"): (coll, {"name": "batch2"}, None),
+        ("CollectionActor", "vary_off"): (coll, {"name": "batch2"}, None),
+        ("CollectionActor", "vary_on"): (coll, {"name": "batch2"}, None),
+        ("CollectionActor", "add_subcollection"): (coll, {"name": "rogue", "handle": coll, "query": "true"},
+                                                   {"name": "rogue", "query": "true"}),
+        ("CollectionActor", "shutdown"): (coll, {}, None),
+        ("CollectionActor", "query"): (coll, {"text": "true", "caller": None, "include_unavailable": True}, None),
+        ("CollectionActor", "record"): (coll, {"name": work["host"]}, None),
+        ("CollectionActor", "retrieve_all_attributes"): (coll, {"name": work["host"]}, None),
+        ("CollectionActor", "snapshot"): (coll, {}, None),
+        ("CollectionActor", "names"): (coll, {}, None),
+        ("EnactorActor", "enact_schedule"): (en, {"request": EnactRequest(request_id="mal-e", holder=mal, masters=()),
+                                                  "approver": (sc, "approve_growth")},
+                                             {"request": EnactRequest(request_id="mal-e", holder=mal, masters=()),
+                                              "approver": "approve_growth"}),
+        ("EnactorActor", "add_group"): (en, {"name": "bigmem", "handle": coll}, {"name": "bigmem"}),
+        ("EnactorActor", "add_resource"): (en, {"name": "bigmem1", "handle": coll, "batched": False},
+                                           {"name": "bigmem1", "batched": False}),
+        ("EnactorActor", "add_class"): (en, {"name": "Worker", "handle": coll}, {"name": "Worker"}),
+        ("EnactorActor", "stats"): (en, {}, None),
+        ("DashboardActor", "start"): (dash, {"host": "127.0.0.1", "port": 0}, None),
+        ("DashboardActor", "stop"): (dash, {}, None),
+        ("DashboardActor", "poll"): (dash, {}, None),
+    }
+
+
+def _send(handle: Any, method: str, args: dict, proof: Any) -> Any:
+    if method.startswith("make_reservation"):  # its proof is the Scheduler's attestation inside each request
+        return getattr(handle, method).remote(*args.values())
+    if method == "update_many":  # one proof per update, each bound to its own update
+        return handle.update_many.remote(*args.values(), None if proof is None else [proof])
+    return getattr(handle, method).remote(*args.values(), proof=proof)
+
+
+def test_every_guarded_actor_method_refuses_the_unsigned_and_strangers(live) -> None:
+    """The table of roles (tests/unit/auth/actor_methods.py), live: every guarded
+    method of every actor refuses a call with no proof (``auth.no_proof``), and a
+    stranger's well-signed call gets its role's code; a view answers a stranger
+    without alice's work and without a host the stranger's access forbids."""
+    from legionrm.models import ElasticJobRequest, Holder, ReservationToken, Resources
+    from legionrm.system import call
+    from tests.unit.auth.actor_methods import ANY, EXPECTED_CODE, METHODS, OPEN, USER, VIEW
+
+    system, signers = live
+    alice, m = dataclasses.replace(system, signer=signers["alice"]), signers["mallory"]
+    r = alice.schedule(SchedulingRequest(request_id="auth-t1", identity=Identity(user="alice"), objects=(
+        ObjectRequest(class_name="Worker", cpus=1, memory_gb=1, constraint='$nodepool == "bigmem"'),)))
+    assert r.ok, r.message
+    inst = r.instances[0]
+    ajob = ElasticJobRequest(job_id="auth-ajob", user="alice", class_name="Worker", memory_gb=1)
+    call(system.scheduler.submit_elastic.remote(ajob, proof=signers["alice"].sign("submit_elastic", {"request": ajob})))
+    work = {"iid": inst.instance_id, "tid": inst.token_id, "rid": "auth-t1", "job": "auth-ajob", "host": inst.host,
+            "group": system.groups["bigmem"],
+            "token": ReservationToken(token_id=inst.token_id, issuer=inst.host, holder=Holder(user="alice"),
+                                      resources=Resources(cpus=1), start=0.0, end=None, expires_at=time.time() + 60),
+            "mal_request": SchedulingRequest(request_id="mal-q", identity=Identity(user="root", groups=("genomics",)),
+                                             objects=(ObjectRequest(class_name="Worker", cpus=1, memory_gb=1,
+                                                                    constraint='$nodepool == "bigmem"'),)),
+            "mal_job": ElasticJobRequest(job_id="mal-job", user="alice", class_name="Worker", memory_gb=1,
+                                         cpus=999)}
+    markers = (inst.instance_id, inst.token_id, "auth-t1", "auth-ajob", "bigmem1", "bigmem2", "solo1")
+    calls = stranger_calls(system, work)
+    guarded = {(a, meth): role for a, rows in METHODS.items() for meth, role in rows.items() if role != OPEN}
+    assert sorted(set(guarded) - set(calls)) == [], "guarded methods this test does not call"
+
+    refs = {k: _send(h, k[1], args, None) for k, (h, args, _) in calls.items()}
+    unsigned = {k: outcome(ref)[0] for k, ref in refs.items()}
+    assert {k: code for k, code in unsigned.items() if code != "auth.no_proof"} == {}
+
+    wrong = {}
+    for key, (h, args, bound) in calls.items():
+        call_name = "update" if key[1] == "update_many" else key[1]  # update_many: one "update" proof per update
+        code, got = outcome(_send(h, key[1], args, m.sign(call_name, args if bound is None else bound)))
+        role = guarded[key]
+        if role in (VIEW, ANY, USER):
+            leaked = [x for x in markers if x in repr(got)]
+            ok = (None, "auth.forbidden", "auth.not_owner")  # a user's own request may fail for its own reasons
+            if (code not in ok and (role != USER or code.startswith("auth."))) or leaked:
+                wrong[key] = (role, code, leaked)
+        elif code != EXPECTED_CODE[role]:
+            wrong[key] = (role, code)
+    assert not wrong, "\n".join(f"{k}: {v}" for k, v in wrong.items())
+    # alice's work is untouched: her instance still runs, her request is hers
+    assert inst.instance_id in {i.instance_id for i in call(system.scheduler.instances.remote(
+        proof=signers["alice"].sign("instances", {})))}

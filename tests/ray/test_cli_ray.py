@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -52,11 +53,14 @@ def test_up_status_submit_down(tmp_path: Path) -> None:
         assert up.returncode == 0, up.stderr
         assert "legionrm is up at 127.0.0.1:" in up.stderr and "15 resources (13 hosts, 2 vaults)" in up.stderr  # 12 from the file, the Ray node bound
         assert "logs:" in up.stderr and "legionrm down" in up.stderr and "WARNING" not in up.stderr
-        dash = re.search(r"dashboard: (http://127\.0\.0\.1:\d+/)", up.stderr)
+        dash = re.search(r"dashboard: (http://127\.0\.0\.1:\d+/)(\?key=[\w-]+)", up.stderr)
         metrics = re.search(r"metrics for Prometheus: (http://\S+/metrics)", up.stderr)
         assert dash and metrics, up.stderr
-        with urllib.request.urlopen(dash.group(1) + "api/state", timeout=10) as r:
+        with urllib.request.urlopen(dash.group(1) + "api/state" + dash.group(2), timeout=10) as r:
             assert json.loads(r.read())["summary"]["hosts"] == 13  # legionrm's dashboard sees the system
+        with pytest.raises(urllib.error.HTTPError) as no_key:  # every host and everyone's work: not without the key
+            urllib.request.urlopen(dash.group(1) + "api/state", timeout=10)
+        assert no_key.value.code == 403 and json.loads(no_key.value.read())["code"] == "auth.no_proof"
         with urllib.request.urlopen(metrics.group(1), timeout=10) as r:
             assert r.status == 200  # Ray's metrics export, for Prometheus to scrape
         st = json.loads(lrm("status", "--json").stdout)
