@@ -39,6 +39,7 @@ def live(ray_cluster):
     system = boot(load_cluster(), heartbeat_s=0.5, auth_home=home)
     signers = {u: signer_for(home, u) for u in ("alice", "mallory", "visitor", "ops")}
     # one lone host actor (the host of a Ray node's kind), owned by genomics, and the dashboard
+    EXTRA["home"] = home
     EXTRA["solo"] = spawn_host(HostSpec(name="solo1", nodepool="bigmem", attributes={"cpus": 4, "memory_gb": 8},
                                         access=AccessPolicy(allow_groups=("genomics",))),
                                collection=system.collection, heartbeat_s=0.5, auth_home=home)
@@ -334,3 +335,156 @@ def test_every_guarded_actor_method_refuses_the_unsigned_and_strangers(live) -> 
     # alice's work is untouched: her instance still runs, her request is hers
     assert inst.instance_id in {i.instance_id for i in call(system.scheduler.instances.remote(
         proof=signers["alice"].sign("instances", {})))}
+
+
+# --- the issue's attacks, one row each ---------------------------------------------------------------------------------
+
+
+def _hidden(answer: Any, names: tuple[str, ...]) -> str:
+    """'hidden' when none of ``names`` shows in ``answer``, else what leaked."""
+    leaked = [n for n in names if n in repr(answer)]
+    return "hidden" if not leaked else f"leaked {leaked}"
+
+
+def _attack_rows(system: Any, signers: dict[str, Any], inst: Any) -> list[tuple[str, Any, str]]:
+    """(attack, a callable making it and answering its code, the code it must get)."""
+    from legionrm.auth import VerifiedCaller, attest
+    from legionrm.auth.guard import SCHEDULER, load_agent
+    from legionrm.models import (
+        EnactRequest,
+        Holder,
+        ReservationRequest,
+        ReservationToken,
+        ResourceRecord,
+        Resources,
+        StartRequest,
+    )
+    from legionrm.system import call
+
+    m, v, a = signers["mallory"], signers["visitor"], signers["alice"]
+    sched_key = load_agent(EXTRA["home"], SCHEDULER)
+    gpu, bigmem, batch, coll, sc = (system.groups["gpu"], system.groups["bigmem"], system.groups["batch"],
+                                    system.collection, system.scheduler)
+
+    def code(ref: Any) -> str | None:
+        return outcome(ref)[0]
+
+    def as_user(user: str, **kw: Any) -> Any:
+        return dataclasses.replace(system, signer=signers[user]).schedule(SchedulingRequest(**kw))
+
+    def direct_reservation(user: str, host: str, group: Any, *, attest_to: str | None = None, age_s: float = 0.0) -> Any:
+        """``user`` asks ``host`` directly, with a genuine Scheduler attestation (made out to ``attest_to``,
+        ``age_s`` ago) as if they had kept one from an earlier request."""
+        who = VerifiedCaller(name=user, kind="user")
+        att = attest(sched_key, who, f"{user}-direct", attest_to or host, time.time() - age_s, 60.0)
+        rq = ReservationRequest(request_id=f"{user}-direct-{host}", resource=host, holder=Holder(user=user),
+                                resources=Resources(cpus=1), attestation=att.model_dump(mode="json"))
+        return code(group.make_reservations.remote([rq]))
+
+    alices_token = ReservationToken(token_id=inst.token_id, issuer=inst.host, holder=Holder(user="alice"),
+                                    resources=Resources(cpus=1), start=0.0, end=None, expires_at=time.time() + 60)
+    start = StartRequest(token=alices_token, class_name="Worker", holder=Holder(user="alice"))
+    enact = EnactRequest(request_id="mal-enact", holder=Holder(user="mallory"), masters=())
+    fake = ResourceRecord(name="fake1", kind="host", attributes={"cpus": 999})
+
+    def planned_on_bigmem() -> str | None:
+        r = as_user("mallory", request_id="mal-root", identity=Identity(user="root", groups=("genomics",)),
+                    objects=(ObjectRequest(class_name="Worker", cpus=1, memory_gb=1, constraint='$nodepool == "bigmem"'),))
+        return "placed" if r.ok else r.failures[0].code
+
+    def replay() -> str | None:
+        p = a.sign("instances", {})
+        call(sc.instances.remote(proof=p))
+        return code(sc.instances.remote(proof=p))
+
+    return [
+        ("identity: mallory claims root and genomics to get bigmem", planned_on_bigmem, "query.no_match"),
+        ("identity: alice's token presented under alice's name", lambda: code(bigmem.start_objects.remote(
+            [start], proof=m.sign("start_objects", {"starts": [start]}))), "auth.forbidden"),
+        ("host: visitor reserves gpu1 directly, no attestation", lambda: code(gpu.make_reservations.remote([
+            ReservationRequest(request_id="v1", resource="gpu1", holder=Holder(user="visitor"),
+                               resources=Resources(cpus=1))])), "auth.no_proof"),
+        ("host: visitor reserves gpu1 with a genuine attestation", lambda: direct_reservation("visitor", "gpu1", gpu),
+         "policy.user"),
+        ("host: mallory reserves group-only bigmem1 with a genuine attestation",
+         lambda: direct_reservation("mallory", "bigmem1", bigmem), "policy.group"),
+        ("host: an attestation made out to gpu2 presented at gpu1",
+         lambda: direct_reservation("mallory", "gpu1", gpu, attest_to="gpu2"), "auth.wrong_host"),
+        ("host: an expired attestation", lambda: direct_reservation("mallory", "gpu1", gpu, age_s=600), "auth.expired"),
+        ("host: a token of bigmem1 presented at the batch hosts", lambda: code(batch.start_objects.remote(
+            [start], proof=m.sign("start_objects", {"starts": [start]}))), "auth.forbidden"),
+        ("host: visitor starts on gpu1 directly", lambda: code(gpu.start_objects.remote(
+            [start], proof=v.sign("start_objects", {"starts": [start]}))), "auth.forbidden"),
+        ("work: enact_schedule without the Scheduler's approval", lambda: code(system.enactor.enact_schedule.remote(
+            enact, None)), "auth.forbidden"),
+        ("work: enact_schedule with the Scheduler's approve_growth", lambda: code(system.enactor.enact_schedule.remote(
+            enact, (sc, "approve_growth"), proof=m.sign("enact_schedule", {"request": enact,
+                                                                          "approver": "approve_growth"}))),
+         "auth.forbidden"),
+        ("work: stop_objects of alice's instance", lambda: code(bigmem.stop_objects.remote(
+            [inst.instance_id], "x", proof=m.sign("stop_objects", {"items": [inst.instance_id], "reason": "x"}))),
+         "auth.not_owner"),
+        ("work: activate alice's instance", lambda: as_user(
+            "mallory", request_id="mal-act", identity=Identity(user="mallory"), activate=(inst.instance_id,),
+            objects=(ObjectRequest(class_name="Worker", cpus=1, memory_gb=1),)).failures[0].code, "auth.not_owner"),
+        ("work: a bare token id cancels alice's reservation", lambda: code(bigmem.cancel_reservations.remote(
+            [inst.token_id], proof=m.sign("cancel_reservations", {"items": [inst.token_id]}))), "auth.not_owner"),
+        ("work: cancel alice's request", lambda: code(sc.cancel.remote("auth-x1", "x", proof=m.sign(
+            "cancel", {"request_id": "auth-x1", "reason": "x"}))), "auth.not_owner"),
+        ("view: the Collection: join a fake host", lambda: code(coll.join.remote(fake, proof=m.sign(
+            "join", {"record": fake}))), "auth.wrong_resource"),
+        ("view: the Collection: update batch1 to sparc", lambda: code(coll.update.remote(
+            "batch1", {"arch": "sparc"}, proof=m.sign("update", {"name": "batch1", "attrs": {"arch": "sparc"}}))),
+         "auth.wrong_resource"),
+        ("view: the Collection: vary batch2 off", lambda: code(coll.vary_off.remote("batch2", proof=m.sign(
+            "vary_off", {"name": "batch2"}))), "auth.forbidden"),
+        ("view: setCollection", lambda: code(sc.setCollection.remote(coll, proof=m.sign("setCollection", {}))),
+         "auth.forbidden"),
+        ("view: setEnactor", lambda: code(sc.setEnactor.remote(system.enactor, proof=m.sign("setEnactor", {}))),
+         "auth.forbidden"),
+        ("access: query with caller=None", lambda: _hidden(call(coll.query.remote(
+            "true", None, True, proof=v.sign("query", {"text": "true", "caller": None, "include_unavailable": True}))),
+            ("gpu1", "gpu2")), "hidden"),
+        ("access: snapshot", lambda: code(coll.snapshot.remote(proof=v.sign("snapshot", {}))), "auth.forbidden"),
+        ("access: record of a denied host", lambda: code(coll.record.remote("gpu1", proof=v.sign(
+            "record", {"name": "gpu1"}))), "auth.forbidden"),
+        ("access: the host group's records", lambda: _hidden(call(gpu.records.remote(proof=v.sign("records", {}))),
+                                                            ("gpu1", "gpu2")), "hidden"),
+        ("access: the dashboard's page without its key", lambda: _http_code(EXTRA["url"].split("?")[0] + "api/state"),
+         "auth.no_proof"),
+        ("proof: replayed", replay, "auth.replayed"),
+        ("proof: signed for another method", lambda: code(sc.instances.remote(proof=a.sign("status", {}))),
+         "auth.wrong_call"),
+        ("proof: signed for other arguments", lambda: code(sc.cancel.remote("auth-x1", "x", proof=a.sign(
+            "cancel", {"request_id": "auth-x2", "reason": "x"}))), "auth.wrong_call"),
+    ]
+
+
+def _http_code(url: str) -> str | None:
+    import json
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=10):
+            return None
+    except urllib.error.HTTPError as exc:
+        return json.loads(exc.read()).get("code")
+
+
+def test_the_issue_attacks_are_refused_each_with_its_code(live) -> None:
+    """Every attack of issue 15 (and the ones the brief adds), on the live system,
+    each refused with its code; the keyed dashboard still answers its administrator."""
+    import json
+    import urllib.request
+
+    system, signers = live
+    alice = dataclasses.replace(system, signer=signers["alice"])
+    r = alice.schedule(SchedulingRequest(request_id="auth-x1", identity=Identity(user="alice"), objects=(
+        ObjectRequest(class_name="Worker", cpus=1, memory_gb=1, constraint='$nodepool == "bigmem"'),)))
+    assert r.ok, r.message
+    rows = _attack_rows(system, signers, r.instances[0])
+    got = {name: attack() for name, attack, _ in rows}
+    assert {n: got[n] for n, _, want in rows if got[n] != want} == {}
+    with urllib.request.urlopen(EXTRA["url"].replace("?", "api/state?"), timeout=10) as answer:
+        assert json.loads(answer.read())["summary"]["hosts"] >= 12
