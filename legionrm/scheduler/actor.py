@@ -479,7 +479,7 @@ class SchedulerActor:
         self.door.elastic_owner_check(self._elastic_owner(job_id), "update_elastic",
                                       {"job_id": job_id, "fields": fields}, proof)
         if not self.door.open:
-            fields = {k: v for k, v in fields.items() if k != "user"}
+            fields = {k: v for k, v in fields.items() if k not in ("user", "groups")}  # who it is stays proven
         return self.cycle.update(job_id, **fields)
 
     def _elastic_owner(self, job_id: str) -> str | None:

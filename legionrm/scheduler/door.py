@@ -132,9 +132,10 @@ class SchedulerDoor:
     # --- elastic jobs --------------------------------------------------------------------
 
     def elastic_request(self, request: ElasticJobRequest, proof: Any = None) -> ElasticJobRequest:
-        """``request`` in the verified caller's name."""
+        """``request`` in the verified caller's name, with the registry's groups (never the groups it claims:
+        they are what the Scheduler attests to the hosts its processes run on)."""
         who = self.caller(proof, "submit_elastic", {"request": request})
-        return request if who is None else request.model_copy(update={"user": who.name})
+        return request if who is None else request.model_copy(update={"user": who.name, "groups": who.groups})
 
     def elastic_owner_check(self, owner: str | None, call: str, args: Any, proof: Any = None) -> None:
         """Raise unless the caller owns the elastic job of ``owner`` (or is an admin)."""

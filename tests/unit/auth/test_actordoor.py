@@ -15,8 +15,8 @@ from legionrm.auth.actordoor import ActorDoor, own, own_or_refusal, require_visi
 from legionrm.auth.canonical import payload_digest
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.auth.guard import Guard
-from legionrm.models import AccessPolicy, CycleReport, ElasticJobStatus, InstanceRef, Refusal
-from legionrm.scheduler.door import own_report
+from legionrm.models import AccessPolicy, CycleReport, ElasticJobRequest, ElasticJobStatus, InstanceRef, Refusal
+from legionrm.scheduler.door import SchedulerDoor, own_report
 
 
 class World:
@@ -136,3 +136,13 @@ def test_a_cycle_reports_triggers_name_only_the_users_own_jobs() -> None:
     mine = own_report(report.model_copy(update={"jobs": jobs}), "alice")
     assert mine.triggers == ("timer", "arrival a-job")
     assert own_report(report, None).triggers == report.triggers
+
+
+def test_an_elastic_job_runs_with_the_registrys_groups_not_the_ones_it_claims() -> None:
+    w = World()
+    door = SchedulerDoor(None, Guard(Verifier(w.registry, time.time, by="scheduler")))  # type: ignore[arg-type]
+    job = ElasticJobRequest(job_id="j", user="root", class_name="W", memory_gb=1, groups=("genomics",))
+    mine = door.elastic_request(job, w.proof("mallory", "submit_elastic", {"request": job}))
+    assert (mine.user, mine.groups) == ("mallory", ())
+    hers = door.elastic_request(job, w.proof("alice", "submit_elastic", {"request": job}))
+    assert (hers.user, hers.groups) == ("alice", ("genomics",))
