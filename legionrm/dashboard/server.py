@@ -254,6 +254,7 @@ def start_dashboard(handles: dict[str, Any] | None = None, info: dict[str, Any] 
     if detached:
         opts["lifetime"] = "detached"
     actor = DashboardActor.options(**opts).remote(handles, info, poll_s, auth_home)
+    ray.get(actor.ping.remote(), timeout=timeout_s)  # up first: it refuses proofs made before it started
     proof = signed(signer, "start", {"host": "127.0.0.1", "port": port})
     url = ray.get(actor.start.remote("127.0.0.1", port, proof=proof), timeout=timeout_s)
     return actor, url
