@@ -143,7 +143,6 @@ def stranger_calls(system: Any, work: dict[str, Any]) -> dict[tuple[str, str], t
         EnactRequest,
         Holder,
         ReservationRequest,
-        ReservationToken,
         ResourceRecord,
         Resources,
         ScheduleProposal,
