@@ -348,10 +348,12 @@ def _hidden(answer: Any, names: tuple[str, ...]) -> str:
 def _attack_rows(system: Any, signers: dict[str, Any], inst: Any) -> list[tuple[str, Any, str]]:
     """(attack, a callable making it and answering its code, the code it must get)."""
     from legionrm.auth import VerifiedCaller, attest
-    from legionrm.auth.guard import SCHEDULER, load_agent
+    from legionrm.auth import CallSigner
+    from legionrm.auth.guard import ENACTOR, SCHEDULER, load_agent
     from legionrm.models import (
         EnactRequest,
         Holder,
+        Refusal,
         ReservationRequest,
         ReservationToken,
         ResourceRecord,
@@ -362,6 +364,7 @@ def _attack_rows(system: Any, signers: dict[str, Any], inst: Any) -> list[tuple[
 
     m, v, a = signers["mallory"], signers["visitor"], signers["alice"]
     sched_key = load_agent(EXTRA["home"], SCHEDULER)
+    enactor = CallSigner(load_agent(EXTRA["home"], ENACTOR), time.time)  # even the system's own agent, misled
     gpu, bigmem, batch, coll, sc = (system.groups["gpu"], system.groups["bigmem"], system.groups["batch"],
                                     system.collection, system.scheduler)
 
@@ -383,6 +386,11 @@ def _attack_rows(system: Any, signers: dict[str, Any], inst: Any) -> list[tuple[
     alices_token = ReservationToken(token_id=inst.token_id, issuer=inst.host, holder=Holder(user="alice"),
                                     resources=Resources(cpus=1), start=0.0, end=None, expires_at=time.time() + 60)
     start = StartRequest(token=alices_token, class_name="Worker", holder=Holder(user="alice"))
+    genuine = call(bigmem.check_reservations.remote([inst.token_id], proof=signers["ops"].sign(
+        "check_reservations", {"items": [inst.token_id]})))[0]
+    relabelled = StartRequest(token=genuine.model_copy(update={"issuer": "batch1"}) if not isinstance(
+        genuine, Refusal) else alices_token.model_copy(update={"issuer": "batch1"}), class_name="Worker",
+        holder=Holder(user="alice"))
     enact = EnactRequest(request_id="mal-enact", holder=Holder(user="mallory"), masters=())
     fake = ResourceRecord(name="fake1", kind="host", attributes={"cpus": 999})
 
@@ -412,6 +420,10 @@ def _attack_rows(system: Any, signers: dict[str, Any], inst: Any) -> list[tuple[
         ("host: an expired attestation", lambda: direct_reservation("mallory", "gpu1", gpu, age_s=600), "auth.expired"),
         ("host: a token of bigmem1 presented at the batch hosts", lambda: code(batch.start_objects.remote(
             [start], proof=m.sign("start_objects", {"starts": [start]}))), "auth.forbidden"),
+        ("host: bigmem1's token started at the batch hosts, by the Enactor itself", lambda: code(batch.start_objects.remote(
+            [start], proof=enactor.sign("start_objects", {"starts": [start]}))), "resource.unknown"),
+        ("host: bigmem1's token re-labelled as batch1's, by the Enactor itself", lambda: code(batch.start_objects.remote(
+            [relabelled], proof=enactor.sign("start_objects", {"starts": [relabelled]}))), "token.forged"),
         ("host: visitor starts on gpu1 directly", lambda: code(gpu.start_objects.remote(
             [start], proof=v.sign("start_objects", {"starts": [start]}))), "auth.forbidden"),
         ("work: enact_schedule without the Scheduler's approval", lambda: code(system.enactor.enact_schedule.remote(
