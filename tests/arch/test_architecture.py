@@ -23,7 +23,7 @@ ENGINES = ("legionrm.scheduler.fairshare", "legionrm.scheduler.placement", "legi
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.models", "legionrm.errors", "legionrm.scheduler", "legionrm.version"),  # legionrm.scheduler: its docstring map only
     ("legionrm.mil", "legionrm.tomlio", "legionrm.testing", "legionrm.state", "legionrm.metrics", "legionrm.dashboard",
-     "legionrm.auth"),  # auth: models/errors only
+     "legionrm.auth", "legionrm.objstate"),  # auth: models/errors only; objstate: its pure store and hooks
     ("legionrm.collection", "legionrm.naming"),
     ("legionrm.hostobj", "legionrm.enactor"),
     ENGINES[:3] + ("legionrm.scheduler.pipeline", "legionrm.scheduler.ports", "legionrm.scheduler.requests",
