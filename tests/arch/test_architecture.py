@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.scheduler.planner", "legionrm.scheduler.build"),
     ("legionrm.scheduler.sharegate",),
     ("legionrm.scheduler.scheduler",),
+    ("legionrm.objstate.mobility",),
     ("legionrm.scheduler.door",),
     ("legionrm.scheduler.audit",),
     ("legionrm.scheduler.actor", "legionrm.inprocess"),
