@@ -181,3 +181,23 @@ class Probe:
     def where(self) -> dict[str, Any]:
         ctx = ray.get_runtime_context()
         return {"tag": self.tag, "node_id": ctx.get_node_id(), "resources": ctx.get_assigned_resources()}
+
+
+class Counter:
+    """A counter that remembers (``"legionrm.hostobj.ray_node:Counter"``), for
+    demos and tests of deactivate / activate / migrate: its persistent state is
+    its count (the default pickled state), and it says where it runs."""
+
+    def __init__(self, start: int = 0) -> None:
+        self.count = int(start)
+
+    def increment(self, by: int = 1) -> int:
+        self.count += int(by)
+        return self.count
+
+    def value(self) -> int:
+        return self.count
+
+    def where(self) -> str:
+        """The Ray node id it runs on."""
+        return ray.get_runtime_context().get_node_id()

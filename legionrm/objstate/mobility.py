@@ -186,8 +186,10 @@ class Mobility:
 
     # --- activate -----------------------------------------------------------------------------
 
-    def activate(self, object_id: str) -> ObjectStatus | Refusal:
-        """Place an inert object anew and restore its state; a running one is reported as it is."""
+    def activate(self, object_id: str, constraint: str = "true") -> ObjectStatus | Refusal:
+        """Place an inert object anew and restore its state; a running one is
+        reported as it is.  ``constraint`` (other than ``"true"``) replaces its
+        object request's own for this placement."""
         with self._moving_one(object_id) as busy:
             if busy is not None:
                 return busy
@@ -197,7 +199,7 @@ class Mobility:
             entry, info = found
             if info.state == "running":
                 return self._status(entry, info)
-            got = self._reactivate(entry, info)
+            got = self._reactivate(entry, info, constraint)
             return got if isinstance(got, Refusal) else self._status(entry, got)
 
     def _activate_for_request(self, object_id: str) -> InstanceRef | PlacementFailure:
@@ -209,12 +211,12 @@ class Mobility:
         return PlacementFailure(key=object_id, resource=refusal.by or self.scheduler.name, code=refusal.code,
                                 reason=refusal.reason, stage="plan", lasting=True)
 
-    def _reactivate(self, entry: Entry, info: InstanceInfo) -> InstanceInfo | Refusal:
+    def _reactivate(self, entry: Entry, info: InstanceInfo, constraint: str) -> InstanceInfo | Refusal:
         oid, vault = info.object_id or info.id, info.vault
         old = entry.refs[info.id]
         if vault is None:
             return _refuse(NOT_INERT, f"object {oid!r} has no state in a vault")
-        ref = self._place(entry, old, "true", (), prefer_vault=vault)
+        ref = self._place(entry, old, constraint, (), prefer_vault=vault)
         if isinstance(ref, Refusal):
             return ref
         moved = self._restore(entry, ref, oid, vault)

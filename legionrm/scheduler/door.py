@@ -10,7 +10,7 @@ over the call's name and its arguments; the door verifies it with its
   claims); ``activate`` may name only the caller's own instances;
 - ``list_requests``: a user sees only their own requests (an admin all);
 - ``request_info`` / ``cancel``: only the request's owner (or an admin);
-- ``deactivate`` / ``migrate`` / ``object_status`` of an object: only the
+- ``deactivate`` / ``activate`` / ``migrate`` / ``object_status`` of an object: only the
   owner of the request that made it (or an admin);
 - ``setCollection`` / ``setEnactor``: administrators only;
 - ``approve``: only the Enactor agent;
@@ -121,6 +121,10 @@ class SchedulerDoor:
                    ) -> ObjectStatus | Refusal:
         args = {"object_id": object_id, "reason": reason}
         return self._mover(proof, "deactivate", args, object_id).deactivate(object_id, reason)
+
+    def activate(self, object_id: str, constraint: str = "true", proof: Any = None) -> ObjectStatus | Refusal:
+        args = {"object_id": object_id, "constraint": constraint}
+        return self._mover(proof, "activate", args, object_id).activate(object_id, constraint)
 
     def migrate(self, object_id: str, constraint: str = "true", proof: Any = None) -> ObjectStatus | Refusal:
         args = {"object_id": object_id, "constraint": constraint}

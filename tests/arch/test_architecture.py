@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.models", "legionrm.errors", "legionrm.scheduler", "legionrm.version"),  # legionrm.scheduler: its docstring map only
     ("legionrm.mil", "legionrm.tomlio", "legionrm.testing", "legionrm.state", "legionrm.metrics", "legionrm.dashboard",
      "legionrm.auth", "legionrm.objstate"),  # auth: models/errors only; objstate: its pure store and hooks
-    ("legionrm.collection", "legionrm.naming"),
+    ("legionrm.collection", "legionrm.naming", "legionrm.objstate.actor"),
     ("legionrm.hostobj", "legionrm.enactor"),
     ENGINES[:3] + ("legionrm.scheduler.pipeline", "legionrm.scheduler.ports", "legionrm.scheduler.requests",
                    "legionrm.scheduler.watch", "legionrm.scheduler.capacity",

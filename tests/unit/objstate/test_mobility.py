@@ -213,3 +213,12 @@ def test_every_object_is_running_or_inert_with_its_state_and_vaults_hold_exactly
         assert {oid: size for v in s.vaults.values() for oid, size in v.stored().items()} == held
         running = [i for h in ("a1", "a2", "b1") for i in s.host(h).list_instances()]
         assert len(running) == sum(1 for r in refs if s.mobility.status(r.instance_id).state == "running")
+
+
+def test_an_inert_object_activates_where_a_constraint_says_its_state_copied_there() -> None:
+    s = system()
+    ref = start(s, "r1", "a1")
+    s.mobility.deactivate(ref.instance_id)
+    got = s.mobility.activate(ref.instance_id, '$name == "b1"')
+    assert isinstance(got, ObjectStatus), got
+    assert got.host == "b1" and state_of(s, got) == b"count=3" and stored(s) == {}
