@@ -222,3 +222,16 @@ def test_an_inert_object_activates_where_a_constraint_says_its_state_copied_ther
     got = s.mobility.activate(ref.instance_id, '$name == "b1"')
     assert isinstance(got, ObjectStatus), got
     assert got.host == "b1" and state_of(s, got) == b"count=3" and stored(s) == {}
+
+
+def test_a_restarted_scheduler_still_knows_an_inert_object_and_its_vault(tmp_path) -> None:
+    from legionrm.scheduler.requests import RequestBook
+    from legionrm.state import RequestStore
+
+    clock = FakeClock()
+    s = LocalSystem(cluster(), clock=clock, store=RequestStore(str(tmp_path / "scheduler.db")))
+    ref = start(s, "r1", "a1")
+    s.mobility.deactivate(ref.instance_id)
+    again = RequestBook(clock, RequestStore(str(tmp_path / "scheduler.db")))
+    entry, info = again.current(ref.instance_id)
+    assert (entry.id, info.state, info.vault, info.saved_bytes) == ("r1", "inert", "va", 7)
