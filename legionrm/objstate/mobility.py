@@ -332,7 +332,9 @@ class Mobility:
             obj = template.model_copy(update={
                 "count": 1, "constraint": template.constraint if constraint.strip() == "true" else constraint,
                 "avoid_hosts": tuple(dict.fromkeys((*template.avoid_hosts, *avoided)))})
-            sub = SchedulingRequest(request_id=f"{entry.id}~move{next(self._serial)}", identity=entry.request.identity,
+            # unique across restarts too: hosts answer a repeated reservation id with its old token
+            rid = f"{entry.id}~move{int(self.scheduler.clock() * 1000)}-{next(self._serial)}"
+            sub = SchedulingRequest(request_id=rid, identity=entry.request.identity,
                                     pool=entry.request.pool, objects=(obj,), wait=False, replans=0)
             plan = self.scheduler.planner.make_schedules(sub, self.scheduler.getCollection().snapshot())
             if not plan.ok:

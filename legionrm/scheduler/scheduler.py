@@ -366,6 +366,8 @@ class Scheduler:
             self.book.move(entry, "admitted", "nothing to place")
             self.book.move(entry, "placing", "activating")
             self.book.move(entry, "running", "activated")
+            if self.book.finish(entry, "completed", "activated: the objects run under the requests that made them"):
+                self._book_back(entry)
             return self._succeeded(entry, active, 0, None, "activated: ")
         too_big = self._too_big(request)
         if too_big is not None:

@@ -77,6 +77,7 @@ def test_scheduleObjects_activates_an_inert_object_near_its_state() -> None:
     r = s.scheduler.scheduleObjects(SchedulingRequest(request_id="act", identity=Identity(user="alice"),
                                                       activate=(ref.instance_id,)))
     assert r.ok, r.message
+    assert r.state == "completed"  # the activation request is done; the object runs under r1
     new = r.instances[0]
     assert new.host in ("a1", "a2") and new.instance_id != ref.instance_id  # a host va serves
     assert s.host(new.host).states[new.instance_id] == b"count=3"
