@@ -117,7 +117,7 @@ class Scheduler:
         self.stopper = stopper
         self.watch = watch
         self.activator: Activator | None = None  # places inert objects anew (objstate.mobility sets it)
-        self.on_finish: Callable[[Entry], None] | None = None  # a finished request's inert objects' state goes
+        self.on_finish: Callable[[Entry], object] | None = None  # a finished request's inert objects' state goes
         self.clock = clock
         self.max_attempts = max_attempts
         self.book = RequestBook(clock, store)
