@@ -17,7 +17,8 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import ray
 
@@ -49,19 +50,22 @@ class HostStateCalls:
     """``save_object`` / ``restore_object`` on a host or host-group actor
     (``self.door``, and ``self._batch`` or ``self.core``: a HostGroup)."""
 
+    door: Any
+    core: Any
+
     def _state_group(self) -> Any:
         batch = getattr(self, "_batch", None)
-        return batch if batch is not None else getattr(self, "core")
+        return batch if batch is not None else self.core
 
     def save_object(self, host: str, instance_id: str, proof: Any = None) -> bytes | Refusal:
         """The persistent state of a running instance on ``host``."""
-        door = getattr(self, "door")
+        door = self.door
         return door.gate_one(proof, "save_object", {"host": host, "instance_id": instance_id}, instance_id,
                              _managers_only(door.by), lambda iid: self._state_group().save_object(host, iid))
 
     def restore_object(self, host: str, instance_id: str, data: bytes, proof: Any = None) -> bool | Refusal:
         """Put ``data`` into the running instance ``instance_id`` on ``host``."""
-        door = getattr(self, "door")
+        door = self.door
         args = {"host": host, "instance_id": instance_id, "sha256": digest(data)}
         return door.gate_one(proof, "restore_object", args, instance_id, _managers_only(door.by),
                              lambda iid: self._state_group().restore_object(host, iid, data))
@@ -70,6 +74,8 @@ class HostStateCalls:
 class VaultStateCalls:
     """A vault actor's state calls (``self.door``, ``self.core``: a VaultObject)."""
 
+    door: Any
+    core: Any
     store_dir: str | None = None
     ephemeral = False
 
@@ -85,25 +91,25 @@ class VaultStateCalls:
             shutil.rmtree(self.store_dir, ignore_errors=True)
 
     def _gate(self, proof: Any, call: str, args: dict[str, Any], run: Any) -> Any:
-        door = getattr(self, "door")
+        door = self.door
         return door.gate_one(proof, call, args, args["object_id"], _managers_only(door.by), lambda _o: run())
 
     def put_state(self, object_id: str, data: bytes, user: str, host: str | None = None, proof: Any = None
                   ) -> int | Refusal:
         args = {"object_id": object_id, "sha256": digest(data), "user": user, "host": host}
-        return self._gate(proof, "put_state", args, lambda: getattr(self, "core").put_state(object_id, data, user, host))
+        return self._gate(proof, "put_state", args, lambda: self.core.put_state(object_id, data, user, host))
 
     def get_state(self, object_id: str, proof: Any = None) -> bytes | Refusal:
         return self._gate(proof, "get_state", {"object_id": object_id},
-                          lambda: getattr(self, "core").get_state(object_id))
+                          lambda: self.core.get_state(object_id))
 
     def delete_state(self, object_id: str, proof: Any = None) -> bool | Refusal:
         return self._gate(proof, "delete_state", {"object_id": object_id},
-                          lambda: getattr(self, "core").delete_state(object_id))
+                          lambda: self.core.delete_state(object_id))
 
     def stored(self) -> dict[str, int]:
         """Object id -> bytes of every state stored here (a read)."""
-        return getattr(self, "core").stored()
+        return self.core.stored()
 
 
 class RayStatePort:

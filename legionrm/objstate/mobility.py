@@ -38,7 +38,8 @@ import collections
 import fnmatch
 import itertools
 import threading
-from typing import Any, Callable, Mapping, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from legionrm.models import (
     InstanceInfo,
@@ -398,7 +399,7 @@ class Mobility:
             vault=None if running else info.vault, saved_bytes=None if running else info.saved_bytes,
             message=f"{info.id} on {info.host}" if running else f"inert in {info.vault} ({info.saved_bytes} bytes)")
 
-    def _moving_one(self, object_id: str) -> "_Moving":
+    def _moving_one(self, object_id: str) -> _Moving:
         return _Moving(self, object_id)
 
 

@@ -6,7 +6,13 @@ import threading
 
 import pytest
 
-from legionrm.objstate import PersistentState, StateError, restore_state, save_state, with_state_hooks
+from legionrm.objstate import (
+    PersistentState,
+    StateError,
+    restore_state,
+    save_state,
+    with_state_hooks,
+)
 
 
 class Counter:
