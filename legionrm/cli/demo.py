@@ -257,10 +257,16 @@ def _migration(console: Console, system: Any, call: Any, nodes: dict[str, str], 
     carol = users.system(system, "carol")
     r = carol.schedule(SchedulingRequest(request_id="demo-counter", identity=Identity(user="carol"), objects=(
         ObjectRequest(class_name="Counter", cpus=0.2, memory_gb=0.1, constraint='$name == "ray-a"'),)))
-    if not r.ok:
-        console.print(f"  [red]failed[/]: {r.message}")
+    # it may wait a heartbeat or two, until the Collection sees step 4's cpus free again
+    deadline, args = time.time() + 30, {"request_id": "demo-counter"}
+    info = call(system.scheduler.request_info.remote("demo-counter", proof=users.proof("carol", "request_info", args)))
+    while info.state == "pending" and time.time() < deadline:
+        time.sleep(0.2)
+        info = call(system.scheduler.request_info.remote("demo-counter", proof=users.proof("carol", "request_info", args)))
+    if info.state != "running":
+        console.print(f"  [red]failed[/]: {info.state}: {info.reason or r.message}")
         return False
-    oid = r.instances[0].instance_id
+    oid = info.instances[0].id
     count = call([instance_actor(oid).increment.remote() for _ in range(3)], 30)[-1]
     t = time.perf_counter()
     moved = carol.migrate(oid, '$name == "ray-b"')
