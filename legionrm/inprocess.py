@@ -21,6 +21,7 @@ from legionrm.hostobj.classobj import ClassObject
 from legionrm.hostobj.group import HostGroup
 from legionrm.hostobj.vault import VaultObject
 from legionrm.models import ClusterSpec
+from legionrm.objstate.mobility import LocalStatePort, Mobility
 from legionrm.scheduler.build import core_for_cluster
 from legionrm.scheduler.elastic import HostStopper
 from legionrm.scheduler.planner import Planner
@@ -64,6 +65,8 @@ class LocalSystem:
                                    stopper=HostStopper(self.carrier, self.classes), watch=HostWatch(self.carrier, lambda: self.groups.values()),
                                    clock=clock, store=store)
         self.enactor.approve = self.scheduler.approve  # Legion's step 6: the scheduler confirms
+        # deactivate / activate / migrate: states move between the host objects and the vaults' stores
+        self.mobility = Mobility(self.scheduler, LocalStatePort(self.carrier, self.vaults))
 
     def carrier(self, host: str) -> HostGroup | None:
         """The host group that carries ``host`` (a class object's host resolver)."""

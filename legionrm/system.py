@@ -45,7 +45,9 @@ from legionrm.models import (  # noqa: E402
     ClusterSpec,
     HostSpec,
     Identity,
+    ObjectStatus,
     QueryResult,
+    Refusal,
     SchedulerResponse,
     SchedulingRequest,
 )
@@ -237,6 +239,34 @@ class System:
         proof = self.signer.sign("scheduleObjects", {"request": request})
         return call(self.scheduler.scheduleObjects.remote(request, proof=proof), timeout)
 
+    def _signed(self, method: str, args: dict[str, Any], timeout: float = 120.0) -> Any:
+        """``method`` on the Scheduler actor, with this driver's proof when the system checks who calls."""
+        proof = self.signer.sign(method, args) if self.signer is not None else None
+        return call(getattr(self.scheduler, method).remote(**args, proof=proof), timeout)
+
+    def deactivate(self, object_id: str, reason: str = "deactivated by its user") -> ObjectStatus | Refusal:
+        """Save a running object's state to a vault and stop its active copy; it stays known, inert."""
+        return self._signed("deactivate", {"object_id": object_id, "reason": reason})
+
+    def activate_on(self, object_id: str, constraint: str = "true") -> ObjectStatus | Refusal:
+        """Re-activate an inert object on a host matching the MIL ``constraint``, its state restored."""
+        return self._signed("activate", {"object_id": object_id, "constraint": constraint})
+
+    def activate(self, *object_ids: str, user: str | None = None) -> SchedulerResponse:
+        """``scheduleObjects`` activating ``object_ids`` as ``user`` (a system that checks
+        who calls uses the signer's): an inert object is placed anew and restored."""
+        who = Identity(user=user or caller_name() or "anonymous")
+        return self.schedule(SchedulingRequest(request_id=f"activate-{secrets.token_hex(4)}", identity=who,
+                                               activate=tuple(object_ids), wait=False))
+
+    def migrate(self, object_id: str, constraint: str = "true") -> ObjectStatus | Refusal:
+        """Move a running object to a host matching the MIL ``constraint``, its state kept."""
+        return self._signed("migrate", {"object_id": object_id, "constraint": constraint})
+
+    def object_status(self, object_id: str) -> ObjectStatus | Refusal:
+        """Where the object is now: running (its instance) or inert (its vault)."""
+        return self._signed("object_status", {"object_id": object_id})
+
     def query(self, text: str, caller: Identity | None = None) -> QueryResult:
         if self.signer is None:
             return call(self.collection.query.remote(text, caller))
@@ -254,6 +284,11 @@ class System:
             try:  # as this driver's user: an administrator's shutdown (else refused, and the actors are killed)
                 reason = "host group stopped" if h in self.groups.values() else "host stopped"
                 call(h.shutdown.remote(reason, proof=signed(self.signer, "shutdown", {"reason": reason})), 10)
+            except Exception:  # already gone
+                pass
+        for v in self.vaults.values():  # a vault drops its temporary state store
+            try:
+                call(v.shutdown.remote(proof=signed(self.signer, "shutdown", {})), 10)
             except Exception:  # already gone
                 pass
         for h in self.handles():
@@ -312,7 +347,8 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
         system.nodes[host] = spawn_ray_node_host(node_id, specs.get(host) or HostSpec(name=host), collection=coll,
                                                  heartbeat_s=hb, detached=detached, **auth)
     for v in spec.vaults:
-        system.vaults[v.name] = spawn_vault(v, collection=coll, heartbeat_s=hb, detached=detached, **auth)
+        system.vaults[v.name] = spawn_vault(v, collection=coll, heartbeat_s=hb, detached=detached, **auth,
+                                            store_dir=str(Path(state_dir) / f"vault-{v.name}") if state_dir else None)
     carriers = {h.name: system.groups[g] for g, hosts in host_groups(spec).items() for h in hosts
                 if h.name not in node_hosts}
     carriers.update(system.nodes)

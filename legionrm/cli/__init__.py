@@ -32,6 +32,9 @@ COMMANDS: dict[str, str] = {
     "audit": "legionrm.cli.audit:cli_audit",
     "show": "legionrm.cli.requests:cli_show",
     "cancel": "legionrm.cli.requests:cli_cancel",
+    "deactivate": "legionrm.cli.requests:cli_move",
+    "activate": "legionrm.cli.requests:cli_move",
+    "migrate": "legionrm.cli.requests:cli_move",
     "explain": "legionrm.cli.requests:cli_explain",
     "simulate": "legionrm.cli.simulate:cli_main",
     "place": "legionrm.cli.place:cli_main",
@@ -137,6 +140,16 @@ def build_parser() -> argparse.ArgumentParser:
     ca.add_argument("id", help="the request id")
     address(ca)
     json_flag(ca)
+    for name, what, flag in (("deactivate", "save a running object's state to a vault and stop it (it stays, inert)", None),
+                             ("activate", "place an inert object anew and restore its state", "--on"),
+                             ("migrate", "move a running object to another host, its state kept", "--to")):
+        mv = add(name, what)
+        mv.add_argument("id", help="the object's id (the id of any instance it was)")
+        if flag:
+            mv.add_argument(flag, dest="where", default="true", metavar="MIL",
+                            help="the host must match this MIL constraint (default: the object's own)")
+        address(mv)
+        json_flag(mv)
     xp = add("explain", "plan a request file without enacting it: masters, deltas, refusals")
     xp.add_argument("request", help="request TOML file")
     xp.add_argument("--host", action="append", metavar="NAME",

@@ -12,9 +12,12 @@ The tour, in the order a request flows:
    a delta schedule, keeping the reservation it already holds;
 4. Echo instances started as Ray actors on the reserved Ray nodes,
    answering a call that says where they run;
-5. three users' elastic jobs arriving one after another: each cycle the
+5. a Counter object migrates from one Ray node to the other: the new copy
+   is started first, the old one's state goes through the nodes' vault into
+   it, and the count survives;
+6. three users' elastic jobs arriving one after another: each cycle the
    fair-share core re-balances the batch pool among them;
-6. shutdown: every actor and every Ray node stops; nothing is left running.
+7. shutdown: every actor and every Ray node stops; nothing is left running.
 
 The system checks who calls, as ``legionrm up``'s does: a registry in a temp
 dir with the demo's users (alice, bob, carol, dave, a visitor and mallory, a
@@ -47,8 +50,10 @@ from legionrm.models import (
     HostSpec,
     Identity,
     ObjectRequest,
+    ObjectStatus,
     SchedulerResponse,
     SchedulingRequest,
+    VaultSpec,
 )
 from legionrm.system import boot, call, instance_actor, local_cluster, node_ids
 
@@ -94,7 +99,9 @@ def cli_main(args: argparse.Namespace) -> int:
 
     spec = load_cluster(getattr(args, "cluster", None))
     spec = spec.model_copy(update={"hosts": spec.hosts + tuple(
-        HostSpec(name=h, nodepool="ray", attributes={"site": "local", "ray_node": True}) for h in RAY_HOSTS)})
+        HostSpec(name=h, nodepool="ray", attributes={"site": "local", "ray_node": True}) for h in RAY_HOSTS),
+        "vaults": spec.vaults + (VaultSpec(name="vault-local", serves=("ray-*",),  # keeps the Ray nodes' objects' state
+                                           attributes={"storage_gb": 1.0, "serves": "ray-*", "site": "local"}),)})
     console.rule("[bold]legionrm demo")
     with console.status("starting a local Ray (a head and two worker nodes) ..."):
         cluster_cm = local_cluster(tuple(RAY_HOSTS.values()))
@@ -118,6 +125,7 @@ def cli_main(args: argparse.Namespace) -> int:
             _veto_and_delta(console, system, users),
             _ray_instances(console, system, call, nodes, users),
             _queue_and_cancel(console, system, call, users),
+            _migration(console, system, call, nodes, users),
             _elastic(console, system, call, users),
         ))
     finally:
@@ -244,8 +252,42 @@ def _queue_and_cancel(console: Console, system: Any, call: Any, users: Users) ->
     return first.ok and second.state == "pending" and info.state == "running"
 
 
+def _migration(console: Console, system: Any, call: Any, nodes: dict[str, str], users: Users) -> bool:
+    console.rule("5. an object migrates between Ray nodes, keeping its state")
+    carol = users.system(system, "carol")
+    r = carol.schedule(SchedulingRequest(request_id="demo-counter", identity=Identity(user="carol"), objects=(
+        ObjectRequest(class_name="Counter", cpus=0.2, memory_gb=0.1, constraint='$name == "ray-a"'),)))
+    # it may wait a heartbeat or two, until the Collection sees step 4's cpus free again
+    deadline, args = time.time() + 30, {"request_id": "demo-counter"}
+    info = call(system.scheduler.request_info.remote("demo-counter", proof=users.proof("carol", "request_info", args)))
+    while info.state == "pending" and time.time() < deadline:
+        time.sleep(0.2)
+        info = call(system.scheduler.request_info.remote("demo-counter", proof=users.proof("carol", "request_info", args)))
+    if info.state != "running":
+        console.print(f"  [red]failed[/]: {info.state}: {info.reason or r.message}")
+        return False
+    oid = info.instances[0].id
+    count = call([instance_actor(oid).increment.remote() for _ in range(3)], 30)[-1]
+    t = time.perf_counter()
+    moved = carol.migrate(oid, '$name == "ray-b"')
+    took = (time.perf_counter() - t) * 1000
+    if not isinstance(moved, ObjectStatus):
+        console.print(f"  [red]migration refused[/]: {moved.code}: {moved.reason}")
+        return False
+    there = instance_actor(moved.instance.instance_id)
+    value, node = call([there.value.remote(), there.where.remote()], 30)
+    ok = value == count and moved.host == "ray-b" and node == nodes[RAY_HOSTS["ray-b"]]
+    console.print(f"  carol's Counter {oid} counts to {count} on ray-a and migrates to ray-b in {took:.0f} ms")
+    console.print(f"  now {moved.instance.instance_id} on Ray node {node[:12]}…, count "
+                  + (f"[green]still {value}[/]" if ok else f"[red]{value}, not {count}[/]") + " (state via vault-local)")
+    reason = "cancelled by its user"
+    call(system.scheduler.cancel.remote("demo-counter", reason, proof=users.proof(
+        "carol", "cancel", {"request_id": "demo-counter", "reason": reason})))
+    return ok
+
+
 def _elastic(console: Console, system: Any, call: Any, users: Users) -> bool:
-    console.rule("5. three users' elastic jobs, re-balanced every cycle")
+    console.rule("6. three users' elastic jobs, re-balanced every cycle")
     ring, users = users, ("alice", "bob", "carol")
     console.print("each job asks for as many 8 GB processes as it can get in the batch pool "
                   "(lab1 and batch1-3: 32 processes); a job arrives before each cycle")

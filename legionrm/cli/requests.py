@@ -1,5 +1,6 @@
 """The commands about requests on a running system: ``list``, ``show``,
-``cancel``, ``explain``, and following a submitted request (``submit --wait``).
+``cancel``, ``explain``, following a submitted request (``submit --wait``),
+and moving a request's objects: ``deactivate``, ``activate``, ``migrate``.
 
 Each answers in a table or one line, or JSON under ``--json``; every call to
 the system has a timeout."""
@@ -16,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from legionrm.cli.output import show, table
-from legionrm.models import FINAL_STATES, RequestInfo, ScheduleSuite
+from legionrm.models import FINAL_STATES, ObjectStatus, Refusal, RequestInfo, ScheduleSuite
 from legionrm.naming import SCHEDULER, require_actor
 from legionrm.request_file import load_request
 from legionrm.system import call, init_connect, proof_for
@@ -104,6 +105,29 @@ def cli_cancel(args: argparse.Namespace) -> int:
     else:
         print(f"{info.id}: {info.state}" + (f" ({info.reason})" if info.reason else ""))
     return 0
+
+
+MOVES = {"deactivate": (), "activate": ("constraint",), "migrate": ("constraint",)}
+
+
+def cli_move(args: argparse.Namespace) -> int:
+    """``legionrm deactivate ID`` / ``activate ID [--on MIL]`` / ``migrate ID [--to MIL]``:
+    one line (or JSON) saying where the object is now; exit 1 when refused."""
+    sched = _scheduler(args)
+    kw: dict[str, Any] = {"object_id": args.id}
+    if MOVES[args.command]:
+        kw["constraint"] = args.where
+    else:
+        kw["reason"] = "deactivated by its user"
+    proof = proof_for(sched, args.command, kw)
+    got: ObjectStatus | Refusal = call(getattr(sched, args.command).remote(**kw, proof=proof), 120.0)
+    if args.json:
+        print(got.model_dump_json())
+    elif isinstance(got, Refusal):
+        print(f"{args.id}: refused by {got.by}: {got.code}: {got.reason}")
+    else:
+        print(f"{got.object_id}: {got.state}, {got.message}")
+    return 1 if isinstance(got, Refusal) else 0
 
 
 def cli_explain(args: argparse.Namespace) -> int:

@@ -46,13 +46,8 @@ from legionrm.models import (
     StartRequest,
     VaultSpec,
 )
-from legionrm.naming import (
-    class_name,
-    control_plane,
-    group_name,
-    host_name,
-    vault_name,
-)
+from legionrm.naming import class_name, control_plane, group_name, host_name, vault_name
+from legionrm.objstate.actor import HostStateCalls, VaultStateCalls
 from legionrm.state import HostStore
 
 log = logging.getLogger(__name__)
@@ -119,7 +114,7 @@ def _beat_one(core: ResourceObject) -> Any:
 
 
 @ray.remote(num_cpus=0)
-class HostActor(_Beating):
+class HostActor(_Beating, HostStateCalls):
     """One host object (a real Ray node when ``node_id`` is given).
 
     Answers both single calls and the batched calls of a host group, so the
@@ -231,7 +226,7 @@ class HostActor(_Beating):
 
 
 @ray.remote(num_cpus=0)
-class HostGroupActor(_Beating):
+class HostGroupActor(_Beating, HostStateCalls):
     """Many simulated host objects in one process; one batched call per Enactor step."""
 
     def __init__(self, name: str, specs: list[HostSpec], collection: Any = None, heartbeat_s: float = 5.0,
@@ -344,10 +339,11 @@ class HostGroupActor(_Beating):
 
 
 @ray.remote(num_cpus=0)
-class VaultActor(_Beating):
+class VaultActor(_Beating, VaultStateCalls):
     def __init__(self, spec: VaultSpec, collection: Any = None, heartbeat_s: float = 5.0,
-                 auth_home: str | None = None) -> None:
-        self.core = build_vault(spec, sink=auth_sink(collection, auth_home, "vault", [spec.name]))
+                 auth_home: str | None = None, store_dir: str | None = None) -> None:  # objects' states: store_dir
+        self.core = build_vault(spec, sink=auth_sink(collection, auth_home, "vault", [spec.name]),
+                                store=self._open_store(spec.name, store_dir))
         guard_resources([self.core], auth_home)
         self.door, self.views = resource_doors(auth_home, self.core.name,
                                                lambda r, t: self.core.attested_holder(t) if r == self.core.name else None)
@@ -416,6 +412,7 @@ class VaultActor(_Beating):
         self.views.require_system(proof, "shutdown", {}, admin=True)
         self._stop.set()
         self.core.leave()
+        self._drop_store()
 
 
 @ray.remote(num_cpus=0)
@@ -533,10 +530,10 @@ def spawn_host_group(
 
 
 def spawn_vault(spec: VaultSpec, *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False,
-                auth_home: str | None = None) -> Any:
-    """A VaultActor, named ``vault:<name>``."""
+                auth_home: str | None = None, store_dir: str | None = None) -> Any:
+    """A VaultActor, named ``vault:<name>``, keeping objects' states in ``store_dir`` (None: a temporary directory)."""
     return VaultActor.options(**_opts(vault_name(spec.name), detached)).remote(spec, collection, heartbeat_s,
-                                                                               auth_home=auth_home)
+                                                                               auth_home=auth_home, store_dir=store_dir)
 
 
 def spawn_class(

@@ -36,6 +36,13 @@ TOKEN_NOT_YET = "token.not_yet"  # an advance reservation presented before its s
 INSTANCE_UNKNOWN = "instance.unknown"
 START_FAILED = "start.failed"  # the host could not launch the instance
 
+# --- objects' persistent state (vaults keep it; hosts save and restore it) -----------------
+STATE_UNKNOWN = "state.unknown"  # the vault holds no state for that object
+STATE_QUOTA = "state.quota"  # the user's stored state would pass the vault's quota
+STATE_SAVE = "state.save_failed"  # the instance could not save its state (its hooks raised, or it is gone)
+STATE_RESTORE = "state.restore_failed"  # the new instance could not take the state back
+STATE_INVALID = "state.invalid"  # a bad object id or state value
+
 # --- owner policies (ready-made ones; owner hooks may use any "policy.*" code) ------
 POLICY = "policy"  # a generic owner veto
 POLICY_USER = "policy.user"

@@ -122,6 +122,13 @@ class HostGroup:
             out.append(self._on(host, lambda h, iid=iid: h.stop_object(iid, reason)))
         return out
 
+    def save_object(self, host: str, instance_id: str) -> bytes | Refusal:
+        """``save_object`` on ``host`` (see HostObject.save_object)."""
+        return self._on(host, lambda h: h.save_object(instance_id))
+
+    def restore_object(self, host: str, instance_id: str, data: bytes) -> bool | Refusal:
+        return self._on(host, lambda h: h.restore_object(instance_id, data))
+
     def attested_holder(self, host: str, token_id: str) -> str | None:
         """Host ``host``'s recorded holder of ``token_id`` (None: unknown host or token)."""
         h = self._hosts.get(host)

@@ -61,6 +61,7 @@ class HostObject(ResourceObject):
         self._instances: dict[str, tuple[InstanceRef, Reservation]] = {}
         self._ids = itertools.count(1)
         self.stopped: collections.deque[StopRecord] = collections.deque(maxlen=1000)
+        self.states: dict[str, bytes] = {}  # a simulated instance's state (what save / restore move)
 
     # --- owner hooks ---------------------------------------------------------------------
 
@@ -121,6 +122,24 @@ class HostObject(ResourceObject):
         return self._stop(instance_id, reason)
 
     @public
+    def save_object(self, instance_id: str) -> bytes | Refusal:
+        """The persistent state of a running instance (its class's save hook,
+        else its pickled state), or ``instance.unknown`` / ``state.save_failed``."""
+        item = self._instances.get(instance_id)
+        if item is None:
+            return self._refuse(codes.INSTANCE_UNKNOWN, f"no instance {instance_id!r} on {self.name}")
+        return self._save(item[0])
+
+    @public
+    def restore_object(self, instance_id: str, data: bytes) -> bool | Refusal:
+        """Put saved state into a running instance (freshly started for it):
+        True, or ``instance.unknown`` / ``state.restore_failed``."""
+        item = self._instances.get(instance_id)
+        if item is None:
+            return self._refuse(codes.INSTANCE_UNKNOWN, f"no instance {instance_id!r} on {self.name}")
+        return self._restore(item[0], data)
+
+    @public
     def instance_holder(self, instance_id: str) -> str | None:
         """The recorded (attested) holder of the reservation ``instance_id`` runs on; None if unknown."""
         item = self._instances.get(instance_id)
@@ -160,6 +179,15 @@ class HostObject(ResourceObject):
 
     def _halt(self, ref: InstanceRef, reason: str) -> None:
         """Stop the running code of an instance (a simulated host has none)."""
+        self.states.pop(ref.instance_id, None)
+
+    def _save(self, ref: InstanceRef) -> bytes | Refusal:
+        """A simulated instance's state is what :attr:`states` holds for it (empty at first)."""
+        return self.states.get(ref.instance_id, b"")
+
+    def _restore(self, ref: InstanceRef, data: bytes) -> bool | Refusal:
+        self.states[ref.instance_id] = bytes(data)
+        return True
 
     # --- internals -------------------------------------------------------------------------
 

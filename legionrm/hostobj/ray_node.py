@@ -26,10 +26,13 @@ from legionrm.hostobj.host import HostObject
 from legionrm.hostobj.policies import import_object
 from legionrm.models import AttrValue, InstanceRef, Refusal, ReservationToken, Resources
 from legionrm.naming import NAMESPACE, instance_name
+from legionrm.objstate import with_state_hooks
 
 GB = 1024**3
 REAP_WAIT_S = 0.5
 """How long a reap waits for instance actors to answer (a busy one is alive)."""
+STATE_TIMEOUT_S = 30.0
+"""How long a save or a restore waits for the instance actor."""
 _SKIP = ("node:", "accelerator_type:", "object_store_memory", "CPU", "GPU", "memory")
 
 
@@ -98,7 +101,8 @@ class RayNodeHost(HostObject):
         if r.memory_gb > 0:
             opts["memory"] = int(r.memory_gb * GB)
         try:
-            actor_cls = cls if isinstance(cls, ray.actor.ActorClass) else ray.remote(cls)
+            # a plain class gets the save / restore methods a host calls (objstate.hooks)
+            actor_cls = cls if isinstance(cls, ray.actor.ActorClass) else ray.remote(with_state_hooks(cls))
             self._actors[ref.instance_id] = actor_cls.options(**opts).remote(**args)
         except Exception as exc:
             return self._refuse(codes.START_FAILED, f"Ray refused to start {path!r}: {exc}")
@@ -108,6 +112,29 @@ class RayNodeHost(HostObject):
         handle = self._actors.pop(ref.instance_id, None)
         if handle is not None:
             ray.kill(handle, no_restart=True)
+
+    def _save(self, ref: InstanceRef) -> bytes | Refusal:
+        got = self._call_state(ref, "legion_save_state")
+        if not isinstance(got, Refusal) and not isinstance(got, bytes):
+            return self._refuse(codes.STATE_SAVE, f"{ref.instance_id} saved a {type(got).__name__}, not bytes")
+        return got
+
+    def _restore(self, ref: InstanceRef, data: bytes) -> bool | Refusal:
+        got = self._call_state(ref, "legion_restore_state", data)
+        return True if got is True else got if isinstance(got, Refusal) else self._refuse(
+            codes.STATE_RESTORE, f"{ref.instance_id} answered {got!r} to its restore")
+
+    def _call_state(self, ref: InstanceRef, method: str, *args: Any) -> Any:
+        """Call ``method`` on the instance's actor (bounded wait); a refusal when it cannot answer."""
+        code = codes.STATE_SAVE if method == "legion_save_state" else codes.STATE_RESTORE
+        handle = self._actors.get(ref.instance_id)
+        if handle is None or not hasattr(handle, method):
+            return self._refuse(code, f"{ref.instance_id} ({ref.class_name}) has no {method}: its class is a Ray actor "
+                                "class legionrm did not wrap, or it is gone")
+        try:
+            return ray.get(getattr(handle, method).remote(*args), timeout=STATE_TIMEOUT_S)
+        except Exception as exc:  # the instance's hook raised, or it died, or it hung
+            return self._refuse(code, f"{ref.instance_id}.{method}: {type(exc).__name__}: {str(exc)[:300]}")
 
     def reap(self) -> list[str]:
         """Stop every instance whose Ray actor has died or exited, so its
@@ -154,3 +181,23 @@ class Probe:
     def where(self) -> dict[str, Any]:
         ctx = ray.get_runtime_context()
         return {"tag": self.tag, "node_id": ctx.get_node_id(), "resources": ctx.get_assigned_resources()}
+
+
+class Counter:
+    """A counter that remembers (``"legionrm.hostobj.ray_node:Counter"``), for
+    demos and tests of deactivate / activate / migrate: its persistent state is
+    its count (the default pickled state), and it says where it runs."""
+
+    def __init__(self, start: int = 0) -> None:
+        self.count = int(start)
+
+    def increment(self, by: int = 1) -> int:
+        self.count += int(by)
+        return self.count
+
+    def value(self) -> int:
+        return self.count
+
+    def where(self) -> str:
+        """The Ray node id it runs on."""
+        return ray.get_runtime_context().get_node_id()

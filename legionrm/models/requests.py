@@ -16,7 +16,9 @@ RequestState = Literal["pending", "admitted", "placing", "running", "completed",
 
 FINAL_STATES: tuple[RequestState, ...] = ("completed", "failed", "cancelled")
 
-InstanceState = Literal["running", "ended", "lost", "stopped"]
+InstanceState = Literal["running", "ended", "lost", "stopped", "inert", "moved"]
+"""``inert``: deactivated, its persistent state in a vault; ``moved``: this
+copy stopped and the object runs (or rests) as another instance."""
 
 
 class RequestEvent(Frozen):
@@ -36,6 +38,47 @@ class InstanceInfo(Frozen):
     started_at: float = 0.0
     ended_at: float | None = None
     reason: str = ""
+    object_id: str | None = None
+    """The object this instance is a copy of (None: itself; a re-activated or
+    migrated object keeps the id of its first instance)."""
+    vault: str | None = None
+    """Where an inert object's persistent state is."""
+    saved_bytes: int | None = None
+
+
+ObjectState = Literal["running", "inert"]
+StatusKind = Literal["deactivated", "activated", "migrated"]
+
+
+class ObjectStatus(Frozen):
+    """Where an object is: running as ``instance`` on ``host``, or inert with
+    its persistent state (``saved_bytes``) in ``vault``."""
+
+    object_id: str
+    request_id: str
+    user: str
+    class_name: str
+    state: ObjectState
+    instance: InstanceRef | None = None
+    host: str | None = None
+    vault: str | None = None
+    saved_bytes: int | None = None
+    message: str = ""
+
+
+class StatusChange(Frozen):
+    """One change of an object's status, as recorded (what triggers hook)."""
+
+    at: float
+    kind: StatusKind
+    object_id: str
+    user: str
+    instance_id: str | None = None
+    """The active copy after the change (None when deactivated)."""
+    host: str | None = None
+    from_host: str | None = None
+    vault: str | None = None
+    detail: str = ""
 
 
 class RequestInfo(Frozen):

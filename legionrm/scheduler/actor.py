@@ -31,6 +31,7 @@ from legionrm.models import (
     EnactResult,
     Identity,
     ObjectRequest,
+    ObjectStatus,
     PlacementFailure,
     Refusal,
     RequestInfo,
@@ -41,8 +42,11 @@ from legionrm.models import (
     SchedulerStatus,
     ScheduleSuite,
     SchedulingRequest,
+    StatusChange,
 )
 from legionrm.naming import host_name, named_actor
+from legionrm.objstate.actor import RayStatePort
+from legionrm.objstate.mobility import Mobility
 from legionrm.scheduler.audit import audit
 from legionrm.scheduler.build import core_for_cluster
 from legionrm.scheduler.door import SchedulerDoor, own_report, own_status
@@ -270,6 +274,8 @@ class SchedulerActor:
                               watch=ray_watch(carriers or {}, stop_signer),
                               store=RequestStore(state_path) if state_path else None,
                               also_running=lambda: self.cycle.instance_ids())
+        # deactivate / activate / migrate: states move between the hosts' instances and the vaults' stores
+        self.mobility = Mobility(self.core, RayStatePort(self._carriers, self._vaults, stop_signer))
         self._ticking = threading.Event()
         threading.Thread(target=self._tick_loop, args=(tick_s,), name="scheduler-tick", daemon=True).start()
         # the cycle's growth is confirmed by approve_growth: the DUCC core decided it already
@@ -308,7 +314,8 @@ class SchedulerActor:
 
     def _auth_setup(self, auth_home: str | None) -> None:
         """The door every user-facing call goes through (open without a home: no authentication)."""
-        self.door = SchedulerDoor(self.core, Guard.for_home(auth_home, by="scheduler") if auth_home else None)
+        self.door = SchedulerDoor(self.core, Guard.for_home(auth_home, by="scheduler") if auth_home else None,
+                                  mobility=self.mobility)
         self._signer: CallSigner | None = None
         self.auth_home = auth_home
         if auth_home:  # the Scheduler signs its own calls to the Collection, as the scheduler agent
@@ -345,6 +352,30 @@ class SchedulerActor:
 
     def cancel(self, request_id: str, reason: str = "cancelled by its user", proof: Any = None) -> RequestInfo:
         return self.door.cancel(request_id, reason, proof)
+
+    # --- objects: deactivate / migrate (activate: scheduleObjects with ``activate``) -----------
+
+    def deactivate(self, object_id: str, reason: str = "deactivated by its user", proof: Any = None
+                   ) -> ObjectStatus | Refusal:
+        """Save the object's state to a vault and stop its active copy (its owner or an admin)."""
+        return self.door.deactivate(object_id, reason, proof)
+
+    def activate(self, object_id: str, constraint: str = "true", proof: Any = None) -> ObjectStatus | Refusal:
+        """Place an inert object on a host matching ``constraint`` and restore it (its owner or an admin)."""
+        return self.door.activate(object_id, constraint, proof)
+
+    def migrate(self, object_id: str, constraint: str = "true", proof: Any = None) -> ObjectStatus | Refusal:
+        """Move a running object to a host matching ``constraint`` (its owner or an admin)."""
+        return self.door.migrate(object_id, constraint, proof)
+
+    def object_status(self, object_id: str, proof: Any = None) -> ObjectStatus | Refusal:
+        return self.door.object_status(object_id, proof)
+
+    @ray.method(concurrency_group="control")
+    def status_changes(self, after: float = 0.0, proof: Any = None) -> list[StatusChange]:
+        """Objects' status changes recorded after time ``after`` (a user: their own objects')."""
+        user = self.door.view_user(proof, "status_changes", {"after": after})
+        return [c for c in list(self.mobility.changes) if c.at > after and (user is None or c.user == user)]
 
     def tick(self, proof: Any = None) -> int:
         """Watch and re-plan now (normally the timer does): an administrator's."""

@@ -4,29 +4,48 @@ the Enactor's fully reserved schedule.  Pure."""
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
-from legionrm.models import InstanceRef, PlacementFailure, Refusal, ScheduleProposal
+from legionrm.errors import SchedulingError
+from legionrm.models import InstanceRef, PlacementFailure, Refusal, ScheduleProposal, SchedulingRequest
 
 ACTIVATE_UNKNOWN = "activate.unknown"
 
+Activator = Callable[[str], "InstanceRef | PlacementFailure"]
+"""Activates one object that is not running (an inert one, or one that moved):
+its running copy, or why not."""
 
-def activation(names: Iterable[str], running: Mapping[str, InstanceRef], by: str
-               ) -> tuple[list[InstanceRef], list[PlacementFailure]]:
+
+def activation(names: Iterable[str], running: Mapping[str, InstanceRef], by: str,
+               activator: Activator | None = None) -> tuple[list[InstanceRef], list[PlacementFailure]]:
     """The objects ``names`` asks to activate: those ``running`` already
-    (activating one is a no-op and the response lists it), and an
-    ``activate.unknown`` failure for every other name (by scheduler ``by``).
-    Any failure sinks the whole request before anything is admitted,
-    planned or reserved."""
-    names = list(names)
-    active = [running[n] for n in names if n in running]
-    unknown = [
-        PlacementFailure(key=n, resource=by, code=ACTIVATE_UNKNOWN, stage="plan",
-                         reason=f"no running object {n!r} is known to scheduler {by!r}; "
-                                "inert objects cannot be re-activated here: request a new instance")
-        for n in names if n not in running
-    ]
-    return active, unknown
+    (activating one is a no-op and the response lists it); each other one
+    through ``activator`` (an inert object is placed anew and restored), in
+    order; without an activator, an ``activate.unknown`` failure for each
+    (by scheduler ``by``).  Any failure sinks the whole request before
+    anything is admitted, planned or reserved (objects activated before it
+    stay active)."""
+    active: list[InstanceRef] = []
+    failed: list[PlacementFailure] = []
+    for n in names:
+        got = running.get(n)
+        if got is None and activator is not None:
+            if failed:
+                continue  # the request is sunk already: activate nothing more
+            got = activator(n)
+        if isinstance(got, InstanceRef):
+            active.append(got)
+        else:
+            failed.append(got if isinstance(got, PlacementFailure) else PlacementFailure(
+                key=n, resource=by, code=ACTIVATE_UNKNOWN, stage="plan", lasting=True,
+                reason=f"no object {n!r} that runs or rests inert is known to scheduler {by!r}"))
+    return active, failed
+
+
+def validate_request(request: SchedulingRequest) -> None:
+    """Raise SchedulingError for a request that asks for nothing."""
+    if not request.objects and not request.activate:
+        raise SchedulingError(f"request {request.request_id!r} asks for nothing (no objects, nothing to activate)")
 
 
 def check_proposal(keys: frozenset[str] | None, proposal: ScheduleProposal, scheduler: str) -> bool | Refusal:

@@ -10,6 +10,8 @@ over the call's name and its arguments; the door verifies it with its
   claims); ``activate`` may name only the caller's own instances;
 - ``list_requests``: a user sees only their own requests (an admin all);
 - ``request_info`` / ``cancel``: only the request's owner (or an admin);
+- ``deactivate`` / ``activate`` / ``migrate`` / ``object_status`` of an object: only the
+  owner of the request that made it (or an admin);
 - ``setCollection`` / ``setEnactor``: administrators only;
 - ``approve``: only the Enactor agent;
 - elastic jobs: submitted in the caller's name; completed or updated only by
@@ -38,6 +40,7 @@ from legionrm.models import (
     CycleReport,
     ElasticJobRequest,
     InstanceRef,
+    ObjectStatus,
     PlacementFailure,
     Refusal,
     RequestInfo,
@@ -47,14 +50,16 @@ from legionrm.models import (
     ScheduleSuite,
     SchedulingRequest,
 )
+from legionrm.objstate.mobility import Mobility
 from legionrm.scheduler.scheduler import Scheduler
 
 
 class SchedulerDoor:
     """Authenticates and authorises calls to ``core``; see the module doc."""
 
-    def __init__(self, core: Scheduler, guard: Guard | None = None, enactor: str = ENACTOR) -> None:
-        self.core, self.guard, self.enactor = core, guard, enactor
+    def __init__(self, core: Scheduler, guard: Guard | None = None, enactor: str = ENACTOR,
+                 mobility: Mobility | None = None) -> None:
+        self.core, self.guard, self.enactor, self.mobility = core, guard, enactor, mobility
 
     @property
     def open(self) -> bool:
@@ -99,6 +104,34 @@ class SchedulerDoor:
         if who is not None:
             raise_if_refused(may_act_on(who, self.core.request_info(request_id).user, admin_may=True))
         return self.core.cancel(request_id, reason)
+
+    # --- objects: deactivate / migrate (their owner or an admin) -----------------------------
+
+    def _mover(self, proof: Any, call: str, args: Any, object_id: str) -> Mobility:
+        """The core's mobility, once the caller may move ``object_id`` (raises AuthRefusedError)."""
+        if self.mobility is None:
+            raise AuthRefusedError("object.unsupported", "this scheduler does not move objects", "scheduler")
+        who = self.caller(proof, call, args)
+        owner = self.mobility.owner(object_id)
+        if who is not None and owner is not None:  # an unknown object: the core's object.unknown
+            raise_if_refused(may_act_on(who, owner, admin_may=True))
+        return self.mobility
+
+    def deactivate(self, object_id: str, reason: str = "deactivated by its user", proof: Any = None
+                   ) -> ObjectStatus | Refusal:
+        args = {"object_id": object_id, "reason": reason}
+        return self._mover(proof, "deactivate", args, object_id).deactivate(object_id, reason)
+
+    def activate(self, object_id: str, constraint: str = "true", proof: Any = None) -> ObjectStatus | Refusal:
+        args = {"object_id": object_id, "constraint": constraint}
+        return self._mover(proof, "activate", args, object_id).activate(object_id, constraint)
+
+    def migrate(self, object_id: str, constraint: str = "true", proof: Any = None) -> ObjectStatus | Refusal:
+        args = {"object_id": object_id, "constraint": constraint}
+        return self._mover(proof, "migrate", args, object_id).migrate(object_id, constraint)
+
+    def object_status(self, object_id: str, proof: Any = None) -> ObjectStatus | Refusal:
+        return self._mover(proof, "object_status", {"object_id": object_id}, object_id).status(object_id)
 
     # --- administration ----------------------------------------------------------------
 

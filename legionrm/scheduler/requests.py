@@ -76,6 +76,14 @@ class Entry:
     def live_instances(self) -> list[str]:
         return [i for i, info in self.instances.items() if info.state == "running"]
 
+    def holds_objects(self) -> bool:
+        """Does any of its objects still run or rest inert (its state in a vault)?"""
+        return any(info.state in ("running", "inert") for info in self.instances.values())
+
+    def walltime(self, ref: InstanceRef) -> float | None:
+        """The walltime of the object request that made ``ref`` (its class's first)."""
+        return next((o.walltime_s for o in self.request.objects if o.class_name == ref.class_name), None)
+
     def cpus(self) -> float:
         """The cpus this request asks for in all (its weight in the queue's fair share)."""
         return sum(o.count * o.cpus for o in self.request.objects)
@@ -205,6 +213,26 @@ class RequestBook:
                 entry.refs[ref.instance_id] = ref
                 entry.instances[ref.instance_id] = InstanceInfo(id=ref.instance_id, host=ref.host,
                                                                 started_at=ref.started_at)
+                self._by_instance[ref.instance_id] = entry.id
+            self.save(entry)
+
+    def current(self, object_id: str) -> tuple[Entry, InstanceInfo] | None:
+        """The copy an object is now (running or inert), found by the object's
+        id or the id of any instance it ever was; None when unknown or gone."""
+        with self._lock:
+            entry = self.owner_of(object_id)
+            if entry is None:
+                return None
+            oid = entry.instances[object_id].object_id or object_id
+            return next(((entry, i) for i in entry.instances.values() if (i.object_id or i.id) == oid
+                         and i.state in ("running", "inert")), None)
+
+    def set_instance(self, entry: Entry, info: InstanceInfo, ref: InstanceRef | None = None) -> None:
+        """Write one instance's info (and its ref: a new copy of an object is attached)."""
+        with self._lock:
+            entry.instances[info.id] = info
+            if ref is not None:
+                entry.refs[ref.instance_id] = ref
                 self._by_instance[ref.instance_id] = entry.id
             self.save(entry)
 

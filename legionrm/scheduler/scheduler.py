@@ -44,7 +44,7 @@ from legionrm.models import (
     SchedulingRequest,
 )
 from legionrm.scheduler.capacity import REQUEST_TOO_BIG, live_capacity, peak, too_big
-from legionrm.scheduler.confirm import activation, check_proposal
+from legionrm.scheduler.confirm import Activator, activation, check_proposal, validate_request
 from legionrm.scheduler.planner import Plan, Planner
 from legionrm.scheduler.ports import (
     EnactorPort,
@@ -116,6 +116,8 @@ class Scheduler:
         self.token_timeout_s = token_timeout_s
         self.stopper = stopper
         self.watch = watch
+        self.activator: Activator | None = None  # places inert objects anew (objstate.mobility sets it)
+        self.on_finish: Callable[[Entry], object] | None = None  # a finished request's inert objects' state goes
         self.clock = clock
         self.max_attempts = max_attempts
         self.book = RequestBook(clock, store)
@@ -162,7 +164,7 @@ class Scheduler:
         """The suite of schedules ``scheduleObjects`` would enact, without
         enacting them.  Pure read; raises SchedulingError for a malformed
         request and MILError for a bad constraint."""
-        _validate(request)
+        validate_request(request)
         request, refused = self._shape(request)
         if refused:
             return Plan(request.request_id, [], refused, [])
@@ -185,7 +187,7 @@ class Scheduler:
         placed when capacity frees; only when ``request.wait``) or
         ``failed`` (it can never run, or it asked not to wait).  Not
         idempotent (it starts instances); a repeated request id is refused."""
-        _validate(request)
+        validate_request(request)
         # claimed before the queue can see it, so a re-plan never races its first attempt
         with self._claim(request.request_id) as claimed:
             if not claimed:
@@ -278,7 +280,7 @@ class Scheduler:
         entry = self.book.end_instance(instance_id, state, reason)
         if entry is None:
             return False
-        if entry.state == "running" and not entry.live_instances():
+        if entry.state == "running" and not entry.holds_objects():
             lost = any(i.state == "lost" for i in entry.instances.values())
             if self.book.finish(entry, "failed" if lost else "completed", reason):
                 self._book_back(entry)
@@ -296,7 +298,7 @@ class Scheduler:
         running = self.book.running_instances()
         for ref in running:
             entry = self.book.owner_of(ref.instance_id)
-            wall = _walltime(entry, ref) if entry is not None else None
+            wall = entry.walltime(ref) if entry is not None else None
             if wall is not None and now >= ref.started_at + wall:
                 self._stop(ref, "walltime")
                 ended += self.instance_ended(ref.instance_id, "walltime", replan=False)
@@ -357,13 +359,15 @@ class Scheduler:
         """Admit, plan and enact ``entry`` once; leaves it running, pending or failed."""
         request = entry.request
         entry.attempts += 1
-        active, unknown = activation(request.activate, self.instances, self.name)
+        active, unknown = activation(request.activate, self.instances, self.name, self.activator)
         if unknown:
             return self._refused(entry, unknown, 0)
         if not request.objects:
             self.book.move(entry, "admitted", "nothing to place")
             self.book.move(entry, "placing", "activating")
             self.book.move(entry, "running", "activated")
+            if self.book.finish(entry, "completed", "activated: the objects run under the requests that made them"):
+                self._book_back(entry)
             return self._succeeded(entry, active, 0, None, "activated: ")
         too_big = self._too_big(request)
         if too_big is not None:
@@ -383,7 +387,7 @@ class Scheduler:
                 return self._refused(entry, plan.failures, 0)
             self.book.move(entry, "placing", f"enacting {len(plan.masters)} master schedule(s)")
             plan, result = enact_with_replans(
-                request, plan, lambda p, n: self._enact_once(request, p, n), self._fresh_plan,
+                request, plan, lambda p, n: self.enact_plan(request, p, n), self._fresh_plan,
                 lambda why: self.book.move(entry, "placing", why))
         except BaseException as exc:
             self._release(request.request_id)
@@ -405,7 +409,7 @@ class Scheduler:
     def _fresh_plan(self, request: SchedulingRequest) -> Plan | None:
         return plan if (plan := self.planner.make_schedules(request, self._collection.snapshot())).ok else None
 
-    def _enact_once(self, request: SchedulingRequest, plan: Plan, n: int = 0) -> EnactResult:
+    def enact_plan(self, request: SchedulingRequest, plan: Plan, n: int = 0) -> EnactResult:
         """Enact ``plan``; re-plan ``n`` enacts under its own id (``id~replanN``)."""
         ident, objs = request.identity, plan.objects
         enact = EnactRequest(
@@ -459,7 +463,7 @@ class Scheduler:
         request can start before capacity frees (None: nothing running has a
         walltime, so only an end nobody scheduled can free room)."""
         ends = [ref.started_at + wall for ref in self.book.running_instances()
-                if (e := self.book.owner_of(ref.instance_id)) is not None and (wall := _walltime(e, ref)) is not None]
+                if (e := self.book.owner_of(ref.instance_id)) is not None and (wall := e.walltime(ref)) is not None]
         return min(ends, default=None)
 
     def _entry(self, request_id: str) -> Entry:
@@ -514,8 +518,10 @@ class Scheduler:
     def _book_back(self, entry: Entry) -> None:
         """The one place a finished request gives everything back: its pool
         allocation and allotment here; its instances' host calendars and class
-        counts were released when each stopped.  Idempotent."""
+        counts were released when each stopped; what its inert objects keep in vaults goes too.  Idempotent."""
         self._release(entry.id)
+        if self.on_finish is not None:
+            self.on_finish(entry)
 
     def _stop(self, ref: InstanceRef, reason: str) -> None:
         """Stop one instance on its host and tell its class (best effort: a
@@ -534,15 +540,3 @@ class Scheduler:
         if entry is not None and instance_id in entry.refs:
             self._stop(entry.refs[instance_id], "ended")
 
-
-def _walltime(entry: Entry, ref: InstanceRef) -> float | None:
-    """The walltime of the object request that made ``ref`` (its class's first)."""
-    for o in entry.request.objects:
-        if o.class_name == ref.class_name:
-            return o.walltime_s
-    return None
-
-
-def _validate(request: SchedulingRequest) -> None:
-    if not request.objects and not request.activate:
-        raise SchedulingError(f"request {request.request_id!r} asks for nothing (no objects, nothing to activate)")

@@ -23,8 +23,8 @@ ENGINES = ("legionrm.scheduler.fairshare", "legionrm.scheduler.placement", "legi
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.models", "legionrm.errors", "legionrm.scheduler", "legionrm.version"),  # legionrm.scheduler: its docstring map only
     ("legionrm.mil", "legionrm.tomlio", "legionrm.testing", "legionrm.state", "legionrm.metrics", "legionrm.dashboard",
-     "legionrm.auth"),  # auth: models/errors only
-    ("legionrm.collection", "legionrm.naming"),
+     "legionrm.auth", "legionrm.objstate"),  # auth: models/errors only; objstate: its pure store and hooks
+    ("legionrm.collection", "legionrm.naming", "legionrm.objstate.actor"),
     ("legionrm.hostobj", "legionrm.enactor"),
     ENGINES[:3] + ("legionrm.scheduler.pipeline", "legionrm.scheduler.ports", "legionrm.scheduler.requests",
                    "legionrm.scheduler.watch", "legionrm.scheduler.capacity",
@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.scheduler.planner", "legionrm.scheduler.build"),
     ("legionrm.scheduler.sharegate",),
     ("legionrm.scheduler.scheduler",),
+    ("legionrm.objstate.mobility",),
     ("legionrm.scheduler.door",),
     ("legionrm.scheduler.audit",),
     ("legionrm.scheduler.actor", "legionrm.inprocess"),

@@ -23,6 +23,8 @@ CORE = (
     "legionrm/scheduler/placement",
     "legionrm/scheduler/pools",
     "legionrm/scheduler/elastic",
+    "legionrm/objstate/store.py",
+    "legionrm/objstate/hooks.py",
 )
 
 

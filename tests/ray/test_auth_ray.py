@@ -15,6 +15,7 @@ import pytest
 import ray
 
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
+from legionrm.objstate.actor import digest
 
 pytestmark = pytest.mark.ray
 EXTRA: dict[str, Any] = {}
@@ -178,6 +179,9 @@ def stranger_calls(system: Any, work: dict[str, Any]) -> dict[tuple[str, str], t
         ("HostActor", "reservations"): (solo, {}, None),
         ("HostActor", "record"): (solo, {}, None),
         ("HostActor", "state"): (solo, {"resources": None, "duration_s": None}, None),
+        ("HostActor", "save_object"): (solo, {"host": "solo1", "instance_id": "solo1~1"}, None),
+        ("HostActor", "restore_object"): (solo, {"host": "solo1", "instance_id": "solo1~1", "data": b"x"},
+                                          {"host": "solo1", "instance_id": "solo1~1", "sha256": digest(b"x")}),
         ("HostActor", "audit_views"): (solo, {}, None),
         ("HostActor", "heartbeat"): (solo, {}, None),
         ("HostActor", "expire"): (solo, {}, None),
@@ -191,6 +195,9 @@ def stranger_calls(system: Any, work: dict[str, Any]) -> dict[tuple[str, str], t
         ("HostGroupActor", "list_instances"): (g, {"host": None}, None),
         ("HostGroupActor", "names"): (g, {}, None),
         ("HostGroupActor", "records"): (g, {}, None),
+        ("HostGroupActor", "save_object"): (g, {"host": work["host"], "instance_id": iid}, None),
+        ("HostGroupActor", "restore_object"): (g, {"host": work["host"], "instance_id": iid, "data": b"x"},
+                                               {"host": work["host"], "instance_id": iid, "sha256": digest(b"x")}),
         ("HostGroupActor", "audit_views"): (g, {}, None),
         ("HostGroupActor", "heartbeat"): (g, {}, None),
         ("HostGroupActor", "expire"): (g, {}, None),
@@ -205,6 +212,11 @@ def stranger_calls(system: Any, work: dict[str, Any]) -> dict[tuple[str, str], t
         ("VaultActor", "release"): (v, {"use_id": "x", "rollback": False}, None),
         ("VaultActor", "record"): (v, {}, None),
         ("VaultActor", "list_uses"): (v, {}, None),
+        ("VaultActor", "put_state"): (v, {"object_id": iid, "data": b"x", "user": "mallory", "host": None},
+                                      {"object_id": iid, "sha256": digest(b"x"), "user": "mallory", "host": None}),
+        ("VaultActor", "get_state"): (v, {"object_id": iid}, None),
+        ("VaultActor", "delete_state"): (v, {"object_id": iid}, None),
+        ("VaultActor", "stored"): (v, {}, None),
         ("VaultActor", "audit_views"): (v, {}, None),
         ("VaultActor", "heartbeat"): (v, {}, None),
         ("VaultActor", "expire"): (v, {}, None),
@@ -228,6 +240,11 @@ def stranger_calls(system: Any, work: dict[str, Any]) -> dict[tuple[str, str], t
                                                             "caller": Identity(user="root", groups=("genomics",))}, None),
         ("SchedulerActor", "request_info"): (sc, {"request_id": rid}, None),
         ("SchedulerActor", "cancel"): (sc, {"request_id": rid, "reason": "x"}, None),
+        ("SchedulerActor", "deactivate"): (sc, {"object_id": iid, "reason": "x"}, None),
+        ("SchedulerActor", "activate"): (sc, {"object_id": iid, "constraint": "true"}, None),
+        ("SchedulerActor", "migrate"): (sc, {"object_id": iid, "constraint": "true"}, None),
+        ("SchedulerActor", "object_status"): (sc, {"object_id": iid}, None),
+        ("SchedulerActor", "status_changes"): (sc, {"after": 0.0}, None),
         ("SchedulerActor", "complete_elastic"): (sc, {"job_id": job}, None),
         ("SchedulerActor", "update_elastic"): (sc, {"job_id": job, "fields": {"memory_gb": 2.0}}, None),
         ("SchedulerActor", "approve"): (sc, {"proposal": ScheduleProposal(request_id=rid, master=0, placements=())}, None),
@@ -290,7 +307,14 @@ def test_every_guarded_actor_method_refuses_the_unsigned_and_strangers(live) -> 
     without alice's work and without a host the stranger's access forbids."""
     from legionrm.models import ElasticJobRequest, Holder, ReservationToken, Resources
     from legionrm.system import call
-    from tests.unit.auth.actor_methods import ANY, EXPECTED_CODE, METHODS, OPEN, USER, VIEW
+    from tests.unit.auth.actor_methods import (
+        ANY,
+        EXPECTED_CODE,
+        METHODS,
+        OPEN,
+        USER,
+        VIEW,
+    )
 
     system, signers = live
     alice, m = dataclasses.replace(system, signer=signers["alice"]), signers["mallory"]
@@ -347,8 +371,7 @@ def _hidden(answer: Any, names: tuple[str, ...]) -> str:
 
 def _attack_rows(system: Any, signers: dict[str, Any], inst: Any) -> list[tuple[str, Any, str]]:
     """(attack, a callable making it and answering its code, the code it must get)."""
-    from legionrm.auth import VerifiedCaller, attest
-    from legionrm.auth import CallSigner
+    from legionrm.auth import CallSigner, VerifiedCaller, attest
     from legionrm.auth.guard import ENACTOR, SCHEDULER, load_agent
     from legionrm.models import (
         EnactRequest,

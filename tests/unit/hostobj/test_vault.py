@@ -122,3 +122,82 @@ def test_vault_token_rules(spoil, code: str) -> None:
     tok = v.make_reservation(req())
     out = v.use(spoil(v, tok, clock), "batch1", ANN)
     assert isinstance(out, Refusal) and out.code == code, out
+
+
+# --- objects' persistent state: bytes accounted == bytes stored ----------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from legionrm.objstate import GB, DirectoryStore, MemoryStore  # noqa: E402
+
+
+def small_vault(store=None, **kw) -> VaultObject:
+    return VaultObject("v1", Resources(storage_gb=1000 / GB), serves=("batch*",), clock=Clock(), store=store, **kw)
+
+
+@pytest.mark.parametrize("size, host, quota, code", [
+    (400, "batch1", None, None),
+    (1001, "batch1", None, codes.CAPACITY),
+    (10, "gpu7", None, codes.VAULT_INCOMPATIBLE),
+    (400, "batch1", 300 / GB, codes.STATE_QUOTA),
+    (300, "batch1", 300 / GB, None),
+], ids=["fits", "over-capacity", "host-not-served", "over-quota", "at-quota"])
+def test_put_state_checks_pairing_quota_and_capacity(size, host, quota, code) -> None:
+    v = small_vault(quota_gb=quota)
+    got = v.put_state("obj1", b"x" * size, "ann", host)
+    if code is None:
+        assert got == size and v.stored() == {"obj1": size} and v.get_state("obj1") == b"x" * size
+    else:
+        assert isinstance(got, Refusal) and got.code == code and v.stored() == {}
+
+
+def test_stored_bytes_take_space_from_reservations_and_come_back() -> None:
+    v = small_vault()
+    assert v.put_state("obj1", b"x" * 600, "ann") == 600
+    r = ReservationRequest(request_id="r", resource="v1", holder=ANN, resources=Resources(storage_gb=500 / GB))
+    assert v.make_reservation(r).code == codes.CAPACITY  # 600 stored + 500 > 1000
+    assert v.dynamic_attributes()["stored_bytes"] == 600
+    assert v.delete_state("obj1") is True and v.delete_state("obj1") is False
+    assert isinstance(v.make_reservation(r), ReservationToken)
+    assert v.get_state("obj1").code == codes.STATE_UNKNOWN
+
+
+def test_replacing_a_state_accounts_only_the_new_bytes_and_a_refused_one_keeps_the_old() -> None:
+    v = small_vault()
+    v.put_state("obj1", b"a" * 700, "ann")
+    assert v.put_state("obj1", b"b" * 900, "ann") == 900  # 900 fits once the old 700 are given back
+    assert v.put_state("obj1", b"c" * 1200, "ann").code == codes.CAPACITY
+    assert v.stored() == {"obj1": 900} and v.get_state("obj1") == b"b" * 900
+
+
+def test_a_vault_books_the_state_it_finds_in_its_directory(tmp_path) -> None:
+    small_vault(DirectoryStore(tmp_path)).put_state("obj1", b"x" * 300, "ann")
+    again = small_vault(DirectoryStore(tmp_path))
+    assert again.stored() == {"obj1": 300} and again.state_owner("obj1") == "?"
+    assert again.put_state("obj2", b"y" * 800, "bob").code == codes.CAPACITY
+
+
+@pytest.mark.parametrize("oid, data", [("../etc", b"x"), ("ok", "text")], ids=["bad-id", "not-bytes"])
+def test_bad_state_puts_are_invalid(oid, data) -> None:
+    assert small_vault().put_state(oid, data, "ann").code == codes.STATE_INVALID
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["o1", "o2", "o3"]), st.sampled_from(["ann", "bob"]),
+                          st.integers(0, 700) | st.none()), max_size=25))
+def test_bytes_accounted_equal_bytes_stored(ops) -> None:
+    store = MemoryStore()
+    v = small_vault(store, quota_gb=800 / GB)
+    for oid, user, size in ops:
+        if size is None:
+            v.delete_state(oid)
+        else:
+            v.put_state(oid, b"z" * size, user)
+        held = sum(store.list().values())
+        assert v.stored() == store.list()
+        assert v.dynamic_attributes()["stored_bytes"] == held
+        assert abs(float(v.calendar.usage_at(v.now())[0]) * GB - held) < 1e-3  # the calendar books exactly them
+        assert held <= 1000
+        for who in ("ann", "bob"):
+            assert sum(n for o, n in v.stored().items() if v.state_owner(o) == who) <= 800

@@ -1,0 +1,93 @@
+"""Objects' persistent state on Ray: a counter object moves between the two
+Ray worker nodes (migrated, then deactivated into a vault and re-activated)
+and keeps its count; a stranger cannot move it.  A small system of its own
+(two Ray-node hosts, each with its own vault, one class), with signed calls."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+
+import pytest
+
+from legionrm.models import (
+    ClassSpec,
+    ClusterSpec,
+    HostSpec,
+    Identity,
+    ObjectRequest,
+    ObjectStatus,
+    SchedulingRequest,
+    VaultSpec,
+)
+
+pytestmark = pytest.mark.ray
+
+
+@pytest.fixture(scope="module")
+def live(ray_cluster, ray_nodes):
+    from legionrm.auth import Registry
+    from legionrm.auth.guard import auth_home, ensure_home, signer_for
+    from legionrm.system import boot
+
+    home = tempfile.mkdtemp(prefix="lrm-objstate")
+    ensure_home(home, operator="ops")
+    reg = Registry(auth_home(home))
+    for u in ("alice", "mallory"):
+        reg.add_user(u)
+    spec = ClusterSpec(
+        hosts=(HostSpec(name="ray-a", nodepool="ray"), HostSpec(name="ray-b", nodepool="ray")),
+        vaults=tuple(VaultSpec(name=f"vault-{x}", serves=(f"ray-{x}",),
+                               attributes={"storage_gb": 1.0, "serves": f"ray-{x}"}) for x in "ab"),
+        classes=(ClassSpec(name="Counter", implementation="legionrm.hostobj.ray_node:Counter", host_list=("ray-*",)),),
+    )
+    system = boot(spec, ray_nodes={"ray-a": ray_nodes["node_a"], "ray-b": ray_nodes["node_b"]}, heartbeat_s=0.5,
+                  auth_home=home)
+    as_user = {u: dataclasses.replace(system, signer=signer_for(home, u)) for u in ("alice", "mallory")}
+    try:
+        yield system, as_user
+    finally:
+        system.shutdown()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_a_counter_keeps_its_count_across_nodes(live, ray_nodes) -> None:
+    from legionrm.system import call, instance_actor
+
+    system, users = live
+    alice = users["alice"]
+    r = alice.schedule(SchedulingRequest(request_id="counter", identity=Identity(user="alice"), objects=(
+        ObjectRequest(class_name="Counter", cpus=0.5, memory_gb=0.1, constraint='$name == "ray-a"'),)))
+    assert r.ok, r.message
+    oid = r.instances[0].instance_id
+    counter = instance_actor(oid)
+    assert call([counter.increment.remote() for _ in range(3)], 30) == [1, 2, 3]
+
+    # a stranger may not move it
+    with pytest.raises(Exception, match="auth.not_owner"):
+        users["mallory"].migrate(oid, '$name == "ray-b"')
+
+    # migrate: the new copy on node_b holds the count; the old copy is gone
+    moved = alice.migrate(oid, '$name == "ray-b"')
+    assert isinstance(moved, ObjectStatus), moved
+    assert moved.host == "ray-b" and moved.object_id == oid
+    there = instance_actor(moved.instance.instance_id)
+    assert call(there.value.remote(), 30) == 3
+    assert call(there.where.remote(), 30) == ray_nodes["node_b"]
+    assert call(system.nodes["ray-a"].list_instances.remote(proof=system.signer.sign("list_instances", {"host": None})), 30) == []
+    assert call(there.increment.remote(), 30) == 4
+
+    # deactivate into node_b's vault, re-activate on node_a: the state is copied across vaults
+    inert = alice.deactivate(oid)
+    assert (inert.state, inert.vault) == ("inert", "vault-b") and inert.saved_bytes > 0, inert
+    assert call(system.vaults["vault-b"].stored.remote(proof=system.signer.sign("stored", {})), 30) == {oid: inert.saved_bytes}
+    assert call(system.nodes["ray-b"].list_instances.remote(proof=system.signer.sign("list_instances", {"host": None})), 30) == []
+    back = alice.activate_on(oid, '$name == "ray-a"')
+    assert isinstance(back, ObjectStatus) and back.host == "ray-a", back
+    again = instance_actor(back.instance.instance_id)
+    assert call(again.value.remote(), 30) == 4 and call(again.where.remote(), 30) == ray_nodes["node_a"]
+    assert [call(v.stored.remote(proof=system.signer.sign("stored", {})), 30) for v in system.vaults.values()] == [{}, {}]
+    changes = call(system.scheduler.status_changes.remote(0.0, proof=alice.signer.sign("status_changes", {"after": 0.0})))
+    assert [(c.kind, c.from_host, c.host) for c in changes] == [
+        ("migrated", "ray-a", "ray-b"), ("deactivated", "ray-b", None), ("activated", "ray-b", "ray-a")]
