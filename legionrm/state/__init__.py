@@ -4,14 +4,16 @@
 (each with its history and instances), written at every transition before
 the Scheduler acts on it; :class:`~legionrm.state.hosts.HostStore` keeps
 what a host group's host objects granted (secrets, token serials, open
-reservations, instances).  SQLite in WAL mode: a crash leaves every committed
+reservations, instances); :class:`~legionrm.state.elastic.ElasticStore` the
+elastic cycle's jobs, their running processes and the stops owed.  SQLite in WAL mode: a crash leaves every committed
 transition, and a reader never blocks the writer.
 
 May import: :mod:`legionrm.models`, :mod:`legionrm.errors`, the standard
 library.  Never Ray, an engine or the command line.
 """
 
+from legionrm.state.elastic import ElasticStore, StoredElasticJob, StoredShare, StoredStop
 from legionrm.state.hosts import HostStore
 from legionrm.state.requests import RequestStore, StoredRequest
 
-__all__ = ["HostStore", "RequestStore", "StoredRequest"]
+__all__ = ["ElasticStore", "HostStore", "RequestStore", "StoredElasticJob", "StoredRequest", "StoredShare", "StoredStop"]
