@@ -219,6 +219,87 @@ def test_the_enactor_killed_during_reservations(system, capsys) -> None:
     assert findings == []
 
 
+def _slow_starts(self: Any, delay_s: float) -> None:
+    """Test hook run inside the class actor (``__ray_call__``): every create
+    waits ``delay_s`` first (0: back to normal)."""
+    core = self.core
+    if "create_instance" in vars(core):
+        del core.create_instance
+    if delay_s > 0:
+        plain = core.create_instance
+
+        def slow(*args: Any, **kw: Any) -> Any:
+            time.sleep(delay_s)
+            return plain(*args, **kw)
+
+        core.create_instance = slow
+
+
+def test_the_enactor_killed_while_class_objects_start_instances(system, capsys) -> None:
+    """The class object starts each instance slowly; the Enactor dies once the
+    first runs.  The request fails with a clear reason, its pool allocation
+    goes back, the reservations the dead Enactor held are cancelled, the
+    instance started for nobody is stopped by the orphan sweep (its grace
+    lowered here so the test need not wait a minute), the class object counts
+    right, and the elastic cycle grows a job through the restarted Enactor."""
+    import ray
+
+    from legionrm.models import ElasticJobRequest
+    from legionrm.system import call
+
+    worker, group, sched = system.classes["Worker"], system.groups["batch"], system.scheduler
+    enactor_pid = pid_of(system.enactor)
+    faults = lambda: [i for i in call(group.list_instances.remote()) if i.user == "fault"]  # noqa: E731
+    call(worker.__ray_call__.remote(_slow_starts, 1.5))
+    try:
+        ref = sched.scheduleObjects.remote(req("f-enactor-start", count=3, replans=0))
+        deadline = time.monotonic() + 60
+        while not faults():  # the first instance runs; the next two are still being started
+            assert time.monotonic() < deadline, "no instance was ever started"
+            time.sleep(0.05)
+        t0 = time.monotonic()
+        ray.kill(system.enactor, no_restart=False)
+        answer = call(ref, 120)
+    finally:
+        call(worker.__ray_call__.remote(_slow_starts, 0), 60)
+    assert not answer.ok and answer.state == "failed", answer
+    assert {f.code for f in answer.failures} == {"enactor.lost"}, answer.failures
+    assert call(system.pools.held.remote()) == {}  # the request's pool allocation is back
+    started = {i.instance_id for i in faults()}
+    assert 1 <= len(started) < 3, started  # the kill landed mid-start
+    back(system.enactor, enactor_pid)
+    call(sched.__ray_call__.remote(lambda self: setattr(self.core, "orphan_grace_s", 0.5)))
+    try:
+        deadline = time.monotonic() + 60
+        while faults() or unheld(system):  # the sweep runs every tenth tick
+            assert time.monotonic() < deadline, f"left: {faults()} {unheld(system)}"
+            call(sched.tick.remote(), 60)
+            time.sleep(0.1)
+    finally:
+        call(sched.__ray_call__.remote(lambda self: setattr(self.core, "orphan_grace_s", 60.0)))
+    recovered = time.monotonic() - t0
+    assert not {i.instance_id for i in call(worker.list_instances.remote())} & started  # the class forgot them
+    findings = audited(system)
+    report(capsys, f"enactor killed mid-start ({len(started)} of 3 started), orphans swept", recovered, findings)
+    assert findings == []
+    # the elastic cycle enacts through the restarted Enactor, not a dead handle
+    call(sched.submit_elastic.remote(ElasticJobRequest(
+        job_id="f-e-after", user="fault", class_name="Worker", memory_gb=8, cpus=0.5, max_processes=2,
+        time_per_item_ms=1000)))
+    cycle = call(sched.run_cycle.remote(), 60)
+    for _ in range(6):
+        if cycle.jobs["f-e-after"].processes == 2:
+            break
+        cycle = call(sched.run_cycle.remote(), 60)
+    assert cycle.jobs["f-e-after"].processes == 2, cycle.refused
+    assert call(sched.complete_elastic.remote("f-e-after")) is True
+    deadline = time.monotonic() + 30
+    while faults() or call(system.pools.held.remote()):
+        assert time.monotonic() < deadline, "the elastic job's processes never stopped"
+        time.sleep(0.2)
+    assert audited(system) == [] and unheld(system) == []
+
+
 def test_a_removed_worker_node_loses_its_instance_and_its_request_fails(system, ray_cluster, ray_nodes,
                                                                          capsys) -> None:
     from legionrm.system import call, node_ids
