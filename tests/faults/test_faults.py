@@ -300,6 +300,55 @@ def test_the_enactor_killed_while_class_objects_start_instances(system, capsys) 
     assert audited(system) == [] and unheld(system) == []
 
 
+def test_a_ray_node_host_and_a_vault_killed_come_back_with_their_grants(system, capsys) -> None:
+    """The host actor of Ray node ``ray-a`` (running an instance, holding a
+    reservation) and a vault (holding a reservation) are killed and restarted
+    by Ray: each reloads its state file, so the tokens it granted still
+    verify and are still booked, and it never reissues a token id.  The
+    instance's Ray actor died with the host actor that owned it: the restarted
+    host ends it (its capacity comes back) and the request ends, not a ghost."""
+    import ray
+
+    from legionrm.models import Holder, Refusal, ReservationRequest, ReservationToken, Resources
+    from legionrm.system import call
+
+    node, vault = system.nodes["ray-a"], system.vaults["vault-uva"]
+    run = system.schedule(SchedulingRequest(request_id="f-ray-a", identity=Identity(user="fault"), objects=(
+        ObjectRequest(class_name="Echo", cpus=0.25, memory_gb=0.1, constraint='$name == "ray-a"'),)))
+    assert run.ok, run.message
+    holder = Holder(user="fault", class_name="Echo")
+    tok = call(node.make_reservation.remote(ReservationRequest(
+        request_id="f-keep-host", resource="ray-a", holder=holder, resources=Resources(cpus=0.25), timeout_s=30)))
+    vtok = call(vault.make_reservation.remote(ReservationRequest(
+        request_id="f-keep-vault", resource="vault-uva", holder=holder, resources=Resources(storage_gb=10),
+        timeout_s=30)))
+    assert isinstance(tok, ReservationToken) and isinstance(vtok, ReservationToken), (tok, vtok)
+    pids = pid_of(node), pid_of(vault)
+    t0 = time.monotonic()
+    ray.kill(node, no_restart=False)
+    ray.kill(vault, no_restart=False)
+    back(node, pids[0])
+    back(vault, pids[1])
+    recovered = time.monotonic() - t0
+    assert call(node.check_reservation.remote(tok.token_id)) == tok  # granted before the kill: still honoured
+    assert call(vault.check_reservation.remote(vtok.token_id)) == vtok
+    again = call(node.make_reservation.remote(ReservationRequest(
+        request_id="f-keep-host-2", resource="ray-a", holder=holder, resources=Resources(cpus=0.25), timeout_s=30)))
+    assert isinstance(again, ReservationToken) and again.token_id != tok.token_id  # the serial survived
+    assert call(node.list_instances.remote()) == []  # the instance's actor died with its owner: ended
+    deadline = time.monotonic() + 30
+    while (info := call(system.scheduler.request_info.remote("f-ray-a"))).state == "running":
+        assert time.monotonic() < deadline, "the ended instance was never noticed"
+        time.sleep(0.2)
+    for handle, t in ((node, tok), (node, again), (vault, vtok)):
+        assert call(handle.cancel_reservation.remote(t.token_id)) is True
+    assert not isinstance(call(node.check_reservation.remote(tok.token_id)), ReservationToken)
+    findings = audited(system)
+    report(capsys, f"ray-node host and vault killed, grants back (request {info.state})", recovered, findings)
+    assert findings == [] and unheld(system) == []
+    assert isinstance(call(vault.check_reservation.remote("no-such-token")), Refusal)
+
+
 def test_a_removed_worker_node_loses_its_instance_and_its_request_fails(system, ray_cluster, ray_nodes,
                                                                          capsys) -> None:
     from legionrm.system import call, node_ids

@@ -105,13 +105,15 @@ class ElasticBook:
         if known is None:
             return None
         request, ducc_class, submitted = known
-        shares = []
+        shares, owed = [], [StoredStop(o.instance, o.share, o.reason) for o in cycle._owed.values() if o.job == jid]
         for sid, (job, inst) in sorted(cycle._inst.items()):
             if job == jid:
                 share = cycle._core_share(sid)
-                shares.append(StoredShare(sid, inst, float(share.investment_ms) if share is not None else 0.0))
+                if share is not None:
+                    shares.append(StoredShare(sid, inst, float(share.investment_ms)))
+                else:  # the core dropped it (job completed, host lost): the next cycle reaps it
+                    owed.append(StoredStop(inst, None, "dropped by the core"))
         shares += [s for j, s in self._adopting.values() if j == jid]
-        owed = [StoredStop(o.instance, o.share, o.reason) for o in cycle._owed.values() if o.job == jid]
         charges = cycle.charges
         return StoredElasticJob(
             request=request, ducc_class=ducc_class, submitted=submitted, active=entry is not None,

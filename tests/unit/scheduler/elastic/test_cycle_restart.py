@@ -73,10 +73,11 @@ def book(w: World) -> dict:
     c = w.cycle
     return {
         "jobs": {j: (e.request, e.ducc_class, w.core.jobs[j].submit) for j, e in c._jobs.items()},
-        "shares": {sid: (job, inst.instance_id, inst.host) for sid, (job, inst) in c._inst.items() if job in c._jobs},
+        "shares": {sid: (job, inst.instance_id, inst.host) for sid, (job, inst) in c._inst.items()
+                   if c._core_share(sid) is not None},
         "core": {sid: (s.job, s.machine, s.investment_ms) for j in w.core.jobs.values() for sid, s in j.shares.items()},
-        # to be stopped: the stops owed, and the processes of completed jobs (the next cycle reaps them)
-        "stopping": set(c._owed) | {i.instance_id for job, i in c._inst.values() if job not in c._jobs},
+        # to be stopped: the stops owed, and the processes the core dropped (the next cycle reaps them)
+        "stopping": set(c._owed) | {i.instance_id for sid, (_, i) in c._inst.items() if c._core_share(sid) is None},
     }
 
 
