@@ -64,11 +64,11 @@ class OwedStop:
 
 def core_fields(request: ElasticJobRequest) -> dict[str, Any]:
     """The DUCC core's job fields for an elastic request."""
-    return dict(
-        work_items=UNBOUNDED_WORK if request.work_items is None else request.work_items,
-        threads=request.threads, max_processes=request.max_processes,
-        time_per_item_ms=request.time_per_item_ms, init_time_ms=request.init_time_ms,
-    )
+    return {
+        "work_items": UNBOUNDED_WORK if request.work_items is None else request.work_items,
+        "threads": request.threads, "max_processes": request.max_processes,
+        "time_per_item_ms": request.time_per_item_ms, "init_time_ms": request.init_time_ms,
+    }
 
 
 class ElasticBook:

@@ -7,7 +7,13 @@ from __future__ import annotations
 import time
 from typing import Any, Iterable, Mapping
 
-from legionrm.models import CycleReport, ElasticChange, ElasticJobStatus, ElasticUserTotals, InstanceRef
+from legionrm.models import (
+    CycleReport,
+    ElasticChange,
+    ElasticJobStatus,
+    ElasticUserTotals,
+    InstanceRef,
+)
 from legionrm.scheduler.fairshare import CycleResult, DuccCore
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +17,7 @@ from legionrm.scheduler.fairshare.classes import ResourceClassSpec
 from legionrm.scheduler.fairshare.core import DuccCore
 from legionrm.scheduler.watch import HostWatch
 from legionrm.state import ElasticStore
-from tests.unit.scheduler.elastic.test_cycle import World, check, job, world
+from tests.unit.scheduler.elastic.test_cycle import World, job, world
 
 
 class Gate:
