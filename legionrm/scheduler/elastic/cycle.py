@@ -91,7 +91,7 @@ class ElasticCycle:
     ``store`` every change of the book is written there before it is acted
     on, and :meth:`restore` takes a stored book back after a restart
     (:mod:`legionrm.scheduler.elastic.book`); ``watch`` tells it which stored
-    processes still run.
+    processes still run, and every cycle which processes ended by themselves.
     """
 
     def __init__(
@@ -125,6 +125,7 @@ class ElasticCycle:
         self.max_alternatives = max(1, max_alternatives)
         self.charges = PoolCharges(pools) if pools is not None else None
         self.book = ElasticBook(store, watch) if store is not None else None
+        self.instance_watch = watch
         self.last_report: CycleReport | None = None
         self._lock = threading.RLock()
         self._jobs: dict[str, _Job] = {}
@@ -307,6 +308,7 @@ class ElasticCycle:
             refused: list[ElasticChange] = []
             lost = self._sync_hosts(snap, triggers)
             self._adopt()
+            self._notice_ended()
             self._pay_owed_stops(shrank)
             self._reap(lost, shrank)
             result = self.core.run_cycle()
@@ -506,6 +508,17 @@ class ElasticCycle:
         for job, inst in self.book.forget_unplaced(set(self.core.machines)):
             self._try_stop(inst, "its host is gone")  # the host's instances went with it; the class is told
             self._save(job)
+
+    def _notice_ended(self) -> None:
+        """With a watch: processes their hosts no longer run ended by themselves
+        (crashed, lost with their host): the core frees their shares now."""
+        watch = self.instance_watch
+        states = watch.check([i for _, i in self._inst.values()]) if watch is not None and self._inst else {}
+        for iid, (state, why) in states.items():
+            sid = self._share_of.get(iid)
+            if state != "running" and sid is not None:
+                self._try_stop(self._inst[sid][1], why)  # its class is told (the host has nothing left to stop)
+                self.instance_gone(iid, why)
 
     def _save(self, *jobs: str) -> None:
         if self.book is not None and jobs:

@@ -203,3 +203,17 @@ def test_any_history_then_a_restart_gives_the_same_book(tmp_path_factory, ops) -
     assert book(w) == before and gate.charged == charged and running(w) == live
     w.run()
     assert running(w) == w.cycle.instance_ids()  # nothing orphaned, nothing doubled
+
+
+def test_with_a_watch_a_process_that_ended_by_itself_is_noticed_and_regrown(tmp_path) -> None:
+    path, gate = tmp_path / "s.db", Gate()
+    w = booted(path, gate, hosts=2, memory_gb=16)
+    w.cycle.submit(job("a", "ann"))
+    w.run(2)
+    victim = sorted(w.cycle.instance_ids())[0]
+    host = next(n for n in w.group.names() if victim in {i.instance_id for i in w.host(n).list_instances()})
+    w.host(host).stop_object(victim, "crashed")  # nobody tells the cycle
+    r = w.run()  # the watch notices it; the core frees its share and the job grows back at once
+    assert victim not in w.cycle.instance_ids() and r.jobs["a"].processes == 8 and len(r.grew) == 1
+    assert victim not in {i.instance_id for i in w.worker.list_instances()}  # its class was told
+    assert {s.instance.instance_id for j in ElasticStore(path).load() for s in j.shares} == w.cycle.instance_ids()
