@@ -343,12 +343,16 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
                 name, hosts, collection=coll, heartbeat_s=hb, detached=detached,
                 state_path=str(Path(state_dir) / f"hostgroup-{name}.db") if state_dir is not None else None,
                 restarts=RESTARTS if state_dir is not None else 0, **auth)
+    # with a state dir every host and vault keeps what it granted, so it may restart too
+    keep = (lambda f: {"state_path": str(Path(state_dir) / f), "restarts": RESTARTS}) if state_dir is not None else (
+        lambda f: {})
     for host, node_id in (ray_nodes or {}).items():
         system.nodes[host] = spawn_ray_node_host(node_id, specs.get(host) or HostSpec(name=host), collection=coll,
-                                                 heartbeat_s=hb, detached=detached, **auth)
+                                                 heartbeat_s=hb, detached=detached, **keep(f"host-{host}.db"), **auth)
     for v in spec.vaults:
         system.vaults[v.name] = spawn_vault(v, collection=coll, heartbeat_s=hb, detached=detached, **auth,
-                                            store_dir=str(Path(state_dir) / f"vault-{v.name}") if state_dir else None)
+                                            store_dir=str(Path(state_dir) / f"vault-{v.name}") if state_dir else None,
+                                            **keep(f"vault-{v.name}.db"))
     carriers = {h.name: system.groups[g] for g, hosts in host_groups(spec).items() for h in hosts
                 if h.name not in node_hosts}
     carriers.update(system.nodes)

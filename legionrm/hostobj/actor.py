@@ -21,7 +21,13 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from legionrm.auth import CallSigner, Registry, signed
-from legionrm.auth.actordoor import ActorDoor, own, own_or_refusal, require_visible, visible
+from legionrm.auth.actordoor import (
+    ActorDoor,
+    own,
+    own_or_refusal,
+    require_visible,
+    visible,
+)
 from legionrm.auth.guard import Guard
 from legionrm.auth.guard import auth_home as auth_home_dir
 from legionrm.auth.hostdoor import ClassDoor, create_args, token_route
@@ -48,7 +54,6 @@ from legionrm.models import (
 )
 from legionrm.naming import class_name, control_plane, group_name, host_name, vault_name
 from legionrm.objstate.actor import HostStateCalls, VaultStateCalls
-from legionrm.state import HostStore
 
 log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_S = 30.0
@@ -89,7 +94,15 @@ class RemoteVaultPort:
 
 
 class _Beating:
-    """The heartbeat thread shared by the resource shells."""
+    """The heartbeat thread and the state file shared by the resource shells."""
+
+    _keeper: Keeper | None = None
+
+    def _kept(self, out: Any) -> Any:
+        """``out``, once what the resources granted is written to the state file (if any)."""
+        if self._keeper is not None:
+            self._keeper.save()
+        return out
 
     def _start_beat(self, beat: Any, interval: float) -> None:
         self._stop = threading.Event()
@@ -105,9 +118,9 @@ class _Beating:
         threading.Thread(target=loop, name="heartbeat", daemon=True).start()
 
 
-def _beat_one(core: ResourceObject) -> Any:
+def _beat_one(core: ResourceObject, shell: _Beating) -> Any:
     def beat() -> None:
-        core.expire()
+        shell._kept(core.expire())
         core.heartbeat()
 
     return beat
@@ -122,26 +135,27 @@ class HostActor(_Beating, HostStateCalls):
     """
 
     def __init__(self, spec: HostSpec, collection: Any = None, heartbeat_s: float = 5.0, node_id: str | None = None,
-                 auth_home: str | None = None) -> None:
+                 auth_home: str | None = None, state_path: str | None = None) -> None:
         sink = auth_sink(collection, auth_home, "host", [spec.name])
         if node_id is not None:
             self.core = build_host(spec, sink=sink, cls=RayNodeHost, node_id=node_id)
         else:
             self.core = build_host(spec, sink=sink)
         self._batch = HostGroup(self.core.name, [self.core], sink=self.core.sink)  # batches for a group of one
+        self._keeper = Keeper.open(state_path, [self.core])  # restarted: its grants back, dead instances ended
         guard_resources([self.core], auth_home)
         self.door, self.views = resource_doors(auth_home, self.core.name, self._batch.attested_holder,
                                                self._batch.instance_holder)
-        self._start_beat(_beat_one(self.core), heartbeat_s)
+        self._start_beat(_beat_one(self.core, self), heartbeat_s)
 
     def ping(self) -> str:
         return "ok"
 
     def make_reservation(self, request: ReservationRequest) -> ReservationToken | Refusal:
-        return self.core.make_reservation(request)
+        return self._kept(self.core.make_reservation(request))
 
     def make_reservations(self, requests: list[ReservationRequest]) -> list[ReservationToken | Refusal]:
-        return self._batch.make_reservations(requests)
+        return self._kept(self._batch.make_reservations(requests))
 
     def check_reservation(self, token_id: str, proof: Any = None) -> ReservationToken | Refusal:
         """The reservation (its holder, the system or an admin; else ``auth.not_owner``)."""
@@ -151,18 +165,18 @@ class HostActor(_Beating, HostStateCalls):
 
     def cancel_reservation(self, token: str | ReservationToken, proof: Any = None) -> bool | Refusal:
         """Cancel one reservation: the Scheduler or Enactor, or its attested holder (a refusal with its code, else)."""
-        return self.door.gate_one(proof, "cancel_reservation", {"token": token}, token, self.door.may_cancel,
-                                  self.core.cancel_reservation)
+        return self._kept(self.door.gate_one(proof, "cancel_reservation", {"token": token}, token,
+                                             self.door.may_cancel, self.core.cancel_reservation))
 
     def cancel_reservations(self, items: list[TokenRef], proof: Any = None) -> list[bool | Refusal]:
-        return self.door.gate(proof, "cancel_reservations", {"items": items}, items, self.door.may_cancel,
-                              self._batch.cancel_reservations)
+        return self._kept(self.door.gate(proof, "cancel_reservations", {"items": items}, items, self.door.may_cancel,
+                                         self._batch.cancel_reservations))
 
     def cancel_requests(self, request_ids: list[str], prefix: bool = False, proof: Any = None) -> list[str]:
         """Cancel what was granted for these caller request ids (see ResourceObject.cancel_requests):
         the Scheduler or Enactor only."""
         self.views.require_system(proof, "cancel_requests", {"request_ids": request_ids, "prefix": prefix})
-        return self.core.cancel_requests(request_ids, prefix=prefix)
+        return self._kept(self.core.cancel_requests(request_ids, prefix=prefix))
 
     def start_object(self, token: ReservationToken, class_name: str, holder: Holder, vault: str | None = None,
                      args: dict | None = None, impl: str | None = None, proof: Any = None) -> InstanceRef | Refusal:
@@ -173,8 +187,8 @@ class HostActor(_Beating, HostStateCalls):
 
     def start_objects(self, starts: list[StartRequest], proof: Any = None) -> list[InstanceRef | Refusal]:
         """Start each (only with the Scheduler's approval: signed by the Enactor or a class object)."""
-        return self.door.gate(proof, "start_objects", {"starts": starts}, starts, self.door.may_start,
-                              self._batch.start_objects)
+        return self._kept(self.door.gate(proof, "start_objects", {"starts": starts}, starts, self.door.may_start,
+                                         self._batch.start_objects))
 
     def stop_object(self, instance_id: str, reason: str = "stopped", proof: Any = None) -> Resources | Refusal:
         return self.door.gate_one(proof, "stop_object", {"instance_id": instance_id, "reason": reason}, instance_id,
@@ -182,8 +196,8 @@ class HostActor(_Beating, HostStateCalls):
 
     def stop_objects(self, items: list[InstanceKey], reason: str = "stopped", proof: Any = None) -> list[Resources | Refusal]:
         """Stop each: the Scheduler, the Enactor, a class object, or the instance's attested holder."""
-        return self.door.gate(proof, "stop_objects", {"items": items, "reason": reason}, items, self.door.may_stop,
-                              lambda xs: self._batch.stop_objects(xs, reason))
+        return self._kept(self.door.gate(proof, "stop_objects", {"items": items, "reason": reason}, items,
+                                         self.door.may_stop, lambda xs: self._batch.stop_objects(xs, reason)))
 
     def list_instances(self, host: str | None = None, proof: Any = None) -> list[InstanceRef]:
         """This host's running instances (``host``, when given, must be this host's name); a user's own only."""
@@ -236,24 +250,15 @@ class HostGroupActor(_Beating, HostStateCalls):
         guard_resources(hosts, auth_home)
         self.core = HostGroup(name, hosts, sink=sink)
         # with a state file, what the hosts granted survives a restart of this actor
-        self._keeper = Keeper(HostStore(state_path), hosts) if state_path else None
-        if self._keeper is not None:
-            back = self._keeper.restore()
-            if any(back.values()):
-                log.warning("host group %s restarted: %d reservation(s) reloaded", name, sum(back.values()))
+        self._keeper = Keeper.open(state_path, hosts)
         self.door, self.views = resource_doors(auth_home, f"hostgroup:{name}", self.core.attested_holder,
                                                self.core.instance_holder)
 
         def beat() -> None:
-            self.core.expire()
-            self._save()
+            self._kept(self.core.expire())
             self.core.heartbeat()
 
         self._start_beat(beat, heartbeat_s)
-
-    def _save(self) -> None:
-        if self._keeper is not None:
-            self._keeper.save()
 
     def ping(self) -> str:
         return "ok"
@@ -267,9 +272,7 @@ class HostGroupActor(_Beating, HostStateCalls):
         return visible(self.views.viewer(proof, "names", {}), self.core.names(), self._admits)
 
     def make_reservations(self, requests: list[ReservationRequest]) -> list[ReservationToken | Refusal]:
-        out = self.core.make_reservations(requests)
-        self._save()
-        return out
+        return self._kept(self.core.make_reservations(requests))
 
     def check_reservations(self, items: list[TokenRef], proof: Any = None) -> list[ReservationToken | Refusal]:
         """Each reservation, to its holder, the system or an admin (else ``auth.not_owner`` in its place)."""
@@ -279,10 +282,8 @@ class HostGroupActor(_Beating, HostStateCalls):
 
     def cancel_reservations(self, items: list[TokenRef], proof: Any = None) -> list[bool | Refusal]:
         """Cancel each: the Scheduler or Enactor, or the reservation's attested holder."""
-        out = self.door.gate(proof, "cancel_reservations", {"items": items}, items, self.door.may_cancel,
-                             self.core.cancel_reservations)
-        self._save()
-        return out
+        return self._kept(self.door.gate(proof, "cancel_reservations", {"items": items}, items, self.door.may_cancel,
+                                         self.core.cancel_reservations))
 
     def cancel_requests(self, request_ids: list[str], prefix: bool = False, proof: Any = None) -> list[str]:
         """Cancel what any host here granted for these caller request ids
@@ -293,22 +294,17 @@ class HostGroupActor(_Beating, HostStateCalls):
             host = self.core.get(name)
             if host is not None:
                 out += host.cancel_requests(request_ids, prefix=prefix)
-        self._save()
-        return out
+        return self._kept(out)
 
     def start_objects(self, starts: list[StartRequest], proof: Any = None) -> list[InstanceRef | Refusal]:
         """Start each (only with the Scheduler's approval: signed by the Enactor or a class object)."""
-        out = self.door.gate(proof, "start_objects", {"starts": starts}, starts, self.door.may_start,
-                             self.core.start_objects)
-        self._save()
-        return out
+        return self._kept(self.door.gate(proof, "start_objects", {"starts": starts}, starts, self.door.may_start,
+                                         self.core.start_objects))
 
     def stop_objects(self, items: list[InstanceKey], reason: str = "stopped", proof: Any = None) -> list[Resources | Refusal]:
         """Stop each: the Scheduler, the Enactor, a class object, or the instance's attested holder."""
-        out = self.door.gate(proof, "stop_objects", {"items": items, "reason": reason}, items, self.door.may_stop,
-                             lambda xs: self.core.stop_objects(xs, reason))
-        self._save()
-        return out
+        return self._kept(self.door.gate(proof, "stop_objects", {"items": items, "reason": reason}, items,
+                                         self.door.may_stop, lambda xs: self.core.stop_objects(xs, reason)))
 
     def list_instances(self, host: str | None = None, proof: Any = None) -> list[InstanceRef]:
         """The running instances (on ``host``, when given); a user's own only."""
@@ -341,22 +337,24 @@ class HostGroupActor(_Beating, HostStateCalls):
 @ray.remote(num_cpus=0)
 class VaultActor(_Beating, VaultStateCalls):
     def __init__(self, spec: VaultSpec, collection: Any = None, heartbeat_s: float = 5.0,
-                 auth_home: str | None = None, store_dir: str | None = None) -> None:  # objects' states: store_dir
+                 auth_home: str | None = None, store_dir: str | None = None,  # objects' states: store_dir
+                 state_path: str | None = None) -> None:
         self.core = build_vault(spec, sink=auth_sink(collection, auth_home, "vault", [spec.name]),
                                 store=self._open_store(spec.name, store_dir))
+        self._keeper = Keeper.open(state_path, [self.core])  # restarted: its grants and uses back
         guard_resources([self.core], auth_home)
         self.door, self.views = resource_doors(auth_home, self.core.name,
                                                lambda r, t: self.core.attested_holder(t) if r == self.core.name else None)
-        self._start_beat(_beat_one(self.core), heartbeat_s)
+        self._start_beat(_beat_one(self.core, self), heartbeat_s)
 
     def ping(self) -> str:
         return "ok"
 
     def make_reservation(self, request: ReservationRequest, for_host: str | None = None) -> ReservationToken | Refusal:
-        return self.core.make_reservation(request, for_host)
+        return self._kept(self.core.make_reservation(request, for_host))
 
     def make_reservations(self, requests: list[ReservationRequest]) -> list[ReservationToken | Refusal]:
-        return [self.core.make_reservation(r) for r in requests]
+        return self._kept([self.core.make_reservation(r) for r in requests])
 
     def check_reservation(self, token_id: str, proof: Any = None) -> ReservationToken | Refusal:
         who = self.views.viewer(proof, "check_reservation", {"token_id": token_id})
@@ -364,28 +362,28 @@ class VaultActor(_Beating, VaultStateCalls):
                               f"reservation {token_id!r}", self.core.name)
 
     def cancel_reservation(self, token: str | ReservationToken, proof: Any = None) -> bool | Refusal:
-        return self.door.gate_one(proof, "cancel_reservation", {"token": token}, token, self.door.may_cancel,
-                                  self.core.cancel_reservation)
+        return self._kept(self.door.gate_one(proof, "cancel_reservation", {"token": token}, token,
+                                             self.door.may_cancel, self.core.cancel_reservation))
 
     def cancel_reservations(self, items: list[str | ReservationToken], proof: Any = None) -> list[bool | Refusal]:
-        return self.door.gate(proof, "cancel_reservations", {"items": items}, items, self.door.may_cancel,
-                              lambda xs: [self.core.cancel_reservation(t) for t in xs])
+        return self._kept(self.door.gate(proof, "cancel_reservations", {"items": items}, items, self.door.may_cancel,
+                                         lambda xs: [self.core.cancel_reservation(t) for t in xs]))
 
     def cancel_requests(self, request_ids: list[str], prefix: bool = False, proof: Any = None) -> list[str]:
         """Cancel what was granted for these caller request ids: the Scheduler or Enactor only."""
         self.views.require_system(proof, "cancel_requests", {"request_ids": request_ids, "prefix": prefix})
-        return self.core.cancel_requests(request_ids, prefix=prefix)
+        return self._kept(self.core.cancel_requests(request_ids, prefix=prefix))
 
     def use(self, token: ReservationToken, host: str, holder: Holder, proof: Any = None) -> str | Refusal:
         """Take the space for an instance: the Enactor or a class object only."""
-        return self.door.gate_one(proof, "use", {"token": token, "host": host, "holder": holder}, token,
-                                  lambda who, _t: self.door.may_use_vault(who),
-                                  lambda t: self.core.use(t, host, holder))
+        return self._kept(self.door.gate_one(proof, "use", {"token": token, "host": host, "holder": holder}, token,
+                                             lambda who, _t: self.door.may_use_vault(who),
+                                             lambda t: self.core.use(t, host, holder)))
 
     def release(self, use_id: str, rollback: bool = False, proof: Any = None) -> Resources | Refusal:
-        return self.door.gate_one(proof, "release", {"use_id": use_id, "rollback": rollback}, use_id,
-                                  lambda who, _u: self.door.may_use_vault(who),
-                                  lambda u: self.core.release(u, rollback=rollback))
+        return self._kept(self.door.gate_one(proof, "release", {"use_id": use_id, "rollback": rollback}, use_id,
+                                             lambda who, _u: self.door.may_use_vault(who),
+                                             lambda u: self.core.release(u, rollback=rollback)))
 
     def record(self, proof: Any = None) -> ResourceRecord:
         require_visible(self.views.viewer(proof, "record", {}), self.core.name, self.core.admits, self.core.name)
@@ -504,16 +502,17 @@ def spawn_host(spec: HostSpec, *, collection: Any = None, heartbeat_s: float = 5
 
 def spawn_ray_node_host(
     node_id: str, spec: HostSpec | None = None, *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False,
-    auth_home: str | None = None,
+    auth_home: str | None = None, state_path: str | None = None, restarts: int = 0,
 ) -> Any:
     """A HostActor for the real Ray node ``node_id``, itself pinned to that node.
     ``spec`` gives the name, policy and extra attributes (default name: ``node-<id[:8]>``);
-    capacity comes from the node unless the spec's attributes set it."""
+    capacity comes from the node unless the spec's attributes set it.  With
+    ``state_path`` it keeps its grants across ``restarts`` (as a host group)."""
     spec = spec or HostSpec(name=f"node-{node_id[:8]}")
     return HostActor.options(
-        **_opts(host_name(spec.name), detached, on_head=False),
+        **{**_opts(host_name(spec.name), detached, on_head=False), "max_restarts": restarts},
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
-    ).remote(spec, collection, heartbeat_s, node_id, auth_home=auth_home)
+    ).remote(spec, collection, heartbeat_s, node_id, auth_home=auth_home, state_path=state_path)
 
 
 def spawn_host_group(
@@ -530,10 +529,12 @@ def spawn_host_group(
 
 
 def spawn_vault(spec: VaultSpec, *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False,
-                auth_home: str | None = None, store_dir: str | None = None) -> Any:
-    """A VaultActor, named ``vault:<name>``, keeping objects' states in ``store_dir`` (None: a temporary directory)."""
-    return VaultActor.options(**_opts(vault_name(spec.name), detached)).remote(spec, collection, heartbeat_s,
-                                                                               auth_home=auth_home, store_dir=store_dir)
+                auth_home: str | None = None, store_dir: str | None = None, state_path: str | None = None,
+                restarts: int = 0) -> Any:
+    """A VaultActor, named ``vault:<name>``, keeping objects' states in ``store_dir`` (None: a temporary
+    directory); with ``state_path`` it keeps its grants and uses across ``restarts``."""
+    return VaultActor.options(**{**_opts(vault_name(spec.name), detached), "max_restarts": restarts}).remote(
+        spec, collection, heartbeat_s, auth_home=auth_home, store_dir=store_dir, state_path=state_path)
 
 
 def spawn_class(

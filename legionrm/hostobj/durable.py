@@ -3,8 +3,11 @@
 :func:`snapshot` is a host object's durable state as JSON-ready data: its
 secret (so the tokens it signed still verify), its token serial (so a token
 id is never issued twice), its open reservations (each token, request,
-status, uses and holders) and its running instances.  :func:`restore` puts
-that state back into a freshly built object with the same name.
+status, uses and holders), its running instances (a host) and its uses (a
+vault).  :func:`restore` puts that state back into a freshly built object
+with the same name; a host whose instances live outside its process (a Ray
+node's actors) then re-attaches them (its ``reattach``), ending those that
+died with the old process.
 :class:`Keeper` writes the snapshots of a group's hosts to a
 :class:`~legionrm.state.HostStore` after every call that may change them
 (only the rows that changed) and reloads them on start.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import math
 import threading
 from typing import Any, Iterable, Mapping
@@ -27,6 +31,8 @@ from legionrm.models import InstanceRef, ReservationRequest, ReservationToken
 from legionrm.state import HostStore
 
 FORMAT = 1
+
+log = logging.getLogger(__name__)
 
 
 def abandon(res: Any, request_ids: tuple[str, ...], prefix: bool) -> list[str]:
@@ -63,6 +69,7 @@ def snapshot(res: Any) -> dict[str, Any]:
             ],
             "instances": [{"ref": ref.model_dump(mode="json"), "token_id": r.token.token_id}
                           for ref, r in getattr(res, "_instances", {}).values()],
+            "uses": dict(getattr(res, "_uses", {})),
         }
 
 
@@ -98,6 +105,9 @@ def restore(res: Any, body: Mapping[str, Any]) -> int:
                 if r is not None:
                     ref = InstanceRef.model_validate(item["ref"])
                     instances[ref.instance_id] = (ref, r)
+        uses = getattr(res, "_uses", None)
+        if uses is not None:  # a vault: the space each instance uses, by use id
+            uses.update({u: t for u, t in body.get("uses", {}).items() if t in res._by_token})
         res._next_deadline = -math.inf  # the next call sweeps what came due while the actor was down
     return back
 
@@ -110,6 +120,24 @@ class Keeper:
         self.hosts = {h.name: h for h in hosts}
         self._written: dict[str, str] = {}
         self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, path: str | None, resources: Iterable[Any]) -> "Keeper | None":
+        """A keeper of ``resources`` in the SQLite file ``path`` (None: no file,
+        no keeper), with what was stored there restored into them first and
+        each restored resource that can (``reattach``) re-attached."""
+        if not path:
+            return None
+        keeper = cls(HostStore(path), resources)
+        back = keeper.restore()
+        for name in back:
+            reattach = getattr(keeper.hosts[name], "reattach", None)
+            if callable(reattach):
+                reattach()
+        if any(back.values()):
+            log.warning("%s restarted: %d reservation(s) reloaded", ", ".join(sorted(back)), sum(back.values()))
+        keeper.save()
+        return keeper
 
     def restore(self) -> dict[str, int]:
         """Reload every stored host this keeper carries: reservations back, by host."""

@@ -156,6 +156,23 @@ class RayNodeHost(HostObject):
             self.stop_object(iid, "instance actor ended")
         return gone
 
+    def reattach(self) -> list[str]:
+        """After the actor carrying this host restarted (its state restored):
+        find each listed instance's Ray actor by its name; an instance whose
+        actor is gone (it died with the old process, which owned it) is
+        stopped, so its capacity comes back and its watchers see it end.
+        Returns the ids stopped."""
+        gone = []
+        for ref in super().list_instances():
+            if ref.instance_id not in self._actors:
+                try:
+                    self._actors[ref.instance_id] = ray.get_actor(instance_name(ref.instance_id), namespace=NAMESPACE)
+                except ValueError:
+                    gone.append(ref.instance_id)
+        for iid in gone:
+            self.stop_object(iid, "instance actor ended with its host's actor")
+        return gone + self.reap()
+
     def list_instances(self) -> list[InstanceRef]:
         """Running instances, in start order (the dead reaped first)."""
         self.reap()

@@ -56,7 +56,7 @@ from legionrm.scheduler.ports import PoolGate
 from legionrm.scheduler.scheduler import Scheduler
 from legionrm.scheduler.sharegate import ShareGate
 from legionrm.scheduler.watch import HostWatch
-from legionrm.state import RequestStore
+from legionrm.state import ElasticStore, RequestStore
 
 log = logging.getLogger(__name__)
 
@@ -280,11 +280,13 @@ class SchedulerActor:
         threading.Thread(target=self._tick_loop, args=(tick_s,), name="scheduler-tick", daemon=True).start()
         # the cycle's growth is confirmed by approve_growth: the DUCC core decided it already
         grow = RemoteEnactor(enactor, (self_handle, "approve_growth"))
-        self.cycle = ElasticCycle(
+        cycle = ElasticCycle(
             core_for_cluster(cluster), grow, ray_stopper(carriers or {}, class_actors or {}, stop_signer), coll,
             interval_s=float(cluster.fairshare.get("interval_s", 10.0)), name=f"{name}-cycle",
-            pools=self.core.pools,
+            pools=self.core.pools, store=ElasticStore(state_path) if state_path else None, watch=self.core.watch,
         )
+        cycle.restore()  # after a restart: the elastic book back before the orphan sweep sees its instances
+        self.cycle = cycle
         enact.abandon = grow.abandon = self._abandon_enactment
         self.runner = CycleRunner(self.cycle)
         self.runner.start()
@@ -407,7 +409,8 @@ class SchedulerActor:
             except ray.exceptions.RayError as exc:
                 findings.append(AuditFinding(code="resource.unreachable", subject=f"class:{name}",
                                              detail=f"{type(exc).__name__}"))
-        return findings + audit(self.core, views, classes, also_running=self.cycle.instance_ids())
+        return findings + audit(self.core, views, classes, also_running=self.cycle.instance_ids(),
+                                elastic=self.cycle.charged_jobs())
 
     def scheduleObjects(self, request: SchedulingRequest, proof: Any = None) -> SchedulerResponse:
         return self.door.scheduleObjects(request, proof)

@@ -17,7 +17,8 @@ it changes nothing.  Checked:
 * ``resource.unreachable``: a carrier that could not be asked (Ray only);
 * ``pool.allocation``: the pools hold allocations exactly for the requests
   admitted and not finished; ``allotment.held`` likewise for DUCC allotments;
-  with nothing admitted, every pool's allocation is zero.
+  with nothing admitted, every pool's allocation is zero; given the elastic
+  jobs, the pools hold an ``elastic:<job>`` allocation exactly for each.
 """
 
 from __future__ import annotations
@@ -37,13 +38,15 @@ def views_of(resources: Iterable[Any]) -> list[ResourceAudit]:
 
 
 def audit(scheduler: Scheduler, resources: Iterable[ResourceAudit], classes: Mapping[str, Iterable[str]] | None = None,
-          *, grace_s: float | None = None, also_running: Iterable[str] = ()) -> list[AuditFinding]:
+          *, grace_s: float | None = None, also_running: Iterable[str] = (),
+          elastic: Iterable[str] | None = None) -> list[AuditFinding]:
     """Every disagreement between ``scheduler``'s books and what the
     resources (their :class:`ResourceAudit` views) and class objects
     (class name -> the instance ids it counts) hold.  ``grace_s`` (default:
     the scheduler's token timeout) is how long an unheld reservation may
     still be open (it expires on its own).  ``also_running``: instances other
-    owners run (the elastic cycle's), not orphans."""
+    owners run (the elastic cycle's), not orphans; ``elastic``: the elastic
+    jobs the pools should charge (None: elastic allocations are not checked)."""
     grace = scheduler.token_timeout_s if grace_s is None else grace_s
     out: list[AuditFinding] = []
     running = {r.instance_id: r for r in scheduler.book.running_instances()}
@@ -77,17 +80,25 @@ def audit(scheduler: Scheduler, resources: Iterable[ResourceAudit], classes: Map
         if have != want:
             out.append(AuditFinding(code="class.count", subject=name,
                                     detail=f"counts {sorted(have)}, the scheduler runs {sorted(want)}"))
-    out.extend(_accounts(scheduler))
+    out.extend(_accounts(scheduler, None if elastic is None else set(elastic)))
     return out
 
 
-def _accounts(scheduler: Scheduler) -> list[AuditFinding]:
+def _accounts(scheduler: Scheduler, elastic: set[str] | None = None) -> list[AuditFinding]:
     """Pool allocations and allotments held exactly by the admitted requests."""
     out: list[AuditFinding] = []
     active = {e.id for e in scheduler.book.entries() if e.state in ("admitted", "placing", "running")}
     held = getattr(scheduler.pools, "held", None)
     if callable(held):
         charged = {rid for rid in held() if not rid.startswith("elastic:")}
+        if elastic is not None:
+            jobs = {rid.removeprefix("elastic:") for rid in held() if rid.startswith("elastic:")}
+            for jid in sorted(jobs - elastic):
+                out.append(AuditFinding(code="pool.allocation", subject=f"elastic:{jid}",
+                                        detail="holds a pool allocation but is no elastic job"))
+            for jid in sorted(elastic - jobs):
+                out.append(AuditFinding(code="pool.allocation", subject=f"elastic:{jid}",
+                                        detail="is an elastic job but holds no pool allocation"))
         for rid in sorted(charged - active):
             out.append(AuditFinding(code="pool.allocation", subject=rid, detail="holds a pool allocation but is not admitted"))
         for rid in sorted(active - charged):

@@ -62,5 +62,6 @@ class HostWatch:
 
 def _gone(exc: Exception) -> bool:
     """A carrier that died (not merely slow): its instances are lost."""
+    # ActorUnschedulableError: a restartable actor pinned to a node that is gone can never come back
     return type(exc).__name__ in ("ActorDiedError", "RayActorError", "ActorUnavailableError", "LookupError",
-                                  "KeyError")
+                                  "KeyError", "ActorUnschedulableError")

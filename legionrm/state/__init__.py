@@ -3,15 +3,19 @@
 :class:`~legionrm.state.requests.RequestStore` keeps the Scheduler's requests
 (each with its history and instances), written at every transition before
 the Scheduler acts on it; :class:`~legionrm.state.hosts.HostStore` keeps
-what a host group's host objects granted (secrets, token serials, open
-reservations, instances).  SQLite in WAL mode: a crash leaves every committed
-transition, and a reader never blocks the writer.
+what host objects and vaults granted (secrets, token serials, open
+reservations, instances, vault uses);
+:class:`~legionrm.state.elastic.ElasticStore` the elastic cycle's jobs,
+their running processes, pool charges and the stops owed.  SQLite in WAL
+mode: a crash leaves every committed transition, and a reader never blocks
+the writer.
 
 May import: :mod:`legionrm.models`, :mod:`legionrm.errors`, the standard
 library.  Never Ray, an engine or the command line.
 """
 
+from legionrm.state.elastic import ElasticStore, StoredElasticJob, StoredShare, StoredStop
 from legionrm.state.hosts import HostStore
 from legionrm.state.requests import RequestStore, StoredRequest
 
-__all__ = ["HostStore", "RequestStore", "StoredRequest"]
+__all__ = ["ElasticStore", "HostStore", "RequestStore", "StoredElasticJob", "StoredRequest", "StoredShare", "StoredStop"]

@@ -35,15 +35,17 @@ class KeyedStore:
             raise StateError(f"cannot open the {what} {self.path}: {exc}") from None
         self._lock = threading.Lock()
 
-    def _put_rows(self, rows: Iterable[tuple[str, str]]) -> None:
-        """Write (replace) each ``(key, body)`` row, all in one transaction."""
-        rows = list(rows)
-        if not rows:
+    def _put_rows(self, rows: Iterable[tuple[str, str]], delete: Iterable[str] = ()) -> None:
+        """Write (replace) each ``(key, body)`` row and delete the rows keyed
+        ``delete`` (unknown keys are ignored), all in one transaction."""
+        rows, gone = list(rows), [(k,) for k in delete]
+        if not rows and not gone:
             return
         with self._lock:
             self._db.execute("BEGIN")
             try:
                 self._db.executemany(f"INSERT OR REPLACE INTO {self._table} ({self._key}, body) VALUES (?, ?)", rows)
+                self._db.executemany(f"DELETE FROM {self._table} WHERE {self._key} = ?", gone)
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")

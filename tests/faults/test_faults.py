@@ -219,6 +219,136 @@ def test_the_enactor_killed_during_reservations(system, capsys) -> None:
     assert findings == []
 
 
+def _slow_starts(self: Any, delay_s: float) -> None:
+    """Test hook run inside the class actor (``__ray_call__``): every create
+    waits ``delay_s`` first (0: back to normal)."""
+    core = self.core
+    if "create_instance" in vars(core):
+        del core.create_instance
+    if delay_s > 0:
+        plain = core.create_instance
+
+        def slow(*args: Any, **kw: Any) -> Any:
+            time.sleep(delay_s)
+            return plain(*args, **kw)
+
+        core.create_instance = slow
+
+
+def test_the_enactor_killed_while_class_objects_start_instances(system, capsys) -> None:
+    """The class object starts each instance slowly; the Enactor dies once the
+    first runs.  The request fails with a clear reason, its pool allocation
+    goes back, the reservations the dead Enactor held are cancelled, the
+    instance started for nobody is stopped by the orphan sweep (its grace
+    lowered here so the test need not wait a minute), the class object counts
+    right, and the elastic cycle grows a job through the restarted Enactor."""
+    import ray
+
+    from legionrm.models import ElasticJobRequest
+    from legionrm.system import call
+
+    worker, group, sched = system.classes["Worker"], system.groups["batch"], system.scheduler
+    enactor_pid = pid_of(system.enactor)
+    faults = lambda: [i for i in call(group.list_instances.remote()) if i.user == "fault"]  # noqa: E731
+    call(worker.__ray_call__.remote(_slow_starts, 1.5))
+    try:
+        ref = sched.scheduleObjects.remote(req("f-enactor-start", count=3, replans=0))
+        deadline = time.monotonic() + 60
+        while not faults():  # the first instance runs; the next two are still being started
+            assert time.monotonic() < deadline, "no instance was ever started"
+            time.sleep(0.05)
+        t0 = time.monotonic()
+        ray.kill(system.enactor, no_restart=False)
+        answer = call(ref, 120)
+    finally:
+        call(worker.__ray_call__.remote(_slow_starts, 0), 60)
+    assert not answer.ok and answer.state == "failed", answer
+    assert {f.code for f in answer.failures} == {"enactor.lost"}, answer.failures
+    assert call(system.pools.held.remote()) == {}  # the request's pool allocation is back
+    started = {i.instance_id for i in faults()}
+    assert 1 <= len(started) < 3, started  # the kill landed mid-start
+    back(system.enactor, enactor_pid)
+    call(sched.__ray_call__.remote(lambda self: setattr(self.core, "orphan_grace_s", 0.5)))
+    try:
+        deadline = time.monotonic() + 60
+        while faults() or unheld(system):  # the sweep runs every tenth tick
+            assert time.monotonic() < deadline, f"left: {faults()} {unheld(system)}"
+            call(sched.tick.remote(), 60)
+            time.sleep(0.1)
+    finally:
+        call(sched.__ray_call__.remote(lambda self: setattr(self.core, "orphan_grace_s", 60.0)))
+    recovered = time.monotonic() - t0
+    assert not {i.instance_id for i in call(worker.list_instances.remote())} & started  # the class forgot them
+    findings = audited(system)
+    report(capsys, f"enactor killed mid-start ({len(started)} of 3 started), orphans swept", recovered, findings)
+    assert findings == []
+    # the elastic cycle enacts through the restarted Enactor, not a dead handle
+    call(sched.submit_elastic.remote(ElasticJobRequest(
+        job_id="f-e-after", user="fault", class_name="Worker", memory_gb=8, cpus=0.5, max_processes=2,
+        time_per_item_ms=1000)))
+    cycle = call(sched.run_cycle.remote(), 60)
+    for _ in range(6):
+        if cycle.jobs["f-e-after"].processes == 2:
+            break
+        cycle = call(sched.run_cycle.remote(), 60)
+    assert cycle.jobs["f-e-after"].processes == 2, cycle.refused
+    assert call(sched.complete_elastic.remote("f-e-after")) is True
+    deadline = time.monotonic() + 30
+    while faults() or call(system.pools.held.remote()):
+        assert time.monotonic() < deadline, "the elastic job's processes never stopped"
+        time.sleep(0.2)
+    assert audited(system) == [] and unheld(system) == []
+
+
+def test_a_ray_node_host_and_a_vault_killed_come_back_with_their_grants(system, capsys) -> None:
+    """The host actor of Ray node ``ray-a`` (running an instance, holding a
+    reservation) and a vault (holding a reservation) are killed and restarted
+    by Ray: each reloads its state file, so the tokens it granted still
+    verify and are still booked, and it never reissues a token id.  The
+    instance's Ray actor died with the host actor that owned it: the restarted
+    host ends it (its capacity comes back) and the request ends, not a ghost."""
+    import ray
+
+    from legionrm.models import Holder, Refusal, ReservationRequest, ReservationToken, Resources
+    from legionrm.system import call
+
+    node, vault = system.nodes["ray-a"], system.vaults["vault-uva"]
+    run = system.schedule(SchedulingRequest(request_id="f-ray-a", identity=Identity(user="fault"), objects=(
+        ObjectRequest(class_name="Echo", cpus=0.25, memory_gb=0.1, constraint='$name == "ray-a"'),)))
+    assert run.ok, run.message
+    holder = Holder(user="fault", class_name="Echo")
+    tok = call(node.make_reservation.remote(ReservationRequest(
+        request_id="f-keep-host", resource="ray-a", holder=holder, resources=Resources(cpus=0.25), timeout_s=30)))
+    vtok = call(vault.make_reservation.remote(ReservationRequest(
+        request_id="f-keep-vault", resource="vault-uva", holder=holder, resources=Resources(storage_gb=10),
+        timeout_s=30)))
+    assert isinstance(tok, ReservationToken) and isinstance(vtok, ReservationToken), (tok, vtok)
+    pids = pid_of(node), pid_of(vault)
+    t0 = time.monotonic()
+    ray.kill(node, no_restart=False)
+    ray.kill(vault, no_restart=False)
+    back(node, pids[0])
+    back(vault, pids[1])
+    recovered = time.monotonic() - t0
+    assert call(node.check_reservation.remote(tok.token_id)) == tok  # granted before the kill: still honoured
+    assert call(vault.check_reservation.remote(vtok.token_id)) == vtok
+    again = call(node.make_reservation.remote(ReservationRequest(
+        request_id="f-keep-host-2", resource="ray-a", holder=holder, resources=Resources(cpus=0.25), timeout_s=30)))
+    assert isinstance(again, ReservationToken) and again.token_id != tok.token_id  # the serial survived
+    assert call(node.list_instances.remote()) == []  # the instance's actor died with its owner: ended
+    deadline = time.monotonic() + 30
+    while (info := call(system.scheduler.request_info.remote("f-ray-a"))).state == "running":
+        assert time.monotonic() < deadline, "the ended instance was never noticed"
+        time.sleep(0.2)
+    for handle, t in ((node, tok), (node, again), (vault, vtok)):
+        assert call(handle.cancel_reservation.remote(t.token_id)) is True
+    assert not isinstance(call(node.check_reservation.remote(tok.token_id)), ReservationToken)
+    findings = audited(system)
+    report(capsys, f"ray-node host and vault killed, grants back (request {info.state})", recovered, findings)
+    assert findings == [] and unheld(system) == []
+    assert isinstance(call(vault.check_reservation.remote("no-such-token")), Refusal)
+
+
 def test_a_removed_worker_node_loses_its_instance_and_its_request_fails(system, ray_cluster, ray_nodes,
                                                                          capsys) -> None:
     from legionrm.system import call, node_ids

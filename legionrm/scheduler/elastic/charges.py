@@ -52,8 +52,10 @@ class PoolCharges:
             self._jobs[request.job_id] = (request, 1)
         return refusal
 
-    def settle(self, held: dict[str, int]) -> None:
-        """Charge each job what it holds now (at least one process)."""
+    def settle(self, held: dict[str, int]) -> list[str]:
+        """Charge each job what it holds now (at least one process); returns
+        the jobs whose charge changed."""
+        changed = []
         for jid, processes in held.items():
             if jid not in self._jobs:
                 continue
@@ -62,10 +64,45 @@ class PoolCharges:
             if want == charged:
                 continue
             self.pools.release(pool_id(jid))
+            changed.append(jid)
             if self.pools.admit(pool_gang(request, want)) is None:
                 self._jobs[jid] = (request, want)
-            elif self.pools.admit(pool_gang(request, charged)) is not None:
+            elif charged > 0 and self.pools.admit(pool_gang(request, charged)) is not None:
                 log.warning("the pools no longer admit elastic job %s at %d processes", jid, charged)
+                self._jobs[jid] = (request, 0)
+        return changed
+
+    def charged(self, job_id: str) -> int:
+        """The processes ``job_id`` is charged for now (0: not charged)."""
+        item = self._jobs.get(job_id)
+        return item[1] if item is not None else 0
+
+    def restore(self, request: ElasticJobRequest, processes: int) -> None:
+        """After a restart: charge the job ``processes`` again (release first:
+        the pools may still hold its old charge).  When the pools refuse that
+        size, one process; when they refuse even that, the job runs uncharged
+        (logged) and the next settle tries again."""
+        jid = request.job_id
+        self.pools.release(pool_id(jid))
+        for size in dict.fromkeys((processes, 1)):
+            if self.pools.admit(pool_gang(request, size)) is None:
+                self._jobs[jid] = (request, size)
+                return
+        self._jobs[jid] = (request, 0)
+        log.warning("the pools no longer admit elastic job %s after a restart", jid)
+
+    def release_others(self, jobs: set[str]) -> list[str]:
+        """Release every ``elastic:`` allocation the pools hold for a job not in
+        ``jobs`` (charged by a Scheduler that died before it wrote the job
+        down); returns the allocation ids released."""
+        held = getattr(self.pools, "held", None)
+        if not callable(held):
+            return []
+        mine = {pool_id(j) for j in jobs}
+        stray = sorted(h for h in held() if h.startswith("elastic:") and h not in mine)
+        for rid in stray:
+            self.pools.release(rid)
+        return stray
 
     def release(self, job_id: str) -> None:
         """The job is done: its allocation goes back.  Idempotent."""

@@ -52,15 +52,10 @@ import numpy as np
 
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.errors import SchedulingError
-from legionrm.models import (
-    CycleReport,
-    ElasticChange,
-    ElasticJobRequest,
-    ElasticJobStatus,
-    ElasticUserTotals,
-    Identity,
-    InstanceRef,
-)
+from legionrm.models import CycleReport, ElasticChange, ElasticJobRequest, Identity, InstanceRef
+from legionrm.scheduler.elastic.book import UNBOUNDED_WORK, ElasticBook, core_fields
+from legionrm.scheduler.elastic.book import JobEntry as _Job
+from legionrm.scheduler.elastic.book import OwedStop as _Owed
 from legionrm.scheduler.elastic.charges import PoolCharges
 from legionrm.scheduler.elastic.enact import (
     ACCESS_DENIED,
@@ -71,32 +66,16 @@ from legionrm.scheduler.elastic.enact import (
     Refusals,
     change,
 )
+from legionrm.scheduler.elastic.report import cycle_report
 from legionrm.scheduler.fairshare import CycleResult, DuccCore, ShareEvent, SharePolicy
-from legionrm.scheduler.ports import EnactorPort, PoolGate, SnapshotSource, Stopper
+from legionrm.scheduler.ports import EnactorPort, InstanceWatch, PoolGate, SnapshotSource, Stopper
+from legionrm.state import ElasticStore
 
 log = logging.getLogger(__name__)
 
 HOSTS = '$kind == "host"'
-UNBOUNDED_WORK = 2**31 - 1
-"""Work items the core is told for a job with no bound (``work_items=None``)."""
 UPDATABLE = ("work_items", "time_per_item_ms", "init_time_ms", "max_processes", "threads")
 __all__ = ["ACCESS_DENIED", "ENACT_ERROR", "ElasticCycle", "EnactorPort", "HostStopper", "SnapshotSource", "Stopper"]
-
-
-@dataclass
-class _Job:
-    request: ElasticJobRequest
-    ducc_class: str
-
-
-@dataclass
-class _Owed:
-    """A stop that failed: retried every cycle until it works or the host is gone."""
-
-    instance: InstanceRef
-    job: str
-    share: int | None  # confirm this share to the core once stopped (None: already gone there)
-    reason: str
 
 
 class ElasticCycle:
@@ -108,7 +87,11 @@ class ElasticCycle:
     default 10 s); ``token_timeout_s`` the reservations' timeout;
     ``refusal_memory_s`` how long a host that refused a job is avoided;
     ``max_alternatives`` how many other hosts a refused process may try in
-    the same cycle (one master and the rest as delta schedules).
+    the same cycle (one master and the rest as delta schedules).  With
+    ``store`` every change of the book is written there before it is acted
+    on, and :meth:`restore` takes a stored book back after a restart
+    (:mod:`legionrm.scheduler.elastic.book`); ``watch`` tells it which stored
+    processes still run, and every cycle which processes ended by themselves.
     """
 
     def __init__(
@@ -125,6 +108,8 @@ class ElasticCycle:
         refusal_memory_s: float = 300.0,
         max_alternatives: int = 3,
         pools: PoolGate | None = None,
+        store: ElasticStore | None = None,
+        watch: InstanceWatch | None = None,
     ) -> None:
         if interval_s <= 0:
             raise SchedulingError(f"interval_s must be > 0, got {interval_s}")
@@ -139,6 +124,8 @@ class ElasticCycle:
         self.refusal_memory_s = refusal_memory_s
         self.max_alternatives = max(1, max_alternatives)
         self.charges = PoolCharges(pools) if pools is not None else None
+        self.book = ElasticBook(store, watch) if store is not None else None
+        self.instance_watch = watch
         self.last_report: CycleReport | None = None
         self._lock = threading.RLock()
         self._jobs: dict[str, _Job] = {}
@@ -183,13 +170,10 @@ class ElasticCycle:
             refusal = self.charges.admit(request) if self.charges is not None else None
             if refusal is not None:  # the pools admit elastic work as they admit scheduleObjects work
                 raise SchedulingError(f"elastic job {jid!r}: {refusal.code}: {refusal.reason}")
-            self.core.submit(
-                jid, request.user, request.memory_gb, cls=cls, kind="job",
-                work_items=UNBOUNDED_WORK if request.work_items is None else request.work_items,
-                threads=request.threads, max_processes=request.max_processes,
-                time_per_item_ms=request.time_per_item_ms, init_time_ms=request.init_time_ms, submit=self.clock(),
-            )
+            self.core.submit(jid, request.user, request.memory_gb, cls=cls, kind="job", submit=self.clock(),
+                             **core_fields(request))
             self._jobs[jid] = _Job(request, cls)
+            self._save(jid)
             self._events.append(f"arrival {jid}")
 
     def complete(self, job_id: str) -> bool:
@@ -203,6 +187,7 @@ class ElasticCycle:
             self.core.complete_job(job_id)
             if self.charges is not None:
                 self.charges.release(job_id)
+            self._save(job_id)  # its processes stay in the book until they are stopped
             self._events.append(f"completion {job_id}")
             return True
 
@@ -221,6 +206,7 @@ class ElasticCycle:
                 core_fields["work_items"] = UNBOUNDED_WORK
             self.core.update_job(job_id, **core_fields)
             job.request = job.request.model_copy(update=fields)
+            self._save(job_id)
             return job.request
 
     def report_investment(self, investments: Mapping[str, float]) -> int:
@@ -228,14 +214,15 @@ class ElasticCycle:
         investment): the core evicts the least invested first.  Unknown
         instance ids are ignored; returns how many were recorded."""
         with self._lock:
-            n = 0
+            jobs = []
             for iid, ms in investments.items():
                 sid = self._share_of.get(iid)
                 share = self._core_share(sid) if sid is not None else None
                 if share is not None:
                     share.investment_ms = float(ms)
-                    n += 1
-            return n
+                    jobs.append(share.job)
+            self._save(*jobs)
+            return len(jobs)
 
     def instance_gone(self, instance_id: str, reason: str = "exited") -> bool:
         """An instance ended by itself (crashed, walltime, stopped by its
@@ -247,13 +234,19 @@ class ElasticCycle:
                 return False
             job, _ = self._forget(sid)
             self.core.confirm_exit(sid)
+            self._save(job)
             self._events.append(f"exit {job} {instance_id} ({reason})")
             return True
 
     def instance_ids(self) -> set[str]:
         """The instances the cycle runs now (not orphans to anyone else)."""
         with self._lock:
-            return set(self._share_of)
+            return set(self._share_of) | (self.book.adopting() if self.book is not None else set())
+
+    def charged_jobs(self) -> set[str]:
+        """The jobs the pools hold an ``elastic:<id>`` allocation for (by the cycle's own charges)."""
+        with self._lock:
+            return {j for j in self._jobs if self.charges is not None and self.charges.charged(j) > 0}
 
     def share_of(self, instance_id: str) -> int | None:
         """The core's share id behind a running instance (None: not one of ours)."""
@@ -314,6 +307,8 @@ class ElasticCycle:
             shrank: list[ElasticChange] = []
             refused: list[ElasticChange] = []
             lost = self._sync_hosts(snap, triggers)
+            self._adopt()
+            self._notice_ended()
             self._pay_owed_stops(shrank)
             self._reap(lost, shrank)
             result = self.core.run_cycle()
@@ -325,8 +320,9 @@ class ElasticCycle:
                 held: dict[str, int] = {}
                 for job, _ in self._inst.values():
                     held[job] = held.get(job, 0) + 1
-                self.charges.settle({jid: held.get(jid, 0) for jid in self._jobs})
-            report = self._report(result, now, triggers, grew, shrank, refused, t0)
+                self._save(*self.charges.settle({jid: held.get(jid, 0) for jid in self._jobs}))
+            report = cycle_report(result, now, triggers, grew, shrank, refused, t0, self._jobs,
+                                  list(self._inst.values()), self.core)
             self.last_report = report
             return report
 
@@ -402,6 +398,7 @@ class ElasticCycle:
                 del self._owed[iid]
                 if owed.share is not None:
                     self.core.confirm_exit(owed.share)
+                self._save(owed.job)
                 shrank.append(change(owed.job, owed.share or 0, owed.instance, "shrank", owed.reason))
 
     def _reap(self, lost: dict[str, str], shrank: list[ElasticChange]) -> None:
@@ -437,13 +434,16 @@ class ElasticCycle:
             self._stop(ev.job, ev.share, item[1], reason, shrank)
 
     def _stop(self, job: str, share: int | None, inst: InstanceRef, reason: str, shrank: list[ElasticChange]) -> None:
+        # written down as owed before the host is asked: a crash now leaves it owed after the restart
+        self._owed[inst.instance_id] = _Owed(inst, job, share, reason)
+        self._save(job)
         if self._try_stop(inst, reason):
+            del self._owed[inst.instance_id]
             if share is not None:
                 self.core.confirm_exit(share)
+            self._save(job)
             shrank.append(change(job, share or 0, inst, "shrank", reason))
-        else:
-            # The core keeps an unconfirmed eviction on its machine: the space stays taken.
-            self._owed[inst.instance_id] = _Owed(inst, job, share, reason)
+        # else: the core keeps an unconfirmed eviction on its machine: the space stays taken
 
     def _try_stop(self, inst: InstanceRef, reason: str) -> bool:
         try:
@@ -479,6 +479,50 @@ class ElasticCycle:
                 mask = snap.mask(HOSTS, caller=ident)
                 accepting[ident] = set(snap.table.names[mask].tolist())
             JobGrowth(ctx, req, job.ducc_class, accepting[ident]).run(events)
+            self._save(jid)  # its new processes, as soon as the enactment reported them
+
+    # --- the book (write-ahead, restore) --------------------------------------------------------
+
+    def restore(self) -> int:
+        """After a restart: take the stored book back (jobs, pool charges, stops
+        owed; see :mod:`legionrm.scheduler.elastic.book`), then adopt the stored
+        processes whose hosts a Collection snapshot shows (when the snapshot
+        fails, the next cycle does).  Returns how many jobs came back.  Call
+        once, on a fresh cycle, before the first cycle runs."""
+        if self.book is None:
+            return 0
+        with self._lock:
+            self.book.restore(self)
+            try:
+                self._sync_hosts(self.collection.snapshot(), self._events)
+            except Exception:  # noqa: BLE001 - the first cycle syncs the hosts and adopts
+                log.warning("cycle %s: no snapshot at restore; the first cycle adopts", self.name, exc_info=True)
+                return len(self._jobs)
+            self._adopt()
+            return len(self._jobs)
+
+    def _adopt(self) -> None:
+        if self.book is None:
+            return
+        self.book.adopt(self)
+        for job, inst in self.book.forget_unplaced(set(self.core.machines)):
+            self._try_stop(inst, "its host is gone")  # the host's instances went with it; the class is told
+            self._save(job)
+
+    def _notice_ended(self) -> None:
+        """With a watch: processes their hosts no longer run ended by themselves
+        (crashed, lost with their host): the core frees their shares now."""
+        watch = self.instance_watch
+        states = watch.check([i for _, i in self._inst.values()]) if watch is not None and self._inst else {}
+        for iid, (state, why) in states.items():
+            sid = self._share_of.get(iid)
+            if state != "running" and sid is not None:
+                self._try_stop(self._inst[sid][1], why)  # its class is told (the host has nothing left to stop)
+                self.instance_gone(iid, why)
+
+    def _save(self, *jobs: str) -> None:
+        if self.book is not None and jobs:
+            self.book.save(self, jobs)
 
     # --- bookkeeping --------------------------------------------------------------------------
 
@@ -501,46 +545,3 @@ class ElasticCycle:
         job, inst = self._inst.pop(sid)
         self._share_of.pop(inst.instance_id, None)
         return job, inst
-
-    # --- the report -----------------------------------------------------------------------------
-
-    def _report(
-        self, result: CycleResult, now: float, triggers: list[str], grew, shrank, refused, t0: float
-    ) -> CycleReport:
-        mine: dict[str, list[InstanceRef]] = {}
-        for owner, inst in self._inst.values():
-            mine.setdefault(owner, []).append(inst)
-        jobs: dict[str, ElasticJobStatus] = {}
-        users: dict[str, dict[str, float]] = {}
-        for jid, job in sorted(self._jobs.items()):
-            req = job.request
-            insts = tuple(sorted(mine.get(jid, ()), key=lambda i: (i.host, i.instance_id)))
-            hosts: dict[str, int] = {}
-            for i in insts:
-                hosts[i.host] = hosts.get(i.host, 0) + 1
-            jr = result.jobs.get(jid)
-            cj = self.core.jobs.get(jid)
-            jobs[jid] = ElasticJobStatus(
-                job_id=jid, user=req.user, class_name=req.class_name, ducc_class=job.ducc_class,
-                processes=len(insts), target=jr.counted if jr else 0, evicting=cj.evicting() if cj else 0,
-                cap=jr.cap if jr else 0, pure_fair_share=jr.pure_fair_share if jr else 0,
-                reason=jr.reason if jr else "", memory_gb=req.memory_gb, cpus=req.cpus,
-                hosts=hosts, instances=insts,
-            )
-            u = users.setdefault(req.user, {"jobs": 0, "processes": 0, "target": 0, "memory_gb": 0.0, "cpus": 0.0})
-            u["jobs"] += 1
-            u["processes"] += len(insts)
-            u["target"] += jobs[jid].target
-            u["memory_gb"] += len(insts) * req.memory_gb
-            u["cpus"] += len(insts) * req.cpus
-        return CycleReport(
-            cycle=result.cycle, at=now, triggers=tuple(triggers) or ("timer",), jobs=jobs,
-            users={
-                n: ElasticUserTotals(user=n, jobs=int(u["jobs"]), processes=int(u["processes"]), target=int(u["target"]),
-                                     memory_gb=u["memory_gb"], cpus=u["cpus"])
-                for n, u in sorted(users.items())
-            },
-            grew=tuple(grew), shrank=tuple(shrank), refused=tuple(refused),
-            hosts={n: m.state for n, m in result.machines.items()}, needy=result.needy,
-            elapsed_ms=(time.perf_counter() - t0) * 1e3,
-        )

@@ -306,6 +306,24 @@ class DuccCore:
                 self._drop_share(s)
                 return
 
+    def restore_share(self, share_id: int, job: str, machine: str, investment_ms: float = 0.0) -> bool:
+        """After a restart: a process of ``job`` that still runs on ``machine``
+        goes back there under its old ``share_id`` (running, not pending), so
+        its space is taken and the id is never handed out again.  False (and
+        nothing changes) when the job or machine is unknown, the machine is not
+        schedulable, has no room for the job's order, or the id is in use."""
+        j, m = self.jobs.get(job), self.machines.get(machine)
+        if j is None or m is None or not m.schedulable or m.free() < j.order:
+            return False
+        if any(share_id in x.shares or share_id in x.blacklist for x in self.machines.values()):
+            return False
+        s = Share(id=share_id, job=job, machine=machine, order=j.order, pending=False, initialized=not j.init_wait,
+                  init_time_ms=j.init_time_ms, investment_ms=investment_ms)
+        m.shares[share_id] = s
+        j.shares[share_id] = s
+        self._next_share = max(self._next_share, share_id + 1)
+        return True
+
     def confirm_evictions(self) -> int:
         """Every published eviction has completed; returns how many shares left."""
         gone = [s for m in self.machines.values() for s in m.shares.values() if s.evicted]
