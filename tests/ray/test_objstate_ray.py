@@ -44,6 +44,7 @@ def live(ray_cluster, ray_nodes):
     )
     system = boot(spec, ray_nodes={"ray-a": ray_nodes["node_a"], "ray-b": ray_nodes["node_b"]}, heartbeat_s=0.5,
                   auth_home=home)
+    system = dataclasses.replace(system, signer=signer_for(home, "ops"))  # the operator: an administrator
     as_user = {u: dataclasses.replace(system, signer=signer_for(home, u)) for u in ("alice", "mallory")}
     try:
         yield system, as_user
