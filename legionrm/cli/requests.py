@@ -46,17 +46,25 @@ def request_json(info: RequestInfo) -> dict[str, Any]:
         "id": info.id, "user": info.user, "state": info.state, "reason": info.reason,
         "classes": list(info.classes), "count": info.count, "pool": info.pool,
         "instances": [{"id": i.id, "host": i.host, "state": i.state} for i in info.instances],
-        "submitted": info.submitted, "earliest_start": info.earliest_start,
+        "submitted": info.submitted, "earliest_start": info.earliest_start, "start": info.start,
     }
+
+
+def _starts(info: RequestInfo, now: float) -> str:
+    """When a request asked to start: ``in 59m`` ahead, ``2m ago`` after, ``-`` for as soon as possible."""
+    if info.start is None:
+        return "-"
+    return f"in {_age(now, info.start)}" if info.start > now else f"{_age(info.start, now)} ago"
 
 
 def request_table(infos: list[RequestInfo], now: float) -> Table:
     """The requests in the house table style (fits the terminal, never cuts a header)."""
-    t = table(None, ("id", "state", "user", "class", "count", "where", "age", "reason"), right=("count", "age"))
+    t = table(None, ("id", "state", "user", "class", "count", "where", "age", "start", "reason"),
+              right=("count", "age"))
     for i in infos:
         where = ",".join(sorted({x.host for x in i.instances if x.state == "running"})) or "-"
         t.add_row(i.id, i.state, i.user, ",".join(i.classes), str(i.count), where, _age(i.submitted, now),
-                  i.reason or "-")
+                  _starts(i, now), i.reason or "-")
     return t
 
 
@@ -83,6 +91,9 @@ def cli_show(args: argparse.Namespace) -> int:
     console = Console()
     console.print(f"[bold]{info.id}[/] {info.state} ({info.user}, {info.count} x {','.join(info.classes)}, "
                   f"pool {info.pool})" + (f": {info.reason}" if info.reason else ""))
+    if info.start is not None:
+        console.print(f"  start {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(info.start))} "
+                      f"({_starts(info, time.time())})", highlight=False)
     t0 = info.submitted
     for e in info.history:
         console.print(f"  +{e.at - t0:8.2f}s  {e.state:<10} {e.reason}", highlight=False)

@@ -36,6 +36,7 @@ from legionrm.models import (
     Refusal,
     ReservationRequest,
     ReservationToken,
+    ReservedStart,
     ScheduleProposal,
 )
 from legionrm.naming import class_name, group_name, host_name, named_actor, vault_name
@@ -295,6 +296,13 @@ class EnactorActor:
         result = await asyncio.to_thread(self.core.enact_schedule, request, approve=approve)
         metrics.record_enactment(result)  # placements, and vetoes by code
         return result
+
+    async def start_reserved(self, held: ReservedStart, approver: tuple[Handle, str] | None = None) -> EnactResult:
+        """Start what an advance reservation holds: see :meth:`Enactor.start_reserved`
+        (with authentication on, only for the Scheduler, as ``enact_schedule``)."""
+        if approver is None and self._signer is not None:
+            raise AuthRefusedError("auth.forbidden", "start_reserved is the Scheduler's", "enactor")
+        return await asyncio.to_thread(self.core.start_reserved, held)
 
     async def add_group(self, name: str, handle: Handle) -> None:
         """Route placements whose ``group`` is ``name`` to ``handle``.  Idempotent."""

@@ -227,6 +227,26 @@ class Calendar:
                 return float(t)
         return None
 
+    def steps(self, now: float, limit: int = 64) -> tuple[np.ndarray, np.ndarray]:
+        """Usage from ``now`` on as a step function: times ``t[0] = now < t[1] <
+        ...`` and the usage (rows, one column per dimension) from each time to
+        the next (the last row lasts for ever).  Only times where usage
+        changes are kept.  Past ``limit`` steps the last kept step is the
+        whole capacity (a planner reading it sees no room rather than room that
+        is not there)."""
+        starts, ends, amounts = self._arrays()
+        later = np.concatenate((starts[starts > now], ends[(ends > now) & np.isfinite(ends)]))
+        points = np.unique(np.concatenate(([float(now)], later)))
+        live = (starts[None, :] <= points[:, None]) & (points[:, None] < ends[None, :])
+        usage = live.astype(float) @ amounts
+        change = np.ones(len(points), dtype=bool)
+        change[1:] = (np.abs(np.diff(usage, axis=0)) > _EPS).any(axis=1)
+        points, usage = points[change], usage[change]
+        if len(points) > limit:
+            points, usage = points[:limit], usage[:limit].copy()
+            usage[-1] = self.capacity
+        return points, usage
+
     # --- internals ------------------------------------------------------------------
 
     def _vec(self, amount: Sequence[float] | np.ndarray) -> np.ndarray:

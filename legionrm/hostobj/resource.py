@@ -24,6 +24,7 @@ from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 
+from legionrm.ahead.steps import MAX_STEPS, beat, encode
 from legionrm.hostobj import codes, tokens
 from legionrm.hostobj.calendar import Calendar, State
 from legionrm.hostobj.durable import abandon
@@ -335,6 +336,7 @@ class ResourceObject:
         nxt = self.calendar.next_event_time(now)
         if nxt is not None:  # absent = nothing booked ahead (the scheduler's calendar filter reads it)
             attrs["next_event"] = float(nxt)
+        attrs.update(encode(self.dims, *self.calendar.steps(now, MAX_STEPS)))  # the planner's calendar ahead
         attrs["owner_policies"] = self._policy_count()
         if self.policy is not None:
             attrs["policy"] = self.policy.name
@@ -395,7 +397,7 @@ class ResourceObject:
         if not self.joined:
             self.join()
         else:
-            self.sink.update(self.name, attrs)
+            self.sink.update(self.name, beat(attrs))
         return attrs
 
     def leave(self) -> None:
@@ -543,3 +545,4 @@ class ResourceObject:
 def _num(v: float, dim: str) -> AttrValue:
     """Attribute values: gpus are counts, the rest floats rounded for display."""
     return int(round(v)) if dim == "gpus" else round(float(v), 6)
+

@@ -11,8 +11,10 @@ from legionrm.models.base import Frozen
 from legionrm.models.reservations import InstanceRef
 from legionrm.models.schedules import PlacementFailure
 
-RequestState = Literal["pending", "admitted", "placing", "running", "completed", "failed", "cancelled"]
-"""``pending -> admitted -> placing -> running -> completed | failed | cancelled``."""
+RequestState = Literal["pending", "admitted", "placing", "reserved", "running", "completed", "failed", "cancelled"]
+"""``pending -> admitted -> placing -> running -> completed | failed | cancelled``;
+a request with a future start goes ``placing -> reserved -> running`` (its
+hosts reserved ahead, its instances started at its start time)."""
 
 FINAL_STATES: tuple[RequestState, ...] = ("completed", "failed", "cancelled")
 
@@ -52,6 +54,8 @@ class RequestInfo(Frozen):
     earliest_start: float | None = None
     """For a pending request: no earlier than this can it start (the first
     walltime end among what runs); None when nothing running has a walltime."""
+    start: float | None = None
+    """The start time the request asked for (None: as soon as possible)."""
     instances: tuple[InstanceInfo, ...] = ()
     failures: tuple[PlacementFailure, ...] = ()
     history: tuple[RequestEvent, ...] = Field(default_factory=tuple)

@@ -33,6 +33,7 @@ from legionrm.models import (
     PlacementFailure,
     Refusal,
     RequestInfo,
+    ReservedStart,
     Resources,
     ScheduleAttempt,
     ScheduleProposal,
@@ -88,6 +89,14 @@ class RemoteEnactor:
             why = f"the enactor did not finish: {type(exc).__name__}"
             return EnactResult(ok=False, attempts=(ScheduleAttempt(master=0, deltas_tried=0, succeeded=False, failures=(
                 PlacementFailure(key="*", resource="enactor", code=ENACTOR_LOST, reason=why),)),))
+
+    def start_reserved(self, held: ReservedStart) -> EnactResult:
+        try:
+            return ray.get(self.handle.start_reserved.remote(held, self.approver), timeout=CALL_TIMEOUT_S)
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:
+            return EnactResult(ok=False, attempts=(ScheduleAttempt(master=0, deltas_tried=0, succeeded=False, failures=(
+                PlacementFailure(key="*", resource="enactor", code=ENACTOR_LOST,
+                                 reason=f"the enactor did not start the reservation: {type(exc).__name__}"),)),))
 
 
 ENACTOR_LOST = "enactor.lost"

@@ -2,7 +2,8 @@
 instances it owns, and the order in which waiting requests go next.
 
 ``pending -> admitted -> placing -> running -> completed | failed | cancelled``
-(a request that cannot run now goes back from ``admitted`` or ``placing`` to
+(a request with a future start goes ``placing -> reserved -> running``: its
+hosts are reserved ahead and its instances start at its start time; a request that cannot run now goes back from ``admitted`` or ``placing`` to
 ``pending``; a pending request may be cancelled or fail outright).  Every
 transition is appended to the request's history; a transition the table
 does not allow raises :class:`SchedulingError`, so a bug cannot silently
@@ -21,6 +22,7 @@ from legionrm.errors import SchedulingError
 from legionrm.models import (
     FINAL_STATES,
     InstanceInfo,
+    EnactResult,
     InstanceRef,
     PlacementFailure,
     RequestEvent,
@@ -33,7 +35,8 @@ from legionrm.state import RequestStore
 ALLOWED: dict[RequestState, frozenset[RequestState]] = {
     "pending": frozenset({"admitted", "failed", "cancelled"}),
     "admitted": frozenset({"placing", "pending", "failed", "cancelled"}),
-    "placing": frozenset({"running", "pending", "failed", "cancelled"}),
+    "placing": frozenset({"reserved", "running", "pending", "failed", "cancelled"}),
+    "reserved": frozenset({"running", "failed", "cancelled"}),
     "running": frozenset({"completed", "failed", "cancelled"}),
     "completed": frozenset(),
     "failed": frozenset(),
@@ -60,6 +63,8 @@ class Entry:
     failures: tuple[PlacementFailure, ...] = ()
     earliest_start: float | None = None
     attempts: int = 0
+    held: EnactResult | None = None
+    """A reserved request's advance reservations (placements and tokens)."""
 
     @property
     def id(self) -> str:
@@ -76,6 +81,10 @@ class Entry:
     def live_instances(self) -> list[str]:
         return [i for i, info in self.instances.items() if info.state == "running"]
 
+    def walltime(self, class_name: str) -> float | None:
+        """The walltime of the object request that made an instance of ``class_name`` (its class's first)."""
+        return next((o.walltime_s for o in self.request.objects if o.class_name == class_name), None)
+
     def cpus(self) -> float:
         """The cpus this request asks for in all (its weight in the queue's fair share)."""
         return sum(o.count * o.cpus for o in self.request.objects)
@@ -86,6 +95,7 @@ class Entry:
             id=self.id, user=self.user, state=self.state, reason=self.reason,
             classes=tuple(dict.fromkeys(o.class_name for o in objs)), count=sum(o.count for o in objs),
             pool=self.request.pool, submitted=self.submitted, earliest_start=self.earliest_start,
+            start=self.request.start,
             instances=tuple(self.instances.values()), failures=self.failures, history=tuple(self.history),
         )
 
@@ -106,7 +116,8 @@ class RequestBook:
         for item in store.load() if store is not None else ():
             entry = Entry(request=item.request, submitted=item.submitted, state=item.state,  # type: ignore[arg-type]
                           reason=item.reason, history=item.history, instances=item.instances, refs=item.refs,
-                          failures=item.failures, earliest_start=item.earliest_start, attempts=item.attempts)
+                          failures=item.failures, earliest_start=item.earliest_start, attempts=item.attempts,
+                          held=item.held)
             self._entries[entry.id] = entry
             self._by_instance.update({iid: entry.id for iid in entry.instances})
 
@@ -115,7 +126,8 @@ class RequestBook:
         if self.store is not None:
             self.store.put(request=entry.request, submitted=entry.submitted, state=entry.state, reason=entry.reason,
                            history=entry.history, instances=entry.instances, refs=entry.refs,
-                           failures=entry.failures, earliest_start=entry.earliest_start, attempts=entry.attempts)
+                           failures=entry.failures, earliest_start=entry.earliest_start, attempts=entry.attempts,
+                           held=entry.held)
 
     # --- reading ------------------------------------------------------------
 
@@ -136,6 +148,14 @@ class RequestBook:
     def running_instances(self) -> list[InstanceRef]:
         with self._lock:
             return [e.refs[i] for e in self._entries.values() for i in e.live_instances() if i in e.refs]
+
+    def next_end(self) -> float | None:
+        """The first time a running instance's walltime ends: no waiting
+        request can start before capacity frees (None: nothing running has a
+        walltime, so only an end nobody scheduled can free room)."""
+        ends = [ref.started_at + wall for ref in self.running_instances()
+                if (e := self.owner_of(ref.instance_id)) is not None and (wall := e.walltime(ref.class_name)) is not None]
+        return min(ends, default=None)
 
     def list(self, user: str | None = None, state: str | None = None) -> list[RequestInfo]:
         """Requests, oldest first, optionally of one user and in one state."""
