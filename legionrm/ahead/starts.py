@@ -34,17 +34,15 @@ START_FAILED = "ahead.start_failed"
 class AheadStarts:
     """The reserved requests of one Scheduler (see the module).  ``enactor``
     gives the Scheduler's current Enactor; ``book_back`` gives back a
-    finished request's accounts; ``on_change`` is told of every request this
-    moves (the Scheduler's one place for status events)."""
+    finished request's accounts.  Every move goes through the book, which
+    tells the Scheduler's triggers."""
 
     def __init__(self, book: RequestBook, enactor: Callable[[], EnactorPort], *, slack_s: float = START_SLACK_S,
-                 book_back: Callable[[Entry], None] = lambda e: None,
-                 on_change: Callable[[Entry], None] = lambda e: None) -> None:
+                 book_back: Callable[[Entry], None] = lambda e: None) -> None:
         self.book = book
         self.enactor = enactor
         self.slack_s = slack_s
         self.book_back = book_back
-        self.on_change = on_change
 
     def timeout(self, token_timeout_s: float) -> float:
         """How long after its start an advance token may wait to be used."""
@@ -58,7 +56,6 @@ class AheadStarts:
         entry.held = result
         why = f"reserved on {hosts} from {start:.0f} (master {(result.master or 0) + 1} of {masters})"
         self.book.move(entry, "reserved", why)
-        self.on_change(entry)
         return f"reserved, starts at {start:.0f}: "
 
     def due(self, entries: Iterable[Entry], now: float) -> list[Entry]:
@@ -84,7 +81,6 @@ class AheadStarts:
             return self._fail(entry, [f for a in result.attempts for f in a.failures])
         self.book.attach(entry, result.instances)
         self.book.move(entry, "running", f"started at its start time {start:.0f}")
-        self.on_change(entry)
         where = ", ".join(f"{i.instance_id}@{i.host}" for i in result.instances)
         return SchedulerResponse(request_id=entry.id, ok=True, instances=result.instances, enact=result,
                                  message=f"started: {where}", state=entry.state)
@@ -114,6 +110,5 @@ class AheadStarts:
         msg = "; ".join(f"{f.key} on {f.resource or '-'}: {f.code}: {f.reason}" for f in failures[:5]) or "start failed"
         if self.book.finish(entry, "failed", f"at its start time: {msg}"[:500]):
             self.book_back(entry)
-            self.on_change(entry)
         return SchedulerResponse(request_id=entry.id, ok=False, failures=tuple(failures), message=msg,
                                  state=entry.state)

@@ -39,6 +39,7 @@ from legionrm.models.elastic import (  # noqa: F401
 from legionrm.models.requests import (  # noqa: F401
     FINAL_STATES,
     AuditFinding,
+    EventStatus,
     HeldReservation,
     InstanceInfo,
     InstanceState,
@@ -46,6 +47,7 @@ from legionrm.models.requests import (  # noqa: F401
     RequestInfo,
     RequestState,
     ResourceAudit,
+    StatusEvent,
 )
 from legionrm.models.reservations import (  # noqa: F401
     Holder,
@@ -75,6 +77,8 @@ from legionrm.models.schedules import (  # noqa: F401
 __all__ = [
     "FINAL_STATES",
     "AuditFinding",
+    "EventStatus",
+    "StatusEvent",
     "HeldReservation",
     "ResourceAudit",
     "InstanceInfo",

@@ -29,6 +29,26 @@ class RequestEvent(Frozen):
     reason: str = ""
 
 
+EventStatus = Literal["pending", "admitted", "placing", "reserved", "started", "ended", "failed", "cancelled",
+                     "host_lost", "migrated"]
+"""What a trigger may wait for: a request's transitions (``running`` is
+``started``, ``completed`` is ``ended``) and its instances' (``started``,
+``ended``, ``host_lost``, ``migrated``)."""
+
+
+class StatusEvent(Frozen):
+    """One status change of a request or of one of its instances (``object_id``)."""
+
+    seq: int = 0
+    """Its place in the order of every event the Scheduler fired (a cursor)."""
+    at: float
+    request_id: str
+    user: str
+    status: EventStatus
+    object_id: str | None = None
+    reason: str = ""
+
+
 class InstanceInfo(Frozen):
     """An instance of a request as the Scheduler last saw it."""
 

@@ -10,6 +10,9 @@ does not allow raises :class:`SchedulingError`, so a bug cannot silently
 resurrect a finished request.
 
 :class:`RequestBook` is plain data with a lock; the Scheduler drives it.
+Every change it records is also told, as a
+:class:`~legionrm.models.StatusEvent`, to its ``listener`` (the Scheduler's
+trigger registry): the one place status events come from.
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
 from legionrm.errors import SchedulingError
+from legionrm.events.triggers import INSTANCE_STATUS, STATUS_OF
 from legionrm.models import (
     FINAL_STATES,
+    EventStatus,
     InstanceInfo,
     EnactResult,
     InstanceRef,
@@ -29,6 +34,7 @@ from legionrm.models import (
     RequestInfo,
     RequestState,
     SchedulingRequest,
+    StatusEvent,
 )
 from legionrm.state import RequestStore
 
@@ -113,6 +119,8 @@ class RequestBook:
         self._lock = threading.RLock()
         self._entries: dict[str, Entry] = {}
         self._by_instance: dict[str, str] = {}
+        self.listener: Callable[[StatusEvent], object] | None = None
+        """Told of every transition and every instance start and end (see the module)."""
         for item in store.load() if store is not None else ():
             entry = Entry(request=item.request, submitted=item.submitted, state=item.state,  # type: ignore[arg-type]
                           reason=item.reason, history=item.history, instances=item.instances, refs=item.refs,
@@ -120,6 +128,12 @@ class RequestBook:
                           held=item.held)
             self._entries[entry.id] = entry
             self._by_instance.update({iid: entry.id for iid in entry.instances})
+
+    def tell(self, entry: Entry, status: EventStatus, reason: str, object_id: str | None = None) -> None:
+        """Tell the listener of one status change of ``entry`` (or of its instance ``object_id``)."""
+        if self.listener is not None:
+            self.listener(StatusEvent(at=self.clock(), request_id=entry.id, user=entry.user, status=status,
+                                      object_id=object_id, reason=reason))
 
     def save(self, entry: Entry) -> None:
         """Write ``entry`` as it is now to the store (no store: nothing)."""
@@ -175,6 +189,7 @@ class RequestBook:
             entry.history.append(RequestEvent(at=now, state="pending", reason="submitted"))
             self._entries[request.request_id] = entry
             self.save(entry)
+            self.tell(entry, "pending", "submitted")
             return entry
 
     def move(self, entry: Entry, state: RequestState, reason: str = "") -> None:
@@ -197,6 +212,7 @@ class RequestBook:
             if len(entry.history) > HISTORY_LIMIT:
                 del entry.history[HISTORY_LIMIT // 2]
             self.save(entry)
+            self.tell(entry, STATUS_OF[state], reason)
 
     def finish(self, entry: Entry, state: RequestState, reason: str) -> bool:
         """Move a live request to a final ``state``; False (and no change)
@@ -220,13 +236,32 @@ class RequestBook:
 
     def attach(self, entry: Entry, instances: Iterable[InstanceRef]) -> None:
         """The request's instances started."""
+        refs = list(instances)
         with self._lock:
-            for ref in instances:
+            for ref in refs:
                 entry.refs[ref.instance_id] = ref
                 entry.instances[ref.instance_id] = InstanceInfo(id=ref.instance_id, host=ref.host,
                                                                 started_at=ref.started_at)
                 self._by_instance[ref.instance_id] = entry.id
             self.save(entry)
+            for ref in refs:
+                self.tell(entry, "started", f"on {ref.host}", ref.instance_id)
+
+    def migrated(self, instance_id: str, host: str, reason: str = "") -> bool:
+        """A running instance now runs on ``host`` (the vault helper moved it):
+        its records say so and its request's triggers hear ``migrated``.
+        False for an unknown or ended instance."""
+        with self._lock:
+            entry = self.owner_of(instance_id)
+            if entry is None or entry.instances[instance_id].state != "running":
+                return False
+            old = entry.instances[instance_id].host
+            entry.instances[instance_id] = entry.instances[instance_id].model_copy(update={"host": host})
+            if instance_id in entry.refs:
+                entry.refs[instance_id] = entry.refs[instance_id].model_copy(update={"host": host})
+            self.save(entry)
+            self.tell(entry, "migrated", reason or f"from {old} to {host}", instance_id)
+            return True
 
     def end_instance(self, instance_id: str, state: str, reason: str) -> Entry | None:
         """Mark one instance ended; returns its request, or None when the
@@ -241,6 +276,7 @@ class RequestBook:
             entry.instances[instance_id] = info.model_copy(
                 update={"state": state, "ended_at": self.clock(), "reason": reason})
             self.save(entry)
+            self.tell(entry, INSTANCE_STATUS.get(state, "ended"), reason, instance_id)
             return entry
 
 

@@ -31,6 +31,7 @@ from legionrm.ahead.starts import AheadStarts
 from legionrm.ahead.window import ahead_of
 from legionrm.enactor.replan import enact_with_replans
 from legionrm.errors import SchedulingError
+from legionrm.events.triggers import Triggers
 from legionrm.models import (
     EnactRequest,
     EnactResult,
@@ -134,6 +135,8 @@ class Scheduler:
         self._capacity_peak: Resources | None = None
         self._ticks = 0
         self.ahead = AheadStarts(self.book, lambda: self._enactor, book_back=self._book_back)  # starts ahead
+        self.triggers = Triggers()  # status events: every change the book records is fired there
+        self.book.listener = self.triggers.fire
         if store is not None:
             self._recover()
 
@@ -292,6 +295,10 @@ class Scheduler:
         if replan:
             self.replan()
         return True
+
+    def object_migrated(self, instance_id: str, host: str, reason: str = "") -> bool:
+        """The vault helper moved an instance to ``host``: see :meth:`RequestBook.migrated`."""
+        return self.book.migrated(instance_id, host, reason)
 
     def tick(self) -> int:
         """Watch the running instances: each whose walltime is over is

@@ -21,8 +21,9 @@ ENGINES = ("legionrm.scheduler.fairshare", "legionrm.scheduler.placement", "legi
 # layers, so dependencies run one way: cli -> system -> scheduler -> engines
 # -> collection -> mil -> models/errors.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("legionrm.models", "legionrm.errors", "legionrm.scheduler", "legionrm.version", "legionrm.ahead"),  # packages: their docstring map only
-    ("legionrm.mil", "legionrm.tomlio", "legionrm.ahead.steps", "legionrm.testing", "legionrm.state", "legionrm.metrics", "legionrm.dashboard",
+    ("legionrm.models", "legionrm.errors", "legionrm.scheduler", "legionrm.version", "legionrm.ahead",
+     "legionrm.events"),  # packages: their docstring map only
+    ("legionrm.mil", "legionrm.tomlio", "legionrm.ahead.steps", "legionrm.events.triggers", "legionrm.testing", "legionrm.state", "legionrm.metrics", "legionrm.dashboard",
      "legionrm.auth"),  # auth: models/errors only
     ("legionrm.collection", "legionrm.naming"),
     ("legionrm.hostobj", "legionrm.enactor"),
@@ -44,7 +45,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm",),  # the root package: the public surface, above all it re-exports
 )
 
-EXACT = ("legionrm", "legionrm.scheduler", "legionrm.ahead")
+EXACT = ("legionrm", "legionrm.scheduler", "legionrm.ahead", "legionrm.events")
 """Packages placed by their ``__init__`` alone: a new module inside them needs a layer of its own."""
 
 RAY_SHELLS = ("legionrm.system", "legionrm.naming", "legionrm.hostobj.ray_node", "legionrm.cli", "legionrm.metrics",
