@@ -41,6 +41,7 @@ from legionrm.models import (
     SchedulerStatus,
     ScheduleSuite,
     SchedulingRequest,
+    StatusEvent,
 )
 from legionrm.naming import host_name, named_actor
 from legionrm.scheduler.audit import audit
@@ -97,6 +98,49 @@ class RemoteEnactor:
             return EnactResult(ok=False, attempts=(ScheduleAttempt(master=0, deltas_tried=0, succeeded=False, failures=(
                 PlacementFailure(key="*", resource="enactor", code=ENACTOR_LOST,
                                  reason=f"the enactor did not start the reservation: {type(exc).__name__}"),)),))
+
+
+class ActorCallback:
+    """A trigger's subscriber that is an actor's method (Legion's callback):
+    each event is one Ray call, never waited for.  An earlier call that
+    failed, or gave no answer within ``timeout_s``, raises on the next event,
+    so the registry counts it and drops the trigger after its failures; the
+    Scheduler never waits on a subscriber."""
+
+    MAX_PENDING = 100
+
+    def __init__(self, handle: Any, method: str, timeout_s: float = 10.0) -> None:
+        self.handle, self.method, self.timeout_s = handle, method, timeout_s
+        self._pending: list[tuple[float, Any]] = []
+        self._lock = threading.Lock()  # events fire from the tick thread and the call threads
+
+    def __call__(self, event: StatusEvent) -> None:
+        now = time.monotonic()
+        with self._lock:
+            failed = self._settle(now)
+            self._pending.append((now, getattr(self.handle, self.method).remote(event)))
+        if failed is not None:
+            raise failed
+
+    def _settle(self, now: float) -> Exception | None:
+        """Forget the calls that answered; the last failure among them (or a call overdue), if any."""
+        if not self._pending:
+            return None
+        ready = set(ray.wait([r for _, r in self._pending], num_returns=len(self._pending), timeout=0)[0])
+        failed: Exception | None = None
+        still = []
+        for t, ref in self._pending:
+            if ref in ready:
+                try:
+                    ray.get(ref, timeout=0)
+                except Exception as exc:  # noqa: BLE001 - the subscriber's failure
+                    failed = exc
+            elif now - t > self.timeout_s:
+                failed = TimeoutError(f"{self.method} gave no answer within {self.timeout_s:g} s")
+            else:
+                still.append((t, ref))
+        self._pending = still[-self.MAX_PENDING:]
+        return failed
 
 
 ENACTOR_LOST = "enactor.lost"
@@ -328,6 +372,22 @@ class SchedulerActor:
 
     def cancel(self, request_id: str, reason: str = "cancelled by its user", proof: Any = None) -> RequestInfo:
         return self.door.cancel(request_id, reason, proof)
+
+    # --- triggers (Legion's monitoring stage) --------------------------------------------
+
+    def register_trigger(self, subject: str, statuses: list[str], handle: Any, method: str = "on_event",
+                         proof: Any = None) -> str:
+        """Call ``handle.method(event)`` for each of ``statuses`` (none: all) of
+        ``subject`` (a request, an instance, or ``*``); returns the trigger id."""
+        return self.door.register_trigger(subject, statuses, ActorCallback(handle, method), proof)
+
+    def remove_trigger(self, trigger_id: str, proof: Any = None) -> bool:
+        return self.door.remove_trigger(trigger_id, proof)
+
+    @ray.method(concurrency_group="control")
+    def events_since(self, request_id: str, cursor: int = 0, proof: Any = None) -> list[StatusEvent]:
+        """A request's status events after ``cursor`` (what ``show --follow`` polls)."""
+        return self.door.events_since(request_id, cursor, proof)
 
     def tick(self) -> int:
         """Watch and re-plan now (normally the timer does)."""

@@ -10,6 +10,10 @@ over the call's name and its arguments; the door verifies it with its
   claims); ``activate`` may name only the caller's own instances;
 - ``list_requests``: a user sees only their own requests (an admin all);
 - ``request_info`` / ``cancel``: only the request's owner (or an admin);
+- triggers: a user subscribes only to their own requests and objects (a
+  trigger on ``*`` hears only their own events), reads only their own
+  requests' event streams and removes only their own triggers; an admin
+  (or an agent) any;
 - ``setCollection`` / ``setEnactor``: administrators only;
 - ``approve``: only the Enactor agent;
 - elastic jobs: submitted in the caller's name; completed or updated only by
@@ -34,6 +38,8 @@ from typing import Any
 from legionrm.auth import VerifiedCaller, may_act_on, require_admin
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.auth.guard import ENACTOR, Guard, raise_if_refused
+from legionrm.errors import SchedulingError
+from legionrm.events.triggers import EVERY, Subscriber
 from legionrm.models import (
     CycleReport,
     ElasticJobRequest,
@@ -46,6 +52,7 @@ from legionrm.models import (
     SchedulerStatus,
     ScheduleSuite,
     SchedulingRequest,
+    StatusEvent,
 )
 from legionrm.scheduler.scheduler import Scheduler
 
@@ -99,6 +106,37 @@ class SchedulerDoor:
         if who is not None:
             raise_if_refused(may_act_on(who, self.core.request_info(request_id).user, admin_may=True))
         return self.core.cancel(request_id, reason)
+
+    # --- triggers ------------------------------------------------------------------------
+
+    def register_trigger(self, subject: str, statuses: list[str], subscriber: Subscriber, proof: Any = None) -> str:
+        """A trigger on ``subject`` (a request id, an instance id, or ``*``)
+        for the verified user (an administrator's or an open door's hears every
+        user's events).  SchedulingError for an unknown subject; ValueError
+        for an unknown status; AuthRefusedError for someone else's subject."""
+        who = self.viewer(proof, "register_trigger", {"subject": subject, "statuses": list(statuses)})
+        if subject != EVERY:
+            entry = self.core.book.get(subject) or self.core.book.owner_of(subject)
+            if entry is None:
+                raise SchedulingError(f"no request or object {subject!r} is known to scheduler {self.core.name!r}")
+            if who is not None:
+                raise_if_refused(may_act_on(who, entry.user, admin_may=True))
+        return self.core.triggers.register(subject, statuses, subscriber, user=None if who is None else who.name)
+
+    def remove_trigger(self, trigger_id: str, proof: Any = None) -> bool:
+        """Remove a trigger (its owner or an administrator); False when there was none."""
+        who = self.viewer(proof, "remove_trigger", {"trigger_id": trigger_id})
+        if who is not None and trigger_id in self.core.triggers and self.core.triggers.owner(trigger_id) != who.name:
+            raise AuthRefusedError("auth.forbidden", f"trigger {trigger_id!r} is not {who.name!r}'s", "scheduler")
+        return self.core.triggers.remove(trigger_id)
+
+    def events_since(self, request_id: str, cursor: int = 0, proof: Any = None) -> list[StatusEvent]:
+        """``request_id``'s status events after ``cursor`` (its owner or an admin)."""
+        who = self.caller(proof, "events_since", {"request_id": request_id, "cursor": cursor})
+        info = self.core.request_info(request_id)
+        if who is not None:
+            raise_if_refused(may_act_on(who, info.user, admin_may=True))
+        return self.core.triggers.events_since(request_id, cursor)
 
     # --- administration ----------------------------------------------------------------
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from legionrm.errors import SchedulingError
 from legionrm.events.triggers import EVERY, STATUSES, Triggers
 from legionrm.inprocess import LocalSystem
 from legionrm.models import ClassSpec, ClusterSpec, HostSpec, Identity, ObjectRequest, SchedulingRequest, StatusEvent
@@ -154,3 +155,41 @@ def test_the_scheduler_fires_every_transition_of_a_reserved_request() -> None:
     stream = s.scheduler.triggers.events_since("r1")
     assert [e.status for e in stream][:4] == ["pending", "admitted", "placing", "reserved"]
     assert [e.seq for e in stream] == sorted(e.seq for e in stream)
+
+
+# --- at the Scheduler's door ------------------------------------------------------------
+
+
+def test_a_user_subscribes_to_their_own_work_only_and_an_admin_to_all() -> None:
+    from legionrm.auth.errors import AuthRefusedError
+    from tests.unit.auth.test_wire import World
+
+    w = World()
+    assert w.submit(w.alice, "a1").ok
+
+    def register(who, subject: str, rec: Recorder) -> str:
+        args = {"subject": subject, "statuses": []}
+        return w.door.register_trigger(subject, [], rec, w.proof(who, "register_trigger", args))
+
+    with pytest.raises(AuthRefusedError):
+        register(w.mallory, "a1", Recorder())  # alice's request
+    alice_instance = w.scheduler.request_info("a1").instances[0].id
+    with pytest.raises(AuthRefusedError):
+        register(w.mallory, alice_instance, Recorder())  # alice's object
+    with pytest.raises(SchedulingError, match="no request or object"):
+        register(w.mallory, "nosuch", Recorder())
+    assert w.submit(w.mallory, "m1").ok  # (the fake gateway may give it the same instance ids)
+    snoop, admin = Recorder(), Recorder()
+    register(w.mallory, EVERY, snoop)  # everything mallory may see: her own work only
+    register(w.ops, EVERY, admin)
+    mine = register(w.alice, "a1", Recorder())
+    with pytest.raises(AuthRefusedError):
+        w.door.remove_trigger(mine, w.proof(w.mallory, "remove_trigger", {"trigger_id": mine}))
+    with pytest.raises(AuthRefusedError):
+        w.door.events_since("a1", 0, w.proof(w.mallory, "events_since", {"request_id": "a1", "cursor": 0}))
+    w.door.cancel("a1", "done", w.proof(w.alice, "cancel", {"request_id": "a1", "reason": "done"}))
+    w.door.cancel("m1", "done", w.proof(w.mallory, "cancel", {"request_id": "m1", "reason": "done"}))
+    assert {e.user for e in snoop.got} == {"mallory"} and {e.user for e in admin.got} == {"alice", "mallory"}
+    assert w.door.remove_trigger(mine, w.proof(w.alice, "remove_trigger", {"trigger_id": mine}))
+    seen = w.door.events_since("a1", 0, w.proof(w.alice, "events_since", {"request_id": "a1", "cursor": 0}))
+    assert seen[-1].status == "cancelled"
