@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from typing import Callable, Iterable
 
-from legionrm.models import EnactResult, PlacementFailure, ReservedStart, SchedulerResponse
+from legionrm.models import EnactResult, Holder, PlacementFailure, ReservedStart, SchedulerResponse
 from legionrm.models.schedules import START_SLACK_S
 from legionrm.scheduler.planner import keys_of
 from legionrm.scheduler.ports import EnactorPort
@@ -98,7 +98,8 @@ class AheadStarts:
         held = entry.held
         assert held is not None
         tokens = list(held.host_tokens.values())
-        holder = tokens[0].holder if tokens else None
+        ident = entry.request.identity
+        holder = tokens[0].holder if tokens else Holder(user=ident.user, groups=ident.groups)
         args = {k: dict(o.args) for o, keys in zip(entry.request.objects, keys_of(entry.request)) if o.args
                 for k in keys}
         return ReservedStart.model_construct(
