@@ -15,6 +15,7 @@ gives the tokens back when a reserved request is cancelled.  Pure; no Ray.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from typing import Callable, Iterable
 
@@ -51,12 +52,11 @@ class AheadStarts:
     def reserve(self, entry: Entry, result: EnactResult, masters: int) -> str:
         """Keep ``result``'s tokens with ``entry`` and move it to ``reserved``;
         returns the message prefix of the Scheduler's answer."""
-        start = entry.request.start or 0.0
         hosts = ",".join(sorted({p.host for p in result.placements}))
         entry.held = result
-        why = f"reserved on {hosts} from {start:.0f} (master {(result.master or 0) + 1} of {masters})"
-        self.book.move(entry, "reserved", why)
-        return f"reserved, starts at {start:.0f}: "
+        when = utc(entry.request.start or 0.0)
+        self.book.move(entry, "reserved", f"reserved on {hosts} from {when} (master {(result.master or 0) + 1} of {masters})")
+        return f"reserved on {hosts}, starts at {when}: "
 
     def due(self, entries: Iterable[Entry], now: float) -> list[Entry]:
         """The reserved requests whose start is at or before ``now``, earliest first."""
@@ -74,13 +74,13 @@ class AheadStarts:
             self.release(entry)
             return self._fail(entry, [PlacementFailure(
                 key="*", resource="scheduler", code=EXPIRED, stage="start",
-                reason=f"its advance reservations expired unused: start {start:.0f} passed {now - start:.0f}s ago "
+                reason=f"its advance reservations expired unused: start {utc(start)} passed {now - start:.0f}s ago "
                        f"(at most {self.slack_s:g}s)")])
         result = self.enactor().start_reserved(self._held(entry))
         if not result.ok:
             return self._fail(entry, [f for a in result.attempts for f in a.failures])
         self.book.attach(entry, result.instances)
-        self.book.move(entry, "running", f"started at its start time {start:.0f}")
+        self.book.move(entry, "running", f"started at its start time {utc(start)}")
         where = ", ".join(f"{i.instance_id}@{i.host}" for i in result.instances)
         return SchedulerResponse(request_id=entry.id, ok=True, instances=result.instances, enact=result,
                                  message=f"started: {where}", state=entry.state)
@@ -113,3 +113,8 @@ class AheadStarts:
             self.book_back(entry)
         return SchedulerResponse(request_id=entry.id, ok=False, failures=tuple(failures), message=msg,
                                  state=entry.state)
+
+
+def utc(t: float) -> str:
+    """A time as people read it in a reason: ``2026-11-24T09:00:00Z``."""
+    return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -159,7 +159,7 @@ def cli_explain(args: argparse.Namespace) -> int:
 
 
 def follow(scheduler: Any, request_id: str, timeout_s: float, out: Any = sys.stderr) -> RequestInfo:
-    """Poll a request until it runs or ends (or ``timeout_s``), with one
+    """Poll a request until it runs, is reserved ahead, or ends (or ``timeout_s``), with one
     progress line that rewrites itself; returns its last info."""
     deadline = time.monotonic() + timeout_s
     last = ""
@@ -170,7 +170,7 @@ def follow(scheduler: Any, request_id: str, timeout_s: float, out: Any = sys.std
             out.write("\r\033[K" + line[:200])
             out.flush()
         last = line
-        if info.state == "running" or info.state in FINAL_STATES or time.monotonic() > deadline:
+        if info.state in ("running", "reserved") or info.state in FINAL_STATES or time.monotonic() > deadline:
             if out.isatty():
                 out.write("\r\033[K")
             return info

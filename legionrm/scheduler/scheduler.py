@@ -468,7 +468,7 @@ class Scheduler:
                    result: EnactResult | None, prefix: str) -> SchedulerResponse:
         where = ", ".join(f"{i.instance_id}@{i.host}" for i in instances)
         return SchedulerResponse(request_id=entry.id, ok=True, instances=tuple(instances), masters=masters,
-                                 enact=result, message=prefix + where, state=entry.state)
+                                 enact=result, message=(prefix + where).rstrip(": "), state=entry.state)
 
     # --- helpers --------------------------------------------------------------
 
