@@ -53,6 +53,20 @@ def encode(dims: tuple[str, ...], times: np.ndarray, usage: np.ndarray) -> dict[
     return {CALENDAR: json.dumps(body, separators=(",", ":")), CALENDAR_STEPS: int(len(times))}
 
 
+class Publisher:
+    """One resource's calendar attributes, encoded again only when its steps
+    changed (:meth:`~legionrm.hostobj.calendar.Calendar.steps` gives the same
+    arrays back while they hold)."""
+
+    def __init__(self) -> None:
+        self._last: tuple[np.ndarray, dict[str, AttrValue]] | None = None
+
+    def attrs(self, dims: tuple[str, ...], times: np.ndarray, usage: np.ndarray) -> dict[str, AttrValue]:
+        if self._last is None or self._last[0] is not times:
+            self._last = (times, encode(dims, times, usage))
+        return self._last[1]
+
+
 def decode(text: AttrValue | None) -> Steps | None:
     """The steps in a ``calendar`` attribute, or None when absent or malformed
     (a planner then treats the resource as holding what it holds now)."""

@@ -24,7 +24,7 @@ from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 
-from legionrm.ahead.steps import MAX_STEPS, beat, encode
+from legionrm.ahead.steps import MAX_STEPS, Publisher, beat
 from legionrm.hostobj import codes, tokens
 from legionrm.hostobj.calendar import Calendar, State
 from legionrm.hostobj.durable import abandon
@@ -88,6 +88,7 @@ class ResourceObject:
         self.sink: CollectionSink = sink if sink is not None else NullSink()  # an empty Collection is falsy
         self.retain_s = retain_s
         self.calendar = Calendar(self._vector(capacity, exclusive_ok=False), self.dims)
+        self._calendar_out = Publisher()  # the calendar ahead, as heartbeats carry it
         self._by_token: dict[str, Reservation] = {}
         self._grants = itertools.count(1)  # serial of each grant: token ids are never reissued
         self._by_request: dict[str, Reservation] = {}
@@ -336,7 +337,7 @@ class ResourceObject:
         nxt = self.calendar.next_event_time(now)
         if nxt is not None:  # absent = nothing booked ahead (the scheduler's calendar filter reads it)
             attrs["next_event"] = float(nxt)
-        attrs.update(encode(self.dims, *self.calendar.steps(now, MAX_STEPS)))  # the planner's calendar ahead
+        attrs.update(self._calendar_out.attrs(self.dims, *self.calendar.steps(now, MAX_STEPS)))  # the planner's, ahead
         attrs["owner_policies"] = self._policy_count()
         if self.policy is not None:
             attrs["policy"] = self.policy.name

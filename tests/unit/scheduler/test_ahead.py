@@ -242,3 +242,13 @@ def test_past_the_step_limit_the_calendar_shows_full() -> None:
 @pytest.mark.parametrize("text", ["", "{", '{"dims":["cpus"],"t":[2,1],"u":[[0],[1]]}', '{"t":[1]}', 7])
 def test_a_malformed_calendar_reads_as_none(text) -> None:
     assert decode(text) is None
+
+
+def test_the_steps_are_reused_until_a_booking_changes_or_time_reaches_the_next_step() -> None:
+    cal = Calendar([4.0])
+    cal.add("a", [1.0], 10.0, 20.0)
+    first = cal.steps(0.0)
+    assert cal.steps(5.0)[0] is first[0]  # nothing changed before t=10: the same steps (t[0] <= now)
+    assert cal.steps(10.0)[0] is not first[0] and cal.steps(10.0)[0].tolist() == [10.0, 20.0]
+    cal.add("b", [1.0], 30.0, 40.0)
+    assert cal.steps(10.0)[0].tolist() == [10.0, 20.0, 30.0, 40.0]
