@@ -65,7 +65,9 @@ class AheadStarts:
 
     def start(self, entry: Entry, now: float) -> SchedulerResponse:
         """Start ``entry``'s instances with its held tokens (running), or fail
-        it: expired (``now`` past its start plus the slack) or refused."""
+        it: expired (``now`` past its start plus the slack) or refused.  An
+        enactor that raises leaves it reserved (the next tick tries again,
+        until the slack runs out)."""
         start = entry.request.start or 0.0
         if entry.held is None:
             return self._fail(entry, [PlacementFailure(key="*", resource="scheduler", code=START_FAILED, stage="start",
@@ -76,9 +78,15 @@ class AheadStarts:
                 key="*", resource="scheduler", code=EXPIRED, stage="start",
                 reason=f"its advance reservations expired unused: start {utc(start)} passed {now - start:.0f}s ago "
                        f"(at most {self.slack_s:g}s)")])
-        result = self.enactor().start_reserved(self._held(entry))
+        try:
+            result = self.enactor().start_reserved(self._held(entry))
+        except Exception as exc:  # noqa: BLE001 - a broken enactor: stay reserved, the next tick tries again
+            log.warning("starting reserved request %s failed; tried again next tick", entry.id, exc_info=True)
+            return SchedulerResponse(request_id=entry.id, ok=False, message=f"{type(exc).__name__}: {exc}"[:300],
+                                     state=entry.state)
         if not result.ok:
             return self._fail(entry, [f for a in result.attempts for f in a.failures])
+        entry.held = None  # its tokens now belong to its instances
         self.book.attach(entry, result.instances)
         self.book.move(entry, "running", f"started at its start time {utc(start)}")
         where = ", ".join(f"{i.instance_id}@{i.host}" for i in result.instances)
@@ -86,8 +94,10 @@ class AheadStarts:
                                  message=f"started: {where}", state=entry.state)
 
     def release(self, entry: Entry) -> None:
-        """Cancel every token ``entry`` holds (best effort: tokens expire anyway)."""
-        if entry.held is None:
+        """Cancel every token a reserved ``entry`` holds (best effort: tokens
+        expire anyway).  Nothing for any other request (a started one's
+        tokens belong to its instances)."""
+        if entry.held is None or entry.state != "reserved":
             return
         try:
             self.enactor().start_reserved(self._held(entry, release=True))

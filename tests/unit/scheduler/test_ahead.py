@@ -252,3 +252,32 @@ def test_the_steps_are_reused_until_a_booking_changes_or_time_reaches_the_next_s
     assert cal.steps(10.0)[0] is not first[0] and cal.steps(10.0)[0].tolist() == [10.0, 20.0]
     cal.add("b", [1.0], 30.0, 40.0)
     assert cal.steps(10.0)[0].tolist() == [10.0, 20.0, 30.0, 40.0]
+
+
+def test_a_broken_enactor_at_the_start_leaves_it_reserved_and_the_next_tick_starts_it() -> None:
+    s, clock = system(hosts=1)
+    s.scheduler.scheduleObjects(req("flaky", start=clock() + 60))
+    real = s.scheduler.getEnactor()
+
+    class Broken:
+        def start_reserved(self, held):
+            raise RuntimeError("enactor down")
+
+    s.scheduler.setEnactor(Broken())
+    clock.advance(60)
+    s.tick()
+    assert state(s, "flaky") == "reserved"
+    s.scheduler.setEnactor(real)
+    clock.advance(5)
+    s.tick()
+    assert state(s, "flaky") == "running"
+
+
+def test_cancelling_a_request_that_started_from_a_reservation_stops_its_instances() -> None:
+    s, clock = system(hosts=1)
+    s.scheduler.scheduleObjects(req("r", start=clock() + 60))
+    clock.advance(60)
+    s.tick()
+    assert state(s, "r") == "running" and s.scheduler.book.get("r").held is None
+    assert s.scheduler.cancel("r").state == "cancelled"
+    assert s.host("h0").list_instances() == [] and books_balance(s) == []
