@@ -272,7 +272,7 @@ class Planner:
                 code="access.denied", reason=f"does not accept user {caller.user!r} with class {obj.class_name!r}",
                 by=QUERY_FILTER)),
         ]
-        ctx = PlanContext(obj, self.classes.get(obj.class_name), float(snap.now), snap)
+        ctx = PlanContext(obj, self.classes.get(obj.class_name), float(snap.now) if ahead is None else ahead, snap)
         table = base if ahead is None else window_table(base, snap, ahead, ahead + (obj.walltime_s or INF))
         outcome = run_filters(ctx, table.take(np.flatnonzero(accepting)), self.filters)
         outcome.drops[:0] = [d for d in query_drops if len(d[0])]

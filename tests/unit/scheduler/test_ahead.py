@@ -281,3 +281,12 @@ def test_cancelling_a_request_that_started_from_a_reservation_stops_its_instance
     assert state(s, "r") == "running" and s.scheduler.book.get("r").held is None
     assert s.scheduler.cancel("r").state == "cancelled"
     assert s.host("h0").list_instances() == [] and books_balance(s) == []
+
+
+def test_a_window_with_no_room_says_so() -> None:
+    s, clock = system(hosts=1)
+    s.scheduler.scheduleObjects(req("first", start=clock() + HOUR))
+    s.heartbeat()
+    r = s.scheduler.scheduleObjects(req("second", start=clock() + HOUR, wait=False))
+    assert r.state == "failed" and "over its window" in r.failures[0].reason
+    assert "over its window" in s.scheduler.explain(req("third", start=clock() + HOUR), "h0")
