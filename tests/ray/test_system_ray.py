@@ -195,7 +195,7 @@ def test_a_reserved_request_starts_at_its_time_and_a_callback_actor_hears_it(sys
             request_id="ray-ahead", identity=Identity(user="fay"), start=start, walltime_s=2,
             objects=(ObjectRequest(class_name="Echo", cpus=0.5, memory_gb=0.1, constraint='$name == "ray-a"'),)))
         assert (r.ok, r.state) == (True, "reserved"), r.message
-        tid = call(system.scheduler.register_trigger.remote("ray-ahead", ["started", "ended"], inbox, "on_event"))
+        tid = system.subscribe("ray-ahead", ["started", "ended"], inbox)
         assert any(t.start == start for t in call(system.nodes["ray-a"].reservations.remote()))  # the hold
         deadline = time.time() + 30
         while time.time() < deadline and ("ended", True) not in call(inbox.got.remote()):
@@ -203,8 +203,8 @@ def test_a_reserved_request_starts_at_its_time_and_a_callback_actor_hears_it(sys
         assert call(inbox.got.remote()) == [("started", False), ("started", True), ("ended", False), ("ended", True)]
         info = call(system.scheduler.request_info.remote("ray-ahead"))
         assert info.state == "completed" and info.instances[0].started_at >= start
-        assert [e.status for e in call(system.scheduler.events_since.remote("ray-ahead", 0))][-3:] == [
+        assert [e.status for e in system.events_since("ray-ahead")][-3:] == [
             "started", "ended", "ended"]
-        assert call(system.scheduler.remove_trigger.remote(tid)) is True
+        assert system.unsubscribe(tid) is True
     finally:
         ray.kill(inbox)
