@@ -19,7 +19,13 @@ import datetime as dt
 import logging
 from typing import Callable, Iterable
 
-from legionrm.models import EnactResult, Holder, PlacementFailure, ReservedStart, SchedulerResponse
+from legionrm.models import (
+    EnactResult,
+    Holder,
+    PlacementFailure,
+    ReservedStart,
+    SchedulerResponse,
+)
 from legionrm.models.schedules import START_SLACK_S
 from legionrm.scheduler.planner import keys_of
 from legionrm.scheduler.ports import EnactorPort

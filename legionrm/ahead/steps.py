@@ -50,7 +50,7 @@ def encode(dims: tuple[str, ...], times: np.ndarray, usage: np.ndarray) -> dict[
         return {}
     body = {"dims": list(dims), "t": [round(float(x), 3) for x in times],
             "u": [[round(float(v), 6) for v in row] for row in usage]}
-    return {CALENDAR: json.dumps(body, separators=(",", ":")), CALENDAR_STEPS: int(len(times))}
+    return {CALENDAR: json.dumps(body, separators=(",", ":")), CALENDAR_STEPS: len(times)}
 
 
 class Publisher:

@@ -9,7 +9,14 @@ import pytest
 from legionrm.enactor.enactor import Enactor
 from legionrm.enactor.fakes import FakeClock, FakeGateway
 from legionrm.enactor.held import MISSING
-from legionrm.models import EnactRequest, Holder, MasterSchedule, Placement, ReservedStart, Resources
+from legionrm.models import (
+    EnactRequest,
+    Holder,
+    MasterSchedule,
+    Placement,
+    ReservedStart,
+    Resources,
+)
 
 HOLDER = Holder(user="alice", enactor="scheduler")
 

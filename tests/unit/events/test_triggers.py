@@ -12,7 +12,15 @@ from hypothesis import strategies as st
 from legionrm.errors import SchedulingError
 from legionrm.events.triggers import EVERY, STATUSES, Triggers
 from legionrm.inprocess import LocalSystem
-from legionrm.models import ClassSpec, ClusterSpec, HostSpec, Identity, ObjectRequest, SchedulingRequest, StatusEvent
+from legionrm.models import (
+    ClassSpec,
+    ClusterSpec,
+    HostSpec,
+    Identity,
+    ObjectRequest,
+    SchedulingRequest,
+    StatusEvent,
+)
 from legionrm.testing import FakeClock
 
 SUBJECTS = ("r1", "r2", "i1", EVERY)

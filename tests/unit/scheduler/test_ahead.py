@@ -17,7 +17,14 @@ from legionrm.ahead.steps import decode, encode
 from legionrm.errors import ConfigError, SchedulingError
 from legionrm.hostobj.calendar import Calendar
 from legionrm.inprocess import LocalSystem
-from legionrm.models import ClassSpec, ClusterSpec, HostSpec, Identity, ObjectRequest, SchedulingRequest
+from legionrm.models import (
+    ClassSpec,
+    ClusterSpec,
+    HostSpec,
+    Identity,
+    ObjectRequest,
+    SchedulingRequest,
+)
 from legionrm.models.schedules import MAX_AHEAD_S, START_SLACK_S
 from legionrm.request_file import parse_request
 from legionrm.scheduler.audit import audit, views_of
