@@ -201,3 +201,19 @@ def test_a_user_subscribes_to_their_own_work_only_and_an_admin_to_all() -> None:
     assert w.door.remove_trigger(mine, w.proof(w.alice, "remove_trigger", {"trigger_id": mine}))
     seen = w.door.events_since("a1", 0, w.proof(w.alice, "events_since", {"request_id": "a1", "cursor": 0}))
     assert seen[-1].status == "cancelled"
+
+
+@pytest.mark.parametrize("how, instance_status, request_status", [
+    pytest.param("lost", "host_lost", "failed", id="host-lost"),
+    pytest.param("ended", "ended", "ended", id="ended"),
+])
+def test_an_instance_end_fires_its_status_then_its_requests(how: str, instance_status: str, request_status: str) -> None:
+    s = LocalSystem(ClusterSpec(hosts=(HostSpec(name="h0", attributes={"cpus": 4, "memory_gb": 16}),),
+                                classes=(ClassSpec(name="W"),)), clock=FakeClock())
+    rec = Recorder()
+    s.scheduler.triggers.register(EVERY, ("host_lost", "ended", "failed"), rec)
+    s.scheduler.scheduleObjects(SchedulingRequest(request_id="r", identity=Identity(user="a"),
+                                                  objects=(ObjectRequest(class_name="W", cpus=1, memory_gb=1),)))
+    [iid] = s.scheduler.instances
+    s.scheduler.instance_ended(iid, "the host is gone", how)
+    assert [(e.status, e.object_id) for e in rec.got] == [(instance_status, iid), (request_status, None)]
