@@ -6,6 +6,9 @@ The file is a :class:`~legionrm.models.SchedulingRequest` with one
     request_id = "nightly-1"          # optional: generated when absent
     pool = "/research"                # optional: the resource pool, default "/"
     activate = []                     # optional: existing objects to activate
+    start_in = 3600                   # optional: start in an hour (or start = 2026-11-24T09:00:00Z,
+                                      # or seconds since the epoch): an advance reservation
+    walltime_s = 1800                 # optional: every object's walltime unless it gives its own
 
     [identity]
     user = "alice"
@@ -25,7 +28,9 @@ the key; a MIL constraint that does not parse names its position.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -33,7 +38,7 @@ from typing import Any
 from legionrm.errors import ConfigError, MILError
 from legionrm.mil import compile_query
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
-from legionrm.models.schedules import MAX_INSTANCES, MAX_OBJECTS
+from legionrm.models.schedules import MAX_AHEAD_S, MAX_INSTANCES, MAX_OBJECTS, start_problem
 from legionrm.tomlio import (
     MAX_INT,
     MAX_TEXT,
@@ -46,17 +51,20 @@ from legionrm.tomlio import (
     tables,
 )
 
-TOP_KEYS = ("request_id", "pool", "activate", "identity", "object", "wait")
+TOP_KEYS = ("request_id", "pool", "activate", "identity", "object", "wait", "start", "start_in", "walltime_s")
 NUMBERS = {"count": int, "cpus": float, "memory_gb": float, "gpus": int, "storage_gb": float, "walltime_s": float,
            "priority": int, "weight": float}
 """The numeric keys of an ``[[object]]`` table (a boolean is not a number; nan and inf are refused)."""
 STRINGS = ("class_name", "constraint", "vault_constraint", "placement", "ducc_class")
 
 
-def parse_request(doc: dict[str, Any], *, file: str = "<memory>") -> SchedulingRequest:
+def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | None = None) -> SchedulingRequest:
     """A validated request from a parsed TOML document.  Raises ConfigError.
 
-    At most ``MAX_OBJECTS`` ``[[object]]`` tables, ``MAX_INSTANCES`` instances
+    ``start`` (a date-time with its zone, or seconds since the epoch) or
+    ``start_in`` (seconds from ``now``, default the wall clock) asks for an
+    advance reservation; it must not be in the past (beyond a minute) nor more
+    than a year ahead, and needs a walltime.  At most ``MAX_OBJECTS`` ``[[object]]`` tables, ``MAX_INSTANCES`` instances
     in all, and ``10 * MAX_OBJECTS`` objects to activate."""
     check_keys(doc, TOP_KEYS, file=file, where="")
     ident = require(doc, "identity", dict, file=file, where="")
@@ -89,11 +97,40 @@ def parse_request(doc: dict[str, Any], *, file: str = "<memory>") -> SchedulingR
     if not objects and not activate:
         raise ConfigError("the request asks for nothing: add an [[object]] table or an activate list", file=file)
     rid = expect(doc, "request_id", str, None, file=file, where="") or f"req-{uuid.uuid4().hex[:12]}"
+    walltime = expect(doc, "walltime_s", float, None, file=file, where="")
+    start = _start(doc, time.time() if now is None else now, file=file)
+    if start is not None and walltime is None and any(o.walltime_s is None for o in objects):
+        raise ConfigError("a request with a start needs a walltime: give walltime_s here or in every [[object]]",
+                          file=file, key="walltime_s")
     return model(SchedulingRequest, dict(
         request_id=rid, identity=identity, pool=expect(doc, "pool", str, "/", file=file, where=""),
         wait=expect(doc, "wait", bool, True, file=file, where=""),
-        objects=tuple(objects), activate=tuple(activate),
+        objects=tuple(objects), activate=tuple(activate), start=start, walltime_s=walltime,
     ), file=file, where="")
+
+
+def _start(doc: dict[str, Any], now: float, *, file: str) -> float | None:
+    """The absolute start time ``start`` or ``start_in`` asks for (None: now), checked."""
+    if "start" in doc and "start_in" in doc:
+        raise ConfigError("give start or start_in, not both", file=file, key="start_in")
+    if "start_in" in doc:
+        key, start_in = "start_in", expect(doc, "start_in", float, None, file=file, where="")
+        if not 0 <= start_in <= MAX_AHEAD_S:
+            raise ConfigError(f"must be 0 to {MAX_AHEAD_S:g} seconds", file=file, key="start_in")
+        start = now + start_in
+    elif "start" in doc:
+        key, value = "start", expect(doc, "start", (float, dt.datetime), None, file=file, where="")
+        if isinstance(value, dt.datetime):
+            if value.tzinfo is None:
+                raise ConfigError("a date-time needs its time zone (e.g. 2026-11-24T09:00:00Z)", file=file, key="start")
+            value = value.timestamp()
+        start = float(value)
+    else:
+        return None
+    why = start_problem(start, now)
+    if why is not None:
+        raise ConfigError(why, file=file, key=key)
+    return start
 
 
 def _args(t: dict[str, Any], *, file: str, where: str) -> None:

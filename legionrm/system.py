@@ -50,6 +50,7 @@ from legionrm.models import (  # noqa: E402
     Refusal,
     SchedulerResponse,
     SchedulingRequest,
+    StatusEvent,
 )
 from legionrm.naming import (  # noqa: E402
     COLLECTION,
@@ -266,6 +267,25 @@ class System:
     def object_status(self, object_id: str) -> ObjectStatus | Refusal:
         """Where the object is now: running (its instance) or inert (its vault)."""
         return self._signed("object_status", {"object_id": object_id})
+
+    def subscribe(self, subject: str, statuses: list[str], handle: Any, method: str = "on_event",
+                  timeout: float = 30.0) -> str:
+        """Call ``handle.method(event)`` (a :class:`~legionrm.models.StatusEvent`)
+        for each of ``statuses`` (none: all) of ``subject``: a request id, an
+        instance id, or ``*``; returns the trigger id (:meth:`unsubscribe`)."""
+        proof = None if self.signer is None else self.signer.sign(
+            "register_trigger", {"subject": subject, "statuses": list(statuses)})
+        return call(self.scheduler.register_trigger.remote(subject, list(statuses), handle, method, proof=proof), timeout)
+
+    def unsubscribe(self, trigger_id: str, timeout: float = 30.0) -> bool:
+        proof = None if self.signer is None else self.signer.sign("remove_trigger", {"trigger_id": trigger_id})
+        return call(self.scheduler.remove_trigger.remote(trigger_id, proof=proof), timeout)
+
+    def events_since(self, request_id: str, cursor: int = 0, timeout: float = 30.0) -> list[StatusEvent]:
+        """``request_id``'s status events after ``cursor`` (each event's ``seq`` is the next cursor)."""
+        proof = None if self.signer is None else self.signer.sign(
+            "events_since", {"request_id": request_id, "cursor": cursor})
+        return call(self.scheduler.events_since.remote(request_id, cursor, proof=proof), timeout)
 
     def query(self, text: str, caller: Identity | None = None) -> QueryResult:
         if self.signer is None:

@@ -37,10 +37,10 @@ class RemoteSink:
     def join(self, record: ResourceRecord) -> None:
         self._h.join.remote(record, proof=self._proof(record.name, "join", {"record": record}))
 
-    def update(self, name: str, attrs: dict[str, AttrValue]) -> None:
+    def update(self, name: str, attrs: dict[str, AttrValue | None]) -> None:
         self._h.update.remote(name, attrs, proof=self._proof(name, "update", {"name": name, "attrs": dict(attrs or {})}))
 
-    def update_many(self, updates: list[tuple[str, dict[str, AttrValue]]]) -> None:
+    def update_many(self, updates: list[tuple[str, dict[str, AttrValue | None]]]) -> None:
         if not self.signers:
             self._h.update_many.remote(updates)
             return

@@ -128,12 +128,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     ls = add("list", "requests on the running system, oldest first")
     ls.add_argument("--user", help="only this user's requests")
-    ls.add_argument("--state", choices=["pending", "admitted", "placing", "running", "completed", "failed", "cancelled"],
+    ls.add_argument("--state", choices=["pending", "admitted", "placing", "reserved", "running", "completed", "failed",
+                                        "cancelled"],
                     help="only requests in this state")
     address(ls)
     json_flag(ls)
     sw = add("show", "one request's history, instances and failures")
     sw.add_argument("id", help="the request id")
+    sw.add_argument("--follow", action="store_true",
+                    help="then print each status change as one line until the request ends (Ctrl-C stops)")
+    sw.add_argument("--timeout", type=float, default=None, metavar="S", help="stop following after S seconds")
     address(sw)
     json_flag(sw)
     ca = add("cancel", "cancel a request: stop its instances, book everything back")

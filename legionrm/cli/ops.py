@@ -85,7 +85,8 @@ def cli_status(args: argparse.Namespace) -> int:
 
 def cli_submit(args: argparse.Namespace) -> int:
     """``legionrm submit REQUEST.toml``: scheduleObjects on the running system.
-    Exit 0 when every instance runs, 1 when the request failed (each
+    Exit 0 when every instance runs (or, for a request with a start ahead,
+    every host is reserved), 1 when the request failed (each
     placement's failure is printed), 2 for a bad file."""
 
     request = load_request(args.request)  # checked before touching Ray
@@ -95,7 +96,7 @@ def cli_submit(args: argparse.Namespace) -> int:
     response: SchedulerResponse = call(scheduler.scheduleObjects.remote(request, proof=proof), 300)
     if getattr(args, "wait", False) and response.state == "pending":
         info = follow(scheduler, request.request_id, args.wait_timeout)
-        response = response.model_copy(update={"ok": info.state == "running", "state": info.state,
+        response = response.model_copy(update={"ok": info.state in ("running", "reserved"), "state": info.state,
                                                 "message": info.reason})
     if args.json:
         print(response.model_dump_json(indent=2))

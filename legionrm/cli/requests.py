@@ -1,6 +1,7 @@
-"""The commands about requests on a running system: ``list``, ``show``,
-``cancel``, ``explain``, following a submitted request (``submit --wait``),
-and moving a request's objects: ``deactivate``, ``activate``, ``migrate``.
+"""The commands about requests on a running system: ``list``, ``show``
+(``--follow``: its status changes as they come), ``cancel``, ``explain``,
+following a submitted request (``submit --wait``), and moving a request's
+objects: ``deactivate``, ``activate``, ``migrate``.
 
 Each answers in a table or one line, or JSON under ``--json``; every call to
 the system has a timeout."""
@@ -11,13 +12,13 @@ import argparse
 import json
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 from rich.console import Console
 from rich.table import Table
 
 from legionrm.cli.output import show, table
-from legionrm.models import FINAL_STATES, ObjectStatus, Refusal, RequestInfo, ScheduleSuite
+from legionrm.models import FINAL_STATES, ObjectStatus, Refusal, RequestInfo, ScheduleSuite, StatusEvent
 from legionrm.naming import SCHEDULER, require_actor
 from legionrm.request_file import load_request
 from legionrm.system import call, init_connect, proof_for
@@ -47,17 +48,25 @@ def request_json(info: RequestInfo) -> dict[str, Any]:
         "id": info.id, "user": info.user, "state": info.state, "reason": info.reason,
         "classes": list(info.classes), "count": info.count, "pool": info.pool,
         "instances": [{"id": i.id, "host": i.host, "state": i.state} for i in info.instances],
-        "submitted": info.submitted, "earliest_start": info.earliest_start,
+        "submitted": info.submitted, "earliest_start": info.earliest_start, "start": info.start,
     }
+
+
+def _starts(info: RequestInfo, now: float) -> str:
+    """When a request asked to start: ``in 59m`` ahead, ``2m ago`` after, ``-`` for as soon as possible."""
+    if info.start is None:
+        return "-"
+    return f"in {_age(now, info.start)}" if info.start > now else f"{_age(info.start, now)} ago"
 
 
 def request_table(infos: list[RequestInfo], now: float) -> Table:
     """The requests in the house table style (fits the terminal, never cuts a header)."""
-    t = table(None, ("id", "state", "user", "class", "count", "where", "age", "reason"), right=("count", "age"))
+    t = table(None, ("id", "state", "user", "class", "count", "where", "age", "start", "reason"),
+              right=("count", "age"))
     for i in infos:
         where = ",".join(sorted({x.host for x in i.instances if x.state == "running"})) or "-"
         t.add_row(i.id, i.state, i.user, ",".join(i.classes), str(i.count), where, _age(i.submitted, now),
-                  i.reason or "-")
+                  _starts(i, now), i.reason or "-")
     return t
 
 
@@ -76,14 +85,27 @@ def cli_list(args: argparse.Namespace) -> int:
 
 
 def cli_show(args: argparse.Namespace) -> int:
-    """``legionrm show ID [--json]``: one request's history, instances and failures."""
-    info = request_info(_scheduler(args), args.id)
+    """``legionrm show ID [--json] [--follow [--timeout S]]``: one request's
+    history, instances and failures; with ``--follow`` then each status
+    change as one line (a JSON object per line under ``--json``) until the
+    request ends, ``--timeout`` passes or Ctrl-C."""
+    sched = _scheduler(args)
+    info = request_info(sched, args.id)
+    if getattr(args, "follow", False):
+        def fetch(cursor: int) -> list[StatusEvent]:
+            proof = proof_for(sched, "events_since", {"request_id": args.id, "cursor": cursor})
+            return call(sched.events_since.remote(args.id, cursor, proof=proof), CALL_TIMEOUT_S)
+        return follow_events(fetch, args.timeout, as_json=args.json,
+                             ended=lambda: request_info(sched, args.id).state in FINAL_STATES)
     if args.json:
         print(info.model_dump_json(indent=2))
         return 0
     console = Console()
     console.print(f"[bold]{info.id}[/] {info.state} ({info.user}, {info.count} x {','.join(info.classes)}, "
                   f"pool {info.pool})" + (f": {info.reason}" if info.reason else ""))
+    if info.start is not None:
+        console.print(f"  start {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(info.start))} "
+                      f"({_starts(info, time.time())})", highlight=False)
     t0 = info.submitted
     for e in info.history:
         console.print(f"  +{e.at - t0:8.2f}s  {e.state:<10} {e.reason}", highlight=False)
@@ -161,7 +183,7 @@ def cli_explain(args: argparse.Namespace) -> int:
 
 
 def follow(scheduler: Any, request_id: str, timeout_s: float, out: Any = sys.stderr) -> RequestInfo:
-    """Poll a request until it runs or ends (or ``timeout_s``), with one
+    """Poll a request until it runs, is reserved ahead, or ends (or ``timeout_s``), with one
     progress line that rewrites itself; returns its last info."""
     deadline = time.monotonic() + timeout_s
     last = ""
@@ -172,8 +194,49 @@ def follow(scheduler: Any, request_id: str, timeout_s: float, out: Any = sys.std
             out.write("\r\033[K" + line[:200])
             out.flush()
         last = line
-        if info.state == "running" or info.state in FINAL_STATES or time.monotonic() > deadline:
+        if info.state in ("running", "reserved") or info.state in FINAL_STATES or time.monotonic() > deadline:
             if out.isatty():
                 out.write("\r\033[K")
             return info
         time.sleep(0.5)
+
+
+ENDING = frozenset({"ended", "failed", "cancelled"})
+"""The request-level statuses after which there is nothing more to follow."""
+
+
+def event_line(e: StatusEvent) -> str:
+    """One status change as ``show --follow`` prints it."""
+    when = time.strftime("%H:%M:%S", time.localtime(e.at))
+    what = f"{e.request_id}" + (f" {e.object_id}" if e.object_id else "")
+    return f"{when}  {e.status:<9} {what}" + (f": {e.reason}" if e.reason else "")
+
+
+def follow_events(fetch: Callable[[int], list[StatusEvent]], timeout_s: float | None, *, as_json: bool = False,
+                  ended: Callable[[], bool] = lambda: False, out: Any = None, poll_s: float = 0.5,
+                  sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> int:
+    """Print each event ``fetch(cursor)`` gives (every one after ``cursor``)
+    as one line, until the request's own event says it ended (0), or a poll
+    brings nothing and ``ended()`` says it has ended anyway (0: its events
+    were not kept, e.g. the Scheduler restarted), or ``timeout_s`` passes (0,
+    with a note on stderr), or Ctrl-C (130, no traceback)."""
+    out = out or sys.stdout
+    deadline = None if timeout_s is None else clock() + timeout_s
+    cursor = 0
+    try:
+        while True:
+            events = fetch(cursor)
+            for e in events:
+                cursor = max(cursor, e.seq)
+                print(e.model_dump_json() if as_json else event_line(e), file=out, flush=True)
+                if e.object_id is None and e.status in ENDING:
+                    return 0
+            if not events and ended():
+                return 0
+            if deadline is not None and clock() >= deadline:
+                print(f"stopped following after {timeout_s:g} s", file=sys.stderr)
+                return 0
+            sleep(poll_s)
+    except KeyboardInterrupt:
+        print("stopped following", file=sys.stderr)
+        return 130

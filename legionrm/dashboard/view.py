@@ -12,7 +12,7 @@ from typing import Any
 
 from legionrm.models import CycleReport, RequestInfo, ResourceRecord, SchedulerStatus
 
-WAITING = ("pending", "admitted", "placing")
+WAITING = ("pending", "admitted", "placing", "reserved")  # reserved: waits for its start time
 """Request states shown as the queue (not running yet, not ended)."""
 
 ENDED = ("completed", "failed", "cancelled")

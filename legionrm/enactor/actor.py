@@ -37,6 +37,7 @@ from legionrm.models import (
     Refusal,
     ReservationRequest,
     ReservationToken,
+    ReservedStart,
     ScheduleProposal,
 )
 from legionrm.naming import class_name, group_name, host_name, named_actor, vault_name
@@ -304,6 +305,14 @@ class EnactorActor:
         result = await asyncio.to_thread(self.core.enact_schedule, request, approve=approve)
         metrics.record_enactment(result)  # placements, and vetoes by code
         return result
+
+    async def start_reserved(self, held: ReservedStart, approver: tuple[Handle, str] | None = None,
+                             proof: Any = None) -> EnactResult:
+        """Start what an advance reservation holds: see :meth:`Enactor.start_reserved`
+        (with authentication on, only the Scheduler's signed call, as ``enact_schedule``)."""
+        if self._signer is not None:
+            self.door.require_system(proof, "start_reserved", {"held": held}, agents=(SCHEDULER,))
+        return await asyncio.to_thread(self.core.start_reserved, held)
 
     async def add_group(self, name: str, handle: Handle, proof: Any = None) -> None:
         """Route placements whose ``group`` is ``name`` to ``handle``.  Idempotent.  An administrator's

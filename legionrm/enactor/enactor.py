@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Literal, Sequence
 
 from legionrm.enactor.gateway import DEAD, CreateItem, ResourceGateway
+from legionrm.enactor.held import start_reserved
 from legionrm.enactor.mapping import (
     Slot,
     apply_delta,
@@ -71,6 +72,7 @@ from legionrm.models import (
     Refusal,
     ReservationRequest,
     ReservationToken,
+    ReservedStart,
     Resources,
     ScheduleAttempt,
     ScheduleProposal,
@@ -171,6 +173,10 @@ class Enactor:
                 self.stats["succeeded"] += int(bool(result and result.ok))
                 self.stats["reservations_made"] += run.made
                 self.stats["thrash"] += run.thrash
+
+    def start_reserved(self, held: ReservedStart) -> EnactResult:
+        """Start (or release) what an advance reservation holds: see :mod:`legionrm.enactor.held`."""
+        return start_reserved(self.gateway, held)
 
     # --- the algorithm ----------------------------------------------------
 
@@ -302,6 +308,7 @@ class Enactor:
                     holder=req.holder,
                     resources=p.resources if kind == "host" else Resources(storage_gb=p.resources.storage_gb),
                     vault=p.vault if kind == "host" else None,
+                    start=req.start,
                     duration_s=by_key(req.duration_s, p),
                     timeout_s=req.timeout_s,
                     attestation=req.attestations.get(sp[0]),

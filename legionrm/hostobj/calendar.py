@@ -53,6 +53,7 @@ class Calendar:
             raise ValueError("dims and capacity differ in length")
         self._bookings: dict[str, Booking] = {}
         self._cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._steps: tuple[int, tuple[np.ndarray, np.ndarray]] | None = None  # (limit, steps) while bookings stay
 
     # --- bookings --------------------------------------------------------------------
 
@@ -88,13 +89,13 @@ class Calendar:
         if self.check(vec, start, stop) != "ok":
             raise ValueError(f"booking {key!r} would overbook {dict(zip(self.dims, vec.tolist()))} at {start}")
         self._bookings[key] = Booking(key, vec, float(start), stop)
-        self._cache = None
+        self._cache = self._steps = None
 
     def remove(self, key: str) -> bool:
         """Drop a booking; False if there was none (idempotent)."""
         if self._bookings.pop(key, None) is None:
             return False
-        self._cache = None
+        self._cache = self._steps = None
         return True
 
     def set_end(self, key: str, end: float | None) -> None:
@@ -110,11 +111,11 @@ class Calendar:
                 self.add(key, b.amount, b.start, stop)
             except ValueError:
                 self._bookings[key] = b  # put it back as it was
-                self._cache = None
+                self._cache = self._steps = None
                 raise
             return
         self._bookings[key] = Booking(key, b.amount, b.start, stop)
-        self._cache = None
+        self._cache = self._steps = None
 
     def prune(self, now: float) -> list[str]:
         """Remove bookings that ended at or before ``now``; returns their keys."""
@@ -122,7 +123,7 @@ class Calendar:
         for k in gone:
             del self._bookings[k]
         if gone:
-            self._cache = None
+            self._cache = self._steps = None
         return gone
 
     # --- questions ---------------------------------------------------------------------
@@ -226,6 +227,36 @@ class Calendar:
             if self.check(vec, float(t), stop) == "ok":
                 return float(t)
         return None
+
+    def steps(self, now: float, limit: int = 64) -> tuple[np.ndarray, np.ndarray]:
+        """Usage from ``now`` on as a step function: times ``t[0] <= now < t[1]
+        < ...`` and the usage (rows, one column per dimension) from each time
+        to the next (the last row lasts for ever).  Only times where usage
+        changes are kept.  Past ``limit`` steps the last kept step is the
+        whole capacity (a planner reading it sees no room rather than room that
+        is not there).  The same arrays come back while no booking changed and
+        ``now`` has not reached ``t[1]`` (a heartbeat re-sends what it sent)."""
+        if self._steps is not None and self._steps[0] == limit:
+            times, usage = self._steps[1]
+            if times[0] <= now and (len(times) == 1 or now < times[1]):
+                return times, usage
+        if not self._bookings:
+            out = (np.array([float(now)]), np.zeros((1, len(self.capacity))))
+            self._steps = (limit, out)
+            return out
+        starts, ends, amounts = self._arrays()
+        later = np.concatenate((starts[starts > now], ends[(ends > now) & np.isfinite(ends)]))
+        points = np.unique(np.concatenate(([float(now)], later)))
+        live = (starts[None, :] <= points[:, None]) & (points[:, None] < ends[None, :])
+        usage = live.astype(float) @ amounts
+        change = np.ones(len(points), dtype=bool)
+        change[1:] = (np.abs(np.diff(usage, axis=0)) > _EPS).any(axis=1)
+        points, usage = points[change], usage[change]
+        if len(points) > limit:
+            points, usage = points[:limit], usage[:limit].copy()
+            usage[-1] = self.capacity
+        self._steps = (limit, (points, usage))
+        return points, usage
 
     # --- internals ------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 from legionrm.hostobj import codes, tokens
 from legionrm.hostobj.host import HostObject
+from legionrm.ahead.steps import beat
 from legionrm.hostobj.resource import CollectionSink, NullSink
 from legionrm.models import (
     AttrValue,
@@ -180,11 +181,11 @@ class HostGroup:
         ``update_many`` call when the sink has one (the Collection actor does),
         else one ``update`` per host."""
         attrs = {name: h.dynamic_attributes() for name, h in self._hosts.items()}
-        batch: Callable[[list[tuple[str, dict[str, AttrValue]]]], Any] | None = getattr(self.sink, "update_many", None)
+        batch: Callable[[list[tuple[str, dict[str, AttrValue | None]]]], Any] | None = getattr(self.sink, "update_many", None)
         not_joined = [h for h in self._hosts.values() if not h.joined]
         for h in not_joined:
             h.join()
-        joined = [(n, a) for n, a in attrs.items() if self._hosts[n] not in not_joined]
+        joined = [(n, beat(a)) for n, a in attrs.items() if self._hosts[n] not in not_joined]
         if batch is not None:
             batch(joined)
         else:

@@ -9,9 +9,9 @@ after which the reservation is released").
 
 ``make_reservation`` runs its checks in a fixed order, and the order is the
 contract: idempotency (a retried request gets the same token) -> the request is
-for this resource, with a finite start (an infinite duration is open-ended) -> capacity and calendar (the base checks, before any owner
-code, so an owner can only refuse what would fit) -> the owner's
-``admit_reservation`` hook -> a signed token.
+for this resource, with a finite start (an infinite duration is open-ended) ->
+capacity and calendar (the base checks, before any owner code, so an owner can
+only refuse what would fit) -> the owner's ``admit_reservation`` -> a token.
 """
 
 from __future__ import annotations
@@ -24,16 +24,11 @@ from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 
+from legionrm.ahead.steps import MAX_STEPS, Publisher, beat
 from legionrm.hostobj import codes, tokens
 from legionrm.hostobj.calendar import Calendar, State
 from legionrm.hostobj.durable import abandon
-from legionrm.hostobj.policies import (
-    ADMIT,
-    Policy,
-    Verdict,
-    ask_owner,
-    owner_attributes,
-)
+from legionrm.hostobj.policies import ADMIT, Policy, Verdict, ask_owner, owner_attributes
 from legionrm.hostobj.records import Reservation, audit_view, forget_after, public
 from legionrm.hostobj.sink import CollectionSink, NullSink
 from legionrm.models import (
@@ -87,6 +82,7 @@ class ResourceObject:
         self.sink: CollectionSink = sink if sink is not None else NullSink()  # an empty Collection is falsy
         self.retain_s = retain_s
         self.calendar = Calendar(self._vector(capacity, exclusive_ok=False), self.dims)
+        self._calendar_out = Publisher()  # the calendar ahead, as heartbeats carry it
         self._by_token: dict[str, Reservation] = {}
         self._grants = itertools.count(1)  # serial of each grant: token ids are never reissued
         self._by_request: dict[str, Reservation] = {}
@@ -134,8 +130,7 @@ class ResourceObject:
             code = codes.POLICY_GROUP
         return self._refuse(code, f"{self.name}'s owner does not admit {who.user!r} (access list)")
 
-    def admits(self, who: Any) -> bool:
-        """Does the owner's access list admit identity ``who`` (what views of this resource check)?"""
+    def admits(self, who: Any) -> bool:  # does the owner's access list admit ``who``? (what views check)
         return self._access_refusal(who) is None
 
     # --- owner hooks (override these; safe defaults) ---------------------------------
@@ -339,6 +334,7 @@ class ResourceObject:
         nxt = self.calendar.next_event_time(now)
         if nxt is not None:  # absent = nothing booked ahead (the scheduler's calendar filter reads it)
             attrs["next_event"] = float(nxt)
+        attrs.update(self._calendar_out.attrs(self.dims, *self.calendar.steps(now, MAX_STEPS)))  # the planner's, ahead
         attrs["owner_policies"] = self._policy_count()
         if self.policy is not None:
             attrs["policy"] = self.policy.name
@@ -399,7 +395,7 @@ class ResourceObject:
         if not self.joined:
             self.join()
         else:
-            self.sink.update(self.name, attrs)
+            self.sink.update(self.name, beat(attrs))
         return attrs
 
     def leave(self) -> None:

@@ -13,11 +13,12 @@ from legionrm.models import AttrValue, ResourceRecord
 
 class CollectionSink(Protocol):
     """Where a resource reports itself: the Collection (or a fake in tests).
-    ``update`` takes a partial attribute dict; the load travels as ``load``."""
+    ``update`` takes a partial attribute dict (None withdraws an attribute);
+    the load travels as ``load``."""
 
     def join(self, record: ResourceRecord) -> Any: ...
 
-    def update(self, name: str, attrs: dict[str, AttrValue]) -> Any: ...
+    def update(self, name: str, attrs: dict[str, AttrValue | None]) -> Any: ...
 
     def leave(self, name: str) -> Any: ...
 
@@ -28,7 +29,7 @@ class NullSink:
     def join(self, record: ResourceRecord) -> None:
         pass
 
-    def update(self, name: str, attrs: dict[str, AttrValue]) -> None:
+    def update(self, name: str, attrs: dict[str, AttrValue | None]) -> None:
         pass
 
     def leave(self, name: str) -> None:

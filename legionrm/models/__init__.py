@@ -39,6 +39,7 @@ from legionrm.models.elastic import (  # noqa: F401
 from legionrm.models.requests import (  # noqa: F401
     FINAL_STATES,
     AuditFinding,
+    EventStatus,
     HeldReservation,
     InstanceInfo,
     InstanceState,
@@ -50,6 +51,7 @@ from legionrm.models.requests import (  # noqa: F401
     ResourceAudit,
     StatusChange,
     StatusKind,
+    StatusEvent,
 )
 from legionrm.models.reservations import (  # noqa: F401
     Holder,
@@ -68,6 +70,7 @@ from legionrm.models.schedules import (  # noqa: F401
     Placement,
     PlacementFailure,
     PlacementMode,
+    ReservedStart,
     ScheduleAttempt,
     ScheduleProposal,
     SchedulerResponse,
@@ -78,6 +81,8 @@ from legionrm.models.schedules import (  # noqa: F401
 __all__ = [
     "FINAL_STATES",
     "AuditFinding",
+    "EventStatus",
+    "StatusEvent",
     "HeldReservation",
     "ResourceAudit",
     "InstanceInfo",
@@ -119,6 +124,7 @@ __all__ = [
     "Refusal",
     "ReservationRequest",
     "ReservationToken",
+    "ReservedStart",
     "ResourceKind",
     "ResourceRecord",
     "Resources",

@@ -11,8 +11,10 @@ from legionrm.models.base import Frozen
 from legionrm.models.reservations import InstanceRef
 from legionrm.models.schedules import PlacementFailure
 
-RequestState = Literal["pending", "admitted", "placing", "running", "completed", "failed", "cancelled"]
-"""``pending -> admitted -> placing -> running -> completed | failed | cancelled``."""
+RequestState = Literal["pending", "admitted", "placing", "reserved", "running", "completed", "failed", "cancelled"]
+"""``pending -> admitted -> placing -> running -> completed | failed | cancelled``;
+a request with a future start goes ``placing -> reserved -> running`` (its
+hosts reserved ahead, its instances started at its start time)."""
 
 FINAL_STATES: tuple[RequestState, ...] = ("completed", "failed", "cancelled")
 
@@ -26,6 +28,27 @@ class RequestEvent(Frozen):
 
     at: float
     state: RequestState
+    reason: str = ""
+
+
+EventStatus = Literal["pending", "admitted", "placing", "reserved", "started", "ended", "failed", "cancelled",
+                     "host_lost", "migrated", "deactivated", "activated"]
+"""What a trigger may wait for: a request's transitions (``running`` is
+``started``, ``completed`` is ``ended``) and its instances' (``started``,
+``ended``, ``host_lost``) and objects' (``migrated``, ``deactivated``,
+``activated``: the object's first instance id names it)."""
+
+
+class StatusEvent(Frozen):
+    """One status change of a request or of one of its instances (``object_id``)."""
+
+    seq: int = 0
+    """Its place in the order of every event the Scheduler fired (a cursor)."""
+    at: float
+    request_id: str
+    user: str
+    status: EventStatus
+    object_id: str | None = None
     reason: str = ""
 
 
@@ -95,6 +118,8 @@ class RequestInfo(Frozen):
     earliest_start: float | None = None
     """For a pending request: no earlier than this can it start (the first
     walltime end among what runs); None when nothing running has a walltime."""
+    start: float | None = None
+    """The start time the request asked for (None: as soon as possible)."""
     instances: tuple[InstanceInfo, ...] = ()
     failures: tuple[PlacementFailure, ...] = ()
     history: tuple[RequestEvent, ...] = Field(default_factory=tuple)

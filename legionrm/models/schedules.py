@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from legionrm.models.base import AttrValue, Frozen, Identity
 from legionrm.models.reservations import (
@@ -28,6 +28,24 @@ MAX_WALLTIME_S = 10 * 366 * 86_400.0
 """The longest walltime: ten years."""
 MAX_PRIORITY = 2**31 - 1
 """Priorities are 32-bit, either sign."""
+START_SLACK_S = 60.0
+"""How far in the past a request's ``start`` may be when it is submitted
+(clocks differ a little); also how long after its start an advance
+reservation waits to be used before it expires."""
+MAX_AHEAD_S = 366 * 86_400.0
+"""The furthest ahead a request may ask to start: a year."""
+
+
+def start_problem(start: float | None, now: float) -> str | None:
+    """Why ``start`` cannot be asked for at ``now`` (None: it can): more
+    than :data:`START_SLACK_S` in the past, or more than :data:`MAX_AHEAD_S` ahead."""
+    if start is None:
+        return None
+    if start < now - START_SLACK_S:
+        return f"start {start:.0f} is {now - start:.0f}s in the past (at most {START_SLACK_S:g}s is allowed)"
+    if start > now + MAX_AHEAD_S:
+        return f"start {start:.0f} is more than {MAX_AHEAD_S / 86_400:.0f} days ahead"
+    return None
 
 
 class ObjectRequest(Frozen):
@@ -78,6 +96,24 @@ class SchedulingRequest(Frozen):
     """When the Enactor reports that every master schedule failed, the
     Scheduler plans afresh (the hosts that refused avoided) and enacts once
     more, up to this many times per attempt."""
+    start: float | None = Field(None, gt=0, allow_inf_nan=False)
+    """When the instances should start (seconds since the epoch); None: now.
+    A future start is an advance reservation: the hosts are reserved now for
+    ``[start, start + walltime)`` and the instances start then.  The
+    Scheduler refuses one in the past or too far ahead (:func:`start_problem`)."""
+    walltime_s: float | None = Field(None, gt=0, le=MAX_WALLTIME_S, allow_inf_nan=False)
+    """The walltime of every object request that gives none of its own.  A
+    request with a ``start`` needs a walltime for every object request."""
+
+    @model_validator(mode="after")
+    def _walltimes(self) -> "SchedulingRequest":
+        if self.walltime_s is not None and any(o.walltime_s is None for o in self.objects):
+            filled = tuple(o if o.walltime_s is not None else o.model_copy(update={"walltime_s": self.walltime_s})
+                           for o in self.objects)
+            object.__setattr__(self, "objects", filled)
+        if self.start is not None and any(o.walltime_s is None for o in self.objects):
+            raise ValueError("a request with a start needs a walltime (walltime_s) for every object")
+        return self
 
 
 class Placement(Frozen):
@@ -200,6 +236,24 @@ class EnactRequest(Frozen):
     attestations: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Per resource name: the Scheduler's attestation of ``holder`` to it
     (what a host that checks identities needs with each reservation)."""
+    start: float | None = None
+    """Reserve from this time (an advance reservation; None: now).  Each
+    token then expires ``timeout_s`` after ``start`` if it is not used."""
+
+
+class ReservedStart(Frozen):
+    """Start (or, with ``release``, give up) what an advance reservation
+    holds: the placements enacted earlier with ``create=False`` and their
+    tokens, per placement key.  ``args`` maps a placement key to its
+    ``create_instance`` arguments."""
+
+    request_id: str
+    holder: Holder
+    placements: tuple[Placement, ...]
+    host_tokens: dict[str, ReservationToken] = Field(default_factory=dict)
+    vault_tokens: dict[str, ReservationToken] = Field(default_factory=dict)
+    args: dict[str, dict[str, AttrValue]] = Field(default_factory=dict)
+    release: bool = False
 
 
 class ScheduleProposal(Frozen):

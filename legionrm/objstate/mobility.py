@@ -124,7 +124,7 @@ class Mobility:
     def __init__(self, scheduler: Scheduler, port: StatePort) -> None:
         self.scheduler, self.port = scheduler, port
         self.changes: collections.deque[StatusChange] = collections.deque(maxlen=CHANGES_KEPT)
-        self.listeners: list[Callable[[StatusChange], None]] = []
+        self.listeners: list[Callable[[StatusChange], None]] = [self._tell_triggers]
         self._serial = itertools.count(1)
         self._lock = threading.Lock()
         self._moving: set[str] = set()
@@ -132,6 +132,13 @@ class Mobility:
         scheduler.on_finish = self.forget
 
     # --- the one place a status change is recorded ----------------------------------------
+
+    def _tell_triggers(self, change: StatusChange) -> None:
+        """The Scheduler's triggers hear every move, as an event of the object's request."""
+        entry = self.scheduler.book.owner_of(change.object_id)
+        if entry is not None:
+            where = f"from {change.from_host} to {change.host}" if change.from_host else (change.host or change.vault)
+            self.scheduler.book.tell(entry, change.kind, change.detail or f"{change.kind} ({where})", change.object_id)
 
     def record(self, kind: StatusKind, object_id: str, user: str, *, instance: InstanceRef | None = None,
                from_host: str | None = None, vault: str | None = None, detail: str = "") -> StatusChange:

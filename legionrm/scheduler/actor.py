@@ -16,10 +16,11 @@ from typing import Any
 import ray
 
 from legionrm.auth import CallSigner, VerifiedCaller, attest, signed
-from legionrm.auth.guard import SCHEDULER as SCHEDULER_AGENT
 from legionrm.auth.actordoor import ActorDoor
+from legionrm.auth.guard import SCHEDULER as SCHEDULER_AGENT
 from legionrm.auth.guard import Guard, load_agent
 from legionrm.collection.actor import RemoteCollection
+from legionrm.events.actor import ActorCallback
 from legionrm.hostobj.actor import RemoteHostPort
 from legionrm.models import (
     AuditFinding,
@@ -35,6 +36,7 @@ from legionrm.models import (
     PlacementFailure,
     Refusal,
     RequestInfo,
+    ReservedStart,
     Resources,
     ScheduleAttempt,
     ScheduleProposal,
@@ -43,13 +45,14 @@ from legionrm.models import (
     ScheduleSuite,
     SchedulingRequest,
     StatusChange,
+    StatusEvent,
 )
 from legionrm.naming import host_name, named_actor
 from legionrm.objstate.actor import RayStatePort
 from legionrm.objstate.mobility import Mobility
 from legionrm.scheduler.audit import audit
 from legionrm.scheduler.build import core_for_cluster
-from legionrm.scheduler.door import SchedulerDoor, own_report, own_status
+from legionrm.scheduler.door import SchedulerDoor, own_report, status_for
 from legionrm.scheduler.elastic import CycleRunner, ElasticCycle, HostStopper
 from legionrm.scheduler.planner import Planner
 from legionrm.scheduler.ports import PoolGate
@@ -102,6 +105,15 @@ class RemoteEnactor:
             why = f"the enactor did not finish: {type(exc).__name__}"
             return EnactResult(ok=False, attempts=(ScheduleAttempt(master=0, deltas_tried=0, succeeded=False, failures=(
                 PlacementFailure(key="*", resource="enactor", code=ENACTOR_LOST, reason=why),)),))
+
+    def start_reserved(self, held: ReservedStart) -> EnactResult:
+        try:
+            proof = signed(self.signer, "start_reserved", {"held": held})
+            return ray.get(self.handle.start_reserved.remote(held, self.approver, proof=proof), timeout=CALL_TIMEOUT_S)
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:
+            return EnactResult(ok=False, attempts=(ScheduleAttempt(master=0, deltas_tried=0, succeeded=False, failures=(
+                PlacementFailure(key="*", resource="enactor", code=ENACTOR_LOST,
+                                 reason=f"the enactor did not start the reservation: {type(exc).__name__}"),)),))
 
 
 ENACTOR_LOST = "enactor.lost"
@@ -379,6 +391,23 @@ class SchedulerActor:
         user = self.door.view_user(proof, "status_changes", {"after": after})
         return [c for c in list(self.mobility.changes) if c.at > after and (user is None or c.user == user)]
 
+    # --- triggers (Legion's monitoring stage) --------------------------------------------
+
+    def register_trigger(self, subject: str, statuses: list[str], handle: Any, method: str = "on_event",
+                         proof: Any = None) -> str:
+        """Call ``handle.method(event)`` for each of ``statuses`` (none: all) of
+        ``subject`` (a request, an instance, or ``*``); returns the trigger id."""
+        return self.door.register_trigger(subject, statuses, ActorCallback(handle, method), proof)
+
+    def remove_trigger(self, trigger_id: str, proof: Any = None) -> bool:
+        return self.door.remove_trigger(trigger_id, proof)
+
+    @ray.method(concurrency_group="control")
+    def events_since(self, request_id: str, cursor: int = 0, proof: Any = None) -> list[StatusEvent]:
+        """A request's status events after ``cursor`` (what ``show --follow`` polls)."""
+        return self.door.events_since(request_id, cursor, proof)
+
+
     def tick(self, proof: Any = None) -> int:
         """Watch and re-plan now (normally the timer does): an administrator's."""
         self.door.require_admin(proof, "tick", {}, "tick")
@@ -472,28 +501,7 @@ class SchedulerActor:
     @ray.method(concurrency_group="control")
     def status(self, proof: Any = None) -> SchedulerStatus:
         """A summary for operators (``legionrm status``); read-only.  A user sees only their own work."""
-        user = self.door.view_user(proof, "status", {})
-        hosts: dict[str, int] = {}
-        for inst in list(self.core.instances.values()):
-            hosts[inst.host] = hosts.get(inst.host, 0) + 1
-        last = self.cycle.last_report
-        report = getattr(self.core.pools, "report", None)
-        states: dict[str, int] = {}
-        for info in self.core.list_requests():
-            states[info.state] = states.get(info.state, 0) + 1
-        full = SchedulerStatus(
-            requests=states,
-            instances=sum(hosts.values()), hosts=hosts, last_cycle=last.cycle if last else 0,
-            elastic={k: j.model_copy(update={"instances": ()}) for k, j in (last.jobs if last else {}).items()},
-            pools={path: {k: v for k, v in entry.items() if k in ("entitlement", "allocation")}
-                   for path, entry in (report() if report else {}).items()},
-        )
-        if user is None:
-            return full
-        mine: dict[str, int] = {}
-        for info in self.core.list_requests(user):
-            mine[info.state] = mine.get(info.state, 0) + 1
-        return own_status(full, user, list(self.core.instances.values()), mine)
+        return status_for(self.core, self.cycle.last_report, self.door.view_user(proof, "status", {}))
 
     # --- the elastic cycle ------------------------------------------------------------------
 

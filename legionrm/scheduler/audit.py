@@ -13,7 +13,8 @@ it changes nothing.  Checked:
 * ``class.count``: each class object counts exactly the Scheduler's running
   instances of that class;
 * ``reservation.unheld``: a reservation still open on a resource belongs to
-  a running instance, or expires within the token timeout;
+  a running instance or to a reserved request (held ahead of its start), or
+  expires within the token timeout;
 * ``resource.unreachable``: a carrier that could not be asked (Ray only);
 * ``pool.allocation``: the pools hold allocations exactly for the requests
   admitted and not finished; ``allotment.held`` likewise for DUCC allotments;
@@ -52,6 +53,8 @@ def audit(scheduler: Scheduler, resources: Iterable[ResourceAudit], classes: Map
     running = {r.instance_id: r for r in scheduler.book.running_instances()}
     known = set(running) | set(also_running)
     on_hosts: dict[str, str] = {}
+    ahead = {t.token_id for e in scheduler.book.entries() if e.state == "reserved" and e.held is not None
+             for t in (*e.held.host_tokens.values(), *e.held.vault_tokens.values())}
     for v in resources:
         if any(u > c + EPS for u, c in zip(v.used, v.capacity)):
             out.append(AuditFinding(code="host.over_capacity", subject=v.name,
@@ -67,7 +70,7 @@ def audit(scheduler: Scheduler, resources: Iterable[ResourceAudit], classes: Map
                 if v.kind == "host" and not set(r.holders) & known:
                     out.append(AuditFinding(code="reservation.unheld", subject=r.token_id,
                                             detail=f"held on {v.name} by {list(r.holders)}, none of them running"))
-            elif r.expires_at > v.now + grace + EPS:
+            elif r.expires_at > v.now + grace + EPS and r.token_id not in ahead:
                 out.append(AuditFinding(code="reservation.unheld", subject=r.token_id,
                                         detail=f"open on {v.name} until {r.expires_at:g}, used by nobody"))
     for iid, ref in running.items():
@@ -87,7 +90,7 @@ def audit(scheduler: Scheduler, resources: Iterable[ResourceAudit], classes: Map
 def _accounts(scheduler: Scheduler, elastic: set[str] | None = None) -> list[AuditFinding]:
     """Pool allocations and allotments held exactly by the admitted requests."""
     out: list[AuditFinding] = []
-    active = {e.id for e in scheduler.book.entries() if e.state in ("admitted", "placing", "running")}
+    active = {e.id for e in scheduler.book.entries() if e.state in ("admitted", "placing", "reserved", "running")}
     held = getattr(scheduler.pools, "held", None)
     if callable(held):
         charged = {rid for rid in held() if not rid.startswith("elastic:")}

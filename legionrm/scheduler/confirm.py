@@ -7,7 +7,14 @@ from __future__ import annotations
 from typing import Callable, Iterable, Mapping
 
 from legionrm.errors import SchedulingError
-from legionrm.models import InstanceRef, PlacementFailure, Refusal, ScheduleProposal, SchedulingRequest
+from legionrm.models import (
+    InstanceRef,
+    PlacementFailure,
+    Refusal,
+    ScheduleProposal,
+    SchedulingRequest,
+)
+from legionrm.models.schedules import start_problem
 
 ACTIVATE_UNKNOWN = "activate.unknown"
 
@@ -42,10 +49,13 @@ def activation(names: Iterable[str], running: Mapping[str, InstanceRef], by: str
     return active, failed
 
 
-def validate_request(request: SchedulingRequest) -> None:
-    """Raise SchedulingError for a request that asks for nothing."""
+def validate_request(request: SchedulingRequest, now: float | None = None) -> None:
+    """Raise SchedulingError for a request that asks for nothing, or (given the
+    clock's ``now``) whose start is too far in the past or the future."""
     if not request.objects and not request.activate:
         raise SchedulingError(f"request {request.request_id!r} asks for nothing (no objects, nothing to activate)")
+    if now is not None and (why := start_problem(request.start, now)) is not None:
+        raise SchedulingError(f"request {request.request_id!r}: {why}")
 
 
 def check_proposal(keys: frozenset[str] | None, proposal: ScheduleProposal, scheduler: str) -> bool | Refusal:

@@ -12,6 +12,10 @@ over the call's name and its arguments; the door verifies it with its
 - ``request_info`` / ``cancel``: only the request's owner (or an admin);
 - ``deactivate`` / ``activate`` / ``migrate`` / ``object_status`` of an object: only the
   owner of the request that made it (or an admin);
+- triggers: a user subscribes only to their own requests and objects (a
+  trigger on ``*`` hears only their own events), reads only their own
+  requests' event streams and removes only their own triggers; an admin
+  (or an agent) any;
 - ``setCollection`` / ``setEnactor``: administrators only;
 - ``approve``: only the Enactor agent;
 - elastic jobs: submitted in the caller's name; completed or updated only by
@@ -36,6 +40,8 @@ from typing import Any
 from legionrm.auth import VerifiedCaller, may_act_on, require_admin
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.auth.guard import ENACTOR, Guard, raise_if_refused
+from legionrm.errors import SchedulingError
+from legionrm.events.triggers import EVERY, Subscriber
 from legionrm.models import (
     CycleReport,
     ElasticJobRequest,
@@ -49,6 +55,7 @@ from legionrm.models import (
     SchedulerStatus,
     ScheduleSuite,
     SchedulingRequest,
+    StatusEvent,
 )
 from legionrm.objstate.mobility import Mobility
 from legionrm.scheduler.scheduler import Scheduler
@@ -132,6 +139,37 @@ class SchedulerDoor:
 
     def object_status(self, object_id: str, proof: Any = None) -> ObjectStatus | Refusal:
         return self._mover(proof, "object_status", {"object_id": object_id}, object_id).status(object_id)
+
+    # --- triggers ------------------------------------------------------------------------
+
+    def register_trigger(self, subject: str, statuses: list[str], subscriber: Subscriber, proof: Any = None) -> str:
+        """A trigger on ``subject`` (a request id, an instance id, or ``*``)
+        for the verified user (an administrator's or an open door's hears every
+        user's events).  SchedulingError for an unknown subject; ValueError
+        for an unknown status; AuthRefusedError for someone else's subject."""
+        who = self.viewer(proof, "register_trigger", {"subject": subject, "statuses": list(statuses)})
+        if subject != EVERY:
+            entry = self.core.book.get(subject) or self.core.book.owner_of(subject)
+            if entry is None:
+                raise SchedulingError(f"no request or object {subject!r} is known to scheduler {self.core.name!r}")
+            if who is not None:
+                raise_if_refused(may_act_on(who, entry.user, admin_may=True))
+        return self.core.triggers.register(subject, statuses, subscriber, user=None if who is None else who.name)
+
+    def remove_trigger(self, trigger_id: str, proof: Any = None) -> bool:
+        """Remove a trigger (its owner or an administrator); False when there was none."""
+        who = self.viewer(proof, "remove_trigger", {"trigger_id": trigger_id})
+        if who is not None and trigger_id in self.core.triggers and self.core.triggers.owner(trigger_id) != who.name:
+            raise AuthRefusedError("auth.not_owner", f"trigger {trigger_id!r} is not {who.name!r}'s", "scheduler")
+        return self.core.triggers.remove(trigger_id)
+
+    def events_since(self, request_id: str, cursor: int = 0, proof: Any = None) -> list[StatusEvent]:
+        """``request_id``'s status events after ``cursor`` (its owner or an admin)."""
+        who = self.caller(proof, "events_since", {"request_id": request_id, "cursor": cursor})
+        info = self.core.request_info(request_id)
+        if who is not None:
+            raise_if_refused(may_act_on(who, info.user, admin_may=True))
+        return self.core.triggers.events_since(request_id, cursor)
 
     # --- administration ----------------------------------------------------------------
 
@@ -226,6 +264,32 @@ class SchedulerDoor:
     def instances(self, proof: Any = None) -> list[InstanceRef]:
         user = self.view_user(proof, "instances", {})
         return [i for i in self.core.instances.values() if user is None or i.user == user]
+
+
+def status_for(core: Any, last: CycleReport | None, user: str | None) -> SchedulerStatus:
+    """The operators' summary of Scheduler ``core`` (``legionrm status``) with
+    the elastic cycle's ``last`` report, as ``user`` may see it (None: all).  Read-only."""
+    hosts: dict[str, int] = {}
+    for inst in list(core.instances.values()):
+        hosts[inst.host] = hosts.get(inst.host, 0) + 1
+    report = getattr(core.pools, "report", None)
+    full = SchedulerStatus(
+        requests=_count_states(core.list_requests()),
+        instances=sum(hosts.values()), hosts=hosts, last_cycle=last.cycle if last else 0,
+        elastic={k: j.model_copy(update={"instances": ()}) for k, j in (last.jobs if last else {}).items()},
+        pools={path: {k: v for k, v in entry.items() if k in ("entitlement", "allocation")}
+               for path, entry in (report() if report else {}).items()},
+    )
+    if user is None:
+        return full
+    return own_status(full, user, list(core.instances.values()), _count_states(core.list_requests(user)))
+
+
+def _count_states(infos: list[Any]) -> dict[str, int]:
+    states: dict[str, int] = {}
+    for info in infos:
+        states[info.state] = states.get(info.state, 0) + 1
+    return states
 
 
 def own_status(status: SchedulerStatus, user: str | None, instances: list[InstanceRef],

@@ -70,7 +70,9 @@ def _ge(a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
 
 @dataclass
 class PlanContext:
-    """What filters and rankers may consult besides the host table."""
+    """What filters and rankers may consult besides the host table; ``now``
+    is when the work would start (a future start for an advance reservation,
+    whose host table is then what is free over its window)."""
 
     request: ObjectRequest
     class_spec: ClassSpec | None
@@ -139,7 +141,8 @@ class FreeCapacityFilter:
     def apply(self, ctx: PlanContext, hosts: HostTable) -> FilterVerdict:
         keep = hosts.slots(ctx.request) > 0
         what = "wholly free" if ctx.request.exclusive else "free for one instance"
-        return FilterVerdict(keep, "capacity", f"not {what} now")
+        ahead = ctx.snap is not None and ctx.now > float(ctx.snap.now)  # a future start: the table is its window's
+        return FilterVerdict(keep, "capacity", f"not {what} {'over its window' if ahead else 'now'}")
 
 
 class CalendarFilter:

@@ -34,6 +34,7 @@ from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
+from legionrm.ahead.window import ahead_of, window_table
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.models import (
     ClassSpec,
@@ -197,7 +198,8 @@ class Planner:
         base = base_table(snap)
         vaults = vault_table(snap)
         keys = keys_of(request)
-        objects = [self._object_plan(o, request.identity, snap, base, k) for o, k in zip(request.objects, keys)]
+        ahead = ahead_of(request, float(snap.now))  # a future start: hosts free over its window, not now
+        objects = [self._object_plan(o, request.identity, snap, base, k, ahead) for o, k in zip(request.objects, keys)]
         failures: list[PlacementFailure] = []
         for op in objects:
             if op.ranked is None or len(op.ranked) == 0:
@@ -212,8 +214,8 @@ class Planner:
         for _ in range(self.max_masters):
             master = self._master(objects, rows, vaults, demoted, request.identity, snap)
             if isinstance(master, PlacementFailure):
-                if not masters:
-                    failures.append(self._engine_verdict(master, objects, snap, base))
+                if not masters:  # the engine's verdict is about now
+                    failures.append(self._engine_verdict(master, objects, snap, base) if ahead is None else master)
                 break
             sig = tuple(sorted((p.key, p.host) for p in master.placements))
             if sig in seen:
@@ -256,7 +258,8 @@ class Planner:
         )
 
     def _object_plan(
-        self, obj: ObjectRequest, caller: Identity, snap: CollectionSnapshot, base: HostTable, keys: list[str]
+        self, obj: ObjectRequest, caller: Identity, snap: CollectionSnapshot, base: HostTable, keys: list[str],
+        ahead: float | None = None,
     ) -> ObjectPlan:
         ident = Identity(user=caller.user, class_name=obj.class_name, groups=caller.groups)
         text = f'$kind == "host" and ({obj.constraint})'
@@ -269,8 +272,9 @@ class Planner:
                 code="access.denied", reason=f"does not accept user {caller.user!r} with class {obj.class_name!r}",
                 by=QUERY_FILTER)),
         ]
-        ctx = PlanContext(obj, self.classes.get(obj.class_name), float(snap.now), snap)
-        outcome = run_filters(ctx, base.take(np.flatnonzero(accepting)), self.filters)
+        ctx = PlanContext(obj, self.classes.get(obj.class_name), float(snap.now) if ahead is None else ahead, snap)
+        table = base if ahead is None else window_table(base, snap, ahead, ahead + (obj.walltime_s or INF))
+        outcome = run_filters(ctx, table.take(np.flatnonzero(accepting)), self.filters)
         outcome.drops[:0] = [d for d in query_drops if len(d[0])]
         return ObjectPlan(obj, keys, outcome, rank(ctx, outcome.hosts, self.rankers), base.row[accepting])
 

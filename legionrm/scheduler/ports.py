@@ -14,6 +14,7 @@ from legionrm.models import (
     EnactResult,
     InstanceRef,
     Refusal,
+    ReservedStart,
     SchedulingRequest,
 )
 
@@ -28,6 +29,11 @@ class EnactorPort(Protocol):
     """The Enactor: negotiates a request's schedules with the resources."""
 
     def enact_schedule(self, schedules: EnactRequest) -> EnactResult: ...
+
+    def start_reserved(self, held: ReservedStart) -> EnactResult:
+        """Create the instances an advance reservation holds the tokens for,
+        all or nothing (``held.release``: cancel the tokens only)."""
+        ...
 
 
 class PoolGate(Protocol):

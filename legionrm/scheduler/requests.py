@@ -2,13 +2,17 @@
 instances it owns, and the order in which waiting requests go next.
 
 ``pending -> admitted -> placing -> running -> completed | failed | cancelled``
-(a request that cannot run now goes back from ``admitted`` or ``placing`` to
+(a request with a future start goes ``placing -> reserved -> running``: its
+hosts are reserved ahead and its instances start at its start time; a request that cannot run now goes back from ``admitted`` or ``placing`` to
 ``pending``; a pending request may be cancelled or fail outright).  Every
 transition is appended to the request's history; a transition the table
 does not allow raises :class:`SchedulingError`, so a bug cannot silently
 resurrect a finished request.
 
 :class:`RequestBook` is plain data with a lock; the Scheduler drives it.
+Every change it records is also told, as a
+:class:`~legionrm.models.StatusEvent`, to its ``listener`` (the Scheduler's
+trigger registry): the one place status events come from.
 """
 
 from __future__ import annotations
@@ -18,22 +22,27 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
 from legionrm.errors import SchedulingError
+from legionrm.events.triggers import INSTANCE_STATUS, STATUS_OF
 from legionrm.models import (
     FINAL_STATES,
+    EventStatus,
     InstanceInfo,
+    EnactResult,
     InstanceRef,
     PlacementFailure,
     RequestEvent,
     RequestInfo,
     RequestState,
     SchedulingRequest,
+    StatusEvent,
 )
 from legionrm.state import RequestStore
 
 ALLOWED: dict[RequestState, frozenset[RequestState]] = {
     "pending": frozenset({"admitted", "failed", "cancelled"}),
     "admitted": frozenset({"placing", "pending", "failed", "cancelled"}),
-    "placing": frozenset({"running", "pending", "failed", "cancelled"}),
+    "placing": frozenset({"reserved", "running", "pending", "failed", "cancelled"}),
+    "reserved": frozenset({"running", "failed", "cancelled"}),
     "running": frozenset({"completed", "failed", "cancelled"}),
     "completed": frozenset(),
     "failed": frozenset(),
@@ -60,6 +69,8 @@ class Entry:
     failures: tuple[PlacementFailure, ...] = ()
     earliest_start: float | None = None
     attempts: int = 0
+    held: EnactResult | None = None
+    """A reserved request's advance reservations (placements and tokens)."""
 
     @property
     def id(self) -> str:
@@ -80,9 +91,9 @@ class Entry:
         """Does any of its objects still run or rest inert (its state in a vault)?"""
         return any(info.state in ("running", "inert") for info in self.instances.values())
 
-    def walltime(self, ref: InstanceRef) -> float | None:
-        """The walltime of the object request that made ``ref`` (its class's first)."""
-        return next((o.walltime_s for o in self.request.objects if o.class_name == ref.class_name), None)
+    def walltime(self, class_name: str) -> float | None:
+        """The walltime of the object request that made an instance of ``class_name`` (its class's first)."""
+        return next((o.walltime_s for o in self.request.objects if o.class_name == class_name), None)
 
     def cpus(self) -> float:
         """The cpus this request asks for in all (its weight in the queue's fair share)."""
@@ -94,6 +105,7 @@ class Entry:
             id=self.id, user=self.user, state=self.state, reason=self.reason,
             classes=tuple(dict.fromkeys(o.class_name for o in objs)), count=sum(o.count for o in objs),
             pool=self.request.pool, submitted=self.submitted, earliest_start=self.earliest_start,
+            start=self.request.start,
             instances=tuple(self.instances.values()), failures=self.failures, history=tuple(self.history),
         )
 
@@ -111,19 +123,29 @@ class RequestBook:
         self._lock = threading.RLock()
         self._entries: dict[str, Entry] = {}
         self._by_instance: dict[str, str] = {}
+        self.listener: Callable[[StatusEvent], object] | None = None
+        """Told of every transition and every instance start and end (see the module)."""
         for item in store.load() if store is not None else ():
             entry = Entry(request=item.request, submitted=item.submitted, state=item.state,  # type: ignore[arg-type]
                           reason=item.reason, history=item.history, instances=item.instances, refs=item.refs,
-                          failures=item.failures, earliest_start=item.earliest_start, attempts=item.attempts)
+                          failures=item.failures, earliest_start=item.earliest_start, attempts=item.attempts,
+                          held=item.held)
             self._entries[entry.id] = entry
             self._by_instance.update({iid: entry.id for iid in entry.instances})
+
+    def tell(self, entry: Entry, status: EventStatus, reason: str, object_id: str | None = None) -> None:
+        """Tell the listener of one status change of ``entry`` (or of its instance ``object_id``)."""
+        if self.listener is not None:
+            self.listener(StatusEvent(at=self.clock(), request_id=entry.id, user=entry.user, status=status,
+                                      object_id=object_id, reason=reason))
 
     def save(self, entry: Entry) -> None:
         """Write ``entry`` as it is now to the store (no store: nothing)."""
         if self.store is not None:
             self.store.put(request=entry.request, submitted=entry.submitted, state=entry.state, reason=entry.reason,
                            history=entry.history, instances=entry.instances, refs=entry.refs,
-                           failures=entry.failures, earliest_start=entry.earliest_start, attempts=entry.attempts)
+                           failures=entry.failures, earliest_start=entry.earliest_start, attempts=entry.attempts,
+                           held=entry.held)
 
     # --- reading ------------------------------------------------------------
 
@@ -145,6 +167,14 @@ class RequestBook:
         with self._lock:
             return [e.refs[i] for e in self._entries.values() for i in e.live_instances() if i in e.refs]
 
+    def next_end(self) -> float | None:
+        """The first time a running instance's walltime ends: no waiting
+        request can start before capacity frees (None: nothing running has a
+        walltime, so only an end nobody scheduled can free room)."""
+        ends = [ref.started_at + wall for ref in self.running_instances()
+                if (e := self.owner_of(ref.instance_id)) is not None and (wall := e.walltime(ref.class_name)) is not None]
+        return min(ends, default=None)
+
     def list(self, user: str | None = None, state: str | None = None) -> list[RequestInfo]:
         """Requests, oldest first, optionally of one user and in one state."""
         with self._lock:
@@ -163,6 +193,7 @@ class RequestBook:
             entry.history.append(RequestEvent(at=now, state="pending", reason="submitted"))
             self._entries[request.request_id] = entry
             self.save(entry)
+            self.tell(entry, "pending", "submitted")
             return entry
 
     def move(self, entry: Entry, state: RequestState, reason: str = "") -> None:
@@ -185,6 +216,7 @@ class RequestBook:
             if len(entry.history) > HISTORY_LIMIT:
                 del entry.history[HISTORY_LIMIT // 2]
             self.save(entry)
+            self.tell(entry, STATUS_OF[state], reason)
 
     def finish(self, entry: Entry, state: RequestState, reason: str) -> bool:
         """Move a live request to a final ``state``; False (and no change)
@@ -208,13 +240,16 @@ class RequestBook:
 
     def attach(self, entry: Entry, instances: Iterable[InstanceRef]) -> None:
         """The request's instances started."""
+        refs = list(instances)
         with self._lock:
-            for ref in instances:
+            for ref in refs:
                 entry.refs[ref.instance_id] = ref
                 entry.instances[ref.instance_id] = InstanceInfo(id=ref.instance_id, host=ref.host,
                                                                 started_at=ref.started_at)
                 self._by_instance[ref.instance_id] = entry.id
             self.save(entry)
+            for ref in refs:
+                self.tell(entry, "started", f"on {ref.host}", ref.instance_id)
 
     def current(self, object_id: str) -> tuple[Entry, InstanceInfo] | None:
         """The copy an object is now (running or inert), found by the object's
@@ -249,6 +284,7 @@ class RequestBook:
             entry.instances[instance_id] = info.model_copy(
                 update={"state": state, "ended_at": self.clock(), "reason": reason})
             self.save(entry)
+            self.tell(entry, INSTANCE_STATUS.get(state, "ended"), reason, instance_id)
             return entry
 
 

@@ -27,8 +27,11 @@ import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
+from legionrm.ahead.starts import AheadStarts
+from legionrm.ahead.window import ahead_of
 from legionrm.enactor.replan import enact_with_replans
 from legionrm.errors import SchedulingError
+from legionrm.events.triggers import Triggers
 from legionrm.models import (
     EnactRequest,
     EnactResult,
@@ -46,15 +49,8 @@ from legionrm.models import (
 from legionrm.scheduler.capacity import REQUEST_TOO_BIG, live_capacity, peak, too_big
 from legionrm.scheduler.confirm import Activator, activation, check_proposal, validate_request
 from legionrm.scheduler.planner import Plan, Planner
-from legionrm.scheduler.ports import (
-    EnactorPort,
-    InstanceWatch,
-    OpenGate,
-    PoolGate,
-    SnapshotSource,
-    Stopper,
-)
-from legionrm.scheduler.recovery import orphans, recover
+from legionrm.scheduler.ports import EnactorPort, InstanceWatch, OpenGate, PoolGate, SnapshotSource, Stopper
+from legionrm.scheduler.recovery import recover, resync_pools, sweep_orphans
 from legionrm.scheduler.requests import Entry, RequestBook, queue_order
 from legionrm.scheduler.sharegate import ShareGate
 from legionrm.state import RequestStore
@@ -132,6 +128,9 @@ class Scheduler:
         self._capacity_seen: Resources | None = None
         self._capacity_peak: Resources | None = None
         self._ticks = 0
+        self.ahead = AheadStarts(self.book, lambda: self._enactor, book_back=self._book_back)  # starts ahead
+        self.triggers = Triggers()  # status events: every change the book records is fired there
+        self.book.listener = self.triggers.fire
         if store is not None:
             self._recover()
 
@@ -187,7 +186,7 @@ class Scheduler:
         placed when capacity frees; only when ``request.wait``) or
         ``failed`` (it can never run, or it asked not to wait).  Not
         idempotent (it starts instances); a repeated request id is refused."""
-        validate_request(request)
+        validate_request(request, self.clock())
         # claimed before the queue can see it, so a re-plan never races its first attempt
         with self._claim(request.request_id) as claimed:
             if not claimed:
@@ -250,6 +249,7 @@ class Scheduler:
         if in_flight:  # the attempt under way finishes first; its result is stopped at once
             self._cancel_asked.add(request_id)
             return entry.info()
+        self.ahead.release(entry)  # a reserved request's advance reservations (none held: nothing)
         for iid in entry.live_instances():
             # ended in the book first, so the watch never takes the stop for an end of its own
             self.book.end_instance(iid, "stopped", reason)
@@ -295,10 +295,11 @@ class Scheduler:
         instances ended.  Safe to call from a timer thread."""
         now = self.clock()
         ended = 0
+        self._start_due(now)
         running = self.book.running_instances()
         for ref in running:
             entry = self.book.owner_of(ref.instance_id)
-            wall = entry.walltime(ref) if entry is not None else None
+            wall = entry.walltime(ref.class_name) if entry is not None else None
             if wall is not None and now >= ref.started_at + wall:
                 self._stop(ref, "walltime")
                 ended += self.instance_ended(ref.instance_id, "walltime", replan=False)
@@ -315,6 +316,16 @@ class Scheduler:
         self.replan()  # once, for every end this tick saw
         return ended
 
+    def _start_due(self, now: float) -> None:
+        """Reserved requests whose start has come start (:class:`AheadStarts`), one attempt at a time."""
+        for entry in self.ahead.due(self.book.entries(), now):
+            with self._claim(entry.id) as claimed:
+                if claimed and entry.state == "reserved":
+                    self.ahead.start(entry, now)
+            if entry.id in self._cancel_asked and not entry.final:  # a cancel came while it started
+                self._cancel_asked.discard(entry.id)
+                self.cancel(entry.id)
+
     # --- restarts and orphans ---------------------------------------------------
 
     def _recover(self) -> None:
@@ -322,27 +333,13 @@ class Scheduler:
         recover(self.book, self._shape, self._release, self._admit)
 
     def _resync_pools(self) -> None:
-        """A pool owner that restarted has forgotten its charges: charge every
-        running request it does not hold again."""
-        held = getattr(self.pools, "held", None)
-        if not callable(held):
-            return
-        charged = set(held())
-        for entry in self.book.entries():
-            if entry.state == "running" and entry.id not in charged:
-                self._admit(self._shape(entry.request)[0])
+        """A pool owner that restarted has forgotten its charges (see :func:`recovery.resync_pools`)."""
+        resync_pools(self.pools, self.book, lambda r: self._admit(self._shape(r)[0]))
 
     def _sweep_orphans(self) -> list[str]:
         """Stop what hosts run that nobody knows (see :func:`recovery.orphans`); returns their ids."""
-        listing = getattr(self.watch, "all_instances", None)
-        if not callable(listing):
-            return []
-        known = {r.instance_id for r in self.book.running_instances()}
-        known |= self.also_running() if self.also_running is not None else set()
-        found = orphans(listing(), known, self.clock(), self.orphan_grace_s)
-        for ref in found:
-            self._stop(ref, "orphan: no running request knows it")
-        return [r.instance_id for r in found]
+        also = self.also_running() if self.also_running is not None else set()
+        return sweep_orphans(self.watch, self.book, also, self.clock() - self.orphan_grace_s, self._stop)
 
     # --- approval ------------------------------------------------------------
 
@@ -386,8 +383,9 @@ class Scheduler:
                 self._release(request.request_id)
                 return self._refused(entry, plan.failures, 0)
             self.book.move(entry, "placing", f"enacting {len(plan.masters)} master schedule(s)")
+            ahead = ahead_of(request, self.clock())  # a future start: reserve now, start then
             plan, result = enact_with_replans(
-                request, plan, lambda p, n: self.enact_plan(request, p, n), self._fresh_plan,
+                request, plan, lambda p, n: self.enact_plan(request, p, n, ahead), self._fresh_plan,
                 lambda why: self.book.move(entry, "placing", why))
         except BaseException as exc:
             self._release(request.request_id)
@@ -398,24 +396,30 @@ class Scheduler:
             self._release(request.request_id)
             failures = [f for a in result.attempts for f in a.failures]
             return self._refused(entry, failures, len(plan.masters), result)
-        self.book.attach(entry, result.instances)
-        self.book.move(entry, "running", f"master {result.master + 1} of {len(plan.masters)}")
+        prefix = f"master {result.master + 1} of {len(plan.masters)}: "
+        if ahead is not None:
+            prefix = self.ahead.reserve(entry, result, len(plan.masters))
+        else:
+            self.book.attach(entry, result.instances)
+            self.book.move(entry, "running", prefix[:-2])
         if request.request_id in self._cancel_asked:
             self._cancel_asked.discard(request.request_id)
             self.cancel(request.request_id)
-        return self._succeeded(entry, active + list(result.instances), len(plan.masters), result,
-                               f"master {result.master + 1} of {len(plan.masters)}: ")
+        return self._succeeded(entry, active + list(result.instances), len(plan.masters), result, prefix)
 
     def _fresh_plan(self, request: SchedulingRequest) -> Plan | None:
         return plan if (plan := self.planner.make_schedules(request, self._collection.snapshot())).ok else None
 
-    def enact_plan(self, request: SchedulingRequest, plan: Plan, n: int = 0) -> EnactResult:
-        """Enact ``plan``; re-plan ``n`` enacts under its own id (``id~replanN``)."""
+    def enact_plan(self, request: SchedulingRequest, plan: Plan, n: int = 0, ahead: float | None = None
+                   ) -> EnactResult:
+        """Enact ``plan``; re-plan ``n`` enacts under its own id (``id~replanN``);
+        ``ahead``: reserve from then and create nothing (an advance reservation)."""
         ident, objs = request.identity, plan.objects
         enact = EnactRequest(
             request_id=f"{request.request_id}~replan{n}" if n else request.request_id,
             holder=Holder(user=ident.user, class_name=None, enactor=self.name, groups=ident.groups),
-            masters=tuple(plan.masters), timeout_s=self.token_timeout_s,
+            masters=tuple(plan.masters), start=ahead, create=ahead is None,
+            timeout_s=self.token_timeout_s if ahead is None else self.ahead.timeout(self.token_timeout_s),
             # per placement key: two object requests of one class may differ
             duration_s={k: op.request.walltime_s for op in objs if op.request.walltime_s for k in op.keys},
             args={k: dict(op.request.args) for op in objs if op.request.args for k in op.keys})
@@ -443,7 +447,7 @@ class Scheduler:
                    msg if not entry.request.wait else f"gave up after {entry.attempts} attempts: {msg}")
             self.book.move(entry, "failed", why[:500])
         else:
-            entry.earliest_start = self._next_end()
+            entry.earliest_start = self.book.next_end()
             self.book.move(entry, "pending", f"{failures[0].code}: {failures[0].reason}"[:500] if failures else msg)
         if entry.final and not request_cancelled:
             self._book_back(entry)
@@ -454,17 +458,9 @@ class Scheduler:
                    result: EnactResult | None, prefix: str) -> SchedulerResponse:
         where = ", ".join(f"{i.instance_id}@{i.host}" for i in instances)
         return SchedulerResponse(request_id=entry.id, ok=True, instances=tuple(instances), masters=masters,
-                                 enact=result, message=prefix + where, state=entry.state)
+                                 enact=result, message=(prefix + where).rstrip(": "), state=entry.state)
 
     # --- helpers --------------------------------------------------------------
-
-    def _next_end(self) -> float | None:
-        """The first time a running instance's walltime ends: no waiting
-        request can start before capacity frees (None: nothing running has a
-        walltime, so only an end nobody scheduled can free room)."""
-        ends = [ref.started_at + wall for ref in self.book.running_instances()
-                if (e := self.book.owner_of(ref.instance_id)) is not None and (wall := e.walltime(ref)) is not None]
-        return min(ends, default=None)
 
     def _entry(self, request_id: str) -> Entry:
         entry = self.book.get(request_id)

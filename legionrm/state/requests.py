@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 from legionrm.models import (
+    EnactResult,
     InstanceInfo,
     InstanceRef,
     PlacementFailure,
@@ -38,6 +39,7 @@ class StoredRequest:
     failures: tuple[PlacementFailure, ...]
     earliest_start: float | None
     attempts: int
+    held: EnactResult | None = None
 
 
 class RequestStore(KeyedStore):
@@ -48,7 +50,8 @@ class RequestStore(KeyedStore):
 
     def put(self, *, request: SchedulingRequest, submitted: float, state: str, reason: str,
             history: list[RequestEvent], instances: dict[str, InstanceInfo], refs: dict[str, InstanceRef],
-            failures: tuple[PlacementFailure, ...], earliest_start: float | None, attempts: int) -> None:
+            failures: tuple[PlacementFailure, ...], earliest_start: float | None, attempts: int,
+            held: EnactResult | None = None) -> None:
         """Write one request as it is now (replacing what was stored)."""
         body = json.dumps({
             "request": request.model_dump(mode="json"), "submitted": submitted, "state": state, "reason": reason,
@@ -57,6 +60,7 @@ class RequestStore(KeyedStore):
             "refs": {k: v.model_dump(mode="json") for k, v in refs.items()},
             "failures": [f.model_dump(mode="json") for f in failures[:20]],
             "earliest_start": earliest_start, "attempts": attempts,
+            "held": held.model_dump(mode="json") if held is not None else None,
         })
         self._put_rows([(request.request_id, body)])
 
@@ -71,4 +75,5 @@ class RequestStore(KeyedStore):
                 refs={k: InstanceRef.model_validate(v) for k, v in d["refs"].items()},
                 failures=tuple(PlacementFailure.model_validate(f) for f in d["failures"]),
                 earliest_start=d["earliest_start"], attempts=d["attempts"],
+                held=EnactResult.model_validate(d["held"]) if d.get("held") else None,
             )

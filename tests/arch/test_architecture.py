@@ -21,19 +21,22 @@ ENGINES = ("legionrm.scheduler.fairshare", "legionrm.scheduler.placement", "legi
 # layers, so dependencies run one way: cli -> system -> scheduler -> engines
 # -> collection -> mil -> models/errors.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("legionrm.models", "legionrm.errors", "legionrm.scheduler", "legionrm.version"),  # legionrm.scheduler: its docstring map only
-    ("legionrm.mil", "legionrm.tomlio", "legionrm.testing", "legionrm.state", "legionrm.metrics", "legionrm.dashboard",
-     "legionrm.auth", "legionrm.objstate"),  # auth: models/errors only; objstate: its pure store and hooks
-    ("legionrm.collection", "legionrm.naming", "legionrm.objstate.actor"),
+    ("legionrm.models", "legionrm.errors", "legionrm.scheduler", "legionrm.version", "legionrm.ahead",
+     "legionrm.events"),  # legionrm.scheduler and the new packages: their docstring map only
+    ("legionrm.mil", "legionrm.tomlio", "legionrm.ahead.steps", "legionrm.events.triggers", "legionrm.testing",
+     "legionrm.state", "legionrm.metrics", "legionrm.dashboard", "legionrm.auth", "legionrm.objstate"),
+    # auth: models/errors only; objstate: its pure store and hooks
+    ("legionrm.collection", "legionrm.naming", "legionrm.objstate.actor", "legionrm.events.actor"),
     ("legionrm.hostobj", "legionrm.enactor"),
     ENGINES[:3] + ("legionrm.scheduler.pipeline", "legionrm.scheduler.ports", "legionrm.scheduler.requests",
                    "legionrm.scheduler.watch", "legionrm.scheduler.capacity",
                    "legionrm.scheduler.confirm"),
     ("legionrm.scheduler.recovery",),
-    ("legionrm.scheduler.elastic", "legionrm.scheduler.snaptables", "legionrm.config", "legionrm.request_file"),
+    ("legionrm.scheduler.elastic", "legionrm.scheduler.snaptables", "legionrm.config", "legionrm.request_file",
+     "legionrm.ahead.window"),
     ("legionrm.scheduler.engine_door",),
     ("legionrm.scheduler.planner", "legionrm.scheduler.build"),
-    ("legionrm.scheduler.sharegate",),
+    ("legionrm.scheduler.sharegate", "legionrm.ahead.starts"),
     ("legionrm.scheduler.scheduler",),
     ("legionrm.objstate.mobility",),
     ("legionrm.scheduler.door",),
@@ -44,7 +47,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm",),  # the root package: the public surface, above all it re-exports
 )
 
-EXACT = ("legionrm", "legionrm.scheduler")
+EXACT = ("legionrm", "legionrm.scheduler", "legionrm.ahead", "legionrm.events")
 """Packages placed by their ``__init__`` alone: a new module inside them needs a layer of its own."""
 
 RAY_SHELLS = ("legionrm.system", "legionrm.naming", "legionrm.hostobj.ray_node", "legionrm.cli", "legionrm.metrics",

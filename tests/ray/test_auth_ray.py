@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import ray
 
-from legionrm.models import Identity, ObjectRequest, SchedulingRequest
+from legionrm.models import Identity, ObjectRequest, ReservedStart, SchedulingRequest
 from legionrm.objstate.actor import digest
 
 pytestmark = pytest.mark.ray
@@ -245,6 +245,10 @@ def stranger_calls(system: Any, work: dict[str, Any]) -> dict[tuple[str, str], t
         ("SchedulerActor", "migrate"): (sc, {"object_id": iid, "constraint": "true"}, None),
         ("SchedulerActor", "object_status"): (sc, {"object_id": iid}, None),
         ("SchedulerActor", "status_changes"): (sc, {"after": 0.0}, None),
+        ("SchedulerActor", "register_trigger"): (sc, {"subject": rid, "statuses": [], "handle": coll, "method": "ping"},
+                                                 {"subject": rid, "statuses": []}),
+        ("SchedulerActor", "remove_trigger"): (sc, {"trigger_id": work["trigger"]}, None),
+        ("SchedulerActor", "events_since"): (sc, {"request_id": rid, "cursor": 0}, None),
         ("SchedulerActor", "complete_elastic"): (sc, {"job_id": job}, None),
         ("SchedulerActor", "update_elastic"): (sc, {"job_id": job, "fields": {"memory_gb": 2.0}}, None),
         ("SchedulerActor", "approve"): (sc, {"proposal": ScheduleProposal(request_id=rid, master=0, placements=())}, None),
@@ -281,6 +285,9 @@ def stranger_calls(system: Any, work: dict[str, Any]) -> dict[tuple[str, str], t
                                                   "approver": (sc, "approve_growth")},
                                              {"request": EnactRequest(request_id="mal-e", holder=mal, masters=()),
                                               "approver": "approve_growth"}),
+        ("EnactorActor", "start_reserved"): (en, {"held": ReservedStart(request_id="mal-e", holder=mal, placements=()),
+                                                  "approver": (sc, "approve")},
+                                             {"held": ReservedStart(request_id="mal-e", holder=mal, placements=())}),
         ("EnactorActor", "add_group"): (en, {"name": "bigmem", "handle": coll}, {"name": "bigmem"}),
         ("EnactorActor", "add_resource"): (en, {"name": "bigmem1", "handle": coll, "batched": False},
                                            {"name": "bigmem1", "batched": False}),
@@ -333,6 +340,8 @@ def test_every_guarded_actor_method_refuses_the_unsigned_and_strangers(live) -> 
                                                                     constraint='$nodepool == "bigmem"'),)),
             "mal_job": ElasticJobRequest(job_id="mal-job", user="alice", class_name="Worker", memory_gb=1,
                                          cpus=999)}
+    work["trigger"] = call(system.scheduler.register_trigger.remote("auth-t1", ["ended"], system.collection, "ping",
+                           proof=signers["alice"].sign("register_trigger", {"subject": "auth-t1", "statuses": ["ended"]})))
     markers = (inst.instance_id, inst.token_id, "auth-t1", "auth-ajob", "bigmem1", "bigmem2", "solo1")
     calls = stranger_calls(system, work)
     guarded = {(a, meth): role for a, rows in METHODS.items() for meth, role in rows.items() if role != OPEN}

@@ -166,3 +166,45 @@ def test_many_concurrent_callers_never_deadlock_on_approval(system) -> None:
     for a in answers:
         if a.ok:
             call(system.scheduler.cancel.remote(a.request_id))
+
+
+def test_a_reserved_request_starts_at_its_time_and_a_callback_actor_hears_it(system) -> None:
+    """Issue 18 on Ray: a request five seconds ahead is reserved now, the
+    Scheduler's timer starts it then, and a subscriber actor hears reserved,
+    started and ended (its walltime) as they happen; ``events_since`` gives
+    the same story to a poller."""
+    import ray
+
+    from legionrm.system import call
+
+    @ray.remote(num_cpus=0)
+    class Inbox:
+        def __init__(self) -> None:
+            self.events: list = []
+
+        def on_event(self, event) -> None:
+            self.events.append((event.status, event.object_id is None))
+
+        def got(self) -> list:
+            return self.events
+
+    inbox = Inbox.remote()
+    try:
+        start = time.time() + 5
+        r = system.schedule(SchedulingRequest(
+            request_id="ray-ahead", identity=Identity(user="fay"), start=start, walltime_s=2,
+            objects=(ObjectRequest(class_name="Echo", cpus=0.5, memory_gb=0.1, constraint='$name == "ray-a"'),)))
+        assert (r.ok, r.state) == (True, "reserved"), r.message
+        tid = system.subscribe("ray-ahead", ["started", "ended"], inbox)
+        assert any(t.start == start for t in call(system.nodes["ray-a"].reservations.remote()))  # the hold
+        deadline = time.time() + 30
+        while time.time() < deadline and ("ended", True) not in call(inbox.got.remote()):
+            time.sleep(0.3)
+        assert call(inbox.got.remote()) == [("started", False), ("started", True), ("ended", False), ("ended", True)]
+        info = call(system.scheduler.request_info.remote("ray-ahead"))
+        assert info.state == "completed" and info.instances[0].started_at >= start
+        assert [e.status for e in system.events_since("ray-ahead")][-3:] == [
+            "started", "ended", "ended"]
+        assert system.unsubscribe(tid) is True
+    finally:
+        ray.kill(inbox)

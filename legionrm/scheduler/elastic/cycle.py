@@ -45,7 +45,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import numpy as np

@@ -51,7 +51,7 @@ METHODS: dict[str, dict[str, str]] = {
         "list_requests": VIEW, "instances": VIEW, "status": VIEW, "cycle_reports": VIEW, "make_schedules": VIEW,
         "explain": VIEW, "getCandidatePlacements": VIEW,
         "request_info": OWN, "cancel": OWN, "deactivate": OWN, "activate": OWN, "migrate": OWN,
-        "object_status": OWN, "status_changes": VIEW, "complete_elastic": OWN, "update_elastic": OWN,
+        "object_status": OWN, "status_changes": VIEW, "register_trigger": OWN, "remove_trigger": OWN, "events_since": OWN, "complete_elastic": OWN, "update_elastic": OWN,
         "approve": ENACTOR, "approve_growth": ENACTOR,
         "audit": ADMIN, "tick": ADMIN, "run_cycle": ADMIN, "stop_cycle": ADMIN, "setCollection": ADMIN,
         "setEnactor": ADMIN,
@@ -62,7 +62,7 @@ METHODS: dict[str, dict[str, str]] = {
                         "update_many": RESOURCE, "leave": RESOURCE, "vary_off": ADMIN, "vary_on": ADMIN,
                         "add_subcollection": ADMIN, "shutdown": ADMIN, "query": VIEW, "record": VIEW,
                         "retrieve_all_attributes": VIEW, "snapshot": VIEW, "names": VIEW},
-    "EnactorActor": {"ping": OPEN, "enact_schedule": ENACTOR, "add_group": ADMIN, "add_resource": ADMIN,
+    "EnactorActor": {"ping": OPEN, "enact_schedule": ENACTOR, "start_reserved": ENACTOR, "add_group": ADMIN, "add_resource": ADMIN,
                      "add_class": ADMIN, "stats": ANY},
     "DashboardActor": {"ping": OPEN, "address": OPEN, "start": ADMIN, "stop": ADMIN, "poll": ADMIN},
 }

@@ -14,7 +14,7 @@ import pytest
 
 from legionrm.auth import AttestationVerifier, Registry, VerifiedCaller, Verifier, attest, sign_call
 from legionrm.auth.canonical import payload_digest
-from legionrm.auth.guard import ENACTOR, SCHEDULER, Guard
+from legionrm.auth.guard import SCHEDULER, Guard
 from legionrm.auth.hostdoor import ClassDoor, ResourceDoor, create_args
 from legionrm.auth.keys import Credential, generate_private_key
 from legionrm.hostobj.group import HostGroup

@@ -74,3 +74,21 @@ def test_the_sweep_stops_an_instance_no_request_knows(tmp_path) -> None:
     clock.advance(s.scheduler.orphan_grace_s + 1)
     assert s.scheduler._sweep_orphans() == [inst.instance_id]
     assert not s.host(inst.host).list_instances()
+
+
+def test_a_reserved_request_survives_a_restart_with_its_tokens_and_starts_at_its_time(tmp_path) -> None:
+    from legionrm.models import Identity, ObjectRequest, SchedulingRequest
+
+    clock = FakeClock()
+    spec = cluster()
+    s = LocalSystem(spec, clock=clock, pools=pool_gate(spec), store=RequestStore(tmp_path / "r.db"))
+    ahead = SchedulingRequest(request_id="ahead", identity=Identity(user="alice"), start=clock() + 3600,
+                              walltime_s=60, objects=(ObjectRequest(class_name="W", cpus=4, memory_gb=1),))
+    assert s.scheduler.scheduleObjects(ahead).state == "reserved"
+    new = restarted(s, RequestStore(tmp_path / "r.db"))
+    assert new.request_info("ahead").state == "reserved" and set(new.pools.held()) == {"ahead"}
+    assert [f for f in audit(new, views_of(hosts(s))) if f.code != "class.count"] == []
+    clock.advance(3600)
+    s.tick()
+    info = new.request_info("ahead")
+    assert info.state == "running" and info.instances[0].started_at == clock()

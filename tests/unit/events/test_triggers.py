@@ -1,0 +1,220 @@
+"""The trigger registry: every fired event reaches exactly the matching live
+subscribers, a removed trigger never fires, a failing subscriber is dropped
+after its failures and never stops the others; the Scheduler fires at every
+transition its book records."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from legionrm.errors import SchedulingError
+from legionrm.events.triggers import EVERY, STATUSES, Triggers
+from legionrm.inprocess import LocalSystem
+from legionrm.models import (
+    ClassSpec,
+    ClusterSpec,
+    HostSpec,
+    Identity,
+    ObjectRequest,
+    SchedulingRequest,
+    StatusEvent,
+)
+from legionrm.testing import FakeClock
+
+SUBJECTS = ("r1", "r2", "i1", EVERY)
+USERS = ("alice", "bob", None)
+
+
+def event(rid: str = "r1", status: str = "started", user: str = "alice", obj: str | None = None) -> StatusEvent:
+    return StatusEvent(at=0.0, request_id=rid, user=user, status=status, object_id=obj)  # type: ignore[arg-type]
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.got: list[StatusEvent] = []
+
+    def __call__(self, e: StatusEvent) -> None:
+        self.got.append(e)
+
+
+ops = st.lists(st.one_of(
+    st.tuples(st.just("register"), st.sampled_from(SUBJECTS), st.sets(st.sampled_from(STATUSES), max_size=3),
+              st.sampled_from(USERS)),
+    st.tuples(st.just("remove"), st.integers(0, 20)),
+    st.tuples(st.just("fire"), st.sampled_from(("r1", "r2")), st.sampled_from(STATUSES),
+              st.sampled_from(("alice", "bob")), st.sampled_from((None, "i1", "i2"))),
+), max_size=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops)
+def test_every_event_reaches_exactly_the_matching_live_subscribers(script) -> None:
+    reg = Triggers()
+    live: dict[str, tuple[str, frozenset[str], str | None, Recorder]] = {}
+    made: list[str] = []
+    expected: dict[str, list[int]] = {}
+    recorders: dict[str, Recorder] = {}
+    for op in script:
+        if op[0] == "register":
+            _, subject, statuses, user = op
+            rec = Recorder()
+            tid = reg.register(subject, statuses, rec, user=user)
+            live[tid] = (subject, frozenset(statuses) or frozenset(STATUSES), user, rec)
+            recorders[tid], expected[tid] = rec, []
+            made.append(tid)
+        elif op[0] == "remove":
+            if made:
+                tid = made[op[1] % len(made)]
+                assert reg.remove(tid) == (tid in live)
+                live.pop(tid, None)
+        else:
+            _, rid, status, user, obj = op
+            fired = reg.fire(event(rid, status, user, obj))
+            for tid, (subject, statuses, who, _) in live.items():
+                if status in statuses and subject in (EVERY, rid, obj) and who in (None, user):
+                    expected[tid].append(fired.seq)
+    for tid, rec in recorders.items():
+        assert [e.seq for e in rec.got] == expected[tid]
+
+
+def test_sequence_numbers_order_the_stream_and_a_cursor_reads_what_came_after() -> None:
+    reg = Triggers(keep_per_request=3)
+    seqs = [reg.fire(event("r1", s)).seq for s in ("pending", "placing", "started", "ended")]
+    reg.fire(event("r2"))
+    assert seqs == [1, 2, 3, 4]
+    assert [e.status for e in reg.events_since("r1")] == ["placing", "started", "ended"]  # the oldest went
+    assert [e.seq for e in reg.events_since("r1", 3)] == [4] and reg.events_since("nope") == []
+
+
+def test_a_failing_subscriber_is_dropped_after_its_failures_and_the_others_still_hear() -> None:
+    reg = Triggers(max_failures=3)
+    calls: list[int] = []
+
+    def bad(e: StatusEvent) -> None:
+        calls.append(e.seq)
+        raise RuntimeError("subscriber gone")
+
+    good = Recorder()
+    bad_id = reg.register("r1", (), bad)
+    reg.register("r1", (), good)
+    for _ in range(5):
+        reg.fire(event())
+    assert calls == [1, 2, 3] and bad_id not in reg and list(reg.dropped) == [bad_id]
+    assert [e.seq for e in good.got] == [1, 2, 3, 4, 5]
+
+
+def test_one_success_resets_the_failure_count() -> None:
+    reg = Triggers(max_failures=2)
+    answers = iter([RuntimeError, None, RuntimeError, None])
+
+    def flaky(e: StatusEvent) -> None:
+        exc = next(answers)
+        if exc is not None:
+            raise exc("no")
+
+    tid = reg.register("r1", (), flaky)
+    for _ in range(4):
+        reg.fire(event())
+    assert tid in reg
+
+
+@pytest.mark.parametrize("subject, statuses, words", [
+    pytest.param("r1", ("started", "exploded"), "unknown status 'exploded'", id="unknown-status"),
+    pytest.param("", ("started",), "needs a subject", id="no-subject"),
+])
+def test_bad_triggers_are_refused_with_a_reason(subject: str, statuses: tuple, words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        Triggers().register(subject, statuses, Recorder())
+
+
+def test_the_registry_is_bounded() -> None:
+    reg = Triggers(max_triggers=2)
+    reg.register("r1", (), Recorder())
+    reg.register("r1", (), Recorder())
+    with pytest.raises(ValueError, match="holds 2"):
+        reg.register("r1", (), Recorder())
+
+
+# --- fired by the Scheduler -----------------------------------------------------------
+
+
+def test_the_scheduler_fires_every_transition_of_a_reserved_request() -> None:
+    clock = FakeClock()
+    s = LocalSystem(ClusterSpec(hosts=(HostSpec(name="h0", attributes={"cpus": 4, "memory_gb": 16}),),
+                                classes=(ClassSpec(name="W"),)), clock=clock)
+    mine, others = Recorder(), Recorder()
+    s.scheduler.triggers.register("r1", ("reserved", "started", "ended", "host_lost", "migrated"), mine, user="alice")
+    s.scheduler.triggers.register(EVERY, (), others, user="bob")  # bob's trigger never sees alice's work
+    s.scheduler.scheduleObjects(SchedulingRequest(
+        request_id="r1", identity=Identity(user="alice"), start=clock() + 60, walltime_s=30,
+        objects=(ObjectRequest(class_name="W", cpus=1, memory_gb=1),)))
+    clock.advance(60)
+    s.tick()
+    [iid] = s.scheduler.instances
+    ref = s.scheduler.instances[iid]
+    s.mobility.record("migrated", iid, "alice", instance=ref, from_host="h1", detail="moved by its owner")
+    s.mobility.record("migrated", "nobody", "alice", instance=ref, from_host="h1")  # no request knows it: no event
+    clock.advance(30)
+    s.tick()
+    assert [(e.status, e.object_id) for e in mine.got] == [
+        ("reserved", None), ("started", iid), ("started", None), ("migrated", iid), ("ended", iid), ("ended", None)]
+    assert others.got == []
+    stream = s.scheduler.triggers.events_since("r1")
+    assert [e.status for e in stream][:4] == ["pending", "admitted", "placing", "reserved"]
+    assert [e.seq for e in stream] == sorted(e.seq for e in stream)
+
+
+# --- at the Scheduler's door ------------------------------------------------------------
+
+
+def test_a_user_subscribes_to_their_own_work_only_and_an_admin_to_all() -> None:
+    from legionrm.auth.errors import AuthRefusedError
+    from tests.unit.auth.test_wire import World
+
+    w = World()
+    assert w.submit(w.alice, "a1").ok
+
+    def register(who, subject: str, rec: Recorder) -> str:
+        args = {"subject": subject, "statuses": []}
+        return w.door.register_trigger(subject, [], rec, w.proof(who, "register_trigger", args))
+
+    with pytest.raises(AuthRefusedError):
+        register(w.mallory, "a1", Recorder())  # alice's request
+    alice_instance = w.scheduler.request_info("a1").instances[0].id
+    with pytest.raises(AuthRefusedError):
+        register(w.mallory, alice_instance, Recorder())  # alice's object
+    with pytest.raises(SchedulingError, match="no request or object"):
+        register(w.mallory, "nosuch", Recorder())
+    assert w.submit(w.mallory, "m1").ok  # (the fake gateway may give it the same instance ids)
+    snoop, admin = Recorder(), Recorder()
+    register(w.mallory, EVERY, snoop)  # everything mallory may see: her own work only
+    register(w.ops, EVERY, admin)
+    mine = register(w.alice, "a1", Recorder())
+    with pytest.raises(AuthRefusedError):
+        w.door.remove_trigger(mine, w.proof(w.mallory, "remove_trigger", {"trigger_id": mine}))
+    with pytest.raises(AuthRefusedError):
+        w.door.events_since("a1", 0, w.proof(w.mallory, "events_since", {"request_id": "a1", "cursor": 0}))
+    w.door.cancel("a1", "done", w.proof(w.alice, "cancel", {"request_id": "a1", "reason": "done"}))
+    w.door.cancel("m1", "done", w.proof(w.mallory, "cancel", {"request_id": "m1", "reason": "done"}))
+    assert {e.user for e in snoop.got} == {"mallory"} and {e.user for e in admin.got} == {"alice", "mallory"}
+    assert w.door.remove_trigger(mine, w.proof(w.alice, "remove_trigger", {"trigger_id": mine}))
+    seen = w.door.events_since("a1", 0, w.proof(w.alice, "events_since", {"request_id": "a1", "cursor": 0}))
+    assert seen[-1].status == "cancelled"
+
+
+@pytest.mark.parametrize("how, instance_status, request_status", [
+    pytest.param("lost", "host_lost", "failed", id="host-lost"),
+    pytest.param("ended", "ended", "ended", id="ended"),
+])
+def test_an_instance_end_fires_its_status_then_its_requests(how: str, instance_status: str, request_status: str) -> None:
+    s = LocalSystem(ClusterSpec(hosts=(HostSpec(name="h0", attributes={"cpus": 4, "memory_gb": 16}),),
+                                classes=(ClassSpec(name="W"),)), clock=FakeClock())
+    rec = Recorder()
+    s.scheduler.triggers.register(EVERY, ("host_lost", "ended", "failed"), rec)
+    s.scheduler.scheduleObjects(SchedulingRequest(request_id="r", identity=Identity(user="a"),
+                                                  objects=(ObjectRequest(class_name="W", cpus=1, memory_gb=1),)))
+    [iid] = s.scheduler.instances
+    s.scheduler.instance_ended(iid, "the host is gone", how)
+    assert [(e.status, e.object_id) for e in rec.got] == [(instance_status, iid), (request_status, None)]
