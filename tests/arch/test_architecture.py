@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
                    "legionrm.scheduler.confirm"),
     ("legionrm.scheduler.recovery",),
     ("legionrm.scheduler.elastic", "legionrm.scheduler.snaptables", "legionrm.config", "legionrm.request_file"),
-    ("legionrm.scheduler.engine_door",),
+    ("legionrm.scheduler.engine_door", "legionrm.scheduler.planning"),
     ("legionrm.scheduler.planner", "legionrm.scheduler.build"),
     ("legionrm.scheduler.sharegate",),
     ("legionrm.scheduler.scheduler",),
