@@ -120,8 +120,9 @@ class CollectionSnapshot:
 
     def rows(self, text: str = "true", caller: Caller = None, include_unavailable: bool = False) -> np.ndarray:
         """Row indices of matching resources, in name order."""
-        rows = np.flatnonzero(self.mask(text, caller, include_unavailable))
-        return rows[np.argsort(self.table.names[rows], kind="stable")]
+        mask = self.mask(text, caller, include_unavailable)
+        order = self.table.name_order()
+        return order[mask[order]]
 
     def numeric(self, attr: str, rows: np.ndarray | None, default: float) -> np.ndarray:
         """``attr`` as float64 at ``rows`` (all rows when None); ``default``

@@ -144,12 +144,32 @@ class StoreSnapshot(ColumnTable):
     Later upserts and removals never change a snapshot.
     """
 
-    def __init__(self, names: np.ndarray, columns: dict[str, Column], strings: StringDict, version: int) -> None:
+    def __init__(
+        self, names: np.ndarray, columns: dict[str, Column], strings: StringDict, version: int,
+        order_box: list[np.ndarray | None] | None = None,
+    ) -> None:
         self.names = names
         self._columns = columns
         self.strings = strings
         self.version = version
         self._index: dict[str, int] | None = None
+        self._order_box: list[np.ndarray | None] = order_box if order_box is not None else [None]
+
+    @property
+    def membership(self) -> object:
+        """An object that stays the same (``is``) between snapshots with the
+        same resources in the same rows: a new one after every join or leave."""
+        return self._order_box
+
+    def name_order(self) -> np.ndarray:
+        """The rows in name order (read-only).  Computed once per membership:
+        snapshots between the same joins and leaves share it."""
+        order = self._order_box[0]
+        if order is None:
+            order = np.asarray(np.argsort(self.names, kind="stable"), dtype=np.int64)
+            order.flags.writeable = False
+            self._order_box[0] = order
+        return order
 
     def column(self, attr: str) -> Column | None:
         return self._columns.get(attr)
@@ -197,6 +217,7 @@ class AttributeStore:
         self._strings = StringDict()
         self._version = 0
         self._snapshot: StoreSnapshot | None = None
+        self._order_box: list[np.ndarray | None] = [None]  # name order, shared by snapshots of one membership
 
     # --- size -------------------------------------------------------------------
 
@@ -241,6 +262,7 @@ class AttributeStore:
                 self._column(attr)
         row = self._n
         self._names_before_write(row)
+        self._order_box = [None]
         self._names[row] = name
         self._index[name] = row
         self._n += 1
@@ -292,6 +314,7 @@ class AttributeStore:
                 c.before_write(row)
                 for k, a in list(c.arrays()):
                     a[row] = a[last]
+        self._order_box = [None]
         if row != last:
             self._names_before_write(row)
             moved = self._names[last]
@@ -325,6 +348,7 @@ class AttributeStore:
         for attr in prepared:  # new columns: undefined on the existing rows only
             self._column(attr)
         self._names_before_write(start)
+        self._order_box = [None]
         self._names[start : start + m] = np.asarray(names, dtype=object)
         for k, nm in enumerate(names):
             self._index[nm] = start + k
@@ -393,7 +417,7 @@ class AttributeStore:
             col = c.view(n)
             if col is not None:
                 cols[attr] = col
-        self._snapshot = StoreSnapshot(names, cols, self._strings, self._version)
+        self._snapshot = StoreSnapshot(names, cols, self._strings, self._version, self._order_box)
         return self._snapshot
 
 

@@ -59,6 +59,7 @@ from legionrm.scheduler.pipeline import (
     rank,
     run_filters,
 )
+from legionrm.scheduler.planning.enginepick import engine_applies, engine_picks
 from legionrm.scheduler.planning.whatof import Rows, Taken, assign, assign_slots, first_fit
 from legionrm.scheduler.snaptables import (
     VaultTable,
@@ -304,7 +305,12 @@ class Planner:
                 order = np.flatnonzero(free) if order is None else order[free[order]]
             if order is not None:
                 hosts = hosts.take(order)
-            picks = assign(op.request, hosts, op.request.count)
+            # the engine's choice where its bucket path applies (hosts earlier masters used avoided,
+            # so masters stay alternatives); otherwise, or when it cannot, the pipeline's
+            picks = engine_picks(self.engine, op.request, hosts, demoted if any_demoted else None, snap,
+                                 rows.base) if engine_applies(op.request) else None
+            if picks is None:
+                picks = assign(op.request, hosts, op.request.count)
             if picks is None:
                 return PlacementFailure(
                     key=span(op.keys, op.request.class_name), resource=WHAT_OF, code="capacity",

@@ -229,8 +229,9 @@ class PathPlacer:
     # subclasses
     def _search(
         self, request: SelectRequest, chunks: tuple[CompiledChunk, ...], hosts: np.ndarray, view: StateView,
-        walltime: float,
+        walltime: float, pset: bool = False,
     ) -> SearchOutcome:  # pragma: no cover - abstract
+        """Place on ``hosts`` (``pset``: they are one placement set, not a universe)."""
         raise NotImplementedError
 
     def compile(self, request: SelectRequest) -> tuple[CompiledChunk, ...]:
@@ -295,7 +296,7 @@ class PathPlacer:
                 out = (
                     SearchOutcome(pf[0], pf[1], chunk=pf[2])  # type: ignore[arg-type]
                     if pf
-                    else self._search(request, chunks, ps.hosts, view, wall)
+                    else self._search(request, chunks, ps.hosts, view, wall, pset=True)
                 )
                 if out.status == "run":
                     out.pset = ps.name

@@ -46,6 +46,11 @@ from legionrm.scheduler.placement.nodestate import (
 from legionrm.scheduler.placement.select import SelectRequest, format_value
 
 
+_Shape = tuple[np.ndarray, list[np.ndarray], np.ndarray, np.ndarray]
+"""A bucket set's membership: bucket of each host, members of each bucket,
+representatives, position of each host in its bucket."""
+
+
 @dataclass(frozen=True)
 class Part:
     """A bucket as one placement set sees it: bucket id and positions (None: all members)."""
@@ -67,28 +72,15 @@ class BucketSet:
     def __init__(self, table: NodeTable, state: HostState, requested: tuple[str, ...] | None = None) -> None:
         self.table = table
         self.state = state
-        n = table.n
         self.sig = table.signature_resources(requested)
-        cols = [table.columns[r].signature_codes() for r in self.sig] + [table.queue_code, table.priority]
-        matrix = np.stack(cols, axis=1) if n else np.zeros((0, len(cols)), np.int64)
-        if n:
-            _, first, inv = np.unique(matrix, axis=0, return_index=True, return_inverse=True)
-            inv = inv.reshape(-1)
-        else:
-            first, inv = np.zeros(0, np.int64), np.zeros(0, np.int64)
-        created = np.argsort(first, kind="stable")  # creation order = first appearance in node order
-        reps = first[created]
-        keyed = sorted(range(len(created)), key=lambda k: self._sort_key(int(reps[k])))
-        rank = np.empty(len(created), np.int64)
-        rank[created[keyed]] = np.arange(len(created))
-        self.bucket_of = rank[inv] if n else np.zeros(0, np.int64)  # direct host -> bucket (L3)
-        order = np.argsort(self.bucket_of, kind="stable")
-        bounds = np.searchsorted(self.bucket_of[order], np.arange(len(created) + 1))
-        self.members: list[np.ndarray] = [order[bounds[b] : bounds[b + 1]] for b in range(len(created))]
-        self.rep = np.asarray([m[0] for m in self.members], dtype=np.int64)
-        self.pos = np.empty(n, np.int64)
-        for m in self.members:
-            self.pos[m] = np.arange(len(m))
+        # which host is in which bucket depends on the table alone: built once per
+        # table and signature, shared by the bucket sets of every host state on it
+        key = ("buckets", self.sig)
+        shape = cast("_Shape | None", table.derived.get(key))
+        if shape is None:
+            shape = self._shape()
+            table.derived[key] = shape
+        self.bucket_of, self.members, self.rep, self.pos = shape
         self.free: list[np.ndarray] = []
         self.busy_later: list[np.ndarray] = []
         self.busy: list[np.ndarray] = []
@@ -103,6 +95,34 @@ class BucketSet:
         self._parts: dict[int, tuple[np.ndarray, list[Part]]] = {}
         self._cpn: dict[tuple, np.ndarray] = {}
         state.subscribe(self.refresh)
+
+    def _shape(self) -> "_Shape":
+        """(bucket of each host, members of each bucket, representatives, position in bucket)."""
+        table = self.table
+        n = table.n
+        cols = [table.columns[r].signature_codes() for r in self.sig] + [table.queue_code, table.priority]
+        matrix = np.stack(cols, axis=1) if n else np.zeros((0, len(cols)), np.int64)
+        if n:
+            _, first, inv = np.unique(matrix, axis=0, return_index=True, return_inverse=True)
+            inv = inv.reshape(-1)
+        else:
+            first, inv = np.zeros(0, np.int64), np.zeros(0, np.int64)
+        created = np.argsort(first, kind="stable")  # creation order = first appearance in node order
+        reps = first[created]
+        keyed = sorted(range(len(created)), key=lambda k: self._sort_key(int(reps[k])))
+        rank = np.empty(len(created), np.int64)
+        rank[created[keyed]] = np.arange(len(created))
+        bucket_of = rank[inv] if n else np.zeros(0, np.int64)  # direct host -> bucket (L3)
+        order = np.argsort(bucket_of, kind="stable")
+        bounds = np.searchsorted(bucket_of[order], np.arange(len(created) + 1))
+        members: list[np.ndarray] = [order[bounds[b] : bounds[b + 1]] for b in range(len(created))]
+        rep = np.asarray([m[0] for m in members], dtype=np.int64)
+        pos = np.empty(n, np.int64)
+        for m in members:
+            pos[m] = np.arange(len(m))
+        for a in (bucket_of, rep, pos, *members):
+            a.flags.writeable = False
+        return bucket_of, members, rep, pos
 
     def __len__(self) -> int:
         return len(self.members)
@@ -164,9 +184,11 @@ class BucketSet:
 
     # -- placement-set views ----------------------------------------------------
 
-    def parts(self, hosts: np.ndarray) -> list[Part]:
-        """The buckets of a host set, in bucket order for a whole universe and in
-        creation order for a placement set (upstream does not re-sort those)."""
+    def parts(self, hosts: np.ndarray, pset: bool = True) -> list[Part]:
+        """The buckets of a host set, in bucket order for a universe (a queue's,
+        or one a caller narrowed to the hosts it accepts: ``pset`` False) and
+        in creation order for a placement set made of parts of buckets
+        (upstream does not re-sort those)."""
         hit = self._parts.get(id(hosts))  # host sets are persistent arrays: key by identity
         if hit is not None and hit[0] is hosts:
             return hit[1]
@@ -176,9 +198,9 @@ class BucketSet:
         whole = [int(b) for b in uniq if counts[b] == len(self.members[b])]
         if len(whole) == len(uniq):  # a whole universe (queue-split): bucket order
             out = [Part(b, None, len(self.members[b])) for b in sorted(whole)]
-        else:  # a placement set: its own buckets, creation order
+        else:  # parts of buckets: a placement set's in creation order, a narrowed universe's in bucket order
             out = []
-            for b in uniq[np.argsort(first, kind="stable")].tolist():
+            for b in (uniq[np.argsort(first, kind="stable")] if pset else uniq).tolist():
                 pos = np.sort(self.pos[hosts[bs == b]])
                 out.append(Part(int(b), pos, len(pos)))
         self._parts[id(hosts)] = (hosts, out)
@@ -260,10 +282,11 @@ class BucketPlacer(PathPlacer):
         hosts: np.ndarray,
         view: StateView,
         walltime: float,
+        pset: bool = False,
     ) -> SearchOutcome:
         bs = self.buckets
         live = view is self.state.live()
-        parts = bs.parts(hosts)
+        parts = bs.parts(hosts, pset)
         scatter = request.place.arrangement in ("scatter", "vscatter")
         cb_map: list[list[tuple[int, int]]] = []
         for ch in chunks:

@@ -106,7 +106,7 @@ class Rows:
         self.snap = snap
         self.n = len(snap.table.names)
         self.names = snap.table.names
-        self._base = base
+        self.base = base
         self._row_of: dict[str, int] | None = None
         self.name_rank = np.full(self.n, self.n, np.int64)  # the base table is in name order
         self.name_rank[base.row] = np.arange(len(base))
@@ -115,7 +115,7 @@ class Rows:
     @property
     def _row(self) -> dict[str, int]:
         if self._row_of is None:  # built on first use: most plans need only a few hosts' rows
-            self._row_of = dict(zip(self._base.names.tolist(), self._base.row.tolist()))
+            self._row_of = dict(zip(self.base.names.tolist(), self.base.row.tolist()))
         return self._row_of
 
     def rows_of(self, names: Iterable[str]) -> np.ndarray:
