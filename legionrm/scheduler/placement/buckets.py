@@ -34,6 +34,7 @@ from legionrm.scheduler.placement.chunkfit import (
     CompiledChunk,
     chunks_per_host,
     host_reason,
+    match_mask,
 )
 from legionrm.scheduler.placement.nodes import NodeTable
 from legionrm.scheduler.placement.nodestate import (
@@ -233,14 +234,19 @@ class BucketSet:
 
     def chunks_per_bucket(self, chunk: CompiledChunk) -> np.ndarray:
         """:meth:`chunks_per_node` for every bucket at once: one vector test on
-        the buckets' representatives; cached by what decides fit."""
-        c = self._cpn.get(chunk.key)
-        if c is None:
+        the buckets' representatives.  Which buckets match (the non-consumable
+        checks) is cached by those checks alone, so requests that differ only
+        in amounts share it; the amounts are divided in per request."""
+        ok = self._cpn.get(chunk.match_key)
+        if ok is None:
             if len(self._cpn) > 4096:
                 self._cpn.clear()
-            c = chunks_per_host(self.table, chunk, self.rep)
-            self._cpn[chunk.key] = c
-        return c
+            ok = np.ones(len(self.rep), bool)
+            for c in chunk.checks:
+                if not c.consumable:
+                    ok &= match_mask(self.table, c, self.rep)
+            self._cpn[chunk.match_key] = ok
+        return chunks_per_host(self.table, chunk, self.rep, matched=ok)
 
 
 def first_true(bits: np.ndarray, k: int) -> np.ndarray:
@@ -273,7 +279,7 @@ class BucketPlacer(PathPlacer):
                  buckets: BucketSet | None = None) -> None:
         super().__init__(table, config, state)
         self.buckets = buckets if buckets is not None else BucketSet(table, self.state, self.config.requested)
-        self._maps: dict[tuple, tuple[np.ndarray, tuple[list[tuple[int, int]], int, str | None]]] = {}
+        self._maps: dict[tuple, tuple[np.ndarray, tuple[list[tuple[int, int]], int, int | None]]] = {}
 
     def _search(
         self,
@@ -292,7 +298,9 @@ class BucketPlacer(PathPlacer):
         for ch in chunks:
             entries, ever, fail = self._map_chunk(ch, hosts, parts, scatter)
             if not entries or ever < ch.count:
-                return SearchOutcome("never", fail or NO_TOTAL_NODES, chunk=ch.index)
+                why = host_reason(self.table, ch, fail) if fail is not None else None
+                return SearchOutcome("never", why[1] if why else NO_TOTAL_NODES if fail is None else NO_NODE_RESOURCES,
+                                     chunk=ch.index)
             cb_map.append(entries)
         # A necessary condition by counts, so hopeless requests cost O(buckets).
         for ch, entries in zip(chunks, cb_map):
@@ -352,10 +360,11 @@ class BucketPlacer(PathPlacer):
 
     def _map_chunk(
         self, ch: CompiledChunk, hosts: np.ndarray, parts: list[Part], scatter: bool
-    ) -> tuple[list[tuple[int, int]], int, str | None]:
+    ) -> tuple[list[tuple[int, int]], int, int | None]:
         """The chunk's row of the chunk-to-bucket map: (part index, copies per host)
         for every matching bucket, the chunk's total capacity, and the first
-        failing bucket's reason.  Static for a host set, so cached."""
+        failing bucket's representative host (its reason is worked out only
+        when the request can never run).  Static for a host set, so cached."""
         key = (ch.key, id(hosts), scatter)
         hit = self._maps.get(key)
         if hit is not None and hit[0] is hosts:
@@ -363,7 +372,7 @@ class BucketPlacer(PathPlacer):
         bs = self.buckets
         entries: list[tuple[int, int]] = []
         ever = 0
-        fail: str | None = None
+        fail: int | None = None
         per_bucket = bs.chunks_per_bucket(ch).tolist()
         for k, part in enumerate(parts):
             c = per_bucket[part.b]
@@ -372,8 +381,7 @@ class BucketPlacer(PathPlacer):
                 entries.append((k, c))
                 ever += part.total * c
             elif fail is None:
-                why = host_reason(self.table, ch, int(bs.rep[part.b]))
-                fail = why[1] if why else NO_NODE_RESOURCES
+                fail = int(bs.rep[part.b])
         if len(self._maps) > 4096:
             self._maps.clear()
         self._maps[key] = (hosts, (entries, ever, fail))
