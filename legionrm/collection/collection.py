@@ -36,7 +36,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Protocol
+from typing import Callable, Mapping, Protocol, cast
 
 import numpy as np
 
@@ -232,7 +232,46 @@ class Collection:
             now = float(self._clock())
             beat = {_HEARTBEAT: now, _EXPIRES: now + self.stale_window_s}
             merged = {k: v for k, v in {**rec.attributes, **attrs}.items() if v is not None} | beat
-            self._put(rec.model_copy(update={"attributes": merged}), changed={**attrs, **beat})
+            self._put(rec.replaced(attributes=merged), changed={**attrs, **beat})
+
+    def update_many(self, updates: list[tuple[str, Mapping[str, AttrValue | None] | None]]) -> None:
+        """Heartbeats of many resources at once (a host group's batch), each as
+        :meth:`update`, written to the columns in one pass.  An unknown or
+        refused one changes nothing and raises after the others are applied
+        (the first such error)."""
+        failed: list[tuple[int, Exception]] = []
+        with self._lock:
+            now = float(self._clock())
+            beat = {_HEARTBEAT: now, _EXPIRES: now + self.stale_window_s}
+            writes: list[tuple[str, dict[str, AttrValue | None]]] = []
+            at: list[int] = []  # the position in ``updates`` of each write
+            for k, (name, attrs) in enumerate(updates):
+                attrs = dict(attrs or {})
+                try:
+                    _check_public(name, attrs)
+                    if name not in self._records:
+                        self._get(name)  # raises UnknownResourceError
+                except (UnknownResourceError, CollectionError) as exc:
+                    failed.append((k, exc))
+                    continue
+                writes.append((name, {**attrs, **beat}))
+                at.append(k)
+            refused = self._store.update_many(writes)
+            skip = {w for w, _ in refused}
+            records = self._records
+            for w, (name, changed) in enumerate(writes):  # the records follow the store
+                if w in skip:
+                    continue
+                rec = records[name]
+                merged: dict[str, AttrValue]
+                if None in changed.values():  # a withdrawn attribute
+                    merged = {k: v for k, v in {**rec.attributes, **changed}.items() if v is not None}
+                else:
+                    merged = rec.attributes | cast("dict[str, AttrValue]", changed)
+                records[name] = rec.replaced(attributes=merged)
+            failed += [(at[w], exc) for w, exc in refused]
+        if failed:
+            raise min(failed, key=lambda f: f[0])[1]
 
     def leave(self, name: str) -> bool:
         """A resource leaves.  Idempotent: returns False if it was not there."""
