@@ -122,7 +122,7 @@ def bench_cannot_run() -> None:
     info("bucket cycle (all 3,000 different requests)", f"{t_buckets:.3f} s", before="0.040 s*",
          note="*before: 3,000 identical requests, answered from caches")
     check("buckets vs per-node, 3,000 different requests", ">= 20x", f"{t_nodes / t_buckets:.1f}x",
-          t_nodes / t_buckets >= 20, before="71.6x*")
+          t_nodes / t_buckets >= 20, before="6.9x")
     info("earliest-start search on (buckets), per request", f"{t_early * 1e3:.2f} ms", before="0.25 ms")
 
 
@@ -178,7 +178,7 @@ def bench_scatter() -> None:
     info("same requests, per-node path (numpy filters)", f"{tn * 1e3:.2f} ms", before="1.37 ms")
     info("same requests, per-host Python loop (upstream shape)", f"{tv * 1e3:.2f} ms", before="0.47 ms")
     check("buckets vs per-host Python loop (1,000-chunk, idle fleet)", ">= 50x", f"{tv / tb:.1f}x", tv / tb >= 50,
-          before="1.2x", note="on an idle fleet the loop stops after the first 1,000 hosts, and any answer "
+          before="1.3x", note="on an idle fleet the loop stops after the first 1,000 hosts, and any answer "
           "lists 1,000 hosts: both are O(1,000), the ratio cannot reach 50x")
     # a busy fleet: three hosts in four hold running work, so the loop walks ~4,000 hosts to find 1,000
     busy = np.flatnonzero(np.arange(table.n) % 4 != 3)
