@@ -31,11 +31,15 @@ def engine_picks(
     base: HostTable,
 ) -> list[int] | None:
     """Positions in ``hosts`` (one per instance) where the engine's bucket path
-    places ``req`` over those of ``hosts`` whose rows ``avoid`` (a mask over
-    snapshot rows; None: none) does not mark; None when the engine does not
-    take the request, cannot run it now on them, or chose another path (the
-    planner then places it its own way)."""
-    rows = hosts.row if avoid is None else hosts.row[~avoid[hosts.row]]
+    places ``req`` over those of ``hosts`` that can take an instance now (so
+    not a host an earlier object request of the same schedule uses) and whose
+    rows ``avoid`` (a mask over snapshot rows; None: none) does not mark;
+    None when the engine does not take the request, cannot run it now on
+    them, or chose another path (the planner then places it its own way)."""
+    ok = hosts.slots(req) > 0
+    if avoid is not None:
+        ok &= ~avoid[hosts.row]
+    rows = hosts.row[ok]
     if req.count == 0 or len(rows) < req.count:
         return None
     ans = door.place(req, snap, rows, base)

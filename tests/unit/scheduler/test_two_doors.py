@@ -86,3 +86,16 @@ def test_later_masters_are_alternatives_on_other_hosts() -> None:
     masters = [[p.host for p in m.placements] for m in plan.masters]
     assert masters[:2] == [["b01", "b03"], ["b04", "c02"]]
     assert all(not ({"b02", "c01"} & set(m)) for m in masters)  # busy hosts never
+
+
+def test_an_exclusive_request_after_a_shared_one_never_takes_its_hosts() -> None:
+    """The engine sees the snapshot, not what this schedule placed a moment ago:
+    hosts an earlier object request of the same request uses are not offered."""
+    shared = ObjectRequest(class_name="A", count=3, cpus=2, memory_gb=1, placement="scatter",
+                           constraint='$name == "b01" or $name == "b03" or $name == "b04"')
+    excl = ObjectRequest(class_name="B", count=2, cpus=8, memory_gb=16, exclusive=True)
+    plan = Planner().make_schedules(SchedulingRequest(request_id="r", identity=ALICE, objects=(shared, excl)),
+                                    collection().snapshot())
+    hosts = [p.host for p in plan.masters[0].placements]
+    assert sorted(hosts[:3]) == ["b01", "b03", "b04"]
+    assert hosts[3:] == ["c02", "c03"]  # the engine's next bucket, not b01 / b03 again
