@@ -60,7 +60,8 @@ from legionrm.scheduler.pipeline import (
     run_filters,
 )
 from legionrm.scheduler.planning.enginepick import engine_applies, engine_picks
-from legionrm.scheduler.planning.whatof import Rows, Taken, assign, assign_slots, first_fit
+from legionrm.scheduler.planning.whatof import assign  # noqa: F401  (what of, imported from here by callers)
+from legionrm.scheduler.planning.whatof import Ordered, Rows, Taken, assign_slots, first_fit
 from legionrm.scheduler.snaptables import (
     VaultTable,
     base_table,
@@ -291,7 +292,7 @@ class Planner:
         taken = np.zeros(rows.n, dtype=bool)
         placements: list[Placement] = []
         placed_rows: list[np.ndarray] = []
-        spares_by_obj: list[HostTable] = []
+        spares_by_obj: list[Ordered] = []
         vault_used: dict[str, float] = {}
         score = 0
         any_demoted = bool(demoted.any())
@@ -303,14 +304,13 @@ class Planner:
             if placed_rows and (op.request.exclusive or op.request.placement in ("scatter", "vscatter")):
                 free = ~taken[hosts.row]
                 order = np.flatnonzero(free) if order is None else order[free[order]]
-            if order is not None:
-                hosts = hosts.take(order)
+            hosts = Ordered(hosts, order)  # columns taken in that order only where read
             # the engine's choice where its bucket path applies (hosts earlier masters used avoided,
             # so masters stay alternatives); otherwise, or when it cannot, the pipeline's
             picks = engine_picks(self.engine, op.request, hosts, demoted if any_demoted else None, snap,
                                  rows.base) if engine_applies(op.request) else None
             if picks is None:
-                picks = assign(op.request, hosts, op.request.count)
+                picks = assign_slots(op.request, hosts.slots(op.request), op.request.count)
             if picks is None:
                 return PlacementFailure(
                     key=span(op.keys, op.request.class_name), resource=WHAT_OF, code="capacity",
@@ -319,7 +319,7 @@ class Planner:
                 )
             res = _resources_of(op.request)
             picked_rows = hosts.row[picks] if picks else np.zeros(0, dtype=np.int64)
-            names = hosts.names[picks].tolist() if picks else []
+            names = hosts.names_at(picks)
             chosen: list[str | None] = [None] * len(names)
             if vaults.names or op.request.storage_gb:  # no vaults and no storage: every pick is None
                 for j, (key, host) in enumerate(zip(op.keys, names)):
@@ -346,7 +346,7 @@ class Planner:
         objects: list[ObjectPlan],
         placements: list[Placement],
         at: np.ndarray,
-        spares_by_obj: list[HostTable],
+        spares_by_obj: list["Ordered"],
         vaults: VaultTable,
         caller: Identity,
         snap: CollectionSnapshot,
@@ -395,7 +395,7 @@ class Planner:
 
     def _delta(
         self, moved: list[tuple[Placement, int]], objects: list[ObjectPlan],
-        spares_by_obj: list[HostTable], in_master: np.ndarray, spent: np.ndarray, reuse: bool,
+        spares_by_obj: list[Ordered], in_master: np.ndarray, spent: np.ndarray, reuse: bool,
         vaults: VaultTable, caller: Identity, snap: CollectionSnapshot, rows: Rows,
         memo: dict[int, tuple[np.ndarray, np.ndarray]],
     ) -> DeltaSchedule | None:
@@ -416,7 +416,7 @@ class Planner:
                 memo[oi] = (spares.slots(req), in_master[at])
             free, master_at = memo[oi]
             if used.any:
-                free = used.off(spares).slots(req)
+                free = spares.off(used).slots(req)
 
             def fresh_in(end: int) -> np.ndarray:  # spares among the first ``end`` no other delta took
                 gone = spent[at[:end]]
@@ -432,7 +432,7 @@ class Planner:
                 return None
             for p, i in zip(these, picks):
                 k = int(fresh[i])
-                h = str(spares.names[k])
+                h = str(spares.name(k))
                 vault = vaults.pick(h, req, vault_used, snap, caller)
                 if isinstance(vault, Refusal):
                     return None

@@ -18,6 +18,7 @@ from legionrm.collection.collection import CollectionSnapshot
 from legionrm.models import ObjectRequest
 from legionrm.scheduler.engine_door import EngineDoor
 from legionrm.scheduler.pipeline import HostTable
+from legionrm.scheduler.planning.whatof import Ordered
 
 
 def engine_applies(req: ObjectRequest) -> bool:
@@ -27,7 +28,7 @@ def engine_applies(req: ObjectRequest) -> bool:
 
 
 def engine_picks(
-    door: EngineDoor, req: ObjectRequest, hosts: HostTable, avoid: np.ndarray | None, snap: CollectionSnapshot,
+    door: EngineDoor, req: ObjectRequest, hosts: Ordered, avoid: np.ndarray | None, snap: CollectionSnapshot,
     base: HostTable,
 ) -> list[int] | None:
     """Positions in ``hosts`` (one per instance) where the engine's bucket path

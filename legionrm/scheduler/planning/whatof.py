@@ -64,6 +64,43 @@ def first_fit(
         end = min(n, end * 4)
 
 
+class Ordered:
+    """The hosts of a :class:`HostTable` in another order (None: as they are),
+    with the columns taken in that order only where they are read: a master
+    after the first reorders tens of thousands of hosts but reads a few names."""
+
+    def __init__(self, table: HostTable, order: np.ndarray | None = None) -> None:
+        self.table = table
+        self.order = order
+        self._row: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.table) if self.order is None else len(self.order)
+
+    @property
+    def row(self) -> np.ndarray:
+        if self._row is None:
+            self._row = self.table.row if self.order is None else self.table.row[self.order]
+        return self._row
+
+    def slots(self, req: ObjectRequest) -> np.ndarray:
+        s = self.table.slots(req)
+        return s if self.order is None else s[self.order]
+
+    def name(self, k: int) -> object:
+        return self.table.names[k if self.order is None else int(self.order[k])]
+
+    def names_at(self, picks: list[int]) -> list[str]:
+        if not picks:
+            return []
+        at = np.asarray(picks, dtype=np.int64)
+        return self.table.names[at if self.order is None else self.order[at]].tolist()
+
+    def off(self, used: "Taken") -> "Ordered":
+        """The same hosts in the same order with what ``used`` took subtracted."""
+        return Ordered(used.off(self.table), self.order)
+
+
 class Taken:
     """What a schedule being built (a master, or one delta) has put on hosts so
     far, as columns over the snapshot's rows, so later object requests see it."""
