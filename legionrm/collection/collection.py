@@ -105,11 +105,18 @@ class CollectionSnapshot:
         if not include_unavailable:
             mask = mask & self._alive()
         if caller is not None:
-            who = Identity(user=caller) if isinstance(caller, str) else caller
-            ok = np.array([p.accepts(who) for p in self._policies] or [False], dtype=bool)
-            ids = self.numeric(_ACCESS, None, -1.0).astype(np.int64)
-            mask = mask & (ids >= 0) & ok[np.clip(ids, 0, len(ok) - 1)]
+            mask = mask & self.accepts(caller)
         return mask
+
+    def accepts(self, caller: Caller) -> np.ndarray:
+        """A bool per row: the resource's access policy accepts ``caller``
+        (``mask(text, caller)`` is ``mask(text) & accepts(caller)``)."""
+        if caller is None:
+            return np.ones(len(self.table.names), bool)
+        who = Identity(user=caller) if isinstance(caller, str) else caller
+        ok = np.array([p.accepts(who) for p in self._policies] or [False], dtype=bool)
+        ids = self.numeric(_ACCESS, None, -1.0).astype(np.int64)
+        return (ids >= 0) & ok[np.clip(ids, 0, len(ok) - 1)]
 
     def _alive(self) -> np.ndarray:
         if self._alive_mask is None:
@@ -128,8 +135,13 @@ class CollectionSnapshot:
         """``attr`` as float64 at ``rows`` (all rows when None); ``default``
         where a resource does not export it or exports a non-number."""
         n = len(self.table.names)
-        out = np.full(n, default, dtype=np.float64)
         col = self.table.column(attr)
+        if col is not None and col.uniform in (V.INT, V.FLOAT, V.BOOL):  # one kind everywhere: no masks
+            arr = {V.INT: col.i, V.FLOAT: col.f, V.BOOL: col.b}[col.uniform]
+            if arr is not None and len(arr) == n:
+                vals = arr if rows is None else arr[rows]
+                return vals.astype(np.float64)  # a copy: the caller may write to it
+        out = np.full(n, default, dtype=np.float64)
         if col is not None:
             tags = col.tags()
             for tag, arr in ((V.INT, col.i), (V.FLOAT, col.f), (V.BOOL, col.b)):

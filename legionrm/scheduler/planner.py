@@ -262,7 +262,7 @@ class Planner:
         ident = Identity(user=caller.user, class_name=obj.class_name, groups=caller.groups)
         text = f'$kind == "host" and ({obj.constraint})'
         matching = snap.mask(text)[base.row]
-        accepting = snap.mask(text, ident)[base.row]
+        accepting = matching & snap.accepts(ident)[base.row]  # the query once, then the access lists
         query_drops = [
             (base.names[~matching], Refusal(code="query.no_match", reason=f"does not satisfy {obj.constraint!r}",
                                             by=QUERY_FILTER)),
