@@ -89,14 +89,7 @@ class CollectionActor:
     def update_many(self, updates: list[tuple[str, dict[str, AttrValue]]], proofs: list[Any] | None = None) -> None:
         """Heartbeats of many resources; each with its own resource's proof
         (one refused update does not stop the others)."""
-        failed = []
-        for i, (name, attrs) in enumerate(updates):
-            try:
-                self.door.update(name, attrs, proofs[i] if proofs is not None and i < len(proofs) else None)
-            except Exception as exc:  # a refused or unknown one
-                failed.append(exc)
-        if failed:
-            raise failed[0]
+        self.door.update_many(updates, proofs)
 
     def leave(self, name: str, proof: Any = None) -> bool:
         return self.door.leave(name, proof)

@@ -36,7 +36,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Protocol
+from typing import Callable, Mapping, Protocol, cast
 
 import numpy as np
 
@@ -105,11 +105,18 @@ class CollectionSnapshot:
         if not include_unavailable:
             mask = mask & self._alive()
         if caller is not None:
-            who = Identity(user=caller) if isinstance(caller, str) else caller
-            ok = np.array([p.accepts(who) for p in self._policies] or [False], dtype=bool)
-            ids = self.numeric(_ACCESS, None, -1.0).astype(np.int64)
-            mask = mask & (ids >= 0) & ok[np.clip(ids, 0, len(ok) - 1)]
+            mask = mask & self.accepts(caller)
         return mask
+
+    def accepts(self, caller: Caller) -> np.ndarray:
+        """A bool per row: the resource's access policy accepts ``caller``
+        (``mask(text, caller)`` is ``mask(text) & accepts(caller)``)."""
+        if caller is None:
+            return np.ones(len(self.table.names), bool)
+        who = Identity(user=caller) if isinstance(caller, str) else caller
+        ok = np.array([p.accepts(who) for p in self._policies] or [False], dtype=bool)
+        ids = self.numeric(_ACCESS, None, -1.0).astype(np.int64)
+        return (ids >= 0) & ok[np.clip(ids, 0, len(ok) - 1)]
 
     def _alive(self) -> np.ndarray:
         if self._alive_mask is None:
@@ -120,15 +127,21 @@ class CollectionSnapshot:
 
     def rows(self, text: str = "true", caller: Caller = None, include_unavailable: bool = False) -> np.ndarray:
         """Row indices of matching resources, in name order."""
-        rows = np.flatnonzero(self.mask(text, caller, include_unavailable))
-        return rows[np.argsort(self.table.names[rows], kind="stable")]
+        mask = self.mask(text, caller, include_unavailable)
+        order = self.table.name_order()
+        return order[mask[order]]
 
     def numeric(self, attr: str, rows: np.ndarray | None, default: float) -> np.ndarray:
         """``attr`` as float64 at ``rows`` (all rows when None); ``default``
         where a resource does not export it or exports a non-number."""
         n = len(self.table.names)
-        out = np.full(n, default, dtype=np.float64)
         col = self.table.column(attr)
+        if col is not None and col.uniform in (V.INT, V.FLOAT, V.BOOL):  # one kind everywhere: no masks
+            arr = {V.INT: col.i, V.FLOAT: col.f, V.BOOL: col.b}[col.uniform]
+            if arr is not None and len(arr) == n:
+                vals = arr if rows is None else arr[rows]
+                return vals.astype(np.float64)  # a copy: the caller may write to it
+        out = np.full(n, default, dtype=np.float64)
         if col is not None:
             tags = col.tags()
             for tag, arr in ((V.INT, col.i), (V.FLOAT, col.f), (V.BOOL, col.b)):
@@ -231,7 +244,46 @@ class Collection:
             now = float(self._clock())
             beat = {_HEARTBEAT: now, _EXPIRES: now + self.stale_window_s}
             merged = {k: v for k, v in {**rec.attributes, **attrs}.items() if v is not None} | beat
-            self._put(rec.model_copy(update={"attributes": merged}), changed={**attrs, **beat})
+            self._put(rec.replaced(attributes=merged), changed={**attrs, **beat})
+
+    def update_many(self, updates: list[tuple[str, Mapping[str, AttrValue | None] | None]]) -> None:
+        """Heartbeats of many resources at once (a host group's batch), each as
+        :meth:`update`, written to the columns in one pass.  An unknown or
+        refused one changes nothing and raises after the others are applied
+        (the first such error)."""
+        failed: list[tuple[int, Exception]] = []
+        with self._lock:
+            now = float(self._clock())
+            beat = {_HEARTBEAT: now, _EXPIRES: now + self.stale_window_s}
+            writes: list[tuple[str, dict[str, AttrValue | None]]] = []
+            at: list[int] = []  # the position in ``updates`` of each write
+            for k, (name, attrs) in enumerate(updates):
+                attrs = dict(attrs or {})
+                try:
+                    _check_public(name, attrs)
+                    if name not in self._records:
+                        self._get(name)  # raises UnknownResourceError
+                except (UnknownResourceError, CollectionError) as exc:
+                    failed.append((k, exc))
+                    continue
+                writes.append((name, {**attrs, **beat}))
+                at.append(k)
+            refused = self._store.update_many(writes)
+            skip = {w for w, _ in refused}
+            records = self._records
+            for w, (name, changed) in enumerate(writes):  # the records follow the store
+                if w in skip:
+                    continue
+                rec = records[name]
+                merged: dict[str, AttrValue]
+                if None in changed.values():  # a withdrawn attribute
+                    merged = {k: v for k, v in {**rec.attributes, **changed}.items() if v is not None}
+                else:
+                    merged = rec.attributes | cast("dict[str, AttrValue]", changed)
+                records[name] = rec.replaced(attributes=merged)
+            failed += [(at[w], exc) for w, exc in refused]
+        if failed:
+            raise min(failed, key=lambda f: f[0])[1]
 
     def leave(self, name: str) -> bool:
         """A resource leaves.  Idempotent: returns False if it was not there."""

@@ -61,6 +61,27 @@ class CollectionDoor:
         self._resource(proof, "update", {"name": name, "attrs": dict(attrs or {})}, name)
         self.core.update(name, attrs)
 
+    def update_many(self, updates: list[tuple[str, dict[str, AttrValue]]], proofs: list[Any] | None = None) -> None:
+        """Heartbeats of many resources, each with its own resource's proof,
+        written in one batch; a refused one does not stop the others (the
+        first refusal is raised after)."""
+        ok: list[tuple[str, Mapping[str, AttrValue | None] | None]] = []
+        failed: list[Exception] = []
+        for i, (name, attrs) in enumerate(updates):
+            try:
+                self._resource(proofs[i] if proofs is not None and i < len(proofs) else None, "update",
+                               {"name": name, "attrs": dict(attrs or {})}, name)
+            except Exception as exc:  # a refused proof
+                failed.append(exc)
+                continue
+            ok.append((name, attrs))
+        try:
+            self.core.update_many(ok)
+        except Exception as exc:  # an unknown resource or a bad value
+            failed.append(exc)
+        if failed:
+            raise failed[0]
+
     def leave(self, name: str, proof: Any = None) -> bool:
         self._resource(proof, "leave", {"name": name}, name)
         return self.core.leave(name)

@@ -144,12 +144,32 @@ class StoreSnapshot(ColumnTable):
     Later upserts and removals never change a snapshot.
     """
 
-    def __init__(self, names: np.ndarray, columns: dict[str, Column], strings: StringDict, version: int) -> None:
+    def __init__(
+        self, names: np.ndarray, columns: dict[str, Column], strings: StringDict, version: int,
+        order_box: list[np.ndarray | None] | None = None,
+    ) -> None:
         self.names = names
         self._columns = columns
         self.strings = strings
         self.version = version
         self._index: dict[str, int] | None = None
+        self._order_box: list[np.ndarray | None] = order_box if order_box is not None else [None]
+
+    @property
+    def membership(self) -> object:
+        """An object that stays the same (``is``) between snapshots with the
+        same resources in the same rows: a new one after every join or leave."""
+        return self._order_box
+
+    def name_order(self) -> np.ndarray:
+        """The rows in name order (read-only).  Computed once per membership:
+        snapshots between the same joins and leaves share it."""
+        order = self._order_box[0]
+        if order is None:
+            order = np.asarray(np.argsort(self.names, kind="stable"), dtype=np.int64)
+            order.flags.writeable = False
+            self._order_box[0] = order
+        return order
 
     def column(self, attr: str) -> Column | None:
         return self._columns.get(attr)
@@ -167,6 +187,24 @@ class StoreSnapshot(ColumnTable):
         if self._index is None:
             self._index = {str(nm): k for k, nm in enumerate(self.names.tolist())}
         return self._index.get(name)
+
+
+_PLAIN = frozenset({bool, float, str})
+
+
+def _plain_values(attr: object, vals: list[Any]) -> bool:
+    """True when ``attr`` is a good name and every value is already a MIL value
+    as it stands (bool, float, str, or an int within 64 bits): what
+    :func:`_check_values` would pass unchanged, checked per column."""
+    if not isinstance(attr, str) or not attr:
+        return False
+    kinds = set(map(type, vals))
+    if int in kinds:
+        ints = [v for v in vals if type(v) is int]
+        if min(ints) < V.INT64_MIN or max(ints) > V.INT64_MAX:
+            return False
+        kinds.discard(int)
+    return kinds <= _PLAIN
 
 
 def _check_values(name: str, attrs: Mapping[str, Any]) -> dict[str, V.Value]:
@@ -197,6 +235,7 @@ class AttributeStore:
         self._strings = StringDict()
         self._version = 0
         self._snapshot: StoreSnapshot | None = None
+        self._order_box: list[np.ndarray | None] = [None]  # name order, shared by snapshots of one membership
 
     # --- size -------------------------------------------------------------------
 
@@ -241,6 +280,7 @@ class AttributeStore:
                 self._column(attr)
         row = self._n
         self._names_before_write(row)
+        self._order_box = [None]
         self._names[row] = name
         self._index[name] = row
         self._n += 1
@@ -280,6 +320,63 @@ class AttributeStore:
             self._column(attr).put(row, v, self._strings)
         self._changed()
 
+    def update_many(self, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> list[tuple[int, Exception]]:
+        """Merge attributes into many existing resources at once (heartbeats):
+        as :meth:`upsert` of each, but written column by column, one numpy
+        store per attribute where the rows keep their kind.  An update naming
+        an unknown resource, or with a value that is not bool / int (64-bit)
+        / float / str, changes nothing and comes back as an error; the
+        others are applied.  Returns the refused ones: (position, error), in order."""
+        errors: list[tuple[int, Exception]] = []
+        by_attr: dict[str, tuple[list[int], list[Any]]] = {}
+        for k, (name, attrs) in enumerate(updates):
+            row = self._index.get(name)
+            if row is None:
+                errors.append((k, UnknownResourceError(f"unknown resource {name!r}")))
+                continue
+            for attr, v in attrs.items():
+                rows, vals = by_attr.setdefault(attr, ([], []))
+                rows.append(row)
+                vals.append(v)
+        if any(not _plain_values(attr, vals) for attr, (_, vals) in by_attr.items()):
+            # a value to refuse or convert somewhere: check update by update (the rare path)
+            good: list[tuple[str, Mapping[str, Any]]] = []
+            for k, (name, attrs) in enumerate(updates):
+                if name not in self._index:
+                    continue
+                try:
+                    good.append((name, _check_values(name, attrs)))
+                except CollectionError as exc:
+                    errors.append((k, exc))
+            errors.sort(key=lambda e: e[0])
+            by_attr = {}
+            for name, values in good:
+                for attr, v in values.items():
+                    rows, vals = by_attr.setdefault(attr, ([], []))
+                    rows.append(self._index[name])
+                    vals.append(v)
+        for attr, (rows, vals) in by_attr.items():
+            self._write_column(attr, rows, vals)
+        if by_attr:
+            self._changed()
+        return errors
+
+    def _write_column(self, attr: str, rows: list[int], vals: list[V.Value]) -> None:
+        """Write ``vals`` at ``rows`` of one attribute (a row may repeat: the last wins)."""
+        if attr not in self._cols and all(v is V.UNDEFINED for v in vals):
+            return
+        c = self._column(attr)
+        tags = {V.tag_of(v) for v in vals}
+        t = tags.pop() if len(tags) == 1 else None
+        field = {V.BOOL: "b", V.INT: "i", V.FLOAT: "f"}.get(t) if t is not None else None
+        if field is None or c.tag is not None or c.utag != t or len(set(rows)) != len(rows):
+            for row, v in zip(rows, vals):  # kinds change (or a row repeats): row by row, keeping counts
+                c.put(row, v, self._strings)
+            return
+        # every row already has this kind and keeps it: the counts stand, one store
+        c.before_write(min(rows))
+        c.data(field)[np.asarray(rows, dtype=np.int64)] = vals
+
     def remove(self, name: str) -> None:
         """Drop resource ``name``; raises UnknownResourceError if it is not here."""
         row = self._index.pop(name, None)
@@ -292,6 +389,7 @@ class AttributeStore:
                 c.before_write(row)
                 for k, a in list(c.arrays()):
                     a[row] = a[last]
+        self._order_box = [None]
         if row != last:
             self._names_before_write(row)
             moved = self._names[last]
@@ -325,6 +423,7 @@ class AttributeStore:
         for attr in prepared:  # new columns: undefined on the existing rows only
             self._column(attr)
         self._names_before_write(start)
+        self._order_box = [None]
         self._names[start : start + m] = np.asarray(names, dtype=object)
         for k, nm in enumerate(names):
             self._index[nm] = start + k
@@ -393,7 +492,7 @@ class AttributeStore:
             col = c.view(n)
             if col is not None:
                 cols[attr] = col
-        self._snapshot = StoreSnapshot(names, cols, self._strings, self._version)
+        self._snapshot = StoreSnapshot(names, cols, self._strings, self._version, self._order_box)
         return self._snapshot
 
 

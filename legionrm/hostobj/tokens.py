@@ -26,10 +26,14 @@ def new_secret() -> bytes:
     return secrets.token_bytes(SECRET_BYTES)
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+"""One encoder for every token (``json.dumps`` with options builds a new one per call)."""
+
+
 def canonical(token: ReservationToken) -> bytes:
     """The bytes that are signed: every field except ``signature``, sorted keys."""
     body = token.model_dump(mode="json", exclude={"signature"})
-    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    return _CANONICAL.encode(body).encode()
 
 
 def signature(token: ReservationToken, secret: bytes) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Literal, Union
+from typing import Any, Literal, Mapping, Sequence, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -13,6 +13,55 @@ AttrValue = Union[bool, int, float, str]
 
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def replaced(self, **changes: Any) -> Any:
+        """A copy with ``changes`` (trusted, already valid values), without
+        validation: ``model_copy(update=...)`` for a hot path (a heartbeat)."""
+        m = self.__class__.__new__(self.__class__)
+        d = dict(self.__dict__)
+        d.update(changes)
+        _set_dict(m, d)
+        fs = self.__pydantic_fields_set__
+        _set_fields_set(m, fs if fs.issuperset(changes) else fs | set(changes))
+        _set_extra(m, None)
+        _set_private(m, None)
+        return m
+
+    @classmethod
+    def trusted_many(cls, fixed: Mapping[str, Any], **columns: Sequence[Any]) -> list[Any]:
+        """Instances from trusted, already valid values, without validation:
+        the fields in ``fixed`` are the same for all, and instance *i* takes
+        ``columns[f][i]`` for each field ``f`` of ``columns`` (equal lengths);
+        other fields take their defaults (a default factory is not supported).
+        What ``model_construct`` does, about twice as fast, for a hot path
+        that builds thousands (the planner's placements).  Raises TypeError
+        for a required field that is given neither way."""
+        fields = cls.model_fields
+        missing = [k for k, f in fields.items() if k not in fixed and k not in columns and f.is_required()]
+        if missing:
+            raise TypeError(f"{cls.__name__}.trusted_many: required fields {missing} not given")
+        template = {k: fixed[k] if k in fixed else (None if k in columns else f.get_default())
+                    for k, f in fields.items()}
+        fields_set = set(fixed) | set(columns)  # shared: a frozen model never changes it (model_copy copies it)
+        names = tuple(columns)
+        new, out = cls.__new__, []
+        for vals in zip(*columns.values()):
+            m = new(cls)
+            d = template.copy()
+            d.update(zip(names, vals))
+            _set_dict(m, d)
+            _set_fields_set(m, fields_set)
+            _set_extra(m, None)
+            _set_private(m, None)
+            out.append(m)
+        return out
+
+
+# pydantic keeps these in slots of BaseModel: their descriptors set them fastest
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 # --- outcomes ----------------------------------------------------------------

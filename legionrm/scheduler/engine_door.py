@@ -46,6 +46,10 @@ from legionrm.scheduler.snaptables import base_table
 RESOURCES: tuple[str, ...] = ("ncpus", "mem", "ngpus", "host", "vnode")
 """The resources line the door's node tables use (what an ObjectRequest asks for)."""
 KB_PER_GB = 1048576
+SCARCE_PRIORITY = -1
+"""The node priority of a host with GPUs: the planner's scarce-hosts rule in
+the engine's terms (``node_sort_key: sort_priority HIGH`` puts them last, so
+work that needs no GPU takes them only when nothing else fits)."""
 
 
 @dataclass
@@ -59,6 +63,8 @@ class EngineAnswer:
     earliest_start: float | None
     path: str
     path_reason: str = ""
+    rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    """The snapshot row of each instance's host (run only), in ``hosts`` order."""
 
     @property
     def runs(self) -> bool:
@@ -72,6 +78,7 @@ class _Cycle:
     snap: CollectionSnapshot
     placer: Placer
     node_of_row: np.ndarray  # snapshot row -> node index (-1: not a host of the table)
+    row_of_node: np.ndarray  # node index -> snapshot row
     universes: dict[bytes, np.ndarray] = field(default_factory=dict)
 
 
@@ -85,6 +92,8 @@ class EngineDoor:
     def __init__(self) -> None:
         self._key: bytes | None = None
         self._table: NodeTable | None = None
+        self._node: np.ndarray = np.zeros(0, np.int64)  # base table position -> node index
+        self._seen: tuple[object, np.ndarray, np.ndarray] | None = None  # membership, rows, totals last checked
         self._cycle: _Cycle | None = None
         self.tables_built = 0
 
@@ -96,16 +105,26 @@ class EngineDoor:
         names = "\0".join(base.names.tolist()).encode()
         return names + np.stack([base.cpus, base.memory_gb, base.gpus]).astype(np.float64).tobytes()
 
-    def table(self, base: HostTable) -> NodeTable:
-        """The node table of ``base``'s hosts (cached until the host set changes)."""
+    def table(self, base: HostTable, membership: object = None) -> NodeTable:
+        """The node table of ``base``'s hosts (cached until the host set changes).
+        ``membership`` (the snapshot's, see ``StoreSnapshot.membership``)
+        lets an unchanged host set be recognised without comparing names."""
+        totals = np.stack([base.cpus, base.memory_gb, base.gpus]).astype(np.float64)
+        seen = self._seen
+        if (self._table is not None and membership is not None and seen is not None and seen[0] is membership
+                and np.array_equal(seen[1], base.row) and np.array_equal(seen[2], totals)):
+            return self._table
         key = self.host_set_key(base)
+        self._seen = (membership, base.row, totals) if membership is not None else None
         if self._table is None or key != self._key:
             specs = [
-                NodeSpec(str(n), resources={"ncpus": _num(c), "mem": f"{math.ceil(m * KB_PER_GB)}kb", "ngpus": int(g)})
+                NodeSpec(str(n), priority=SCARCE_PRIORITY if g > 0 else 0,
+                         resources={"ncpus": _num(c), "mem": f"{math.ceil(m * KB_PER_GB)}kb", "ngpus": int(g)})
                 for n, c, m, g in zip(base.names.tolist(), base.cpus.tolist(), base.memory_gb.tolist(),
                                       base.gpus.tolist())
             ]
             self._table = NodeTable(specs, resources=RESOURCES)
+            self._node = np.fromiter((self._table.index[n] for n in base.names.tolist()), np.int64, len(base))
             self._key = key
             self._cycle = None
             self.tables_built += 1
@@ -119,9 +138,9 @@ class EngineDoor:
         if c is not None and c.snap is snap:
             return c
         base = base if base is not None else base_table(snap)
-        table = self.table(base)
+        table = self.table(base, snap.table.membership)
         state = HostState(table, now=float(snap.now))
-        node = np.fromiter((table.index[n] for n in base.names.tolist()), np.int64, len(base))
+        node = self._node
         now = float(snap.now)
         # what hosts hold now: totals minus reported free, held until further notice
         used_c = np.maximum(base.cpus - base.free_cpus, 0.0)
@@ -140,7 +159,9 @@ class EngineDoor:
         config = PlaceConfig(resources=RESOURCES, requested=("ncpus", "mem", "ngpus"))
         node_of_row = np.full(len(snap.table.names), -1, np.int64)
         node_of_row[base.row] = node
-        self._cycle = _Cycle(snap, Placer(table, config, state), node_of_row)
+        row_of_node = np.empty(table.n, np.int64)
+        row_of_node[node] = base.row
+        self._cycle = _Cycle(snap, Placer(table, config, state), node_of_row, row_of_node)
         return self._cycle
 
     # -- answers --------------------------------------------------------------
@@ -163,7 +184,9 @@ class EngineDoor:
                 hosts = cyc.universes[key] = idx
         request = SelectRequest.from_object(obj)
         res = cyc.placer.place(request, float(snap.now), obj.walltime_s, hosts=hosts)
+        if not res.runs:
+            return EngineAnswer(res.status, [], res.comment, res.reason, res.earliest_start, res.path, res.path_reason)
+        nodes = np.fromiter((h for alloc in res.allocation for h, copies in alloc for _ in range(copies)), np.int64)
         names = cyc.placer.table.names
-        per_instance = [names[h] for alloc in res.allocation for h, copies in alloc for _ in range(copies)]
-        return EngineAnswer(res.status, per_instance if res.runs else [], res.comment, res.reason,
-                            res.earliest_start, res.path, res.path_reason)
+        return EngineAnswer(res.status, [names[h] for h in nodes.tolist()], res.comment, res.reason,
+                            res.earliest_start, res.path, res.path_reason, cyc.row_of_node[nodes])

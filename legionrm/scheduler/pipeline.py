@@ -283,9 +283,14 @@ def run_filters(ctx: PlanContext, hosts: HostTable, filters: tuple[HostFilter, .
     return out
 
 
-def rank(ctx: PlanContext, hosts: HostTable, rankers: tuple[HostRanker, ...]) -> HostTable:
-    """Hosts in rank order: rankers in priority order, name last for stability."""
+def rank(
+    ctx: PlanContext, hosts: HostTable, rankers: tuple[HostRanker, ...], *, in_name_order: bool = False
+) -> HostTable:
+    """Hosts in rank order: rankers in priority order, name last for stability
+    (``in_name_order``: the caller vouches ``hosts`` are in name order, so
+    their positions break ties without comparing names)."""
     if len(hosts) == 0:
         return hosts
-    keys = [hosts.names.astype(str)] + [r.key(ctx, hosts) for r in reversed(rankers)]
+    names = np.arange(len(hosts)) if in_name_order else hosts.names.astype(str)
+    keys = [names] + [r.key(ctx, hosts) for r in reversed(rankers)]
     return hosts.take(np.lexsort(keys))

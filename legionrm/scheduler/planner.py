@@ -27,10 +27,9 @@ Enactor reserves, so several planners can run at once without double booking.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -53,7 +52,6 @@ from legionrm.scheduler.engine_door import EngineDoor
 from legionrm.scheduler.pipeline import (
     DEFAULT_FILTERS,
     DEFAULT_RANKERS,
-    INF,
     FilterOutcome,
     HostFilter,
     HostRanker,
@@ -62,9 +60,11 @@ from legionrm.scheduler.pipeline import (
     rank,
     run_filters,
 )
+from legionrm.scheduler.planning.enginepick import engine_applies, engine_picks
+from legionrm.scheduler.planning.whatof import assign  # noqa: F401  (what of, imported from here by callers)
+from legionrm.scheduler.planning.whatof import Ordered, Rows, Taken, assign_slots, first_fit
 from legionrm.scheduler.snaptables import (
     VaultTable,
-    base_group,
     base_table,
     vault_table,
 )
@@ -208,21 +208,22 @@ class Planner:
             return Plan(request.request_id, [], failures, objects)
 
         masters: list[MasterSchedule] = []
-        rows = _Rows(snap, base)
+        rows = Rows(snap, base)
         demoted = np.zeros(rows.n, dtype=bool)
         seen: set[tuple] = set()
         for _ in range(self.max_masters):
-            master = self._master(objects, rows, vaults, demoted, request.identity, snap)
-            if isinstance(master, PlacementFailure):
+            made = self._master(objects, rows, vaults, demoted, request.identity, snap)
+            if isinstance(made, PlacementFailure):
                 if not masters:  # the engine's verdict is about now
-                    failures.append(self._engine_verdict(master, objects, snap, base) if ahead is None else master)
+                    failures.append(self._engine_verdict(made, objects, snap, base) if ahead is None else made)
                 break
-            sig = tuple(sorted((p.key, p.host) for p in master.placements))
+            master, at = made
+            sig = tuple(at.tolist())  # every master lists the same keys in the same order: rows say it all
             if sig in seen:
                 break
             seen.add(sig)
             masters.append(master)
-            demoted[rows.rows_of(p.host for p in master.placements)] = True
+            demoted[at] = True
         return Plan(request.request_id, masters, failures, objects)
 
     # --- steps --------------------------------------------------------------
@@ -264,7 +265,7 @@ class Planner:
         ident = Identity(user=caller.user, class_name=obj.class_name, groups=caller.groups)
         text = f'$kind == "host" and ({obj.constraint})'
         matching = snap.mask(text)[base.row]
-        accepting = snap.mask(text, ident)[base.row]
+        accepting = matching & snap.accepts(ident)[base.row]  # the query once, then the access lists
         query_drops = [
             (base.names[~matching], Refusal(code="query.no_match", reason=f"does not satisfy {obj.constraint!r}",
                                             by=QUERY_FILTER)),
@@ -276,31 +277,44 @@ class Planner:
         table = base if ahead is None else window_table(base, snap, ahead, ahead + (obj.walltime_s or INF))
         outcome = run_filters(ctx, table.take(np.flatnonzero(accepting)), self.filters)
         outcome.drops[:0] = [d for d in query_drops if len(d[0])]
-        return ObjectPlan(obj, keys, outcome, rank(ctx, outcome.hosts, self.rankers), base.row[accepting])
+        # the base table is in name order, and the filters keep the order
+        ranked = rank(ctx, outcome.hosts, self.rankers, in_name_order=True)
+        return ObjectPlan(obj, keys, outcome, ranked, base.row[accepting])
 
     def _master(
         self,
         objects: list[ObjectPlan],
-        rows: "_Rows",
+        rows: Rows,
         vaults: VaultTable,
         demoted: np.ndarray,
         caller: Identity,
         snap: CollectionSnapshot,
-    ) -> MasterSchedule | PlacementFailure:
-        used = _Taken(rows.n)
+    ) -> tuple[MasterSchedule, np.ndarray] | PlacementFailure:
+        """One master schedule and the snapshot rows of its placements (in
+        placement order), or the failure that stopped it."""
+        used = Taken(rows.n)
         taken = np.zeros(rows.n, dtype=bool)
         placements: list[Placement] = []
-        spares_by_obj: list[HostTable] = []
+        placed_rows: list[np.ndarray] = []
+        spares_by_obj: list[Ordered] = []
         vault_used: dict[str, float] = {}
         score = 0
+        any_demoted = bool(demoted.any())
         for op in objects:
             assert op.ranked is not None  # make_schedules drops plans without hosts
             hosts = used.off(op.ranked)
             # hosts that earlier masters used go last, keeping rank order otherwise
-            hosts = hosts.take(np.argsort(demoted[hosts.row], kind="stable"))
-            if op.request.exclusive or op.request.placement in ("scatter", "vscatter"):
-                hosts = hosts.take(np.flatnonzero(~taken[hosts.row]))
-            picks = assign(op.request, hosts, op.request.count)
+            order = np.argsort(demoted[hosts.row], kind="stable") if any_demoted else None
+            if placed_rows and (op.request.exclusive or op.request.placement in ("scatter", "vscatter")):
+                free = ~taken[hosts.row]
+                order = np.flatnonzero(free) if order is None else order[free[order]]
+            hosts = Ordered(hosts, order)  # columns taken in that order only where read
+            # the engine's choice where its bucket path applies (hosts earlier masters used avoided,
+            # so masters stay alternatives); otherwise, or when it cannot, the pipeline's
+            picks = engine_picks(self.engine, op.request, hosts, demoted if any_demoted else None, snap,
+                                 rows.base) if engine_applies(op.request) else None
+            if picks is None:
+                picks = assign_slots(op.request, hosts.slots(op.request), op.request.count)
             if picks is None:
                 return PlacementFailure(
                     key=span(op.keys, op.request.class_name), resource=WHAT_OF, code="capacity",
@@ -309,33 +323,42 @@ class Planner:
                 )
             res = _resources_of(op.request)
             picked_rows = hosts.row[picks] if picks else np.zeros(0, dtype=np.int64)
-            names = hosts.names[picks].tolist() if picks else []
-            for key, host in zip(op.keys, names):
-                vault = vaults.pick(host, op.request, vault_used, snap, caller)
-                if isinstance(vault, Refusal):
-                    return PlacementFailure(key=key, resource=host, code=vault.code, reason=vault.reason, stage="plan")
-                # trusted values (a validated request, snapshot names): no re-validation
-                placements.append(Placement.model_construct(key=key, class_name=op.request.class_name, host=host,
-                                                            vault=vault, resources=res, group=rows.group(host)))
+            names = hosts.names_at(picks)
+            chosen: list[str | None] = [None] * len(names)
+            if vaults.names or op.request.storage_gb:  # no vaults and no storage: every pick is None
+                for j, (key, host) in enumerate(zip(op.keys, names)):
+                    vault = vaults.pick(host, op.request, vault_used, snap, caller)
+                    if isinstance(vault, Refusal):
+                        return PlacementFailure(key=key, resource=host, code=vault.code, reason=vault.reason,
+                                                stage="plan")
+                    chosen[j] = vault
+            # trusted values (a validated request, snapshot names): no re-validation
+            placements += Placement.trusted_many(
+                {"class_name": op.request.class_name, "resources": res},
+                key=op.keys, host=names, vault=chosen, group=rows.groups[picked_rows].tolist())
+            placed_rows.append(picked_rows)
             used.add(picked_rows, op.request)
             taken[picked_rows] = True
             score += int(np.count_nonzero(demoted[picked_rows]))
             spares_by_obj.append(hosts)
-        deltas = self._deltas(objects, placements, spares_by_obj, vaults, caller, snap, rows)
-        return MasterSchedule.model_construct(placements=tuple(placements), deltas=tuple(deltas), score=float(score))
+        at = np.concatenate(placed_rows) if placed_rows else np.zeros(0, np.int64)
+        deltas = self._deltas(objects, placements, at, spares_by_obj, vaults, caller, snap, rows)
+        return MasterSchedule.model_construct(placements=tuple(placements), deltas=tuple(deltas), score=float(score)), at
 
     def _deltas(
         self,
         objects: list[ObjectPlan],
         placements: list[Placement],
-        spares_by_obj: list[HostTable],
+        at: np.ndarray,
+        spares_by_obj: list["Ordered"],
         vaults: VaultTable,
         caller: Identity,
         snap: CollectionSnapshot,
-        rows: "_Rows",
+        rows: Rows,
     ) -> list[DeltaSchedule]:
         """Up to ``max_deltas`` deltas, each moving every instance of one host
-        of the master to spare hosts (hosts the master does not use).
+        of the master (``at``: the snapshot row of each placement) to spare
+        hosts (hosts the master does not use).
 
         In rounds: the first round offers one delta per host of the master,
         riskiest host first, each on spares no earlier delta took while such
@@ -346,152 +369,87 @@ class Planner:
         every spare is some host's alternative).  Within one delta the
         instances moved share the spares' free capacity, never overbooking
         one."""
-        on_host: dict[str, list[Placement]] = {}
-        for p in placements:
-            on_host.setdefault(p.host, []).append(p)
         in_master = np.zeros(rows.n, dtype=bool)
-        in_master[rows.rows_of(on_host)] = True
+        in_master[at] = True
         risk = np.zeros(rows.n)
         for op in objects:
             assert op.ranked is not None
             risk[op.ranked.row] = op.ranked.risk
-        # riskiest first, then by name
-        names = np.array(list(on_host), dtype=object)
-        r = risk[rows.rows_of(on_host)]
-        hosts_order = names[np.lexsort((names.astype(str), -r))].tolist()
-        by_key_obj = {k: i for i, op in enumerate(objects) for k in op.keys}
+        # the master's hosts, riskiest first, then by name (only the first few are ever moved)
+        used_rows = np.unique(at)
+        hosts_order = used_rows[np.lexsort((rows.name_rank[used_rows], -risk[used_rows]))].tolist()
+        obj_of = np.repeat(np.arange(len(objects)), [len(op.keys) for op in objects])  # placements are in key order
+        on_host = lambda r: [(placements[k], int(obj_of[k])) for k in np.flatnonzero(at == r).tolist()]  # noqa: E731
         spent = np.zeros(rows.n, dtype=bool)
+        memo: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per object request: its spares' slots, in master
         deltas: list[DeltaSchedule] = []
         for first_round in [True] + [False] * (self.max_deltas - 1):
             grew = False
             for host in hosts_order:
                 if len(deltas) >= self.max_deltas:
                     return deltas
-                delta = self._delta(on_host[host], objects, by_key_obj, spares_by_obj, in_master, spent, first_round,
-                                    vaults, caller, snap, rows)
-                if delta is not None:
+                delta = self._delta(on_host(host), objects, spares_by_obj, in_master, spent, first_round,
+                                    vaults, caller, snap, rows, memo)
+                if delta is not None:  # its spares are marked spent
                     deltas.append(delta)
-                    spent[rows.rows_of(p.host for p in delta.placements)] = True
                     grew = True
             if not grew:
                 break
         return deltas
 
     def _delta(
-        self, moved: list[Placement], objects: list[ObjectPlan], by_key_obj: dict[str, int],
-        spares_by_obj: list[HostTable], in_master: np.ndarray, spent: np.ndarray, reuse: bool,
-        vaults: VaultTable, caller: Identity, snap: CollectionSnapshot, rows: "_Rows",
+        self, moved: list[tuple[Placement, int]], objects: list[ObjectPlan],
+        spares_by_obj: list[Ordered], in_master: np.ndarray, spent: np.ndarray, reuse: bool,
+        vaults: VaultTable, caller: Identity, snap: CollectionSnapshot, rows: Rows,
+        memo: dict[int, tuple[np.ndarray, np.ndarray]],
     ) -> DeltaSchedule | None:
-        """``moved`` (one host's placements) on spares, object request by object
-        request, each seeing what the ones before took; None when they do not fit."""
-        used = _Taken(rows.n)
+        """``moved`` (one host's placements, each with the index of its object
+        request) on spares, object request by object request, each seeing what
+        the ones before took; None when they do not fit.  The spares a delta
+        takes are marked in ``spent``."""
+        used = Taken(rows.n)
         vault_used: dict[str, float] = {}
-        mine = np.zeros(rows.n, dtype=bool)  # spares this delta took already: it may go on filling them
+        mine: list[int] = []  # spares this delta took already: it may go on filling them
         new: list[Placement] = []
-        for oi in sorted({by_key_obj[p.key] for p in moved}):
-            these = [p for p in moved if by_key_obj[p.key] == oi]
+        for oi in sorted({o for _, o in moved}):
+            these = [p for p, o in moved if o == oi]
             req = objects[oi].request
-            spares = used.off(spares_by_obj[oi])
+            spares = spares_by_obj[oi]
             at = spares.row
-            fresh = spares.take(np.flatnonzero(~(in_master[at] | (spent[at] & ~mine[at]))))
-            if len(fresh) == 0 and reuse:
-                fresh = spares.take(np.flatnonzero(~in_master[at]))
-            picks = assign(req, fresh, len(these))
+            if oi not in memo:  # what no delta changes: the spares' slots before any move, the master's hosts
+                memo[oi] = (spares.slots(req), in_master[at])
+            free, master_at = memo[oi]
+            if used.any:
+                free = spares.off(used).slots(req)
+
+            def fresh_in(end: int) -> np.ndarray:  # spares among the first ``end`` no other delta took
+                gone = spent[at[:end]]
+                if mine:
+                    gone &= ~np.isin(at[:end], mine)
+                return np.flatnonzero(~(master_at[:end] | gone))
+
+            fresh, picks = first_fit(req, free, fresh_in, len(these))
+            if picks is None and reuse and not len(fresh_in(len(at))):
+                fresh = np.flatnonzero(~master_at)
+                picks = assign_slots(req, free[fresh], len(these))
             if picks is None:
                 return None
             for p, i in zip(these, picks):
-                h = str(fresh.names[i])
+                k = int(fresh[i])
+                h = str(spares.name(k))
                 vault = vaults.pick(h, req, vault_used, snap, caller)
                 if isinstance(vault, Refusal):
                     return None
+                row = spares.row[k:k + 1]
+                g = rows.groups[row[0]]
                 new.append(Placement.model_construct(key=p.key, class_name=p.class_name, host=h, vault=vault,
-                                                     resources=p.resources, group=rows.group(h)))
-                row = fresh.row[i:i + 1]
+                                                     resources=p.resources, group=None if g is None else str(g)))
                 used.add(row, req)
-                mine[row] = True
-        return DeltaSchedule.model_construct(placements=tuple(new)) if new else None
-
-
-# --- what of -------------------------------------------------------------------
-
-
-def assign(req: ObjectRequest, hosts: HostTable, count: int) -> list[int] | None:
-    """Map ``count`` instances onto ranked ``hosts`` (row indices, one per
-    instance) by the placement mode, or None when they do not fit.
-
-    pack: all on the first host with room for all; scatter / vscatter and
-    exclusive: one per host; free: fill hosts in rank order.
-    """
-    if count == 0:
-        return []
-    slots = hosts.slots(req)
-    if req.placement == "pack":
-        ok = np.flatnonzero(slots >= count)
-        return [int(ok[0])] * count if len(ok) else None
-    if req.placement in ("scatter", "vscatter") or req.exclusive:
-        ok = np.flatnonzero(slots >= 1)
-        return [int(i) for i in ok[:count]] if len(ok) >= count else None
-    cum = np.cumsum(np.minimum(slots, count))
-    if len(cum) == 0 or cum[-1] < count:
-        return None
-    last = int(np.searchsorted(cum, count))
-    per = np.minimum(slots[: last + 1], count).copy()
-    per[last] -= int(cum[last] - count)
-    return [int(i) for i in np.repeat(np.arange(last + 1), per)]
-
-
-class _Taken:
-    """What a schedule being built (a master, or one delta) has put on hosts so
-    far, as columns over the snapshot's rows, so later object requests see it."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.any = False
-        self.cpu = np.zeros(n)
-        self.mem = np.zeros(n)
-        self.gpu = np.zeros(n)
-
-    def add(self, rows: np.ndarray, req: ObjectRequest) -> None:
-        """One instance of ``req`` on each of ``rows`` (a row may repeat; an
-        exclusive instance takes every cpu)."""
-        if not len(rows):
-            return
-        self.any = True
-        np.add.at(self.cpu, rows, INF if req.exclusive else req.cpus)
-        np.add.at(self.mem, rows, req.memory_gb)
-        np.add.at(self.gpu, rows, req.gpus)
-
-    def off(self, hosts: HostTable) -> HostTable:
-        """``hosts`` with what was taken subtracted from their free capacity."""
-        if not self.any:
-            return hosts
-        at = hosts.row
-        dc, dm, dg = self.cpu[at], self.mem[at], self.gpu[at]
-        return dataclasses.replace(
-            hosts, free_cpus=np.maximum(hosts.free_cpus - dc, 0), free_memory_gb=hosts.free_memory_gb - dm,
-            free_gpus=hosts.free_gpus - dg, instances=hosts.instances + (dc > 0),
-        )
-
-
-class _Rows:
-    """One make_schedules call's view of the snapshot's rows: host name ->
-    row, and the host group of each host used (read once per call)."""
-
-    def __init__(self, snap: CollectionSnapshot, base: HostTable) -> None:
-        self.snap = snap
-        self.n = len(snap.table.names)
-        self._row = dict(zip(base.names.tolist(), base.row.tolist()))
-        self._group: dict[str, str | None] = {}
-
-    def rows_of(self, names: Iterable[str]) -> np.ndarray:
-        return np.array([self._row[n] for n in names], dtype=np.int64)
-
-    def group(self, host: str) -> str | None:
-        try:
-            return self._group[host]
-        except KeyError:
-            g = self._group[host] = base_group(self.snap, host)
-            return g
+                mine.append(int(row[0]))
+        if not new:
+            return None
+        spent[mine] = True
+        return DeltaSchedule.model_construct(placements=tuple(new))
 
 
 def _resources_of(req: ObjectRequest) -> Resources:

@@ -10,6 +10,7 @@ import fnmatch
 import numpy as np
 
 from legionrm.collection.collection import CollectionSnapshot
+from legionrm.mil import values as V
 from legionrm.models import Identity, ObjectRequest, Refusal
 from legionrm.scheduler.pipeline import INF, HostTable
 
@@ -17,6 +18,26 @@ from legionrm.scheduler.pipeline import INF, HostTable
 def base_group(snap: CollectionSnapshot, host: str) -> str | None:
     g = snap.record(host).attributes.get("host_group")
     return str(g) if g is not None else None
+
+
+def host_groups(snap: CollectionSnapshot) -> np.ndarray:
+    """:func:`base_group` for every row of the snapshot at once (an object
+    array, None where a resource names no host group), read from the
+    ``host_group`` column: no per-host record lookup."""
+    n = len(snap.table.names)
+    out = np.full(n, None, dtype=object)
+    col = snap.table.column("host_group")
+    if col is None:
+        return out
+    tags = np.asarray(col.tags())
+    strs = tags == V.STR
+    if strs.any():
+        codes, at = np.unique(np.asarray(col.s)[strs], return_inverse=True)  # few groups: decode each once
+        strings = snap.table.strings.strings
+        out[strs] = np.asarray([strings[c] for c in codes.tolist()], dtype=object)[at.reshape(-1)]
+    for r in np.flatnonzero(~strs & (tags != V.UNDEF)).tolist():  # a non-string group (rare): as base_group reads it
+        out[r] = base_group(snap, str(snap.table.names[r]))
+    return out
 
 
 def base_table(snap: CollectionSnapshot) -> HostTable:

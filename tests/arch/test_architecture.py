@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.scheduler.elastic", "legionrm.scheduler.snaptables", "legionrm.config", "legionrm.request_file",
      "legionrm.ahead.window"),
     ("legionrm.scheduler.engine_door",),
+    ("legionrm.scheduler.planning",),
     ("legionrm.scheduler.planner", "legionrm.scheduler.build"),
     ("legionrm.scheduler.sharegate", "legionrm.ahead.starts"),
     ("legionrm.scheduler.scheduler",),

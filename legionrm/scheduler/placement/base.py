@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Iterable, Literal
 
 import numpy as np
@@ -101,21 +102,58 @@ class PlacementResult:
     """
 
     status: Status
-    comment: str
-    exec_vnode: str
-    nodes: list[list[str]]
     path: Path
     earliest_start: float | None
     reason: str = ""
     path_reason: str = ""
     placement_set: str | None = None
-    failed_chunk: str | None = None
     allocation: list[list[tuple[int, int]]] = field(default_factory=list, repr=False)
     _placer: "PathPlacer | None" = field(default=None, repr=False)
     _request: SelectRequest | None = field(default=None, repr=False)
     _chunks: tuple[CompiledChunk, ...] = field(default=(), repr=False)
     _queue: str | None = field(default=None, repr=False)
     _walltime: float = field(default=0.0, repr=False)
+    _now: float = field(default=0.0, repr=False)
+    _chunk: int | None = field(default=None, repr=False)  # the select chunk a refusal is about
+
+    # The texts are made when asked for: the live planner reads ``allocation``
+    # only, and a 1,000-chunk exec_vnode costs more than placing it.
+
+    @cached_property
+    def exec_vnode(self) -> str:
+        return "+".join(self._groups()[0])
+
+    @cached_property
+    def nodes(self) -> list[list[str]]:
+        return self._groups()[1]
+
+    @cached_property
+    def comment(self) -> str:
+        chunk = None
+        if self._chunk is not None and self._request is not None:
+            chunk = (self._chunk, self._request.chunks[self._chunk].text())
+        return comment_for(self.status, self.reason, self.exec_vnode, self._now, chunk)
+
+    @cached_property
+    def failed_chunk(self) -> str | None:
+        if self._chunk is None or self.status == "run" or self._request is None:
+            return None
+        return self._request.chunks[self._chunk].text()
+
+    def _groups(self) -> tuple[list[str], list[list[str]]]:
+        groups: list[str] = []
+        nodes: list[list[str]] = []
+        if self.status == "run" and self._placer is not None:
+            names = self._placer.table.names
+            for ch, alloc in zip(self._chunks, self.allocation):
+                piece = f"{ch.exec_suffix})"
+                seen: list[str] = []
+                for h, copies in alloc:
+                    g = "(" + names[h] + piece
+                    groups.extend([g] * copies)
+                    seen.append(names[h])
+                nodes.append(seen)
+        return groups, nodes
 
     @property
     def runs(self) -> bool:
@@ -229,8 +267,9 @@ class PathPlacer:
     # subclasses
     def _search(
         self, request: SelectRequest, chunks: tuple[CompiledChunk, ...], hosts: np.ndarray, view: StateView,
-        walltime: float,
+        walltime: float, pset: bool = False,
     ) -> SearchOutcome:  # pragma: no cover - abstract
+        """Place on ``hosts`` (``pset``: they are one placement set, not a universe)."""
         raise NotImplementedError
 
     def compile(self, request: SelectRequest) -> tuple[CompiledChunk, ...]:
@@ -295,7 +334,7 @@ class PathPlacer:
                 out = (
                     SearchOutcome(pf[0], pf[1], chunk=pf[2])  # type: ignore[arg-type]
                     if pf
-                    else self._search(request, chunks, ps.hosts, view, wall)
+                    else self._search(request, chunks, ps.hosts, view, wall, pset=True)
                 )
                 if out.status == "run":
                     out.pset = ps.name
@@ -321,34 +360,16 @@ class PathPlacer:
         self, request: SelectRequest, chunks: tuple[CompiledChunk, ...], out: SearchOutcome, now: float, start: float | None, queue: str | None,
         wall: float, path_reason: str,
     ) -> PlacementResult:
-        names = self.table.names
-        groups: list[str] = []
-        nodes: list[list[str]] = []
-        if out.status == "run":
-            for ch, alloc in zip(chunks, out.chunks):
-                piece = f"{ch.exec_suffix})"
-                seen: list[str] = []
-                for h, copies in alloc:
-                    g = "(" + names[h] + piece
-                    groups.extend([g] * copies)
-                    seen.append(names[h])
-                nodes.append(seen)
-        ev = "+".join(groups)
         return PlacementResult(
             status=out.status,
-            comment=comment_for(
-                out.status, out.text, ev, now,
-                (out.chunk, request.chunks[out.chunk].text()) if out.chunk is not None else None,
-            ),
-            exec_vnode=ev,
-            nodes=nodes,
             path=self.path,
             earliest_start=start,
             reason=out.text,
             path_reason=path_reason,
             placement_set=out.pset,
-            failed_chunk=request.chunks[out.chunk].text() if out.chunk is not None and out.status != "run" else None,
             allocation=out.chunks,
+            _now=now,
+            _chunk=out.chunk,
             _placer=self,
             _request=request,
             _chunks=chunks,

@@ -34,6 +34,7 @@ from legionrm.scheduler.placement.chunkfit import (
     CompiledChunk,
     chunks_per_host,
     host_reason,
+    match_mask,
 )
 from legionrm.scheduler.placement.nodes import NodeTable
 from legionrm.scheduler.placement.nodestate import (
@@ -44,6 +45,11 @@ from legionrm.scheduler.placement.nodestate import (
     StateView,
 )
 from legionrm.scheduler.placement.select import SelectRequest, format_value
+
+
+_Shape = tuple[np.ndarray, list[np.ndarray], np.ndarray, np.ndarray]
+"""A bucket set's membership: bucket of each host, members of each bucket,
+representatives, position of each host in its bucket."""
 
 
 @dataclass(frozen=True)
@@ -67,28 +73,15 @@ class BucketSet:
     def __init__(self, table: NodeTable, state: HostState, requested: tuple[str, ...] | None = None) -> None:
         self.table = table
         self.state = state
-        n = table.n
         self.sig = table.signature_resources(requested)
-        cols = [table.columns[r].signature_codes() for r in self.sig] + [table.queue_code, table.priority]
-        matrix = np.stack(cols, axis=1) if n else np.zeros((0, len(cols)), np.int64)
-        if n:
-            _, first, inv = np.unique(matrix, axis=0, return_index=True, return_inverse=True)
-            inv = inv.reshape(-1)
-        else:
-            first, inv = np.zeros(0, np.int64), np.zeros(0, np.int64)
-        created = np.argsort(first, kind="stable")  # creation order = first appearance in node order
-        reps = first[created]
-        keyed = sorted(range(len(created)), key=lambda k: self._sort_key(int(reps[k])))
-        rank = np.empty(len(created), np.int64)
-        rank[created[keyed]] = np.arange(len(created))
-        self.bucket_of = rank[inv] if n else np.zeros(0, np.int64)  # direct host -> bucket (L3)
-        order = np.argsort(self.bucket_of, kind="stable")
-        bounds = np.searchsorted(self.bucket_of[order], np.arange(len(created) + 1))
-        self.members: list[np.ndarray] = [order[bounds[b] : bounds[b + 1]] for b in range(len(created))]
-        self.rep = np.asarray([m[0] for m in self.members], dtype=np.int64)
-        self.pos = np.empty(n, np.int64)
-        for m in self.members:
-            self.pos[m] = np.arange(len(m))
+        # which host is in which bucket depends on the table alone: built once per
+        # table and signature, shared by the bucket sets of every host state on it
+        key = ("buckets", self.sig)
+        shape = cast("_Shape | None", table.derived.get(key))
+        if shape is None:
+            shape = self._shape()
+            table.derived[key] = shape
+        self.bucket_of, self.members, self.rep, self.pos = shape
         self.free: list[np.ndarray] = []
         self.busy_later: list[np.ndarray] = []
         self.busy: list[np.ndarray] = []
@@ -103,6 +96,34 @@ class BucketSet:
         self._parts: dict[int, tuple[np.ndarray, list[Part]]] = {}
         self._cpn: dict[tuple, np.ndarray] = {}
         state.subscribe(self.refresh)
+
+    def _shape(self) -> "_Shape":
+        """(bucket of each host, members of each bucket, representatives, position in bucket)."""
+        table = self.table
+        n = table.n
+        cols = [table.columns[r].signature_codes() for r in self.sig] + [table.queue_code, table.priority]
+        matrix = np.stack(cols, axis=1) if n else np.zeros((0, len(cols)), np.int64)
+        if n:
+            _, first, inv = np.unique(matrix, axis=0, return_index=True, return_inverse=True)
+            inv = inv.reshape(-1)
+        else:
+            first, inv = np.zeros(0, np.int64), np.zeros(0, np.int64)
+        created = np.argsort(first, kind="stable")  # creation order = first appearance in node order
+        reps = first[created]
+        keyed = sorted(range(len(created)), key=lambda k: self._sort_key(int(reps[k])))
+        rank = np.empty(len(created), np.int64)
+        rank[created[keyed]] = np.arange(len(created))
+        bucket_of = rank[inv] if n else np.zeros(0, np.int64)  # direct host -> bucket (L3)
+        order = np.argsort(bucket_of, kind="stable")
+        bounds = np.searchsorted(bucket_of[order], np.arange(len(created) + 1))
+        members: list[np.ndarray] = [order[bounds[b] : bounds[b + 1]] for b in range(len(created))]
+        rep = np.asarray([m[0] for m in members], dtype=np.int64)
+        pos = np.empty(n, np.int64)
+        for m in members:
+            pos[m] = np.arange(len(m))
+        for a in (bucket_of, rep, pos, *members):
+            a.flags.writeable = False
+        return bucket_of, members, rep, pos
 
     def __len__(self) -> int:
         return len(self.members)
@@ -164,9 +185,11 @@ class BucketSet:
 
     # -- placement-set views ----------------------------------------------------
 
-    def parts(self, hosts: np.ndarray) -> list[Part]:
-        """The buckets of a host set, in bucket order for a whole universe and in
-        creation order for a placement set (upstream does not re-sort those)."""
+    def parts(self, hosts: np.ndarray, pset: bool = True) -> list[Part]:
+        """The buckets of a host set, in bucket order for a universe (a queue's,
+        or one a caller narrowed to the hosts it accepts: ``pset`` False) and
+        in creation order for a placement set made of parts of buckets
+        (upstream does not re-sort those)."""
         hit = self._parts.get(id(hosts))  # host sets are persistent arrays: key by identity
         if hit is not None and hit[0] is hosts:
             return hit[1]
@@ -176,9 +199,9 @@ class BucketSet:
         whole = [int(b) for b in uniq if counts[b] == len(self.members[b])]
         if len(whole) == len(uniq):  # a whole universe (queue-split): bucket order
             out = [Part(b, None, len(self.members[b])) for b in sorted(whole)]
-        else:  # a placement set: its own buckets, creation order
+        else:  # parts of buckets: a placement set's in creation order, a narrowed universe's in bucket order
             out = []
-            for b in uniq[np.argsort(first, kind="stable")].tolist():
+            for b in (uniq[np.argsort(first, kind="stable")] if pset else uniq).tolist():
                 pos = np.sort(self.pos[hosts[bs == b]])
                 out.append(Part(int(b), pos, len(pos)))
         self._parts[id(hosts)] = (hosts, out)
@@ -211,14 +234,19 @@ class BucketSet:
 
     def chunks_per_bucket(self, chunk: CompiledChunk) -> np.ndarray:
         """:meth:`chunks_per_node` for every bucket at once: one vector test on
-        the buckets' representatives; cached by what decides fit."""
-        c = self._cpn.get(chunk.key)
-        if c is None:
+        the buckets' representatives.  Which buckets match (the non-consumable
+        checks) is cached by those checks alone, so requests that differ only
+        in amounts share it; the amounts are divided in per request."""
+        ok = self._cpn.get(chunk.match_key)
+        if ok is None:
             if len(self._cpn) > 4096:
                 self._cpn.clear()
-            c = chunks_per_host(self.table, chunk, self.rep)
-            self._cpn[chunk.key] = c
-        return c
+            ok = np.ones(len(self.rep), bool)
+            for c in chunk.checks:
+                if not c.consumable:
+                    ok &= match_mask(self.table, c, self.rep)
+            self._cpn[chunk.match_key] = ok
+        return chunks_per_host(self.table, chunk, self.rep, matched=ok)
 
 
 def first_true(bits: np.ndarray, k: int) -> np.ndarray:
@@ -251,7 +279,7 @@ class BucketPlacer(PathPlacer):
                  buckets: BucketSet | None = None) -> None:
         super().__init__(table, config, state)
         self.buckets = buckets if buckets is not None else BucketSet(table, self.state, self.config.requested)
-        self._maps: dict[tuple, tuple[np.ndarray, tuple[list[tuple[int, int]], int, str | None]]] = {}
+        self._maps: dict[tuple, tuple[np.ndarray, tuple[list[tuple[int, int]], int, int | None]]] = {}
 
     def _search(
         self,
@@ -260,16 +288,19 @@ class BucketPlacer(PathPlacer):
         hosts: np.ndarray,
         view: StateView,
         walltime: float,
+        pset: bool = False,
     ) -> SearchOutcome:
         bs = self.buckets
         live = view is self.state.live()
-        parts = bs.parts(hosts)
+        parts = bs.parts(hosts, pset)
         scatter = request.place.arrangement in ("scatter", "vscatter")
         cb_map: list[list[tuple[int, int]]] = []
         for ch in chunks:
             entries, ever, fail = self._map_chunk(ch, hosts, parts, scatter)
             if not entries or ever < ch.count:
-                return SearchOutcome("never", fail or NO_TOTAL_NODES, chunk=ch.index)
+                why = host_reason(self.table, ch, fail) if fail is not None else None
+                return SearchOutcome("never", why[1] if why else NO_TOTAL_NODES if fail is None else NO_NODE_RESOURCES,
+                                     chunk=ch.index)
             cb_map.append(entries)
         # A necessary condition by counts, so hopeless requests cost O(buckets).
         for ch, entries in zip(chunks, cb_map):
@@ -329,10 +360,11 @@ class BucketPlacer(PathPlacer):
 
     def _map_chunk(
         self, ch: CompiledChunk, hosts: np.ndarray, parts: list[Part], scatter: bool
-    ) -> tuple[list[tuple[int, int]], int, str | None]:
+    ) -> tuple[list[tuple[int, int]], int, int | None]:
         """The chunk's row of the chunk-to-bucket map: (part index, copies per host)
         for every matching bucket, the chunk's total capacity, and the first
-        failing bucket's reason.  Static for a host set, so cached."""
+        failing bucket's representative host (its reason is worked out only
+        when the request can never run).  Static for a host set, so cached."""
         key = (ch.key, id(hosts), scatter)
         hit = self._maps.get(key)
         if hit is not None and hit[0] is hosts:
@@ -340,7 +372,7 @@ class BucketPlacer(PathPlacer):
         bs = self.buckets
         entries: list[tuple[int, int]] = []
         ever = 0
-        fail: str | None = None
+        fail: int | None = None
         per_bucket = bs.chunks_per_bucket(ch).tolist()
         for k, part in enumerate(parts):
             c = per_bucket[part.b]
@@ -349,8 +381,7 @@ class BucketPlacer(PathPlacer):
                 entries.append((k, c))
                 ever += part.total * c
             elif fail is None:
-                why = host_reason(self.table, ch, int(bs.rep[part.b]))
-                fail = why[1] if why else NO_NODE_RESOURCES
+                fail = int(bs.rep[part.b])
         if len(self._maps) > 4096:
             self._maps.clear()
         self._maps[key] = (hosts, (entries, ever, fail))

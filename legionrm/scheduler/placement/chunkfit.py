@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import cast
 
 import numpy as np
@@ -69,11 +70,17 @@ class Check:
 class CompiledChunk:
     index: int
     count: int
-    text: str
+    source: Chunk
     checks: tuple[Check, ...]  # reason order
     amounts: tuple[tuple[str, float], ...]  # consumables in request order (exec_vnode order)
     exec_suffix: str  # ":ncpus=12:mem=16777216kb"
     key: tuple = ()  # what decides fit: the checks (hashable, for caches)
+    match_key: tuple = ()  # what decides fit apart from amounts: the non-consumable checks
+
+    @cached_property
+    def text(self) -> str:
+        """The chunk in select syntax (made when a message needs it)."""
+        return self.source.text()
 
     @property
     def constrained(self) -> bool:
@@ -164,7 +171,8 @@ def compile_chunk(table: NodeTable, chunk: Chunk, index: int) -> CompiledChunk:
             noncons.append(Check(name, value, False, written))
     checks = tuple(reversed(noncons)) + tuple(cons)
     key = tuple((c.res, type(c.value).__name__, c.value, c.consumable) for c in checks)
-    return CompiledChunk(index, chunk.count, chunk.text(), checks, tuple(amounts), "".join(suffix), key)
+    match_key = tuple(k for k in key if not k[3])
+    return CompiledChunk(index, chunk.count, chunk, checks, tuple(amounts), "".join(suffix), key, match_key)
 
 
 def compile_request(table: NodeTable, request: SelectRequest) -> tuple[CompiledChunk, ...]:
@@ -194,21 +202,25 @@ def chunks_per_host(
     chunk: CompiledChunk,
     idx: np.ndarray,
     avail: dict[str, np.ndarray] | None = None,
+    matched: np.ndarray | None = None,
 ) -> np.ndarray:
     """How many copies of ``chunk`` fit on each host in ``idx`` (int64 vector).
 
     ``avail`` maps a consumable to amounts aligned with ``idx`` (free amounts);
-    None means totals.  A chunk no consumable constrains (all amounts 0 or
-    none on the resource line) counts 1 per matching host: upstream's
-    "infinite" sentinel made such chunks match nothing (pitfall L7).
+    None means totals.  ``matched``: which of ``idx`` pass the chunk's
+    non-consumable checks, when the caller knows (else they are tested).  A
+    chunk no consumable constrains (all amounts 0 or none on the resource
+    line) counts 1 per matching host: upstream's "infinite" sentinel made
+    such chunks match nothing (pitfall L7).
     """
     n = len(idx)
-    ok = np.ones(n, bool)
+    ok = np.ones(n, bool) if matched is None else matched
     cap = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
     constrained = False
     for c in chunk.checks:
         if not c.consumable:
-            ok &= match_mask(table, c, idx)
+            if matched is None:
+                ok &= match_mask(table, c, idx)
             continue
         if c.amount <= 0:
             continue

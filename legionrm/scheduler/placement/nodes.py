@@ -201,6 +201,9 @@ class NodeTable:
         hosts = self.columns.get("host")
         self.multi_vnode: bool = hosts is not None and hosts.kind == "str" and len(set(cast(np.ndarray, hosts.codes).tolist())) < self.n
         self._universe_cache: dict[object, np.ndarray] = {}
+        self.derived: dict[object, object] = {}
+        """What other parts derive from the table alone, kept with it (the
+        bucket membership per signature): the table never changes, so neither do they."""
 
     # -- construction --------------------------------------------------------
 

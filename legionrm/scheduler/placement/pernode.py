@@ -64,6 +64,7 @@ class PerNodePlacer(PathPlacer):
         hosts: np.ndarray,
         view: StateView,
         walltime: float,
+        pset: bool = False,
     ) -> SearchOutcome:
         ok, alloc, failed = self._try(request, chunks, hosts, view, walltime)
         if ok:

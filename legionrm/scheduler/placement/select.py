@@ -249,7 +249,11 @@ class SelectRequest(_Frozen):
     def from_object(cls, obj: ObjectRequest) -> "SelectRequest":
         """The request an :class:`ObjectRequest` stands for: ``count`` chunks of
         ncpus / mem (kb) / ngpus, its placement, and ``excl`` when exclusive.
-        The MIL constraint is not a select resource and is left to the caller."""
+        An exclusive instance holds its host alone (its reservation is the
+        whole host), so exclusive ``free`` placement is ``scatter``: one
+        chunk per host (``free:excl`` would pack chunks of one job onto a
+        host).  The MIL constraint is not a select resource and is left to
+        the caller."""
         res: dict[str, ResValue] = {}
         cpus = obj.cpus
         res["ncpus"] = int(cpus) if float(cpus).is_integer() else cpus
@@ -257,7 +261,8 @@ class SelectRequest(_Frozen):
             res["mem"] = f"{math.ceil(obj.memory_gb * 1048576)}kb"
         if obj.gpus:
             res["ngpus"] = obj.gpus
-        place = Place(arrangement=obj.placement, sharing="excl" if obj.exclusive else None)
+        arrangement = "scatter" if obj.exclusive and obj.placement == "free" else obj.placement
+        place = Place(arrangement=arrangement, sharing="excl" if obj.exclusive else None)
         return cls(chunks=(Chunk(count=obj.count, resources=res),), place=place)
 
 

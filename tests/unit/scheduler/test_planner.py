@@ -48,7 +48,9 @@ def hosts_of(master) -> list[str]:
         (ObjectRequest(class_name="A", count=3, cpus=2, placement="pack", constraint=X86), ["n1", "n1", "n1"]),
         (ObjectRequest(class_name="A", count=3, cpus=4, placement="pack", constraint=X86), ["big", "big", "big"]),
         (ObjectRequest(class_name="A", count=2, cpus=1, constraint='$arch == "aarch64"'), ["arm", "arm"]),
-        (ObjectRequest(class_name="A", count=2, cpus=4, exclusive=True, constraint=X86), ["big", "n1"]),
+        # exclusive: the placement engine's bucket path chooses (legionrm place would too): the 8-cpu
+        # bucket comes first (its first host, arm, is first in node order), one instance per host
+        (ObjectRequest(class_name="A", count=2, cpus=4, exclusive=True, constraint=X86), ["n1", "n2"]),
         (ObjectRequest(class_name="A", count=10, cpus=8, constraint=X86), ["big"] * 8 + ["n1", "n2"]),
     ],
     ids=["scatter", "pack-best-fit", "pack-needs-room", "constraint", "exclusive", "free-fills-in-rank-order"],

@@ -1,0 +1,118 @@
+"""The Collection under load, and memory at 100,000 hosts.
+
+    .venv/bin/python benchmarks/bench_collection.py [--hosts 100000]
+
+1. Ingest: 100,000 hosts send heartbeats in batches of 2,000 (one host
+   group's ``update_many``), each heartbeat 4 attributes (load, free cpus,
+   free memory, instances) with fresh values; after every batch the
+   Collection answers a query (a snapshot and a MIL query over every host),
+   as it does for the Scheduler while hosts report.  Heartbeats per second
+   over the whole run, queries included.  Target: >= 50,000/s.
+2. Memory (tracemalloc): what the Collection holds per host at 100,000
+   hosts, and what one pending request holds in the Scheduler's request
+   book (10,000 pending requests of 10 instances).  Figures, no target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import tracemalloc
+
+import numpy as np
+from _report import check, info
+
+from legionrm.collection.collection import Collection
+from legionrm.models import Identity, ObjectRequest, SchedulingRequest
+from legionrm.scheduler.requests import RequestBook
+from legionrm.testing import host
+
+BATCH = 2000
+
+
+def fleet(n: int) -> Collection:
+    c = Collection(heartbeat_interval_s=5.0)
+    for i in range(n):
+        c.join(host(f"h{i:06d}", cpus=16 if i % 4 else 64, memory_gb=64.0 if i % 4 else 512.0,
+                    arch="x86_64" if i % 5 else "aarch64", host_group=f"g{i % 32}", load=0.0,
+                    free_cpus=16, free_memory_gb=64.0, instances=0))
+    return c
+
+
+def ingest(c: Collection, n: int, rounds: int) -> tuple[float, int, int]:
+    """Seconds, heartbeats and queries for ``rounds`` heartbeats of every host."""
+    names = [f"h{i:06d}" for i in range(n)]
+    rng = np.random.default_rng(7)
+    beats = queries = 0
+    dt = 0.0
+    for r in range(rounds):
+        load = rng.random(n).round(3).tolist()
+        free = rng.integers(0, 17, n).tolist()
+        # the hosts' side (not timed): each host group's batch of heartbeats, fresh values
+        batches = [[(names[k], {"load": load[k], "free_cpus": free[k], "free_memory_gb": 4.0 * free[k],
+                                "instances": (16 - free[k]) // 4})
+                    for k in range(start, min(n, start + BATCH))] for start in range(0, n, BATCH)]
+        t0 = time.perf_counter()
+        for batch in batches:
+            c.update_many(batch)
+            beats += len(batch)
+            hits = c.snapshot().rows('$kind == "host" and $free_cpus >= 8 and $arch == "x86_64"')
+            queries += 1
+            assert len(hits) > 0
+        dt += time.perf_counter() - t0
+    return dt, beats, queries
+
+
+def memory_per_host(n: int) -> float:
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    c = fleet(n)
+    c.snapshot()
+    used = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    del c
+    return used / n
+
+
+def memory_per_pending(k: int) -> float:
+    who = Identity(user="bench")
+    reqs = [SchedulingRequest(request_id=f"q{i}", identity=who, wait=True, objects=(ObjectRequest(
+        class_name="Worker", count=10, cpus=4, memory_gb=8, constraint=f'$arch == "x86_64" and $load < {i % 7}'),))
+        for i in range(k)]
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    book = RequestBook(clock=time.time)
+    for q in reqs:
+        book.add(q)
+    used = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    assert len(book.entries()) == k
+    return used / k
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hosts", type=int, default=100_000)
+    ap.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args()
+    n = args.hosts
+    t0 = time.perf_counter()
+    c = fleet(n)
+    print(f"{n:,} hosts joined in {time.perf_counter() - t0:.1f} s")
+    print(f"\n1. heartbeats in batches of {BATCH:,}, 4 attributes each, a query after every batch")
+    dt, beats, queries = ingest(c, n, args.rounds)
+    rate = beats / dt
+    print(f"  {beats:,} heartbeats ({4 * beats:,} attribute values) and {queries} queries in {dt:.2f} s")
+    check(f"Collection ingest, {n:,} hosts, while answering queries", ">= 50,000/s", f"{rate:,.0f}/s",
+          rate >= 50_000, before="not measured", note=f"{4 * rate:,.0f} attribute values/s")
+    del c
+    print("\n2. memory (tracemalloc)")
+    per_host = memory_per_host(n)
+    info(f"Collection memory per host at {n:,} hosts", f"{per_host / 1024:.2f} KiB", before="not measured")
+    per_req = memory_per_pending(10_000)
+    info("request book memory per pending request (10 instances)", f"{per_req / 1024:.2f} KiB",
+         before="not measured")
+
+
+if __name__ == "__main__":
+    main()
