@@ -50,6 +50,7 @@ from legionrm.models import (
 )
 from legionrm.scheduler.engine_door import EngineDoor
 from legionrm.scheduler.pipeline import (
+    INF,
     DEFAULT_FILTERS,
     DEFAULT_RANKERS,
     FilterOutcome,
