@@ -46,6 +46,8 @@ from legionrm.scheduler.scheduler import Scheduler
 from legionrm.testing import FakeClock, host
 
 
+COLLECTION_CALLS = frozenset({"join", "update", "leave", "vary_off", "vary_on", "snapshot", "record", "query", "names"})
+
 class World:
     """alice (genomics), mallory, visitor (on gpu1's deny list), ops (admin);
     hosts n1, gpu1 (denies visitor), bigmem (genomics only)."""
@@ -70,6 +72,8 @@ class World:
         self.cdoor = CollectionDoor(self.collection, guard("collection"))
 
     def proof(self, who: Credential, call: str, args: Any, **kw: Any) -> Any:
+        """``who``'s proof of ``call``, made out to the door that answers it (the Collection's calls, else the Scheduler)."""
+        kw.setdefault("to", "collection" if call in COLLECTION_CALLS else "scheduler")
         return sign_call(who, call, payload_digest(args), kw.pop("now", time.time()), **kw)
 
     def submit(self, who: Credential, rid: str, *, claim: Identity | None = None, memory_gb: float = 1.0,
