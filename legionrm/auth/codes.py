@@ -26,6 +26,9 @@ OVERLOADED = "auth.overloaded"  # the replay cache is full: refused rather than 
 # --- attestations (the Scheduler vouching for a user to a host) ------------------------
 UNKNOWN_ISSUER = "auth.unknown_issuer"  # signed by no scheduler this host trusts
 WRONG_HOST = "auth.wrong_host"  # an attestation made out to another host
+WRONG_RESERVATION = "auth.wrong_reservation"  # an attestation for another reservation (request id or amount)
+ATTESTATION_SPENT = "auth.attestation_spent"  # an attestation already spent on a reservation that holds or was used
+NO_PROOF = "auth.no_proof"  # no proof at all (a call without one, a reservation without an attestation)
 
 # --- who may do what --------------------------------------------------------------------
 FORBIDDEN = "auth.forbidden"  # the caller's roles do not allow this action
@@ -33,6 +36,7 @@ NOT_OWNER = "auth.not_owner"  # acting on a request/instance/reservation/host th
 WRONG_RESOURCE = "auth.wrong_resource"  # a resource record written by anyone but that resource
 
 PROOF_CODES = (MALFORMED, UNKNOWN_USER, BAD_SIGNATURE, WRONG_AUDIENCE, WRONG_CALL, CLOCK_SKEW, EXPIRED, REPLAYED, OVERLOADED)
-ATTESTATION_CODES = (MALFORMED, UNKNOWN_ISSUER, BAD_SIGNATURE, WRONG_HOST, WRONG_CALL, CLOCK_SKEW, EXPIRED)
+ATTESTATION_CODES = (MALFORMED, UNKNOWN_ISSUER, BAD_SIGNATURE, WRONG_HOST, WRONG_CALL, CLOCK_SKEW, EXPIRED,
+                     WRONG_RESERVATION, ATTESTATION_SPENT)
 ROLE_CODES = (FORBIDDEN, NOT_OWNER, WRONG_RESOURCE)
 ALL_CODES = tuple(dict.fromkeys(PROOF_CODES + ATTESTATION_CODES + ROLE_CODES))

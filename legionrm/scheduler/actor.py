@@ -15,11 +15,12 @@ from typing import Any
 
 import ray
 
-from legionrm.auth import CallSigner, VerifiedCaller, attest, signed
+from legionrm.auth import CallSigner, signed
 from legionrm.auth.actordoor import ActorDoor
 from legionrm.auth.guard import SCHEDULER as SCHEDULER_AGENT
 from legionrm.auth.guard import Guard, load_agent
 from legionrm.collection.actor import RemoteCollection
+from legionrm.enactor.mapping import attest_schedules
 from legionrm.events.actor import ActorCallback
 from legionrm.hostobj.actor import RemoteHostPort
 from legionrm.models import (
@@ -47,7 +48,14 @@ from legionrm.models import (
     StatusChange,
     StatusEvent,
 )
-from legionrm.naming import ENACTOR, POOLS, SCHEDULER, class_name, host_name, named_actor
+from legionrm.naming import (
+    ENACTOR,
+    POOLS,
+    SCHEDULER,
+    class_name,
+    host_name,
+    named_actor,
+)
 from legionrm.objstate.actor import RayStatePort
 from legionrm.objstate.mobility import Mobility
 from legionrm.scheduler.audit import audit
@@ -118,17 +126,6 @@ class RemoteEnactor:
 
 ENACTOR_LOST = "enactor.lost"
 """The failure code of an enactment whose Enactor died or never answered."""
-
-
-def attest_schedules(credential: Any, schedules: EnactRequest, ttl_s: float = 300.0) -> EnactRequest:
-    """``schedules`` with the Scheduler's attestation of its holder to every
-    host and vault they name (the holder is the verified caller: the door put it there)."""
-    names = {n for m in schedules.masters for sched in (m, *m.deltas) for p in sched.placements
-             for n in (p.host, p.vault) if n}
-    who = VerifiedCaller(name=schedules.holder.user, kind="user", groups=tuple(schedules.holder.groups))
-    now = time.time()
-    att = {n: attest(credential, who, schedules.request_id, n, now, ttl_s).model_dump(mode="json") for n in sorted(names)}
-    return schedules.model_copy(update={"attestations": att})
 
 
 class RemoteClassPort:

@@ -6,6 +6,7 @@ Scheduler's and the Enactor's own signed calls still stop and cancel."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import shutil
 import tempfile
 import time
@@ -412,14 +413,28 @@ def _attack_rows(system: Any, signers: dict[str, Any], inst: Any) -> list[tuple[
     def as_user(user: str, **kw: Any) -> Any:
         return dataclasses.replace(system, signer=signers[user]).schedule(SchedulingRequest(**kw))
 
-    def direct_reservation(user: str, host: str, group: Any, *, attest_to: str | None = None, age_s: float = 0.0) -> Any:
+    def direct_reservation(user: str, host: str, group: Any, *, attest_to: str | None = None, age_s: float = 0.0,
+                           rids: tuple[str, ...] = ("0",), groups: tuple[str, ...] = ()) -> Any:
         """``user`` asks ``host`` directly, with a genuine Scheduler attestation (made out to ``attest_to``,
-        ``age_s`` ago) as if they had kept one from an earlier request."""
-        who = VerifiedCaller(name=user, kind="user")
-        att = attest(sched_key, who, f"{user}-direct", attest_to or host, time.time() - age_s, 60.0)
-        rq = ReservationRequest(request_id=f"{user}-direct-{host}", resource=host, holder=Holder(user=user),
-                                resources=Resources(cpus=1), attestation=att.model_dump(mode="json"))
-        return code(group.make_reservations.remote([rq]))
+        ``age_s`` ago, for reservation ``<user>-direct<n>/k0/host``) as if they had kept one from an earlier
+        request: once per request id in ``rids`` (a bare number: a try of that reservation); the last one's code."""
+        who = VerifiedCaller(name=user, kind="user", groups=groups)
+        res = f"{user}-direct{next(serial)}/k0/host"  # each row its own reservation (ids are idempotent)
+        att = attest(sched_key, who, f"{user}-direct", attest_to or host, time.time() - age_s, 60.0, reservation=res,
+                     resources=Resources(cpus=1)).model_dump(mode="json")
+        got: Any = None
+        granted = []
+        for rid in rids:
+            rq = ReservationRequest(request_id=f"{res}/{rid}" if rid.isdigit() else rid, resource=host,
+                                    holder=Holder(user=user), resources=Resources(cpus=1), attestation=att)
+            got = call(group.make_reservations.remote([rq]))[0]
+            granted += [got.token_id] if isinstance(got, ReservationToken) else []
+        if granted:  # give them back: only the code matters here
+            call(group.cancel_reservations.remote(granted, proof=signers[user].sign(
+                "cancel_reservations", {"items": granted}, to=group_of[host])))
+        return got.code if isinstance(got, Refusal) else "granted"
+
+    group_of, serial = {"gpu1": "hostgroup:gpu", "bigmem1": "hostgroup:bigmem"}, itertools.count()
 
     alices_token = ReservationToken(token_id=inst.token_id, issuer=inst.host, holder=Holder(user="alice"),
                                     resources=Resources(cpus=1), start=0.0, end=None, expires_at=time.time() + 60)
@@ -463,6 +478,12 @@ def _attack_rows(system: Any, signers: dict[str, Any], inst: Any) -> list[tuple[
         ("host: an attestation made out to gpu2 presented at gpu1",
          lambda: direct_reservation("mallory", "gpu1", gpu, attest_to="gpu2"), "auth.wrong_host"),
         ("host: an expired attestation", lambda: direct_reservation("mallory", "gpu1", gpu, age_s=600), "auth.expired"),
+        ("host: alice's genuine attestation, as the Scheduler gave it", lambda: direct_reservation(
+            "alice", "bigmem1", bigmem, groups=("genomics",)), "granted"),
+        ("host: alice's genuine attestation reused for another reservation", lambda: direct_reservation(
+            "alice", "bigmem1", bigmem, rids=("alice-other/k0/host/0",), groups=("genomics",)), "auth.wrong_reservation"),
+        ("host: alice's genuine attestation reused while its reservation holds", lambda: direct_reservation(
+            "alice", "bigmem1", bigmem, rids=("0", "1"), groups=("genomics",)), "auth.attestation_spent"),
         ("host: a token of bigmem1 presented at the batch hosts", lambda: code(batch.start_objects.remote(
             [start], proof=m.sign("start_objects", {"starts": [start]}, to="hostgroup:batch"))), "auth.forbidden"),
         ("host: bigmem1's token started at the batch hosts, by the Enactor itself", lambda: code(batch.start_objects.remote(

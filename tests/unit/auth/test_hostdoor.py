@@ -50,7 +50,8 @@ class Site:
 
     def reserve(self, rid: str, user: str = "alice") -> ReservationToken:
         who = VerifiedCaller(name=user, kind="user")
-        att = attest(self.scheduler, who, rid, "n1", time.time()).model_dump(mode="json")
+        att = attest(self.scheduler, who, rid, "n1", time.time(), reservation=rid,
+                     resources=Resources(cpus=1, memory_gb=1)).model_dump(mode="json")
         tok = self.n1.make_reservation(ReservationRequest(request_id=rid, resource="n1", holder=Holder(user=user),
                                                           resources=Resources(cpus=1, memory_gb=1), attestation=att))
         assert isinstance(tok, ReservationToken), tok
