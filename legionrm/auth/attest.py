@@ -110,7 +110,10 @@ class AttestationVerifier:
 
     ``trusted`` maps a scheduler's principal name to its public key (an
     ``Ed25519PublicKey`` or its base64 text).  ``max_ttl_s`` bounds an
-    attestation's life; ``skew_s`` the clock difference tolerated.
+    attestation's life; ``skew_s`` the clock difference tolerated.  What was
+    spent (:meth:`admit`) lives in memory: pass ``accept_from`` = the start
+    time minus ``skew_s`` and one issued before it is refused as expired, so a
+    restart cannot make a spent attestation good again.
     """
 
     def __init__(
@@ -121,9 +124,11 @@ class AttestationVerifier:
         max_ttl_s: float = 600.0,
         skew_s: float = 5.0,
         by: str = "auth",
+        accept_from: float = -math.inf,
     ) -> None:
         self._trusted = {n: decode_public_key(k) if isinstance(k, str) else k for n, k in trusted.items()}
         self._clock, self.max_ttl_s, self.skew_s, self.by = clock, float(max_ttl_s), float(skew_s), by
+        self.accept_from = float(accept_from)  # a restarted host forgot what it spent: older ones are refused
         self._seen = -math.inf
         self._lock = threading.Lock()
         self._spent: dict[str, tuple[str, float]] = {}  # signature -> (reservation request id, forget after)
@@ -154,6 +159,9 @@ class AttestationVerifier:
         now = self.now()
         if attestation.issued_at > now + self.skew_s:
             return self._refuse(codes.CLOCK_SKEW, f"issued at {attestation.issued_at:.3f}, later than now ({now:.3f}) plus {self.skew_s:g} s")
+        if attestation.issued_at < self.accept_from:
+            return self._refuse(codes.EXPIRED, f"attestation issued at {attestation.issued_at:.3f}, before this "
+                                f"resource started ({self.accept_from:.3f}): it may have been spent before a restart")
         if now >= attestation.expires_at + self.skew_s:
             return self._refuse(codes.EXPIRED, f"attestation expired at {attestation.expires_at:.3f}; it is {now:.3f}")
         return attestation.identity()

@@ -189,11 +189,12 @@ def signer_for(home: str | os.PathLike[str], user: str | None = None, ttl_s: flo
 
 def host_attestations(home: str | os.PathLike[str], *, by: str = "host") -> AttestationVerifier | None:
     """What a host checks attestations with: the Scheduler's public key from
-    the registry of ``home`` (None when there is no scheduler key yet)."""
+    the registry of ``home`` (None when there is no scheduler key yet),
+    refusing attestations issued before now (a restarted host forgot which it spent)."""
     p = Registry(auth_home(home)).principal(SCHEDULER)
     if p is None:
         return None
-    return AttestationVerifier({SCHEDULER: p.public_key}, time.time, by=by)
+    return AttestationVerifier({SCHEDULER: p.public_key}, time.time, by=by, accept_from=time.time() - 5.0)
 
 
 def new_agent_key() -> Any:  # for tests: a key not in any registry

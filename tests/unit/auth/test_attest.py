@@ -133,6 +133,21 @@ def test_an_attestation_admits_one_reservation(world, steps, code: str) -> None:
         assert out.by == "h1" and out.reason
 
 
+def test_a_restarted_host_refuses_attestations_from_before_it_started(world) -> None:
+    """What a host spent lives in its memory: after a restart, an attestation it may have spent is refused."""
+    reg, sched, _, clock, first, _ = world
+    att = make(world, now=clock.t - 10.0).model_dump(mode="json")
+    request = ask(f"{RES}/0").model_copy(update={"attestation": att})
+    assert isinstance(first.admit(request, lambda rid: True), ReservationRequest)
+    again = AttestationVerifier({sched.name: sched.public_key}, clock, max_ttl_s=120.0, skew_s=2.0, by="h1",
+                                accept_from=clock.t - 2.0)
+    out = again.admit(ask(f"{RES}/1").model_copy(update={"attestation": att}), lambda rid: True)
+    assert code_of(out) == codes.EXPIRED and "before this resource started" in out.reason
+    fresh = make(world, now=clock.t).model_dump(mode="json")
+    assert isinstance(again.admit(ask(f"{RES}/1").model_copy(update={"attestation": fresh}), lambda rid: True),
+                      ReservationRequest)
+
+
 def test_an_unattested_reservation_has_no_proof(world) -> None:
     assert code_of(world[4].admit(ask(f"{RES}/0"), lambda rid: False)) == codes.NO_PROOF
 
