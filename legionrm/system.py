@@ -99,13 +99,14 @@ def signer_for_actor(handle: Any, home: str | os.PathLike[str] | None = None) ->
 _SIGNERS: dict[str, CallSigner | None] = {}
 
 
-def proof_for(handle: Any, call_name: str, args: Any) -> Any:
-    """The proof to send with ``call_name`` on the actor ``handle`` (None when
-    that actor checks nobody); the signer is looked up once per actor."""
+def proof_for(handle: Any, call_name: str, args: Any, *, to: str) -> Any:
+    """The proof to send with ``call_name`` on the actor ``handle``, made out to
+    ``to`` (that actor's name: ``scheduler``, ``collection``...; None when that
+    actor checks nobody); the signer is looked up once per actor."""
     key = str(getattr(handle, "_actor_id", id(handle)))
     if key not in _SIGNERS:
         _SIGNERS[key] = signer_for_actor(handle)
-    return signed(_SIGNERS[key], call_name, args)
+    return signed(_SIGNERS[key], call_name, args, to=to)
 
 
 def call(ref_or_refs: Any, timeout: float | None = 60.0) -> Any:
@@ -237,12 +238,12 @@ class System:
         """``scheduleObjects`` on this system's Scheduler actor."""
         if self.signer is None:
             return call(self.scheduler.scheduleObjects.remote(request), timeout)
-        proof = self.signer.sign("scheduleObjects", {"request": request})
+        proof = self.signer.sign("scheduleObjects", {"request": request}, to=SCHEDULER)
         return call(self.scheduler.scheduleObjects.remote(request, proof=proof), timeout)
 
     def _signed(self, method: str, args: dict[str, Any], timeout: float = 120.0) -> Any:
         """``method`` on the Scheduler actor, with this driver's proof when the system checks who calls."""
-        proof = self.signer.sign(method, args) if self.signer is not None else None
+        proof = self.signer.sign(method, args, to=SCHEDULER) if self.signer is not None else None
         return call(getattr(self.scheduler, method).remote(**args, proof=proof), timeout)
 
     def deactivate(self, object_id: str, reason: str = "deactivated by its user") -> ObjectStatus | Refusal:
@@ -274,41 +275,44 @@ class System:
         for each of ``statuses`` (none: all) of ``subject``: a request id, an
         instance id, or ``*``; returns the trigger id (:meth:`unsubscribe`)."""
         proof = None if self.signer is None else self.signer.sign(
-            "register_trigger", {"subject": subject, "statuses": list(statuses)})
+            "register_trigger", {"subject": subject, "statuses": list(statuses)}, to=SCHEDULER)
         return call(self.scheduler.register_trigger.remote(subject, list(statuses), handle, method, proof=proof), timeout)
 
     def unsubscribe(self, trigger_id: str, timeout: float = 30.0) -> bool:
-        proof = None if self.signer is None else self.signer.sign("remove_trigger", {"trigger_id": trigger_id})
+        proof = None if self.signer is None else self.signer.sign("remove_trigger", {"trigger_id": trigger_id},
+                                                                  to=SCHEDULER)
         return call(self.scheduler.remove_trigger.remote(trigger_id, proof=proof), timeout)
 
     def events_since(self, request_id: str, cursor: int = 0, timeout: float = 30.0) -> list[StatusEvent]:
         """``request_id``'s status events after ``cursor`` (each event's ``seq`` is the next cursor)."""
         proof = None if self.signer is None else self.signer.sign(
-            "events_since", {"request_id": request_id, "cursor": cursor})
+            "events_since", {"request_id": request_id, "cursor": cursor}, to=SCHEDULER)
         return call(self.scheduler.events_since.remote(request_id, cursor, proof=proof), timeout)
 
     def query(self, text: str, caller: Identity | None = None) -> QueryResult:
         if self.signer is None:
             return call(self.collection.query.remote(text, caller))
-        proof = self.signer.sign("query", {"text": text, "caller": caller, "include_unavailable": False})
+        proof = self.signer.sign("query", {"text": text, "caller": caller, "include_unavailable": False},
+                                 to=COLLECTION)
         return call(self.collection.query.remote(text, caller, False, proof=proof))
 
     def shutdown(self) -> None:
         """Stop every actor of this system, instances first (idempotent)."""
         if self.scheduler is not None:
             try:
-                call(self.scheduler.stop_cycle.remote(proof=signed(self.signer, "stop_cycle", {})), 10)
+                call(self.scheduler.stop_cycle.remote(proof=signed(self.signer, "stop_cycle", {}, to=SCHEDULER)), 10)
             except Exception:  # already gone
                 pass
-        for h in [*self.nodes.values(), *self.groups.values()]:
+        carriers = [*self.nodes.items(), *((group_name(g), h) for g, h in self.groups.items())]
+        for to, h in carriers:
             try:  # as this driver's user: an administrator's shutdown (else refused, and the actors are killed)
-                reason = "host group stopped" if h in self.groups.values() else "host stopped"
-                call(h.shutdown.remote(reason, proof=signed(self.signer, "shutdown", {"reason": reason})), 10)
+                reason = "host group stopped" if to.startswith(group_name("")) else "host stopped"
+                call(h.shutdown.remote(reason, proof=signed(self.signer, "shutdown", {"reason": reason}, to=to)), 10)
             except Exception:  # already gone
                 pass
-        for v in self.vaults.values():  # a vault drops its temporary state store
+        for name, v in self.vaults.items():  # a vault drops its temporary state store
             try:
-                call(v.shutdown.remote(proof=signed(self.signer, "shutdown", {})), 10)
+                call(v.shutdown.remote(proof=signed(self.signer, "shutdown", {}, to=name)), 10)
             except Exception:  # already gone
                 pass
         for h in self.handles():

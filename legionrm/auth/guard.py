@@ -13,7 +13,9 @@ Design (issue 15, "who asks is proven, not claimed"):
   key never leaves that actor's memory).
 - **Who signs.** The driver (``system.connect()``, the CLI) loads the
   caller's credential (:func:`load_user`) and signs each call with a
-  :class:`~legionrm.auth.proof.CallSigner` over ``(call name, arguments)``.
+  :class:`~legionrm.auth.proof.CallSigner` over ``(call name, arguments)``,
+  made out to the one actor it calls (``to=``: the name that actor's guard
+  is ``by``), so a captured proof is worthless at any other actor.
 - **Who checks.** The actors hold a :class:`Guard` (pure) and call
   :meth:`Guard.check` first thing in each user-facing method; the rules of
   who may do what stay in :mod:`legionrm.auth.roles`.  A core or shell given
@@ -32,7 +34,7 @@ import getpass
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -104,11 +106,14 @@ class Guard:
         self.verifier = verifier
 
     @classmethod
-    def for_home(cls, home: str | os.PathLike[str], *, by: str = "auth", clock: Callable[[], float] = time.time) -> Guard:
-        """A guard over the registry of ``home``, refusing proofs issued before now
-        (so a restarted actor cannot accept a proof twice)."""
+    def for_home(cls, home: str | os.PathLike[str], *, by: str = "auth", clock: Callable[[], float] = time.time,
+                 audience: Iterable[str] = ()) -> Guard:
+        """A guard over the registry of ``home`` for the actor ``by`` (and the
+        other names in ``audience``), refusing proofs issued before now (so a
+        restarted actor cannot accept a proof twice) and proofs made out to
+        any other actor."""
         registry = Registry(auth_home(home))
-        return cls(Verifier(ReloadingRegistry(registry), clock, accept_from=clock() - 5.0, by=by))
+        return cls(Verifier(ReloadingRegistry(registry), clock, accept_from=clock() - 5.0, by=by, audience=audience))
 
     def check(self, proof: Any, call: str, args: Any) -> VerifiedCaller | Refusal:
         if proof is None:
@@ -184,11 +189,12 @@ def signer_for(home: str | os.PathLike[str], user: str | None = None, ttl_s: flo
 
 def host_attestations(home: str | os.PathLike[str], *, by: str = "host") -> AttestationVerifier | None:
     """What a host checks attestations with: the Scheduler's public key from
-    the registry of ``home`` (None when there is no scheduler key yet)."""
+    the registry of ``home`` (None when there is no scheduler key yet),
+    refusing attestations issued before now (a restarted host forgot which it spent)."""
     p = Registry(auth_home(home)).principal(SCHEDULER)
     if p is None:
         return None
-    return AttestationVerifier({SCHEDULER: p.public_key}, time.time, by=by)
+    return AttestationVerifier({SCHEDULER: p.public_key}, time.time, by=by, accept_from=time.time() - 5.0)
 
 
 def new_agent_key() -> Any:  # for tests: a key not in any registry

@@ -1,7 +1,10 @@
 """Signed, time-limited, single-use proofs of who makes a call.
 
 A user (or an agent) signs every call it makes: :func:`sign_call` makes a
-:class:`CallProof` naming the principal, the call, a digest of the call's
+:class:`CallProof` naming the principal, the call, its audience ``to`` (the
+actor the call is for, by the name its door refuses under: ``scheduler``,
+``collection``, ``enactor``, ``pools``, ``dashboard``, ``hostgroup:<g>``,
+``class:<c>``, a host's or vault's resource name), a digest of the call's
 arguments (:func:`~legionrm.auth.canonical.payload_digest`), a random nonce,
 when it was issued and when it expires, signed with Ed25519 over the one
 canonical form (:func:`~legionrm.auth.canonical.canonical`, domain
@@ -15,10 +18,13 @@ and each has its own code (:mod:`legionrm.auth.codes`):
    wrong size, an expiry not after its issue, a life longer than ``max_ttl_s``);
 2. ``auth.unknown_user``: the principal is not in the registry;
 3. ``auth.bad_signature``: the signature does not cover these exact fields;
-4. ``auth.wrong_call``: well signed, but for another call or other arguments;
-5. ``auth.clock_skew``: issued later than now plus ``skew_s``;
+4. ``auth.wrong_audience``: well signed, but for another actor (each actor
+   remembers only the nonces it saw, so a proof good at one actor must be
+   worthless at every other);
+5. ``auth.wrong_call``: well signed, but for another call or other arguments;
+6. ``auth.clock_skew``: issued later than now plus ``skew_s``;
    ``auth.expired``: now is at or past its expiry plus ``skew_s``;
-6. ``auth.replayed``: its nonce was seen before (``auth.overloaded`` if the
+7. ``auth.replayed``: its nonce was seen before (``auth.overloaded`` if the
    replay cache is full: refusing is safe, forgetting a live nonce is not).
 
 So a replayed proof of an unknown user says ``unknown_user``, and a stale
@@ -36,7 +42,7 @@ import heapq
 import math
 import secrets
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -67,6 +73,7 @@ class CallProof(BaseModel):
 
     user: str
     call: str
+    to: str
     digest: str
     nonce: str
     issued_at: float
@@ -132,23 +139,26 @@ def sign_call(
     now: float,
     ttl_s: float = 30.0,
     nonce: str | None = None,
+    *,
+    to: str,
 ) -> CallProof:
-    """A proof, signed by ``credential``, that its holder makes ``call`` with
-    arguments of ``digest`` (see :func:`payload_digest`), good from ``now`` for ``ttl_s``."""
-    body = CallProof(user=credential.name, call=call, digest=digest, nonce=nonce or new_nonce(),
+    """A proof, signed by ``credential``, that its holder makes ``call`` on the
+    actor ``to`` with arguments of ``digest`` (see :func:`payload_digest`),
+    good from ``now`` for ``ttl_s``."""
+    body = CallProof(user=credential.name, call=call, to=to, digest=digest, nonce=nonce or new_nonce(),
                      issued_at=float(now), expires_at=float(now) + float(ttl_s))
     return body.model_copy(update={"signature": credential.sign(body.signed_bytes())})
 
 
 class CallSigner:
-    """A principal's signer: ``sign(call, args)`` with its clock and time to live."""
+    """A principal's signer: ``sign(call, args, to=actor)`` with its clock and time to live."""
 
     def __init__(self, credential: Credential, clock: Clock, ttl_s: float = 30.0) -> None:
         self.credential, self._clock, self.ttl_s = credential, clock, ttl_s
 
-    def sign(self, call: str, args: Any) -> CallProof:
-        """A fresh proof for ``call`` with ``args`` (digested canonically)."""
-        return sign_call(self.credential, call, payload_digest(args), self._clock(), self.ttl_s)
+    def sign(self, call: str, args: Any, *, to: str) -> CallProof:
+        """A fresh proof for ``call`` with ``args`` (digested canonically) on the actor ``to``."""
+        return sign_call(self.credential, call, payload_digest(args), self._clock(), self.ttl_s, to=to)
 
 
 class NonceCache:
@@ -194,7 +204,10 @@ class Verifier:
     ``clock`` is read once per check and never goes back (a clock stepped back
     cannot bring an expired nonce back to life); ``max_ttl_s`` bounds a proof's
     life and so the replay cache; ``skew_s`` is the clock difference tolerated
-    between signer and verifier; ``by`` names the verifier in refusals.
+    between signer and verifier; ``by`` names the verifier in refusals and is
+    the audience it hears (``audience`` adds other names it answers for: a
+    host group the hosts it carries); a proof made out to anyone else is
+    ``auth.wrong_audience``.
 
     The replay cache lives in memory, so a restarted verifier has forgotten
     the nonces it saw.  Pass ``accept_from`` = the boot time minus ``skew_s``
@@ -212,12 +225,14 @@ class Verifier:
         max_nonces: int = 1_000_000,
         accept_from: float = -math.inf,
         by: str = "auth",
+        audience: Iterable[str] = (),
     ) -> None:
         if not (max_ttl_s > 0 and skew_s >= 0):
             raise ValueError(f"max_ttl_s must be > 0 and skew_s >= 0 (got {max_ttl_s}, {skew_s})")
         self.registry, self._clock = registry, clock
         self.max_ttl_s, self.skew_s, self.by = float(max_ttl_s), float(skew_s), by
         self.accept_from = float(accept_from)
+        self.audience = frozenset((by, *audience))
         self.nonces = NonceCache(max_nonces)
         self._seen = -math.inf
         self._lock = threading.Lock()
@@ -249,6 +264,8 @@ class Verifier:
             return self._refuse(codes.UNKNOWN_USER, f"no principal {proof.user!r} in the registry")
         if not verify_bytes(decode_public_key(principal.public_key), proof.signed_bytes(), proof.signature):
             return self._refuse(codes.BAD_SIGNATURE, f"signature is not {proof.user!r}'s over these fields: forged or altered")
+        if proof.to not in self.audience:
+            return self._refuse(codes.WRONG_AUDIENCE, f"proof is made out to {proof.to!r}, not to {self.by!r}")
         if proof.call != call:
             return self._refuse(codes.WRONG_CALL, f"proof is for call {proof.call!r}, not {call!r}")
         if proof.digest != digest:
@@ -272,12 +289,12 @@ class Verifier:
     def malformation(self, proof: CallProof) -> str:
         """What makes ``proof`` malformed ('' if nothing).  Checks types too, since
         ``model_copy`` and pickles bypass validation."""
-        for name in ("user", "call", "digest", "nonce", "signature"):
+        for name in ("user", "call", "to", "digest", "nonce", "signature"):
             value = getattr(proof, name)
             if not isinstance(value, str):
                 return f"{name} is {type(value).__name__}, not text"
-        if not proof.user or len(proof.user) > MAX_NAME_CHARS or not proof.call or len(proof.call) > MAX_NAME_CHARS:
-            return f"user and call must be 1 to {MAX_NAME_CHARS} characters"
+        if not all(0 < len(getattr(proof, name)) <= MAX_NAME_CHARS for name in ("user", "call", "to")):
+            return f"user, call and to must be 1 to {MAX_NAME_CHARS} characters"
         if len(proof.digest) != DIGEST_CHARS or not _is_hex(proof.digest):
             return f"digest must be {DIGEST_CHARS} lowercase hex digits"
         if not (NONCE_MIN_CHARS <= len(proof.nonce) <= NONCE_MAX_CHARS) or not proof.nonce.isascii() or not proof.nonce.isprintable():
@@ -288,9 +305,9 @@ class Verifier:
         return Refusal(code=code, reason=reason, by=self.by)
 
 
-def signed(signer: CallSigner | None, call: str, args: Any) -> CallProof | None:
-    """The proof for one call, or None without a signer (a system that checks nobody)."""
-    return signer.sign(call, args) if signer is not None else None
+def signed(signer: CallSigner | None, call: str, args: Any, *, to: str) -> CallProof | None:
+    """The proof for one call on the actor ``to``, or None without a signer (a system that checks nobody)."""
+    return signer.sign(call, args, to=to) if signer is not None else None
 
 
 M = TypeVar("M", bound=BaseModel)

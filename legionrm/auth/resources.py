@@ -20,6 +20,9 @@ from legionrm.auth.proof import CallSigner
 from legionrm.auth.registry import Registry
 from legionrm.models import AttrValue, ResourceRecord
 
+COLLECTION = "collection"
+"""The Collection actor's audience (as legionrm.naming.COLLECTION, which imports Ray)."""
+
 
 class RemoteSink:
     """A collection sink over a Collection actor handle: fire-and-forget calls
@@ -32,7 +35,7 @@ class RemoteSink:
 
     def _proof(self, name: str, call: str, args: Any) -> Any:
         signer = self.signers.get(name)
-        return signer.sign(call, args) if signer is not None else None
+        return signer.sign(call, args, to=COLLECTION) if signer is not None else None
 
     def join(self, record: ResourceRecord) -> None:
         self._h.join.remote(record, proof=self._proof(record.name, "join", {"record": record}))
@@ -70,11 +73,13 @@ def guard_resources(cores: Sequence[Any], auth_home: str | None) -> None:
 
 
 def resource_doors(auth_home: str | None, by: str, token_holder: Any,
-                   instance_holder: Any = None) -> tuple[ResourceDoor, ActorDoor]:
+                   instance_holder: Any = None, audience: Sequence[str] = ()) -> tuple[ResourceDoor, ActorDoor]:
     """The two doors of a resource actor, open without a home: the one of its
     work-changing calls (cancel, stop, start: :mod:`legionrm.auth.hostdoor`) and
-    the one of its views and housekeeping (:mod:`legionrm.auth.actordoor`), over one guard."""
-    guard = Guard.for_home(auth_home, by=by) if auth_home else None
+    the one of its views and housekeeping (:mod:`legionrm.auth.actordoor`), over one guard
+    that hears proofs made out to ``by`` or to a name in ``audience`` (a host
+    group: the hosts it carries, each carried by this actor alone)."""
+    guard = Guard.for_home(auth_home, by=by, audience=audience) if auth_home else None
     return (ResourceDoor(guard, token_holder=token_holder, instance_holder=instance_holder, by=by),
             ActorDoor(guard, by))
 

@@ -16,7 +16,7 @@ from legionrm.system import call, init_connect, proof_for
 def cli_audit(args: argparse.Namespace) -> int:
     init_connect(getattr(args, "address", None) or "auto")
     scheduler = require_actor(SCHEDULER)
-    findings: list[AuditFinding] = call(scheduler.audit.remote(proof=proof_for(scheduler, "audit", {})), 60)
+    findings: list[AuditFinding] = call(scheduler.audit.remote(proof=proof_for(scheduler, "audit", {}, to=SCHEDULER)), 60)
     if args.json:
         print(json.dumps({"findings": [f.model_dump() for f in findings]}, indent=2))
     elif not findings:

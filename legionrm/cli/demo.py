@@ -55,6 +55,7 @@ from legionrm.models import (
     SchedulingRequest,
     VaultSpec,
 )
+from legionrm.naming import SCHEDULER, class_name, group_name
 from legionrm.system import boot, call, instance_actor, local_cluster, node_ids
 
 RAY_HOSTS = {"ray-a": "node_a", "ray-b": "node_b"}
@@ -78,9 +79,10 @@ class Users:
             self._signers[user] = signer_for(self.home, user)
         return self._signers[user]
 
-    def proof(self, user: str, call_name: str, args: Any) -> Any:
-        """A proof that ``user`` makes ``call_name`` with ``args``."""
-        return self.signer(user).sign(call_name, args)
+    def proof(self, user: str, call_name: str, args: Any, to: str = SCHEDULER) -> Any:
+        """A proof that ``user`` makes ``call_name`` with ``args`` on the actor ``to``
+        (the demo asks the Scheduler, unless it names another)."""
+        return self.signer(user).sign(call_name, args, to=to)
 
     def system(self, system: Any, user: str) -> Any:
         """``system`` acting as ``user`` (its schedule and query signed as them)."""
@@ -187,7 +189,8 @@ def _veto_and_delta(console: Console, system: Any, users: Users) -> bool:
     vetoed = bool(r.enact and any(f.code == "policy.load" for a in r.enact.attempts for f in a.failures))
     # alice is done with them: the class object destroys its instances and the hosts free their capacity
     done = call([system.classes["Worker"].destroy_instance.remote(i.instance_id, "finished", proof=users.proof(
-        "alice", "destroy_instance", {"instance_id": i.instance_id, "reason": "finished"})) for i in r.instances])
+        "alice", "destroy_instance", {"instance_id": i.instance_id, "reason": "finished"}, class_name("Worker")))
+        for i in r.instances])
     console.print(f"  alice's Workers finish: {sum(map(bool, done))} destroyed by the Worker class object")
     return r.ok and vetoed and r.enact.thrash == 0 and all(done)
 
@@ -217,7 +220,7 @@ def _stranger_refused(console: Console, system: Any, call: Any, users: Users, in
         return False
     args = {"items": [inst.instance_id], "reason": "mallory wants the node"}
     got = call(system.nodes[inst.host].stop_objects.remote(
-        [inst.instance_id], "mallory wants the node", proof=users.proof("mallory", "stop_objects", args)))[0]
+        [inst.instance_id], "mallory wants the node", proof=users.proof("mallory", "stop_objects", args, inst.host)))[0]
     code = getattr(got, "code", "")
     console.print(f"  mallory asks {inst.host} to stop bob's {inst.instance_id}: "
                   + (f"[red]refused[/] by {got.by}: {code}" if code.startswith("auth.") else "[red]NOT refused[/]"))
@@ -309,7 +312,8 @@ def _elastic(console: Console, system: Any, call: Any, users: Users) -> bool:
             user, "complete_elastic", {"job_id": f"{user}-job"})))
     reports = _until(system, call, ring, after, lambda r: not r.jobs)
     stopped, grew = sum(len(r.shrank) for r in reports), sum(len(r.grew) for r in reports)
-    left = call(system.groups["batch"].list_instances.remote(proof=ring.proof(ADMIN, "list_instances", {"host": None})))
+    left = call(system.groups["batch"].list_instances.remote(proof=ring.proof(ADMIN, "list_instances", {"host": None},
+                                                                                  group_name("batch"))))
     console.print(f"the jobs complete one by one: {stopped} processes stopped on their hosts "
                   f"({grew} grew in between into the space of a job that had finished); {len(left)} left running")
     return fair and not reports[-1].jobs and stopped == sum(counts) + grew and not left

@@ -49,15 +49,15 @@ def cli_status(args: argparse.Namespace) -> int:
     init_connect(args.address or "auto")
     coll = require_actor(COLLECTION)
     try:
-        snap = call(coll.snapshot.remote(proof=proof_for(coll, "snapshot", {})))
+        snap = call(coll.snapshot.remote(proof=proof_for(coll, "snapshot", {}, to=COLLECTION)))
         records = [snap.record(n) for n in snap.resource_names()]
     except Exception as exc:  # a user (not an administrator): the resources their access allows
         if "auth.forbidden" not in str(exc):
             raise
         ask = {"text": "true", "caller": None, "include_unavailable": True}
-        records = list(call(coll.query.remote("true", None, True, proof=proof_for(coll, "query", ask))).records)
+        records = list(call(coll.query.remote("true", None, True, proof=proof_for(coll, "query", ask, to=COLLECTION))).records)
     scheduler = require_actor(SCHEDULER)
-    sched: SchedulerStatus = call(scheduler.status.remote(proof=proof_for(scheduler, "status", {})))
+    sched: SchedulerStatus = call(scheduler.status.remote(proof=proof_for(scheduler, "status", {}, to=SCHEDULER)))
     st = status_dict(records, sched)
     if args.json:
         print(json.dumps(st, indent=2))
@@ -92,7 +92,7 @@ def cli_submit(args: argparse.Namespace) -> int:
     request = load_request(args.request)  # checked before touching Ray
     init_connect(args.address or "auto")
     scheduler = require_actor(SCHEDULER)
-    proof = proof_for(scheduler, "scheduleObjects", {"request": request})
+    proof = proof_for(scheduler, "scheduleObjects", {"request": request}, to=SCHEDULER)
     response: SchedulerResponse = call(scheduler.scheduleObjects.remote(request, proof=proof), 300)
     if getattr(args, "wait", False) and response.state == "pending":
         info = follow(scheduler, request.request_id, args.wait_timeout)

@@ -33,7 +33,7 @@ def _scheduler(args: argparse.Namespace) -> Any:
 
 def request_info(scheduler: Any, request_id: str) -> RequestInfo:
     """``request_info`` on the Scheduler, signed as this driver's user."""
-    proof = proof_for(scheduler, "request_info", {"request_id": request_id})
+    proof = proof_for(scheduler, "request_info", {"request_id": request_id}, to=SCHEDULER)
     return call(scheduler.request_info.remote(request_id, proof=proof), CALL_TIMEOUT_S)
 
 
@@ -73,7 +73,7 @@ def request_table(infos: list[RequestInfo], now: float) -> Table:
 def cli_list(args: argparse.Namespace) -> int:
     """``legionrm list [--user U] [--state S] [--json]``."""
     sched = _scheduler(args)
-    proof = proof_for(sched, "list_requests", {"user": args.user, "state": args.state})
+    proof = proof_for(sched, "list_requests", {"user": args.user, "state": args.state}, to=SCHEDULER)
     infos: list[RequestInfo] = call(sched.list_requests.remote(args.user, args.state, proof=proof), CALL_TIMEOUT_S)
     if args.json:
         print(json.dumps({"requests": [request_json(i) for i in infos]}, indent=2))
@@ -93,7 +93,7 @@ def cli_show(args: argparse.Namespace) -> int:
     info = request_info(sched, args.id)
     if getattr(args, "follow", False):
         def fetch(cursor: int) -> list[StatusEvent]:
-            proof = proof_for(sched, "events_since", {"request_id": args.id, "cursor": cursor})
+            proof = proof_for(sched, "events_since", {"request_id": args.id, "cursor": cursor}, to=SCHEDULER)
             return call(sched.events_since.remote(args.id, cursor, proof=proof), CALL_TIMEOUT_S)
         return follow_events(fetch, args.timeout, as_json=args.json,
                              ended=lambda: request_info(sched, args.id).state in FINAL_STATES)
@@ -120,7 +120,7 @@ def cli_show(args: argparse.Namespace) -> int:
 def cli_cancel(args: argparse.Namespace) -> int:
     """``legionrm cancel ID``: stop its instances, release its reservations, book everything back."""
     sched, reason = _scheduler(args), "cancelled by its user"
-    proof = proof_for(sched, "cancel", {"request_id": args.id, "reason": reason})
+    proof = proof_for(sched, "cancel", {"request_id": args.id, "reason": reason}, to=SCHEDULER)
     info: RequestInfo = call(sched.cancel.remote(args.id, reason, proof=proof), CALL_TIMEOUT_S)
     if args.json:
         print(json.dumps(request_json(info)))
@@ -141,7 +141,7 @@ def cli_move(args: argparse.Namespace) -> int:
         kw["constraint"] = args.where
     else:
         kw["reason"] = "deactivated by its user"
-    proof = proof_for(sched, args.command, kw)
+    proof = proof_for(sched, args.command, kw, to=SCHEDULER)
     got: ObjectStatus | Refusal = call(getattr(sched, args.command).remote(**kw, proof=proof), 120.0)
     if args.json:
         print(got.model_dump_json())
@@ -156,9 +156,10 @@ def cli_explain(args: argparse.Namespace) -> int:
     """``legionrm explain REQUEST.toml``: the plan without enacting it."""
     request = load_request(args.request)
     scheduler = _scheduler(args)
-    proof = proof_for(scheduler, "make_schedules", {"request": request})
+    proof = proof_for(scheduler, "make_schedules", {"request": request}, to=SCHEDULER)
     suite: ScheduleSuite = call(scheduler.make_schedules.remote(request, proof=proof), CALL_TIMEOUT_S)
-    whys = {h: call(scheduler.explain.remote(request, h, proof=proof_for(scheduler, "explain", {"request": request, "host": h})),
+    whys = {h: call(scheduler.explain.remote(request, h, proof=proof_for(
+        scheduler, "explain", {"request": request, "host": h}, to=SCHEDULER)),
                     CALL_TIMEOUT_S) for h in (args.host or ())}
     if args.json:
         if whys:

@@ -14,6 +14,7 @@ import ray
 
 from legionrm.auth import CallSigner
 from legionrm.auth.guard import Guard
+from legionrm.auth.resources import COLLECTION
 from legionrm.collection.collection import Collection, CollectionSnapshot
 from legionrm.collection.door import CollectionDoor
 from legionrm.models import (
@@ -38,7 +39,7 @@ class RemoteCollection:
         self.signer = signer
 
     def _proof(self, call: str, args: Any) -> Any:
-        return self.signer.sign(call, args) if self.signer is not None else None
+        return self.signer.sign(call, args, to=COLLECTION) if self.signer is not None else None
 
     def query(self, text: str, caller: Identity | None = None, include_unavailable: bool = False) -> QueryResult:
         proof = self._proof("query", {"text": text, "caller": caller, "include_unavailable": include_unavailable})
@@ -65,7 +66,7 @@ class CollectionActor:
         self._core = Collection(heartbeat_interval_s=s.heartbeat_interval_s, stale_after=s.stale_after)
         for rec in records or ():
             self._core.join(rec)
-        self.door = CollectionDoor(self._core, Guard.for_home(auth_home, by="collection") if auth_home else None)
+        self.door = CollectionDoor(self._core, Guard.for_home(auth_home, by=COLLECTION) if auth_home else None)
         self._stop = threading.Event()
         threading.Thread(target=self._poll_loop, name="subcollections", daemon=True).start()
 

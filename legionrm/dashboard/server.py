@@ -82,7 +82,7 @@ class DashboardActor:
         self.signer = CallSigner(load_agent(auth_home, DASHBOARD_AGENT), time.time) if auth_home else None
         # the view shows every host and everyone's work: with a home, the actor's calls are an administrator's
         # and the page needs the key that ``start`` puts in the URL it returns (to the administrator who started it)
-        self.door = ActorDoor(Guard.for_home(auth_home, by="dashboard") if auth_home else None, "dashboard")
+        self.door = ActorDoor(Guard.for_home(auth_home, by=DASHBOARD) if auth_home else None, DASHBOARD)
         self.key = secrets.token_urlsafe(18) if auth_home else None
         self.handles = dict(handles or {})
         self.info = dict(info or {})
@@ -156,7 +156,8 @@ class DashboardActor:
         kwargs: dict[str, Any] = {}
         if self.signer is not None and (part, method) in SIGNED:
             bound = SIGNED[(part, method)]
-            kwargs["proof"] = self.signer.sign(method, bound(*args) if callable(bound) else bound)
+            to = {"collection": COLLECTION, "scheduler": SCHEDULER, "enactor": ENACTOR}[part]
+            kwargs["proof"] = self.signer.sign(method, bound(*args) if callable(bound) else bound, to=to)
         try:
             return await asyncio.wait_for(asyncio.wrap_future(getattr(handle, method).remote(*args, **kwargs).future()),
                                           CALL_TIMEOUT_S)
@@ -255,6 +256,6 @@ def start_dashboard(handles: dict[str, Any] | None = None, info: dict[str, Any] 
         opts["lifetime"] = "detached"
     actor = DashboardActor.options(**opts).remote(handles, info, poll_s, auth_home)
     ray.get(actor.ping.remote(), timeout=timeout_s)  # up first: it refuses proofs made before it started
-    proof = signed(signer, "start", {"host": "127.0.0.1", "port": port})
+    proof = signed(signer, "start", {"host": "127.0.0.1", "port": port}, to=DASHBOARD)
     url = ray.get(actor.start.remote("127.0.0.1", port, proof=proof), timeout=timeout_s)
     return actor, url

@@ -40,6 +40,8 @@ from legionrm.models import (
     ReservedStart,
     ScheduleProposal,
 )
+from legionrm.naming import ENACTOR as ENACTOR_ACTOR
+from legionrm.naming import SCHEDULER as SCHEDULER_ACTOR
 from legionrm.naming import class_name, group_name, host_name, named_actor, vault_name
 
 log = logging.getLogger(__name__)
@@ -90,8 +92,8 @@ class RayGateway:
         self._granted_by: dict[str, str] = dict(members or {})
         self.signer: CallSigner | None = None  # with one, cancels, creates and rollbacks carry the Enactor's proof
 
-    def _proof(self, call: str, args: Any) -> Any:
-        return self.signer.sign(call, args) if self.signer is not None else None
+    def _proof(self, call: str, args: Any, to: str) -> Any:
+        return self.signer.sign(call, args, to=to) if self.signer is not None else None
 
     # --- routing ---------------------------------------------------------------------
 
@@ -155,17 +157,18 @@ class RayGateway:
                 singles.append((i, route[1].make_reservation.remote(rq)))
                 singles_handles[i] = route[1]
         batch_list = list(batches.values())
+        audiences = [_audience(key, requests[idx[0]].resource) for key, (_, idx) in batches.items()]
         refs = [h.make_reservations.remote([requests[i] for i in idx]) for h, idx in batch_list]
         answers = self._gather(refs + [ref for _, ref in singles])
-        for (h, idx), (ok, value) in zip(batch_list, answers[: len(refs)]):
+        for (h, idx), to, (ok, value) in zip(batch_list, audiences, answers[: len(refs)]):
             for j, i in enumerate(idx):
                 out[i] = value[j] if ok else _dead(requests[i].resource, value)
             if not ok:
-                _abandon(h, [requests[i].request_id for i in idx], self.signer)
+                _abandon(h, [requests[i].request_id for i in idx], self.signer, to)
         for (i, _), (ok, value) in zip(singles, answers[len(refs) :]):
             out[i] = value if ok else _dead(requests[i].resource, value)
             if not ok:
-                _abandon(singles_handles[i], [requests[i].request_id], self.signer)
+                _abandon(singles_handles[i], [requests[i].request_id], self.signer, requests[i].resource)
         return out  # type: ignore[return-value]
 
     def cancel(self, tokens: Sequence[ReservationToken]) -> None:
@@ -178,9 +181,11 @@ class RayGateway:
             if route[2]:
                 batches.setdefault(route[0], (route[1], []))[1].append(t)
             else:
-                refs.append(route[1].cancel_reservation.remote(t, proof=self._proof("cancel_reservation", {"token": t})))
-        refs += [h.cancel_reservations.remote(toks, proof=self._proof("cancel_reservations", {"items": toks}))
-                 for h, toks in batches.values()]
+                refs.append(route[1].cancel_reservation.remote(
+                    t, proof=self._proof("cancel_reservation", {"token": t}, t.issuer)))
+        refs += [h.cancel_reservations.remote(toks, proof=self._proof("cancel_reservations", {"items": toks},
+                                                                      _audience(key, toks[0].issuer)))
+                 for key, (h, toks) in batches.items()]
         for ok, err in self._gather(refs):
             if not ok:
                 log.info("cancel did not reach its resource (%s); the token will time out", err)
@@ -202,7 +207,7 @@ class RayGateway:
                 out[i] = Refusal(code=DEAD, reason=f"no class actor {it.class_name!r}", by=it.class_name)
                 continue
             proof = self._proof("create_instance", create_args(it.host, it.vault, it.host_token, dict(it.args),
-                                                               it.vault_token, it.holder))
+                                                               it.vault_token, it.holder), class_name(it.class_name))
             ref = cls.create_instance.remote(
                 it.host, it.vault, it.host_token, dict(it.args), vault_token=it.vault_token, holder=it.holder, proof=proof
             )
@@ -218,7 +223,7 @@ class RayGateway:
             if cls is not None:
                 reason = "enactment rolled back"
                 refs.append(cls.destroy_instance.remote(ref.instance_id, reason, proof=self._proof(
-                    "destroy_instance", {"instance_id": ref.instance_id, "reason": reason})))
+                    "destroy_instance", {"instance_id": ref.instance_id, "reason": reason}, class_name(ref.class_name))))
         for ok, err in self._gather(refs):
             if not ok:
                 log.warning("could not stop an instance during rollback: %s", err)
@@ -235,7 +240,13 @@ def discover_resource(resource: str) -> tuple[Handle, bool] | None:
     return None
 
 
-def _abandon(handle: Handle, request_ids: list[str], signer: CallSigner | None = None) -> None:
+def _audience(route_key: str, resource: str) -> str:
+    """Whom a call on a route is made out to: a host group by its actor name, else
+    the resource itself (a host group hears the names of the hosts it carries)."""
+    return group_name(route_key[len("group:"):]) if route_key.startswith("group:") else resource
+
+
+def _abandon(handle: Handle, request_ids: list[str], signer: CallSigner | None = None, to: str = "") -> None:
     """The gateway gave up on a reservation call (its deadline passed, or the
     actor died and may come back): tell the actor to cancel whatever it
     granted for those request ids, so nothing granted to nobody is left to
@@ -243,7 +254,7 @@ def _abandon(handle: Handle, request_ids: list[str], signer: CallSigner | None =
     caller's calls to an actor run in order), and an actor that is gone for
     good has nothing to cancel."""
     try:
-        proof = signer.sign("cancel_requests", {"request_ids": request_ids, "prefix": False}) if signer else None
+        proof = signer.sign("cancel_requests", {"request_ids": request_ids, "prefix": False}, to=to) if signer else None
         handle.cancel_requests.remote(request_ids, False, proof=proof)
     except Exception:  # noqa: BLE001 - best effort; the tokens time out anyway
         log.info("could not ask %s to cancel abandoned reservations", handle, exc_info=True)
@@ -288,7 +299,7 @@ class EnactorActor:
         )
         self.gateway.signer = self._signer
         self.core = Enactor(self.gateway, name=name, min_token_life_s=min_token_life_s)
-        self.door = ActorDoor(Guard.for_home(auth_home, by="enactor") if auth_home else None, "enactor")
+        self.door = ActorDoor(Guard.for_home(auth_home, by=ENACTOR_ACTOR) if auth_home else None, "enactor")
 
     async def enact_schedule(self, request: EnactRequest, approver: tuple[Handle, str] | None = None,
                              proof: Any = None) -> EnactResult:
@@ -350,7 +361,7 @@ def _remote_approver(handle: Handle, method: str, signer: CallSigner | None = No
         try:
             if signer is None:
                 return ray.get(getattr(handle, method).remote(proposal), timeout=APPROVAL_TIMEOUT_S)
-            proof = signer.sign(method, {"proposal": proposal})
+            proof = signer.sign(method, {"proposal": proposal}, to=SCHEDULER_ACTOR)
             return ray.get(getattr(handle, method).remote(proposal, proof=proof), timeout=APPROVAL_TIMEOUT_S)
         except ray.exceptions.GetTimeoutError:
             return Refusal(code="approval.timeout", by="enactor",

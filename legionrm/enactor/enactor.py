@@ -50,6 +50,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Literal, Sequence
 
+from legionrm.auth.attest import attestation_key, reservation_of
 from legionrm.enactor.gateway import DEAD, CreateItem, ResourceGateway
 from legionrm.enactor.held import start_reserved
 from legionrm.enactor.mapping import (
@@ -58,6 +59,7 @@ from legionrm.enactor.mapping import (
     by_key,
     delta_wave,
     plan_failure,
+    slot_ask,
     slot_spec,
     slots_of,
 )
@@ -73,7 +75,6 @@ from legionrm.models import (
     ReservationRequest,
     ReservationToken,
     ReservedStart,
-    Resources,
     ScheduleAttempt,
     ScheduleProposal,
 )
@@ -303,15 +304,15 @@ class Enactor:
             run.sent[(k, kind)] = n + 1
             requests.append(
                 ReservationRequest(
-                    request_id=f"{req.request_id}/{k}/{kind}/{n}",
+                    request_id=f"{reservation_of(req.request_id, k, kind)}/{n}",
                     resource=sp[0],
                     holder=req.holder,
-                    resources=p.resources if kind == "host" else Resources(storage_gb=p.resources.storage_gb),
+                    resources=slot_ask(p, kind),
                     vault=p.vault if kind == "host" else None,
                     start=req.start,
                     duration_s=by_key(req.duration_s, p),
                     timeout_s=req.timeout_s,
-                    attestation=req.attestations.get(sp[0]),
+                    attestation=req.attestations.get(attestation_key(sp[0], reservation_of(req.request_id, k, kind))),
                 )
             )
             groups.append(p.group if kind == "host" else None)  # a group carries hosts only

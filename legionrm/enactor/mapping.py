@@ -1,14 +1,25 @@
 """Schedule arithmetic for the Enactor: which reservations (slots) a mapping
 needs, what each must be made for, and which delta schedules to try together.
 
-Pure functions over the pydantic schedule models; no state, no I/O.
+Pure functions over the pydantic schedule models; no state, no I/O (the
+Scheduler's attestations of a schedule's reservations are made here too, so
+they are named as the Enactor asks).
 """
 
 from __future__ import annotations
 
-from typing import Literal, Sequence
+import time
+from typing import Any, Literal, Sequence
 
-from legionrm.models import DeltaSchedule, Placement, PlacementFailure
+from legionrm.auth import VerifiedCaller, attest
+from legionrm.auth.attest import attestation_key, reservation_of
+from legionrm.models import (
+    DeltaSchedule,
+    EnactRequest,
+    Placement,
+    PlacementFailure,
+    Resources,
+)
 
 Kind = Literal["host", "vault"]
 Slot = tuple[str, Kind]  # (placement key, which reservation)
@@ -27,6 +38,11 @@ def slot_spec(p: Placement, kind: Kind) -> tuple | None:
     if p.vault is None:
         return None
     return (p.vault, p.resources)
+
+
+def slot_ask(p: Placement, kind: str) -> Resources:
+    """What a slot's reservation asks: a host the placement's resources, a vault its storage."""
+    return p.resources if kind == "host" else Resources(storage_gb=p.resources.storage_gb)
 
 
 def slots_of(mapping: dict[str, Placement], keys) -> list[tuple[Slot, tuple]]:
@@ -97,3 +113,20 @@ def plan_failure(delta: DeltaSchedule) -> PlacementFailure:
         reason=f"delta schedule replaces keys the master does not have: {extra}",
         stage="plan",
     )
+
+
+def attest_schedules(credential: Any, schedules: EnactRequest, ttl_s: float = 300.0) -> EnactRequest:
+    """``schedules`` with the Scheduler's attestation of its holder (the verified caller: the door put
+    it there) for each reservation they may ask: one per placement key, kind and resource, bound to
+    that reservation and its amount, so it is good for nothing else (:mod:`legionrm.auth.attest`);
+    the Enactor asks under the same names (:meth:`Enactor._reserve`)."""
+    rid, who = schedules.request_id, VerifiedCaller(name=schedules.holder.user, kind="user",
+                                                     groups=tuple(schedules.holder.groups))
+    slots = {(p.key, kind, spec[0]): slot_ask(p, kind) for m in schedules.masters for sched in (m, *m.deltas)
+             for p in sched.placements for kind in ("host", "vault") if (spec := slot_spec(p, kind)) is not None}
+    now, att = time.time(), {}
+    for (key, kind, name), ask in sorted(slots.items(), key=lambda kv: kv[0]):
+        res = reservation_of(rid, key, kind)
+        att[attestation_key(name, res)] = attest(credential, who, rid, name, now, ttl_s, reservation=res,
+                                                 resources=ask).model_dump(mode="json")
+    return schedules.model_copy(update={"attestations": att})

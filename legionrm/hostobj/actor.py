@@ -62,34 +62,37 @@ DEFAULT_TIMEOUT_S = 30.0
 class RemoteHostPort:
     """A class object's port to a host carried by a HostActor or HostGroupActor
     (both answer ``start_objects`` / ``stop_objects`` batches).  With ``signer``
-    (a class object's or the Scheduler's agent) each call carries its proof."""
+    (a class object's or the Scheduler's agent) each call carries its proof,
+    made out to ``to`` (the host's name: its carrier, a host or a host group, hears it)."""
 
-    def __init__(self, handle: Any, timeout_s: float = DEFAULT_TIMEOUT_S, signer: CallSigner | None = None) -> None:
-        self._h, self._timeout, self.signer = handle, timeout_s, signer
+    def __init__(self, handle: Any, timeout_s: float = DEFAULT_TIMEOUT_S, signer: CallSigner | None = None, to: str = "") -> None:
+        self._h, self._timeout, self.signer, self.to = handle, timeout_s, signer, to
 
     def start_object(
         self, token: ReservationToken, class_name: str, holder: Holder, *, vault: str | None = None,
         args: Mapping[str, Any] | None = None, impl: str | None = None,
     ) -> InstanceRef | Refusal:
         req = StartRequest(token=token, class_name=class_name, holder=holder, vault=vault, args=dict(args or {}), impl=impl)
-        proof = signed(self.signer, "start_objects", {"starts": [req]})
+        proof = signed(self.signer, "start_objects", {"starts": [req]}, to=self.to)
         return ray.get(self._h.start_objects.remote([req], proof=proof), timeout=self._timeout)[0]
 
     def stop_object(self, instance_id: str, reason: str = "stopped") -> Resources | Refusal:
-        proof = signed(self.signer, "stop_objects", {"items": [instance_id], "reason": reason})
+        proof = signed(self.signer, "stop_objects", {"items": [instance_id], "reason": reason}, to=self.to)
         return ray.get(self._h.stop_objects.remote([instance_id], reason, proof=proof), timeout=self._timeout)[0]
 
 
 class RemoteVaultPort:
-    def __init__(self, handle: Any, timeout_s: float = DEFAULT_TIMEOUT_S, signer: CallSigner | None = None) -> None:
-        self._h, self._timeout, self.signer = handle, timeout_s, signer
+    """A class object's port to a vault actor; proofs made out to the vault's name ``to``."""
+
+    def __init__(self, handle: Any, timeout_s: float = DEFAULT_TIMEOUT_S, signer: CallSigner | None = None, to: str = "") -> None:
+        self._h, self._timeout, self.signer, self.to = handle, timeout_s, signer, to
 
     def use(self, token: ReservationToken, host: str, holder: Holder) -> str | Refusal:
-        proof = signed(self.signer, "use", {"token": token, "host": host, "holder": holder})
+        proof = signed(self.signer, "use", {"token": token, "host": host, "holder": holder}, to=self.to)
         return ray.get(self._h.use.remote(token, host, holder, proof=proof), timeout=self._timeout)
 
     def release(self, use_id: str, *, rollback: bool = False) -> Resources | Refusal:
-        proof = signed(self.signer, "release", {"use_id": use_id, "rollback": rollback})
+        proof = signed(self.signer, "release", {"use_id": use_id, "rollback": rollback}, to=self.to)
         return ray.get(self._h.release.remote(use_id, rollback=rollback, proof=proof), timeout=self._timeout)
 
 
@@ -251,8 +254,8 @@ class HostGroupActor(_Beating, HostStateCalls):
         self.core = HostGroup(name, hosts, sink=sink)
         # with a state file, what the hosts granted survives a restart of this actor
         self._keeper = Keeper.open(state_path, hosts)
-        self.door, self.views = resource_doors(auth_home, f"hostgroup:{name}", self.core.attested_holder,
-                                               self.core.instance_holder)
+        self.door, self.views = resource_doors(auth_home, group_name(name), self.core.attested_holder,
+                                               self.core.instance_holder, audience=[s.name for s in specs])
 
         def beat() -> None:
             self._kept(self.core.expire())
@@ -432,9 +435,9 @@ class ClassActor:
             self._signer = CallSigner(cred, time.time)
         self._add(hosts or {}, vaults or {})
         self.core = build_class(spec, hosts=self._hosts.get, vaults=self._vaults.get)
-        guard = Guard.for_home(auth_home, by=f"class:{spec.name}") if auth_home else None
-        self.door, self.views = ClassDoor(guard, self._instance_user, by=f"class:{spec.name}"), ActorDoor(
-            guard, f"class:{spec.name}")
+        guard = Guard.for_home(auth_home, by=class_name(spec.name)) if auth_home else None
+        self.door, self.views = ClassDoor(guard, self._instance_user, by=class_name(spec.name)), ActorDoor(
+            guard, class_name(spec.name))
 
     def _instance_user(self, instance_id: str) -> str | None:
         return next((r.user for r in self.core.list_instances() if r.instance_id == instance_id), None)
@@ -451,8 +454,8 @@ class ClassActor:
 
     def _add(self, hosts: Mapping[str, Any], vaults: Mapping[str, Any] | None = None) -> None:
         signer = self._signer
-        self._hosts.update({n: RemoteHostPort(h, signer=signer) for n, h in hosts.items()})
-        self._vaults.update({n: RemoteVaultPort(v, signer=signer) for n, v in (vaults or {}).items()})
+        self._hosts.update({n: RemoteHostPort(h, signer=signer, to=n) for n, h in hosts.items()})
+        self._vaults.update({n: RemoteVaultPort(v, signer=signer, to=n) for n, v in (vaults or {}).items()})
 
     def create_instance(self, host: str, vault: str | None, token: ReservationToken, args: dict | None = None,
                         vault_token: ReservationToken | None = None, holder: Holder | None = None,

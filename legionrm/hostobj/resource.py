@@ -97,22 +97,19 @@ class ResourceObject:
     """An :class:`~legionrm.auth.AttestationVerifier` holding the Scheduler's
     public key, or None (no identity checks: in-process systems and tests).
     With one, every reservation must carry the Scheduler's attestation made
-    out to this resource, and the owner's policy judges the attested user and
-    groups, whatever the request claims and whoever sends it."""
+    out to this resource for that one reservation (spent once), and the owner's
+    policy judges the attested user and groups, whatever the request claims."""
 
     def _attested(self, request: ReservationRequest) -> ReservationRequest | Refusal:
-        """``request`` held by the identity the Scheduler attested, or the refusal."""
-        if request.attestation is None:
-            return Refusal(code="auth.no_proof", by=self.name,
-                           reason=f"{self.name} reserves only for users the Scheduler attests; this request has no attestation")
-        ident = self.attestations.verify(request.attestation, self.name)
-        if isinstance(ident, Refusal):
-            return ident.model_copy(update={"by": self.name})
-        if ident.user != request.holder.user:
-            return Refusal(code="auth.wrong_call", by=self.name,
-                           reason=f"attestation is for {ident.user!r}, the request claims {request.holder.user!r}")
-        holder = request.holder.model_copy(update={"groups": tuple(ident.groups)})
-        return request.model_copy(update={"holder": holder})
+        """``request`` held by the identity the Scheduler attested for this one reservation, or the
+        refusal (see :meth:`legionrm.auth.attest.AttestationVerifier.admit`)."""
+        out = self.attestations.admit(request, self._holds)
+        return out.model_copy(update={"by": self.name}) if isinstance(out, Refusal) else out
+
+    def _holds(self, request_id: str) -> bool:
+        """Whether the reservation granted for ``request_id`` still holds or was used (spent its attestation)."""
+        res = self._by_request.get(request_id)
+        return res is not None and (res.status == "active" or res.uses > 0)
 
     def _access_refusal(self, who: Any) -> Refusal | None:
         """The owner's access list, enforced here whoever calls (not only by the

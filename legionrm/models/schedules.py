@@ -234,8 +234,10 @@ class EnactRequest(Frozen):
     args: dict[str, dict[str, AttrValue]] = Field(default_factory=dict)
     create: bool = True
     attestations: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """Per resource name: the Scheduler's attestation of ``holder`` to it
-    (what a host that checks identities needs with each reservation)."""
+    """The Scheduler's attestations of ``holder``, one per reservation the Enactor
+    may ask, keyed ``<request_id>/<key>/<kind>@<resource>``
+    (:func:`legionrm.auth.attest.attestation_key`): what a host that checks
+    identities needs with each reservation, good for that one only."""
     start: float | None = None
     """Reserve from this time (an advance reservation; None: now).  Each
     token then expires ``timeout_s`` after ``start`` if it is not used."""

@@ -130,7 +130,7 @@ class RayStatePort:
         if handle is None:
             return Refusal(code="resource.unknown", reason=f"no actor carries {name!r}", by=name)
         try:
-            proof = signed(self.signer, method, signed_args)
+            proof = signed(self.signer, method, signed_args, to=name)
             return ray.get(getattr(handle, method).remote(**args, proof=proof), timeout=self.timeout_s)
         except (ray.exceptions.RayError, AttributeError) as exc:
             return Refusal(code="resource.unreachable", reason=f"{method} on {name}: {type(exc).__name__}", by=name)

@@ -15,11 +15,12 @@ from typing import Any
 
 import ray
 
-from legionrm.auth import CallSigner, VerifiedCaller, attest, signed
+from legionrm.auth import CallSigner, signed
 from legionrm.auth.actordoor import ActorDoor
 from legionrm.auth.guard import SCHEDULER as SCHEDULER_AGENT
 from legionrm.auth.guard import Guard, load_agent
 from legionrm.collection.actor import RemoteCollection
+from legionrm.enactor.mapping import attest_schedules
 from legionrm.events.actor import ActorCallback
 from legionrm.hostobj.actor import RemoteHostPort
 from legionrm.models import (
@@ -47,7 +48,14 @@ from legionrm.models import (
     StatusChange,
     StatusEvent,
 )
-from legionrm.naming import host_name, named_actor
+from legionrm.naming import (
+    ENACTOR,
+    POOLS,
+    SCHEDULER,
+    class_name,
+    host_name,
+    named_actor,
+)
 from legionrm.objstate.actor import RayStatePort
 from legionrm.objstate.mobility import Mobility
 from legionrm.scheduler.audit import audit
@@ -93,8 +101,8 @@ class RemoteEnactor:
         try:
             if self.signer is None:
                 return ray.get(self.handle.enact_schedule.remote(schedules, self.approver), timeout=CALL_TIMEOUT_S)
-            proof = self.signer.sign("enact_schedule", {"request": schedules,
-                                                        "approver": self.approver[1] if self.approver else None})
+            proof = self.signer.sign("enact_schedule", {"request": schedules, "approver": self.approver[1]
+                                                        if self.approver else None}, to=ENACTOR)
             return ray.get(self.handle.enact_schedule.remote(schedules, self.approver, proof=proof),
                            timeout=CALL_TIMEOUT_S)
         except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:
@@ -108,7 +116,7 @@ class RemoteEnactor:
 
     def start_reserved(self, held: ReservedStart) -> EnactResult:
         try:
-            proof = signed(self.signer, "start_reserved", {"held": held})
+            proof = signed(self.signer, "start_reserved", {"held": held}, to=ENACTOR)
             return ray.get(self.handle.start_reserved.remote(held, self.approver, proof=proof), timeout=CALL_TIMEOUT_S)
         except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:
             return EnactResult(ok=False, attempts=(ScheduleAttempt(master=0, deltas_tried=0, succeeded=False, failures=(
@@ -120,25 +128,15 @@ ENACTOR_LOST = "enactor.lost"
 """The failure code of an enactment whose Enactor died or never answered."""
 
 
-def attest_schedules(credential: Any, schedules: EnactRequest, ttl_s: float = 300.0) -> EnactRequest:
-    """``schedules`` with the Scheduler's attestation of its holder to every
-    host and vault they name (the holder is the verified caller: the door put it there)."""
-    names = {n for m in schedules.masters for sched in (m, *m.deltas) for p in sched.placements
-             for n in (p.host, p.vault) if n}
-    who = VerifiedCaller(name=schedules.holder.user, kind="user", groups=tuple(schedules.holder.groups))
-    now = time.time()
-    att = {n: attest(credential, who, schedules.request_id, n, now, ttl_s).model_dump(mode="json") for n in sorted(names)}
-    return schedules.model_copy(update={"attestations": att})
-
-
 class RemoteClassPort:
-    """``instance_stopped`` on a class actor (the stopper tells the class), signed with ``signer``."""
+    """``instance_stopped`` on a class actor (the stopper tells the class), signed with ``signer``
+    and made out to ``to`` (the class actor's name)."""
 
-    def __init__(self, handle: Any, signer: CallSigner | None = None) -> None:
-        self.handle, self.signer = handle, signer
+    def __init__(self, handle: Any, signer: CallSigner | None = None, to: str = "") -> None:
+        self.handle, self.signer, self.to = handle, signer, to
 
     def instance_stopped(self, instance_id: str) -> bool:
-        proof = signed(self.signer, "instance_stopped", {"instance_id": instance_id})
+        proof = signed(self.signer, "instance_stopped", {"instance_id": instance_id}, to=self.to)
         return ray.get(self.handle.instance_stopped.remote(instance_id, proof=proof), timeout=CALL_TIMEOUT_S)
 
 
@@ -149,26 +147,27 @@ def ray_stopper(carriers: dict[str, Any], classes: dict[str, Any], signer: CallS
 
     def port(host: str) -> RemoteHostPort | None:
         handle = carriers.get(host) or named_actor(host_name(host))
-        return RemoteHostPort(handle, CALL_TIMEOUT_S, signer=signer) if handle is not None else None
+        return RemoteHostPort(handle, CALL_TIMEOUT_S, signer=signer, to=host) if handle is not None else None
 
-    return HostStopper(port, {name: RemoteClassPort(h, signer) for name, h in classes.items()})
+    return HostStopper(port, {name: RemoteClassPort(h, signer, class_name(name)) for name, h in classes.items()})
 
 
 class RemoteCarrier:
-    """``list_instances(host)`` on the actor carrying a host (the watch's view), signed with ``signer``."""
+    """``list_instances(host)`` on the actor carrying a host (the watch's view), signed with ``signer``
+    and made out to ``to`` (a host that actor carries)."""
 
-    def __init__(self, handle: Any, signer: CallSigner | None = None) -> None:
-        self.handle, self.signer = handle, signer
+    def __init__(self, handle: Any, signer: CallSigner | None = None, to: str = "") -> None:
+        self.handle, self.signer, self.to = handle, signer, to
 
     def list_instances(self, host: str | None) -> list:
-        proof = signed(self.signer, "list_instances", {"host": host})
+        proof = signed(self.signer, "list_instances", {"host": host}, to=self.to)
         return ray.get(self.handle.list_instances.remote(host, proof=proof), timeout=WATCH_TIMEOUT_S)
 
 
-def _unique(handles: Any) -> dict[str, Any]:
-    """Actor handles by actor id (a group carries many hosts; each host's copy
-    of its handle is a separate object once shipped to this actor)."""
-    return {h._actor_id.hex(): h for h in handles}
+def _unique(named: dict[str, Any]) -> dict[str, tuple[str, Any]]:
+    """(a resource name it carries, its handle) by actor id, from resource name -> carrier actor (a group carries
+    many hosts, each with its own copy of the handle): one call per actor, made out to that name (a group hears it)."""
+    return {h._actor_id.hex(): (name, h) for name, h in named.items()}
 
 
 def ray_watch(carriers: dict[str, Any], signer: CallSigner | None = None) -> HostWatch:
@@ -176,10 +175,10 @@ def ray_watch(carriers: dict[str, Any], signer: CallSigner | None = None) -> Hos
 
     def carrier(host: str) -> RemoteCarrier | None:
         handle = carriers.get(host) or named_actor(host_name(host))
-        return RemoteCarrier(handle, signer) if handle is not None else None
+        return RemoteCarrier(handle, signer, host) if handle is not None else None
 
     def every() -> list[RemoteCarrier]:
-        return [RemoteCarrier(h, signer) for h in _unique(carriers.values()).values()]
+        return [RemoteCarrier(h, signer, name) for name, h in _unique(carriers).values()]
 
     return HostWatch(carrier, every)
 
@@ -194,7 +193,7 @@ class PoolActor:
 
     def __init__(self, gate: PoolGate, auth_home: str | None = None) -> None:
         self.gate = gate
-        self.door = ActorDoor(Guard.for_home(auth_home, by="pools") if auth_home else None, "pools")
+        self.door = ActorDoor(Guard.for_home(auth_home, by=POOLS) if auth_home else None, "pools")
 
     def ping(self) -> str:
         return "ok"
@@ -237,7 +236,7 @@ class RemotePoolGate:
         self.handle, self.signer = handle, signer
 
     def _call(self, method: str, args: dict[str, Any]) -> Any:
-        proof = signed(self.signer, method, args)
+        proof = signed(self.signer, method, args, to=POOLS)
         return ray.get(getattr(self.handle, method).remote(*args.values(), proof=proof), timeout=CALL_TIMEOUT_S)
 
     def admit(self, request: SchedulingRequest) -> Refusal | None:
@@ -310,11 +309,11 @@ class SchedulerActor:
         ``<request_id>/...``): an enactment nobody finishes leaves nothing
         reserved.  Returns how many were cancelled (unreachable actors: their
         tokens time out)."""
-        handles = _unique([*self._carriers.values(), *self._vaults.values()])
+        handles = _unique({**self._carriers, **self._vaults})
         ids = [f"{request_id}/"]
         refs = [h.cancel_requests.remote(ids, True, proof=signed(self._signer, "cancel_requests",
-                                                                  {"request_ids": ids, "prefix": True}))
-                for h in handles.values()]
+                                                                  {"request_ids": ids, "prefix": True}, to=name))
+                for name, h in handles.values()]
         cancelled = 0
         if refs:
             ready, _ = ray.wait(refs, num_returns=len(refs), timeout=WATCH_TIMEOUT_S)
@@ -328,7 +327,7 @@ class SchedulerActor:
 
     def _auth_setup(self, auth_home: str | None) -> None:
         """The door every user-facing call goes through (open without a home: no authentication)."""
-        self.door = SchedulerDoor(self.core, Guard.for_home(auth_home, by="scheduler") if auth_home else None,
+        self.door = SchedulerDoor(self.core, Guard.for_home(auth_home, by=SCHEDULER) if auth_home else None,
                                   mobility=self.mobility)
         self._signer: CallSigner | None = None
         self.auth_home = auth_home
@@ -419,17 +418,18 @@ class SchedulerActor:
         host, vault and class actor (each with a timeout); a resource that
         cannot be asked is itself a finding."""
         self.door.require_admin(proof, "audit", {}, "audit")
-        handles = _unique([*self._carriers.values(), *self._vaults.values()])
+        handles = _unique({**self._carriers, **self._vaults})
         s = self._signer
-        refs = {hid: h.audit_views.remote(proof=signed(s, "audit_views", {})) for hid, h in handles.items()}
-        class_refs = {n: h.list_instances.remote(proof=signed(s, "list_instances", {}))
+        refs = {hid: h.audit_views.remote(proof=signed(s, "audit_views", {}, to=name))
+                for hid, (name, h) in handles.items()}
+        class_refs = {n: h.list_instances.remote(proof=signed(s, "list_instances", {}, to=class_name(n)))
                       for n, h in self._class_actors.items()}
         views, findings = [], []
         for hid, ref in refs.items():
             try:
                 views.extend(ray.get(ref, timeout=WATCH_TIMEOUT_S))
             except ray.exceptions.RayError as exc:
-                findings.append(AuditFinding(code="resource.unreachable", subject=str(handles[hid]),
+                findings.append(AuditFinding(code="resource.unreachable", subject=handles[hid][0],
                                              detail=f"{type(exc).__name__}"))
         classes: dict[str, list[str]] = {}
         for name, ref in class_refs.items():

@@ -6,6 +6,7 @@ Scheduler's and the Enactor's own signed calls still stop and cancel."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import shutil
 import tempfile
 import time
@@ -73,29 +74,29 @@ def test_a_stranger_cannot_touch_alices_work_at_the_hosts(live) -> None:
     m = signers["mallory"]
 
     args = {"items": [inst.instance_id], "reason": "mine now"}
-    got = call(group.stop_objects.remote([inst.instance_id], "mine now", proof=m.sign("stop_objects", args)))[0]
+    got = call(group.stop_objects.remote([inst.instance_id], "mine now", proof=m.sign("stop_objects", args, to="hostgroup:batch")))[0]
     assert got.code == "auth.not_owner"
     assert call(group.stop_objects.remote([inst.instance_id], "x"))[0].code == "auth.no_proof"
     tid = inst.token_id
-    got = call(group.cancel_reservations.remote([tid], proof=m.sign("cancel_reservations", {"items": [tid]})))[0]
+    got = call(group.cancel_reservations.remote([tid], proof=m.sign("cancel_reservations", {"items": [tid]}, to="hostgroup:batch")))[0]
     assert got.code == "auth.not_owner"
     ops = signers["ops"]
 
     def running() -> set[str]:
-        return {i.instance_id for i in call(group.list_instances.remote(proof=ops.sign("list_instances", {"host": None})))}
+        return {i.instance_id for i in call(group.list_instances.remote(proof=ops.sign("list_instances", {"host": None}, to="hostgroup:batch")))}
 
     assert inst.instance_id in running()
 
     # views: mallory sees none of it
     sched = system.scheduler
-    assert call(sched.instances.remote(proof=m.sign("instances", {}))) == []
-    assert call(sched.status.remote(proof=m.sign("status", {}))).instances == 0
-    mine = call(sched.instances.remote(proof=signers["alice"].sign("instances", {})))
+    assert call(sched.instances.remote(proof=m.sign("instances", {}, to="scheduler"))) == []
+    assert call(sched.status.remote(proof=m.sign("status", {}, to="scheduler"))).instances == 0
+    mine = call(sched.instances.remote(proof=signers["alice"].sign("instances", {}, to="scheduler")))
     assert [i.instance_id for i in mine] == [inst.instance_id]
 
     # alice cancels through the Scheduler: its own signed stop reaches the host
     a = signers["alice"]
-    call(sched.cancel.remote("auth-a1", "done", proof=a.sign("cancel", {"request_id": "auth-a1", "reason": "done"})))
+    call(sched.cancel.remote("auth-a1", "done", proof=a.sign("cancel", {"request_id": "auth-a1", "reason": "done"}, to="scheduler")))
     deadline = time.time() + 15
     while time.time() < deadline and inst.instance_id in running():
         time.sleep(0.2)
@@ -112,7 +113,7 @@ def test_only_the_enactor_creates_at_a_class_object(live) -> None:
                             resources=Resources(cpus=1), start=0.0, end=None, expires_at=time.time() + 30)
     args = create_args("batch1", None, fake, {}, None, Holder(user="mallory"))
     got = call(system.classes["Worker"].create_instance.remote(
-        "batch1", None, fake, {}, holder=Holder(user="mallory"), proof=signers["mallory"].sign("create_instance", args)))
+        "batch1", None, fake, {}, holder=Holder(user="mallory"), proof=signers["mallory"].sign("create_instance", args, to="class:Worker")))
     assert got.code == "auth.forbidden"
 
 
@@ -299,6 +300,12 @@ def stranger_calls(system: Any, work: dict[str, Any]) -> dict[tuple[str, str], t
     }
 
 
+AUDIENCE = {"HostActor": "solo1", "HostGroupActor": "hostgroup:bigmem", "VaultActor": "vault-uva",
+            "ClassActor": "class:Worker", "SchedulerActor": "scheduler", "PoolActor": "pools",
+            "CollectionActor": "collection", "EnactorActor": "enactor", "DashboardActor": "dashboard"}
+"""Whom each actor of :func:`stranger_calls` hears: the stranger signs for the right actor, so its role speaks."""
+
+
 def _send(handle: Any, method: str, args: dict, proof: Any) -> Any:
     if method.startswith("make_reservation"):  # its proof is the Scheduler's attestation inside each request
         return getattr(handle, method).remote(*args.values())
@@ -330,7 +337,7 @@ def test_every_guarded_actor_method_refuses_the_unsigned_and_strangers(live) -> 
     assert r.ok, r.message
     inst = r.instances[0]
     ajob = ElasticJobRequest(job_id="auth-ajob", user="alice", class_name="Worker", memory_gb=1)
-    call(system.scheduler.submit_elastic.remote(ajob, proof=signers["alice"].sign("submit_elastic", {"request": ajob})))
+    call(system.scheduler.submit_elastic.remote(ajob, proof=signers["alice"].sign("submit_elastic", {"request": ajob}, to="scheduler")))
     work = {"iid": inst.instance_id, "tid": inst.token_id, "rid": "auth-t1", "job": "auth-ajob", "host": inst.host,
             "group": system.groups["bigmem"],
             "token": ReservationToken(token_id=inst.token_id, issuer=inst.host, holder=Holder(user="alice"),
@@ -341,7 +348,7 @@ def test_every_guarded_actor_method_refuses_the_unsigned_and_strangers(live) -> 
             "mal_job": ElasticJobRequest(job_id="mal-job", user="alice", class_name="Worker", memory_gb=1,
                                          cpus=999)}
     work["trigger"] = call(system.scheduler.register_trigger.remote("auth-t1", ["ended"], system.collection, "ping",
-                           proof=signers["alice"].sign("register_trigger", {"subject": "auth-t1", "statuses": ["ended"]})))
+                           proof=signers["alice"].sign("register_trigger", {"subject": "auth-t1", "statuses": ["ended"]}, to="scheduler")))
     markers = (inst.instance_id, inst.token_id, "auth-t1", "auth-ajob", "bigmem1", "bigmem2", "solo1")
     calls = stranger_calls(system, work)
     guarded = {(a, meth): role for a, rows in METHODS.items() for meth, role in rows.items() if role != OPEN}
@@ -354,7 +361,7 @@ def test_every_guarded_actor_method_refuses_the_unsigned_and_strangers(live) -> 
     wrong = {}
     for key, (h, args, bound) in calls.items():
         call_name = "update" if key[1] == "update_many" else key[1]  # update_many: one "update" proof per update
-        code, got = outcome(_send(h, key[1], args, m.sign(call_name, args if bound is None else bound)))
+        code, got = outcome(_send(h, key[1], args, m.sign(call_name, args if bound is None else bound, to=AUDIENCE[key[0]])))
         role = guarded[key]
         if role in (VIEW, ANY, USER):
             leaked = [x for x in markers if x in repr(got)]
@@ -366,7 +373,7 @@ def test_every_guarded_actor_method_refuses_the_unsigned_and_strangers(live) -> 
     assert not wrong, "\n".join(f"{k}: {v}" for k, v in wrong.items())
     # alice's work is untouched: her instance still runs, her request is hers
     assert inst.instance_id in {i.instance_id for i in call(system.scheduler.instances.remote(
-        proof=signers["alice"].sign("instances", {})))}
+        proof=signers["alice"].sign("instances", {}, to="scheduler")))}
 
 
 # --- the issue's attacks, one row each ---------------------------------------------------------------------------------
@@ -406,20 +413,34 @@ def _attack_rows(system: Any, signers: dict[str, Any], inst: Any) -> list[tuple[
     def as_user(user: str, **kw: Any) -> Any:
         return dataclasses.replace(system, signer=signers[user]).schedule(SchedulingRequest(**kw))
 
-    def direct_reservation(user: str, host: str, group: Any, *, attest_to: str | None = None, age_s: float = 0.0) -> Any:
+    def direct_reservation(user: str, host: str, group: Any, *, attest_to: str | None = None, age_s: float = 0.0,
+                           rids: tuple[str, ...] = ("0",), groups: tuple[str, ...] = ()) -> Any:
         """``user`` asks ``host`` directly, with a genuine Scheduler attestation (made out to ``attest_to``,
-        ``age_s`` ago) as if they had kept one from an earlier request."""
-        who = VerifiedCaller(name=user, kind="user")
-        att = attest(sched_key, who, f"{user}-direct", attest_to or host, time.time() - age_s, 60.0)
-        rq = ReservationRequest(request_id=f"{user}-direct-{host}", resource=host, holder=Holder(user=user),
-                                resources=Resources(cpus=1), attestation=att.model_dump(mode="json"))
-        return code(group.make_reservations.remote([rq]))
+        ``age_s`` ago, for reservation ``<user>-direct<n>/k0/host``) as if they had kept one from an earlier
+        request: once per request id in ``rids`` (a bare number: a try of that reservation); the last one's code."""
+        who = VerifiedCaller(name=user, kind="user", groups=groups)
+        res = f"{user}-direct{next(serial)}/k0/host"  # each row its own reservation (ids are idempotent)
+        att = attest(sched_key, who, f"{user}-direct", attest_to or host, time.time() - age_s, 60.0, reservation=res,
+                     resources=Resources(cpus=1)).model_dump(mode="json")
+        got: Any = None
+        granted = []
+        for rid in rids:
+            rq = ReservationRequest(request_id=f"{res}/{rid}" if rid.isdigit() else rid, resource=host,
+                                    holder=Holder(user=user), resources=Resources(cpus=1), attestation=att)
+            got = call(group.make_reservations.remote([rq]))[0]
+            granted += [got.token_id] if isinstance(got, ReservationToken) else []
+        if granted:  # give them back: only the code matters here
+            call(group.cancel_reservations.remote(granted, proof=signers[user].sign(
+                "cancel_reservations", {"items": granted}, to=group_of[host])))
+        return got.code if isinstance(got, Refusal) else "granted"
+
+    group_of, serial = {"gpu1": "hostgroup:gpu", "bigmem1": "hostgroup:bigmem"}, itertools.count()
 
     alices_token = ReservationToken(token_id=inst.token_id, issuer=inst.host, holder=Holder(user="alice"),
                                     resources=Resources(cpus=1), start=0.0, end=None, expires_at=time.time() + 60)
     start = StartRequest(token=alices_token, class_name="Worker", holder=Holder(user="alice"))
     genuine = call(bigmem.check_reservations.remote([inst.token_id], proof=signers["ops"].sign(
-        "check_reservations", {"items": [inst.token_id]})))[0]
+        "check_reservations", {"items": [inst.token_id]}, to="hostgroup:bigmem")))[0]
     relabelled = StartRequest(token=genuine.model_copy(update={"issuer": "batch1"}) if not isinstance(
         genuine, Refusal) else alices_token.model_copy(update={"issuer": "batch1"}), class_name="Worker",
         holder=Holder(user="alice"))
@@ -431,15 +452,22 @@ def _attack_rows(system: Any, signers: dict[str, Any], inst: Any) -> list[tuple[
                     objects=(ObjectRequest(class_name="Worker", cpus=1, memory_gb=1, constraint='$nodepool == "bigmem"'),))
         return "placed" if r.ok else r.failures[0].code
 
+    def replayed_at(other: Any) -> str | None:
+        """alice's proof of ``names`` made for (and used at) the batch hosts, replayed at ``other``,
+        whose own replay cache has never seen it."""
+        p = a.sign("names", {}, to="hostgroup:batch")
+        assert code(batch.names.remote(proof=p)) is None
+        return code(other.names.remote(proof=p))
+
     def replay() -> str | None:
-        p = a.sign("instances", {})
+        p = a.sign("instances", {}, to="scheduler")
         call(sc.instances.remote(proof=p))
         return code(sc.instances.remote(proof=p))
 
     return [
         ("identity: mallory claims root and genomics to get bigmem", planned_on_bigmem, "query.no_match"),
         ("identity: alice's token presented under alice's name", lambda: code(bigmem.start_objects.remote(
-            [start], proof=m.sign("start_objects", {"starts": [start]}))), "auth.forbidden"),
+            [start], proof=m.sign("start_objects", {"starts": [start]}, to="hostgroup:bigmem"))), "auth.forbidden"),
         ("host: visitor reserves gpu1 directly, no attestation", lambda: code(gpu.make_reservations.remote([
             ReservationRequest(request_id="v1", resource="gpu1", holder=Holder(user="visitor"),
                                resources=Resources(cpus=1))])), "auth.no_proof"),
@@ -450,56 +478,65 @@ def _attack_rows(system: Any, signers: dict[str, Any], inst: Any) -> list[tuple[
         ("host: an attestation made out to gpu2 presented at gpu1",
          lambda: direct_reservation("mallory", "gpu1", gpu, attest_to="gpu2"), "auth.wrong_host"),
         ("host: an expired attestation", lambda: direct_reservation("mallory", "gpu1", gpu, age_s=600), "auth.expired"),
+        ("host: alice's genuine attestation, as the Scheduler gave it", lambda: direct_reservation(
+            "alice", "bigmem1", bigmem, groups=("genomics",)), "granted"),
+        ("host: alice's genuine attestation reused for another reservation", lambda: direct_reservation(
+            "alice", "bigmem1", bigmem, rids=("alice-other/k0/host/0",), groups=("genomics",)), "auth.wrong_reservation"),
+        ("host: alice's genuine attestation reused while its reservation holds", lambda: direct_reservation(
+            "alice", "bigmem1", bigmem, rids=("0", "1"), groups=("genomics",)), "auth.attestation_spent"),
         ("host: a token of bigmem1 presented at the batch hosts", lambda: code(batch.start_objects.remote(
-            [start], proof=m.sign("start_objects", {"starts": [start]}))), "auth.forbidden"),
+            [start], proof=m.sign("start_objects", {"starts": [start]}, to="hostgroup:batch"))), "auth.forbidden"),
         ("host: bigmem1's token started at the batch hosts, by the Enactor itself", lambda: code(batch.start_objects.remote(
-            [start], proof=enactor.sign("start_objects", {"starts": [start]}))), "resource.unknown"),
+            [start], proof=enactor.sign("start_objects", {"starts": [start]}, to="hostgroup:batch"))), "resource.unknown"),
         ("host: bigmem1's token re-labelled as batch1's, by the Enactor itself", lambda: code(batch.start_objects.remote(
-            [relabelled], proof=enactor.sign("start_objects", {"starts": [relabelled]}))), "token.forged"),
+            [relabelled], proof=enactor.sign("start_objects", {"starts": [relabelled]}, to="hostgroup:batch"))), "token.forged"),
         ("host: visitor starts on gpu1 directly", lambda: code(gpu.start_objects.remote(
-            [start], proof=v.sign("start_objects", {"starts": [start]}))), "auth.forbidden"),
+            [start], proof=v.sign("start_objects", {"starts": [start]}, to="hostgroup:gpu"))), "auth.forbidden"),
         ("work: enact_schedule without the Scheduler's approval", lambda: code(system.enactor.enact_schedule.remote(
             enact, None)), "auth.forbidden"),
         ("work: enact_schedule with the Scheduler's approve_growth", lambda: code(system.enactor.enact_schedule.remote(
             enact, (sc, "approve_growth"), proof=m.sign("enact_schedule", {"request": enact,
-                                                                          "approver": "approve_growth"}))),
+                                                                          "approver": "approve_growth"}, to="enactor"))),
          "auth.forbidden"),
         ("work: stop_objects of alice's instance", lambda: code(bigmem.stop_objects.remote(
-            [inst.instance_id], "x", proof=m.sign("stop_objects", {"items": [inst.instance_id], "reason": "x"}))),
+            [inst.instance_id], "x", proof=m.sign("stop_objects", {"items": [inst.instance_id], "reason": "x"}, to="hostgroup:bigmem"))),
          "auth.not_owner"),
         ("work: activate alice's instance", lambda: as_user(
             "mallory", request_id="mal-act", identity=Identity(user="mallory"), activate=(inst.instance_id,),
             objects=(ObjectRequest(class_name="Worker", cpus=1, memory_gb=1),)).failures[0].code, "auth.not_owner"),
         ("work: a bare token id cancels alice's reservation", lambda: code(bigmem.cancel_reservations.remote(
-            [inst.token_id], proof=m.sign("cancel_reservations", {"items": [inst.token_id]}))), "auth.not_owner"),
+            [inst.token_id], proof=m.sign("cancel_reservations", {"items": [inst.token_id]}, to="hostgroup:bigmem"))), "auth.not_owner"),
         ("work: cancel alice's request", lambda: code(sc.cancel.remote("auth-x1", "x", proof=m.sign(
-            "cancel", {"request_id": "auth-x1", "reason": "x"}))), "auth.not_owner"),
+            "cancel", {"request_id": "auth-x1", "reason": "x"}, to="scheduler"))), "auth.not_owner"),
         ("view: the Collection: join a fake host", lambda: code(coll.join.remote(fake, proof=m.sign(
-            "join", {"record": fake}))), "auth.wrong_resource"),
+            "join", {"record": fake}, to="collection"))), "auth.wrong_resource"),
         ("view: the Collection: update batch1 to sparc", lambda: code(coll.update.remote(
-            "batch1", {"arch": "sparc"}, proof=m.sign("update", {"name": "batch1", "attrs": {"arch": "sparc"}}))),
+            "batch1", {"arch": "sparc"}, proof=m.sign("update", {"name": "batch1", "attrs": {"arch": "sparc"}}, to="collection"))),
          "auth.wrong_resource"),
         ("view: the Collection: vary batch2 off", lambda: code(coll.vary_off.remote("batch2", proof=m.sign(
-            "vary_off", {"name": "batch2"}))), "auth.forbidden"),
-        ("view: setCollection", lambda: code(sc.setCollection.remote(coll, proof=m.sign("setCollection", {}))),
+            "vary_off", {"name": "batch2"}, to="collection"))), "auth.forbidden"),
+        ("view: setCollection", lambda: code(sc.setCollection.remote(coll, proof=m.sign("setCollection", {}, to="scheduler"))),
          "auth.forbidden"),
-        ("view: setEnactor", lambda: code(sc.setEnactor.remote(system.enactor, proof=m.sign("setEnactor", {}))),
+        ("view: setEnactor", lambda: code(sc.setEnactor.remote(system.enactor, proof=m.sign("setEnactor", {}, to="scheduler"))),
          "auth.forbidden"),
         ("access: query with caller=None", lambda: _hidden(call(coll.query.remote(
-            "true", None, True, proof=v.sign("query", {"text": "true", "caller": None, "include_unavailable": True}))),
+            "true", None, True, proof=v.sign("query", {"text": "true", "caller": None, "include_unavailable": True}, to="collection"))),
             ("gpu1", "gpu2")), "hidden"),
-        ("access: snapshot", lambda: code(coll.snapshot.remote(proof=v.sign("snapshot", {}))), "auth.forbidden"),
+        ("access: snapshot", lambda: code(coll.snapshot.remote(proof=v.sign("snapshot", {}, to="collection"))), "auth.forbidden"),
         ("access: record of a denied host", lambda: code(coll.record.remote("gpu1", proof=v.sign(
-            "record", {"name": "gpu1"}))), "auth.forbidden"),
-        ("access: the host group's records", lambda: _hidden(call(gpu.records.remote(proof=v.sign("records", {}))),
+            "record", {"name": "gpu1"}, to="collection"))), "auth.forbidden"),
+        ("access: the host group's records", lambda: _hidden(call(gpu.records.remote(proof=v.sign("records", {}, to="hostgroup:gpu"))),
                                                             ("gpu1", "gpu2")), "hidden"),
         ("access: the dashboard's page without its key", lambda: _http_code(EXTRA["url"].split("?")[0] + "api/state"),
          "auth.no_proof"),
         ("proof: replayed", replay, "auth.replayed"),
-        ("proof: signed for another method", lambda: code(sc.instances.remote(proof=a.sign("status", {}))),
+        ("proof: made for host group batch, replayed at host group gpu", lambda: replayed_at(gpu), "auth.wrong_audience"),
+        ("proof: made for host group batch, replayed at the Collection", lambda: replayed_at(coll),
+         "auth.wrong_audience"),
+        ("proof: signed for another method", lambda: code(sc.instances.remote(proof=a.sign("status", {}, to="scheduler"))),
          "auth.wrong_call"),
         ("proof: signed for other arguments", lambda: code(sc.cancel.remote("auth-x1", "x", proof=a.sign(
-            "cancel", {"request_id": "auth-x2", "reason": "x"}))), "auth.wrong_call"),
+            "cancel", {"request_id": "auth-x2", "reason": "x"}, to="scheduler"))), "auth.wrong_call"),
     ]
 
 

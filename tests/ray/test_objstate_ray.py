@@ -76,19 +76,19 @@ def test_a_counter_keeps_its_count_across_nodes(live, ray_nodes) -> None:
     there = instance_actor(moved.instance.instance_id)
     assert call(there.value.remote(), 30) == 3
     assert call(there.where.remote(), 30) == ray_nodes["node_b"]
-    assert call(system.nodes["ray-a"].list_instances.remote(proof=system.signer.sign("list_instances", {"host": None})), 30) == []
+    assert call(system.nodes["ray-a"].list_instances.remote(proof=system.signer.sign("list_instances", {"host": None}, to="ray-a")), 30) == []
     assert call(there.increment.remote(), 30) == 4
 
     # deactivate into node_b's vault, re-activate on node_a: the state is copied across vaults
     inert = alice.deactivate(oid)
     assert (inert.state, inert.vault) == ("inert", "vault-b") and inert.saved_bytes > 0, inert
-    assert call(system.vaults["vault-b"].stored.remote(proof=system.signer.sign("stored", {})), 30) == {oid: inert.saved_bytes}
-    assert call(system.nodes["ray-b"].list_instances.remote(proof=system.signer.sign("list_instances", {"host": None})), 30) == []
+    assert call(system.vaults["vault-b"].stored.remote(proof=system.signer.sign("stored", {}, to="vault-b")), 30) == {oid: inert.saved_bytes}
+    assert call(system.nodes["ray-b"].list_instances.remote(proof=system.signer.sign("list_instances", {"host": None}, to="ray-b")), 30) == []
     back = alice.activate_on(oid, '$name == "ray-a"')
     assert isinstance(back, ObjectStatus) and back.host == "ray-a", back
     again = instance_actor(back.instance.instance_id)
     assert call(again.value.remote(), 30) == 4 and call(again.where.remote(), 30) == ray_nodes["node_a"]
-    assert [call(v.stored.remote(proof=system.signer.sign("stored", {})), 30) for v in system.vaults.values()] == [{}, {}]
-    changes = call(system.scheduler.status_changes.remote(0.0, proof=alice.signer.sign("status_changes", {"after": 0.0})))
+    assert [call(v.stored.remote(proof=system.signer.sign("stored", {}, to=n)), 30) for n, v in system.vaults.items()] == [{}, {}]
+    changes = call(system.scheduler.status_changes.remote(0.0, proof=alice.signer.sign("status_changes", {"after": 0.0}, to="scheduler")))
     assert [(c.kind, c.from_host, c.host) for c in changes] == [
         ("migrated", "ray-a", "ray-b"), ("deactivated", "ray-b", None), ("activated", "ray-b", "ray-a")]

@@ -33,8 +33,8 @@ class World:
         }
         self.door = ActorDoor(Guard(Verifier(self.registry, time.time, by="g")), "g")
 
-    def proof(self, who: str, call: str, args: Any) -> Any:
-        return sign_call(self.creds[who], call, payload_digest(args), time.time())
+    def proof(self, who: str, call: str, args: Any, to: str = "g") -> Any:
+        return sign_call(self.creds[who], call, payload_digest(args), time.time(), to=to)
 
 
 def _code(fn: Any) -> str | None:
@@ -142,7 +142,7 @@ def test_an_elastic_job_runs_with_the_registrys_groups_not_the_ones_it_claims() 
     w = World()
     door = SchedulerDoor(None, Guard(Verifier(w.registry, time.time, by="scheduler")))  # type: ignore[arg-type]
     job = ElasticJobRequest(job_id="j", user="root", class_name="W", memory_gb=1, groups=("genomics",))
-    mine = door.elastic_request(job, w.proof("mallory", "submit_elastic", {"request": job}))
+    mine = door.elastic_request(job, w.proof("mallory", "submit_elastic", {"request": job}, "scheduler"))
     assert (mine.user, mine.groups) == ("mallory", ())
-    hers = door.elastic_request(job, w.proof("alice", "submit_elastic", {"request": job}))
+    hers = door.elastic_request(job, w.proof("alice", "submit_elastic", {"request": job}, "scheduler"))
     assert (hers.user, hers.groups) == ("alice", ("genomics",))

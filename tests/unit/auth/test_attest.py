@@ -11,7 +11,7 @@ from legionrm.auth.attest import Attestation, AttestationVerifier, attest
 from legionrm.auth.canonical import ATTEST_DOMAIN, CALL_DOMAIN, canonical
 from legionrm.auth.proof import VerifiedCaller
 from legionrm.auth.registry import Registry
-from legionrm.models import Identity, Refusal
+from legionrm.models import Holder, Identity, Refusal, ReservationRequest, Resources
 
 from .conftest import T0, Clock
 
@@ -30,10 +30,14 @@ def world():
     return reg, sched, other, clock, host, caller
 
 
+RES, ASK = "r1/k0/host", Resources(cpus=2, memory_gb=4)  # the one reservation attested, and its amount
+
+
 def make(world, **kw: Any) -> Attestation:
     sched, caller = world[1], world[5]
     return attest(sched, caller, kw.pop("request_id", "r1"), kw.pop("host", "h1"), kw.pop("now", T0),
-                  kw.pop("ttl_s", 60.0), class_name=kw.pop("class_name", "Foo"))
+                  kw.pop("ttl_s", 60.0), class_name=kw.pop("class_name", "Foo"),
+                  reservation=kw.pop("reservation", RES), resources=kw.pop("resources", ASK))
 
 
 def code_of(out: Identity | Refusal) -> str:
@@ -47,7 +51,7 @@ def test_the_host_gets_the_registrys_identity(world) -> None:
 
 def _stranger(world):
     rogue = keys.Credential("scheduler:rogue", keys.generate_private_key())
-    return attest(rogue, world[5], "r1", "h1", T0)
+    return attest(rogue, world[5], "r1", "h1", T0, reservation=RES, resources=ASK)
 
 
 def _resigned(world, **update):
@@ -82,7 +86,76 @@ def test_each_code(world, build, host: str, request_id: str | None, code: str) -
 
 
 def test_every_attestation_code_has_a_case() -> None:
-    assert set(codes.ATTESTATION_CODES) <= {c[-1] for c in CODES}
+    assert set(codes.ATTESTATION_CODES) <= {c[-1] for c in CODES} | {c[-1] for c in ADMIT}
+
+
+# --- one attestation, one reservation -------------------------------------------------------
+# Each case: the reservation requests presented in turn (request id, user, amount, whether the
+# reservation it gets still holds or was used), all with the one attestation; the last one's code.
+
+def ask(rid: str, user: str = "ann", resources: Resources = ASK) -> ReservationRequest:
+    return ReservationRequest(request_id=rid, resource="h1", holder=Holder(user=user, groups=("claimed",)),
+                              resources=resources)
+
+
+ADMIT: list[tuple[str, list[tuple[ReservationRequest, bool]], str]] = [
+    ("ok-first-try", [(ask(f"{RES}/0"), True)], "ok"),
+    ("ok-the-reservation-itself", [(ask(RES), True)], "ok"),
+    ("ok-the-same-request-again", [(ask(f"{RES}/0"), True), (ask(f"{RES}/0"), True)], "ok"),
+    ("ok-a-renewal-after-an-unused-end", [(ask(f"{RES}/0"), False), (ask(f"{RES}/1"), True)], "ok"),
+    ("another-placement-key", [(ask("r1/k1/host/0"), True)], codes.WRONG_RESERVATION),
+    ("another-kind", [(ask("r1/k0/vault/0"), True)], codes.WRONG_RESERVATION),
+    ("another-request", [(ask("r2/k0/host/0"), True)], codes.WRONG_RESERVATION),
+    ("a-made-up-try", [(ask(f"{RES}/x"), True)], codes.WRONG_RESERVATION),
+    ("a-try-of-a-try", [(ask(f"{RES}/0/1"), True)], codes.WRONG_RESERVATION),
+    ("a-prefix-only", [(ask("r1/k0/ho"), True)], codes.WRONG_RESERVATION),
+    ("more-than-attested", [(ask(f"{RES}/0", resources=Resources(cpus=64, memory_gb=4)), True)], codes.WRONG_RESERVATION),
+    ("another-user", [(ask(f"{RES}/0", user="bob"), True)], codes.WRONG_CALL),
+    ("spent-on-one-that-holds", [(ask(f"{RES}/0"), True), (ask(f"{RES}/1"), True)], codes.ATTESTATION_SPENT),
+    ("spent-twice-after-a-renewal", [(ask(f"{RES}/0"), False), (ask(f"{RES}/1"), True), (ask(f"{RES}/2"), True)],
+     codes.ATTESTATION_SPENT),
+]
+
+
+@pytest.mark.parametrize("steps, code", [c[1:] for c in ADMIT], ids=[c[0] for c in ADMIT])
+def test_an_attestation_admits_one_reservation(world, steps, code: str) -> None:
+    att = make(world).model_dump(mode="json")
+    holds: dict[str, bool] = {}
+    out: ReservationRequest | Refusal | None = None
+    for request, kept in steps:
+        out = world[4].admit(request.model_copy(update={"attestation": att}), lambda rid: holds.get(rid, False))
+        if isinstance(out, ReservationRequest):
+            holds[request.request_id] = kept
+    assert code_of(out) == code, out
+    if isinstance(out, ReservationRequest):
+        assert out.holder.groups == ("genomics",)  # the registry's groups, not the claimed ones
+    else:
+        assert out.by == "h1" and out.reason
+
+
+def test_a_restarted_host_refuses_attestations_from_before_it_started(world) -> None:
+    """What a host spent lives in its memory: after a restart, an attestation it may have spent is refused."""
+    reg, sched, _, clock, first, _ = world
+    att = make(world, now=clock.t - 10.0).model_dump(mode="json")
+    request = ask(f"{RES}/0").model_copy(update={"attestation": att})
+    assert isinstance(first.admit(request, lambda rid: True), ReservationRequest)
+    again = AttestationVerifier({sched.name: sched.public_key}, clock, max_ttl_s=120.0, skew_s=2.0, by="h1",
+                                accept_from=clock.t - 2.0)
+    out = again.admit(ask(f"{RES}/1").model_copy(update={"attestation": att}), lambda rid: True)
+    assert code_of(out) == codes.EXPIRED and "before this resource started" in out.reason
+    fresh = make(world, now=clock.t).model_dump(mode="json")
+    assert isinstance(again.admit(ask(f"{RES}/1").model_copy(update={"attestation": fresh}), lambda rid: True),
+                      ReservationRequest)
+
+
+def test_an_unattested_reservation_has_no_proof(world) -> None:
+    assert code_of(world[4].admit(ask(f"{RES}/0"), lambda rid: False)) == codes.NO_PROOF
+
+
+def test_a_bad_attestation_is_refused_before_its_binding_is_read(world) -> None:
+    forged = {**make(world).model_dump(mode="json"), "reservation": "r9/k0/host"}
+    out = world[4].admit(ask("r9/k0/host/0").model_copy(update={"attestation": forged}), lambda rid: False)
+    assert code_of(out) == codes.BAD_SIGNATURE
 
 
 TAMPER: list[tuple[str, Any]] = [
@@ -92,6 +165,8 @@ TAMPER: list[tuple[str, Any]] = [
     ("groups", ("genomics", "wheel")),
     ("class_name", "Bar"),
     ("host", "h2"),
+    ("reservation", "r1/k1/host"),
+    ("resources", Resources(cpus=64, memory_gb=4)),
     ("issued_at", T0 - 1.0),
     ("expires_at", T0 + 61.0),
 ]
@@ -111,7 +186,7 @@ def test_only_users_are_attested(world) -> None:
     reg = world[0]
     agent = VerifiedCaller.of(reg.principal("scheduler:backup"))
     with pytest.raises(ValueError, match="only users"):
-        attest(world[1], agent, "r1", "h1", T0)
+        attest(world[1], agent, "r1", "h1", T0, reservation=RES, resources=ASK)
 
 
 def test_a_call_proof_signature_is_not_an_attestation_signature() -> None:

@@ -50,14 +50,15 @@ class Site:
 
     def reserve(self, rid: str, user: str = "alice") -> ReservationToken:
         who = VerifiedCaller(name=user, kind="user")
-        att = attest(self.scheduler, who, rid, "n1", time.time()).model_dump(mode="json")
+        att = attest(self.scheduler, who, rid, "n1", time.time(), reservation=rid,
+                     resources=Resources(cpus=1, memory_gb=1)).model_dump(mode="json")
         tok = self.n1.make_reservation(ReservationRequest(request_id=rid, resource="n1", holder=Holder(user=user),
                                                           resources=Resources(cpus=1, memory_gb=1), attestation=att))
         assert isinstance(tok, ReservationToken), tok
         return tok
 
-    def proof(self, who: Credential, call: str, args: Any) -> Any:
-        return sign_call(who, call, payload_digest(args), time.time())
+    def proof(self, who: Credential, call: str, args: Any, to: str = "n1") -> Any:
+        return sign_call(who, call, payload_digest(args), time.time(), to=to)
 
     # the calls the actors make, with a signer (or a given proof)
     def cancel(self, who: Credential | None, items: list[Any], proof: Any = "sign") -> list[Any]:
@@ -182,12 +183,12 @@ def _class_door(s: Site) -> ClassDoor:
 
 def _create(s: Site, who: Credential | None) -> Refusal | None:
     args = create_args("n1", None, s.kept, {}, None, Holder(user="alice"))
-    return _class_door(s).check_create(s.proof(who, "create_instance", args) if who else None, args)
+    return _class_door(s).check_create(s.proof(who, "create_instance", args, "class:W") if who else None, args)
 
 
 def _destroy(s: Site, who: Credential | None, iid: str) -> Refusal | None:
     args = {"instance_id": iid, "reason": "x"}
-    return _class_door(s).check_destroy(s.proof(who, "destroy_instance", args) if who else None, args, iid)
+    return _class_door(s).check_destroy(s.proof(who, "destroy_instance", args, "class:W") if who else None, args, iid)
 
 
 CLASS_ATTACKS = [

@@ -38,7 +38,7 @@ def test_cache_is_bounded_and_never_accepts_twice(steps) -> None:
     for dt, offset, life, replay in steps:
         clock.t += dt
         if replay is None or not sent:
-            proof = sign_call(CRED, "c", DIGEST, clock.t + offset, life)
+            proof = sign_call(CRED, "c", DIGEST, clock.t + offset, life, to="auth")
             sent.append(proof)
         else:
             proof = sent[replay % len(sent)]
@@ -59,7 +59,7 @@ def test_many_proofs_over_a_long_time_leave_a_small_cache() -> None:
     v = Verifier(REG, clock, max_ttl_s=10.0, skew_s=0.0)
     for _ in range(2000):
         clock.t += 1.0
-        assert isinstance(v.verify(sign_call(CRED, "c", DIGEST, clock.t, 10.0), "c", DIGEST), VerifiedCaller)
+        assert isinstance(v.verify(sign_call(CRED, "c", DIGEST, clock.t, 10.0, to="auth"), "c", DIGEST), VerifiedCaller)
     assert len(v.nonces) == 10 and len(v.nonces._heap) == 10
 
 
@@ -79,11 +79,11 @@ def test_prune_drops_exactly_the_due_entries(entries, now) -> None:
 def test_a_full_cache_refuses_instead_of_forgetting() -> None:
     clock = Clock()
     v = Verifier(REG, clock, max_ttl_s=10.0, skew_s=0.0, max_nonces=2)
-    first = sign_call(CRED, "c", DIGEST, T0, 10.0)
+    first = sign_call(CRED, "c", DIGEST, T0, 10.0, to="auth")
     assert isinstance(v.verify(first, "c", DIGEST), VerifiedCaller)
-    assert isinstance(v.verify(sign_call(CRED, "c", DIGEST, T0, 10.0), "c", DIGEST), VerifiedCaller)
-    out = v.verify(sign_call(CRED, "c", DIGEST, T0, 10.0), "c", DIGEST)
+    assert isinstance(v.verify(sign_call(CRED, "c", DIGEST, T0, 10.0, to="auth"), "c", DIGEST), VerifiedCaller)
+    out = v.verify(sign_call(CRED, "c", DIGEST, T0, 10.0, to="auth"), "c", DIGEST)
     assert isinstance(out, Refusal) and out.code == codes.OVERLOADED
     assert v.verify(first, "c", DIGEST).code == codes.REPLAYED  # the first is still remembered
     clock.t += 10.0
-    assert isinstance(v.verify(sign_call(CRED, "c", DIGEST, clock.t, 10.0), "c", DIGEST), VerifiedCaller)
+    assert isinstance(v.verify(sign_call(CRED, "c", DIGEST, clock.t, 10.0, to="auth"), "c", DIGEST), VerifiedCaller)

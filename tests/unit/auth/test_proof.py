@@ -25,9 +25,11 @@ from .conftest import T0, Clock
 ARGS = {"request": {"class_name": "Foo", "count": 2}}
 DIGEST = payload_digest(ARGS)
 CALL = "scheduleObjects"
+TO = "scheduler"  # the verifier fixture's own name: the audience it hears
 
 
 def good(cred: keys.Credential, **kw: Any) -> CallProof:
+    kw.setdefault("to", TO)
     return sign_call(cred, kw.pop("call", CALL), kw.pop("digest", DIGEST), kw.pop("now", T0), kw.pop("ttl_s", 30.0), **kw)
 
 
@@ -71,6 +73,9 @@ CODES: list[tuple[str, Make, str, str, str]] = [
     ("malformed-dict-missing-fields", lambda r, a, c, v: {"user": "ann"}, CALL, DIGEST, codes.MALFORMED),
     ("malformed-claims-groups", lambda r, a, c, v: {**good(a).model_dump(), "groups": ["root"]}, CALL, DIGEST, codes.MALFORMED),
     ("malformed-user-not-text", lambda r, a, c, v: good(a).model_copy(update={"user": 7}), CALL, DIGEST, codes.MALFORMED),
+    ("malformed-empty-audience", lambda r, a, c, v: good(a, to=""), CALL, DIGEST, codes.MALFORMED),
+    ("malformed-audience-not-text", lambda r, a, c, v: good(a).model_copy(update={"to": None}), CALL, DIGEST, codes.MALFORMED),
+    ("malformed-audience-too-long", lambda r, a, c, v: good(a, to="h" * 257), CALL, DIGEST, codes.MALFORMED),
     ("malformed-short-nonce", lambda r, a, c, v: good(a, nonce="abc"), CALL, DIGEST, codes.MALFORMED),
     ("malformed-digest", lambda r, a, c, v: good(a, digest="xyz"), CALL, "xyz", codes.MALFORMED),
     ("malformed-infinite-time", lambda r, a, c, v: good(a).model_copy(update={"expires_at": float("inf")}), CALL, DIGEST, codes.MALFORMED),
@@ -83,6 +88,9 @@ CODES: list[tuple[str, Make, str, str, str]] = [
     ("unknown-agent", lambda r, a, c, v: good(keys.Credential("host:h9", keys.generate_private_key())), CALL, DIGEST, codes.UNKNOWN_USER),
     ("bad-signature-other-key", lambda r, a, c, v: good(keys.Credential("ann", keys.generate_private_key())), CALL, DIGEST, codes.BAD_SIGNATURE),
     ("bad-signature-zeroed", lambda r, a, c, v: good(a).model_copy(update={"signature": "A" * 86 + "=="}), CALL, DIGEST, codes.BAD_SIGNATURE),
+    ("wrong-audience-collection", lambda r, a, c, v: good(a, to="collection"), CALL, DIGEST, codes.WRONG_AUDIENCE),
+    ("wrong-audience-host-group", lambda r, a, c, v: good(a, to="hostgroup:batch"), CALL, DIGEST, codes.WRONG_AUDIENCE),
+    ("wrong-audience-near-miss", lambda r, a, c, v: good(a, to="Scheduler"), CALL, DIGEST, codes.WRONG_AUDIENCE),
     ("wrong-call", lambda r, a, c, v: good(a), "cancel", DIGEST, codes.WRONG_CALL),
     ("wrong-arguments", lambda r, a, c, v: good(a), CALL, payload_digest({"request": {"count": 99}}), codes.WRONG_CALL),
     ("clock-skew", lambda r, a, c, v: good(a, now=T0 + 2.5), CALL, DIGEST, codes.CLOCK_SKEW),
@@ -128,6 +136,10 @@ ORDER = [
     # (name, make, call, want): each proof is wrong in two ways; the earlier check speaks
     ("malformed-before-unknown", lambda a: good(keys.Credential("zed", keys.generate_private_key()), nonce="x"), CALL, codes.MALFORMED),
     ("unknown-before-bad-signature", lambda a: good(a).model_copy(update={"user": "zed"}), CALL, codes.UNKNOWN_USER),
+    ("bad-signature-before-wrong-audience", lambda a: good(a, to="collection").model_copy(update={"nonce": "f" * 32}), CALL,
+     codes.BAD_SIGNATURE),
+    ("wrong-audience-before-wrong-call", lambda a: good(a, to="collection"), "cancel", codes.WRONG_AUDIENCE),
+    ("wrong-audience-before-expired", lambda a: good(a, to="collection", now=T0 - 100), CALL, codes.WRONG_AUDIENCE),
     ("bad-signature-before-wrong-call", lambda a: good(a).model_copy(update={"nonce": "f" * 32}), "cancel", codes.BAD_SIGNATURE),
     ("wrong-call-before-expired", lambda a: good(a, now=T0 - 100), "cancel", codes.WRONG_CALL),
     ("bad-signature-before-expired", lambda a: good(a, now=T0 - 100).model_copy(update={"nonce": "f" * 32}), CALL, codes.BAD_SIGNATURE),
@@ -151,6 +163,7 @@ def test_a_refused_proof_does_not_use_up_its_nonce(ann, verifier) -> None:
 TAMPER: list[tuple[str, Any]] = [
     ("user", "bob"),  # another registered user: the signature, not the lookup, refuses
     ("call", "cancel"),
+    ("to", "collection"),
     ("digest", payload_digest({"request": {"count": 99}})),
     ("nonce", "0" * 32),
     ("issued_at", T0 - 1.0),
@@ -171,6 +184,33 @@ def test_changing_any_signed_field_breaks_the_signature(registry, ann, verifier,
     out = verifier.verify(bad, call, bad.digest)  # presented for the call it now names
     assert code_of(out) == codes.BAD_SIGNATURE, out
     assert code_of(verifier.verify(p, CALL, DIGEST)) == "ok"  # the original was not used up
+
+
+def test_a_proof_for_one_actor_is_refused_at_another(registry, ann, clock) -> None:
+    """The replay across actors: each keeps its own nonces, so only the audience stops it."""
+    at = {name: Verifier(registry, clock, max_ttl_s=60.0, skew_s=2.0, by=name)
+          for name in ("scheduler", "collection", "hostgroup:a", "hostgroup:b")}
+    p = good(ann, to="hostgroup:a")
+    for name, v in at.items():
+        out = v.verify(p, CALL, DIGEST)
+        if name == "hostgroup:a":
+            assert code_of(out) == "ok"
+        else:
+            assert code_of(out) == codes.WRONG_AUDIENCE and out.by == name and "'hostgroup:a'" in out.reason
+    assert code_of(at["hostgroup:a"].verify(p, CALL, DIGEST)) == codes.REPLAYED  # and once only where it is for
+
+
+def test_a_proof_retargeted_to_another_actor_breaks_its_signature(registry, ann, clock) -> None:
+    v = Verifier(registry, clock, max_ttl_s=60.0, skew_s=2.0, by="hostgroup:b")
+    p = good(ann, to="hostgroup:a")
+    assert code_of(v.verify(p.model_copy(update={"to": "hostgroup:b"}), CALL, DIGEST)) == codes.BAD_SIGNATURE
+    assert code_of(v.verify(p.model_dump() | {"to": "hostgroup:b"}, CALL, DIGEST)) == codes.BAD_SIGNATURE
+
+
+def test_a_host_group_hears_the_hosts_it_carries_and_no_other(registry, ann, clock) -> None:
+    v = Verifier(registry, clock, max_ttl_s=60.0, skew_s=2.0, by="hostgroup:a", audience=("n1", "n2"))
+    assert [code_of(v.verify(good(ann, to=to), CALL, DIGEST)) for to in ("hostgroup:a", "n1", "n2", "n3", "hostgroup:b")] \
+        == ["ok", "ok", "ok", codes.WRONG_AUDIENCE, codes.WRONG_AUDIENCE]
 
 
 def test_a_proof_for_one_call_is_refused_for_another(ann, verifier) -> None:
@@ -199,7 +239,7 @@ def test_a_proof_crossing_as_a_dict_still_verifies(ann, verifier) -> None:
 
 def test_signer_digests_models_and_mappings_alike(ann, clock, verifier) -> None:
     signer = CallSigner(ann, clock, ttl_s=10)
-    proof = signer.sign("reserve", {"resources": Resources(cpus=2)})
+    proof = signer.sign("reserve", {"resources": Resources(cpus=2)}, to=TO)
     assert code_of(verifier.verify_args(proof, "reserve", {"resources": {"cpus": 2.0, "memory_gb": 0.0, "gpus": 0,
                                                                          "storage_gb": 0.0, "exclusive": False}})) == "ok"
 
@@ -230,10 +270,10 @@ def test_only_one_of_many_concurrent_presentations_passes(ann, verifier) -> None
 
 def test_a_restarted_verifier_refuses_proofs_from_before_it_started(registry, ann, clock) -> None:
     p = good(ann)
-    first = Verifier(registry, clock, max_ttl_s=60.0, skew_s=2.0)
+    first = Verifier(registry, clock, max_ttl_s=60.0, skew_s=2.0, by=TO)
     assert code_of(first.verify(p, CALL, DIGEST)) == "ok"
     clock.t += 5  # the verifier restarts, its replay cache empty
-    again = Verifier(registry, clock, max_ttl_s=60.0, skew_s=2.0, accept_from=clock.t - 2.0)
+    again = Verifier(registry, clock, max_ttl_s=60.0, skew_s=2.0, accept_from=clock.t - 2.0, by=TO)
     assert code_of(again.verify(p, CALL, DIGEST)) == codes.EXPIRED
     assert code_of(again.verify(good(ann, now=clock.t), CALL, DIGEST)) == "ok"
 

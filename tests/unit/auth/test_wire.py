@@ -46,6 +46,8 @@ from legionrm.scheduler.scheduler import Scheduler
 from legionrm.testing import FakeClock, host
 
 
+COLLECTION_CALLS = frozenset({"join", "update", "leave", "vary_off", "vary_on", "snapshot", "record", "query", "names"})
+
 class World:
     """alice (genomics), mallory, visitor (on gpu1's deny list), ops (admin);
     hosts n1, gpu1 (denies visitor), bigmem (genomics only)."""
@@ -70,6 +72,8 @@ class World:
         self.cdoor = CollectionDoor(self.collection, guard("collection"))
 
     def proof(self, who: Credential, call: str, args: Any, **kw: Any) -> Any:
+        """``who``'s proof of ``call``, made out to the door that answers it (the Collection's calls, else the Scheduler)."""
+        kw.setdefault("to", "collection" if call in COLLECTION_CALLS else "scheduler")
         return sign_call(who, call, payload_digest(args), kw.pop("now", time.time()), **kw)
 
     def submit(self, who: Credential, rid: str, *, claim: Identity | None = None, memory_gb: float = 1.0,
@@ -225,7 +229,8 @@ class HostRig:
     def att(self, user: str, host: str = "gpu1", key: Credential | None = None, groups: tuple[str, ...] = (),
             now: float | None = None) -> dict:
         who = VerifiedCaller(name=user, kind="user", groups=groups)
-        return attest(key or self.sched, who, "r1", host, now or time.time()).model_dump(mode="json")
+        return attest(key or self.sched, who, "r1", host, now or time.time(), reservation="r1",
+                      resources=Resources(cpus=1)).model_dump(mode="json")
 
 
 HOST_ATTACKS = [
@@ -236,7 +241,17 @@ HOST_ATTACKS = [
     ("attestation signed by a stranger", lambda h: h.ask("alice", h.att("alice", key=Credential(name="scheduler:scheduler", private_key=generate_private_key()))), "auth.bad_signature"),
     ("expired attestation", lambda h: h.ask("alice", h.att("alice", now=time.time() - 3600)), "auth.expired"),
     ("tampered groups", lambda h: h.ask("alice", {**h.att("alice"), "groups": ["root"]}), "auth.bad_signature"),
+    ("a genuine attestation for another reservation", lambda h: h.ask("alice", h.att("alice"), rid="r9"),
+     "auth.wrong_reservation"),
+    ("a genuine attestation, spent, reused for another try", lambda h: _twice(h, "r1", "r1/1"), "auth.attestation_spent"),
 ]
+
+
+def _twice(h: HostRig, first: str, then: str) -> Any:
+    """alice's genuine attestation, granted for ``first``, presented again for ``then``."""
+    att = h.att("alice")
+    assert isinstance(h.ask("alice", att, rid=first), ReservationToken)
+    return h.ask("alice", att, rid=then)
 
 
 @pytest.mark.parametrize("name, attack, code", HOST_ATTACKS, ids=[a[0] for a in HOST_ATTACKS])

@@ -29,7 +29,8 @@ class World:
         self.ref = start(self.s, "r1", "a1")
 
     def call(self, who: str | None, method: str, **args: Any) -> Any:
-        proof = None if who is None else sign_call(self.users[who], method, payload_digest(args), time.time())
+        proof = None if who is None else sign_call(self.users[who], method, payload_digest(args), time.time(),
+                                                            to="scheduler")
         return getattr(self.door, method)(**args, proof=proof)
 
 
