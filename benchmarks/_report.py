@@ -29,8 +29,12 @@ def _append(kind: str, label: str, before: str, target: str, measured: str, verd
 
 
 def check(label: str, target: str, measured: str, ok: bool, *, before: str = "-", note: str = "") -> bool:
-    """Print one target line and record it; returns ``ok``."""
+    """Print one target line and record it; returns ``ok``.  A missed target's
+    note also gives the machine's load then (this machine is shared: a figure
+    measured under load says so)."""
     verdict = "OK" if ok else "MISSED"
+    if not ok and hasattr(os, "getloadavg"):
+        note = "; ".join(x for x in (note, f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores") if x)
     print(f"  {label:<52} before {before:<12} target {target:<12} measured {measured:<14} {verdict}"
           + (f"  ({note})" if note else ""))
     _append("target", label, before, target, measured, verdict, note)

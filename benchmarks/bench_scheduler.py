@@ -93,6 +93,7 @@ def main() -> None:
     print(f"\nmake_schedules (plan only), median of {args.runs}")
     print(f"{'instances':>10} {'median ms':>10} {'masters':>8} {'deltas':>7}")
     medians: dict[int, float] = {}
+    fastest: dict[int, float] = {}
     for count in (1, 100, 1000):
         times, plan = [], None
         for k in range(args.runs):
@@ -102,6 +103,7 @@ def main() -> None:
         print(f"{count:>10} {statistics.median(times):>10.1f} {len(plan.masters):>8} "
               f"{sum(len(m.deltas) for m in plan.masters):>7}")
         medians[count] = statistics.median(times)
+        fastest[count] = min(times)
 
     print("\nthe placement engine through the planner's door (EngineDoor), 1,000 instances scatter:excl")
     door = system.scheduler.planner.engine if hasattr(system.scheduler, "planner") else None
@@ -141,10 +143,11 @@ def main() -> None:
     print()
     if args.hosts == 5000:
         check("make_schedules, 1,000 instances, 5,000 hosts", "<= 10 ms", f"{medians[1000]:.1f} ms",
-              medians[1000] <= 10, before="23.7 ms")
+              medians[1000] <= 10, before="23.7 ms", note=f"fastest run {fastest[1000]:.1f} ms")
         rate = placed / sched_s
         check("scheduleObjects in-process, 5,000 hosts", ">= 10,000/s", f"{rate:,.0f}/s", rate >= 10_000,
-              before="4,560/s")
+              before="4,560/s", note=f"planning {plan_s / sched_s:.0%}; the rest, {(sched_s - plan_s) / placed * 1e6:.0f} "
+              "us a placement, is reserving with signed tokens, checking them at start, starting and bookkeeping")
     if args.big:
         big = big_planning(args.big)
         check(f"make_schedules, 1,000 instances, {args.big:,} hosts / 32 groups", "<= 50 ms", f"{big:.1f} ms",
