@@ -197,11 +197,12 @@ def cli_up(args: argparse.Namespace) -> int:
             with steps.step(f"connecting to Ray at {state['address']}"):
                 _connect(state["address"], deadline)
             with steps.step(f"booting {len(spec.hosts)} hosts, {len(spec.vaults)} vaults, {len(spec.classes)} classes, "
-                            "the enactor and the scheduler"):
+                            "each Ray node as a host with a vault, the enactor and the scheduler"):
                 _left(deadline, "booting")
                 system = boot(spec, detached=True, bind_nodes=True, state_dir=STATE_FILE.parent / "state")
                 state["actors"] = system.names()
                 state["ray_hosts"] = sorted(system.nodes)
+                state["vaults"] = sorted(system.vaults)  # the file's, and each Ray node's own
                 write_state(state)
                 _left(deadline, "booting")
             if not getattr(args, "no_dashboard", False):
@@ -221,8 +222,9 @@ def cli_up(args: argparse.Namespace) -> int:
             raise
         stack.close()
         hosts = len(spec.hosts) + len(state.get("ray_hosts", ()))  # with every Ray node bound as a host
-        summary = {"address": state["address"], "resources": hosts + len(spec.vaults),
-                   "hosts": hosts, "ray_hosts": state.get("ray_hosts", []), "vaults": len(spec.vaults), "classes": len(spec.classes),
+        vaults = len(state.get("vaults", spec.vaults))
+        summary = {"address": state["address"], "resources": hosts + vaults,
+                   "hosts": hosts, "ray_hosts": state.get("ray_hosts", []), "vaults": vaults, "classes": len(spec.classes),
                    "actors": len(state["actors"]), "cluster": spec.source, "state_file": str(STATE_FILE),
                    "log": str(log), "ray_logs": state.get("ray_logs"), "dashboard": state.get("dashboard"),
                    "ray_dashboard": state.get("ray_dashboard"), "metrics": state.get("metrics"),
