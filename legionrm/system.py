@@ -64,7 +64,9 @@ from legionrm.naming import (  # noqa: E402
     control_plane,
     group_name,
     host_name,
+    instance_actor_names,
     instance_name,
+    kill_named,
     named_actor,
     require_actor,
     vault_name,
@@ -319,7 +321,8 @@ class System:
         return call(self.collection.query.remote(text, caller, False, proof=proof))
 
     def shutdown(self) -> None:
-        """Stop every actor of this system, instances first (idempotent)."""
+        """Stop every actor of this system, instances first, and any instance
+        actor of its Ray-node hosts still running after them (idempotent)."""
         if self.scheduler is not None:
             try:
                 call(self.scheduler.stop_cycle.remote(proof=signed(self.signer, "stop_cycle", {})), 10)
@@ -343,6 +346,8 @@ class System:
                 ray.kill(h)
             except Exception:  # already gone
                 pass
+        # instance actors are detached: those a dead host could not stop would outlive everything
+        kill_named([n for host in self.nodes for n in instance_actor_names(host + "~")])
 
 
 def ray_node_hosts() -> dict[str, str]:

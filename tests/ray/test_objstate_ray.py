@@ -92,3 +92,24 @@ def test_a_counter_keeps_its_count_across_nodes(live, ray_nodes) -> None:
     changes = call(system.scheduler.status_changes.remote(0.0, proof=alice.signer.sign("status_changes", {"after": 0.0})))
     assert [(c.kind, c.from_host, c.host) for c in changes] == [
         ("migrated", "ray-a", "ray-b"), ("deactivated", "ray-b", None), ("activated", "ray-b", "ray-a")]
+
+
+def test_down_leaves_no_instance_actor_running(live) -> None:
+    """Instance actors are detached: one whose host actor is gone outlives it;
+    what ``legionrm down`` runs on a system it did not start Ray for kills the
+    system's named actors and every instance actor, so none is left.  Runs
+    last: it takes the module's system down."""
+    import ray
+
+    from legionrm.cli.updown import kill_system_actors
+    from legionrm.naming import NAMESPACE, instance_actor_names, instance_name
+
+    system, users = live
+    r = users["alice"].schedule(SchedulingRequest(request_id="orphaned", identity=Identity(user="alice"), objects=(
+        ObjectRequest(class_name="Counter", cpus=0.25, memory_gb=0.1, constraint='$name == "ray-b"'),)))
+    assert r.ok, r.message
+    ray.kill(system.nodes["ray-b"], no_restart=True)  # its host cannot stop it any more
+    assert instance_name(r.instances[0].instance_id) in instance_actor_names()  # survived its host's actor
+    assert kill_system_actors(system.names()) >= 2
+    left = {a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["namespace"] == NAMESPACE}
+    assert instance_actor_names() == [] and left.isdisjoint(system.names()), left
