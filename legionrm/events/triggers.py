@@ -17,6 +17,13 @@ its trigger is dropped (:attr:`Triggers.dropped` says which); a success
 resets the count.  The registry is bounded: at most ``max_triggers``
 triggers, ``keep_per_request`` events per request stream and
 ``keep_requests`` streams (the oldest go first).  Thread-safe.
+
+The streams live in memory.  A restarted Scheduler has its requests back
+from its store, with each one's history: :func:`past_events` reads a
+request's past out of it (its transitions, its instances' starts and ends)
+and :meth:`Triggers.seed` puts that in its stream, ahead of any live event,
+so ``events_since`` (``legionrm show ID --follow``) still gives an old
+request's past.  Nothing is written anywhere else.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Callable, Iterable, get_args
 
-from legionrm.models import EventStatus, RequestState, StatusEvent
+from legionrm.models import EventStatus, RequestInfo, RequestState, StatusEvent
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +51,34 @@ STATUS_OF: dict[RequestState, EventStatus] = {
 INSTANCE_STATUS: dict[str, EventStatus] = {"ended": "ended", "stopped": "ended", "lost": "host_lost"}
 """The event an instance's end fires, by how it ended."""
 
+LATE: frozenset[str] = frozenset({"running", "completed", "failed", "cancelled"})
+"""A request's transitions its instances' events come before (at the same time)."""
+
+PAST_STATUS: dict[str, EventStatus] = {**INSTANCE_STATUS, "inert": "deactivated", "moved": "migrated"}
+"""The event an instance's end fired, read back from the state it was left in."""
+
 Subscriber = Callable[[StatusEvent], object]
+
+
+def past_events(info: RequestInfo) -> list[StatusEvent]:
+    """A request's status events as its book recorded them (unstamped, oldest
+    first): each transition of its history, each instance's start and, for an
+    instance that ended, its end (a deactivated copy: ``deactivated``, a
+    migrated one: ``migrated``, both of the object).  Ties keep that order."""
+    def ev(at: float, status: EventStatus, reason: str, object_id: str | None = None) -> StatusEvent:
+        return StatusEvent(at=at, request_id=info.id, user=info.user, status=status, object_id=object_id,
+                           reason=reason)
+
+    # at the same time, as the book fires them: a request's way in, its instances' starts, their ends, then
+    # its running or its end
+    out = [(h.at, 3 if h.state in LATE else 0, ev(h.at, STATUS_OF[h.state], h.reason)) for h in info.history]
+    for i in info.instances:
+        out.append((i.started_at, 1, ev(i.started_at, "started", f"on {i.host}", i.id)))
+        if i.ended_at is not None and i.state in PAST_STATUS:
+            moved = i.state in ("inert", "moved")
+            out.append((i.ended_at, 2, ev(i.ended_at, PAST_STATUS[i.state], i.reason,
+                                          (i.object_id or i.id) if moved else i.id)))
+    return [e for _, _, e in sorted(out, key=lambda t: (t[0], t[1]))]  # stable within a rank
 
 
 @dataclass
@@ -134,6 +168,29 @@ class Triggers:
             else:
                 t.failures = 0
         return event
+
+    def seed(self, events: Iterable[StatusEvent]) -> int:
+        """Put past events (:func:`past_events`, oldest first) in their
+        requests' streams, stamped with the next sequence numbers, calling no
+        subscriber: after a restart, before any live event.  A request that
+        has a stream already is left as it is.  Returns how many were kept."""
+        kept = 0
+        with self._lock:
+            fresh: set[str] = set()
+            for e in events:
+                if e.request_id in self._streams and e.request_id not in fresh:
+                    continue
+                if e.request_id not in fresh:
+                    fresh.add(e.request_id)
+                    self._streams[e.request_id] = deque(maxlen=self.keep_per_request)
+                    while len(self._streams) > self.keep_requests:
+                        fresh.discard(self._streams.popitem(last=False)[0])
+                    if e.request_id not in self._streams:  # evicted at once: older than all kept
+                        continue
+                self._seq += 1
+                self._streams[e.request_id].append(e.model_copy(update={"seq": self._seq}))
+                kept += 1
+        return kept
 
     def events_since(self, request_id: str, cursor: int = 0) -> list[StatusEvent]:
         """The kept events of ``request_id`` after sequence number ``cursor``, oldest first."""

@@ -218,3 +218,54 @@ def test_an_instance_end_fires_its_status_then_its_requests(how: str, instance_s
     [iid] = s.scheduler.instances
     s.scheduler.instance_ended(iid, "the host is gone", how)
     assert [(e.status, e.object_id) for e in rec.got] == [(instance_status, iid), (request_status, None)]
+
+
+# --- after a restart: the past from the book ---------------------------------------------
+
+
+def test_a_restarted_scheduler_streams_each_requests_past_from_its_book(tmp_path) -> None:
+    """The stream a restarted Scheduler gives of an old request is the one the
+    live Scheduler gave (statuses, objects, reasons, times, in order), and a
+    live event after the restart follows it (a cursor from the past still works)."""
+    from legionrm.scheduler.build import pool_gate
+    from legionrm.state import RequestStore
+    from tests.unit.scheduler.test_lifecycle import cluster, req
+    from tests.unit.scheduler.test_restart import restarted
+
+    clock = FakeClock()
+    spec = cluster()
+    s = LocalSystem(spec, clock=clock, pools=pool_gate(spec), store=RequestStore(tmp_path / "r.db"))
+    s.scheduler.scheduleObjects(req("run", count=1, walltime=100))
+    s.scheduler.scheduleObjects(req("big", count=2))
+    clock.advance(101)
+    s.tick()  # "run" completes: its instance ends, then the request
+    [lost] = [i.id for i in s.scheduler.request_info("big").instances][:1]
+    clock.advance(1)  # (at one time, a loss and a start are ordered as the book fires them: start first)
+    s.scheduler.instance_ended(lost, "the host is gone", "lost")
+
+    def seen(sched, rid: str, cursor: int = 0) -> list[tuple]:
+        return [(e.status, e.object_id, e.reason, e.at) for e in sched.triggers.events_since(rid, cursor)]
+
+    live = {rid: seen(s.scheduler, rid) for rid in ("run", "big")}
+    assert [st for st, *_ in live["run"]][-2:] == ["ended", "ended"] and ("host_lost", lost) in [
+        (st, o) for st, o, *_ in live["big"]]
+    new = restarted(s, RequestStore(tmp_path / "r.db"))
+    assert {rid: seen(new, rid) for rid in ("run", "big")} == live
+    assert seen(new, "nosuch") == []
+    last = new.triggers.events_since("big")[-1].seq
+    clock.advance(1)
+    new.cancel("big", "done")
+    assert [st for st, *_ in seen(new, "big", last)] == ["ended", "cancelled"]  # its other instance, then itself
+
+
+def test_seeding_keeps_a_live_stream_and_the_bounds() -> None:
+    reg = Triggers()
+    reg.fire(event("r1", "pending"))
+    past = [event(rid, st) for rid in ("r0", "r1", "r2") for st in ("pending", "started")]
+    assert reg.seed(past) == 4  # r1's live stream stays as it was
+    assert [e.status for e in reg.events_since("r1")] == ["pending"]
+    assert [(e.status, e.seq) for e in reg.events_since("r2")] == [("pending", 4), ("started", 5)]
+    assert reg.fire(event("r2", "ended")).seq == 6  # live events follow the past
+    few = Triggers(keep_requests=2)
+    few.seed(past)
+    assert [rid for rid in ("r0", "r1", "r2") if few.events_since(rid)] == ["r1", "r2"]  # the newest two
