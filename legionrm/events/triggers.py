@@ -100,7 +100,13 @@ class Triggers:
     """The registry (see the module)."""
 
     def __init__(self, *, max_failures: int = 3, max_triggers: int = 10_000, keep_per_request: int = 256,
-                 keep_requests: int = 10_000) -> None:
+                 keep_requests: int = 10_000, clocked: bool = False) -> None:
+        """``clocked``: an event's sequence number is the millisecond of its
+        time (``at``), or one past the last number if that is not more; a
+        cursor then keeps its meaning across a restart, whose rebuilt past
+        gets about the numbers it had (a follower neither repeats nor skips).
+        Else numbers count from 1."""
+        self.clocked = clocked
         self.max_failures = max_failures
         self.max_triggers = max_triggers
         self.keep_per_request = keep_per_request
@@ -151,8 +157,7 @@ class Triggers:
         request's stream, call every matching trigger's subscriber; returns
         the stamped event.  Never raises for a subscriber."""
         with self._lock:
-            self._seq += 1
-            event = event.model_copy(update={"seq": self._seq})
+            event = event.model_copy(update={"seq": self._next(event.at)})
             stream = self._streams.get(event.request_id)
             if stream is None:
                 stream = self._streams[event.request_id] = deque(maxlen=self.keep_per_request)
@@ -177,7 +182,8 @@ class Triggers:
         kept = 0
         with self._lock:
             fresh: set[str] = set()
-            for e in events:
+            ordered = sorted(events, key=lambda e: e.at) if self.clocked else events  # stable: each request's order
+            for e in ordered:
                 if e.request_id in self._streams and e.request_id not in fresh:
                     continue
                 if e.request_id not in fresh:
@@ -187,10 +193,14 @@ class Triggers:
                         fresh.discard(self._streams.popitem(last=False)[0])
                     if e.request_id not in self._streams:  # evicted at once: older than all kept
                         continue
-                self._seq += 1
-                self._streams[e.request_id].append(e.model_copy(update={"seq": self._seq}))
+                self._streams[e.request_id].append(e.model_copy(update={"seq": self._next(e.at)}))
                 kept += 1
         return kept
+
+    def _next(self, at: float) -> int:
+        """The next sequence number (under the lock)."""
+        self._seq = max(self._seq + 1, int(at * 1000)) if self.clocked else self._seq + 1
+        return self._seq
 
     def events_since(self, request_id: str, cursor: int = 0) -> list[StatusEvent]:
         """The kept events of ``request_id`` after sequence number ``cursor``, oldest first."""

@@ -129,7 +129,7 @@ class Scheduler:
         self._capacity_peak: Resources | None = None
         self._ticks = 0
         self.ahead = AheadStarts(self.book, lambda: self._enactor, book_back=self._book_back)  # starts ahead
-        self.triggers = Triggers()  # status events: every change the book records is fired there
+        self.triggers = Triggers(clocked=True)  # status events: every change the book records is fired there
         self.book.listener = self.triggers.fire
         if store is not None:  # restarted: each request's past back in its stream, before any live event
             self.triggers.seed(e for entry in self.book.entries() for e in past_events(entry.info()))

@@ -269,3 +269,31 @@ def test_seeding_keeps_a_live_stream_and_the_bounds() -> None:
     few = Triggers(keep_requests=2)
     few.seed(past)
     assert [rid for rid in ("r0", "r1", "r2") if few.events_since(rid)] == ["r1", "r2"]  # the newest two
+
+
+def test_a_cursor_from_before_a_restart_neither_repeats_nor_skips(tmp_path) -> None:
+    """A follower's cursor from the live Scheduler, asked of the restarted one,
+    gives exactly what happened after it (the restart's own moves included)."""
+    from legionrm.scheduler.build import pool_gate
+    from legionrm.state import RequestStore
+    from tests.unit.scheduler.test_lifecycle import cluster, req
+    from tests.unit.scheduler.test_restart import restarted
+
+    clock = FakeClock()
+    spec = cluster()
+    s = LocalSystem(spec, clock=clock, pools=pool_gate(spec), store=RequestStore(tmp_path / "r.db"))
+    s.scheduler.scheduleObjects(req("run", count=1))
+    [ref] = s.scheduler.instances.values()
+    s.mobility.record("migrated", ref.instance_id, ref.user, instance=ref, from_host="h9")  # fired, not in the book
+    clock.advance(0.5)
+    entry = s.scheduler.book.add(req("x"))
+    s.scheduler.book.move(entry, "admitted", "admitted to pool /")
+    clock.advance(0.5)
+    s.scheduler.book.move(entry, "placing", "enacting 1 master schedule(s)")
+    seen = s.scheduler.triggers.events_since("x")
+    cursor = seen[-1].seq  # the follower saw "placing"
+    clock.advance(2)
+    new = restarted(s, RequestStore(tmp_path / "r.db"))  # it puts "x" back in the queue
+    after = new.triggers.events_since("x", cursor)
+    assert [(e.status, e.reason) for e in after] == [("pending", "the scheduler restarted while placing it")]
+    assert [e.seq for e in new.triggers.events_since("x")][:len(seen)] == [e.seq for e in seen]  # the same numbers
