@@ -34,7 +34,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Callable, Iterable, get_args
 
-from legionrm.models import EventStatus, RequestInfo, RequestState, StatusEvent
+from legionrm.models import EventStatus, InstanceInfo, RequestInfo, RequestState, StatusEvent
 
 log = logging.getLogger(__name__)
 
@@ -54,30 +54,39 @@ INSTANCE_STATUS: dict[str, EventStatus] = {"ended": "ended", "stopped": "ended",
 LATE: frozenset[str] = frozenset({"running", "completed", "failed", "cancelled"})
 """A request's transitions its instances' events come before (at the same time)."""
 
-PAST_STATUS: dict[str, EventStatus] = {**INSTANCE_STATUS, "inert": "deactivated", "moved": "migrated"}
-"""The event an instance's end fired, read back from the state it was left in."""
-
 Subscriber = Callable[[StatusEvent], object]
 
 
 def past_events(info: RequestInfo) -> list[StatusEvent]:
     """A request's status events as its book recorded them (unstamped, oldest
-    first): each transition of its history, each instance's start and, for an
-    instance that ended, its end (a deactivated copy: ``deactivated``, a
-    migrated one: ``migrated``, both of the object).  Ties keep that order."""
+    first): each transition of its history; each instance's start and end;
+    an object's moves, read from its copies (a copy left ``inert``:
+    ``deactivated``; a copy ``moved`` by an activation: ``deactivated`` then,
+    as its next copy starts, ``activated``; one moved by a migration:
+    ``migrated`` as its next copy starts), each of the object.  Events at the
+    same time are in the order the book fires them."""
     def ev(at: float, status: EventStatus, reason: str, object_id: str | None = None) -> StatusEvent:
         return StatusEvent(at=at, request_id=info.id, user=info.user, status=status, object_id=object_id,
                            reason=reason)
 
-    # at the same time, as the book fires them: a request's way in, its instances' starts, their ends, then
-    # its running or its end
+    # at one time: a request's way in, its instances' starts, their ends, then its running or its end
     out = [(h.at, 3 if h.state in LATE else 0, ev(h.at, STATUS_OF[h.state], h.reason)) for h in info.history]
-    for i in info.instances:
-        out.append((i.started_at, 1, ev(i.started_at, "started", f"on {i.host}", i.id)))
-        if i.ended_at is not None and i.state in PAST_STATUS:
-            moved = i.state in ("inert", "moved")
-            out.append((i.ended_at, 2, ev(i.ended_at, PAST_STATUS[i.state], i.reason,
-                                          (i.object_id or i.id) if moved else i.id)))
+    before: dict[str, InstanceInfo] = {}  # an object's id -> its last copy so far (copies in start order)
+    for i in sorted(info.instances, key=lambda i: i.started_at):
+        oid = i.object_id or i.id
+        prev = before.get(oid)
+        before[oid] = i
+        if prev is None or prev.state != "moved":
+            out.append((i.started_at, 1, ev(i.started_at, "started", f"on {i.host}", i.id)))
+        else:  # the next copy of a moved object: its activation or its migration
+            kind: EventStatus = "migrated" if prev.reason.startswith("migrat") else "activated"
+            out.append((i.started_at, 1, ev(i.started_at, kind, prev.reason, oid)))
+        if i.ended_at is None:
+            continue
+        if i.state in INSTANCE_STATUS:
+            out.append((i.ended_at, 2, ev(i.ended_at, INSTANCE_STATUS[i.state], i.reason, i.id)))
+        elif i.state == "inert" or (i.state == "moved" and not i.reason.startswith("migrat")):
+            out.append((i.ended_at, 2, ev(i.ended_at, "deactivated", f"in {i.vault}" if i.vault else "", oid)))
     return [e for _, _, e in sorted(out, key=lambda t: (t[0], t[1]))]  # stable within a rank
 
 

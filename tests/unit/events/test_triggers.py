@@ -297,3 +297,24 @@ def test_a_cursor_from_before_a_restart_neither_repeats_nor_skips(tmp_path) -> N
     after = new.triggers.events_since("x", cursor)
     assert [(e.status, e.reason) for e in after] == [("pending", "the scheduler restarted while placing it")]
     assert [e.seq for e in new.triggers.events_since("x")][:len(seen)] == [e.seq for e in seen]  # the same numbers
+
+
+def test_an_objects_moves_are_read_back_from_its_copies() -> None:
+    from legionrm.events.triggers import past_events
+    from legionrm.models import InstanceInfo, RequestEvent, RequestInfo
+
+    info = RequestInfo(id="r", user="alice", state="running", history=(
+        RequestEvent(at=0, state="pending", reason="submitted"), RequestEvent(at=0, state="admitted"),
+        RequestEvent(at=0, state="placing"), RequestEvent(at=0, state="running", reason="master 1 of 1")), instances=(
+        InstanceInfo(id="c", host="h3", started_at=31, object_id="a"),
+        InstanceInfo(id="a", host="h1", state="moved", ended_at=10, reason="activated on h2", vault="v1"),
+        InstanceInfo(id="b", host="h2", started_at=20, state="moved", ended_at=30, reason="migrated to h3",
+                     object_id="a"),
+        InstanceInfo(id="d", host="h1", state="lost", ended_at=40, reason="host h1 died"),
+        InstanceInfo(id="e", host="h1", state="inert", ended_at=50, reason="by its user", vault="v1")))
+    assert [(e.at, e.status, e.object_id, e.reason) for e in past_events(info)] == [
+        (0, "pending", None, "submitted"), (0, "admitted", None, ""), (0, "placing", None, ""),
+        (0, "started", "a", "on h1"), (0, "started", "d", "on h1"), (0, "started", "e", "on h1"),
+        (0, "started", None, "master 1 of 1"),
+        (10, "deactivated", "a", "in v1"), (20, "activated", "a", "activated on h2"),
+        (31, "migrated", "a", "migrated to h3"), (40, "host_lost", "d", "host h1 died"), (50, "deactivated", "e", "in v1")]
