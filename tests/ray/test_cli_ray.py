@@ -111,7 +111,7 @@ def test_up_status_submit_down(tmp_path: Path) -> None:
         # a Counter rests in its Ray node's own vault and comes back, each answer one line
         counter = lrm("submit", str(ROOT / "examples" / "requests" / "counter.toml"))
         assert counter.returncode == 0 and "WARNING" not in counter.stdout, counter.stdout + counter.stderr
-        oid = re.search(r"^  (\S+)  Counter +on (ray-\w+)  vault (vault-\w+)$", counter.stdout, re.M)
+        oid = re.search(r"^  (\S+)  Counter +on (ray-\w+)  vault (vault-\w+)$", counter.stdout, re.MULTILINE)
         assert oid and oid.group(3) == "vault-" + oid.group(2).removeprefix("ray-"), counter.stdout
         inert = lrm("deactivate", oid.group(1))
         assert inert.returncode == 0 and re.fullmatch(rf"{re.escape(oid.group(1))}: inert, inert in {oid.group(3)} \(\d+ bytes\)\n",
