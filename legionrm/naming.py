@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import ray
+import ray.util
 
 from legionrm.errors import SystemNotRunningError
 
@@ -60,6 +61,30 @@ def instance_name(instance_id: str) -> str:
     """The Ray actor of a running instance, so a program can reach it with
     ``ray.get_actor(instance_name(id), namespace=NAMESPACE)``."""
     return f"legionrm-instance-{instance_id}"
+
+
+def instance_actor_names(prefix: str = "") -> list[str]:
+    """The live named instance actors in :data:`NAMESPACE` whose instance id
+    starts with ``prefix`` (``"ray-a~"``: those of host ``ray-a``; ``""``: all).
+    They are detached (they outlive their host's actor), so whatever stops a
+    system must stop them by name.  Needs Ray initialised."""
+    head = instance_name(prefix)
+    return sorted(a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+                  if a.get("namespace") == NAMESPACE and str(a.get("name", "")).startswith(head))
+
+
+def kill_named(names: list[str]) -> int:
+    """Kill each live actor named in :data:`NAMESPACE` (no restart); returns how many."""
+    killed = 0
+    for name in names:
+        handle = named_actor(name)
+        if handle is not None:
+            try:
+                ray.kill(handle, no_restart=True)
+                killed += 1
+            except Exception:  # gone meanwhile
+                pass
+    return killed
 
 
 def named_actor(name: str) -> Any | None:

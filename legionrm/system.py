@@ -14,6 +14,7 @@ those actors and stops that head, and nothing else (it never runs
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -51,6 +52,7 @@ from legionrm.models import (  # noqa: E402
     SchedulerResponse,
     SchedulingRequest,
     StatusEvent,
+    VaultSpec,
 )
 from legionrm.naming import (  # noqa: E402
     COLLECTION,
@@ -62,7 +64,9 @@ from legionrm.naming import (  # noqa: E402
     control_plane,
     group_name,
     host_name,
+    instance_actor_names,
     instance_name,
+    kill_named,
     named_actor,
     require_actor,
     vault_name,
@@ -74,6 +78,7 @@ RESTARTS = 10
 """How many times Ray restarts an actor that can rebuild its state."""
 STATE_FILE = Path(os.environ.get("LEGIONRM_HOME", str(Path.home() / ".legionrm"))) / "up.json"
 HOME = STATE_FILE.parent
+RAY_NOTES = logging.getLogger("legionrm.ray")
 
 
 def caller_name() -> str | None:
@@ -206,6 +211,28 @@ def init_connect(address: str = "auto") -> None:
         ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, configure_logging=False)
     except ConnectionError as exc:
         raise SystemNotRunningError(f"no Ray cluster at {address!r}: {exc}; start one with `legionrm up`") from None
+    _raylet_notes_to_log()
+
+
+def _raylet_notes_to_log() -> None:
+    """Ray prints the raylet's broadcast notes (such as "14 PYTHON worker processes
+    have been started ...", every two more workers on a 2-cpu head) on the driver's
+    stdout, even without ``log_to_driver``: that stdout is a command's answer (one
+    line, or JSON).  Send them to the ``legionrm.ray`` logger instead; workers' own
+    output (not asked for here) is untouched.  Does nothing if Ray moves the hook."""
+    worker = ray._private.worker
+    printer = getattr(worker, "print_to_stdstream", None)
+    if printer is None or getattr(printer, "_legionrm", False):
+        return
+
+    def to_log(data: dict[str, Any], ignore_prefix: bool) -> None:
+        if data.get("pid") == "raylet":
+            RAY_NOTES.info("%s", " ".join(map(str, data.get("lines", ()))))
+        else:
+            printer(data, ignore_prefix)
+
+    to_log._legionrm = True  # type: ignore[attr-defined]
+    worker.print_to_stdstream = to_log
 
 
 @dataclass
@@ -297,7 +324,8 @@ class System:
         return call(self.collection.query.remote(text, caller, False, proof=proof))
 
     def shutdown(self) -> None:
-        """Stop every actor of this system, instances first (idempotent)."""
+        """Stop every actor of this system, instances first, and any instance
+        actor of its Ray-node hosts still running after them (idempotent)."""
         if self.scheduler is not None:
             try:
                 call(self.scheduler.stop_cycle.remote(proof=signed(self.signer, "stop_cycle", {}, to=SCHEDULER)), 10)
@@ -322,6 +350,8 @@ class System:
                 ray.kill(h)
             except Exception:  # already gone
                 pass
+        # instance actors are detached: those a dead host could not stop would outlive everything
+        kill_named([n for host in self.nodes for n in instance_actor_names(host + "~")])
 
 
 def ray_node_hosts() -> dict[str, str]:
@@ -330,15 +360,39 @@ def ray_node_hosts() -> dict[str, str]:
     return {f"ray-{n['NodeID'][:8]}": n["NodeID"] for n in ray.nodes() if n.get("Alive")}
 
 
+NODE_VAULT_GB = 10.0
+"""The storage a Ray node's own vault offers (a ``[[vault]]`` of that name in the cluster file replaces it)."""
+
+
+def node_vault_name(host: str) -> str:
+    """The vault of the Ray-node host ``host``: ``ray-1a2b3c4d`` -> ``vault-1a2b3c4d``."""
+    return "vault-" + host.removeprefix("ray-")
+
+
+def node_vaults(ray_nodes: dict[str, str], taken: set[str]) -> dict[str, tuple[VaultSpec, str]]:
+    """A vault for each Ray-node host (name -> its spec and the node id it is pinned to),
+    serving that host alone, but where the cluster file already names that vault."""
+    out: dict[str, tuple[VaultSpec, str]] = {}
+    for host, node_id in sorted(ray_nodes.items()):
+        name = node_vault_name(host)
+        if name not in taken:
+            attrs: dict[str, Any] = {"storage_gb": NODE_VAULT_GB, "serves": host, "ray_node_id": node_id}
+            out[name] = (VaultSpec(name=name, serves=(host,), attributes=attrs), node_id)
+    return out
+
+
 def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str] | None = None,
          heartbeat_s: float | None = None, bind_nodes: bool = False, state_dir: str | Path | None = None,
-         auth_home: str | os.PathLike[str] | None | bool = None) -> System:
+         auth_home: str | os.PathLike[str] | None | bool = None, node_vaults_too: bool | None = None) -> System:
     """Create the system's actors on the connected Ray: the Collection, one
     host group per nodepool, the vaults, the class objects, the Enactor and
     the Scheduler.  ``ray_nodes`` maps a host name to a Ray node id: that
     host is the real node (its instances run there as Ray actors);
     ``bind_nodes`` binds every live Ray node so (:func:`ray_node_hosts`), its
-    capacity from Ray's own view of the node.  ``state_dir`` is where the
+    capacity from Ray's own view of the node.  ``node_vaults_too`` (default:
+    ``bind_nodes``) gives each Ray-node host a vault of its own pinned to its
+    node (:func:`node_vaults`), so objects can rest and move between nodes
+    out of the box.  ``state_dir`` is where the
     Scheduler keeps its requests (a restarted Scheduler, or a new boot on the
     same directory, reloads them) and each host group what its hosts granted
     (such a group then restarts too); None keeps them in memory only.
@@ -355,6 +409,8 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
     auth: dict[str, Any] = {"auth_home": home} if home is not None else {}
     if bind_nodes and ray_nodes is None:
         ray_nodes = ray_node_hosts()
+    if node_vaults_too is None:
+        node_vaults_too = bind_nodes
     hb = heartbeat_s or spec.collection.heartbeat_interval_s
     coll = CollectionActor.options(**control_plane(COLLECTION, detached=detached)).remote(spec.collection, **auth)
     system = System(spec=spec, collection=coll, detached=detached)
@@ -373,9 +429,11 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
     for host, node_id in (ray_nodes or {}).items():
         system.nodes[host] = spawn_ray_node_host(node_id, specs.get(host) or HostSpec(name=host), collection=coll,
                                                  heartbeat_s=hb, detached=detached, **keep(f"host-{host}.db"), **auth)
-    for v in spec.vaults:
+    pinned = node_vaults(ray_nodes or {}, {v.name for v in spec.vaults}) if node_vaults_too else {}
+    for v in [*spec.vaults, *(v for v, _ in pinned.values())]:
         system.vaults[v.name] = spawn_vault(v, collection=coll, heartbeat_s=hb, detached=detached, **auth,
                                             store_dir=str(Path(state_dir) / f"vault-{v.name}") if state_dir else None,
+                                            node_id=pinned[v.name][1] if v.name in pinned else None,
                                             **keep(f"vault-{v.name}.db"))
     carriers = {h.name: system.groups[g] for g, hosts in host_groups(spec).items() for h in hosts
                 if h.name not in node_hosts}

@@ -12,8 +12,10 @@ warnings) goes to ``$LEGIONRM_HOME/logs/``, never to the terminal.  The
 ``--timeout`` deadline covers the whole of ``up``; when any step fails or
 the deadline passes, what was started is stopped and the state file removed.
 
-``down`` stops that head's whole process group (SIGTERM, then SIGKILL after
-a short grace), which ends every actor with it; for a system that joined
+``down`` first kills the instance actors by name (detached, each in a
+session of its own, they would outlive the head by seconds), then stops
+that head's whole process group (SIGTERM, then SIGKILL after a short
+grace), which ends every actor with it; for a system that joined
 someone else's Ray (``up --address``) it kills the named actors instead.
 It never runs ``ray stop``.  A state file whose head is gone is stale:
 ``up`` and ``down`` say so and remove it; ``down --force`` removes it
@@ -42,7 +44,7 @@ from rich.console import Console
 from legionrm.config import load_cluster
 from legionrm.dashboard.server import DASHBOARD, start_dashboard
 from legionrm.errors import LegionError, SystemNotRunningError
-from legionrm.naming import require_actor
+from legionrm.naming import instance_actor_names, kill_named
 from legionrm.system import (
     STATE_FILE,
     boot,
@@ -197,11 +199,12 @@ def cli_up(args: argparse.Namespace) -> int:
             with steps.step(f"connecting to Ray at {state['address']}"):
                 _connect(state["address"], deadline)
             with steps.step(f"booting {len(spec.hosts)} hosts, {len(spec.vaults)} vaults, {len(spec.classes)} classes, "
-                            "the enactor and the scheduler"):
+                            "each Ray node as a host with a vault, the enactor and the scheduler"):
                 _left(deadline, "booting")
                 system = boot(spec, detached=True, bind_nodes=True, state_dir=STATE_FILE.parent / "state")
                 state["actors"] = system.names()
                 state["ray_hosts"] = sorted(system.nodes)
+                state["vaults"] = sorted(system.vaults)  # the file's, and each Ray node's own
                 write_state(state)
                 _left(deadline, "booting")
             if not getattr(args, "no_dashboard", False):
@@ -221,8 +224,9 @@ def cli_up(args: argparse.Namespace) -> int:
             raise
         stack.close()
         hosts = len(spec.hosts) + len(state.get("ray_hosts", ()))  # with every Ray node bound as a host
-        summary = {"address": state["address"], "resources": hosts + len(spec.vaults),
-                   "hosts": hosts, "ray_hosts": state.get("ray_hosts", []), "vaults": len(spec.vaults), "classes": len(spec.classes),
+        vaults = len(state.get("vaults", spec.vaults))
+        summary = {"address": state["address"], "resources": hosts + vaults,
+                   "hosts": hosts, "ray_hosts": state.get("ray_hosts", []), "vaults": vaults, "classes": len(spec.classes),
                    "actors": len(state["actors"]), "cluster": spec.source, "state_file": str(STATE_FILE),
                    "log": str(log), "ray_logs": state.get("ray_logs"), "dashboard": state.get("dashboard"),
                    "ray_dashboard": state.get("ray_dashboard"), "metrics": state.get("metrics"),
@@ -334,18 +338,32 @@ def _group_alive(pgid: int) -> bool:
     return False
 
 
+def kill_system_actors(names: list[str]) -> int:
+    """Kill the named actors ``names`` and every instance actor (detached: the
+    Ray they run on would keep them after their hosts are gone) in legionrm's
+    namespace, on the connected Ray; returns how many were killed."""
+    return kill_named(list(names)) + kill_named(instance_actor_names())
+
+
 def _kill_actors(state: dict[str, Any]) -> int:
-    """For a system on someone else's Ray: kill its named actors (not their Ray)."""
+    """For a system on someone else's Ray: kill its named actors and its instances (not their Ray)."""
     init_connect(state["address"])
-    killed = 0
-    for name in state.get("actors", []):
-        try:
-            ray.kill(require_actor(name))
-            killed += 1
-        except SystemNotRunningError:
-            pass
-    ray.shutdown()
-    return killed
+    try:
+        return kill_system_actors(state.get("actors", []))
+    finally:
+        ray.shutdown()
+
+
+def _kill_instances(state: dict[str, Any]) -> int:
+    """Kill every instance actor on the head ``up`` started, before the head
+    stops; a head that does not answer is stopped anyway (0 killed)."""
+    try:
+        init_connect(state["address"])
+        return kill_named(instance_actor_names())
+    except Exception:  # noqa: BLE001 - the head's process group is stopped next, whatever happened here
+        return 0
+    finally:
+        ray.shutdown()
 
 
 def cli_down(args: argparse.Namespace) -> int:
@@ -368,6 +386,9 @@ def cli_down(args: argparse.Namespace) -> int:
             with steps.step(f"killing legionrm's actors on the Ray at {state['address']}"):
                 killed = _kill_actors(state)
         if state.get("pid") and not stale:
+            if not args.force:  # detached, in sessions of their own: they would outlive the head by seconds
+                with steps.step("stopping the instances"):
+                    killed = _kill_instances(state)
             with steps.step(f"stopping the Ray head (process group {state['pid']}) and every actor on it"):
                 stop(state, grace_s=1.0 if args.force else 3.0)
         else:

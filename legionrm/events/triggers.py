@@ -17,6 +17,13 @@ its trigger is dropped (:attr:`Triggers.dropped` says which); a success
 resets the count.  The registry is bounded: at most ``max_triggers``
 triggers, ``keep_per_request`` events per request stream and
 ``keep_requests`` streams (the oldest go first).  Thread-safe.
+
+The streams live in memory.  A restarted Scheduler has its requests back
+from its store, with each one's history: :func:`past_events` reads a
+request's past out of it (its transitions, its instances' starts and ends)
+and :meth:`Triggers.seed` puts that in its stream, ahead of any live event,
+so ``events_since`` (``legionrm show ID --follow``) still gives an old
+request's past.  Nothing is written anywhere else.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Callable, Iterable, get_args
 
-from legionrm.models import EventStatus, RequestState, StatusEvent
+from legionrm.models import EventStatus, InstanceInfo, RequestInfo, RequestState, StatusEvent
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +51,43 @@ STATUS_OF: dict[RequestState, EventStatus] = {
 INSTANCE_STATUS: dict[str, EventStatus] = {"ended": "ended", "stopped": "ended", "lost": "host_lost"}
 """The event an instance's end fires, by how it ended."""
 
+LATE: frozenset[str] = frozenset({"running", "completed", "failed", "cancelled"})
+"""A request's transitions its instances' events come before (at the same time)."""
+
 Subscriber = Callable[[StatusEvent], object]
+
+
+def past_events(info: RequestInfo) -> list[StatusEvent]:
+    """A request's status events as its book recorded them (unstamped, oldest
+    first): each transition of its history; each instance's start and end;
+    an object's moves, read from its copies (a copy left ``inert``:
+    ``deactivated``; a copy ``moved`` by an activation: ``deactivated`` then,
+    as its next copy starts, ``activated``; one moved by a migration:
+    ``migrated`` as its next copy starts), each of the object.  Events at the
+    same time are in the order the book fires them."""
+    def ev(at: float, status: EventStatus, reason: str, object_id: str | None = None) -> StatusEvent:
+        return StatusEvent(at=at, request_id=info.id, user=info.user, status=status, object_id=object_id,
+                           reason=reason)
+
+    # at one time: a request's way in, its instances' starts, their ends, then its running or its end
+    out = [(h.at, 3 if h.state in LATE else 0, ev(h.at, STATUS_OF[h.state], h.reason)) for h in info.history]
+    before: dict[str, InstanceInfo] = {}  # an object's id -> its last copy so far (copies in start order)
+    for i in sorted(info.instances, key=lambda i: i.started_at):
+        oid = i.object_id or i.id
+        prev = before.get(oid)
+        before[oid] = i
+        if prev is None or prev.state != "moved":
+            out.append((i.started_at, 1, ev(i.started_at, "started", f"on {i.host}", i.id)))
+        else:  # the next copy of a moved object: its activation or its migration
+            kind: EventStatus = "migrated" if prev.reason.startswith("migrat") else "activated"
+            out.append((i.started_at, 1, ev(i.started_at, kind, prev.reason, oid)))
+        if i.ended_at is None:
+            continue
+        if i.state in INSTANCE_STATUS:
+            out.append((i.ended_at, 2, ev(i.ended_at, INSTANCE_STATUS[i.state], i.reason, i.id)))
+        elif i.state == "inert" or (i.state == "moved" and not i.reason.startswith("migrat")):
+            out.append((i.ended_at, 2, ev(i.ended_at, "deactivated", f"in {i.vault}" if i.vault else "", oid)))
+    return [e for _, _, e in sorted(out, key=lambda t: (t[0], t[1]))]  # stable within a rank
 
 
 @dataclass
@@ -66,7 +109,13 @@ class Triggers:
     """The registry (see the module)."""
 
     def __init__(self, *, max_failures: int = 3, max_triggers: int = 10_000, keep_per_request: int = 256,
-                 keep_requests: int = 10_000) -> None:
+                 keep_requests: int = 10_000, clocked: bool = False) -> None:
+        """``clocked``: an event's sequence number is the millisecond of its
+        time (``at``), or one past the last number if that is not more; a
+        cursor then keeps its meaning across a restart, whose rebuilt past
+        gets about the numbers it had (a follower neither repeats nor skips).
+        Else numbers count from 1."""
+        self.clocked = clocked
         self.max_failures = max_failures
         self.max_triggers = max_triggers
         self.keep_per_request = keep_per_request
@@ -117,8 +166,7 @@ class Triggers:
         request's stream, call every matching trigger's subscriber; returns
         the stamped event.  Never raises for a subscriber."""
         with self._lock:
-            self._seq += 1
-            event = event.model_copy(update={"seq": self._seq})
+            event = event.model_copy(update={"seq": self._next(event.at)})
             stream = self._streams.get(event.request_id)
             if stream is None:
                 stream = self._streams[event.request_id] = deque(maxlen=self.keep_per_request)
@@ -134,6 +182,34 @@ class Triggers:
             else:
                 t.failures = 0
         return event
+
+    def seed(self, events: Iterable[StatusEvent]) -> int:
+        """Put past events (:func:`past_events`, oldest first) in their
+        requests' streams, stamped with the next sequence numbers, calling no
+        subscriber: after a restart, before any live event.  A request that
+        has a stream already is left as it is.  Returns how many were kept."""
+        kept = 0
+        with self._lock:
+            fresh: set[str] = set()
+            ordered = sorted(events, key=lambda e: e.at) if self.clocked else events  # stable: each request's order
+            for e in ordered:
+                if e.request_id in self._streams and e.request_id not in fresh:
+                    continue
+                if e.request_id not in fresh:
+                    fresh.add(e.request_id)
+                    self._streams[e.request_id] = deque(maxlen=self.keep_per_request)
+                    while len(self._streams) > self.keep_requests:
+                        fresh.discard(self._streams.popitem(last=False)[0])
+                    if e.request_id not in self._streams:  # evicted at once: older than all kept
+                        continue
+                self._streams[e.request_id].append(e.model_copy(update={"seq": self._next(e.at)}))
+                kept += 1
+        return kept
+
+    def _next(self, at: float) -> int:
+        """The next sequence number (under the lock)."""
+        self._seq = max(self._seq + 1, int(at * 1000)) if self.clocked else self._seq + 1
+        return self._seq
 
     def events_since(self, request_id: str, cursor: int = 0) -> list[StatusEvent]:
         """The kept events of ``request_id`` after sequence number ``cursor``, oldest first."""

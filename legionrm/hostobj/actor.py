@@ -533,11 +533,14 @@ def spawn_host_group(
 
 def spawn_vault(spec: VaultSpec, *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False,
                 auth_home: str | None = None, store_dir: str | None = None, state_path: str | None = None,
-                restarts: int = 0) -> Any:
+                restarts: int = 0, node_id: str | None = None) -> Any:
     """A VaultActor, named ``vault:<name>``, keeping objects' states in ``store_dir`` (None: a temporary
-    directory); with ``state_path`` it keeps its grants and uses across ``restarts``."""
-    return VaultActor.options(**{**_opts(vault_name(spec.name), detached), "max_restarts": restarts}).remote(
-        spec, collection, heartbeat_s, auth_home=auth_home, store_dir=store_dir, state_path=state_path)
+    directory); with ``state_path`` it keeps its grants and uses across ``restarts``; with ``node_id``
+    pinned to that Ray node (its store is that node's disk), else on the head."""
+    pin = {} if node_id is None else {"scheduling_strategy": NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)}
+    return VaultActor.options(**{**_opts(vault_name(spec.name), detached, on_head=node_id is None), "max_restarts": restarts},
+                              **pin).remote(spec, collection, heartbeat_s, auth_home=auth_home, store_dir=store_dir,
+                                            state_path=state_path)
 
 
 def spawn_class(

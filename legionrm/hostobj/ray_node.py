@@ -7,6 +7,15 @@ imports the class's implementation (``"module:Class"``) and starts it pinned
 to the node with ``NodeAffinitySchedulingStrategy(node_id, soft=False)`` and
 exactly the reserved cpus, gpus and memory; ``stop_object`` kills it.
 
+Instance actors are detached and named (``legionrm-instance-<id>`` in the
+``legionrm`` namespace): they outlive the host's own actor, so a host actor
+that Ray restarts finds them again by name (:meth:`RayNodeHost.reattach`)
+and its running instances keep running.  Ray never cleans a detached actor
+up, so every way an instance ends kills it by name: a stop, the host's
+shutdown (with any stray of this host's the host no longer lists), a
+reattach (the strays of a start the host never recorded), and whatever
+stops a whole system (``System.shutdown``, ``legionrm down``).
+
 Every reservation rule of the base class still applies: Ray only ever sees
 work the host object already admitted, and the reserved resources are what
 Ray accounts, so the two cannot disagree about what is free.
@@ -24,8 +33,9 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from legionrm.hostobj import codes
 from legionrm.hostobj.host import HostObject
 from legionrm.hostobj.policies import import_object
+from legionrm.hostobj.tokens import TOKEN_ID_SEP as ID_SEP
 from legionrm.models import AttrValue, InstanceRef, Refusal, ReservationToken, Resources
-from legionrm.naming import NAMESPACE, instance_name
+from legionrm.naming import NAMESPACE, instance_actor_names, instance_name, kill_named
 from legionrm.objstate import with_state_hooks
 
 GB = 1024**3
@@ -96,6 +106,7 @@ class RayNodeHost(HostObject):
             num_cpus=r.cpus,
             num_gpus=r.gpus,
             max_restarts=0,
+            lifetime="detached",  # it outlives a restart of this host's actor (reattach finds it by name)
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=self.node_id, soft=False),
         )
         if r.memory_gb > 0:
@@ -109,9 +120,26 @@ class RayNodeHost(HostObject):
         return ref.model_copy(update={"node_id": self.node_id})
 
     def _halt(self, ref: InstanceRef, reason: str) -> None:
+        """Kill the instance's actor: by its handle, else by its name (detached, it is never reaped by Ray)."""
         handle = self._actors.pop(ref.instance_id, None)
         if handle is not None:
-            ray.kill(handle, no_restart=True)
+            try:
+                ray.kill(handle, no_restart=True)
+            except Exception:  # already gone
+                pass
+        else:
+            kill_named([instance_name(ref.instance_id)])
+
+    def _strays(self) -> list[str]:
+        """Live instance actors named for this host that it does not list (a start it
+        never recorded before its actor died): their actor names."""
+        mine = {instance_name(i) for i in self._actors}
+        return [n for n in instance_actor_names(self.name + ID_SEP) if n not in mine]
+
+    def shutdown(self, reason: str = "host stopped") -> None:
+        """Stop every instance (and any stray of this host's) and leave the collection."""
+        super().shutdown(reason)
+        kill_named(self._strays())
 
     def _save(self, ref: InstanceRef) -> bytes | Refusal:
         got = self._call_state(ref, "legion_save_state")
@@ -158,10 +186,12 @@ class RayNodeHost(HostObject):
 
     def reattach(self) -> list[str]:
         """After the actor carrying this host restarted (its state restored):
-        find each listed instance's Ray actor by its name; an instance whose
-        actor is gone (it died with the old process, which owned it) is
-        stopped, so its capacity comes back and its watchers see it end.
-        Returns the ids stopped."""
+        find each listed instance's Ray actor by its name (detached, it
+        survived the old process) and keep it running; an instance whose actor
+        is gone (it ended meanwhile) is stopped, so its capacity comes back
+        and its watchers see it end; an actor named for this host that it
+        does not list (started, never recorded) is killed.  Returns the ids
+        stopped."""
         gone = []
         for ref in super().list_instances():
             if ref.instance_id not in self._actors:
@@ -170,7 +200,8 @@ class RayNodeHost(HostObject):
                 except ValueError:
                     gone.append(ref.instance_id)
         for iid in gone:
-            self.stop_object(iid, "instance actor ended with its host's actor")
+            self.stop_object(iid, "instance actor ended while its host's actor restarted")
+        kill_named(self._strays())
         return gone + self.reap()
 
     def list_instances(self) -> list[InstanceRef]:

@@ -31,7 +31,7 @@ from legionrm.ahead.starts import AheadStarts
 from legionrm.ahead.window import ahead_of
 from legionrm.enactor.replan import enact_with_replans
 from legionrm.errors import SchedulingError
-from legionrm.events.triggers import Triggers
+from legionrm.events.triggers import Triggers, past_events
 from legionrm.models import (
     EnactRequest,
     EnactResult,
@@ -129,9 +129,10 @@ class Scheduler:
         self._capacity_peak: Resources | None = None
         self._ticks = 0
         self.ahead = AheadStarts(self.book, lambda: self._enactor, book_back=self._book_back)  # starts ahead
-        self.triggers = Triggers()  # status events: every change the book records is fired there
+        self.triggers = Triggers(clocked=True)  # status events: every change the book records is fired there
         self.book.listener = self.triggers.fire
-        if store is not None:
+        if store is not None:  # restarted: each request's past back in its stream, before any live event
+            self.triggers.seed(e for entry in self.book.entries() for e in past_events(entry.info()))
             self._recover()
 
     @property

@@ -61,7 +61,10 @@ class HostWatch:
 
 
 def _gone(exc: Exception) -> bool:
-    """A carrier that died (not merely slow): its instances are lost."""
+    """A carrier that died (not merely slow): its instances are lost.  A carrier
+    Ray is restarting (``ActorUnavailableError``) is not: a Ray-node host's
+    instance actors are detached and outlive it, and the restarted host
+    re-attaches them, so it says nothing yet and the next look asks again."""
     # ActorUnschedulableError: a restartable actor pinned to a node that is gone can never come back
-    return type(exc).__name__ in ("ActorDiedError", "RayActorError", "ActorUnavailableError", "LookupError",
-                                  "KeyError", "ActorUnschedulableError")
+    return type(exc).__name__ in ("ActorDiedError", "RayActorError", "LookupError", "KeyError",
+                                  "ActorUnschedulableError")

@@ -305,17 +305,22 @@ def test_a_ray_node_host_and_a_vault_killed_come_back_with_their_grants(system, 
     reservation) and a vault (holding a reservation) are killed and restarted
     by Ray: each reloads its state file, so the tokens it granted still
     verify and are still booked, and it never reissues a token id.  The
-    instance's Ray actor died with the host actor that owned it: the restarted
-    host ends it (its capacity comes back) and the request ends, not a ghost."""
+    instance's Ray actor is detached: it outlives the host actor, the
+    restarted host finds it again by name, and its request keeps running
+    with the same single instance (not ended, not orphaned, not doubled)."""
     import ray
 
     from legionrm.models import Holder, Refusal, ReservationRequest, ReservationToken, Resources
-    from legionrm.system import call
+    from legionrm.naming import instance_actor_names, instance_name
+    from legionrm.system import call, instance_actor
 
     node, vault = system.nodes["ray-a"], system.vaults["vault-uva"]
     run = system.schedule(SchedulingRequest(request_id="f-ray-a", identity=Identity(user="fault"), objects=(
         ObjectRequest(class_name="Echo", cpus=0.25, memory_gb=0.1, constraint='$name == "ray-a"'),)))
     assert run.ok, run.message
+    iid = run.instances[0].instance_id
+    echo = instance_actor(iid)
+    busy = echo.__ray_call__.remote(lambda self: time.sleep(2) or "done")  # work in flight across the kill
     holder = Holder(user="fault", class_name="Echo")
     tok = call(node.make_reservation.remote(ReservationRequest(
         request_id="f-keep-host", resource="ray-a", holder=holder, resources=Resources(cpus=0.25), timeout_s=30)))
@@ -323,30 +328,34 @@ def test_a_ray_node_host_and_a_vault_killed_come_back_with_their_grants(system, 
         request_id="f-keep-vault", resource="vault-uva", holder=holder, resources=Resources(storage_gb=10),
         timeout_s=30)))
     assert isinstance(tok, ReservationToken) and isinstance(vtok, ReservationToken), (tok, vtok)
-    pids = pid_of(node), pid_of(vault)
+    pids = pid_of(node), pid_of(vault), pid_of(echo)
     t0 = time.monotonic()
     ray.kill(node, no_restart=False)
     ray.kill(vault, no_restart=False)
     back(node, pids[0])
     back(vault, pids[1])
+    assert [i.instance_id for i in call(node.list_instances.remote())] == [iid]  # re-attached, not ended
     recovered = time.monotonic() - t0
+    assert call(busy, 30) == "done" and pid_of(echo) == pids[2]  # the same process ran on, its call finished
+    assert instance_actor_names("ray-a~") == [instance_name(iid)]  # one actor for it: none doubled, none stray
     assert call(node.check_reservation.remote(tok.token_id)) == tok  # granted before the kill: still honoured
     assert call(vault.check_reservation.remote(vtok.token_id)) == vtok
     again = call(node.make_reservation.remote(ReservationRequest(
         request_id="f-keep-host-2", resource="ray-a", holder=holder, resources=Resources(cpus=0.25), timeout_s=30)))
     assert isinstance(again, ReservationToken) and again.token_id != tok.token_id  # the serial survived
-    assert call(node.list_instances.remote()) == []  # the instance's actor died with its owner: ended
-    deadline = time.monotonic() + 30
-    while (info := call(system.scheduler.request_info.remote("f-ray-a"))).state == "running":
-        assert time.monotonic() < deadline, "the ended instance was never noticed"
-        time.sleep(0.2)
+    time.sleep(1.5)  # three heartbeats: a host that lost the instance would have said so by now
+    info = call(system.scheduler.request_info.remote("f-ray-a"))
+    assert info.state == "running" and [(i.id, i.state) for i in info.instances] == [(iid, "running")], info
     for handle, t in ((node, tok), (node, again), (vault, vtok)):
         assert call(handle.cancel_reservation.remote(t.token_id)) is True
     assert not isinstance(call(node.check_reservation.remote(tok.token_id)), ReservationToken)
     findings = audited(system)
-    report(capsys, f"ray-node host and vault killed, grants back (request {info.state})", recovered, findings)
+    report(capsys, f"ray-node host and vault killed, grants back, its instance re-attached (request {info.state})",
+           recovered, findings)
     assert findings == [] and unheld(system) == []
     assert isinstance(call(vault.check_reservation.remote("no-such-token")), Refusal)
+    end(system, "f-ray-a")
+    assert instance_actor_names("ray-a~") == []  # cancelled: its detached actor is killed with it
 
 
 def test_a_removed_worker_node_loses_its_instance_and_its_request_fails(system, ray_cluster, ray_nodes,

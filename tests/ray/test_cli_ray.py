@@ -1,7 +1,8 @@
 """The operator's path end to end, as a user types it, in subprocesses with a
 private LEGIONRM_HOME: up (a free port, progress, a summary) -> status ->
 submit twice (the second a clean one-line refusal, and a JSON object under
---json) -> a bad query on the live Collection (its caret, no traceback) ->
+--json) -> a Counter deactivated into its Ray node's own vault and activated
+again (one line each) -> a bad query on the live Collection (its caret, no traceback) ->
 down in seconds, nothing left.  Starts its own Ray head (not the session
 cluster) and always takes it down.  Also: Ray's real exception classes are
 the ones cli/errors.py recognises by name."""
@@ -37,6 +38,34 @@ def test_real_ray_errors_are_described() -> None:
     assert (describe(wrapped).code, describe(wrapped).message) == ("SchedulingError", "already scheduled")
 
 
+@pytest.mark.parametrize(("nodes", "taken", "want"), [
+    ({"ray-1a2b3c4d": "1a2b3c4d99"}, set(), {"vault-1a2b3c4d": ("ray-1a2b3c4d", "1a2b3c4d99")}),
+    ({"ray-a": "A", "ray-b": "B"}, {"vault-a"}, {"vault-b": ("ray-b", "B")}),  # the file's own vault-a stays
+    ({}, set(), {}),
+], ids=["one-node", "file-names-one", "no-nodes"])
+def test_each_ray_node_gets_a_vault_serving_it_alone(nodes: dict[str, str], taken: set[str],
+                                                     want: dict[str, tuple[str, str]]) -> None:
+    from legionrm.system import node_vaults
+
+    got = node_vaults(nodes, taken)
+    assert {name: (spec.serves[0], node) for name, (spec, node) in got.items()} == want
+    assert all(len(spec.serves) == 1 and spec.attributes["storage_gb"] > 0 for spec, _ in got.values())
+
+
+def test_raylet_notes_stay_off_a_commands_stdout(capsys: pytest.CaptureFixture[str]) -> None:
+    import ray._private.worker as ray_worker
+
+    from legionrm.system import _raylet_notes_to_log
+
+    _raylet_notes_to_log()
+    _raylet_notes_to_log()  # twice: wrapped once
+    note = {"lines": ["WARNING: 14 PYTHON worker processes have been started"], "pid": "raylet", "is_err": False}
+    ray_worker.print_to_stdstream(note, ignore_prefix=False)
+    assert capsys.readouterr().out == ""
+    ray_worker.print_to_stdstream({"lines": ["hello from a task"], "pid": 123, "is_err": False}, ignore_prefix=True)
+    assert "hello from a task" in capsys.readouterr().out  # a worker's own output still prints
+
+
 def test_up_status_submit_down(tmp_path: Path) -> None:
     env = {**os.environ, "LEGIONRM_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "disabled",
            "COLUMNS": "200"}
@@ -51,7 +80,7 @@ def test_up_status_submit_down(tmp_path: Path) -> None:
     up_s = time.monotonic() - t
     try:
         assert up.returncode == 0, up.stderr
-        assert "legionrm is up at 127.0.0.1:" in up.stderr and "15 resources (13 hosts, 2 vaults)" in up.stderr  # 12 from the file, the Ray node bound
+        assert "legionrm is up at 127.0.0.1:" in up.stderr and "16 resources (13 hosts, 3 vaults)" in up.stderr  # 12 hosts from the file, the Ray node bound, with its vault
         assert "logs:" in up.stderr and "legionrm down" in up.stderr and "WARNING" not in up.stderr
         dash = re.search(r"dashboard: (http://127\.0\.0\.1:\d+/)(\?key=[\w-]+)", up.stderr)
         metrics = re.search(r"metrics for Prometheus: (http://\S+/metrics)", up.stderr)
@@ -64,7 +93,7 @@ def test_up_status_submit_down(tmp_path: Path) -> None:
         with urllib.request.urlopen(metrics.group(1), timeout=10) as r:
             assert r.status == 200  # Ray's metrics export, for Prometheus to scrape
         st = json.loads(lrm("status", "--json").stdout)
-        assert (st["resources"], st["hosts"], st["vaults"]) == (15, 13, 2)
+        assert (st["resources"], st["hosts"], st["vaults"]) == (16, 13, 3)
         assert all("memory_mb" in v for v in st["pools"]["/"].values() if isinstance(v, dict))
 
         again = lrm("up")
@@ -78,6 +107,17 @@ def test_up_status_submit_down(tmp_path: Path) -> None:
         assert second.stderr.strip() == "legionrm submit: request id 'workers-1' was already scheduled"
         as_json = json.loads(lrm("submit", req, "--json").stdout)
         assert as_json["error"]["code"] == "SchedulingError"
+
+        # a Counter rests in its Ray node's own vault and comes back, each answer one line
+        counter = lrm("submit", str(ROOT / "examples" / "requests" / "counter.toml"))
+        assert counter.returncode == 0 and "WARNING" not in counter.stdout, counter.stdout + counter.stderr
+        oid = re.search(r"^  (\S+)  Counter +on (ray-\w+)  vault (vault-\w+)$", counter.stdout, re.MULTILINE)
+        assert oid and oid.group(3) == "vault-" + oid.group(2).removeprefix("ray-"), counter.stdout
+        inert = lrm("deactivate", oid.group(1))
+        assert inert.returncode == 0 and re.fullmatch(rf"{re.escape(oid.group(1))}: inert, inert in {oid.group(3)} \(\d+ bytes\)\n",
+                                                     inert.stdout), inert.stdout + inert.stderr
+        back = lrm("activate", oid.group(1), "--on", f'$name == "{oid.group(2)}"')
+        assert back.returncode == 0 and re.fullmatch(rf"{re.escape(oid.group(1))}: running, \S+ on {oid.group(2)}\n", back.stdout), back.stderr
 
         shell = subprocess.run([sys.executable, "-m", "legionrm.cli", "shell"], input="$cpus >=\n\\explain nosuch $cpus > 1\n",
                                env=env, cwd=ROOT, text=True, capture_output=True, timeout=60)

@@ -1,7 +1,8 @@
 """Objects' persistent state on Ray: a counter object moves between the two
 Ray worker nodes (migrated, then deactivated into a vault and re-activated)
 and keeps its count; a stranger cannot move it.  A small system of its own
-(two Ray-node hosts, each with its own vault, one class), with signed calls."""
+(two Ray-node hosts, each with the vault of its own that boot gives it, pinned to
+its node, as for `legionrm up`; one class), with signed calls."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ from legionrm.models import (
     ObjectRequest,
     ObjectStatus,
     SchedulingRequest,
-    VaultSpec,
 )
 
 pytestmark = pytest.mark.ray
@@ -36,14 +36,12 @@ def live(ray_cluster, ray_nodes):
     reg = Registry(auth_home(home))
     for u in ("alice", "mallory"):
         reg.add_user(u)
-    spec = ClusterSpec(
+    spec = ClusterSpec(  # each Ray node gets a vault of its own, as `legionrm up` gives it: vault-a, vault-b
         hosts=(HostSpec(name="ray-a", nodepool="ray"), HostSpec(name="ray-b", nodepool="ray")),
-        vaults=tuple(VaultSpec(name=f"vault-{x}", serves=(f"ray-{x}",),
-                               attributes={"storage_gb": 1.0, "serves": f"ray-{x}"}) for x in "ab"),
         classes=(ClassSpec(name="Counter", implementation="legionrm.hostobj.ray_node:Counter", host_list=("ray-*",)),),
     )
     system = boot(spec, ray_nodes={"ray-a": ray_nodes["node_a"], "ray-b": ray_nodes["node_b"]}, heartbeat_s=0.5,
-                  auth_home=home)
+                  auth_home=home, node_vaults_too=True)
     system = dataclasses.replace(system, signer=signer_for(home, "ops"))  # the operator: an administrator
     as_user = {u: dataclasses.replace(system, signer=signer_for(home, u)) for u in ("alice", "mallory")}
     try:
@@ -54,6 +52,8 @@ def live(ray_cluster, ray_nodes):
 
 
 def test_a_counter_keeps_its_count_across_nodes(live, ray_nodes) -> None:
+    import ray
+
     from legionrm.system import call, instance_actor
 
     system, users = live
@@ -68,6 +68,10 @@ def test_a_counter_keeps_its_count_across_nodes(live, ray_nodes) -> None:
     # a stranger may not move it
     with pytest.raises(Exception, match="auth.not_owner"):
         users["mallory"].migrate(oid, '$name == "ray-b"')
+
+    # each node's vault runs on its node (its store is that node's disk)
+    assert {v: call(h.__ray_call__.remote(lambda self: ray.get_runtime_context().get_node_id()), 30)
+            for v, h in system.vaults.items()} == {"vault-a": ray_nodes["node_a"], "vault-b": ray_nodes["node_b"]}
 
     # migrate: the new copy on node_b holds the count; the old copy is gone
     moved = alice.migrate(oid, '$name == "ray-b"')
@@ -92,3 +96,24 @@ def test_a_counter_keeps_its_count_across_nodes(live, ray_nodes) -> None:
     changes = call(system.scheduler.status_changes.remote(0.0, proof=alice.signer.sign("status_changes", {"after": 0.0}, to="scheduler")))
     assert [(c.kind, c.from_host, c.host) for c in changes] == [
         ("migrated", "ray-a", "ray-b"), ("deactivated", "ray-b", None), ("activated", "ray-b", "ray-a")]
+
+
+def test_down_leaves_no_instance_actor_running(live) -> None:
+    """Instance actors are detached: one whose host actor is gone outlives it;
+    what ``legionrm down`` runs on a system it did not start Ray for kills the
+    system's named actors and every instance actor, so none is left.  Runs
+    last: it takes the module's system down."""
+    import ray
+
+    from legionrm.cli.updown import kill_system_actors
+    from legionrm.naming import NAMESPACE, instance_actor_names, instance_name
+
+    system, users = live
+    r = users["alice"].schedule(SchedulingRequest(request_id="orphaned", identity=Identity(user="alice"), objects=(
+        ObjectRequest(class_name="Counter", cpus=0.25, memory_gb=0.1, constraint='$name == "ray-b"'),)))
+    assert r.ok, r.message
+    ray.kill(system.nodes["ray-b"], no_restart=True)  # its host cannot stop it any more
+    assert instance_name(r.instances[0].instance_id) in instance_actor_names()  # survived its host's actor
+    assert kill_system_actors(system.names()) >= 2
+    left = {a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["namespace"] == NAMESPACE}
+    assert instance_actor_names() == [] and left.isdisjoint(system.names()), left

@@ -218,3 +218,103 @@ def test_an_instance_end_fires_its_status_then_its_requests(how: str, instance_s
     [iid] = s.scheduler.instances
     s.scheduler.instance_ended(iid, "the host is gone", how)
     assert [(e.status, e.object_id) for e in rec.got] == [(instance_status, iid), (request_status, None)]
+
+
+# --- after a restart: the past from the book ---------------------------------------------
+
+
+def test_a_restarted_scheduler_streams_each_requests_past_from_its_book(tmp_path) -> None:
+    """The stream a restarted Scheduler gives of an old request is the one the
+    live Scheduler gave (statuses, objects, reasons, times, in order), and a
+    live event after the restart follows it (a cursor from the past still works)."""
+    from legionrm.scheduler.build import pool_gate
+    from legionrm.state import RequestStore
+    from tests.unit.scheduler.test_lifecycle import cluster, req
+    from tests.unit.scheduler.test_restart import restarted
+
+    clock = FakeClock()
+    spec = cluster()
+    s = LocalSystem(spec, clock=clock, pools=pool_gate(spec), store=RequestStore(tmp_path / "r.db"))
+    s.scheduler.scheduleObjects(req("run", count=1, walltime=100))
+    s.scheduler.scheduleObjects(req("big", count=2))
+    clock.advance(101)
+    s.tick()  # "run" completes: its instance ends, then the request
+    [lost] = [i.id for i in s.scheduler.request_info("big").instances][:1]
+    clock.advance(1)  # (at one time, a loss and a start are ordered as the book fires them: start first)
+    s.scheduler.instance_ended(lost, "the host is gone", "lost")
+
+    def seen(sched, rid: str, cursor: int = 0) -> list[tuple]:
+        return [(e.status, e.object_id, e.reason, e.at) for e in sched.triggers.events_since(rid, cursor)]
+
+    live = {rid: seen(s.scheduler, rid) for rid in ("run", "big")}
+    assert [st for st, *_ in live["run"]][-2:] == ["ended", "ended"] and ("host_lost", lost) in [
+        (st, o) for st, o, *_ in live["big"]]
+    new = restarted(s, RequestStore(tmp_path / "r.db"))
+    assert {rid: seen(new, rid) for rid in ("run", "big")} == live
+    assert seen(new, "nosuch") == []
+    last = new.triggers.events_since("big")[-1].seq
+    clock.advance(1)
+    new.cancel("big", "done")
+    assert [st for st, *_ in seen(new, "big", last)] == ["ended", "cancelled"]  # its other instance, then itself
+
+
+def test_seeding_keeps_a_live_stream_and_the_bounds() -> None:
+    reg = Triggers()
+    reg.fire(event("r1", "pending"))
+    past = [event(rid, st) for rid in ("r0", "r1", "r2") for st in ("pending", "started")]
+    assert reg.seed(past) == 4  # r1's live stream stays as it was
+    assert [e.status for e in reg.events_since("r1")] == ["pending"]
+    assert [(e.status, e.seq) for e in reg.events_since("r2")] == [("pending", 4), ("started", 5)]
+    assert reg.fire(event("r2", "ended")).seq == 6  # live events follow the past
+    few = Triggers(keep_requests=2)
+    few.seed(past)
+    assert [rid for rid in ("r0", "r1", "r2") if few.events_since(rid)] == ["r1", "r2"]  # the newest two
+
+
+def test_a_cursor_from_before_a_restart_neither_repeats_nor_skips(tmp_path) -> None:
+    """A follower's cursor from the live Scheduler, asked of the restarted one,
+    gives exactly what happened after it (the restart's own moves included)."""
+    from legionrm.scheduler.build import pool_gate
+    from legionrm.state import RequestStore
+    from tests.unit.scheduler.test_lifecycle import cluster, req
+    from tests.unit.scheduler.test_restart import restarted
+
+    clock = FakeClock()
+    spec = cluster()
+    s = LocalSystem(spec, clock=clock, pools=pool_gate(spec), store=RequestStore(tmp_path / "r.db"))
+    s.scheduler.scheduleObjects(req("run", count=1))
+    [ref] = s.scheduler.instances.values()
+    s.mobility.record("migrated", ref.instance_id, ref.user, instance=ref, from_host="h9")  # fired, not in the book
+    clock.advance(0.5)
+    entry = s.scheduler.book.add(req("x"))
+    s.scheduler.book.move(entry, "admitted", "admitted to pool /")
+    clock.advance(0.5)
+    s.scheduler.book.move(entry, "placing", "enacting 1 master schedule(s)")
+    seen = s.scheduler.triggers.events_since("x")
+    cursor = seen[-1].seq  # the follower saw "placing"
+    clock.advance(2)
+    new = restarted(s, RequestStore(tmp_path / "r.db"))  # it puts "x" back in the queue
+    after = new.triggers.events_since("x", cursor)
+    assert [(e.status, e.reason) for e in after] == [("pending", "the scheduler restarted while placing it")]
+    assert [e.seq for e in new.triggers.events_since("x")][:len(seen)] == [e.seq for e in seen]  # the same numbers
+
+
+def test_an_objects_moves_are_read_back_from_its_copies() -> None:
+    from legionrm.events.triggers import past_events
+    from legionrm.models import InstanceInfo, RequestEvent, RequestInfo
+
+    info = RequestInfo(id="r", user="alice", state="running", history=(
+        RequestEvent(at=0, state="pending", reason="submitted"), RequestEvent(at=0, state="admitted"),
+        RequestEvent(at=0, state="placing"), RequestEvent(at=0, state="running", reason="master 1 of 1")), instances=(
+        InstanceInfo(id="c", host="h3", started_at=31, object_id="a"),
+        InstanceInfo(id="a", host="h1", state="moved", ended_at=10, reason="activated on h2", vault="v1"),
+        InstanceInfo(id="b", host="h2", started_at=20, state="moved", ended_at=30, reason="migrated to h3",
+                     object_id="a"),
+        InstanceInfo(id="d", host="h1", state="lost", ended_at=40, reason="host h1 died"),
+        InstanceInfo(id="e", host="h1", state="inert", ended_at=50, reason="by its user", vault="v1")))
+    assert [(e.at, e.status, e.object_id, e.reason) for e in past_events(info)] == [
+        (0, "pending", None, "submitted"), (0, "admitted", None, ""), (0, "placing", None, ""),
+        (0, "started", "a", "on h1"), (0, "started", "d", "on h1"), (0, "started", "e", "on h1"),
+        (0, "started", None, "master 1 of 1"),
+        (10, "deactivated", "a", "in v1"), (20, "activated", "a", "activated on h2"),
+        (31, "migrated", "a", "migrated to h3"), (40, "host_lost", "d", "host h1 died"), (50, "deactivated", "e", "in v1")]
