@@ -21,13 +21,7 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from legionrm.auth import CallSigner, Registry, signed
-from legionrm.auth.actordoor import (
-    ActorDoor,
-    own,
-    own_or_refusal,
-    require_visible,
-    visible,
-)
+from legionrm.auth.actordoor import ActorDoor, own, own_or_refusal, require_visible, visible
 from legionrm.auth.guard import Guard
 from legionrm.auth.guard import auth_home as auth_home_dir
 from legionrm.auth.hostdoor import ClassDoor, create_args, token_route
