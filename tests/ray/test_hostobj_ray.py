@@ -10,6 +10,7 @@ from legionrm.hostobj import codes  # noqa: E402
 from legionrm.hostobj.actor import spawn_class, spawn_host_group, spawn_ray_node_host  # noqa: E402
 from legionrm.models import (  # noqa: E402
     ClassSpec,
+    CreateRequest,
     Holder,
     HostSpec,
     InstanceRef,
@@ -79,6 +80,11 @@ def test_group_actor_and_class_actor(ray_cluster) -> None:
         assert isinstance(made, InstanceRef) and made.host == "sim10"
         assert len(ray.get(group.list_instances.remote())) == 2
         assert ray.get(cls.destroy_instance.remote(made.instance_id))
+        batch = [CreateRequest(host=f"sim{i}", token=out[i]) for i in (11, 2, 12, 13, 14, 15, 16)]  # one call
+        got = ray.get(cls.create_instances.remote(batch), timeout=60)
+        assert [g.host if isinstance(g, InstanceRef) else g.code for g in got] == [
+            "sim11", codes.CLASS_HOST_LIST, "sim12", "sim13", "sim14", "sim15", codes.CLASS_MAX_INSTANCES]
+        assert len(ray.get(group.list_instances.remote())) == 6
         assert ray.get(group.cancel_reservations.remote([out[3], out[3].token_id])) == [True, False]
     finally:
         ray.kill(cls)
