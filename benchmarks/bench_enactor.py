@@ -10,7 +10,9 @@ parallel enactor against the same schedule enacted one reservation at a time.
    1,000 negotiated placements per second (kube-scheduler's CI floor is 680 to
    810 pods/s; Ray placement groups about 19/s).
    Every placement's instance is created through a ClassActor, so each
-   signed token is checked by its host at start (``create=True``).
+   signed token is checked by its host at start (``create=True``): one
+   ``create_instances`` call per class per enactment, and the class sends
+   one ``start_objects`` call per host group.
 2. The same 100-placement schedule (reservations only) enacted four ways, so
    batching and parallelism are reported apart: batched + parallel (one call
    per group, all groups at once: the real gateway), batched + serial (one
@@ -241,7 +243,7 @@ def main() -> int:
               before="5,544/s*", note="*before: create=False, no token was ever checked")
         check("Enactor on Ray, issue target (Scheduler+Enactor+groups)", ">= 5,000/s", f"{med:,.0f}/s", med >= 5000,
               before="5,544/s*", note="Enactor alone, no Scheduler actor in the loop; "
-              "one ClassActor creates instances one call each")
+              "one ClassActor: one create_instances call, one start_objects per group")
 
     finally:
         ray.shutdown()

@@ -19,7 +19,7 @@ with the registry like the Scheduler's, and then:
   ``create_instance``), and only for the holder the Scheduler attested for
   that reservation: a user, even the token's holder, never starts directly;
 - a vault's ``use`` / ``release``: the Enactor or a class object's agent;
-- a class object's ``create_instance``: only the Enactor agent;
+- a class object's ``create_instance`` / ``create_instances``: only the Enactor agent;
   ``destroy_instance``: the Scheduler or Enactor agent, or the instance's user.
 
 Codes: ``auth.no_proof`` (none), the proof codes (:mod:`legionrm.auth.codes`),
@@ -170,10 +170,12 @@ class ClassDoor:
     def __init__(self, guard: Guard | None, instance_user: Callable[[str], str | None], by: str = "class") -> None:
         self.guard, self.instance_user, self.by = guard, instance_user, by
 
-    def check_create(self, proof: Any, args: Any) -> Refusal | None:
+    def check_create(self, proof: Any, args: Any, call: str = "create_instance") -> Refusal | None:
+        """None when the Enactor agent signed ``call`` over ``args`` (``create_instance``, or
+        ``create_instances`` over ``{"batch": [...]}``: one proof for the whole batch), else the refusal."""
         if self.guard is None:
             return None
-        who = self.guard.check(proof, "create_instance", args)
+        who = self.guard.check(proof, call, args)
         if isinstance(who, Refusal):
             return who.model_copy(update={"by": self.by})
         if who.name not in STARTERS:

@@ -27,9 +27,8 @@ from legionrm.auth import CallSigner
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.auth.actordoor import ActorDoor
 from legionrm.auth.guard import ENACTOR, SCHEDULER, Guard, load_agent
-from legionrm.auth.hostdoor import create_args
 from legionrm.enactor.enactor import Approver, Enactor, approve_all
-from legionrm.enactor.gateway import DEAD, CreateItem
+from legionrm.enactor.gateway import DEAD, CreateItem, create_request
 from legionrm.models import (
     EnactRequest,
     EnactResult,
@@ -58,7 +57,7 @@ class RayGateway:
     ``HostActor`` / ``VaultActor`` (``make_reservation`` /
     ``cancel_reservation``); ``batched`` names the handles (by resource) that
     take batches when they are not in ``groups``.  ``classes``: class name ->
-    ``ClassActor`` (``create_instance``, ``destroy_instance``).  ``resolve``
+    ``ClassActor`` (``create_instances``, ``destroy_instance``).  ``resolve``
     is asked for any name none of those know (e.g. a named-actor lookup) and
     returns ``(handle, is_batched)`` or None; with a resolver the gateway
     also looks up unknown groups and classes by their actor names
@@ -199,21 +198,26 @@ class RayGateway:
         return h
 
     def create_instances(self, items: Sequence[CreateItem]) -> list[InstanceRef | Refusal]:
+        """One ``create_instances`` call per class actor carrying the items' creates (one proof each),
+        all classes at once under the gateway's deadline; a class that does not answer in time
+        (or died) refuses its items with ``resource.dead``."""
         out: list[InstanceRef | Refusal | None] = [None] * len(items)
-        calls: list[tuple[int, Any]] = []
+        by_class: dict[str, list[int]] = {}
         for i, it in enumerate(items):
-            cls = self._class(it.class_name)
+            by_class.setdefault(it.class_name, []).append(i)
+        calls: list[tuple[list[int], Any]] = []
+        for name, idx in by_class.items():
+            cls = self._class(name)
             if cls is None:
-                out[i] = Refusal(code=DEAD, reason=f"no class actor {it.class_name!r}", by=it.class_name)
+                for i in idx:
+                    out[i] = Refusal(code=DEAD, reason=f"no class actor {name!r}", by=name)
                 continue
-            proof = self._proof("create_instance", create_args(it.host, it.vault, it.host_token, dict(it.args),
-                                                               it.vault_token, it.holder), class_name(it.class_name))
-            ref = cls.create_instance.remote(
-                it.host, it.vault, it.host_token, dict(it.args), vault_token=it.vault_token, holder=it.holder, proof=proof
-            )
-            calls.append((i, ref))
-        for (i, _), (ok, value) in zip(calls, self._gather([r for _, r in calls])):
-            out[i] = value if ok else _dead(items[i].class_name, value)
+            batch = [create_request(items[i]) for i in idx]
+            proof = self._proof("create_instances", {"batch": batch}, class_name(name))
+            calls.append((idx, cls.create_instances.remote(batch, proof=proof)))
+        for (idx, _), (ok, value) in zip(calls, self._gather([r for _, r in calls])):
+            for j, i in enumerate(idx):
+                out[i] = value[j] if ok else _dead(items[i].class_name, value)
         return out  # type: ignore[return-value]
 
     def stop_instances(self, instances: Sequence[InstanceRef]) -> None:

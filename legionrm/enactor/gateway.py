@@ -20,6 +20,7 @@ from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from legionrm.models import (
     AttrValue,
+    CreateRequest,
     Holder,
     InstanceRef,
     Refusal,
@@ -52,6 +53,12 @@ class CreateItem:
     holder: Holder
     args: Mapping[str, AttrValue] = field(default_factory=dict)
     group: str | None = None
+
+
+def create_request(item: CreateItem) -> CreateRequest:
+    """What a class object's ``create_instances`` is sent for ``item``."""
+    return CreateRequest(host=item.host, token=item.host_token, vault=item.vault, vault_token=item.vault_token,
+                         holder=item.holder, args=dict(item.args))
 
 
 @runtime_checkable
@@ -103,7 +110,7 @@ class InProcessGateway:
     ``HostGroup``) or a single resource (``make_reservation`` /
     ``cancel_reservation``, e.g. a ``HostObject`` or ``VaultObject``).
     Requests to the same carrier go in one call, as over Ray.  ``classes``
-    maps a class name to its ``ClassObject`` (``create_instance``,
+    maps a class name to its ``ClassObject`` (``create_instances``,
     ``destroy_instance``); ``groups`` maps a host group name to its carrier,
     and a request whose group hint names one goes there (as over Ray).  A
     name nothing carries answers ``resource.dead``.
@@ -168,18 +175,20 @@ class InProcessGateway:
             target.cancel_reservations(toks)
 
     def create_instances(self, items: Sequence[CreateItem]) -> list[InstanceRef | Refusal]:
-        out: list[InstanceRef | Refusal] = []
-        for it in items:
-            cls = self._classes.get(it.class_name)
+        """One ``create_instances`` call per class object, as over Ray."""
+        out: list[InstanceRef | Refusal | None] = [None] * len(items)
+        by_class: dict[str, list[int]] = {}
+        for i, it in enumerate(items):
+            by_class.setdefault(it.class_name, []).append(i)
+        for name, idx in by_class.items():
+            cls = self._classes.get(name)
             if cls is None:
-                out.append(Refusal(code=DEAD, reason=f"no class object {it.class_name!r} is reachable", by=it.class_name))
+                for i in idx:
+                    out[i] = Refusal(code=DEAD, reason=f"no class object {name!r} is reachable", by=name)
                 continue
-            out.append(
-                cls.create_instance(
-                    it.host, it.vault, it.host_token, dict(it.args), vault_token=it.vault_token, holder=it.holder
-                )
-            )
-        return out
+            for i, answer in zip(idx, cls.create_instances([create_request(items[i]) for i in idx])):
+                out[i] = answer
+        return out  # type: ignore[return-value]
 
     def stop_instances(self, instances: Sequence[InstanceRef]) -> None:
         for ref in instances:

@@ -9,30 +9,46 @@ host is on its ``class_host_list`` (empty: any host), it is below
 :class:`ClassPolicy`), it can reach the host, the token was issued by that
 host; then takes the vault space (when a vault token is given), then asks the
 host, giving the vault space back if the host refuses.
+
+:meth:`ClassObject.create_instances` does the same for a batch, asking each
+host port (a host group carries many hosts) once for all its starts, so
+placing a thousand instances costs a call per host group, not per instance.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import logging
 import threading
-from typing import Any, Callable, Iterable, Mapping, Protocol
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from legionrm.hostobj import codes
 from legionrm.hostobj.policies import ADMIT, Verdict, ask_owner
 from legionrm.mil import compile_query
 from legionrm.models import (
+    CreateRequest,
     Holder,
     ImplementationSpec,
     InstanceRef,
     Refusal,
     ReservationToken,
     Resources,
+    StartRequest,
 )
+
+log = logging.getLogger(__name__)
 
 
 class HostPort(Protocol):
     """Something that starts objects on a host: a HostObject, a HostGroup (routes
-    by the token's issuer), or an actor adapter."""
+    by the token's issuer), or an actor adapter.
+
+    A port may also offer ``start_objects(starts) -> answers`` (one call for
+    a batch of :class:`StartRequest`, answers in order) and
+    ``send_starts(starts) -> collect`` (the call sent now, its answers
+    awaited by ``collect()``, so batches to several ports run at once); a
+    class object uses the best one a port has."""
 
     def start_object(
         self, token: ReservationToken, class_name: str, holder: Holder, *, vault: str | None = ...,
@@ -119,45 +135,27 @@ class ClassObject:
         instance uses (what the class's veto sees and the host checks its
         pairing with) is ``vault``, else the issuer of ``vault_token``, else
         the one named in the host's token.  Not idempotent: each success is
-        one more instance.
+        one more instance.  The batch of one of :meth:`create_instances`.
         """
-        holder = holder or token.holder
-        host_name = token.issuer if not isinstance(host, str) else host
-        vault_name = vault if isinstance(vault, str) or vault is None else getattr(vault, "name", None)
-        if vault_name is None and vault_token is not None:  # the vault whose space is taken is the one the host must pair with
-            vault_name = vault_token.issuer
-        with self._lock:
-            if self.host_list and not any(fnmatch.fnmatchcase(host_name, p) for p in self.host_list):
-                return self._refuse(codes.CLASS_HOST_LIST, f"host {host_name!r} is not on the host list of {self.name} ({', '.join(self.host_list)})")
-            if self.max_instances is not None and len(self._instances) >= self.max_instances:
-                return self._refuse(codes.CLASS_MAX_INSTANCES, f"{self.name} already has {len(self._instances)} instances (max {self.max_instances})")
-            verdict = ask_owner("admit_placement", self.admit_placement, host_name, vault_name, token, by=self.name)
-            if isinstance(verdict, Refusal):
-                return verdict
-            host_port = self._resolve(self._hosts, host, "host")
-            if isinstance(host_port, Refusal):
-                return host_port
-            if host_name != token.issuer:  # else a group port would route the start to the issuer, past the host list
-                return self._refuse(codes.TOKEN_WRONG_ISSUER, f"token issued by {token.issuer!r} cannot create an instance on {host_name!r}")
-            impl = self.implementation_for(host_port, host_name)  # before any vault space is taken
-            if isinstance(impl, Refusal):
-                return impl
-            vault_port, use_id = None, None
-            if vault_token is not None:
-                vault_port = self._resolve(self._vaults, vault if vault is not None else vault_token.issuer, "vault")
-                if isinstance(vault_port, Refusal):
-                    return vault_port
-                use = vault_port.use(vault_token, host_name, holder)
-                if isinstance(use, Refusal):
-                    return use
-                use_id = use
-            ref = host_port.start_object(token, self.name, holder, vault=vault_name, args=dict(args or {}), impl=impl)
-            if isinstance(ref, Refusal):
-                if vault_port is not None and use_id is not None:
-                    vault_port.release(use_id, rollback=True)  # the host said no: the vault token stays good
-                return ref
-            self._instances[ref.instance_id] = (ref, host_port, vault_port, use_id)
-            return ref
+        return self._create([_Ask(host, vault, token, args, vault_token, holder)])[0]
+
+    def create_instances(self, items: Sequence[CreateRequest]) -> list[InstanceRef | Refusal]:
+        """Create an instance for each item: one instance or refusal per item, in order.
+
+        Each item is checked exactly as :meth:`create_instance` checks it (the
+        same checks in the same order, the same codes); the accepted ones are
+        started with one ``start_objects`` call per host port (a host group
+        carries many hosts: one call for all of them), every port asked before
+        any answer is awaited.  A refusal of one item never undoes another;
+        the vault space taken for an item its host refuses is given back, and
+        a port that raises or does not answer refuses its items with
+        ``resource.error``.  Outcomes and final state are those of calling
+        :meth:`create_instance` on each item in turn: an item whose check
+        depends on how an earlier accepted item's start ends (``max_instances``
+        reached counting the accepted ones, or the vault token an accepted
+        item already uses) waits for those starts, in a further round.
+        """
+        return self._create([_Ask(r.host, r.vault, r.token, r.args, r.vault_token, r.holder) for r in items])
 
     def destroy_instance(self, instance_id: str, reason: str = "destroyed") -> bool:
         """Stop an instance on its host and release its vault space.  Idempotent."""
@@ -201,6 +199,110 @@ class ClassObject:
 
     # --- internals ----------------------------------------------------------------------------
 
+    def _create(self, asks: Sequence["_Ask"]) -> list[InstanceRef | Refusal]:
+        """Check, then start in rounds (see :meth:`create_instances`)."""
+        out: list[InstanceRef | Refusal | None] = [None] * len(asks)
+        with self._lock:
+            i = 0
+            while i < len(asks):
+                wave: list[_Admitted] = []
+                using: set[tuple[str, str]] = set()  # vault tokens this round's accepted items use
+                while i < len(asks):
+                    vt = asks[i].vault_token
+                    vkey = None if vt is None else (vt.issuer, vt.token_id)
+                    if wave and (self._full(len(wave)) or vkey in using):
+                        break  # its checks depend on how this round's starts end
+                    got = self._admit(i, asks[i])
+                    if isinstance(got, Refusal):
+                        out[i] = got
+                    else:
+                        wave.append(got)
+                        if vkey is not None:
+                            using.add(vkey)
+                    i += 1
+                self._start(wave, out)
+        return out  # type: ignore[return-value]
+
+    def _full(self, pending: int) -> bool:
+        return self.max_instances is not None and len(self._instances) + pending >= self.max_instances
+
+    def _admit(self, index: int, ask: "_Ask") -> "_Admitted | Refusal":
+        """The class's checks of one create, in order, and its vault space taken."""
+        token, host, vault, vault_token = ask.token, ask.host, ask.vault, ask.vault_token
+        holder = ask.holder or token.holder
+        host_name = token.issuer if not isinstance(host, str) else host
+        vault_name = vault if isinstance(vault, str) or vault is None else getattr(vault, "name", None)
+        if vault_name is None and vault_token is not None:  # the vault whose space is taken is the one the host must pair with
+            vault_name = vault_token.issuer
+        if self.host_list and not any(fnmatch.fnmatchcase(host_name, p) for p in self.host_list):
+            return self._refuse(codes.CLASS_HOST_LIST, f"host {host_name!r} is not on the host list of {self.name} ({', '.join(self.host_list)})")
+        if self._full(0):
+            return self._refuse(codes.CLASS_MAX_INSTANCES, f"{self.name} already has {len(self._instances)} instances (max {self.max_instances})")
+        verdict = ask_owner("admit_placement", self.admit_placement, host_name, vault_name, token, by=self.name)
+        if isinstance(verdict, Refusal):
+            return verdict
+        host_port = self._resolve(self._hosts, host, "host")
+        if isinstance(host_port, Refusal):
+            return host_port
+        if host_name != token.issuer:  # else a group port would route the start to the issuer, past the host list
+            return self._refuse(codes.TOKEN_WRONG_ISSUER, f"token issued by {token.issuer!r} cannot create an instance on {host_name!r}")
+        impl = self.implementation_for(host_port, host_name)  # before any vault space is taken
+        if isinstance(impl, Refusal):
+            return impl
+        vault_port, use_id = None, None
+        if vault_token is not None:
+            vault_port = self._resolve(self._vaults, vault if vault is not None else vault_token.issuer, "vault")
+            if isinstance(vault_port, Refusal):
+                return vault_port
+            try:
+                use = vault_port.use(vault_token, host_name, holder)
+            except Exception as exc:  # a vault that cannot answer refuses this item only
+                return Refusal(code=codes.RESOURCE_ERROR, reason=f"vault {vault_token.issuer!r} did not answer: "
+                               f"{type(exc).__name__}: {exc}"[:300], by=vault_token.issuer)
+            if isinstance(use, Refusal):
+                return use
+            use_id = use
+        start = StartRequest(token=token, class_name=self.name, holder=holder, vault=vault_name,
+                             args=dict(ask.args or {}), impl=impl)
+        return _Admitted(index, host_port, start, vault_port, use_id)
+
+    def _start(self, wave: Sequence["_Admitted"], out: list[InstanceRef | Refusal | None]) -> None:
+        """Start a round's accepted items: one batch per host port, all sent before any is awaited."""
+        by_port: dict[int, tuple[Any, list[_Admitted]]] = {}
+        for a in wave:
+            by_port.setdefault(id(a.host_port), (a.host_port, []))[1].append(a)
+        sent: list[tuple[list[_Admitted], Callable[[], Sequence[InstanceRef | Refusal]]]] = []
+        for port, items in by_port.values():
+            try:
+                sent.append((items, _send_starts(port, [a.start for a in items])))
+            except Exception as exc:  # noqa: BLE001 - could not even send: its items are refused below
+                sent.append((items, _raiser(exc)))
+        for items, collect in sent:
+            try:
+                answers: Sequence[InstanceRef | Refusal] = collect()
+                error = f"answered {len(answers)} starts for {len(items)}"
+            except Exception as exc:  # noqa: BLE001 - a host port that raised or timed out refuses its items only
+                answers, error = [], f"{type(exc).__name__}: {exc}"
+            for k, a in enumerate(items):
+                host = a.start.token.issuer
+                ref = answers[k] if len(answers) == len(items) else Refusal(
+                    code=codes.RESOURCE_ERROR, reason=f"host {host!r} did not start the instance: {error}"[:300], by=host)
+                if isinstance(ref, Refusal):
+                    self._give_back(a)
+                else:
+                    self._instances[ref.instance_id] = (ref, a.host_port, a.vault_port, a.use_id)
+                out[a.index] = ref
+
+    def _give_back(self, a: "_Admitted") -> None:
+        """The host said no: the vault space goes back and the vault token stays good."""
+        if a.vault_port is None or a.use_id is None:
+            return
+        try:
+            a.vault_port.release(a.use_id, rollback=True)
+        except Exception:  # noqa: BLE001 - the vault token times out there anyway
+            log.warning("class %s could not give vault use %s back", self.name, a.use_id, exc_info=True)
+
+
     def _resolve(self, resolver: Resolver, target: Any, kind: str) -> Any:
         if not isinstance(target, str):
             return target
@@ -211,6 +313,59 @@ class ClassObject:
 
     def _refuse(self, code: str, reason: str) -> Refusal:
         return Refusal(code=code, reason=reason, by=self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    """One create as :meth:`ClassObject.create_instance` takes it."""
+
+    host: str | HostPort
+    vault: str | VaultPort | None
+    token: ReservationToken
+    args: Mapping[str, Any] | None
+    vault_token: ReservationToken | None
+    holder: Holder | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Admitted:
+    """A create the class accepted (its vault space taken), waiting for its host's start."""
+
+    index: int
+    host_port: Any
+    start: StartRequest
+    vault_port: Any
+    use_id: str | None
+
+
+def _send_starts(port: Any, starts: list[StartRequest]) -> Callable[[], Sequence[InstanceRef | Refusal]]:
+    """Ask ``port`` to start ``starts``; returns what waits for the answers
+    (see :class:`HostPort`): its ``send_starts``, else one ``start_objects``
+    call, else one ``start_object`` per start."""
+    send = getattr(port, "send_starts", None)
+    if callable(send):
+        return send(starts)  # type: ignore[no-any-return]
+    many = getattr(port, "start_objects", None)
+    if callable(many):
+        answers = many(starts)
+        return lambda: answers
+    return lambda: [_start_one(port, s) for s in starts]
+
+
+def _start_one(port: Any, s: StartRequest) -> InstanceRef | Refusal:
+    """One ``start_object``; a port that raises refuses this start only (the others it started stand)."""
+    try:
+        return port.start_object(s.token, s.class_name, s.holder, vault=s.vault, args=s.args, impl=s.impl)  # type: ignore[no-any-return]
+    except Exception as exc:  # noqa: BLE001
+        host = s.token.issuer
+        return Refusal(code=codes.RESOURCE_ERROR, reason=f"host {host!r} raised: {type(exc).__name__}: {exc}"[:300], by=host)
+
+
+def _raiser(exc: Exception) -> Callable[[], Sequence[InstanceRef | Refusal]]:
+    def collect() -> Sequence[InstanceRef | Refusal]:
+        raise exc
+
+    return collect
 
 
 def _host_attributes(port: Any, host: str) -> dict[str, Any] | None:

@@ -54,6 +54,7 @@ from legionrm.models.requests import (  # noqa: F401
     StatusEvent,
 )
 from legionrm.models.reservations import (  # noqa: F401
+    CreateRequest,
     Holder,
     InstanceRef,
     ReservationRequest,
@@ -97,6 +98,7 @@ __all__ = [
     "AccessPolicy",
     "AttrValue",
     "ClassSpec",
+    "CreateRequest",
     "ClusterSpec",
     "CollectionSettings",
     "CycleReport",

@@ -103,3 +103,21 @@ class StartRequest(Frozen):
     vault: str | None = None
     args: dict[str, AttrValue] = Field(default_factory=dict)
     impl: str | None = None
+
+
+class CreateRequest(Frozen):
+    """One ``create_instance`` in a class object's batched ``create_instances``.
+
+    Start an instance of the class on ``host`` with the host's reservation
+    ``token``; ``vault`` is the vault the instance uses (None: the issuer of
+    ``vault_token``, else the one named in ``token``), and ``vault_token`` the
+    vault reservation whose space it takes; ``holder`` is who presents the
+    tokens (None: the token's holder).
+    """
+
+    host: str
+    token: ReservationToken
+    vault: str | None = None
+    vault_token: ReservationToken | None = None
+    holder: Holder | None = None
+    args: dict[str, AttrValue] = Field(default_factory=dict)

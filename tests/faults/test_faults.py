@@ -221,10 +221,11 @@ def test_the_enactor_killed_during_reservations(system, capsys) -> None:
 
 def _slow_starts(self: Any, delay_s: float) -> None:
     """Test hook run inside the class actor (``__ray_call__``): every create
-    waits ``delay_s`` first (0: back to normal)."""
+    waits ``delay_s`` first, and a batch is created one item after another
+    (0: back to normal)."""
     core = self.core
-    if "create_instance" in vars(core):
-        del core.create_instance
+    for name in ("create_instance", "create_instances"):
+        vars(core).pop(name, None)
     if delay_s > 0:
         plain = core.create_instance
 
@@ -232,7 +233,10 @@ def _slow_starts(self: Any, delay_s: float) -> None:
             time.sleep(delay_s)
             return plain(*args, **kw)
 
-        core.create_instance = slow
+        def slow_batch(batch: Any) -> Any:
+            return [slow(r.host, r.vault, r.token, r.args, vault_token=r.vault_token, holder=r.holder) for r in batch]
+
+        core.create_instance, core.create_instances = slow, slow_batch
 
 
 def test_the_enactor_killed_while_class_objects_start_instances(system, capsys) -> None:

@@ -142,6 +142,7 @@ def stranger_calls(system: Any, work: dict[str, Any]) -> dict[tuple[str, str], t
     """(actor class, method) -> (handle, arguments in order, what the proof is bound to when not the arguments)."""
     from legionrm.auth.hostdoor import create_args
     from legionrm.models import (
+        CreateRequest,
         EnactRequest,
         Holder,
         ReservationRequest,
@@ -226,6 +227,8 @@ def stranger_calls(system: Any, work: dict[str, Any]) -> dict[tuple[str, str], t
         ("ClassActor", "create_instance"): (c, {"host": work["host"], "vault": None, "token": tok, "args": {},
                                                 "vault_token": None, "holder": mal},
                                             create_args(work["host"], None, tok, {}, None, mal)),
+        ("ClassActor", "create_instances"): (c, {"batch": [CreateRequest(host=work["host"], token=tok, holder=mal)]},
+                                             None),
         ("ClassActor", "destroy_instance"): (c, {"instance_id": iid, "reason": "x"}, None),
         ("ClassActor", "instance_stopped"): (c, {"instance_id": iid}, None),
         ("ClassActor", "list_instances"): (c, {}, None),

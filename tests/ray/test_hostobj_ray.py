@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 ray = pytest.importorskip("ray")
@@ -10,6 +12,7 @@ from legionrm.hostobj import codes  # noqa: E402
 from legionrm.hostobj.actor import spawn_class, spawn_host_group, spawn_ray_node_host  # noqa: E402
 from legionrm.models import (  # noqa: E402
     ClassSpec,
+    CreateRequest,
     Holder,
     HostSpec,
     InstanceRef,
@@ -62,6 +65,11 @@ def test_ray_node_host_starts_a_pinned_actor_on_its_node(ray_nodes: dict[str, st
         ray.kill(host)
 
 
+def _ports(self: Any) -> int:
+    """Run inside a class actor (``__ray_call__``): how many distinct host ports it holds."""
+    return len({id(p) for p in self._hosts.values()})
+
+
 def test_group_actor_and_class_actor(ray_cluster) -> None:
     specs = [HostSpec(name=f"sim{i}", attributes={"cpus": 4, "memory_gb": 8}) for i in range(50)]
     group = spawn_host_group("t", specs, heartbeat_s=60)
@@ -79,6 +87,12 @@ def test_group_actor_and_class_actor(ray_cluster) -> None:
         assert isinstance(made, InstanceRef) and made.host == "sim10"
         assert len(ray.get(group.list_instances.remote())) == 2
         assert ray.get(cls.destroy_instance.remote(made.instance_id))
+        assert ray.get(cls.__ray_call__.remote(_ports)) == 1  # one port for the 50 hosts of one group: one start call
+        batch = [CreateRequest(host=f"sim{i}", token=out[i]) for i in (11, 2, 12, 13, 14, 15, 16)]  # one call
+        got = ray.get(cls.create_instances.remote(batch), timeout=60)
+        assert [g.host if isinstance(g, InstanceRef) else g.code for g in got] == [
+            "sim11", codes.CLASS_HOST_LIST, "sim12", "sim13", "sim14", "sim15", codes.CLASS_MAX_INSTANCES]
+        assert len(ray.get(group.list_instances.remote())) == 6
         assert ray.get(group.cancel_reservations.remote([out[3], out[3].token_id])) == [True, False]
     finally:
         ray.kill(cls)

@@ -43,7 +43,8 @@ METHODS: dict[str, dict[str, str]] = {
     "VaultActor": {**_RESOURCE_COMMON, "make_reservation": ATTESTED, "check_reservation": OWN,
                    "cancel_reservation": OWN, "use": ENACTOR, "release": ENACTOR, "record": VIEW, "list_uses": SYSTEM,
                    "put_state": SYSTEM, "get_state": SYSTEM, "delete_state": SYSTEM, "stored": SYSTEM},
-    "ClassActor": {"ping": OPEN, "add_resources": ADMIN, "create_instance": ENACTOR, "destroy_instance": OWN,
+    "ClassActor": {"ping": OPEN, "add_resources": ADMIN, "create_instance": ENACTOR, "create_instances": ENACTOR,
+                   "destroy_instance": OWN,
                    "instance_stopped": SYSTEM, "list_instances": VIEW},
     "SchedulerActor": {
         "ping": OPEN, "authenticated": OPEN, "getCollection": OPEN, "getEnactor": OPEN,

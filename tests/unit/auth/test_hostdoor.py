@@ -19,7 +19,16 @@ from legionrm.auth.hostdoor import ClassDoor, ResourceDoor, create_args
 from legionrm.auth.keys import Credential, generate_private_key
 from legionrm.hostobj.group import HostGroup
 from legionrm.hostobj.host import HostObject
-from legionrm.models import Holder, InstanceRef, Refusal, ReservationRequest, ReservationToken, Resources, StartRequest
+from legionrm.models import (
+    CreateRequest,
+    Holder,
+    InstanceRef,
+    Refusal,
+    ReservationRequest,
+    ReservationToken,
+    Resources,
+    StartRequest,
+)
 
 
 class Site:
@@ -186,6 +195,16 @@ def _create(s: Site, who: Credential | None) -> Refusal | None:
     return _class_door(s).check_create(s.proof(who, "create_instance", args, "class:W") if who else None, args)
 
 
+def _create_batch(s: Site, who: Credential | None, signed_as: str = "create_instances", to: str = "class:W",
+                  batch_signed: list | None = None) -> Refusal | None:
+    """A batched create: one proof over the whole batch (``signed_as`` / ``batch_signed``: a proof made
+    for another call or another batch)."""
+    batch = [CreateRequest(host="n1", token=s.kept, holder=Holder(user="alice"))]
+    args = {"batch": batch}
+    proof = s.proof(who, signed_as, {"batch": batch_signed} if batch_signed is not None else args, to) if who else None
+    return _class_door(s).check_create(proof, args, call="create_instances")
+
+
 def _destroy(s: Site, who: Credential | None, iid: str) -> Refusal | None:
     args = {"instance_id": iid, "reason": "x"}
     return _class_door(s).check_destroy(s.proof(who, "destroy_instance", args, "class:W") if who else None, args, iid)
@@ -196,6 +215,15 @@ CLASS_ATTACKS = [
     ("a stranger creates with a stolen token", lambda s: _create(s, s.mallory), "auth.forbidden"),
     ("a create with no proof", lambda s: _create(s, None), "auth.no_proof"),
     ("the Scheduler creates past the Enactor", lambda s: _create(s, s.scheduler), "auth.forbidden"),
+    ("the token's holder creates a batch directly", lambda s: _create_batch(s, s.alice), "auth.forbidden"),
+    ("a batch create with no proof", lambda s: _create_batch(s, None), "auth.no_proof"),
+    ("the Scheduler creates a batch past the Enactor", lambda s: _create_batch(s, s.scheduler), "auth.forbidden"),
+    ("the Enactor's single create proof replayed for a batch",
+     lambda s: _create_batch(s, s.enactor, signed_as="create_instance"), "auth.wrong_call"),
+    ("the Enactor's proof of an empty batch replayed for a full one",
+     lambda s: _create_batch(s, s.enactor, batch_signed=[]), "auth.wrong_call"),
+    ("the Enactor's batch proof made out to another class",
+     lambda s: _create_batch(s, s.enactor, to="class:V"), "auth.wrong_audience"),
     ("a stranger destroys another's instance", lambda s: _destroy(s, s.mallory, s.instance.instance_id), "auth.not_owner"),
     ("a destroy with no proof", lambda s: _destroy(s, None, s.instance.instance_id), "auth.no_proof"),
     ("a class agent destroys at another class", lambda s: _destroy(s, s.klass, s.instance.instance_id), "auth.not_owner"),
@@ -211,5 +239,6 @@ def test_each_class_attack_is_refused_with_its_code(name: str, attack: Any, code
 def test_the_enactor_creates_and_the_owner_or_agents_destroy() -> None:
     s = Site()
     assert _create(s, s.enactor) is None
+    assert _create_batch(s, s.enactor) is None
     for who in (s.alice, s.scheduler, s.enactor):
         assert _destroy(s, who, s.instance.instance_id) is None
