@@ -142,6 +142,7 @@ def local_cluster(workers: tuple[str, ...] = ("node_a", "node_b"), head_cpus: in
             cluster.add_node(num_cpus=1, resources={name: 1})
         cluster.wait_for_nodes()
         ray.init(address=cluster.address, namespace=NAMESPACE, logging_level="ERROR", log_to_driver=False)
+        _raylet_notes_to_log()  # the demo's tables, not the raylet's worker-pool notes
         yield cluster
     finally:
         ray.shutdown()
