@@ -5,7 +5,12 @@ Nothing here imports Ray.
 
 from __future__ import annotations
 
+import time
+from typing import Callable, TypeVar
+
 from legionrm.models import AccessPolicy, AttrValue, ResourceRecord
+
+T = TypeVar("T")
 
 
 class FakeClock:
@@ -29,3 +34,16 @@ def host(name: str, access: AccessPolicy | None = None, nodepool: str | None = N
 
 def vault(name: str, **attrs: AttrValue) -> ResourceRecord:
     return ResourceRecord(name=name, kind="vault", attributes=attrs)
+
+
+def eventually(read: Callable[[], T], want: Callable[[T], bool], timeout_s: float = 30.0, every_s: float = 0.1) -> T:
+    """``read()`` once ``want`` holds of it, polling every ``every_s`` for up to
+    ``timeout_s``; the last value read otherwise (the caller's assert then
+    shows it).  For what settles asynchronously, such as an actor ``ray.kill``
+    ended: the kill is requested at once, the actor dies a moment later."""
+    deadline = time.monotonic() + timeout_s
+    got = read()
+    while not want(got) and time.monotonic() < deadline:
+        time.sleep(every_s)
+        got = read()
+    return got

@@ -316,6 +316,7 @@ def test_a_ray_node_host_and_a_vault_killed_come_back_with_their_grants(system, 
 
     from legionrm.models import Holder, Refusal, ReservationRequest, ReservationToken, Resources
     from legionrm.naming import instance_actor_names, instance_name
+    from legionrm.testing import eventually
     from legionrm.system import call, instance_actor
 
     node, vault = system.nodes["ray-a"], system.vaults["vault-uva"]
@@ -359,7 +360,8 @@ def test_a_ray_node_host_and_a_vault_killed_come_back_with_their_grants(system, 
     assert findings == [] and unheld(system) == []
     assert isinstance(call(vault.check_reservation.remote("no-such-token")), Refusal)
     end(system, "f-ray-a")
-    assert instance_actor_names("ray-a~") == []  # cancelled: its detached actor is killed with it
+    # cancelled: its detached actor is killed with it (ray.kill ends it a moment later)
+    assert eventually(lambda: instance_actor_names("ray-a~"), lambda names: names == []) == []
 
 
 def test_a_removed_worker_node_loses_its_instance_and_its_request_fails(system, ray_cluster, ray_nodes,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -57,8 +58,11 @@ def test_ray_node_host_starts_a_pinned_actor_on_its_node(ray_nodes: dict[str, st
 
         assert ray.get(host.start_object.remote(tok, "Probe", ANN, None, {}, PROBE)).code == codes.TOKEN_USED
         assert ray.get(host.stop_object.remote(ref.instance_id, "done")) == tok.resources
-        with pytest.raises(ray.exceptions.RayActorError):
-            ray.get(actor.where.remote(), timeout=30)
+        with pytest.raises(ray.exceptions.RayActorError):  # ray.kill is asynchronous: a call may still land first
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                ray.get(actor.where.remote(), timeout=30)
+                time.sleep(0.1)
         assert isinstance(ask("c"), ReservationToken)  # the cpu is back
     finally:
         ray.get(host.shutdown.remote())

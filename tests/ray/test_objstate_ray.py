@@ -107,6 +107,7 @@ def test_down_leaves_no_instance_actor_running(live) -> None:
 
     from legionrm.cli.updown import kill_system_actors
     from legionrm.naming import NAMESPACE, instance_actor_names, instance_name
+    from legionrm.testing import eventually
 
     system, users = live
     r = users["alice"].schedule(SchedulingRequest(request_id="orphaned", identity=Identity(user="alice"), objects=(
@@ -115,5 +116,8 @@ def test_down_leaves_no_instance_actor_running(live) -> None:
     ray.kill(system.nodes["ray-b"], no_restart=True)  # its host cannot stop it any more
     assert instance_name(r.instances[0].instance_id) in instance_actor_names()  # survived its host's actor
     assert kill_system_actors(system.names()) >= 2
-    left = {a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["namespace"] == NAMESPACE}
-    assert instance_actor_names() == [] and left.isdisjoint(system.names()), left
+    def left() -> set[str]:  # ray.kill ends an actor a moment after it is asked
+        return {a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["namespace"] == NAMESPACE}
+
+    still = eventually(left, lambda names: not names & set(system.names()) and instance_actor_names() == [])
+    assert instance_actor_names() == [] and still.isdisjoint(system.names()), still
