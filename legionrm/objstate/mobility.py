@@ -57,6 +57,8 @@ from legionrm.scheduler.requests import Entry
 from legionrm.scheduler.scheduler import Scheduler
 from legionrm.scheduler.snaptables import vault_table
 
+AVOIDED = "replan.avoided"
+"""The code of the planner's filter of hosts a request avoids (the one a move leaves)."""
 UNKNOWN, NOT_RUNNING, NOT_INERT, NO_PLACE, NO_VAULT = (
     "object.unknown", "object.not_running", "object.not_inert", "object.no_place", "vault.none")
 CHANGES_KEPT = 1000
@@ -352,7 +354,10 @@ class Mobility:
             if result.ok and result.instances:
                 return result.instances[0]
             failures += [f for a in result.attempts for f in a.failures]
-        why = "; ".join(f"{f.resource}: {f.code}" for f in failures[:4]) or "no host fits"
+        if avoid and failures and all(f.code == AVOIDED for f in failures):  # only the hosts it must leave fit
+            why = f"no host but {', '.join(avoid)}, where it runs now, matches {constraint!r} and fits it"
+        else:
+            why = "; ".join(f"{f.resource}: {f.code}" for f in failures[:4]) or "no host fits"
         return _refuse(NO_PLACE, f"no place for a new copy of {old.class_name} ({why})")
 
     def _restore(self, entry: Entry, ref: InstanceRef, oid: str, vault: str) -> bool | Refusal:
