@@ -264,15 +264,13 @@ class System:
 
     def schedule(self, request: SchedulingRequest, timeout: float = 120.0) -> SchedulerResponse:
         """``scheduleObjects`` on this system's Scheduler actor."""
-        if self.signer is None:
-            return call(self.scheduler.scheduleObjects.remote(request), timeout)
-        proof = self.signer.sign("scheduleObjects", {"request": request}, to=SCHEDULER)
-        return call(self.scheduler.scheduleObjects.remote(request, proof=proof), timeout)
+        return self._signed("scheduleObjects", {"request": request}, timeout)
 
-    def _signed(self, method: str, args: dict[str, Any], timeout: float = 120.0) -> Any:
-        """``method`` on the Scheduler actor, with this driver's proof when the system checks who calls."""
-        proof = self.signer.sign(method, args, to=SCHEDULER) if self.signer is not None else None
-        return call(getattr(self.scheduler, method).remote(**args, proof=proof), timeout)
+    def _signed(self, call_name: str, args: dict[str, Any], timeout: float = 120.0, /, **unsigned: Any) -> Any:
+        """``call_name`` on the Scheduler actor, with this driver's proof over ``args``
+        when the system checks who calls (``unsigned`` arguments go along unsigned)."""
+        proof = signed(self.signer, call_name, args, to=SCHEDULER)
+        return call(getattr(self.scheduler, call_name).remote(**args, **unsigned, proof=proof), timeout)
 
     def deactivate(self, object_id: str, reason: str = "deactivated by its user") -> ObjectStatus | Refusal:
         """Save a running object's state to a vault and stop its active copy; it stays known, inert."""
@@ -302,20 +300,15 @@ class System:
         """Call ``handle.method(event)`` (a :class:`~legionrm.models.StatusEvent`)
         for each of ``statuses`` (none: all) of ``subject``: a request id, an
         instance id, or ``*``; returns the trigger id (:meth:`unsubscribe`)."""
-        proof = None if self.signer is None else self.signer.sign(
-            "register_trigger", {"subject": subject, "statuses": list(statuses)}, to=SCHEDULER)
-        return call(self.scheduler.register_trigger.remote(subject, list(statuses), handle, method, proof=proof), timeout)
+        return self._signed("register_trigger", {"subject": subject, "statuses": list(statuses)}, timeout,
+                            handle=handle, method=method)
 
     def unsubscribe(self, trigger_id: str, timeout: float = 30.0) -> bool:
-        proof = None if self.signer is None else self.signer.sign("remove_trigger", {"trigger_id": trigger_id},
-                                                                  to=SCHEDULER)
-        return call(self.scheduler.remove_trigger.remote(trigger_id, proof=proof), timeout)
+        return self._signed("remove_trigger", {"trigger_id": trigger_id}, timeout)
 
     def events_since(self, request_id: str, cursor: int = 0, timeout: float = 30.0) -> list[StatusEvent]:
         """``request_id``'s status events after ``cursor`` (each event's ``seq`` is the next cursor)."""
-        proof = None if self.signer is None else self.signer.sign(
-            "events_since", {"request_id": request_id, "cursor": cursor}, to=SCHEDULER)
-        return call(self.scheduler.events_since.remote(request_id, cursor, proof=proof), timeout)
+        return self._signed("events_since", {"request_id": request_id, "cursor": cursor}, timeout)
 
     def query(self, text: str, caller: Identity | None = None) -> QueryResult:
         if self.signer is None:

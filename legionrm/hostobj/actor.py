@@ -88,8 +88,46 @@ def _beat_one(core: ResourceObject, shell: _Beating) -> Any:
     return beat
 
 
+class _OneResource(_Beating):
+    """The calls a shell over one resource object (``self.core``: a host or a
+    vault) answers the same way, with its doors ``self.door`` / ``self.views``."""
+
+    core: Any
+    door: Any
+    views: Any
+
+    def check_reservation(self, token_id: str, proof: Any = None) -> ReservationToken | Refusal:
+        """The reservation (its holder, the system or an admin; else ``auth.not_owner``)."""
+        who = self.views.viewer(proof, "check_reservation", {"token_id": token_id})
+        return own_or_refusal(who, self.core.check_reservation(token_id), self.core.attested_holder(token_id),
+                              f"reservation {token_id!r}", self.core.name)
+
+    def cancel_reservation(self, token: str | ReservationToken, proof: Any = None) -> bool | Refusal:
+        """Cancel one reservation: the Scheduler or Enactor, or its attested holder (a refusal with its code, else)."""
+        return self._kept(self.door.gate_one(proof, "cancel_reservation", {"token": token}, token,
+                                             self.door.may_cancel, self.core.cancel_reservation))
+
+    def record(self, proof: Any = None) -> ResourceRecord:
+        """This resource's record (``auth.forbidden`` to a user its access list refuses)."""
+        require_visible(self.views.viewer(proof, "record", {}), self.core.name, self.core.admits, self.core.name)
+        return self.core.record()
+
+    def audit_views(self, proof: Any = None) -> list[ResourceAudit]:
+        """What this actor's resource holds now, for the auditor (the system or an admin)."""
+        self.views.require_system(proof, "audit_views", {}, admin=True)
+        return [self.core.audit_view()]
+
+    def heartbeat(self, proof: Any = None) -> dict[str, AttrValue]:
+        self.views.require_system(proof, "heartbeat", {}, admin=True)
+        return self.core.heartbeat()
+
+    def expire(self, proof: Any = None) -> list[str]:
+        self.views.require_system(proof, "expire", {}, admin=True)
+        return self.core.expire()
+
+
 @ray.remote(num_cpus=0)
-class HostActor(_Beating, HostStateCalls):
+class HostActor(_OneResource, HostStateCalls):
     """One host object (a real Ray node when ``node_id`` is given).
 
     Answers both single calls and the batched calls of a host group, so the
@@ -118,17 +156,6 @@ class HostActor(_Beating, HostStateCalls):
 
     def make_reservations(self, requests: list[ReservationRequest]) -> list[ReservationToken | Refusal]:
         return self._kept(self._batch.make_reservations(requests))
-
-    def check_reservation(self, token_id: str, proof: Any = None) -> ReservationToken | Refusal:
-        """The reservation (its holder, the system or an admin; else ``auth.not_owner``)."""
-        who = self.views.viewer(proof, "check_reservation", {"token_id": token_id})
-        return own_or_refusal(who, self.core.check_reservation(token_id), self.core.attested_holder(token_id),
-                              f"reservation {token_id!r}", self.core.name)
-
-    def cancel_reservation(self, token: str | ReservationToken, proof: Any = None) -> bool | Refusal:
-        """Cancel one reservation: the Scheduler or Enactor, or its attested holder (a refusal with its code, else)."""
-        return self._kept(self.door.gate_one(proof, "cancel_reservation", {"token": token}, token,
-                                             self.door.may_cancel, self.core.cancel_reservation))
 
     def cancel_reservations(self, items: list[TokenRef], proof: Any = None) -> list[bool | Refusal]:
         return self._kept(self.door.gate(proof, "cancel_reservations", {"items": items}, items, self.door.may_cancel,
@@ -170,29 +197,11 @@ class HostActor(_Beating, HostStateCalls):
         """Tokens of the reservations that still hold capacity here (a user's own only)."""
         return own(self.views.viewer(proof, "reservations", {}), self.core.reservations(), lambda t: t.holder.user)
 
-    def record(self, proof: Any = None) -> ResourceRecord:
-        """This host's record (``auth.forbidden`` to a user its access list refuses)."""
-        require_visible(self.views.viewer(proof, "record", {}), self.core.name, self.core.admits, self.core.name)
-        return self.core.record()
-
     def state(self, resources: Resources | None = None, duration_s: float | None = None, proof: Any = None) -> str:
         """``free`` / ``busy_later`` / ``busy`` now, for the whole host or for one request."""
         who = self.views.viewer(proof, "state", {"resources": resources, "duration_s": duration_s})
         require_visible(who, self.core.name, self.core.admits, self.core.name)
         return self.core.state(resources, duration_s)
-
-    def audit_views(self, proof: Any = None) -> list[ResourceAudit]:
-        """What this actor's resources hold now, for the auditor (the system or an admin)."""
-        self.views.require_system(proof, "audit_views", {}, admin=True)
-        return [self.core.audit_view()]
-
-    def heartbeat(self, proof: Any = None) -> dict[str, AttrValue]:
-        self.views.require_system(proof, "heartbeat", {}, admin=True)
-        return self.core.heartbeat()
-
-    def expire(self, proof: Any = None) -> list[str]:
-        self.views.require_system(proof, "expire", {}, admin=True)
-        return self.core.expire()
 
     def shutdown(self, reason: str = "host stopped", proof: Any = None) -> None:
         """Stop the heartbeat and every instance, and leave the collection (the system or an admin)."""
@@ -297,7 +306,7 @@ class HostGroupActor(_Beating, HostStateCalls):
 
 
 @ray.remote(num_cpus=0)
-class VaultActor(_Beating, VaultStateCalls):
+class VaultActor(_OneResource, VaultStateCalls):
     def __init__(self, spec: VaultSpec, collection: Any = None, heartbeat_s: float = 5.0,
                  auth_home: str | None = None, store_dir: str | None = None,  # objects' states: store_dir
                  state_path: str | None = None) -> None:
@@ -317,15 +326,6 @@ class VaultActor(_Beating, VaultStateCalls):
 
     def make_reservations(self, requests: list[ReservationRequest]) -> list[ReservationToken | Refusal]:
         return self._kept([self.core.make_reservation(r) for r in requests])
-
-    def check_reservation(self, token_id: str, proof: Any = None) -> ReservationToken | Refusal:
-        who = self.views.viewer(proof, "check_reservation", {"token_id": token_id})
-        return own_or_refusal(who, self.core.check_reservation(token_id), self.core.attested_holder(token_id),
-                              f"reservation {token_id!r}", self.core.name)
-
-    def cancel_reservation(self, token: str | ReservationToken, proof: Any = None) -> bool | Refusal:
-        return self._kept(self.door.gate_one(proof, "cancel_reservation", {"token": token}, token,
-                                             self.door.may_cancel, self.core.cancel_reservation))
 
     def cancel_reservations(self, items: list[str | ReservationToken], proof: Any = None) -> list[bool | Refusal]:
         return self._kept(self.door.gate(proof, "cancel_reservations", {"items": items}, items, self.door.may_cancel,
@@ -347,26 +347,9 @@ class VaultActor(_Beating, VaultStateCalls):
                                              lambda who, _u: self.door.may_use_vault(who),
                                              lambda u: self.core.release(u, rollback=rollback)))
 
-    def record(self, proof: Any = None) -> ResourceRecord:
-        require_visible(self.views.viewer(proof, "record", {}), self.core.name, self.core.admits, self.core.name)
-        return self.core.record()
-
     def list_uses(self, proof: Any = None) -> dict[str, str]:
         self.views.require_system(proof, "list_uses", {}, admin=True)
         return self.core.list_uses()
-
-    def audit_views(self, proof: Any = None) -> list[ResourceAudit]:
-        """What this actor's resources hold now, for the auditor (the system or an admin)."""
-        self.views.require_system(proof, "audit_views", {}, admin=True)
-        return [self.core.audit_view()]
-
-    def heartbeat(self, proof: Any = None) -> dict[str, AttrValue]:
-        self.views.require_system(proof, "heartbeat", {}, admin=True)
-        return self.core.heartbeat()
-
-    def expire(self, proof: Any = None) -> list[str]:
-        self.views.require_system(proof, "expire", {}, admin=True)
-        return self.core.expire()
 
     def shutdown(self, proof: Any = None) -> None:
         self.views.require_system(proof, "shutdown", {}, admin=True)

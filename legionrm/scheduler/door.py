@@ -178,27 +178,25 @@ class SchedulerDoor:
         if who is not None:
             raise_if_refused(require_admin(who, action))
 
-    def approve(self, proposal: ScheduleProposal, proof: Any = None) -> bool | Refusal:
-        if self.guard is not None:
-            who = self.guard.check(proof, "approve", {"proposal": proposal})
-            if isinstance(who, Refusal):
-                return who
-            if who.name != self.enactor:
-                return Refusal(code="auth.forbidden", by="scheduler",
-                               reason=f"only the Enactor ({self.enactor}) asks for approval, not {who.name!r}")
-        return self.core.approve(proposal)
-
-    def approve_growth(self, proposal: ScheduleProposal, proof: Any = None) -> Refusal | None:
-        """None when the Enactor asks to confirm an elastic growth (the fair-share core chose it), else why not."""
+    def _not_the_enactor(self, proof: Any, call: str, proposal: ScheduleProposal) -> Refusal | None:
+        """None when the Enactor (or anyone, on a door that checks nobody) asks, else why not."""
         if self.guard is None:
             return None
-        who = self.guard.check(proof, "approve_growth", {"proposal": proposal})
+        who = self.guard.check(proof, call, {"proposal": proposal})
         if isinstance(who, Refusal):
             return who
         if who.name != self.enactor:
             return Refusal(code="auth.forbidden", by="scheduler",
                            reason=f"only the Enactor ({self.enactor}) asks for approval, not {who.name!r}")
         return None
+
+    def approve(self, proposal: ScheduleProposal, proof: Any = None) -> bool | Refusal:
+        refused = self._not_the_enactor(proof, "approve", proposal)
+        return refused if refused is not None else self.core.approve(proposal)
+
+    def approve_growth(self, proposal: ScheduleProposal, proof: Any = None) -> Refusal | None:
+        """None when the Enactor asks to confirm an elastic growth (the fair-share core chose it), else why not."""
+        return self._not_the_enactor(proof, "approve_growth", proposal)
 
     # --- elastic jobs --------------------------------------------------------------------
 
