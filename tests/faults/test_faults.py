@@ -14,15 +14,14 @@ new ``node_b`` back."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import tempfile
 import time
 from typing import Any
 
 import pytest
 
 from legionrm.config import load_cluster
+from tests.faults import durable_system
 from legionrm.models import HostSpec, Identity, ObjectRequest, SchedulingRequest
 
 pytestmark = pytest.mark.ray
@@ -32,17 +31,11 @@ BATCH = '$nodepool == "batch"'
 
 @pytest.fixture(scope="module")
 def system(ray_cluster, ray_nodes):
-    from legionrm.system import boot
-
     spec = load_cluster()
     spec = spec.model_copy(update={"hosts": spec.hosts + (
         HostSpec(name="ray-a", nodepool="ray"), HostSpec(name="ray-b", nodepool="ray"))})
-    state = tempfile.mkdtemp(prefix="lrmf", dir="/tmp")
-    s = boot(spec, ray_nodes={"ray-a": ray_nodes["node_a"], "ray-b": ray_nodes["node_b"]}, heartbeat_s=0.5,
-             state_dir=state)
-    yield s
-    s.shutdown()
-    shutil.rmtree(state, ignore_errors=True)
+    with durable_system(spec, "lrmf", ray_nodes={"ray-a": ray_nodes["node_a"], "ray-b": ray_nodes["node_b"]}) as s:
+        yield s
 
 
 def req(rid: str, count: int = 4, cpus: float = 2, constraint: str = BATCH, **kw: Any) -> SchedulingRequest:

@@ -6,14 +6,13 @@ printed.  ``LEGIONRM_LOAD`` ("callers x requests", e.g. ``5x10``) shrinks it."""
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from legionrm.config import load_cluster
+from tests.faults import durable_system
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
 
 pytestmark = pytest.mark.ray
@@ -23,13 +22,8 @@ CALLERS, REQUESTS = (int(x) for x in os.environ.get("LEGIONRM_LOAD", "20x50").sp
 
 @pytest.fixture(scope="module")
 def system(ray_cluster):
-    from legionrm.system import boot
-
-    state = tempfile.mkdtemp(prefix="lrml", dir="/tmp")
-    s = boot(load_cluster(), heartbeat_s=0.5, state_dir=state)
-    yield s
-    s.shutdown()
-    shutil.rmtree(state, ignore_errors=True)
+    with durable_system(load_cluster(), "lrml") as s:
+        yield s
 
 
 def test_every_request_of_many_concurrent_callers_is_answered(system, capsys) -> None:

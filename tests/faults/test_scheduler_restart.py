@@ -4,13 +4,12 @@ Prints the time to recover."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
 
 import pytest
 
 from legionrm.config import load_cluster
+from tests.faults import durable_system
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
 
 pytestmark = pytest.mark.ray
@@ -18,13 +17,8 @@ pytestmark = pytest.mark.ray
 
 @pytest.fixture(scope="module")
 def system(ray_cluster):
-    from legionrm.system import boot
-
-    state = tempfile.mkdtemp(prefix="lrmst", dir="/tmp")
-    s = boot(load_cluster(), heartbeat_s=0.5, state_dir=state)
-    yield s
-    s.shutdown()
-    shutil.rmtree(state, ignore_errors=True)
+    with durable_system(load_cluster(), "lrmst") as s:
+        yield s
 
 
 def test_a_killed_scheduler_comes_back_knowing_every_request(system, capsys) -> None:

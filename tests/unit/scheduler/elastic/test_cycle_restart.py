@@ -11,34 +11,31 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from legionrm.models import Refusal, SchedulingRequest
 from legionrm.scheduler.elastic.cycle import ElasticCycle
 from legionrm.scheduler.fairshare.classes import ResourceClassSpec
 from legionrm.scheduler.fairshare.core import DuccCore
 from legionrm.scheduler.watch import HostWatch
 from legionrm.state import ElasticStore
 from tests.unit.scheduler.elastic.test_cycle import World, job, world
+from tests.unit.scheduler.elastic.test_cycle_pools import CountingGate
 
 
-class Gate:
+class Gate(CountingGate):
     """Pools of ``cpus`` cpus that outlive the Scheduler (a separate actor in the system)."""
 
     def __init__(self, cpus: float = 1000) -> None:
-        self.cpus = cpus
-        self.charged: dict[str, float] = {}
-
-    def admit(self, request: SchedulingRequest) -> Refusal | None:
-        need = sum(o.count * o.cpus for o in request.objects)
-        if sum(self.charged.values()) + need > self.cpus:
-            return Refusal(code="respool.entitlement", reason=f"{need} cpus do not fit", by="respool:/")
-        self.charged[request.request_id] = need
-        return None
-
-    def release(self, request_id: str) -> None:
-        self.charged.pop(request_id, None)
+        super().__init__(cpus)
 
     def held(self) -> dict[str, str]:
         return {k: "/" for k in self.charged}
+
+
+def crash_one(w: World) -> str:
+    """Stop one of the cycle's processes at its host, as a crash would; its id."""
+    victim = sorted(w.cycle.instance_ids())[0]
+    host = next(n for n in w.group.names() if victim in {i.instance_id for i in w.host(n).list_instances()})
+    w.host(host).stop_object(victim, "crashed")
+    return victim
 
 
 def cycle_of(w: World, path: Path, gate: Gate) -> ElasticCycle:
@@ -117,9 +114,7 @@ def test_processes_that_ended_while_it_was_down_are_forgotten_and_regrown(tmp_pa
     w = booted(path, gate, hosts=2, memory_gb=16)
     w.cycle.submit(job("a", "ann"))
     w.run(2)
-    victim = sorted(w.cycle.instance_ids())[0]
-    host = next(n for n in w.group.names() if victim in {i.instance_id for i in w.host(n).list_instances()})
-    w.host(host).stop_object(victim, "crashed")
+    victim = crash_one(w)
     w.worker.instance_stopped(victim)
     restart(w, path, gate)
     assert victim not in w.cycle.instance_ids() and len(w.cycle.instance_ids()) == 7
@@ -210,9 +205,7 @@ def test_with_a_watch_a_process_that_ended_by_itself_is_noticed_and_regrown(tmp_
     w = booted(path, gate, hosts=2, memory_gb=16)
     w.cycle.submit(job("a", "ann"))
     w.run(2)
-    victim = sorted(w.cycle.instance_ids())[0]
-    host = next(n for n in w.group.names() if victim in {i.instance_id for i in w.host(n).list_instances()})
-    w.host(host).stop_object(victim, "crashed")  # nobody tells the cycle
+    victim = crash_one(w)  # nobody tells the cycle
     r = w.run()  # the watch notices it; the core frees its share and the job grows back at once
     assert victim not in w.cycle.instance_ids() and r.jobs["a"].processes == 8 and len(r.grew) == 1
     assert victim not in {i.instance_id for i in w.worker.list_instances()}  # its class was told
