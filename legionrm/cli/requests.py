@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from legionrm.cli.output import show, table
+from legionrm.events.triggers import STATUSES
 from legionrm.models import FINAL_STATES, ObjectStatus, Refusal, RequestInfo, ScheduleSuite, StatusEvent
 from legionrm.naming import SCHEDULER, require_actor
 from legionrm.request_file import load_request
@@ -202,6 +203,8 @@ def follow(scheduler: Any, request_id: str, timeout_s: float, out: Any = sys.std
         time.sleep(0.5)
 
 
+STATUS_WIDTH = max(map(len, STATUSES))
+"""The status column's width: the longest status a trigger may fire (``deactivated``)."""
 ENDING = frozenset({"ended", "failed", "cancelled"})
 """The request-level statuses after which there is nothing more to follow."""
 
@@ -210,7 +213,7 @@ def event_line(e: StatusEvent) -> str:
     """One status change as ``show --follow`` prints it."""
     when = time.strftime("%H:%M:%S", time.localtime(e.at))
     what = f"{e.request_id}" + (f" {e.object_id}" if e.object_id else "")
-    return f"{when}  {e.status:<9} {what}" + (f": {e.reason}" if e.reason else "")
+    return f"{when}  {e.status:<{STATUS_WIDTH}} {what}" + (f": {e.reason}" if e.reason else "")
 
 
 def follow_events(fetch: Callable[[int], list[StatusEvent]], timeout_s: float | None, *, as_json: bool = False,

@@ -409,7 +409,7 @@ class Mobility:
             class_name=ref.class_name if ref is not None else "", state="running" if running else "inert",
             instance=ref if running else None, host=info.host if running else None,
             vault=None if running else info.vault, saved_bytes=None if running else info.saved_bytes,
-            message=f"{info.id} on {info.host}" if running else f"inert in {info.vault} ({info.saved_bytes} bytes)")
+            message=f"{info.id} on {info.host}" if running else f"in {info.vault} ({info.saved_bytes} bytes)")
 
     def _moving_one(self, object_id: str) -> _Moving:
         return _Moving(self, object_id)

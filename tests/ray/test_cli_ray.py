@@ -114,7 +114,7 @@ def test_up_status_submit_down(tmp_path: Path) -> None:
         oid = re.search(r"^  (\S+)  Counter +on (ray-\w+)  vault (vault-\w+)$", counter.stdout, re.MULTILINE)
         assert oid and oid.group(3) == "vault-" + oid.group(2).removeprefix("ray-"), counter.stdout
         inert = lrm("deactivate", oid.group(1))
-        assert inert.returncode == 0 and re.fullmatch(rf"{re.escape(oid.group(1))}: inert, inert in {oid.group(3)} \(\d+ bytes\)\n",
+        assert inert.returncode == 0 and re.fullmatch(rf"{re.escape(oid.group(1))}: inert, in {oid.group(3)} \(\d+ bytes\)\n",
                                                      inert.stdout), inert.stdout + inert.stderr
         back = lrm("activate", oid.group(1), "--on", f'$name == "{oid.group(2)}"')
         assert back.returncode == 0 and re.fullmatch(rf"{re.escape(oid.group(1))}: running, \S+ on {oid.group(2)}\n", back.stdout), back.stderr
