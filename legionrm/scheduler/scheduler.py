@@ -120,7 +120,7 @@ class Scheduler:
         self._also_running = also_running
         self._clock = clock
         self.queue = RequestQueue(book, accounts.class_order)
-        self.ahead = AheadStarts(book, enactment.enactor, book_back=accounts.book_back)  # starts ahead
+        self._ahead = AheadStarts(book, enactment.enactor, book_back=accounts.book_back)  # starts ahead
         self._ticks = 0
         if book.store is not None:  # restarted: each request's past back in its stream, before any live event
             self.triggers.seed(e for entry in book.entries() for e in past_events(entry.info()))
@@ -198,7 +198,7 @@ class Scheduler:
         if self.queue.under_way(entry):  # the attempt under way finishes first; its result is stopped at once
             self.queue.ask_cancel(request_id)
             return entry.info()
-        self.ahead.release(entry)  # a reserved request's advance reservations (none held: nothing)
+        self._ahead.release(entry)  # a reserved request's advance reservations (none held: nothing)
         for iid in entry.live_instances():
             # ended in the book first, so the watch never takes the stop for an end of its own
             self.book.end_instance(iid, "stopped", reason)
@@ -267,10 +267,10 @@ class Scheduler:
 
     def _start_due(self, now: float) -> None:
         """Reserved requests whose start has come start (:class:`AheadStarts`), one attempt at a time."""
-        for entry in self.ahead.due(self.book.entries(), now):
+        for entry in self._ahead.due(self.book.entries(), now):
             with self.queue.claim(entry.id) as claimed:
                 if claimed and entry.state == "reserved":
-                    self.ahead.start(entry, now)
+                    self._ahead.start(entry, now)
             if not entry.final and self.queue.cancel_asked(entry.id):  # a cancel came while it started
                 self.cancel(entry.id)
 
@@ -324,7 +324,7 @@ class Scheduler:
                 return self._refused(entry, plan.failures, 0)
             self.book.move(entry, "placing", f"enacting {len(plan.masters)} master schedule(s)")
             ahead = ahead_of(request, self._clock())  # a future start: reserve now, start then
-            timeout = None if ahead is None else self.ahead.timeout(self.enactment.token_timeout_s)
+            timeout = None if ahead is None else self._ahead.timeout(self.enactment.token_timeout_s)
             plan, result = enact_with_replans(
                 request, plan, lambda p, n: self.enactment.enact(request, p, n, ahead, timeout), self._fresh_plan,
                 lambda why: self.book.move(entry, "placing", why))
@@ -339,7 +339,7 @@ class Scheduler:
             return self._refused(entry, failures, len(plan.masters), result)
         prefix = f"master {result.master + 1} of {len(plan.masters)}: "
         if ahead is not None:
-            prefix = self.ahead.reserve(entry, result, len(plan.masters))
+            prefix = self._ahead.reserve(entry, result, len(plan.masters))
         else:
             self.book.attach(entry, result.instances)
             self.book.move(entry, "running", prefix[:-2])
