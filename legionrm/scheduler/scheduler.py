@@ -27,9 +27,9 @@ import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-from legionrm.ahead.starts import AheadStarts
-from legionrm.ahead.window import ahead_of
-from legionrm.enactor.replan import enact_with_replans
+from legionrm.scheduler.ahead.starts import AheadStarts
+from legionrm.scheduler.planning.window import ahead_of
+from legionrm.scheduler.replan import enact_with_replans
 from legionrm.errors import SchedulingError
 from legionrm.events.triggers import Triggers, past_events
 from legionrm.models import (
@@ -112,7 +112,7 @@ class Scheduler:
         self.token_timeout_s = token_timeout_s
         self.stopper = stopper
         self.watch = watch
-        self.activator: Activator | None = None  # places inert objects anew (objstate.mobility sets it)
+        self.activator: Activator | None = None  # places inert objects anew (scheduler.mobility sets it)
         self.on_finish: Callable[[Entry], object] | None = None  # a finished request's inert objects' state goes
         self.clock = clock
         self.max_attempts = max_attempts

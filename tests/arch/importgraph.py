@@ -132,3 +132,36 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def under(name: str, prefix: str) -> bool:
     return name == prefix or name.startswith(prefix + ".")
+
+
+def package_edges(edges: dict[str, set[str]], base: str) -> dict[str, set[str]]:
+    """The import graph one level below the package ``base``: every module
+    under ``base`` stands for the package (or the module) directly under
+    ``base`` that holds it, and one holder imports another when any module of
+    the first imports any module of the second.  Modules outside ``base``
+    (``base`` itself too) are left out."""
+    def holder(name: str) -> str | None:
+        return f"{base}.{name[len(base) + 1:].split('.')[0]}" if name.startswith(base + ".") else None
+
+    out: dict[str, set[str]] = {}
+    for name, deps in edges.items():
+        a = holder(name)
+        if a is None:
+            continue
+        out.setdefault(a, set())
+        out[a] |= {b for d in deps if (b := holder(d)) is not None and b != a}
+    return out
+
+
+def crossings(edges: dict[str, set[str]], base: str, cycle: list[str]) -> list[str]:
+    """The module imports that make ``cycle`` (holders from :func:`package_edges`),
+    the first of each pair of holders (by importer, then deepest imported):
+    ``a.x -> b.y``."""
+    first: dict[tuple[str, str], str] = {}
+    for name in sorted(edges):
+        for d in sorted(edges[name], key=lambda d: (-d.count("."), d)):
+            for a in cycle:
+                for b in cycle:
+                    if a != b and under(name, a) and under(d, b) and name.startswith(base + "."):
+                        first.setdefault((a, b), f"{name} -> {d}")
+    return [first[k] for k in sorted(first)]
