@@ -5,6 +5,6 @@ snapshot), ``window`` (the host table over a future window, for a request
 that starts later), ``whatof`` (instances onto ranked hosts; the columns a
 schedule being built reads and writes), ``engine_door`` (the placement
 engine fed a snapshot) and ``enginepick`` (the hosts the placement engine
-chooses, for the requests its bucket path takes).  They import nothing of the
-scheduler outside this package.
+chooses, for the requests its bucket path takes).  Of the rest of the
+scheduler they import only the placement engine's package, never the planner.
 """
