@@ -112,7 +112,7 @@ class Scheduler:
         self.token_timeout_s = token_timeout_s
         self.stopper = stopper
         self.watch = watch
-        self.activator: Activator | None = None  # places inert objects anew (scheduler.mobility sets it)
+        self.activator: Activator | None = None  # places inert objects anew (objstate.mobility sets it)
         self.on_finish: Callable[[Entry], object] | None = None  # a finished request's inert objects' state goes
         self.clock = clock
         self.max_attempts = max_attempts
