@@ -21,8 +21,8 @@ from legionrm.hostobj.classobj import ClassObject
 from legionrm.hostobj.group import HostGroup
 from legionrm.hostobj.vault import VaultObject
 from legionrm.models import ClusterSpec, SchedulerSettings
-from legionrm.objstate.mobility import LocalStatePort
 from legionrm.scheduler.elastic import HostStopper
+from legionrm.scheduler.mobility import LocalStatePort
 from legionrm.scheduler.ports import PoolGate
 from legionrm.scheduler.watch import HostWatch
 from legionrm.scheduler.wiring import SchedulerPorts, wire

@@ -9,8 +9,12 @@ The Legion scheduler itself (this package's modules):
   allotments, the one place a request gives back) and ``enactment`` (the
   Enactor's side of Legion's steps 4 to 6, and stops);
 * ``planner``: one request -> ranked master schedules with deltas, over one
-  Collection snapshot; ``pipeline``: the named filters and rankers it runs;
-  ``snaptables``: the host and vault columns it reads from a snapshot;
+  Collection snapshot; ``planning``: its parts (the named filters and
+  rankers, the snapshot's host and vault columns, a future window's table,
+  the placement engine's door);
+* ``replan``: a new schedule when every master fails;
+* ``ahead``: requests reserved ahead of time, started by the clock;
+* ``mobility``: objects deactivated, activated and migrated;
 * ``sharegate``: the fair-share core's class rules applied to one request;
 * ``ports``: the Protocols of its collaborators; ``wiring``: the one place
   a Scheduler and its collaborators are built, from the cluster's settings;

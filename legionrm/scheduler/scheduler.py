@@ -31,9 +31,6 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
-from legionrm.ahead.starts import AheadStarts
-from legionrm.ahead.window import ahead_of
-from legionrm.enactor.replan import enact_with_replans
 from legionrm.errors import SchedulingError
 from legionrm.events.triggers import Triggers, past_events
 from legionrm.models import (
@@ -46,15 +43,22 @@ from legionrm.models import (
     SchedulerSettings,
     SchedulingRequest,
 )
-from legionrm.scheduler.accounts import Accounts
-from legionrm.scheduler.capacity import REQUEST_TOO_BIG
+from legionrm.scheduler.accounts import REQUEST_TOO_BIG, Accounts
+from legionrm.scheduler.ahead.starts import AheadStarts
 from legionrm.scheduler.confirm import Activator, activation, validate_request
 from legionrm.scheduler.enactment import Enactment
 from legionrm.scheduler.planner import Plan, Planner
-from legionrm.scheduler.ports import EnactorPort, InstanceWatch, SnapshotSource, Swappable
+from legionrm.scheduler.planning.window import ahead_of
+from legionrm.scheduler.ports import (
+    EnactorPort,
+    InstanceWatch,
+    SnapshotSource,
+    Swappable,
+)
 from legionrm.scheduler.queue import RequestQueue
-from legionrm.scheduler.recovery import recover, resync_pools, sweep_orphans
+from legionrm.scheduler.replan import enact_with_replans
 from legionrm.scheduler.requests import Entry, RequestBook
+from legionrm.scheduler.watch import sweep_orphans
 
 ORPHAN_SWEEP_TICKS = 10
 """Every how many ticks the hosts are swept for instances nobody knows."""
@@ -124,7 +128,7 @@ class Scheduler:
         self._ticks = 0
         if book.store is not None:  # restarted: each request's past back in its stream, before any live event
             self.triggers.seed(e for entry in book.entries() for e in past_events(entry.info()))
-            self._recover()
+            self.accounts.recover(book)
 
     @property
     def instances(self) -> dict[str, InstanceRef]:
@@ -256,7 +260,7 @@ class Scheduler:
         self._ticks += 1
         if self._ticks % ORPHAN_SWEEP_TICKS == 1:
             self._sweep_orphans()
-            self._resync_pools()
+            self.accounts.resync(self.book)  # a pool owner that restarted has forgotten its charges
         if self._watch is not None:
             for iid, (state, reason) in self._watch.check(self.book.running_instances()).items():
                 if state != "running":
@@ -276,16 +280,8 @@ class Scheduler:
 
     # --- restarts and orphans ---------------------------------------------------
 
-    def _recover(self) -> None:
-        """After a restart with a store (see :func:`recovery.recover`)."""
-        recover(self.book, self.accounts.shape, self.accounts.release, self.accounts.admit)
-
-    def _resync_pools(self) -> None:
-        """A pool owner that restarted has forgotten its charges (see :func:`recovery.resync_pools`)."""
-        resync_pools(self.accounts.pools, self.book, lambda r: self.accounts.admit(self.accounts.shape(r)[0]))
-
     def _sweep_orphans(self) -> list[str]:
-        """Stop what hosts run that nobody knows (see :func:`recovery.orphans`); returns their ids."""
+        """Stop what hosts run that nobody knows (see :func:`~legionrm.scheduler.watch.orphans`); returns their ids."""
         also = self._also_running() if self._also_running is not None else set()
         return sweep_orphans(self._watch, self.book, also, self._clock() - self.orphan_grace_s,
                              self.enactment.stop)

@@ -26,11 +26,11 @@ from typing import Callable
 from legionrm.errors import SchedulingError
 from legionrm.events.triggers import Triggers
 from legionrm.models import ClusterSpec, SchedulerSettings
-from legionrm.objstate.mobility import Mobility, StatePort
 from legionrm.scheduler.accounts import Accounts
 from legionrm.scheduler.elastic import ElasticCycle
 from legionrm.scheduler.enactment import Enactment
 from legionrm.scheduler.fairshare import core_for_cluster
+from legionrm.scheduler.mobility import Mobility, StatePort
 from legionrm.scheduler.planner import Planner
 from legionrm.scheduler.pools import RespoolGate, tree_for_cluster
 from legionrm.scheduler.ports import (

@@ -15,7 +15,7 @@ from legionrm.models import (
     SchedulerSettings,
     SchedulingRequest,
 )
-from legionrm.scheduler.pipeline import AvoidFilter, HostTable, PlanContext
+from legionrm.scheduler.planning.pipeline import AvoidFilter, HostTable, PlanContext
 from legionrm.testing import FakeClock
 
 

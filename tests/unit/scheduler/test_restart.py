@@ -7,8 +7,8 @@ from __future__ import annotations
 from legionrm.inprocess import LocalSystem
 from legionrm.models import InstanceRef, SchedulerSettings
 from legionrm.scheduler.audit import audit, views_of
-from legionrm.scheduler.recovery import orphans
 from legionrm.scheduler.scheduler import Scheduler
+from legionrm.scheduler.watch import orphans
 from legionrm.scheduler.wiring import pool_gate, wire
 from legionrm.state import RequestStore
 from legionrm.testing import FakeClock

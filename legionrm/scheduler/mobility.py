@@ -55,9 +55,9 @@ from legionrm.models import (
 from legionrm.objstate.store import GB
 from legionrm.scheduler.enactment import Enactment
 from legionrm.scheduler.planner import Planner
+from legionrm.scheduler.planning.snaptables import vault_table
 from legionrm.scheduler.ports import SnapshotSource, Swappable
 from legionrm.scheduler.requests import Entry, RequestBook
-from legionrm.scheduler.snaptables import vault_table
 
 AVOIDED = "replan.avoided"
 """The code of the planner's filter of hosts a request avoids (the one a move leaves)."""

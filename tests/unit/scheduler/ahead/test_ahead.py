@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from legionrm.ahead.starts import EXPIRED
-from legionrm.ahead.steps import decode, encode
+from legionrm.scheduler.ahead.starts import EXPIRED
+from legionrm.heartbeat import decode, encode
 from legionrm.errors import ConfigError, SchedulingError
 from legionrm.hostobj.calendar import Calendar
 from legionrm.inprocess import LocalSystem
