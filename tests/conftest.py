@@ -27,7 +27,7 @@ from typing import Iterator
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-_CACHES = {".git", ".venv", "__pycache__", ".hypothesis", ".pytest_cache", ".mypy_cache"}
+_CACHES = {".git", ".venv", "__pycache__", ".hypothesis", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 _BEFORE = pytest.StashKey[set[str]]()
 
 

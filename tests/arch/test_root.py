@@ -47,7 +47,7 @@ def test_the_root_holds_only_what_a_project_root_holds() -> None:
 
 
 IGNORABLE = {".venv/", "__pycache__/", "*.egg-info/", "build/", ".hypothesis/", ".pytest_cache/", ".mypy_cache/",
-             "*.sqlite", "*.sqlite-wal", "*.sqlite-shm"}
+             ".ruff_cache/", "*.sqlite", "*.sqlite-wal", "*.sqlite-shm"}
 
 
 def test_gitignore_names_only_build_and_tool_output() -> None:
