@@ -12,10 +12,8 @@ Checked in ``README.md`` and every ``docs/*.md``:
   many lines.  Trailing dots and commas end a sentence, not a path.
 * **Links.**  The target of every relative Markdown link ``[text](target)``
   exists, relative to the document (``#anchors`` are not checked).
-* **Trees.**  A fenced block with no language whose first line is a
-  directory (``legionrm/``) is a tree: each line ``<indent><name>`` followed
-  by two spaces or the line's end, where the name is ``dir/`` or
-  ``file.ext``, names a path under the nearest less-indented directory above.
+* (The README's package tree, whose entries are bare names, is checked
+  against the package by ``tests/arch/test_readme_tree.py``.)
 * **Runnable blocks.**  A fenced block whose info string is
   ``python runnable`` is run, on its own, in a fresh namespace, with the
   working directory a tmp path.  Mark a Python example runnable when it
@@ -39,7 +37,6 @@ TOPS = ("legionrm", "tests", "benchmarks", "examples", "docs", ".ci")
 PATH = re.compile(r"(?<![\w./-])((?:" + "|".join(re.escape(t) for t in TOPS) + r")/[\w./*-]*)(?::(\d+)(?:-(\d+))?)?")
 LINK = re.compile(r"\]\(([^()\s]+)\)")
 FENCE = re.compile(r"^(```+)(.*)$")
-TREE_ENTRY = re.compile(r"^( *)([\w-]+/|[\w-]+\.\w+)(?: {2,}|$)")
 
 
 @dataclass(frozen=True)
@@ -65,36 +62,12 @@ def blocks(text: str) -> list[Block]:
     return out
 
 
-def tree_paths(block: Block) -> list[tuple[str, int]]:
-    """(path, line) for each entry of a tree block (see the module docstring)."""
-    out: list[tuple[str, int]] = []
-    parents: list[tuple[int, str]] = []  # (indent, path) of the directories above
-    for n, line in enumerate(block.text.splitlines(), start=block.line):
-        m = TREE_ENTRY.match(line)
-        if not m:
-            continue
-        indent, name = len(m[1]), m[2]
-        while parents and parents[-1][0] >= indent:
-            parents.pop()
-        path = (parents[-1][1] if parents else "") + name
-        out.append((path, n))
-        if name.endswith("/"):
-            parents.append((indent, path))
-    return out
-
-
-def is_tree(block: Block) -> bool:
-    first = block.text.split("\n", 1)[0]
-    return block.info == "" and re.fullmatch(r"[\w-]+/", first) is not None
-
-
 def _line_of(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
 def missing(doc: Path, root: Path = ROOT) -> list[str]:
-    """Every path, link target and tree entry in ``doc`` that does not exist,
-    as ``doc:line: what``."""
+    """Every path and link target in ``doc`` that does not exist, as ``doc:line: what``."""
     text = doc.read_text(encoding="utf-8")
     rel = doc.relative_to(root)
     out: list[str] = []
@@ -115,10 +88,6 @@ def missing(doc: Path, root: Path = ROOT) -> list[str]:
             continue
         if not (doc.parent / target).exists():
             out.append(f"{rel}:{_line_of(text, m.start())}: link to {target} goes nowhere")
-    for block in blocks(text):
-        if is_tree(block):
-            out += [f"{rel}:{n}: {p} (in the tree) does not exist" for p, n in tree_paths(block)
-                    if not (root / p).exists()]
     return list(dict.fromkeys(out))  # a link's text and target often name the same path
 
 
@@ -155,9 +124,6 @@ MADE_UP = [
     ("a link", "[x](legionrm/mil/)", []),
     ("a link to nowhere", "text\n[x](nope.md#part)", ["d.md:2: link to nope.md goes nowhere"]),
     ("a web link", "[x](https://example.org/a)", []),
-    ("a tree", ("```\nlegionrm/\n  mil/        the language\n    values.py  values\n  gone.py  x\n"
-                "                 more words, values.py, here\n```"),
-     ["d.md:5: legionrm/gone.py (in the tree) does not exist"]),
 ]
 
 
