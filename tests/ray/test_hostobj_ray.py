@@ -9,7 +9,7 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from legionrm.hostobj import codes  # noqa: E402
+from legionrm import codes  # noqa: E402
 from legionrm.hostobj.actor import spawn_class, spawn_host_group, spawn_ray_node_host  # noqa: E402
 from legionrm.models import (  # noqa: E402
     ClassSpec,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from legionrm.hostobj import codes
+from legionrm import codes
 from legionrm.hostobj.group import HostGroup
 from legionrm.hostobj.host import HostObject
 from legionrm.hostobj.policies import DenyUsers
