@@ -75,7 +75,8 @@ def family(prefix: str, placeholder: str, meaning: str) -> Family:
 
 
 # --- auth: proving who calls --------------------------------------------------------------
-AUTH_MALFORMED = code("auth.malformed", "not a proof at all: missing or ill-typed fields, bad encoding, too long a life")
+AUTH_MALFORMED = code("auth.malformed",
+                      "not a proof at all: missing or ill-typed fields, bad encoding, too long a life")
 AUTH_UNKNOWN_USER = code("auth.unknown_user", "the principal named is not in the registry")
 AUTH_BAD_SIGNATURE = code("auth.bad_signature", "the signature does not match the fields (forged or altered)")
 AUTH_WRONG_AUDIENCE = code("auth.wrong_audience", "well signed, but made out to another actor (replayed elsewhere)")
@@ -94,7 +95,8 @@ AUTH_NO_PROOF = code("auth.no_proof", "no proof at all (a call without one, a re
                      "the dashboard without its key)")
 # --- auth: who may do what -------------------------------------------------------------------
 AUTH_FORBIDDEN = code("auth.forbidden", "the caller's roles do not allow this action")
-AUTH_NOT_OWNER = code("auth.not_owner", "acting on a request, instance, reservation, host or trigger that is someone else's")
+AUTH_NOT_OWNER = code("auth.not_owner",
+                      "acting on a request, instance, reservation, host or trigger that is someone else's")
 AUTH_WRONG_RESOURCE = code("auth.wrong_resource", "a resource record written by anyone but that resource")
 
 PROOF_CODES = (AUTH_MALFORMED, AUTH_UNKNOWN_USER, AUTH_BAD_SIGNATURE, AUTH_WRONG_AUDIENCE, AUTH_WRONG_CALL,

@@ -206,7 +206,8 @@ def test_the_scanner_leaves_other_strings_alone(source: str) -> None:
     assert scan(source, "made_up.py").literals == []
 
 
-@pytest.mark.parametrize("bad", ["Request.x", "a.b.c", "", "request."], ids=["capital", "two-dots", "empty", "no-reason"])
+@pytest.mark.parametrize("bad", ["Request.x", "a.b.c", "", "request."],
+                         ids=["capital", "two-dots", "empty", "no-reason"])
 def test_the_registry_refuses_a_malformed_code(bad: str) -> None:
     with pytest.raises(ValueError, match="not a code"):
         codes.code(bad, "made up")
