@@ -35,7 +35,7 @@ class Code:
     category: str
     meaning: str
     for_hooks: bool = False
-    """Offered to owner hooks (their policies may refuse with it); legionrm itself may never give it."""
+    """Offered to owner hooks (their policies refuse with it); legionrm's own code need not give it."""
 
 
 REGISTRY: dict[str, Code] = {}
@@ -68,7 +68,7 @@ class Family:
 def family(prefix: str, placeholder: str, meaning: str) -> Family:
     """Register the codes ``prefix<placeholder>`` (``prefix`` ends with a dot)."""
     pattern = f"{prefix}<{placeholder}>"
-    if pattern in REGISTRY or not _CODE.match(prefix + "x"):
+    if pattern in REGISTRY or not prefix.endswith(".") or not _CODE.match(prefix + "x"):
         raise ValueError(f"bad or repeated code family {pattern!r}")
     REGISTRY[pattern] = Code(pattern, prefix.rstrip("."), meaning)
     return Family(prefix)
