@@ -21,7 +21,7 @@ from legionrm.hostobj.classobj import ClassObject
 from legionrm.hostobj.group import HostGroup
 from legionrm.hostobj.vault import VaultObject
 from legionrm.models import ClusterSpec
-from legionrm.objstate.mobility import LocalStatePort, Mobility
+from legionrm.scheduler.mobility import LocalStatePort, Mobility
 from legionrm.scheduler.build import core_for_cluster
 from legionrm.scheduler.elastic import HostStopper
 from legionrm.scheduler.planner import Planner

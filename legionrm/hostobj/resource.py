@@ -24,8 +24,8 @@ from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 
-from legionrm.ahead.steps import MAX_STEPS, Publisher, beat
 from legionrm import codes
+from legionrm.heartbeat import MAX_STEPS, Publisher, beat
 from legionrm.hostobj import tokens
 from legionrm.hostobj.calendar import Calendar, State
 from legionrm.hostobj.durable import abandon

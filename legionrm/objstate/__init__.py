@@ -6,7 +6,9 @@ tests, anything with the :class:`StateStore` methods) and
 :mod:`~legionrm.objstate.hooks` (how an instance's state becomes bytes and
 back: its class's ``__legion_save__`` / ``__legion_restore__`` pair, else its
 pickled attributes).  The Ray shells live in ``objstate.actor``; the
-Scheduler's deactivate / activate / migrate in ``objstate.mobility``.
+Scheduler's deactivate / activate / migrate in
+:mod:`legionrm.scheduler.mobility`.  Below the host objects and the
+Scheduler, which both import it: it imports neither.
 """
 
 from legionrm.objstate.hooks import (

@@ -4,7 +4,7 @@ host-group and vault actors, and the Scheduler's port to them.
 :class:`HostStateCalls` and :class:`VaultStateCalls` are mixins of the
 actors in :mod:`legionrm.hostobj.actor` (each forwards to its core, through
 the actor's door); :class:`RayStatePort` is the
-:class:`~legionrm.objstate.mobility.StatePort` the Scheduler actor moves
+:class:`~legionrm.scheduler.mobility.StatePort` the Scheduler actor moves
 states with.  Only the Scheduler and the Enactor agents may save, restore,
 store, read or delete an object's state (``auth.forbidden`` for anyone
 else): a user moves their objects through the Scheduler, which checks that
@@ -116,7 +116,7 @@ class VaultStateCalls:
 
 
 class RayStatePort:
-    """The Scheduler's :class:`~legionrm.objstate.mobility.StatePort` over Ray:
+    """The Scheduler's :class:`~legionrm.scheduler.mobility.StatePort` over Ray:
     ``carriers`` maps a host name to the actor carrying it, ``vaults`` a vault
     name to its actor; with ``signer`` (the Scheduler agent's) every call
     carries its proof.  An actor that cannot be reached answers a refusal

@@ -5,8 +5,12 @@ The Legion scheduler itself (this package's modules):
 * ``scheduler``: :class:`Scheduler`, Legion's ``scheduleObjects`` (how much,
   admission, planning, enactment, the response) and its companions;
 * ``planner``: one request -> ranked master schedules with deltas, over one
-  Collection snapshot; ``pipeline``: the named filters and rankers it runs;
-  ``snaptables``: the host and vault columns it reads from a snapshot;
+  Collection snapshot; ``planning``: its parts (the named filters and
+  rankers, the snapshot's host and vault columns, a future window's table,
+  the placement engine's door);
+* ``replan``: a new schedule when every master fails;
+* ``ahead``: requests reserved ahead of time, started by the clock;
+* ``mobility``: objects deactivated, activated and migrated;
 * ``sharegate``: the fair-share core's class rules applied to one request;
 * ``ports``: the Protocols of its collaborators; ``build``: collaborators
   from a cluster spec; ``actor``: the Ray shell.

@@ -58,7 +58,7 @@ from legionrm.naming import (
     named_actor,
 )
 from legionrm.objstate.actor import RayStatePort
-from legionrm.objstate.mobility import Mobility
+from legionrm.scheduler.mobility import Mobility
 from legionrm.scheduler.audit import audit
 from legionrm.scheduler.build import core_for_cluster
 from legionrm.scheduler.door import SchedulerDoor, own_report, status_for

@@ -58,7 +58,7 @@ from legionrm.models import (
     SchedulingRequest,
     StatusEvent,
 )
-from legionrm.objstate.mobility import Mobility
+from legionrm.scheduler.mobility import Mobility
 from legionrm.scheduler.scheduler import Scheduler
 
 

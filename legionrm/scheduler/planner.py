@@ -4,7 +4,7 @@ One pipeline over one Collection snapshot (never re-read half way):
 
 1. candidates: the Collection query ``$kind == "host" and (constraint)`` as the
    caller, so only resources that accept the caller appear;
-2. feasibility filters (:mod:`legionrm.scheduler.pipeline`): class host list,
+2. feasibility filters (:mod:`legionrm.scheduler.planning.pipeline`): class host list,
    total capacity, free capacity, calendar;
 3. rankers: scarce hosts (GPUs not needed) last, the placement policy, risk
    of a veto, load, then name;
@@ -34,7 +34,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from legionrm import codes
-from legionrm.ahead.window import ahead_of, window_table
+from legionrm.scheduler.planning.window import ahead_of, window_table
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.models import (
     ClassSpec,
@@ -49,8 +49,8 @@ from legionrm.models import (
     ScheduleSuite,
     SchedulingRequest,
 )
-from legionrm.scheduler.engine_door import EngineDoor
-from legionrm.scheduler.pipeline import (
+from legionrm.scheduler.planning.engine_door import EngineDoor
+from legionrm.scheduler.planning.pipeline import (
     INF,
     DEFAULT_FILTERS,
     DEFAULT_RANKERS,
@@ -65,7 +65,7 @@ from legionrm.scheduler.pipeline import (
 from legionrm.scheduler.planning.enginepick import engine_applies, engine_picks
 from legionrm.scheduler.planning.whatof import assign  # noqa: F401  (what of, imported from here by callers)
 from legionrm.scheduler.planning.whatof import Ordered, Rows, Taken, assign_slots, first_fit
-from legionrm.scheduler.snaptables import (
+from legionrm.scheduler.planning.snaptables import (
     VaultTable,
     base_table,
     vault_table,

@@ -28,9 +28,9 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from legionrm import codes
-from legionrm.ahead.starts import AheadStarts
-from legionrm.ahead.window import ahead_of
-from legionrm.enactor.replan import enact_with_replans
+from legionrm.scheduler.ahead.starts import AheadStarts
+from legionrm.scheduler.planning.window import ahead_of
+from legionrm.scheduler.replan import enact_with_replans
 from legionrm.errors import SchedulingError
 from legionrm.events.triggers import Triggers, past_events
 from legionrm.models import (

@@ -14,7 +14,7 @@ from legionrm.models import (
     ObjectRequest,
     SchedulingRequest,
 )
-from legionrm.scheduler.pipeline import AvoidFilter, HostTable, PlanContext
+from legionrm.scheduler.planning.pipeline import AvoidFilter, HostTable, PlanContext
 from legionrm.scheduler.planner import Planner
 from legionrm.testing import FakeClock
 

@@ -15,7 +15,7 @@ from legionrm.auth.errors import AuthRefusedError
 from legionrm.auth.guard import Guard
 from legionrm.models import ObjectStatus
 from legionrm.scheduler.door import SchedulerDoor
-from tests.unit.objstate.test_mobility import start, system
+from tests.unit.scheduler.test_mobility import start, system
 
 
 class World:

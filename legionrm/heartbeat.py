@@ -6,7 +6,9 @@ usage per dimension from each time to the next; see
 ``calendar`` (compact JSON text), and how many steps it has in the numeric
 attribute ``calendar_steps`` (so a planner finds the hosts that have one with
 one column read).  Only a resource whose usage changes after now publishes
-one: without it, usage now lasts for ever.  Pure; no Ray.
+one: without it, usage now lasts for ever.  Pure; no Ray.  The host objects
+write it and the planner (:mod:`legionrm.scheduler.planning.window`) reads
+it, so it sits below both.
 """
 
 from __future__ import annotations

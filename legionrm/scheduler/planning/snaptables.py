@@ -1,5 +1,5 @@
 """Column tables the planner reads from one Collection snapshot: the hosts
-(:class:`~legionrm.scheduler.pipeline.HostTable`) and the vaults with the
+(:class:`~legionrm.scheduler.planning.pipeline.HostTable`) and the vaults with the
 hosts each serves (:class:`VaultTable`).  Pure; no Ray.
 """
 
@@ -13,7 +13,7 @@ from legionrm import codes
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.mil import values as V
 from legionrm.models import Identity, ObjectRequest, Refusal
-from legionrm.scheduler.pipeline import INF, HostTable
+from legionrm.scheduler.planning.pipeline import INF, HostTable
 
 
 def base_group(snap: CollectionSnapshot, host: str) -> str | None:

@@ -6,8 +6,8 @@ master failed, it plans afresh with what the failures taught (every resource
 that refused a reservation or a start is avoided, through
 ``ObjectRequest.avoid_hosts`` and the planner's ``avoid`` filter) and enacts
 once more, up to ``request.replans`` times.  Pure: the planning and the
-enacting are the caller's functions (the Scheduler's planner and Enactor),
-so it lives beside the Enactor whose report it reads.
+enacting are the caller's functions (the Scheduler's planner and Enactor):
+the Scheduler decides to plan again, so it lives in the Scheduler.
 """
 
 from __future__ import annotations

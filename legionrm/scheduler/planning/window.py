@@ -4,7 +4,7 @@ A request that starts now asks "what is free now" (and the calendar filter
 keeps it clear of reservations that start before it would end).  A request
 with a future start asks what is free over its whole window
 ``[start, start + walltime)``: each host's free capacity is its total minus
-the peak of the calendar it publishes (:mod:`legionrm.ahead.steps`) in that
+the peak of the calendar it publishes (:mod:`legionrm.heartbeat`) in that
 window, so work that ends before the window does not count against it and a
 reservation inside the window does.  A host that publishes no calendar holds
 what it holds now for ever.  The hosts' own calendars stay the truth: the
@@ -17,10 +17,10 @@ import dataclasses
 
 import numpy as np
 
-from legionrm.ahead.steps import CALENDAR, CALENDAR_STEPS, decode
+from legionrm.heartbeat import CALENDAR, CALENDAR_STEPS, decode
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.models import SchedulingRequest
-from legionrm.scheduler.pipeline import INF, HostTable
+from legionrm.scheduler.planning.pipeline import INF, HostTable
 
 
 def ahead_of(request: SchedulingRequest, now: float) -> float | None:

@@ -56,7 +56,7 @@ from legionrm.models import (
 from legionrm.objstate.store import GB
 from legionrm.scheduler.requests import Entry
 from legionrm.scheduler.scheduler import Scheduler
-from legionrm.scheduler.snaptables import vault_table
+from legionrm.scheduler.planning.snaptables import vault_table
 
 CHANGES_KEPT = 1000
 

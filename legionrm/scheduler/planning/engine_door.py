@@ -32,7 +32,7 @@ import numpy as np
 
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.models import ObjectRequest
-from legionrm.scheduler.pipeline import HostTable
+from legionrm.scheduler.planning.pipeline import HostTable
 from legionrm.scheduler.placement import (
     HostState,
     NodeSpec,
@@ -41,7 +41,7 @@ from legionrm.scheduler.placement import (
     Placer,
     SelectRequest,
 )
-from legionrm.scheduler.snaptables import base_table
+from legionrm.scheduler.planning.snaptables import base_table
 
 RESOURCES: tuple[str, ...] = ("ncpus", "mem", "ngpus", "host", "vnode")
 """The resources line the door's node tables use (what an ObjectRequest asks for)."""

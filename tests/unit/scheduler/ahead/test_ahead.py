@@ -13,7 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from legionrm import codes
-from legionrm.ahead.steps import decode, encode
+from legionrm.heartbeat import decode, encode
 from legionrm.errors import ConfigError, SchedulingError
 from legionrm.hostobj.calendar import Calendar
 from legionrm.inprocess import LocalSystem
