@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import ray
 
-from legionrm.hostobj import codes
+from legionrm import codes
 from legionrm.hostobj.actor import spawn_class, spawn_host_group, spawn_ray_node_host
 from legionrm.models import (
     ClassSpec,

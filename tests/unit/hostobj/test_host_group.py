@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from legionrm import codes
 from legionrm.collection.collection import Collection
-from legionrm.hostobj import codes
 from legionrm.hostobj.group import HostGroup
 from legionrm.hostobj.host import HostObject
 from legionrm.hostobj.policies import DenyUsers

@@ -24,7 +24,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from legionrm.hostobj import codes, tokens
+from legionrm import codes
+from legionrm.hostobj import tokens
 from legionrm.hostobj.host import HostObject
 from legionrm.models import (
     Holder,
