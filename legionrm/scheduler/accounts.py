@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from typing import Callable, Mapping
 
+from legionrm import codes
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.models import PlacementFailure, Refusal, Resources, SchedulingRequest
 from legionrm.scheduler.ports import PoolGate, SnapshotSource, Swappable
@@ -26,9 +27,6 @@ from legionrm.scheduler.requests import Entry, RequestBook
 from legionrm.scheduler.sharegate import ShareGate
 
 log = logging.getLogger(__name__)
-
-REQUEST_TOO_BIG = "request.too_big"
-
 
 def live_capacity(snap: CollectionSnapshot) -> Resources:
     """The available hosts' cpus, memory and gpus and the vaults' storage, summed."""
@@ -63,7 +61,7 @@ def too_big(request: SchedulingRequest, pool_capacity: dict[str, float], most: R
     if not over:
         return None
     unit = {"cpu": "cpus", "memory": "MB of memory", "gpu": "gpus"}
-    return PlacementFailure(key="*", resource=by, code=REQUEST_TOO_BIG, stage="plan",
+    return PlacementFailure(key="*", resource=by, code=codes.REQUEST_TOO_BIG, stage="plan",
                             reason="asks for more than the whole cluster holds: " + ", ".join(
                                 f"{need[k]:g} {unit[k]} > {total.get(k, 0.0):g}" for k in over))
 

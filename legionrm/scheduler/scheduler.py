@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
+from legionrm import codes
 from legionrm.errors import SchedulingError
 from legionrm.events.triggers import Triggers, past_events
 from legionrm.models import (
@@ -43,7 +44,7 @@ from legionrm.models import (
     SchedulerSettings,
     SchedulingRequest,
 )
-from legionrm.scheduler.accounts import REQUEST_TOO_BIG, Accounts
+from legionrm.scheduler.accounts import Accounts
 from legionrm.scheduler.ahead.starts import AheadStarts
 from legionrm.scheduler.confirm import Activator, activation, validate_request
 from legionrm.scheduler.enactment import Enactment
@@ -67,8 +68,8 @@ log = logging.getLogger(__name__)
 
 
 NEVER = frozenset({
-    "class.unknown", "respool.unknown", "respool.not_leaf", "respool.duplicate", "respool.limit",
-    "ducc.class_unknown", "ducc.user", "activate.unknown", REQUEST_TOO_BIG,
+    codes.CLASS_UNKNOWN, codes.RESPOOL_UNKNOWN, codes.RESPOOL_NOT_LEAF, codes.RESPOOL_DUPLICATE, codes.RESPOOL_LIMIT,
+    codes.DUCC_CLASS_UNKNOWN, codes.DUCC_USER, codes.ACTIVATE_UNKNOWN, codes.REQUEST_TOO_BIG,
 })
 """Refusals of the request itself that no amount of waiting can change; with
 a plan failure marked ``lasting`` (every host refused for what it is), such
