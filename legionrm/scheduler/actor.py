@@ -522,7 +522,7 @@ class SchedulerActor:
         return self.cycle.update(job_id, **fields)
 
     def _elastic_owner(self, job_id: str) -> str | None:
-        job = self.cycle._jobs.get(job_id)  # the cycle's table of admitted jobs
+        job = self.cycle.ledger.jobs.get(job_id)  # the cycle's table of admitted jobs
         return job.request.user if job is not None else None
 
     def run_cycle(self, proof: Any = None) -> CycleReport:

@@ -82,7 +82,8 @@ def reach_ins(tree: ast.AST, path: str) -> list[Site]:
         elif isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 if _private(alias.name):
-                    out.append(Site(path, node.lineno, f"from {'.' * node.level}{node.module or ''} import {alias.name}"))
+                    source = "." * node.level + (node.module or "")
+                    out.append(Site(path, node.lineno, f"from {source} import {alias.name}"))
     return sorted(out, key=lambda s: (s.line, s.expr))
 
 
