@@ -157,7 +157,7 @@ class ElasticBook:
         """Put the stored book back into ``cycle`` (a fresh one: no jobs yet);
         returns the stored jobs.  Processes wait for :meth:`adopt`."""
         stored = self.store.load()
-        core, jobs = cycle.core, cycle.ledger.jobs
+        core, ledger = cycle.core, cycle.ledger
         top = 0
         for job in stored:
             jid, req = job.job_id, job.request
@@ -166,23 +166,23 @@ class ElasticBook:
                 try:
                     core.submit(jid, req.user, req.memory_gb, cls=job.ducc_class, kind="job", submit=job.submitted,
                                 **core_fields(req))
-                    jobs[jid] = JobEntry(req, job.ducc_class)
+                    ledger.jobs[jid] = JobEntry(req, job.ducc_class)
                 except Exception as exc:  # noqa: BLE001 - a class the new configuration lacks: its work stops
                     log.warning("elastic job %s cannot be taken back (%s): its processes stop", jid, exc)
-            if jid in jobs and cycle.charges is not None:
+            if jid in ledger.jobs and cycle.charges is not None:
                 cycle.charges.restore(req, max(1, job.charged))
             for o in job.owed:
-                cycle.ledger.owed[o.instance.instance_id] = OwedStop(o.instance, jid, None, o.reason)
+                ledger.owed[o.instance.instance_id] = OwedStop(o.instance, jid, None, o.reason)
             for s in job.shares:
                 self._adopting[s.share] = (jid, s)
                 top = max(top, s.share)
         core.resume(Numbering(next_share=top + 1))  # a share id is never handed out twice
         if cycle.charges is not None:
-            cycle.charges.release_others(set(jobs))
-        gone = [j.job_id for j in stored if j.job_id not in jobs and not j.shares and not j.owed]
+            cycle.charges.release_others(set(ledger.jobs))
+        gone = [j.job_id for j in stored if j.job_id not in ledger.jobs and not j.shares and not j.owed]
         self.store.write([], gone)
         if stored:
-            cycle.note(f"restart {len(jobs)} jobs, {len(self._adopting)} processes")
+            cycle.note(f"restart {len(ledger.jobs)} jobs, {len(self._adopting)} processes")
         return stored
 
     def adopting(self) -> set[str]:
