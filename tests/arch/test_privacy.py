@@ -37,14 +37,15 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("legionrm/cli/completion.py", "parser._actions"):
         "argparse has no public walk over its parser tree; the completion script is made from it",
     ("legionrm/hostobj/work.py", "os._exit"):
-        "os._exit is the stdlib's documented exit for a forked child (no cleanup handlers run twice)",
+        "os._exit is the stdlib's documented name for ending a process at once (the instance's, after it reported)",
     ("legionrm/system.py", "ray._private"):
         "Ray has no public hook for the raylet's notes it prints on a command's stdout",
     ("legionrm/system.py", "getattr(handle, '_actor_id', id(handle))"):
         "a Ray actor handle has no public id; the signer cache keys on it without holding the handle",
 }
-"""(path, expression) -> why this one reach-in stays.  Each is a reach into a
-library's inside (no public way exists); none is into legionrm's own classes."""
+"""(path, expression) -> why this one reach-in stays.  Each is into a library
+where no public way exists (or the public name has an underscore); none is
+into legionrm's own code."""
 
 
 @dataclass(frozen=True)
