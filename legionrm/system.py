@@ -108,7 +108,7 @@ def proof_for(handle: Any, call_name: str, args: Any, *, to: str) -> Any:
     """The proof to send with ``call_name`` on the actor ``handle``, made out to
     ``to`` (that actor's name: ``scheduler``, ``collection``...; None when that
     actor checks nobody); the signer is looked up once per actor."""
-    key = str(getattr(handle, "_actor_id", id(handle)))
+    key = str(getattr(handle, "_actor_id", id(handle)))  # reach-in: a Ray actor handle has no public id
     if key not in _SIGNERS:
         _SIGNERS[key] = signer_for_actor(handle)
     return signed(_SIGNERS[key], call_name, args, to=to)
@@ -221,9 +221,9 @@ def _raylet_notes_to_log() -> None:
     stdout, even without ``log_to_driver``: that stdout is a command's answer (one
     line, or JSON).  Send them to the ``legionrm.ray`` logger instead; workers' own
     output (not asked for here) is untouched.  Does nothing if Ray moves the hook."""
-    worker = ray._private.worker
+    worker = ray._private.worker  # reach-in: Ray has no public hook for these notes
     printer = getattr(worker, "print_to_stdstream", None)
-    if printer is None or getattr(printer, "_legionrm", False):
+    if printer is None or getattr(printer, "__module__", None) == __name__:  # hooked already (by this module)
         return
 
     def to_log(data: dict[str, Any], ignore_prefix: bool) -> None:
@@ -232,7 +232,6 @@ def _raylet_notes_to_log() -> None:
         else:
             printer(data, ignore_prefix)
 
-    to_log._legionrm = True  # type: ignore[attr-defined]
     worker.print_to_stdstream = to_log
 
 

@@ -79,13 +79,14 @@ class _Beating:
 
         threading.Thread(target=loop, name="heartbeat", daemon=True).start()
 
+    def _beat_one(self, core: ResourceObject) -> Any:
+        """One heartbeat of ``core``: what expired is swept (and written down), then the collection hears it."""
 
-def _beat_one(core: ResourceObject, shell: _Beating) -> Any:
-    def beat() -> None:
-        shell._kept(core.expire())
-        core.heartbeat()
+        def beat() -> None:
+            self._kept(core.expire())
+            core.heartbeat()
 
-    return beat
+        return beat
 
 
 class _OneResource(_Beating):
@@ -146,7 +147,7 @@ class HostActor(_OneResource, HostStateCalls):
         guard_resources([self.core], auth_home)
         self.door, self.views = resource_doors(auth_home, self.core.name, self._batch.attested_holder,
                                                self._batch.instance_holder)
-        self._start_beat(_beat_one(self.core, self), heartbeat_s)
+        self._start_beat(self._beat_one(self.core), heartbeat_s)
 
     def ping(self) -> str:
         return "ok"
@@ -316,7 +317,7 @@ class VaultActor(_OneResource, VaultStateCalls):
         guard_resources([self.core], auth_home)
         self.door, self.views = resource_doors(auth_home, self.core.name,
                                                lambda r, t: self.core.attested_holder(t) if r == self.core.name else None)
-        self._start_beat(_beat_one(self.core, self), heartbeat_s)
+        self._start_beat(self._beat_one(self.core), heartbeat_s)
 
     def ping(self) -> str:
         return "ok"

@@ -161,10 +161,11 @@ class RemoteCarrier:
         return ray.get(self.handle.list_instances.remote(host, proof=proof), timeout=WATCH_TIMEOUT_S)
 
 
-def _unique(named: dict[str, Any]) -> dict[str, tuple[str, Any]]:
-    """(a resource name it carries, its handle) by actor id, from resource name -> carrier actor (a group carries
-    many hosts, each with its own copy of the handle): one call per actor, made out to that name (a group hears it)."""
-    return {h._actor_id.hex(): (name, h) for name, h in named.items()}
+def _unique(named: dict[str, Any]) -> dict[Any, tuple[str, Any]]:
+    """(a resource name it carries, its handle) by actor, from resource name -> carrier actor (a group carries
+    many hosts, each with its own copy of the handle): one call per actor, made out to that name (a group hears it).
+    Ray's actor handles are equal (and hash alike) when they name the same actor."""
+    return {h: (name, h) for name, h in named.items()}
 
 
 def ray_watch(carriers: dict[str, Any], signer: CallSigner | None = None) -> HostWatch:
@@ -522,7 +523,7 @@ class SchedulerActor:
         return self.cycle.update(job_id, **fields)
 
     def _elastic_owner(self, job_id: str) -> str | None:
-        job = self.cycle._jobs.get(job_id)  # the cycle's table of admitted jobs
+        job = self.cycle.ledger.jobs.get(job_id)  # the cycle's table of admitted jobs
         return job.request.user if job is not None else None
 
     def run_cycle(self, proof: Any = None) -> CycleReport:

@@ -35,10 +35,11 @@ checks are the Scheduler door's.  Pure: no Ray.
 from __future__ import annotations
 
 import collections
+import contextlib
 import fnmatch
 import itertools
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 from legionrm import codes
@@ -187,7 +188,7 @@ class Mobility:
                 return stashed
             vault, size = stashed
             inert = self._make_inert(entry, info, vault, size, reason)
-            self.scheduler._stop(ref, reason)
+            self.scheduler.stop_instance(ref, reason)
             self.record("deactivated", oid, entry.user, from_host=ref.host, vault=vault, detail=f"{size} bytes")
             return self._status(entry, inert)
 
@@ -253,11 +254,12 @@ class Mobility:
                 return ref
             stashed = self._stash(entry, old, oid, for_host=ref.host, prefer=ref.vault)
             if isinstance(stashed, Refusal):
-                self.scheduler._stop(ref, "migration abandoned: the old copy's state could not be saved")
+                self.scheduler.stop_instance(ref, "migration abandoned: the old copy's state could not be saved")
                 return stashed
             vault, size = stashed
             inert = self._make_inert(entry, info, vault, size, f"migrating to {ref.host}")
-            self.scheduler._stop(old, f"migrated to {ref.host}")  # its reservation is released here, after the new one
+            # its reservation is released here, after the new one
+            self.scheduler.stop_instance(old, f"migrated to {ref.host}")
             moved = self._restore(entry, ref, oid, vault)
             if isinstance(moved, Refusal):  # the object rests inert in the vault: activate can try again
                 return moved
@@ -366,7 +368,7 @@ class Mobility:
         serving = dict(zip(table.names, table.serves))
         data = self.port.get(vault, oid)
         if isinstance(data, Refusal):
-            self.scheduler._stop(ref, "activation abandoned: no state")
+            self.scheduler.stop_instance(ref, "activation abandoned: no state")
             return data
         target = vault
         if vault in serving and not _serves(serving[vault], ref.host):
@@ -377,7 +379,7 @@ class Mobility:
                 data = self.port.get(other, oid)
         done = self.port.restore(ref, data) if not isinstance(data, Refusal) else data
         if isinstance(done, Refusal):
-            self.scheduler._stop(ref, f"activation abandoned: {done.code}")
+            self.scheduler.stop_instance(ref, f"activation abandoned: {done.code}")
             if target != vault:
                 self.port.delete(target, oid)
             return done
@@ -408,32 +410,22 @@ class Mobility:
             vault=None if running else info.vault, saved_bytes=None if running else info.saved_bytes,
             message=f"{info.id} on {info.host}" if running else f"in {info.vault} ({info.saved_bytes} bytes)")
 
-    def _moving_one(self, object_id: str) -> _Moving:
-        return _Moving(self, object_id)
-
-
-class _Moving:
-    """One move per object at a time: yields a refusal when another is under way."""
-
-    def __init__(self, mobility: Mobility, object_id: str) -> None:
-        self.m, self.key = mobility, object_id
-        self.claimed = False
-
-    def __enter__(self) -> Refusal | None:
-        found = self.m.scheduler.book.current(self.key)
-        if found is not None:
-            self.key = found[1].object_id or found[1].id
-        with self.m._lock:
-            if self.key in self.m._moving:
-                return _refuse(codes.OBJECT_BUSY, f"object {self.key!r} is being moved already")
-            self.m._moving.add(self.key)
-            self.claimed = True
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        if self.claimed:
-            with self.m._lock:
-                self.m._moving.discard(self.key)
+    @contextlib.contextmanager
+    def _moving_one(self, object_id: str) -> Iterator[Refusal | None]:
+        """One move per object at a time: yields a refusal when another is under way."""
+        found = self.scheduler.book.current(object_id)
+        key = (found[1].object_id or found[1].id) if found is not None else object_id
+        with self._lock:
+            busy = key in self._moving
+            self._moving.add(key)
+        if busy:
+            yield _refuse(codes.OBJECT_BUSY, f"object {key!r} is being moved already")
+            return
+        try:
+            yield None
+        finally:
+            with self._lock:
+                self._moving.discard(key)
 
 
 def _serves(patterns: tuple[str, ...], host: str) -> bool:

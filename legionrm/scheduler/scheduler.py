@@ -255,7 +255,7 @@ class Scheduler:
         for iid in entry.live_instances():
             # ended in the book first, so the watch never takes the stop for an end of its own
             self.book.end_instance(iid, "stopped", reason)
-            self._stop(entry.refs[iid], reason)
+            self.stop_instance(entry.refs[iid], reason)
         if self.book.finish(entry, "cancelled", reason):
             self._book_back(entry)
         self.replan()
@@ -303,7 +303,7 @@ class Scheduler:
             entry = self.book.owner_of(ref.instance_id)
             wall = entry.walltime(ref.class_name) if entry is not None else None
             if wall is not None and now >= ref.started_at + wall:
-                self._stop(ref, "walltime")
+                self.stop_instance(ref, "walltime")
                 ended += self.instance_ended(ref.instance_id, "walltime", replan=False)
         self._follow_capacity()
         self._ticks += 1
@@ -341,7 +341,7 @@ class Scheduler:
     def _sweep_orphans(self) -> list[str]:
         """Stop what hosts run that nobody knows (see :func:`recovery.orphans`); returns their ids."""
         also = self.also_running() if self.also_running is not None else set()
-        return sweep_orphans(self.watch, self.book, also, self.clock() - self.orphan_grace_s, self._stop)
+        return sweep_orphans(self.watch, self.book, also, self.clock() - self.orphan_grace_s, self.stop_instance)
 
     # --- approval ------------------------------------------------------------
 
@@ -521,7 +521,7 @@ class Scheduler:
         if self.on_finish is not None:
             self.on_finish(entry)
 
-    def _stop(self, ref: InstanceRef, reason: str) -> None:
+    def stop_instance(self, ref: InstanceRef, reason: str) -> None:
         """Stop one instance on its host and tell its class (best effort: a
         host that cannot be reached is the watcher's to find)."""
         if self.stopper is None:
@@ -536,5 +536,5 @@ class Scheduler:
         class object and host are told by a stop, which is idempotent."""
         entry = self.book.owner_of(instance_id)
         if entry is not None and instance_id in entry.refs:
-            self._stop(entry.refs[instance_id], "ended")
+            self.stop_instance(entry.refs[instance_id], "ended")
 

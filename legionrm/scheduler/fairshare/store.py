@@ -18,7 +18,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from legionrm.scheduler.fairshare.core import DuccCore
+from legionrm.scheduler.fairshare.core import DuccCore, Numbering
 from legionrm.scheduler.fairshare.shares import Job, Share
 
 SCHEMA = """
@@ -58,10 +58,11 @@ class RmStore:
         with self.db:
             for t in ("meta", "machines", "jobs", "shares", "needy"):
                 self.db.execute(f"DELETE FROM {t}")
+            numbering = core.numbering()
             self.db.executemany(
                 "INSERT INTO meta VALUES (?, ?)",
-                [("cycle", str(core.cycle)), ("next_share", str(core._next_share)), ("seq", str(core._seq)),
-                 ("maxorder", json.dumps(core._maxorder))],
+                [("cycle", str(core.cycle)), ("next_share", str(numbering.next_share)), ("seq", str(numbering.seq)),
+                 ("maxorder", json.dumps(numbering.maxorder))],
             )
             self.db.executemany(
                 "INSERT INTO machines VALUES (?,?,?,?,?,?,?,?)",
@@ -92,8 +93,6 @@ class RmStore:
         if not meta:
             return core
         core.cycle = int(meta["cycle"])
-        core._next_share = int(meta["next_share"])
-        core._seq = int(meta["seq"])
         for row in self.db.execute("SELECT * FROM machines ORDER BY name"):
             name, mem, pool, order, off, dead, missed, bl = row
             if name in core.machines:
@@ -130,9 +129,7 @@ class RmStore:
             host.shares[sid] = s
             job.shares[sid] = s
         core.needy[:] = [jid for _, jid in self.db.execute("SELECT pos, job FROM needy ORDER BY pos") if jid in core.jobs]
-        for top, mo in json.loads(meta.get("maxorder", "{}")).items():
-            if top in core._maxorder:
-                core._maxorder[top] = max(core._maxorder[top], mo)
+        core.resume(Numbering(int(meta["next_share"]), int(meta["seq"]), json.loads(meta.get("maxorder", "{}"))))
         return core
 
 

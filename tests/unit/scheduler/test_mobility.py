@@ -105,9 +105,9 @@ def test_migrate_holds_the_new_place_before_the_old_is_released(monkeypatch) -> 
     s = system()
     ref = start(s, "r1", "a1")
     order: list[str] = []
-    enact, stop = s.scheduler.enact_plan, s.scheduler._stop
+    enact, stop = s.scheduler.enact_plan, s.scheduler.stop_instance
     monkeypatch.setattr(s.scheduler, "enact_plan", lambda *a, **k: (order.append("new place"), enact(*a, **k))[1])
-    monkeypatch.setattr(s.scheduler, "_stop", lambda r, why: (order.append(f"stop {r.host}"), stop(r, why))[1])
+    monkeypatch.setattr(s.scheduler, "stop_instance", lambda r, why: (order.append(f"stop {r.host}"), stop(r, why))[1])
     got = s.mobility.migrate(ref.instance_id, '$name == "b1"')
     assert isinstance(got, ObjectStatus), got
     assert order == ["new place", "stop a1"]
@@ -119,6 +119,17 @@ def test_migrate_holds_the_new_place_before_the_old_is_released(monkeypatch) -> 
     assert (change.kind, change.from_host, change.host, change.vault) == ("migrated", "a1", "b1", "vb")
     states = {i.id: i.state for i in s.scheduler.request_info("r1").instances}
     assert states == {ref.instance_id: "moved", got.instance.instance_id: "running"}
+
+
+def test_one_move_per_object_at_a_time() -> None:
+    s = system()
+    ref = start(s, "r1", "a1")
+    with s.mobility._moving_one(ref.instance_id) as first:  # a move under way (as a slow one holds it)
+        assert first is None
+        busy = s.mobility.deactivate(ref.instance_id)
+        assert isinstance(busy, Refusal) and busy.code == "object.busy", busy
+    got = s.mobility.deactivate(ref.instance_id)  # the claim ended with the move: the next one runs
+    assert isinstance(got, ObjectStatus) and got.vault == "va", got
 
 
 def test_a_migrated_object_migrates_again_and_deactivates_by_its_first_id() -> None:
