@@ -27,7 +27,7 @@ import tracemalloc
 import numpy as np
 from _report import check
 
-from legionrm.collection.store import AttributeStore
+from legionrm.collection.table import AttributeStore
 from legionrm.mil import compile_query
 
 QUERY = (

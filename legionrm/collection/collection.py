@@ -40,7 +40,7 @@ from typing import Callable, Mapping, Protocol, cast
 
 import numpy as np
 
-from legionrm.collection.store import AttributeStore, StoreSnapshot
+from legionrm.collection.table import AttributeStore, StoreSnapshot
 from legionrm.errors import CollectionError, UnknownResourceError
 from legionrm.mil import compile_query
 from legionrm.mil import values as V

@@ -18,7 +18,7 @@ from legionrm.objstate.hooks import (
     save_state,
     with_state_hooks,
 )
-from legionrm.objstate.store import (
+from legionrm.objstate.shelf import (
     GB,
     DirectoryStore,
     MemoryStore,

@@ -26,7 +26,7 @@ from legionrm.auth import CallSigner, VerifiedCaller, signed
 from legionrm.auth.codes import FORBIDDEN
 from legionrm.auth.guard import ENACTOR, SCHEDULER
 from legionrm.models import InstanceRef, Refusal
-from legionrm.objstate.store import DirectoryStore
+from legionrm.objstate.shelf import DirectoryStore
 
 STATE_CALL_TIMEOUT_S = 60.0
 """How long the Scheduler waits for one state call (a save waits on the instance)."""

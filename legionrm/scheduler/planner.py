@@ -48,7 +48,7 @@ from legionrm.models import (
     ScheduleSuite,
     SchedulingRequest,
 )
-from legionrm.scheduler.planning.engine_door import EngineDoor
+from legionrm.scheduler.planning.engine_feed import EngineDoor
 from legionrm.scheduler.planning.pipeline import (
     INF,
     DEFAULT_FILTERS,

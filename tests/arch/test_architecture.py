@@ -40,7 +40,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.scheduler.recovery",),
     ("legionrm.scheduler.elastic", "legionrm.scheduler.planning.snaptables", "legionrm.config", "legionrm.request_file",
      "legionrm.scheduler.planning.window"),
-    ("legionrm.scheduler.planning.engine_door",),
+    ("legionrm.scheduler.planning.engine_feed",),
     ("legionrm.scheduler.planning",),
     ("legionrm.scheduler.planner", "legionrm.scheduler.build"),
     ("legionrm.scheduler.sharegate", "legionrm.scheduler.ahead.starts"),

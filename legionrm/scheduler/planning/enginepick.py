@@ -16,7 +16,7 @@ import numpy as np
 
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.models import ObjectRequest
-from legionrm.scheduler.planning.engine_door import EngineDoor
+from legionrm.scheduler.planning.engine_feed import EngineDoor
 from legionrm.scheduler.planning.pipeline import HostTable
 from legionrm.scheduler.planning.whatof import Ordered
 

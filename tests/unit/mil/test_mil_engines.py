@@ -15,7 +15,7 @@ import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from legionrm.collection.store import AttributeStore
+from legionrm.collection.table import AttributeStore
 from legionrm.errors import MILTypeError
 from legionrm.mil import StaticTable, compile_query, format_value, same_value
 from legionrm.mil import values as V

@@ -12,7 +12,7 @@ from legionrm.scheduler.fairshare.classes import (
     UserSpec,
 )
 from legionrm.scheduler.fairshare.core import DuccCore
-from legionrm.scheduler.fairshare.store import RmStore
+from legionrm.scheduler.fairshare.checkpoint import RmStore
 
 S = RmSettings(quantum_gb=1, expand_by_doubling=False, prediction=False)
 

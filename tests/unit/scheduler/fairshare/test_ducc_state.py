@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from legionrm.scheduler.fairshare.classes import ResourceClassSpec, RmSettings
 from legionrm.scheduler.fairshare.core import DuccCore
-from legionrm.scheduler.fairshare.store import RmStore
+from legionrm.scheduler.fairshare.checkpoint import RmStore
 
 S = RmSettings(quantum_gb=1, expand_by_doubling=False, prediction=False)
 CLASSES = [ResourceClassSpec("normal", policy="FAIR_SHARE"), ResourceClassSpec("reserve", policy="RESERVE")]

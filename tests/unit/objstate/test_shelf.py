@@ -50,7 +50,7 @@ def test_directory_store_leaves_no_temporary_file_when_a_write_fails(tmp_path: P
     def broken(*_a, **_k):
         raise OSError("disk full")
 
-    monkeypatch.setattr("legionrm.objstate.store.os.fsync", broken)
+    monkeypatch.setattr("legionrm.objstate.shelf.os.fsync", broken)
     with pytest.raises(OSError, match="disk full"):
         store.put("a", b"new")
     assert store.get("a") == b"old"  # the old state, whole

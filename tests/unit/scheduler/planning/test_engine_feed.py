@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from legionrm.collection.collection import Collection
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
-from legionrm.scheduler.planning.engine_door import EngineDoor
+from legionrm.scheduler.planning.engine_feed import EngineDoor
 from legionrm.scheduler.placement import NodeSpec, PlaceConfig, SelectRequest
 from legionrm.scheduler.placement.scenario import JobSpec, Scenario, run_scenario
 from legionrm.scheduler.planner import Planner

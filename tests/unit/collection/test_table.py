@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from legionrm.collection.store import AttributeStore
+from legionrm.collection.table import AttributeStore
 from legionrm.errors import CollectionError, UnknownResourceError
 from legionrm.mil import compile_query
 
