@@ -65,7 +65,7 @@ class LocalSystem:
                                    stopper=HostStopper(self.carrier, self.classes), watch=HostWatch(self.carrier, lambda: self.groups.values()),
                                    clock=clock, store=store)
         self.enactor.approve = self.scheduler.approve  # Legion's step 6: the scheduler confirms
-        # deactivate / activate / migrate: states move between the host objects and the vaults' stores
+        # deactivate / activate / migrate: states move between the host objects and the vaults' shelves
         self.mobility = Mobility(self.scheduler, LocalStatePort(self.carrier, self.vaults))
 
     def carrier(self, host: str) -> HostGroup | None:

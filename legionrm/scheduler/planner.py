@@ -48,7 +48,7 @@ from legionrm.models import (
     ScheduleSuite,
     SchedulingRequest,
 )
-from legionrm.scheduler.planning.engine_feed import EngineDoor
+from legionrm.scheduler.planning.engine_feed import EngineFeed
 from legionrm.scheduler.planning.pipeline import (
     INF,
     DEFAULT_FILTERS,
@@ -172,8 +172,8 @@ class Planner:
         self.max_masters = max_masters
         self.max_deltas = max_deltas
         self._clock = clock
-        self.engine = EngineDoor()
-        """The placement engine's door over snapshots: says never / not now
+        self.engine = EngineFeed()
+        """The placement engine fed from snapshots: says never / not now
         (with the earliest start) for what the pipeline cannot place."""
 
     # --- Legion's interface ----------------------------------------------
