@@ -15,7 +15,7 @@ from typing import Callable
 from legionrm.collection.collection import Collection
 from legionrm.config import host_groups
 from legionrm.enactor.enactor import Enactor
-from legionrm.enactor.gateway import InProcessGateway
+from legionrm.enactor.ports import InProcessGateway
 from legionrm.hostobj.build import build_class, build_host, build_vault
 from legionrm.hostobj.classobj import ClassObject
 from legionrm.hostobj.group import HostGroup

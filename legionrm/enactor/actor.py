@@ -28,7 +28,7 @@ from legionrm.auth.errors import AuthRefusedError
 from legionrm.auth.actordoor import ActorDoor
 from legionrm.auth.guard import ENACTOR, SCHEDULER, Guard, load_agent
 from legionrm.enactor.enactor import Approver, Enactor, approve_all
-from legionrm.enactor.gateway import DEAD, CreateItem, create_request
+from legionrm.enactor.ports import DEAD, CreateItem, create_request
 from legionrm.models import (
     EnactRequest,
     EnactResult,

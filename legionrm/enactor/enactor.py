@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Literal, Sequence
 
 from legionrm.auth.attest import attestation_key, reservation_of
-from legionrm.enactor.gateway import DEAD, CreateItem, ResourceGateway
+from legionrm.enactor.ports import DEAD, CreateItem, ResourceGateway
 from legionrm.enactor.held import start_reserved
 from legionrm.enactor.mapping import (
     Slot,

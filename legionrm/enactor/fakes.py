@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from legionrm.enactor.gateway import DEAD, CreateItem
+from legionrm.enactor.ports import DEAD, CreateItem
 from legionrm.models import InstanceRef, Refusal, ReservationRequest, ReservationToken
 
 

@@ -14,7 +14,7 @@ only through the gateway.
 
 from __future__ import annotations
 
-from legionrm.enactor.gateway import DEAD, CreateItem, ResourceGateway
+from legionrm.enactor.ports import DEAD, CreateItem, ResourceGateway
 from legionrm.models import (
     EnactResult,
     InstanceRef,

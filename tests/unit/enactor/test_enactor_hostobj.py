@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from legionrm.enactor.enactor import Enactor
 from legionrm.enactor.fakes import FakeClock
-from legionrm.enactor.gateway import InProcessGateway
+from legionrm.enactor.ports import InProcessGateway
 from legionrm.hostobj import ClassObject, DenyUsers, HostGroup, HostObject, VaultObject
 from legionrm.models import (
     DeltaSchedule,

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from legionrm.collection.collection import Collection
 from legionrm.enactor.enactor import Enactor
-from legionrm.enactor.gateway import InProcessGateway
+from legionrm.enactor.ports import InProcessGateway
 from legionrm.errors import EnactmentError, SchedulingError
 from legionrm.hostobj import ClassObject, DenyUsers, HostGroup, HostObject
 from legionrm.models import CycleReport, ElasticJobRequest, Refusal, Resources
