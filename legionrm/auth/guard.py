@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from legionrm.auth import codes
+from legionrm import codes
 from legionrm.auth.attest import AttestationVerifier
 from legionrm.auth.errors import AuthRefusedError, KeyFileError, UnknownPrincipalError
 from legionrm.auth.keys import (
@@ -57,7 +57,6 @@ AGENTS_DIR = "agents"
 SCHEDULER = agent_principal("scheduler", "scheduler")
 ENACTOR = agent_principal("enactor", "enactor")
 DASHBOARD = agent_principal("dashboard", "dashboard")
-NO_PROOF = "auth.no_proof"  # an authenticated system was called without a proof
 
 
 def auth_home(home: str | os.PathLike[str]) -> Path:
@@ -117,7 +116,7 @@ class Guard:
 
     def check(self, proof: Any, call: str, args: Any) -> VerifiedCaller | Refusal:
         if proof is None:
-            return Refusal(code=NO_PROOF, by=self.verifier.by,
+            return Refusal(code=codes.AUTH_NO_PROOF, by=self.verifier.by,
                            reason=f"{call} needs a signed proof of who calls (load your credential: legionrm user add)")
         return self.verifier.verify_args(proof, call, args)
 
@@ -208,5 +207,5 @@ def _login() -> str:
         return "admin"
 
 
-__all__ = ["AuthRefusedError", "Guard", "ReloadingRegistry", "codes", "ensure_home", "load_agent", "load_user",
-           "signer_for", "host_attestations", "raise_if_refused", "NO_PROOF", "SCHEDULER", "ENACTOR", "CallProof"]
+__all__ = ["AuthRefusedError", "Guard", "ReloadingRegistry", "ensure_home", "load_agent", "load_user",
+           "signer_for", "host_attestations", "raise_if_refused", "SCHEDULER", "ENACTOR", "CallProof"]

@@ -8,6 +8,7 @@ import argparse
 import json
 from typing import Any
 
+from legionrm import codes
 from legionrm.cli.output import show, table
 from legionrm.cli.requests import follow
 from legionrm.models import SchedulerResponse, SchedulerStatus
@@ -52,7 +53,7 @@ def cli_status(args: argparse.Namespace) -> int:
         snap = call(coll.snapshot.remote(proof=proof_for(coll, "snapshot", {}, to=COLLECTION)))
         records = [snap.record(n) for n in snap.resource_names()]
     except Exception as exc:  # a user (not an administrator): the resources their access allows
-        if "auth.forbidden" not in str(exc):
+        if codes.AUTH_FORBIDDEN not in str(exc):
             raise
         ask = {"text": "true", "caller": None, "include_unavailable": True}
         records = list(call(coll.query.remote("true", None, True, proof=proof_for(coll, "query", ask, to=COLLECTION))).records)

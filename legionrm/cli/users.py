@@ -15,7 +15,8 @@ import json
 import os
 from pathlib import Path
 
-from legionrm.auth import Registry, codes
+from legionrm import codes
+from legionrm.auth import Registry
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.auth.guard import _login as login_name
 from legionrm.auth.guard import auth_home, load_user
@@ -32,7 +33,7 @@ def _require_admin(registry: Registry, home: Path) -> str:
         return me
     load_user(home, me)  # the caller must hold the credential, not just name it
     if "admin" not in registry.user(me).roles:
-        raise AuthRefusedError(codes.FORBIDDEN, f"only an administrator may add users; {me!r} is not one", "cli")
+        raise AuthRefusedError(codes.AUTH_FORBIDDEN, f"only an administrator may add users; {me!r} is not one", "cli")
     return me
 
 
@@ -41,7 +42,7 @@ def cli_user(args: argparse.Namespace) -> int:
     registry = Registry(auth_home(home))
     if args.action == "add":
         if not args.name:
-            raise AuthRefusedError("usage", "user add needs a NAME", "cli")
+            raise AuthRefusedError(codes.CLI_USAGE, "user add needs a NAME", "cli")
         _require_admin(registry, home)
         registry.add_user(args.name, groups=args.group or (), roles=args.role or ("user",))
         path = registry.key_path(args.name)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from legionrm import codes
 from legionrm.auth import VerifiedCaller, may_write_record, require_admin
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.auth.guard import Guard, raise_if_refused
@@ -111,7 +112,7 @@ class CollectionDoor:
         all_, me = self.viewer(proof, call, {"name": name})
         rec = self.core.record(name)
         if not all_ and not rec.access.accepts(me):
-            raise AuthRefusedError("auth.forbidden", f"resource {name!r} does not accept {me.user!r}", "collection")
+            raise AuthRefusedError(codes.AUTH_FORBIDDEN, f"resource {name!r} does not accept {me.user!r}", "collection")
         return rec
 
     def retrieve_all_attributes(self, name: str, proof: Any = None) -> dict[str, AttrValue]:
@@ -121,7 +122,7 @@ class CollectionDoor:
     def snapshot(self, proof: Any = None) -> CollectionSnapshot:
         all_, me = self.viewer(proof, "snapshot", {})
         if not all_:
-            raise AuthRefusedError("auth.forbidden", f"only the system's agents and administrators read the whole "
+            raise AuthRefusedError(codes.AUTH_FORBIDDEN, f"only the system's agents and administrators read the whole "
                                    f"Collection; {me.user!r} may query it (legionrm query)", "collection")
         return self.core.snapshot()
 

@@ -22,13 +22,13 @@ from typing import Any, Callable, Mapping, Sequence
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
-from legionrm import metrics
+from legionrm import codes, metrics
 from legionrm.auth import CallSigner
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.auth.actordoor import ActorDoor
 from legionrm.auth.guard import ENACTOR, SCHEDULER, Guard, load_agent
 from legionrm.enactor.enactor import Approver, Enactor, approve_all
-from legionrm.enactor.ports import DEAD, CreateItem, create_request
+from legionrm.enactor.ports import CreateItem, create_request
 from legionrm.models import (
     EnactRequest,
     EnactResult,
@@ -147,7 +147,7 @@ class RayResourcePort:
         for i, rq in enumerate(requests):
             route = self._route(rq.resource, groups[i] if groups is not None else None)
             if route is None:
-                out[i] = Refusal(code=DEAD, reason=f"no actor carries {rq.resource!r}", by=rq.resource)
+                out[i] = Refusal(code=codes.RESOURCE_DEAD, reason=f"no actor carries {rq.resource!r}", by=rq.resource)
             elif route[2]:
                 batches.setdefault(route[0], (route[1], []))[1].append(i)
                 if route[0].startswith("group:"):
@@ -210,7 +210,7 @@ class RayResourcePort:
             cls = self._class(name)
             if cls is None:
                 for i in idx:
-                    out[i] = Refusal(code=DEAD, reason=f"no class actor {name!r}", by=name)
+                    out[i] = Refusal(code=codes.RESOURCE_DEAD, reason=f"no class actor {name!r}", by=name)
                 continue
             batch = [create_request(items[i]) for i in idx]
             proof = self._proof("create_instances", {"batch": batch}, class_name(name))
@@ -265,7 +265,7 @@ def _abandon(handle: Handle, request_ids: list[str], signer: CallSigner | None =
 
 
 def _dead(name: str, err: Any) -> Refusal:
-    return Refusal(code=DEAD, reason=f"{type(err).__name__}: {err}"[:300], by=name)
+    return Refusal(code=codes.RESOURCE_DEAD, reason=f"{type(err).__name__}: {err}"[:300], by=name)
 
 
 @ray.remote(num_cpus=0)
@@ -312,7 +312,7 @@ class EnactorActor:
         approving method), and always with itself as approver."""
         if self._signer is not None:
             if approver is None:
-                raise AuthRefusedError("auth.forbidden", "enact_schedule needs the Scheduler as approver; "
+                raise AuthRefusedError(codes.AUTH_FORBIDDEN, "enact_schedule needs the Scheduler as approver; "
                                        "only the Scheduler's own enactments run here", "enactor")
             self.door.require_system(proof, "enact_schedule", {"request": request, "approver": approver[1]},
                                      agents=(SCHEDULER,))
@@ -368,7 +368,7 @@ def _remote_approver(handle: Handle, method: str, signer: CallSigner | None = No
             proof = signer.sign(method, {"proposal": proposal}, to=SCHEDULER_ACTOR)
             return ray.get(getattr(handle, method).remote(proposal, proof=proof), timeout=APPROVAL_TIMEOUT_S)
         except ray.exceptions.GetTimeoutError:
-            return Refusal(code="approval.timeout", by="enactor",
+            return Refusal(code=codes.APPROVAL_TIMEOUT, by="enactor",
                            reason=f"the scheduler did not confirm within {APPROVAL_TIMEOUT_S:g} s")
 
     return approve

@@ -50,8 +50,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Literal, Sequence
 
+from legionrm import codes
 from legionrm.auth.attest import attestation_key, reservation_of
-from legionrm.enactor.ports import DEAD, CreateItem, ResourcePort
+from legionrm.enactor.ports import CreateItem, ResourcePort
 from legionrm.enactor.held import start_reserved
 from legionrm.enactor.mapping import (
     Slot,
@@ -286,7 +287,7 @@ class Enactor:
         for (k, kind), sp in slots_of(target, ask):
             if (k, kind) not in run.held:
                 f = PlacementFailure(
-                    key=k, resource=sp[0], code="token.expired", reason="token expired again after renewal"
+                    key=k, resource=sp[0], code=codes.TOKEN_EXPIRED, reason="token expired again after renewal"
                 )
                 failing.setdefault(k, []).append(f)
                 failures.append(f)
@@ -327,7 +328,7 @@ class Enactor:
                     run.thrash += 1
                 run.held[(k, kind)] = _Held(token=ans, spec=sp)
             else:
-                refusal = ans if isinstance(ans, Refusal) else Refusal(code=DEAD, reason=repr(ans), by=rq.resource)
+                refusal = ans if isinstance(ans, Refusal) else Refusal(code=codes.RESOURCE_DEAD, reason=repr(ans), by=rq.resource)
                 f = PlacementFailure(key=k, resource=rq.resource, code=refusal.code, reason=refusal.reason)
                 failing.setdefault(k, []).append(f)
                 failures.append(f)
@@ -345,7 +346,7 @@ class Enactor:
         verdict = approver(proposal)
         if verdict is True or (verdict and not isinstance(verdict, Refusal)):
             return None
-        code, reason, by = "approval.declined", "the scheduler declined the schedule", "scheduler"
+        code, reason, by = codes.APPROVAL_DECLINED, "the scheduler declined the schedule", "scheduler"
         if isinstance(verdict, Refusal):
             code, reason, by = verdict.code, verdict.reason, verdict.by or by
         return PlacementFailure(key="*", resource=by, code=code, reason=reason, stage="plan")
@@ -386,7 +387,7 @@ class Enactor:
                         run.started.append(ans)
                         started.add(k)
                     else:
-                        r = ans if isinstance(ans, Refusal) else Refusal(code=DEAD, reason=repr(ans))
+                        r = ans if isinstance(ans, Refusal) else Refusal(code=codes.RESOURCE_DEAD, reason=repr(ans))
                         f = PlacementFailure(
                             key=k, resource=r.by or mapping[k].host, code=r.code, reason=r.reason, stage="start"
                         )

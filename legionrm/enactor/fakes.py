@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from legionrm.enactor.ports import DEAD, CreateItem
+from legionrm import codes
+from legionrm.enactor.ports import CreateItem
 from legionrm.models import InstanceRef, Refusal, ReservationRequest, ReservationToken
 
 
@@ -117,7 +118,7 @@ class FakePort:
         for rq in requests:
             res = self.resources.get(rq.resource)
             if res is None or res.dead:
-                out.append(Refusal(code=DEAD, reason=f"{rq.resource} does not answer", by=rq.resource))
+                out.append(Refusal(code=codes.RESOURCE_DEAD, reason=f"{rq.resource} does not answer", by=rq.resource))
                 continue
             if res.refuse:
                 out.append(Refusal(code=res.refuse, reason=f"{rq.resource} refuses", by=rq.resource))
@@ -128,7 +129,7 @@ class FakePort:
                 continue
             amount = rq.resources.cpus if rq.resources.cpus else rq.resources.storage_gb
             if self._used(rq.resource, now) + amount > res.capacity:
-                out.append(Refusal(code="capacity", reason=f"{rq.resource} is full", by=rq.resource))
+                out.append(Refusal(code=codes.CAPACITY, reason=f"{rq.resource} is full", by=rq.resource))
                 continue
             tid = f"{rq.resource}:{rq.request_id}"
             tok = ReservationToken(
@@ -161,15 +162,15 @@ class FakePort:
             host = self.resources.get(it.host)
             r = self._res.get(it.host_token.token_id)
             if host is None or host.dead:
-                out.append(Refusal(code=DEAD, reason=f"{it.host} does not answer", by=it.host))
+                out.append(Refusal(code=codes.RESOURCE_DEAD, reason=f"{it.host} does not answer", by=it.host))
             elif host.veto_start:
                 out.append(Refusal(code=host.veto_start, reason=f"{it.host} vetoes the start", by=it.host))
             elif r is None or r.cancelled or r.token.issuer != it.host:
-                out.append(Refusal(code="token.unknown", reason="no such reservation", by=it.host))
+                out.append(Refusal(code=codes.TOKEN_UNKNOWN, reason="no such reservation", by=it.host))
             elif r.started:
-                out.append(Refusal(code="token.used", reason="token already used", by=it.host))
+                out.append(Refusal(code=codes.TOKEN_USED, reason="token already used", by=it.host))
             elif r.token.expires_at <= now:
-                out.append(Refusal(code="token.expired", reason="token expired", by=it.host))
+                out.append(Refusal(code=codes.TOKEN_EXPIRED, reason="token expired", by=it.host))
             else:
                 r.started = True
                 out.append(

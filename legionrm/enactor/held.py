@@ -14,7 +14,8 @@ only through the port.
 
 from __future__ import annotations
 
-from legionrm.enactor.ports import DEAD, CreateItem, ResourcePort
+from legionrm import codes
+from legionrm.enactor.ports import CreateItem, ResourcePort
 from legionrm.models import (
     EnactResult,
     InstanceRef,
@@ -23,9 +24,6 @@ from legionrm.models import (
     ReservedStart,
     ScheduleAttempt,
 )
-
-MISSING = "token.missing"
-"""The failure code of a placement the reservation holds no host token for."""
 
 
 def start_reserved(port: ResourcePort, held: ReservedStart) -> EnactResult:
@@ -39,7 +37,7 @@ def start_reserved(port: ResourcePort, held: ReservedStart) -> EnactResult:
     for p in held.placements:
         token = held.host_tokens.get(p.key)
         if token is None:
-            failures.append(PlacementFailure(key=p.key, resource=p.host, code=MISSING, stage="start",
+            failures.append(PlacementFailure(key=p.key, resource=p.host, code=codes.TOKEN_MISSING, stage="start",
                                              reason="the advance reservation holds no token for it"))
             continue
         items.append(CreateItem(request_id=f"{held.request_id}/{p.key}/start/ahead", key=p.key,
@@ -52,7 +50,7 @@ def start_reserved(port: ResourcePort, held: ReservedStart) -> EnactResult:
         if isinstance(ans, InstanceRef):
             started.append(ans)
         else:
-            r = ans if isinstance(ans, Refusal) else Refusal(code=DEAD, reason=repr(ans))
+            r = ans if isinstance(ans, Refusal) else Refusal(code=codes.RESOURCE_DEAD, reason=repr(ans))
             failures.append(PlacementFailure(key=item.key, resource=r.by or item.host, code=r.code, reason=r.reason,
                                              stage="start"))
     if failures:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
+from legionrm import codes
 from legionrm.models import (
     AttrValue,
     CreateRequest,
@@ -27,9 +28,6 @@ from legionrm.models import (
     ReservationRequest,
     ReservationToken,
 )
-
-DEAD = "resource.dead"
-"""Refusal code for a resource that did not answer (died, timed out, unknown)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +64,7 @@ class ResourcePort(Protocol):
     """The enactor's view of the resources.
 
     Implementations must keep the order of their inputs in their outputs and
-    must turn an unreachable resource into ``Refusal(code=DEAD)``, never into
+    must turn an unreachable resource into ``Refusal(code=codes.RESOURCE_DEAD)``, never into
     an exception; an exception means the port itself is broken, and the
     enactor answers it by cancelling everything it holds and raising
     :class:`legionrm.errors.EnactmentError`.
@@ -151,7 +149,7 @@ class InProcessPort:
             if target is None:
                 target = self._resources.get(req.resource)
             if target is None:
-                out[i] = Refusal(code=DEAD, reason=f"no resource {req.resource!r} is reachable", by=req.resource)
+                out[i] = Refusal(code=codes.RESOURCE_DEAD, reason=f"no resource {req.resource!r} is reachable", by=req.resource)
             elif hasattr(target, "make_reservations"):
                 batches.setdefault(id(target), (target, []))[1].append(i)
             else:
@@ -184,7 +182,7 @@ class InProcessPort:
             cls = self._classes.get(name)
             if cls is None:
                 for i in idx:
-                    out[i] = Refusal(code=DEAD, reason=f"no class object {name!r} is reachable", by=name)
+                    out[i] = Refusal(code=codes.RESOURCE_DEAD, reason=f"no class object {name!r} is reachable", by=name)
                 continue
             for i, answer in zip(idx, cls.create_instances([create_request(items[i]) for i in idx])):
                 out[i] = answer

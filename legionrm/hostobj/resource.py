@@ -24,8 +24,9 @@ from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 
+from legionrm import codes
 from legionrm.heartbeat import MAX_STEPS, Publisher, beat
-from legionrm.hostobj import codes, tokens
+from legionrm.hostobj import tokens
 from legionrm.hostobj.calendar import Calendar, State
 from legionrm.hostobj.durable import abandon
 from legionrm.hostobj.policies import ADMIT, Policy, Verdict, ask_owner, owner_attributes

@@ -28,7 +28,7 @@ import fnmatch
 import itertools
 from typing import Any, Iterable
 
-from legionrm.hostobj import codes
+from legionrm import codes
 from legionrm.hostobj.policies import ADMIT, Admission, Verdict
 from legionrm.hostobj.records import public
 from legionrm.hostobj.resource import ResourceObject

@@ -22,7 +22,8 @@ in strict operators; ``and``/``or``/``xor``/``not`` treat both as unknown).
 This module holds the scalar rules (``arith``, ``compare``, ``truth`` ...);
 :mod:`legionrm.mil.evaluate` calls them per record and
 :mod:`legionrm.mil.vectorize` re-implements them over numpy arrays.  The
-property test in ``tests/unit/test_mil_engines.py`` keeps the two equal.
+property test in ``tests/unit/mil/test_mil_engines.py`` keeps the two equal,
+and ``tests/unit/mil/test_mil_int64.py`` checks each at the int64 edges.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ TAG_NAMES: Final = ("undefined", "error", "bool", "int", "float", "string")
 
 INT64_MIN: Final = -(2**63)
 INT64_MAX: Final = 2**63 - 1
-_TWO63_F: Final = 9.223372036854775808e18  # 2**63 as a float, exactly
+TWO63_F: Final = 9.223372036854775808e18
+"""2**63 as a float, exactly: the first float past INT64_MAX (which no float holds)."""
 
 
 class _Special:
@@ -314,7 +316,7 @@ _INT64_DIGITS = 19  # len(str(2**63))
 
 def float_to_int(x: float) -> Value:
     """Truncate toward zero; NaN, infinities and values outside int64 are ERROR."""
-    if not (-_TWO63_F <= x < _TWO63_F):
+    if not (-TWO63_F <= x < TWO63_F):
         return ERROR
     return int(x)
 

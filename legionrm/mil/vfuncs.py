@@ -113,9 +113,6 @@ def _parse_strings(codes: np.ndarray, ctx: Ctx, conv: Callable[[str], V.Value], 
     return num[inv], good[inv]
 
 
-_TWO63 = 9.223372036854775808e18
-
-
 def to_int(a: Column, ctx: Ctx) -> Column:
     n = ctx.n
     ta = a.tags()
@@ -128,7 +125,7 @@ def to_int(a: Column, ctx: Ctx) -> Column:
     if a.f is not None:
         m = ta == FLOAT
         fv = bcast(a.f, n)[m]
-        inrange = (fv >= -_TWO63) & (fv < _TWO63)
+        inrange = (fv >= -V.TWO63_F) & (fv < V.TWO63_F)  # as V.float_to_int
         iv = np.zeros(fv.shape, dtype=np.int64)
         iv[inrange] = np.trunc(fv[inrange]).astype(np.int64)
         i[m] = iv

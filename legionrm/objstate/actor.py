@@ -22,8 +22,8 @@ from typing import Any
 
 import ray
 
+from legionrm import codes
 from legionrm.auth import CallSigner, VerifiedCaller, signed
-from legionrm.auth.codes import FORBIDDEN
 from legionrm.auth.guard import ENACTOR, SCHEDULER
 from legionrm.models import InstanceRef, Refusal
 from legionrm.objstate.shelf import DirectoryShelf
@@ -41,7 +41,7 @@ def _managers_only(door_by: str) -> Any:
     def decide(who: VerifiedCaller, _item: Any) -> Refusal | None:
         if who.name in (SCHEDULER, ENACTOR):
             return None
-        return Refusal(code=FORBIDDEN, by=door_by,
+        return Refusal(code=codes.AUTH_FORBIDDEN, by=door_by,
                        reason=f"{who.name!r} may not move objects' state directly: ask the Scheduler")
     return decide
 
@@ -128,12 +128,12 @@ class RayStatePort:
 
     def _call(self, handle: Any, name: str, method: str, args: dict[str, Any], signed_args: dict[str, Any]) -> Any:
         if handle is None:
-            return Refusal(code="resource.unknown", reason=f"no actor carries {name!r}", by=name)
+            return Refusal(code=codes.RESOURCE_UNKNOWN, reason=f"no actor carries {name!r}", by=name)
         try:
             proof = signed(self.signer, method, signed_args, to=name)
             return ray.get(getattr(handle, method).remote(**args, proof=proof), timeout=self.timeout_s)
         except (ray.exceptions.RayError, AttributeError) as exc:
-            return Refusal(code="resource.unreachable", reason=f"{method} on {name}: {type(exc).__name__}", by=name)
+            return Refusal(code=codes.RESOURCE_UNREACHABLE, reason=f"{method} on {name}: {type(exc).__name__}", by=name)
 
     def save(self, ref: InstanceRef) -> bytes | Refusal:
         args = {"host": ref.host, "instance_id": ref.instance_id}

@@ -15,6 +15,7 @@ from typing import Any
 
 import ray
 
+from legionrm import codes
 from legionrm.auth import CallSigner, signed
 from legionrm.auth.actordoor import ActorDoor
 from legionrm.auth.guard import SCHEDULER as SCHEDULER_AGENT
@@ -112,7 +113,7 @@ class RemoteEnactor:
                 self.abandon(schedules.request_id)
             why = f"the enactor did not finish: {type(exc).__name__}"
             return EnactResult(ok=False, attempts=(ScheduleAttempt(master=0, deltas_tried=0, succeeded=False, failures=(
-                PlacementFailure(key="*", resource="enactor", code=ENACTOR_LOST, reason=why),)),))
+                PlacementFailure(key="*", resource="enactor", code=codes.ENACTOR_LOST, reason=why),)),))
 
     def start_reserved(self, held: ReservedStart) -> EnactResult:
         try:
@@ -120,12 +121,8 @@ class RemoteEnactor:
             return ray.get(self.handle.start_reserved.remote(held, self.approver, proof=proof), timeout=CALL_TIMEOUT_S)
         except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:
             return EnactResult(ok=False, attempts=(ScheduleAttempt(master=0, deltas_tried=0, succeeded=False, failures=(
-                PlacementFailure(key="*", resource="enactor", code=ENACTOR_LOST,
+                PlacementFailure(key="*", resource="enactor", code=codes.ENACTOR_LOST,
                                  reason=f"the enactor did not start the reservation: {type(exc).__name__}"),)),))
-
-
-ENACTOR_LOST = "enactor.lost"
-"""The failure code of an enactment whose Enactor died or never answered."""
 
 
 class RemoteClassPort:
@@ -429,14 +426,14 @@ class SchedulerActor:
             try:
                 views.extend(ray.get(ref, timeout=WATCH_TIMEOUT_S))
             except ray.exceptions.RayError as exc:
-                findings.append(AuditFinding(code="resource.unreachable", subject=handles[hid][0],
+                findings.append(AuditFinding(code=codes.RESOURCE_UNREACHABLE, subject=handles[hid][0],
                                              detail=f"{type(exc).__name__}"))
         classes: dict[str, list[str]] = {}
         for name, ref in class_refs.items():
             try:
                 classes[name] = [r.instance_id for r in ray.get(ref, timeout=WATCH_TIMEOUT_S)]
             except ray.exceptions.RayError as exc:
-                findings.append(AuditFinding(code="resource.unreachable", subject=f"class:{name}",
+                findings.append(AuditFinding(code=codes.RESOURCE_UNREACHABLE, subject=f"class:{name}",
                                              detail=f"{type(exc).__name__}"))
         return findings + audit(self.core, views, classes, also_running=self.cycle.instance_ids(),
                                 elastic=self.cycle.charged_jobs())

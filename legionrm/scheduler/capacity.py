@@ -4,10 +4,9 @@ cluster of that size could ever run.  Pure functions."""
 
 from __future__ import annotations
 
+from legionrm import codes
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.models import PlacementFailure, Resources, SchedulingRequest
-
-REQUEST_TOO_BIG = "request.too_big"
 
 
 def live_capacity(snap: CollectionSnapshot) -> Resources:
@@ -43,6 +42,6 @@ def too_big(request: SchedulingRequest, pool_capacity: dict[str, float], most: R
     if not over:
         return None
     unit = {"cpu": "cpus", "memory": "MB of memory", "gpu": "gpus"}
-    return PlacementFailure(key="*", resource=by, code=REQUEST_TOO_BIG, stage="plan",
+    return PlacementFailure(key="*", resource=by, code=codes.REQUEST_TOO_BIG, stage="plan",
                             reason="asks for more than the whole cluster holds: " + ", ".join(
                                 f"{need[k]:g} {unit[k]} > {total.get(k, 0.0):g}" for k in over))

@@ -41,6 +41,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from legionrm import codes
 from legionrm.models import (
     InstanceInfo,
     InstanceRef,
@@ -57,10 +58,6 @@ from legionrm.scheduler.requests import Entry
 from legionrm.scheduler.scheduler import Scheduler
 from legionrm.scheduler.planning.snaptables import vault_table
 
-AVOIDED = "replan.avoided"
-"""The code of the planner's filter of hosts a request avoids (the one a move leaves)."""
-UNKNOWN, NOT_RUNNING, NOT_INERT, NO_PLACE, NO_VAULT = (
-    "object.unknown", "object.not_running", "object.not_inert", "object.no_place", "vault.none")
 CHANGES_KEPT = 1000
 
 
@@ -114,7 +111,7 @@ class LocalStatePort:
 
 
 def _gone(host: str) -> Refusal:
-    return Refusal(code="resource.unknown", reason=f"host {host!r} cannot be reached", by=host)
+    return Refusal(code=codes.RESOURCE_UNKNOWN, reason=f"host {host!r} cannot be reached", by=host)
 
 
 class Mobility:
@@ -164,7 +161,7 @@ class Mobility:
         """Where the object is now (by any id it ever had)."""
         found = self.scheduler.book.current(object_id)
         if found is None:
-            return _refuse(UNKNOWN, f"no object {object_id!r} runs or rests inert here")
+            return _refuse(codes.OBJECT_UNKNOWN, f"no object {object_id!r} runs or rests inert here")
         return self._status(*found)
 
     def owner(self, object_id: str) -> str | None:
@@ -205,7 +202,7 @@ class Mobility:
                 return busy
             found = self.scheduler.book.current(object_id)
             if found is None:
-                return _refuse(UNKNOWN, f"no object {object_id!r} runs or rests inert here")
+                return _refuse(codes.OBJECT_UNKNOWN, f"no object {object_id!r} runs or rests inert here")
             entry, info = found
             if info.state == "running":
                 return self._status(entry, info)
@@ -217,7 +214,7 @@ class Mobility:
         got = self.activate(object_id)
         if isinstance(got, ObjectStatus) and got.instance is not None:
             return got.instance
-        refusal = got if isinstance(got, Refusal) else _refuse(NOT_RUNNING, f"{object_id!r} did not start")
+        refusal = got if isinstance(got, Refusal) else _refuse(codes.OBJECT_NOT_RUNNING, f"{object_id!r} did not start")
         return PlacementFailure(key=object_id, resource=refusal.by or self.scheduler.name, code=refusal.code,
                                 reason=refusal.reason, stage="plan", lasting=True)
 
@@ -225,7 +222,7 @@ class Mobility:
         oid, vault = info.object_id or info.id, info.vault
         old = entry.refs[info.id]
         if vault is None:
-            return _refuse(NOT_INERT, f"object {oid!r} has no state in a vault")
+            return _refuse(codes.OBJECT_NOT_INERT, f"object {oid!r} has no state in a vault")
         ref = self._place(entry, old, constraint, (), prefer_vault=vault)
         if isinstance(ref, Refusal):
             return ref
@@ -291,9 +288,9 @@ class Mobility:
     def _running(self, object_id: str) -> tuple[Entry, InstanceInfo] | Refusal:
         found = self.scheduler.book.current(object_id)
         if found is None:
-            return _refuse(UNKNOWN, f"no object {object_id!r} runs or rests inert here")
+            return _refuse(codes.OBJECT_UNKNOWN, f"no object {object_id!r} runs or rests inert here")
         if found[1].state != "running" or found[1].id not in found[0].refs:
-            return _refuse(NOT_RUNNING, f"object {object_id!r} is {found[1].state}, not running")
+            return _refuse(codes.OBJECT_NOT_RUNNING, f"object {object_id!r} is {found[1].state}, not running")
         return found
 
     def _stash(self, entry: Entry, ref: InstanceRef, oid: str, *, for_host: str,
@@ -319,7 +316,7 @@ class Mobility:
         picked = table.pick(host, req, {}, self.scheduler.getCollection().snapshot(), entry.request.identity)
         if isinstance(picked, str):
             return picked
-        return _refuse(NO_VAULT, f"no vault serving {host} can hold {size} bytes", by="vault_pairing")
+        return _refuse(codes.VAULT_NONE, f"no vault serving {host} can hold {size} bytes", by="vault_pairing")
 
     def _place(self, entry: Entry, old: InstanceRef, constraint: str, avoid: tuple[str, ...],
                prefer_vault: str | None = None) -> InstanceRef | Refusal:
@@ -354,11 +351,11 @@ class Mobility:
             if result.ok and result.instances:
                 return result.instances[0]
             failures += [f for a in result.attempts for f in a.failures]
-        if avoid and failures and all(f.code == AVOIDED for f in failures):  # only the hosts it must leave fit
+        if avoid and failures and all(f.code == codes.REPLAN_AVOIDED for f in failures):  # only the hosts it must leave fit
             why = f"no host but {', '.join(avoid)}, where it runs now, matches {constraint!r} and fits it"
         else:
             why = "; ".join(f"{f.resource}: {f.code}" for f in failures[:4]) or "no host fits"
-        return _refuse(NO_PLACE, f"no place for a new copy of {old.class_name} ({why})")
+        return _refuse(codes.OBJECT_NO_PLACE, f"no place for a new copy of {old.class_name} ({why})")
 
     def _restore(self, entry: Entry, ref: InstanceRef, oid: str, vault: str) -> bool | Refusal:
         """Bring the state from ``vault`` into the new copy ``ref`` (through a
@@ -428,7 +425,7 @@ class _Moving:
             self.key = found[1].object_id or found[1].id
         with self.m._lock:
             if self.key in self.m._moving:
-                return _refuse("object.busy", f"object {self.key!r} is being moved already")
+                return _refuse(codes.OBJECT_BUSY, f"object {self.key!r} is being moved already")
             self.m._moving.add(self.key)
             self.claimed = True
         return None

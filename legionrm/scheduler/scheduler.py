@@ -27,6 +27,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
+from legionrm import codes
 from legionrm.scheduler.ahead.starts import AheadStarts
 from legionrm.scheduler.planning.window import ahead_of
 from legionrm.scheduler.replan import enact_with_replans
@@ -46,7 +47,7 @@ from legionrm.models import (
     SchedulerResponse,
     SchedulingRequest,
 )
-from legionrm.scheduler.capacity import REQUEST_TOO_BIG, live_capacity, peak, too_big
+from legionrm.scheduler.capacity import live_capacity, peak, too_big
 from legionrm.scheduler.confirm import Activator, activation, check_proposal, validate_request
 from legionrm.scheduler.planner import Plan, Planner
 from legionrm.scheduler.ports import EnactorPort, InstanceWatch, OpenGate, PoolGate, SnapshotSource, Stopper
@@ -62,8 +63,8 @@ log = logging.getLogger(__name__)
 
 
 NEVER = frozenset({
-    "class.unknown", "respool.unknown", "respool.not_leaf", "respool.duplicate", "respool.limit",
-    "ducc.class_unknown", "ducc.user", "activate.unknown", REQUEST_TOO_BIG,
+    codes.CLASS_UNKNOWN, codes.RESPOOL_UNKNOWN, codes.RESPOOL_NOT_LEAF, codes.RESPOOL_DUPLICATE, codes.RESPOOL_LIMIT,
+    codes.DUCC_CLASS_UNKNOWN, codes.DUCC_USER, codes.ACTIVATE_UNKNOWN, codes.REQUEST_TOO_BIG,
 })
 """Refusals of the request itself that no amount of waiting can change; with
 a plan failure marked ``lasting`` (every host refused for what it is), such

@@ -19,6 +19,7 @@ import datetime as dt
 import logging
 from typing import Callable, Iterable
 
+from legionrm import codes
 from legionrm.models import (
     EnactResult,
     Holder,
@@ -32,10 +33,6 @@ from legionrm.scheduler.ports import EnactorPort
 from legionrm.scheduler.requests import Entry, RequestBook
 
 log = logging.getLogger(__name__)
-
-EXPIRED = "ahead.expired"
-"""The failure code of a reserved request not started by its start plus the slack."""
-START_FAILED = "ahead.start_failed"
 
 
 class AheadStarts:
@@ -76,12 +73,12 @@ class AheadStarts:
         until the slack runs out)."""
         start = entry.request.start or 0.0
         if entry.held is None:
-            return self._fail(entry, [PlacementFailure(key="*", resource="scheduler", code=START_FAILED, stage="start",
+            return self._fail(entry, [PlacementFailure(key="*", resource="scheduler", code=codes.AHEAD_START_FAILED, stage="start",
                                                        reason="no reservation is held for it")])
         if now > start + self.slack_s:
             self.release(entry)
             return self._fail(entry, [PlacementFailure(
-                key="*", resource="scheduler", code=EXPIRED, stage="start",
+                key="*", resource="scheduler", code=codes.AHEAD_EXPIRED, stage="start",
                 reason=f"its advance reservations expired unused: start {utc(start)} passed {now - start:.0f}s ago "
                        f"(at most {self.slack_s:g}s)")])
         try:

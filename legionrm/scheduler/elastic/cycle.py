@@ -57,8 +57,6 @@ from legionrm.scheduler.elastic.book import JobEntry as _Job
 from legionrm.scheduler.elastic.book import OwedStop as _Owed
 from legionrm.scheduler.elastic.charges import PoolCharges
 from legionrm.scheduler.elastic.enact import (
-    ACCESS_DENIED,
-    ENACT_ERROR,
     GrowthContext,
     HostStopper,
     JobGrowth,
@@ -74,7 +72,7 @@ log = logging.getLogger(__name__)
 
 HOSTS = '$kind == "host"'
 UPDATABLE = ("work_items", "time_per_item_ms", "init_time_ms", "max_processes", "threads")
-__all__ = ["ACCESS_DENIED", "ENACT_ERROR", "ElasticCycle", "EnactorPort", "HostStopper", "SnapshotSource", "Stopper"]
+__all__ = ["ElasticCycle", "EnactorPort", "HostStopper", "SnapshotSource", "Stopper"]
 
 
 class ElasticCycle:

@@ -31,6 +31,7 @@ from typing import Iterable, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from legionrm import codes
 from legionrm.models import Refusal
 from legionrm.scheduler.placement.chunkfit import (
     CANT_SPAN_PSET,
@@ -407,28 +408,28 @@ class PathPlacer:
         """Why ``host`` is not in ``result``: the first filter that refuses it."""
         i = self.table.index.get(host)
         if i is None:
-            return Refusal(code="unknown", reason=f"Specified vnode does not exist: {host}", by="table")
+            return Refusal(code=codes.PLACEMENT_UNKNOWN, reason=f"Specified vnode does not exist: {host}", by="table")
         if any(host in chunk for chunk in result.nodes):
             return None
         req = result._request
         assert req is not None
         if i not in set(self.table.universe(result._queue).tolist()):
-            return Refusal(code="queue", reason="host belongs to another queue", by="queue")
+            return Refusal(code=codes.PLACEMENT_QUEUE, reason="host belongs to another queue", by="queue")
         view = self.state.live()
         if req.place.excl and view.njobs[i] > 0:
-            return Refusal(code="busy", reason=NODE_NOT_EXCL, by="state")
+            return Refusal(code=codes.PLACEMENT_BUSY, reason=NODE_NOT_EXCL, by="state")
         if not req.place.excl and view.excl[i]:
-            return Refusal(code="busy", reason=INVALID_STATE.format(state=view.state_name(i)), by="state")
+            return Refusal(code=codes.PLACEMENT_BUSY, reason=INVALID_STATE.format(state=view.state_name(i)), by="state")
         if view.next_event[i] < view.now + result._walltime:
-            return Refusal(code="calendar", reason=RESERVATION_CONFLICT, by="calendar")
+            return Refusal(code=codes.PLACEMENT_CALENDAR, reason=RESERVATION_CONFLICT, by="calendar")
         avail = None if self.path == "buckets" else {r: float(view.avail(r)[i]) for r in self.table.consumables()}
         reasons = [host_reason(self.table, ch, i, avail) for ch in self.compile(req)]
         if all(r is not None for r in reasons):
             res, text = reasons[0]  # type: ignore[misc]
-            return Refusal(code=f"resource.{res}", reason=text, by="resources")
+            return Refusal(code=codes.RESOURCE_KIND.of(res), reason=text, by="resources")
         if result.status == "run":
-            return Refusal(code="not_needed", reason="the request was placed on other hosts", by="allocation")
-        return Refusal(code="not_enough", reason=result.reason, by="allocation")
+            return Refusal(code=codes.PLACEMENT_NOT_NEEDED, reason="the request was placed on other hosts", by="allocation")
+        return Refusal(code=codes.PLACEMENT_NOT_ENOUGH, reason=result.reason, by="allocation")
 
 
 def infinite(x: float | None) -> float:

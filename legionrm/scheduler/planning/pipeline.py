@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from legionrm import codes
 from legionrm.models import ClassSpec, ObjectRequest, Refusal
 
 INF = float("inf")
@@ -116,7 +117,7 @@ class ClassHostListFilter:
         if not patterns:
             return FilterVerdict(np.ones(len(hosts), bool))
         keep = np.array([any(fnmatch.fnmatchcase(str(n), p) for p in patterns) for n in hosts.names], bool)
-        return FilterVerdict(keep, "class.host_list", f"not on class {ctx.class_spec.name}'s host list {list(patterns)}")
+        return FilterVerdict(keep, codes.CLASS_HOST_LIST, f"not on class {ctx.class_spec.name}'s host list {list(patterns)}")
 
 
 class TotalCapacityFilter:
@@ -128,7 +129,7 @@ class TotalCapacityFilter:
         r = ctx.request
         keep = _ge(hosts.cpus, r.cpus) & _ge(hosts.memory_gb, r.memory_gb) & _ge(hosts.gpus, r.gpus)
         return FilterVerdict(
-            keep, "capacity.total",
+            keep, codes.CAPACITY_TOTAL,
             f"too small for one instance ({r.cpus:g} cpus, {r.memory_gb:g} GB, {r.gpus} gpus) even when empty",
         )
 
@@ -142,7 +143,7 @@ class FreeCapacityFilter:
         keep = hosts.slots(ctx.request) > 0
         what = "wholly free" if ctx.request.exclusive else "free for one instance"
         ahead = ctx.snap is not None and ctx.now > float(ctx.snap.now)  # a future start: the table is its window's
-        return FilterVerdict(keep, "capacity", f"not {what} {'over its window' if ahead else 'now'}")
+        return FilterVerdict(keep, codes.CAPACITY, f"not {what} {'over its window' if ahead else 'now'}")
 
 
 class CalendarFilter:
@@ -155,7 +156,7 @@ class CalendarFilter:
         wall = ctx.request.walltime_s
         end = INF if wall is None else ctx.now + wall
         keep = hosts.next_event >= end
-        return FilterVerdict(keep, "calendar.busy", "has a reservation starting before this work would end")
+        return FilterVerdict(keep, codes.CALENDAR_BUSY, "has a reservation starting before this work would end")
 
 
 class AvoidFilter:
@@ -169,7 +170,7 @@ class AvoidFilter:
         if not avoid:
             return FilterVerdict(np.ones(len(hosts), bool))
         keep = ~np.isin(hosts.names.astype(str), np.array(avoid, dtype=str))
-        return FilterVerdict(keep, "replan.avoided", "refused this request in an earlier schedule; avoided on re-plan")
+        return FilterVerdict(keep, codes.REPLAN_AVOIDED, "refused this request in an earlier schedule; avoided on re-plan")
 
 
 IMPL_ATTR = "_impl"
@@ -194,7 +195,7 @@ class ImplementationFilter:
             return FilterVerdict(np.ones(len(hosts), bool))
         keep = np.logical_or.reduce(implementation_masks(spec, ctx.snap, hosts.row))
         kinds = ", ".join(f"{i.arch}/{i.os}" for i in spec.implementations)
-        return FilterVerdict(keep, "class.no_implementation", f"class {spec.name} has no implementation for it ({kinds})")
+        return FilterVerdict(keep, codes.CLASS_NO_IMPLEMENTATION, f"class {spec.name} has no implementation for it ({kinds})")
 
 
 # --- rankers -------------------------------------------------------------------

@@ -9,6 +9,7 @@ import fnmatch
 
 import numpy as np
 
+from legionrm import codes
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.mil import values as V
 from legionrm.models import Identity, ObjectRequest, Refusal
@@ -32,9 +33,9 @@ def host_groups(snap: CollectionSnapshot) -> np.ndarray:
     tags = np.asarray(col.tags())
     strs = tags == V.STR
     if strs.any():
-        codes, at = np.unique(np.asarray(col.s)[strs], return_inverse=True)  # few groups: decode each once
+        ids, at = np.unique(np.asarray(col.s)[strs], return_inverse=True)  # few groups: decode each once
         strings = snap.table.strings.strings
-        out[strs] = np.asarray([strings[c] for c in codes.tolist()], dtype=object)[at.reshape(-1)]
+        out[strs] = np.asarray([strings[c] for c in ids.tolist()], dtype=object)[at.reshape(-1)]
     for r in np.flatnonzero(~strs & (tags != V.UNDEF)).tolist():  # a non-string group (rare): as base_group reads it
         out[r] = base_group(snap, str(snap.table.names[r]))
     return out
@@ -78,7 +79,7 @@ class VaultTable:
         most free first.  None when no vault serves the host and none is
         needed; a Refusal when storage is needed and none can give it."""
         if not self.names:
-            return None if req.storage_gb == 0 else Refusal(code="vault.none", reason="no vaults", by="vault_pairing")
+            return None if req.storage_gb == 0 else Refusal(code=codes.VAULT_NONE, reason="no vaults", by="vault_pairing")
         ident = Identity(user=caller.user, class_name=req.class_name, groups=caller.groups)
         ok = set(snap.names(f'$kind == "vault" and ({req.vault_constraint})', ident))
         best: tuple[float, str] | None = None
@@ -91,7 +92,7 @@ class VaultTable:
         if best is None:
             if req.storage_gb == 0 and not any(_serves(pats, host) for pats in self.serves):
                 return None
-            return Refusal(code="vault.none", reason=f"no vault serving {host} can hold {req.storage_gb:g} GB for this caller",
+            return Refusal(code=codes.VAULT_NONE, reason=f"no vault serving {host} can hold {req.storage_gb:g} GB for this caller",
                            by="vault_pairing")
         used[best[1]] = used.get(best[1], 0.0) + req.storage_gb
         return best[1]

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from legionrm import codes
 from legionrm.enactor.enactor import Enactor
 from legionrm.enactor.fakes import FakeClock, FakePort
-from legionrm.enactor.held import MISSING
 from legionrm.models import (
     EnactRequest,
     Holder,
@@ -36,7 +36,7 @@ def reserved(gw: FakePort, hosts: tuple[str, ...]) -> ReservedStart:
     pytest.param("all-start", True, 2, None, id="all-start"),
     pytest.param("veto", False, 0, "policy.veto", id="one-host-vetoes"),
     pytest.param("expired", False, 0, "token.expired", id="tokens-expired"),
-    pytest.param("missing", False, 1, MISSING, id="a-token-missing"),  # the token it was not given times out
+    pytest.param("missing", False, 1, codes.TOKEN_MISSING, id="a-token-missing"),  # the token it was not given times out
 ])
 def test_a_reserved_start_is_all_or_nothing(case: str, ok: bool, started_left: int, code: str | None) -> None:
     clock = FakeClock()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from legionrm.hostobj import codes
+from legionrm import codes
 from legionrm.hostobj.policies import ADMIT
 from legionrm.hostobj.vault import VaultObject
 from legionrm.models import (

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from legionrm.scheduler.ahead.starts import EXPIRED
+from legionrm import codes
 from legionrm.heartbeat import decode, encode
 from legionrm.errors import ConfigError, SchedulingError
 from legionrm.hostobj.calendar import Calendar
@@ -122,7 +122,7 @@ def test_a_reservation_not_started_by_its_start_plus_the_slack_expires_and_the_r
     clock.advance(HOUR + START_SLACK_S + 1)  # the scheduler never ticked in time
     s.tick()
     info = s.scheduler.request_info("late")
-    assert info.state == "failed" and EXPIRED in info.reason and "expired unused" in info.reason
+    assert info.state == "failed" and codes.AHEAD_EXPIRED in info.reason and "expired unused" in info.reason
     s.heartbeat()
     assert not s.host("h0").reservations() and books_balance(s) == []
 
