@@ -58,8 +58,8 @@ class LocalSystem:
         self.classes: dict[str, ClassObject] = {
             c.name: build_class(c, hosts=self.carrier, vaults=self.vaults) for c in spec.classes
         }
-        self.port = InProcessPort.of([*self.groups.values(), *self.vaults.values()], list(self.classes.values()))
-        self.enactor = Enactor(self.port, clock=clock)
+        self.resource_port = InProcessPort.of([*self.groups.values(), *self.vaults.values()], list(self.classes.values()))
+        self.enactor = Enactor(self.resource_port, clock=clock)
         self.scheduler = Scheduler(self.collection, self.enactor, Planner({c.name: c for c in spec.classes}, clock=clock),
                                    pools, shares=ShareGate.from_core(core_for_cluster(spec)),
                                    stopper=HostStopper(self.carrier, self.classes), watch=HostWatch(self.carrier, lambda: self.groups.values()),
