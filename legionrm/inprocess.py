@@ -2,7 +2,7 @@
 
 The same cores the actors hold, wired with in-process collaborators: the
 Collection, host groups of host objects (each sending its heartbeats to the
-Collection), vaults, class objects, the Enactor over an in-process gateway,
+Collection), vaults, class objects, the Enactor over an in-process port,
 and the Scheduler.  Tests, the offline tools and examples use it; the Ray
 system (:mod:`legionrm.system`) wires the same cores through actors.
 """
@@ -15,7 +15,7 @@ from typing import Callable
 from legionrm.collection.collection import Collection
 from legionrm.config import host_groups
 from legionrm.enactor.enactor import Enactor
-from legionrm.enactor.gateway import InProcessGateway
+from legionrm.enactor.ports import InProcessPort
 from legionrm.hostobj.build import build_class, build_host, build_vault
 from legionrm.hostobj.classobj import ClassObject
 from legionrm.hostobj.group import HostGroup
@@ -58,14 +58,14 @@ class LocalSystem:
         self.classes: dict[str, ClassObject] = {
             c.name: build_class(c, hosts=self.carrier, vaults=self.vaults) for c in spec.classes
         }
-        self.gateway = InProcessGateway.of([*self.groups.values(), *self.vaults.values()], list(self.classes.values()))
-        self.enactor = Enactor(self.gateway, clock=clock)
+        self.resource_port = InProcessPort.of([*self.groups.values(), *self.vaults.values()], list(self.classes.values()))
+        self.enactor = Enactor(self.resource_port, clock=clock)
         self.scheduler = Scheduler(self.collection, self.enactor, Planner({c.name: c for c in spec.classes}, clock=clock),
                                    pools, shares=ShareGate.from_core(core_for_cluster(spec)),
                                    stopper=HostStopper(self.carrier, self.classes), watch=HostWatch(self.carrier, lambda: self.groups.values()),
                                    clock=clock, store=store)
         self.enactor.approve = self.scheduler.approve  # Legion's step 6: the scheduler confirms
-        # deactivate / activate / migrate: states move between the host objects and the vaults' stores
+        # deactivate / activate / migrate: states move between the host objects and the vaults' shelves
         self.mobility = Mobility(self.scheduler, LocalStatePort(self.carrier, self.vaults))
 
     def carrier(self, host: str) -> HostGroup | None:

@@ -331,7 +331,7 @@ class System:
                 call(h.shutdown.remote(reason, proof=signed(self.signer, "shutdown", {"reason": reason}, to=to)), 10)
             except Exception:  # already gone
                 pass
-        for name, v in self.vaults.items():  # a vault drops its temporary state store
+        for name, v in self.vaults.items():  # a vault drops its temporary shelf
             try:
                 call(v.shutdown.remote(proof=signed(self.signer, "shutdown", {}, to=name)), 10)
             except Exception:  # already gone
@@ -425,7 +425,7 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
     pinned = node_vaults(ray_nodes or {}, {v.name for v in spec.vaults}) if node_vaults_too else {}
     for v in [*spec.vaults, *(v for v, _ in pinned.values())]:
         system.vaults[v.name] = spawn_vault(v, collection=coll, heartbeat_s=hb, detached=detached, **auth,
-                                            store_dir=str(Path(state_dir) / f"vault-{v.name}") if state_dir else None,
+                                            shelf_dir=str(Path(state_dir) / f"vault-{v.name}") if state_dir else None,
                                             node_id=pinned[v.name][1] if v.name in pinned else None,
                                             **keep(f"vault-{v.name}.db"))
     carriers = {h.name: system.groups[g] for g, hosts in host_groups(spec).items() for h in hosts
@@ -433,7 +433,7 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
     carriers.update(system.nodes)
     for c in spec.classes:
         system.classes[c.name] = spawn_class(c, hosts=carriers, vaults=system.vaults, detached=detached, **auth)
-    # the Enactor keeps nothing between calls, the Scheduler reloads its store and the
+    # the Enactor keeps nothing between calls, the Scheduler reloads its state store and the
     # pool owner is charged again by the Scheduler: those three may restart
     system.enactor = EnactorActor.options(**control_plane(ENACTOR, detached=detached, restarts=RESTARTS)).remote(
         groups=system.groups, resources={**system.nodes, **system.vaults}, batched=list({**system.nodes, **system.vaults}),

@@ -106,7 +106,7 @@ def from_attr(v: object) -> Value:
 
     ``None`` means "not exported" (undefined).  numpy scalars are accepted.
     An int outside the 64-bit range, or anything that is not bool / int /
-    float / str, becomes ERROR (the store refuses such values outright).
+    float / str, becomes ERROR (the Collection's attribute table refuses such values outright).
     """
     if v is None:
         return UNDEFINED

@@ -283,7 +283,7 @@ class SchedulerActor:
                               watch=ray_watch(carriers or {}, stop_signer),
                               store=RequestStore(state_path) if state_path else None,
                               also_running=lambda: self.cycle.instance_ids())
-        # deactivate / activate / migrate: states move between the hosts' instances and the vaults' stores
+        # deactivate / activate / migrate: states move between the hosts' instances and the vaults' shelves
         self.mobility = Mobility(self.core, RayStatePort(self._carriers, self._vaults, stop_signer))
         self._ticking = threading.Event()
         threading.Thread(target=self._tick_loop, args=(tick_s,), name="scheduler-tick", daemon=True).start()

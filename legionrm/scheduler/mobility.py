@@ -54,7 +54,7 @@ from legionrm.models import (
     StatusChange,
     StatusKind,
 )
-from legionrm.objstate.store import GB
+from legionrm.objstate.shelf import GB
 from legionrm.scheduler.requests import Entry
 from legionrm.scheduler.scheduler import Scheduler
 from legionrm.scheduler.planning.snaptables import vault_table

@@ -11,8 +11,8 @@ Modules, lowest first: ``shares`` (quantum, order, the records), ``classes``
 tables), ``jobcaps``, ``context`` (the state one pass works on),
 ``apportion`` (how much, fair share), ``preemption``, ``whatof``, ``defrag``,
 ``treepass`` (one pass over one tree; how much for fixed and reserve),
-``core`` (:class:`DuccCore`, the whole scheduler as one object), ``store``
-(SQLite state), ``build`` (a core from a parsed document) and ``scenario``
+``core`` (:class:`DuccCore`, the whole scheduler as one object), ``checkpoint``
+(the core saved to SQLite and loaded back), ``build`` (a core from a parsed document) and ``scenario``
 (``legionrm simulate`` files).
 
 May import: :mod:`legionrm.models`, :mod:`legionrm.errors`,

@@ -1,7 +1,8 @@
-"""RM state in SQLite (stdlib sqlite3, WAL): machines, jobs, shares, needy list.
+"""The fair-share core's checkpoint: its state in SQLite (stdlib sqlite3, WAL):
+machines, jobs, shares, needy list.
 
-:meth:`RmStore.save` writes a whole snapshot in one transaction (so a crash
-leaves the previous snapshot intact); :meth:`RmStore.load_into` rebuilds a
+:meth:`RmCheckpoint.save` writes a whole snapshot in one transaction (so a crash
+leaves the previous snapshot intact); :meth:`RmCheckpoint.load_into` rebuilds a
 fresh :class:`DuccCore` (made from the *current* configuration) from it,
 like DUCC's recovery from the Orchestrator's map:
 
@@ -40,8 +41,8 @@ CREATE TABLE IF NOT EXISTS needy (pos INTEGER PRIMARY KEY, job TEXT NOT NULL);
 """
 
 
-class RmStore:
-    """One SQLite file holding the latest RM snapshot."""
+class RmCheckpoint:
+    """One SQLite file holding the latest RM snapshot (the checkpoint)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
