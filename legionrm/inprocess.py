@@ -2,7 +2,7 @@
 
 The same cores the actors hold, wired with in-process collaborators: the
 Collection, host groups of host objects (each sending its heartbeats to the
-Collection), vaults, class objects, the Enactor over an in-process gateway,
+Collection), vaults, class objects, the Enactor over an in-process port,
 and the Scheduler.  Tests, the offline tools and examples use it; the Ray
 system (:mod:`legionrm.system`) wires the same cores through actors.
 """
@@ -15,7 +15,7 @@ from typing import Callable
 from legionrm.collection.collection import Collection
 from legionrm.config import host_groups
 from legionrm.enactor.enactor import Approver, Enactor
-from legionrm.enactor.gateway import InProcessGateway
+from legionrm.enactor.ports import InProcessPort
 from legionrm.hostobj.build import build_class, build_host, build_vault
 from legionrm.hostobj.classobj import ClassObject
 from legionrm.hostobj.group import HostGroup
@@ -57,7 +57,7 @@ class LocalSystem:
         self.classes: dict[str, ClassObject] = {
             c.name: build_class(c, hosts=self.carrier, vaults=self.vaults) for c in spec.classes
         }
-        self.gateway = InProcessGateway.of([*self.groups.values(), *self.vaults.values()], list(self.classes.values()))
+        self.resource_port = InProcessPort.of([*self.groups.values(), *self.vaults.values()], list(self.classes.values()))
         wired = wire(settings or SchedulerSettings(cluster=spec), self.scheduler_ports(pools, store))
         self.scheduler, self.mobility = wired.scheduler, wired.mobility
         self.enactor: Enactor = self.scheduler.getEnactor()
@@ -69,12 +69,12 @@ class LocalSystem:
         return SchedulerPorts(
             collection=self.collection, enactor=self._enactor_for, clock=self.clock, pools=pools, store=store,
             stopper=HostStopper(self.carrier, self.classes), watch=HostWatch(self.carrier, lambda: self.groups.values()),
-            # deactivate / activate / migrate: states move between the host objects and the vaults' stores
+            # deactivate / activate / migrate: states move between the host objects and the vaults' shelves
             objects=LocalStatePort(self.carrier, self.vaults))
 
     def _enactor_for(self, approve: Approver) -> Enactor:
         """An Enactor over this system's resources that asks ``approve`` (Legion's step 6: the scheduler confirms)."""
-        return Enactor(self.gateway, clock=self.clock, approve=approve)
+        return Enactor(self.resource_port, clock=self.clock, approve=approve)
 
     def carrier(self, host: str) -> HostGroup | None:
         """The host group that carries ``host`` (a class object's host resolver)."""

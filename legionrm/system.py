@@ -108,7 +108,7 @@ def proof_for(handle: Any, call_name: str, args: Any, *, to: str) -> Any:
     """The proof to send with ``call_name`` on the actor ``handle``, made out to
     ``to`` (that actor's name: ``scheduler``, ``collection``...; None when that
     actor checks nobody); the signer is looked up once per actor."""
-    key = str(getattr(handle, "_actor_id", id(handle)))
+    key = str(getattr(handle, "_actor_id", id(handle)))  # reach-in: a Ray actor handle has no public id
     if key not in _SIGNERS:
         _SIGNERS[key] = signer_for_actor(handle)
     return signed(_SIGNERS[key], call_name, args, to=to)
@@ -221,9 +221,9 @@ def _raylet_notes_to_log() -> None:
     stdout, even without ``log_to_driver``: that stdout is a command's answer (one
     line, or JSON).  Send them to the ``legionrm.ray`` logger instead; workers' own
     output (not asked for here) is untouched.  Does nothing if Ray moves the hook."""
-    worker = ray._private.worker
+    worker = ray._private.worker  # reach-in: Ray has no public hook for these notes
     printer = getattr(worker, "print_to_stdstream", None)
-    if printer is None or getattr(printer, "_legionrm", False):
+    if printer is None or getattr(printer, "__module__", None) == __name__:  # hooked already (by this module)
         return
 
     def to_log(data: dict[str, Any], ignore_prefix: bool) -> None:
@@ -232,7 +232,6 @@ def _raylet_notes_to_log() -> None:
         else:
             printer(data, ignore_prefix)
 
-    to_log._legionrm = True  # type: ignore[attr-defined]
     worker.print_to_stdstream = to_log
 
 
@@ -332,7 +331,7 @@ class System:
                 call(h.shutdown.remote(reason, proof=signed(self.signer, "shutdown", {"reason": reason}, to=to)), 10)
             except Exception:  # already gone
                 pass
-        for name, v in self.vaults.items():  # a vault drops its temporary state store
+        for name, v in self.vaults.items():  # a vault drops its temporary shelf
             try:
                 call(v.shutdown.remote(proof=signed(self.signer, "shutdown", {}, to=name)), 10)
             except Exception:  # already gone
@@ -426,7 +425,7 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
     pinned = node_vaults(ray_nodes or {}, {v.name for v in spec.vaults}) if node_vaults_too else {}
     for v in [*spec.vaults, *(v for v, _ in pinned.values())]:
         system.vaults[v.name] = spawn_vault(v, collection=coll, heartbeat_s=hb, detached=detached, **auth,
-                                            store_dir=str(Path(state_dir) / f"vault-{v.name}") if state_dir else None,
+                                            shelf_dir=str(Path(state_dir) / f"vault-{v.name}") if state_dir else None,
                                             node_id=pinned[v.name][1] if v.name in pinned else None,
                                             **keep(f"vault-{v.name}.db"))
     carriers = {h.name: system.groups[g] for g, hosts in host_groups(spec).items() for h in hosts
@@ -434,7 +433,7 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
     carriers.update(system.nodes)
     for c in spec.classes:
         system.classes[c.name] = spawn_class(c, hosts=carriers, vaults=system.vaults, detached=detached, **auth)
-    # the Enactor keeps nothing between calls, the Scheduler reloads its store and the
+    # the Enactor keeps nothing between calls, the Scheduler reloads its state store and the
     # pool owner is charged again by the Scheduler: those three may restart
     system.enactor = EnactorActor.options(**control_plane(ENACTOR, detached=detached, restarts=RESTARTS)).remote(
         groups=system.groups, resources={**system.nodes, **system.vaults}, batched=list({**system.nodes, **system.vaults}),

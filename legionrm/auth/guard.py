@@ -148,7 +148,7 @@ def ensure_home(home: str | os.PathLike[str], operator: str | None = None) -> Re
     gets new keys).  Idempotent for users."""
     registry = Registry(auth_home(home))
     if not any("admin" in u.roles for u in registry.list_users()):
-        name = operator or _login()
+        name = operator or login_name()
         if registry.principal(name) is None:
             registry.add_user(name, roles=("admin",))
         else:
@@ -169,7 +169,7 @@ def load_agent(home: str | os.PathLike[str], principal: str) -> Credential:
 def load_user(home: str | os.PathLike[str], user: str | None = None) -> Credential:
     """``user``'s (default: the login name's) credential from their own key file.
     ``UnknownPrincipalError`` naming the fix when there is none."""
-    name = user or _login()
+    name = user or login_name()
     registry = Registry(auth_home(home))
     try:
         return Credential(name=name, private_key=load_private_key(registry.key_path(name)))
@@ -200,7 +200,8 @@ def new_agent_key() -> Any:  # for tests: a key not in any registry
     return generate_private_key()
 
 
-def _login() -> str:
+def login_name() -> str:
+    """This process's login name (``admin`` where there is none: containers)."""
     try:
         return getpass.getuser()
     except Exception:  # no login name (containers)

@@ -18,8 +18,7 @@ from pathlib import Path
 from legionrm import codes
 from legionrm.auth import Registry
 from legionrm.auth.errors import AuthRefusedError
-from legionrm.auth.guard import _login as login_name
-from legionrm.auth.guard import auth_home, load_user
+from legionrm.auth.guard import auth_home, load_user, login_name
 
 
 def _home() -> Path:

@@ -47,7 +47,8 @@ class CollectionDoor:
         if who is not None:
             raise_if_refused(may_write_record(who, name, kind))
 
-    def _admin(self, proof: Any, call: str, args: Any, action: str) -> None:
+    def require_admin(self, proof: Any, call: str, args: Any, action: str) -> None:
+        """Refuse (raise) unless the caller of ``call`` is an administrator allowed ``action`` (an open door: anyone)."""
         who = self._who(proof, call, args)
         if who is not None:
             raise_if_refused(require_admin(who, action))
@@ -88,11 +89,11 @@ class CollectionDoor:
         return self.core.leave(name)
 
     def vary_off(self, name: str, proof: Any = None) -> None:
-        self._admin(proof, "vary_off", {"name": name}, "vary_hosts")
+        self.require_admin(proof, "vary_off", {"name": name}, "vary_hosts")
         self.core.vary_off(name)
 
     def vary_on(self, name: str, proof: Any = None) -> None:
-        self._admin(proof, "vary_on", {"name": name}, "vary_hosts")
+        self.require_admin(proof, "vary_on", {"name": name}, "vary_hosts")
         self.core.vary_on(name)
 
     # --- reading ------------------------------------------------------------------------

@@ -5,7 +5,7 @@ The algorithm, as the manual states it and as this module runs it:
 
 1. Iterate over the master schedules in order.  For a master, request every
    placement's host reservation and (when the placement names a vault) vault
-   reservation, all in one parallel round (the gateway sends one batched call
+   reservation, all in one parallel round (the port sends one batched call
    per host group).
 2. If any reservation is refused, or its resource is dead, look at that
    master's delta schedules in order.  A delta is **applicable** when it
@@ -52,7 +52,7 @@ from typing import Callable, Literal, Sequence
 
 from legionrm import codes
 from legionrm.auth.attest import attestation_key, reservation_of
-from legionrm.enactor.gateway import CreateItem, ResourceGateway
+from legionrm.enactor.ports import CreateItem, ResourcePort
 from legionrm.enactor.held import start_reserved
 from legionrm.enactor.mapping import (
     Slot,
@@ -111,7 +111,7 @@ class _Run:
 
 
 class Enactor:
-    """The enactor core: pure Python, talks to resources only through ``gateway``.
+    """The enactor core: pure Python, talks to resources only through ``port``.
 
     ``clock`` is the time source used to notice expired tokens (tests pass a
     fake clock); ``approve`` is the default confirmation callback;
@@ -125,7 +125,7 @@ class Enactor:
 
     def __init__(
         self,
-        gateway: ResourceGateway,
+        port: ResourcePort,
         *,
         clock: Callable[[], float] = time.time,
         approve: Approver = approve_all,
@@ -133,7 +133,7 @@ class Enactor:
         min_token_life_s: float = 0.0,
         max_renewals: int = 2,
     ) -> None:
-        self.gateway = gateway
+        self.port = port
         self.clock = clock
         self.approve = approve
         self.name = name
@@ -152,9 +152,9 @@ class Enactor:
         reserved (and started, when ``schedules.create``), or ``ok=False``
         with every master's failures in ``attempts``.  On any failure, and
         when an exception escapes, every reservation made by this call has
-        been cancelled and every instance it started stopped.  Gateway
+        been cancelled and every instance it started stopped.  Port
         exceptions are re-raised as :class:`EnactmentError`.  Deterministic
-        for a deterministic gateway.  Not idempotent by itself, but a repeat
+        for a deterministic port.  Not idempotent by itself, but a repeat
         sends the same request ids, so resources answer it idempotently.
         """
         approver = approve or self.approve
@@ -165,7 +165,7 @@ class Enactor:
             return result
         except LegionError:
             raise
-        except Exception as exc:  # a broken gateway or resource: report, after cleanup
+        except Exception as exc:  # a broken port or resource: report, after cleanup
             raise EnactmentError(f"enact_schedule {schedules.request_id!r}: {type(exc).__name__}: {exc}") from exc
         finally:
             if result is None or not result.ok:
@@ -178,7 +178,7 @@ class Enactor:
 
     def start_reserved(self, held: ReservedStart) -> EnactResult:
         """Start (or release) what an advance reservation holds: see :mod:`legionrm.enactor.held`."""
-        return start_reserved(self.gateway, held)
+        return start_reserved(self.port, held)
 
     # --- the algorithm ----------------------------------------------------
 
@@ -317,9 +317,9 @@ class Enactor:
                 )
             )
             groups.append(p.group if kind == "host" else None)  # a group carries hosts only
-        answers = self.gateway.reserve(requests, groups)
+        answers = self.port.reserve(requests, groups)
         if len(answers) != len(requests):
-            raise EnactmentError(f"gateway answered {len(answers)} of {len(requests)} reservation requests")
+            raise EnactmentError(f"port answered {len(answers)} of {len(requests)} reservation requests")
         failing: dict[str, list[PlacementFailure]] = {}
         for ((k, kind), sp), rq, ans in zip(missing, requests, answers):
             if isinstance(ans, ReservationToken):
@@ -378,9 +378,9 @@ class Enactor:
                 vetoed.update(lost)
                 ready = [k for k in pending if k not in lost]
                 items = [self._create_item(run, mapping[k]) for k in ready]
-                answers = self.gateway.create_instances(items) if items else []
+                answers = self.port.create_instances(items) if items else []
                 if len(answers) != len(items):
-                    raise EnactmentError(f"gateway answered {len(answers)} of {len(items)} create requests")
+                    raise EnactmentError(f"port answered {len(answers)} of {len(items)} create requests")
                 newly: list[str] = []
                 for k, ans in zip(ready, answers):
                     if isinstance(ans, InstanceRef):
@@ -449,7 +449,7 @@ class Enactor:
         limit = self.clock() + self.min_token_life_s
         gone = [s for s, h in run.held.items() if h.token.expires_at <= limit]
         if gone:
-            self.gateway.cancel([run.held[s].token for s in gone])
+            self.port.cancel([run.held[s].token for s in gone])
             for s in gone:
                 del run.held[s]
 
@@ -458,7 +458,7 @@ class Enactor:
             return
         # Cancel first, forget after: if the cancel raises, the rollback still
         # sees these tokens and tries again.
-        self.gateway.cancel([run.held[s].token for s in slots])
+        self.port.cancel([run.held[s].token for s in slots])
         for s in slots:
             h = run.held.pop(s)
             run.released.add((h.spec[0], s[0], s[1]))
@@ -471,7 +471,7 @@ class Enactor:
         """Undo everything this enactment holds; never raises (tokens time out anyway)."""
         try:
             if run.started:
-                self.gateway.stop_instances(list(run.started))
+                self.port.stop_instances(list(run.started))
                 run.started.clear()
         except Exception:  # noqa: BLE001 - cleanup must go on
             log.exception("enactor %s: stopping instances of %s failed", self.name, run.request.request_id)

@@ -9,13 +9,13 @@ them, all or nothing: when one is refused (a veto, an expired token, a dead
 host) the instances started are stopped, every token is cancelled and the
 result says which placement failed and why.  With ``release`` it only
 cancels the tokens (the request was cancelled).  Pure; talks to resources
-only through the gateway.
+only through the port.
 """
 
 from __future__ import annotations
 
 from legionrm import codes
-from legionrm.enactor.gateway import CreateItem, ResourceGateway
+from legionrm.enactor.ports import CreateItem, ResourcePort
 from legionrm.models import (
     EnactResult,
     InstanceRef,
@@ -26,11 +26,11 @@ from legionrm.models import (
 )
 
 
-def start_reserved(gateway: ResourceGateway, held: ReservedStart) -> EnactResult:
+def start_reserved(port: ResourcePort, held: ReservedStart) -> EnactResult:
     """Create every instance of ``held`` with its tokens, or none (see the module)."""
     tokens = [*held.host_tokens.values(), *held.vault_tokens.values()]
     if held.release:
-        gateway.cancel(tokens)
+        port.cancel(tokens)
         return EnactResult(ok=False, reservations_released=len(tokens))
     failures: list[PlacementFailure] = []
     items: list[CreateItem] = []
@@ -44,7 +44,7 @@ def start_reserved(gateway: ResourceGateway, held: ReservedStart) -> EnactResult
                                 class_name=p.class_name, host=p.host, vault=p.vault, host_token=token,
                                 vault_token=held.vault_tokens.get(p.key), holder=held.holder,
                                 args=held.args.get(p.key, {}), group=p.group))
-    answers = gateway.create_instances(items) if items and not failures else []
+    answers = port.create_instances(items) if items and not failures else []
     started: list[InstanceRef] = []
     for item, ans in zip(items, answers):
         if isinstance(ans, InstanceRef):
@@ -55,8 +55,8 @@ def start_reserved(gateway: ResourceGateway, held: ReservedStart) -> EnactResult
                                              stage="start"))
     if failures:
         if started:
-            gateway.stop_instances(started)
-        gateway.cancel(tokens)
+            port.stop_instances(started)
+        port.cancel(tokens)
         return EnactResult(ok=False, placements=held.placements, reservations_released=len(tokens), attempts=(
             ScheduleAttempt(master=0, deltas_tried=0, failures=tuple(failures), succeeded=False),))
     return EnactResult(ok=True, master=0, placements=held.placements, host_tokens=dict(held.host_tokens),

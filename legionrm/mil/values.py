@@ -106,7 +106,7 @@ def from_attr(v: object) -> Value:
 
     ``None`` means "not exported" (undefined).  numpy scalars are accepted.
     An int outside the 64-bit range, or anything that is not bool / int /
-    float / str, becomes ERROR (the store refuses such values outright).
+    float / str, becomes ERROR (the Collection's attribute table refuses such values outright).
     """
     if v is None:
         return UNDEFINED
@@ -178,7 +178,7 @@ def logic_not(a: Value) -> Value:
     return (not x) if type(x) is bool else x
 
 
-def _strict(ta: int, tb: int) -> Value | None:
+def strict(ta: int, tb: int) -> Value | None:
     """ERROR / UNDEFINED if either operand forces it (error wins), else None."""
     if ta == ERR or tb == ERR:
         return ERROR
@@ -210,7 +210,7 @@ def fmod(a: float, b: float) -> float:
 def arith(op: str, a: Value, b: Value) -> Value:
     """``+ - * / mod`` on two values."""
     ta, tb = tag_of(a), tag_of(b)
-    s = _strict(ta, tb)
+    s = strict(ta, tb)
     if s is not None:
         return s
     if ta == STR or tb == STR:
@@ -258,7 +258,7 @@ def bitnot(a: Value) -> Value:
     return ERROR
 
 
-_CMP = {
+COMPARE = {
     "==": lambda x, y: x == y,
     "!=": lambda x, y: x != y,
     "<": lambda x, y: x < y,
@@ -271,23 +271,23 @@ _CMP = {
 def compare(op: str, a: Value, b: Value) -> Value:
     """``== != < <= > >=`` (``<>`` is normalised to ``!=`` by the parser)."""
     ta, tb = tag_of(a), tag_of(b)
-    s = _strict(ta, tb)
+    s = strict(ta, tb)
     if s is not None:
         return s
     if ta == STR or tb == STR:
         if ta != tb:
             return ERROR
-        return _CMP[op](a, b)
+        return COMPARE[op](a, b)
     if ta == FLOAT or tb == FLOAT:
-        return _CMP[op](float(a), float(b))  # type: ignore[arg-type]
-    return _CMP[op](int(a), int(b))  # type: ignore[arg-type]
+        return COMPARE[op](float(a), float(b))  # type: ignore[arg-type]
+    return COMPARE[op](int(a), int(b))  # type: ignore[arg-type]
 
 
 def maxmin(op: str, a: Value, b: Value) -> Value:
     """``max``/``min``: numbers only; int if both are int or bool, else float;
     a NaN operand gives NaN; on a tie the first operand is returned."""
     ta, tb = tag_of(a), tag_of(b)
-    s = _strict(ta, tb)
+    s = strict(ta, tb)
     if s is not None:
         return s
     if ta == STR or tb == STR:
@@ -371,7 +371,7 @@ def match(p: Value, s: Value) -> Value:
     """``match(pattern, subject)``: an RE2 search (:mod:`legionrm.mil.regex`);
     a pattern RE2 refuses, or a subject it cannot search (too long), is ERROR."""
     tp, ts = tag_of(p), tag_of(s)
-    r = _strict(tp, ts)
+    r = strict(tp, ts)
     if r is not None:
         return r
     if tp != STR or ts != STR:

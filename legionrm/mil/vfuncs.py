@@ -43,7 +43,7 @@ def match(p: Column, s: Column, ctx: Ctx) -> Column:
     tp, ts = p.tags(), s.tags()
     up, us = p.uniform, s.uniform
     if up is not None and us is not None:
-        r = V._strict(up, us)
+        r = V.strict(up, us)
         if r is not None:
             return const(n, V.tag_of(r))
         if up != STR or us != STR:

@@ -6,7 +6,7 @@ actors in :mod:`legionrm.hostobj.actor` (each forwards to its core, through
 the actor's door); :class:`RayStatePort` is the
 :class:`~legionrm.scheduler.mobility.StatePort` the Scheduler actor moves
 states with.  Only the Scheduler and the Enactor agents may save, restore,
-store, read or delete an object's state (``auth.forbidden`` for anyone
+put, read or delete an object's state (``auth.forbidden`` for anyone
 else): a user moves their objects through the Scheduler, which checks that
 they own them.  A call carrying bytes is signed over their SHA-256, not the
 bytes themselves.
@@ -26,7 +26,7 @@ from legionrm import codes
 from legionrm.auth import CallSigner, VerifiedCaller, signed
 from legionrm.auth.guard import ENACTOR, SCHEDULER
 from legionrm.models import InstanceRef, Refusal
-from legionrm.objstate.store import DirectoryStore
+from legionrm.objstate.shelf import DirectoryShelf
 
 STATE_CALL_TIMEOUT_S = 60.0
 """How long the Scheduler waits for one state call (a save waits on the instance)."""
@@ -77,19 +77,19 @@ class VaultStateCalls:
     door: Any
     views: Any
     core: Any
-    store_dir: str | None = None
+    shelf_dir: str | None = None
     ephemeral = False
 
-    def _open_store(self, name: str, store_dir: str | None) -> DirectoryStore:
-        """The vault's store: ``store_dir``, else a fresh temporary directory on
-        this node (removed by :meth:`_drop_store`, when the vault shuts down)."""
-        self.ephemeral = store_dir is None
-        self.store_dir = store_dir or tempfile.mkdtemp(prefix=f"lrm-{name}-")
-        return DirectoryStore(self.store_dir)
+    def _open_shelf(self, name: str, shelf_dir: str | None) -> DirectoryShelf:
+        """The vault's shelf: ``shelf_dir``, else a fresh temporary directory on
+        this node (removed by :meth:`_drop_shelf`, when the vault shuts down)."""
+        self.ephemeral = shelf_dir is None
+        self.shelf_dir = shelf_dir or tempfile.mkdtemp(prefix=f"lrm-{name}-")
+        return DirectoryShelf(self.shelf_dir)
 
-    def _drop_store(self) -> None:
-        if self.ephemeral and self.store_dir:
-            shutil.rmtree(self.store_dir, ignore_errors=True)
+    def _drop_shelf(self) -> None:
+        if self.ephemeral and self.shelf_dir:
+            shutil.rmtree(self.shelf_dir, ignore_errors=True)
 
     def _gate(self, proof: Any, call: str, args: dict[str, Any], run: Any) -> Any:
         door = self.door

@@ -11,7 +11,7 @@ The Legion scheduler itself (this package's modules):
 * ``planner``: one request -> ranked master schedules with deltas, over one
   Collection snapshot; ``planning``: its parts (the named filters and
   rankers, the snapshot's host and vault columns, a future window's table,
-  the placement engine's door);
+  the placement engine's feed);
 * ``replan``: a new schedule when every master fails;
 * ``ahead``: requests reserved ahead of time, started by the clock;
 * ``mobility``: objects deactivated, activated and migrated;

@@ -156,10 +156,11 @@ class RemoteCarrier:
         return ray.get(self.handle.list_instances.remote(host, proof=proof), timeout=WATCH_TIMEOUT_S)
 
 
-def _unique(named: dict[str, Any]) -> dict[str, tuple[str, Any]]:
-    """(a resource name it carries, its handle) by actor id, from resource name -> carrier actor (a group carries
-    many hosts, each with its own copy of the handle): one call per actor, made out to that name (a group hears it)."""
-    return {h._actor_id.hex(): (name, h) for name, h in named.items()}
+def _unique(named: dict[str, Any]) -> dict[Any, tuple[str, Any]]:
+    """(a resource name it carries, its handle) by actor, from resource name -> carrier actor (a group carries
+    many hosts, each with its own copy of the handle): one call per actor, made out to that name (a group hears it).
+    Ray's actor handles are equal (and hash alike) when they name the same actor."""
+    return {h: (name, h) for name, h in named.items()}
 
 
 def ray_watch(carriers: dict[str, Any], signer: CallSigner | None = None) -> HostWatch:
@@ -279,7 +280,7 @@ class SchedulerActor:
             stopper=ray_stopper(self._carriers, self._class_actors, self._signer),
             watch=ray_watch(self._carriers, self._signer),
             store=RequestStore(state_path) if state_path else None,
-            # deactivate / activate / migrate: states move between the hosts' instances and the vaults' stores
+            # deactivate / activate / migrate: states move between the hosts' instances and the vaults' shelves
             objects=RayStatePort(self._carriers, self._vaults, self._signer),
             # the cycle's growth is confirmed by approve_growth: the DUCC core decided it already
             grow=self._remote_enactor(enactor, "approve_growth"),
@@ -504,7 +505,7 @@ class SchedulerActor:
         return self.cycle.update(job_id, **fields)
 
     def _elastic_owner(self, job_id: str) -> str | None:
-        job = self.cycle._jobs.get(job_id)  # the cycle's table of admitted jobs
+        job = self.cycle.ledger.jobs.get(job_id)  # the cycle's table of admitted jobs
         return job.request.user if job is not None else None
 
     def run_cycle(self, proof: Any = None) -> CycleReport:

@@ -35,10 +35,11 @@ checks are the Scheduler door's.  Pure: no Ray.
 from __future__ import annotations
 
 import collections
+import contextlib
 import fnmatch
 import itertools
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 from legionrm import codes
@@ -53,7 +54,7 @@ from legionrm.models import (
     StatusChange,
     StatusKind,
 )
-from legionrm.objstate.store import GB
+from legionrm.objstate.shelf import GB
 from legionrm.scheduler.enactment import Enactment
 from legionrm.scheduler.planner import Planner
 from legionrm.scheduler.planning.snaptables import vault_table
@@ -413,32 +414,22 @@ class Mobility:
             vault=None if running else info.vault, saved_bytes=None if running else info.saved_bytes,
             message=f"{info.id} on {info.host}" if running else f"in {info.vault} ({info.saved_bytes} bytes)")
 
-    def _moving_one(self, object_id: str) -> _Moving:
-        return _Moving(self, object_id)
-
-
-class _Moving:
-    """One move per object at a time: yields a refusal when another is under way."""
-
-    def __init__(self, mobility: Mobility, object_id: str) -> None:
-        self.m, self.key = mobility, object_id
-        self.claimed = False
-
-    def __enter__(self) -> Refusal | None:
-        found = self.m.book.current(self.key)
-        if found is not None:
-            self.key = found[1].object_id or found[1].id
-        with self.m._lock:
-            if self.key in self.m._moving:
-                return _refuse(codes.OBJECT_BUSY, f"object {self.key!r} is being moved already")
-            self.m._moving.add(self.key)
-            self.claimed = True
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        if self.claimed:
-            with self.m._lock:
-                self.m._moving.discard(self.key)
+    @contextlib.contextmanager
+    def _moving_one(self, object_id: str) -> Iterator[Refusal | None]:
+        """One move per object at a time: yields a refusal when another is under way."""
+        found = self.book.current(object_id)
+        key = (found[1].object_id or found[1].id) if found is not None else object_id
+        with self._lock:
+            busy = key in self._moving
+            self._moving.add(key)
+        if busy:
+            yield _refuse(codes.OBJECT_BUSY, f"object {key!r} is being moved already")
+            return
+        try:
+            yield None
+        finally:
+            with self._lock:
+                self._moving.discard(key)
 
 
 def _serves(patterns: tuple[str, ...], host: str) -> bool:

@@ -49,7 +49,7 @@ from legionrm.models import (
     ScheduleSuite,
     SchedulingRequest,
 )
-from legionrm.scheduler.planning.engine_door import EngineDoor
+from legionrm.scheduler.planning.engine_feed import EngineFeed
 from legionrm.scheduler.planning.pipeline import (
     INF,
     DEFAULT_FILTERS,
@@ -173,8 +173,8 @@ class Planner:
         self.max_masters = max_masters
         self.max_deltas = max_deltas
         self._clock = clock
-        self.engine = EngineDoor()
-        """The placement engine's door over snapshots: says never / not now
+        self.engine = EngineFeed()
+        """The placement engine fed from snapshots: says never / not now
         (with the earliest start) for what the pipeline cannot place."""
 
     # --- Legion's interface ----------------------------------------------

@@ -18,12 +18,12 @@ CORE = (
     "legionrm/models",
     "legionrm/state",
     "legionrm/collection/collection.py",
-    "legionrm/collection/store.py",
+    "legionrm/collection/table.py",
     "legionrm/scheduler/fairshare",
     "legionrm/scheduler/placement",
     "legionrm/scheduler/pools",
     "legionrm/scheduler/elastic",
-    "legionrm/objstate/store.py",
+    "legionrm/objstate/shelf.py",
     "legionrm/objstate/hooks.py",
 )
 

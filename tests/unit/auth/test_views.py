@@ -43,7 +43,7 @@ def _running(w: World) -> None:
 def test_instances_show_a_user_only_their_own() -> None:
     w = World()
     _running(w)
-    every = list(w.scheduler.instances.values())  # (the fake gateway's ids may collide across requests)
+    every = list(w.scheduler.instances.values())  # (the fake port's ids may collide across requests)
     mine = w.door.instances(w.proof(w.mallory, "instances", {}))
     assert mine == [i for i in every if i.user == "mallory"]
     assert w.door.instances(w.proof(w.alice, "instances", {})) == [i for i in every if i.user == "alice"]

@@ -187,7 +187,7 @@ def test_a_user_subscribes_to_their_own_work_only_and_an_admin_to_all() -> None:
         register(w.mallory, alice_instance, Recorder())  # alice's object
     with pytest.raises(SchedulingError, match="no request or object"):
         register(w.mallory, "nosuch", Recorder())
-    assert w.submit(w.mallory, "m1").ok  # (the fake gateway may give it the same instance ids)
+    assert w.submit(w.mallory, "m1").ok  # (the fake port may give it the same instance ids)
     snoop, admin = Recorder(), Recorder()
     register(w.mallory, EVERY, snoop)  # everything mallory may see: her own work only
     register(w.ops, EVERY, admin)

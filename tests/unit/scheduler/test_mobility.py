@@ -122,6 +122,17 @@ def test_migrate_holds_the_new_place_before_the_old_is_released(monkeypatch) -> 
     assert states == {ref.instance_id: "moved", got.instance.instance_id: "running"}
 
 
+def test_one_move_per_object_at_a_time() -> None:
+    s = system()
+    ref = start(s, "r1", "a1")
+    with s.mobility._moving_one(ref.instance_id) as first:  # a move under way (as a slow one holds it)
+        assert first is None
+        busy = s.mobility.deactivate(ref.instance_id)
+        assert isinstance(busy, Refusal) and busy.code == "object.busy", busy
+    got = s.mobility.deactivate(ref.instance_id)  # the claim ended with the move: the next one runs
+    assert isinstance(got, ObjectStatus) and got.vault == "va", got
+
+
 def test_a_migrated_object_migrates_again_and_deactivates_by_its_first_id() -> None:
     s = system()
     ref = start(s, "r1", "a1")

@@ -1,10 +1,10 @@
-"""What the enactor needs from the resources: the gateway collaborator.
+"""What the enactor needs from the resources: the port collaborator.
 
 The enactor core (:mod:`legionrm.enactor.enactor`) never talks to host,
-vault or class objects itself; it hands batches to a :class:`ResourceGateway`.
-Two gateways exist: :class:`InProcessGateway` here (plain Python resource
+vault or class objects itself; it hands batches to a :class:`ResourcePort`.
+Two ports exist: :class:`InProcessPort` here (plain Python resource
 objects, for tests, offline tools and one-process systems) and
-``legionrm.enactor.actor.RayGateway`` (Ray actors, one batched call per host
+``legionrm.enactor.actor.RayResourcePort`` (Ray actors, one batched call per host
 group, all groups in parallel).  ``legionrm.enactor.fakes`` has a scripted
 fake for unit tests.
 
@@ -60,12 +60,12 @@ def create_request(item: CreateItem) -> CreateRequest:
 
 
 @runtime_checkable
-class ResourceGateway(Protocol):
+class ResourcePort(Protocol):
     """The enactor's view of the resources.
 
     Implementations must keep the order of their inputs in their outputs and
     must turn an unreachable resource into ``Refusal(code=codes.RESOURCE_DEAD)``, never into
-    an exception; an exception means the gateway itself is broken, and the
+    an exception; an exception means the port itself is broken, and the
     enactor answers it by cancelling everything it holds and raising
     :class:`legionrm.errors.EnactmentError`.
     """
@@ -97,11 +97,11 @@ class ResourceGateway(Protocol):
         ...
 
 
-# --- the in-process gateway ---------------------------------------------------
+# --- the in-process port ---------------------------------------------------
 
 
-class InProcessGateway:
-    """A gateway over ``legionrm.hostobj`` cores in this process.
+class InProcessPort:
+    """A port over ``legionrm.hostobj`` cores in this process.
 
     ``resources`` maps a host or vault name to the object that carries it:
     a batched carrier (``make_reservations`` / ``cancel_reservations``, e.g. a
@@ -125,7 +125,7 @@ class InProcessGateway:
         self._groups = dict(groups or {})
 
     @classmethod
-    def of(cls, carriers: Sequence[Any], classes: Sequence[Any] = ()) -> "InProcessGateway":
+    def of(cls, carriers: Sequence[Any], classes: Sequence[Any] = ()) -> "InProcessPort":
         """Index host groups (by every host they carry) and single resources by name."""
         index: dict[str, Any] = {}
         groups: dict[str, Any] = {}

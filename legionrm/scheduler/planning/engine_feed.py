@@ -1,4 +1,4 @@
-"""The placement engine's second front door: the live planner's.
+"""The placement engine's feed from the live system: Collection snapshots in.
 
 ``legionrm place`` feeds the engine (:mod:`legionrm.scheduler.placement`) a
 scenario file; this module feeds it a Collection snapshot, so the live
@@ -6,7 +6,7 @@ system and the command line get one engine's answers: the hosts per
 instance, or "not now" (with the earliest start the calendar allows) or
 "never", with PBS's texts.
 
-* :class:`EngineDoor` keeps one :class:`NodeTable` per host set (hosts and
+* :class:`EngineFeed` keeps one :class:`NodeTable` per host set (hosts and
   their totals: ``ncpus``, ``mem``, ``ngpus``), built once and rebuilt only
   when hosts join, leave or change size; hosts in name order, the order the
   planner's ties break in.
@@ -15,7 +15,7 @@ instance, or "not now" (with the earliest start the calendar allows) or
   until further notice) and its calendar (the next reservation, from
   ``next_event``).  The snapshot knows no end for running work, so "not
   now" has an earliest start only when some holding ends.
-* :meth:`EngineDoor.place` answers one :class:`ObjectRequest` over the hosts
+* :meth:`EngineFeed.place` answers one :class:`ObjectRequest` over the hosts
   the caller found acceptable (the planner's query, access and class
   filters), choosing the bucket path where it applies (exclusive scatter /
   vscatter / free) and the per-node path otherwise.
@@ -44,7 +44,7 @@ from legionrm.scheduler.placement import (
 from legionrm.scheduler.planning.snaptables import base_table
 
 RESOURCES: tuple[str, ...] = ("ncpus", "mem", "ngpus", "host", "vnode")
-"""The resources line the door's node tables use (what an ObjectRequest asks for)."""
+"""The resources line the feed's node tables use (what an ObjectRequest asks for)."""
 KB_PER_GB = 1048576
 SCARCE_PRIORITY = -1
 """The node priority of a host with GPUs: the planner's scarce-hosts rule in
@@ -86,7 +86,7 @@ def _num(x: float) -> float | int:
     return int(x) if float(x).is_integer() else float(x)
 
 
-class EngineDoor:
+class EngineFeed:
     """Adapts Collection snapshots to the placement engine (see the module)."""
 
     def __init__(self) -> None:
@@ -107,7 +107,7 @@ class EngineDoor:
 
     def table(self, base: HostTable, membership: object = None) -> NodeTable:
         """The node table of ``base``'s hosts (cached until the host set changes).
-        ``membership`` (the snapshot's, see ``StoreSnapshot.membership``)
+        ``membership`` (the snapshot's, see ``TableSnapshot.membership``)
         lets an unchanged host set be recognised without comparing names."""
         totals = np.stack([base.cpus, base.memory_gb, base.gpus]).astype(np.float64)
         seen = self._seen

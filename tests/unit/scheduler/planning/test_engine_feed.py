@@ -1,11 +1,11 @@
-"""One engine, two front doors: the live planner over a Collection snapshot
+"""One engine, two ways in: the live planner over a Collection snapshot
 and ``legionrm place`` over a scenario choose the same hosts."""
 
 from __future__ import annotations
 
 from legionrm.collection.collection import Collection
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
-from legionrm.scheduler.planning.engine_door import EngineDoor
+from legionrm.scheduler.planning.engine_feed import EngineFeed
 from legionrm.scheduler.placement import NodeSpec, PlaceConfig, SelectRequest
 from legionrm.scheduler.placement.scenario import JobSpec, Scenario, run_scenario
 from legionrm.scheduler.planner import Planner
@@ -45,17 +45,17 @@ def test_live_planner_and_legionrm_place_choose_the_same_hosts() -> None:
     assert place.runs and place.path == "buckets"
     assert live == place.nodes[0] == ["n01", "n03", "n04", "n07", "n08"]
 
-    door = EngineDoor().place(obj, snap)  # the engine over the snapshot itself
-    assert door.runs and door.path == "buckets" and door.hosts == live
+    fed = EngineFeed().place(obj, snap)  # the engine over the snapshot itself
+    assert fed.runs and fed.path == "buckets" and fed.hosts == live
 
 
 def test_not_now_and_never_agree_and_reach_the_planner() -> None:
     snap = collection().snapshot()
     wait = ObjectRequest(class_name="A", count=10, cpus=4, placement="scatter", exclusive=True)
     never = ObjectRequest(class_name="A", count=13, cpus=4, placement="scatter", exclusive=True)
-    door = EngineDoor()
+    feed = EngineFeed()
     for obj, status in ((wait, "not_now"), (never, "never")):
-        ans = door.place(obj, snap)
+        ans = feed.place(obj, snap)
         _, results = run_scenario(scenario(obj))
         assert ans.status == results["j1"].status == status
         assert ans.reason == results["j1"].reason
@@ -69,12 +69,12 @@ def test_not_now_and_never_agree_and_reach_the_planner() -> None:
 
 def test_the_node_table_is_built_once_per_host_set() -> None:
     c = collection()
-    door = EngineDoor()
+    feed = EngineFeed()
     obj = ObjectRequest(class_name="A", count=2, cpus=4, placement="scatter", exclusive=True)
-    door.place(obj, c.snapshot())
+    feed.place(obj, c.snapshot())
     c.update("n01", {"load": 1.0})  # a heartbeat: same hosts, a new snapshot
-    door.place(obj, c.snapshot())
-    assert door.tables_built == 1
+    feed.place(obj, c.snapshot())
+    assert feed.tables_built == 1
     c.join(host("n13", cpus=16, memory_gb=64.0, arch="x86_64"))
-    assert door.place(obj, c.snapshot()).runs
-    assert door.tables_built == 2
+    assert feed.place(obj, c.snapshot()).runs
+    assert feed.tables_built == 2

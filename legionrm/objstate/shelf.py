@@ -1,13 +1,13 @@
 """Where a vault keeps objects' persistent representations: bytes by object id.
 
-:class:`StateStore` is the contract (``put`` / ``get`` / ``delete`` /
-``size`` / ``list``); :class:`DirectoryStore` keeps one file per object
-under a directory (the default store of a vault: a directory on its node),
+:class:`StateShelf` is the contract (``put`` / ``get`` / ``delete`` /
+``size`` / ``list``); :class:`DirectoryShelf` keeps one file per object
+under a directory (the default shelf of a vault: a directory on its node),
 written atomically (a temporary file in the same directory, flushed and
 ``fsync``-ed, then renamed over the old one), so a crash leaves either the
-old state or the new one, never half of one; :class:`MemoryStore` keeps
-them in a dict (tests, in-process systems).  A real object store can stand
-behind the same five methods.  Stores do no accounting: capacity, quotas
+old state or the new one, never half of one; :class:`MemoryShelf` keeps
+them in a dict (tests, in-process systems).  Any blob service can stand
+behind the same five methods.  Shelves do no accounting: capacity, quotas
 and pairing are the vault's (:class:`~legionrm.hostobj.vault.VaultObject`).
 """
 
@@ -37,11 +37,11 @@ def check_object_id(object_id: str) -> str:
     return object_id
 
 
-class StateStore(Protocol):
+class StateShelf(Protocol):
     """Bytes by object id.  Every method raises ValueError for a bad id."""
 
     def put(self, object_id: str, data: bytes) -> int:
-        """Store ``data`` as ``object_id``'s state (replacing any); returns its size."""
+        """Put ``data`` as ``object_id``'s state (replacing any); returns its size."""
         ...
 
     def get(self, object_id: str) -> bytes | None:
@@ -61,8 +61,8 @@ class StateStore(Protocol):
         ...
 
 
-class MemoryStore:
-    """A :class:`StateStore` in a dict.  Thread-safe."""
+class MemoryShelf:
+    """A :class:`StateShelf` in a dict.  Thread-safe."""
 
     def __init__(self) -> None:
         self._data: dict[str, bytes] = {}
@@ -92,8 +92,8 @@ class MemoryStore:
             return {k: len(v) for k, v in self._data.items()}
 
 
-class DirectoryStore:
-    """A :class:`StateStore` of files ``<root>/<object id>.state``.  The
+class DirectoryShelf:
+    """A :class:`StateShelf` of files ``<root>/<object id>.state``.  The
     directory is created (mode 0700) when missing.  Thread-safe (one lock)."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:

@@ -1,4 +1,4 @@
-"""One engine, two doors: for exclusive requests the live planner's master
+"""One engine, two ways in: for exclusive requests the live planner's master
 schedule is the placement engine's choice, the same hosts ``legionrm place``
 chooses from a scenario file describing the same hosts and holdings, even
 where the pipeline's own rankers would choose otherwise (bigger hosts first)."""
@@ -39,7 +39,7 @@ def scenario_file(tmp: Path, select: str, place: str) -> Path:
     busy = [f'"{n}"' for n, *_, b in HOSTS if b]
     lines += ["[[busy]]", f"nodes = [{', '.join(busy)}]", "start = 0", "end = 3600", ""]
     lines += ["[[job]]", 'id = "j1"', f'select = "{select}"', f'place = "{place}"']
-    path = tmp / "two_doors.toml"
+    path = tmp / "one_engine.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 

@@ -1,7 +1,8 @@
-"""RM state in SQLite (stdlib sqlite3, WAL): machines, jobs, shares, needy list.
+"""The fair-share core's checkpoint: its state in SQLite (stdlib sqlite3, WAL):
+machines, jobs, shares, needy list.
 
-:meth:`RmStore.save` writes a whole snapshot in one transaction (so a crash
-leaves the previous snapshot intact); :meth:`RmStore.load_into` rebuilds a
+:meth:`RmCheckpoint.save` writes a whole snapshot in one transaction (so a crash
+leaves the previous snapshot intact); :meth:`RmCheckpoint.load_into` rebuilds a
 fresh :class:`DuccCore` (made from the *current* configuration) from it,
 like DUCC's recovery from the Orchestrator's map:
 
@@ -18,7 +19,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from legionrm.scheduler.fairshare.core import DuccCore
+from legionrm.scheduler.fairshare.core import DuccCore, Numbering
 from legionrm.scheduler.fairshare.shares import Job, Share
 
 SCHEMA = """
@@ -40,8 +41,8 @@ CREATE TABLE IF NOT EXISTS needy (pos INTEGER PRIMARY KEY, job TEXT NOT NULL);
 """
 
 
-class RmStore:
-    """One SQLite file holding the latest RM snapshot."""
+class RmCheckpoint:
+    """One SQLite file holding the latest RM snapshot (the checkpoint)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
@@ -58,10 +59,11 @@ class RmStore:
         with self.db:
             for t in ("meta", "machines", "jobs", "shares", "needy"):
                 self.db.execute(f"DELETE FROM {t}")
+            numbering = core.numbering()
             self.db.executemany(
                 "INSERT INTO meta VALUES (?, ?)",
-                [("cycle", str(core.cycle)), ("next_share", str(core._next_share)), ("seq", str(core._seq)),
-                 ("maxorder", json.dumps(core._maxorder))],
+                [("cycle", str(core.cycle)), ("next_share", str(numbering.next_share)), ("seq", str(numbering.seq)),
+                 ("maxorder", json.dumps(numbering.maxorder))],
             )
             self.db.executemany(
                 "INSERT INTO machines VALUES (?,?,?,?,?,?,?,?)",
@@ -92,8 +94,6 @@ class RmStore:
         if not meta:
             return core
         core.cycle = int(meta["cycle"])
-        core._next_share = int(meta["next_share"])
-        core._seq = int(meta["seq"])
         for row in self.db.execute("SELECT * FROM machines ORDER BY name"):
             name, mem, pool, order, off, dead, missed, bl = row
             if name in core.machines:
@@ -130,9 +130,7 @@ class RmStore:
             host.shares[sid] = s
             job.shares[sid] = s
         core.needy[:] = [jid for _, jid in self.db.execute("SELECT pos, job FROM needy ORDER BY pos") if jid in core.jobs]
-        for top, mo in json.loads(meta.get("maxorder", "{}")).items():
-            if top in core._maxorder:
-                core._maxorder[top] = max(core._maxorder[top], mo)
+        core.resume(Numbering(int(meta["next_share"]), int(meta["seq"]), json.loads(meta.get("maxorder", "{}"))))
         return core
 
 

@@ -1,4 +1,4 @@
-"""The columnar attribute store: upsert / merge / replace / remove / snapshots."""
+"""The Collection's columnar attribute table: upsert / merge / replace / remove / snapshots."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from legionrm.collection.store import AttributeStore
+from legionrm.collection.table import AttributeTable
 from legionrm.errors import CollectionError, UnknownResourceError
 from legionrm.mil import compile_query
 
@@ -17,7 +17,7 @@ def _rows(snap) -> dict[str, dict]:  # type: ignore[no-untyped-def]
 
 
 def test_upsert_adds_and_merges() -> None:
-    s = AttributeStore()
+    s = AttributeTable()
     s.upsert("h1", {"cpus": 4, "os": "linux"})
     s.upsert("h1", {"load": 0.5})
     assert s.get("h1") == {"cpus": 4, "os": "linux", "load": 0.5}
@@ -25,21 +25,21 @@ def test_upsert_adds_and_merges() -> None:
 
 
 def test_replace_drops_attributes_not_given() -> None:
-    s = AttributeStore()
+    s = AttributeTable()
     s.upsert("h1", {"cpus": 4, "os": "linux"})
     s.upsert("h1", {"cpus": 8}, replace=True)
     assert s.get("h1") == {"cpus": 8}
 
 
 def test_none_removes_one_attribute() -> None:
-    s = AttributeStore()
+    s = AttributeTable()
     s.upsert("h1", {"cpus": 4, "os": "linux"})
     s.upsert("h1", {"os": None, "new": None})
     assert s.get("h1") == {"cpus": 4}
 
 
 def test_types_kept_exactly() -> None:
-    s = AttributeStore()
+    s = AttributeTable()
     s.upsert("h", {"b": True, "i": 3, "f": 3.0, "s": "3", "big": -(2**63)})
     got = s.get("h")
     assert got == {"b": True, "i": 3, "f": 3.0, "s": "3", "big": -(2**63)}
@@ -50,7 +50,7 @@ def test_types_kept_exactly() -> None:
     "attrs", [{"x": 2**63}, {"x": [1]}, {"x": b"raw"}, {"": 1}], ids=["int-too-big", "list", "bytes", "empty-name"]
 )
 def test_bad_values_refused_and_nothing_changes(attrs: dict) -> None:
-    s = AttributeStore()
+    s = AttributeTable()
     s.upsert("h", {"y": 1})
     with pytest.raises(CollectionError):
         s.upsert("h", {"z": 5, **attrs})
@@ -58,7 +58,7 @@ def test_bad_values_refused_and_nothing_changes(attrs: dict) -> None:
 
 
 def test_remove_and_unknown() -> None:
-    s = AttributeStore()
+    s = AttributeTable()
     for k in range(5):
         s.upsert(f"h{k}", {"k": k})
     s.remove("h1")
@@ -72,7 +72,7 @@ def test_remove_and_unknown() -> None:
 
 
 def test_removed_rows_never_returned_and_rows_reused() -> None:
-    s = AttributeStore(capacity=2)
+    s = AttributeTable(capacity=2)
     s.upsert("a", {"x": 1})
     s.upsert("b", {"x": 2, "only_b": "yes"})
     s.remove("b")
@@ -85,7 +85,7 @@ def test_removed_rows_never_returned_and_rows_reused() -> None:
 
 
 def test_snapshot_is_isolated_from_every_later_change() -> None:
-    s = AttributeStore(capacity=2)
+    s = AttributeTable(capacity=2)
     for k in range(4):
         s.upsert(f"h{k}", {"cpus": k, "os": "linux" if k % 2 else "bsd"})
     snap = s.snapshot()
@@ -105,7 +105,7 @@ def test_snapshot_is_isolated_from_every_later_change() -> None:
 
 
 def test_snapshot_is_cheap_and_reused_until_change() -> None:
-    s = AttributeStore()
+    s = AttributeTable()
     s.upsert("a", {"x": 1})
     s1 = s.snapshot()
     assert s.snapshot() is s1
@@ -119,7 +119,7 @@ def test_snapshot_is_cheap_and_reused_until_change() -> None:
 
 
 def test_uniform_and_mixed_columns() -> None:
-    s = AttributeStore()
+    s = AttributeTable()
     s.upsert("a", {"x": 4, "n": 1})
     s.upsert("b", {"x": "big", "n": 2})
     s.upsert("c", {"n": 3})
@@ -132,7 +132,7 @@ def test_uniform_and_mixed_columns() -> None:
 
 
 def test_bulk_insert() -> None:
-    s = AttributeStore()
+    s = AttributeTable()
     s.upsert("first", {"cpus": 1, "os": "bsd"})
     s.bulk_insert(
         ["n0", "n1", "n2"],
@@ -148,8 +148,8 @@ def test_bulk_insert() -> None:
         s.bulk_insert(["z"], {"cpus": np.array([1, 2])})
 
 
-def test_bulk_insert_into_empty_store() -> None:
-    s = AttributeStore()
+def test_bulk_insert_into_empty_table() -> None:
+    s = AttributeTable()
     s.bulk_insert(["a", "b"], {"x": np.array([1, 5]), "f": np.array([0.5, 1.5]), "ok": np.array([True, False])})
     snap = s.snapshot()
     assert snap.column("x").uniform is not None  # type: ignore[union-attr]
@@ -158,7 +158,7 @@ def test_bulk_insert_into_empty_store() -> None:
 
 
 def test_bulk_insert_mixed_and_partial_columns() -> None:
-    s = AttributeStore()
+    s = AttributeTable()
     s.bulk_insert(["a", "b"], {"x": np.array([1, 2])})
     s.bulk_insert(["c", "d"], {"x": [3.5, None], "y": np.array(["p", "q"])})
     s.bulk_insert(["e"], {"y": np.array(["p"])})
@@ -169,29 +169,29 @@ def test_bulk_insert_mixed_and_partial_columns() -> None:
 
 
 # (id, capacity, rows upserted first, columns of an empty bulk insert): adding
-# no rows changes nothing, even when the store is exactly full.
+# no rows changes nothing, even when the table is exactly full.
 EMPTY_BULK = [
-    ("full-store-existing-column", 2, 2, {"x": np.array([], dtype=np.int64)}),
-    ("full-store-new-column", 2, 2, {"new": []}),
-    ("full-store-no-columns", 1, 1, {}),
-    ("empty-store", 4, 0, {"x": []}),
+    ("full-table-existing-column", 2, 2, {"x": np.array([], dtype=np.int64)}),
+    ("full-table-new-column", 2, 2, {"new": []}),
+    ("full-table-no-columns", 1, 1, {}),
+    ("empty-table", 4, 0, {"x": []}),
 ]
 
 
 @pytest.mark.parametrize("cap,rows,columns", [c[1:] for c in EMPTY_BULK], ids=[c[0] for c in EMPTY_BULK])
 def test_empty_bulk_insert_is_a_no_op(cap: int, rows: int, columns: dict) -> None:
-    s = AttributeStore(capacity=cap)
+    s = AttributeTable(capacity=cap)
     for k in range(rows):
         s.upsert(f"h{k}", {"x": k})
     before, version = _rows(s.snapshot()), s.version
     s.bulk_insert([], columns)
     assert _rows(s.snapshot()) == before and s.version == version
-    s.upsert("later", {"x": 9})  # the store still works afterwards
+    s.upsert("later", {"x": 9})  # the table still works afterwards
     assert _rows(s.snapshot())["later"] == {"x": 9}
 
 
 def test_index_of_name() -> None:
-    s = AttributeStore()
+    s = AttributeTable()
     for k in range(3):
         s.upsert(f"h{k}", {})
     snap = s.snapshot()
@@ -208,9 +208,9 @@ _op = st.one_of(
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_op, max_size=40))
-def test_store_matches_a_dict_model(ops: list) -> None:  # type: ignore[type-arg]
+def test_table_matches_a_dict_model(ops: list) -> None:  # type: ignore[type-arg]
     """Against a plain dict of dicts; every snapshot keeps the state it was taken in."""
-    s = AttributeStore(capacity=1)
+    s = AttributeTable(capacity=1)
     model: dict[str, dict] = {}
     snaps = []
     for op in ops:

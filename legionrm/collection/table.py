@@ -9,7 +9,7 @@ not name order.
 
 Growth doubles capacity (amortised O(1) per upsert).  Snapshots are
 copy-on-write: taking one is O(number of attributes) and copies nothing; the
-store copies a column (once) only when it next writes a row that a live
+table copies a column (once) only when it next writes a row that a live
 snapshot can see.  Appending rows beyond what the snapshot sees copies
 nothing.  Strings go into one append-only dictionary shared with snapshots
 (codes are never reused; a string outlives the rows that used it).
@@ -31,7 +31,7 @@ _KIND_FIELD = {V.BOOL: "b", V.INT: "i", V.FLOAT: "f", V.STR: "s"}
 
 
 class _MutableColumn:
-    """Arrays of one attribute at the store's capacity, plus live-row tag counts.
+    """Arrays of one attribute at the table's capacity, plus live-row tag counts.
 
     The per-row tag array is allocated only once the live rows stop sharing
     one kind (``utag``): a column every resource exports as an int costs its
@@ -136,8 +136,8 @@ class _MutableColumn:
         return Column(n, tag=tag, **kw)
 
 
-class StoreSnapshot(ColumnTable):
-    """An immutable view of the store at one moment: what planners and queries read.
+class TableSnapshot(ColumnTable):
+    """An immutable view of the table at one moment: what planners and queries read.
 
     ``names[row]`` is the resource at ``row`` (live rows only, dense);
     ``column(attr)`` the attribute's Column (None when no resource exports it).
@@ -221,7 +221,7 @@ def _check_values(name: str, attrs: Mapping[str, Any]) -> dict[str, V.Value]:
     return out
 
 
-class AttributeStore:
+class AttributeTable:
     """The mutable table; single owner (the Collection core), not thread-safe."""
 
     def __init__(self, capacity: int = 16) -> None:
@@ -234,7 +234,7 @@ class AttributeStore:
         self._cols: dict[str, _MutableColumn] = {}
         self._strings = StringDict()
         self._version = 0
-        self._snapshot: StoreSnapshot | None = None
+        self._snapshot: TableSnapshot | None = None
         self._order_box: list[np.ndarray | None] = [None]  # name order, shared by snapshots of one membership
 
     # --- size -------------------------------------------------------------------
@@ -323,7 +323,7 @@ class AttributeStore:
     def update_many(self, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> list[tuple[int, Exception]]:
         """Merge attributes into many existing resources at once (heartbeats):
         as :meth:`upsert` of each, but written column by column, one numpy
-        store per attribute where the rows keep their kind.  An update naming
+        write per attribute where the rows keep their kind.  An update naming
         an unknown resource, or with a value that is not bool / int (64-bit)
         / float / str, changes nothing and comes back as an error; the
         others are applied.  Returns the refused ones: (position, error), in order."""
@@ -373,7 +373,7 @@ class AttributeStore:
             for row, v in zip(rows, vals):  # kinds change (or a row repeats): row by row, keeping counts
                 c.put(row, v, self._strings)
             return
-        # every row already has this kind and keeps it: the counts stand, one store
+        # every row already has this kind and keeps it: the counts stand, one write
         c.before_write(min(rows))
         c.data(field)[np.asarray(rows, dtype=np.int64)] = vals
 
@@ -411,12 +411,12 @@ class AttributeStore:
         if len(set(names)) != m or any(x in self._index for x in names):
             raise CollectionError("bulk_insert: resource names must be new and distinct")
         prepared: dict[str, Column] = {}
-        scratch = StringDict()  # validate before touching the store
+        scratch = StringDict()  # validate before touching the table
         for attr, col in columns.items():
             if len(col) != m:
                 raise CollectionError(f"bulk_insert: column {attr!r} has {len(col)} values for {m} resources")
             prepared[attr] = _as_column(attr, col, scratch)
-        if m == 0:  # nothing to add (and no row at index n to touch when the store is full)
+        if m == 0:  # nothing to add (and no row at index n to touch when the table is full)
             return
         start = self._n
         self._grow(start + m)
@@ -428,7 +428,7 @@ class AttributeStore:
         for k, nm in enumerate(names):
             self._index[nm] = start + k
         self._n = start + m
-        # remap the scratch dictionary's codes into the store's
+        # remap the scratch dictionary's codes into the table's
         remap = np.fromiter((self._strings.code(s) for s in scratch.strings), dtype=np.int32, count=len(scratch))
         for attr, c in self._cols.items():
             if attr not in prepared:
@@ -478,7 +478,7 @@ class AttributeStore:
     def names(self) -> list[str]:
         return [str(x) for x in self._names[: self._n]]
 
-    def snapshot(self) -> StoreSnapshot:
+    def snapshot(self) -> TableSnapshot:
         """An immutable view of the current contents; O(attributes), copies nothing now."""
         if self._snapshot is not None:
             return self._snapshot
@@ -492,7 +492,7 @@ class AttributeStore:
             col = c.view(n)
             if col is not None:
                 cols[attr] = col
-        self._snapshot = StoreSnapshot(names, cols, self._strings, self._version, self._order_box)
+        self._snapshot = TableSnapshot(names, cols, self._strings, self._version, self._order_box)
         return self._snapshot
 
 
