@@ -14,31 +14,30 @@ from typing import Callable
 
 from legionrm.collection.collection import Collection
 from legionrm.config import host_groups
-from legionrm.enactor.enactor import Enactor
+from legionrm.enactor.enactor import Approver, Enactor
 from legionrm.enactor.ports import InProcessPort
 from legionrm.hostobj.build import build_class, build_host, build_vault
 from legionrm.hostobj.classobj import ClassObject
 from legionrm.hostobj.group import HostGroup
 from legionrm.hostobj.vault import VaultObject
-from legionrm.models import ClusterSpec
-from legionrm.scheduler.mobility import LocalStatePort, Mobility
-from legionrm.scheduler.build import core_for_cluster
+from legionrm.models import ClusterSpec, SchedulerSettings
 from legionrm.scheduler.elastic import HostStopper
-from legionrm.scheduler.planner import Planner
+from legionrm.scheduler.mobility import LocalStatePort
 from legionrm.scheduler.ports import PoolGate
-from legionrm.scheduler.scheduler import Scheduler
-from legionrm.scheduler.sharegate import ShareGate
 from legionrm.scheduler.watch import HostWatch
+from legionrm.scheduler.wiring import SchedulerPorts, wire
 from legionrm.state import RequestStore
 
 
 class LocalSystem:
     """Build every core of ``spec`` in this process.  ``clock`` is shared by
-    all of them so a test can move time for the whole system at once."""
+    all of them so a test can move time for the whole system at once.  The
+    Scheduler is built by :func:`~legionrm.scheduler.wiring.wire` from
+    ``settings`` (default: the cluster's, with the Scheduler's defaults)."""
 
     def __init__(
         self, spec: ClusterSpec, *, clock: Callable[[], float] = time.time, pools: PoolGate | None = None,
-        store: RequestStore | None = None,
+        store: RequestStore | None = None, settings: SchedulerSettings | None = None,
     ) -> None:
         self.spec = spec
         self.clock = clock
@@ -59,14 +58,23 @@ class LocalSystem:
             c.name: build_class(c, hosts=self.carrier, vaults=self.vaults) for c in spec.classes
         }
         self.resource_port = InProcessPort.of([*self.groups.values(), *self.vaults.values()], list(self.classes.values()))
-        self.enactor = Enactor(self.resource_port, clock=clock)
-        self.scheduler = Scheduler(self.collection, self.enactor, Planner({c.name: c for c in spec.classes}, clock=clock),
-                                   pools, shares=ShareGate.from_core(core_for_cluster(spec)),
-                                   stopper=HostStopper(self.carrier, self.classes), watch=HostWatch(self.carrier, lambda: self.groups.values()),
-                                   clock=clock, store=store)
-        self.enactor.approve = self.scheduler.approve  # Legion's step 6: the scheduler confirms
-        # deactivate / activate / migrate: states move between the host objects and the vaults' shelves
-        self.mobility = Mobility(self.scheduler, LocalStatePort(self.carrier, self.vaults))
+        wired = wire(settings or SchedulerSettings(cluster=spec), self.scheduler_ports(pools, store))
+        self.scheduler, self.mobility = wired.scheduler, wired.mobility
+        self.enactor: Enactor = self.scheduler.getEnactor()
+
+    def scheduler_ports(self, pools: PoolGate | None = None, store: RequestStore | None = None) -> SchedulerPorts:
+        """What a Scheduler of this system reaches: its Collection, an Enactor
+        over its resources, its hosts' stop and watch, its clock; ``pools``
+        and ``store`` as given."""
+        return SchedulerPorts(
+            collection=self.collection, enactor=self._enactor_for, clock=self.clock, pools=pools, store=store,
+            stopper=HostStopper(self.carrier, self.classes), watch=HostWatch(self.carrier, lambda: self.groups.values()),
+            # deactivate / activate / migrate: states move between the host objects and the vaults' shelves
+            objects=LocalStatePort(self.carrier, self.vaults))
+
+    def _enactor_for(self, approve: Approver) -> Enactor:
+        """An Enactor over this system's resources that asks ``approve`` (Legion's step 6: the scheduler confirms)."""
+        return Enactor(self.resource_port, clock=self.clock, approve=approve)
 
     def carrier(self, host: str) -> HostGroup | None:
         """The host group that carries ``host`` (a class object's host resolver)."""

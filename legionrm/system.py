@@ -72,7 +72,7 @@ from legionrm.naming import (  # noqa: E402
     vault_name,
 )
 from legionrm.scheduler.actor import PoolActor, SchedulerActor  # noqa: E402
-from legionrm.scheduler.build import pool_gate  # noqa: E402
+from legionrm.scheduler.wiring import pool_gate  # noqa: E402
 
 RESTARTS = 10
 """How many times Ray restarts an actor that can rebuild its state."""

@@ -49,7 +49,7 @@ def audit(scheduler: Scheduler, resources: Iterable[ResourceAudit], classes: Map
     still be open (it expires on its own).  ``also_running``: instances other
     owners run (the elastic cycle's), not orphans; ``elastic``: the elastic
     jobs the pools should charge (None: elastic allocations are not checked)."""
-    grace = scheduler.token_timeout_s if grace_s is None else grace_s
+    grace = scheduler.enactment.token_timeout_s if grace_s is None else grace_s
     out: list[AuditFinding] = []
     running = {r.instance_id: r for r in scheduler.book.running_instances()}
     known = set(running) | set(also_running)
@@ -92,7 +92,7 @@ def _accounts(scheduler: Scheduler, elastic: set[str] | None = None) -> list[Aud
     """Pool allocations and allotments held exactly by the admitted requests."""
     out: list[AuditFinding] = []
     active = {e.id for e in scheduler.book.entries() if e.state in ("admitted", "placing", "reserved", "running")}
-    held = getattr(scheduler.pools, "held", None)
+    held = getattr(scheduler.accounts.pools, "held", None)
     if callable(held):
         charged = {rid for rid in held() if not rid.startswith("elastic:")}
         if elastic is not None:
@@ -108,12 +108,12 @@ def _accounts(scheduler: Scheduler, elastic: set[str] | None = None) -> list[Aud
         for rid in sorted(active - charged):
             out.append(AuditFinding(code=codes.POOL_ALLOCATION, subject=rid, detail="is admitted but holds no pool allocation"))
         if not held():
-            for path, entry in scheduler.pools.report().items():
+            for path, entry in scheduler.accounts.pools.report().items():
                 alloc = entry.get("allocation", {})
                 if any(abs(float(v)) > EPS for v in alloc.values()):
                     out.append(AuditFinding(code=codes.POOL_ALLOCATION, subject=path,
                                             detail=f"allocation {alloc} with nothing admitted"))
-    if scheduler.shares is not None:
-        for rid in sorted(set(scheduler.shares.charged()) - active):
+    if scheduler.accounts.shares is not None:
+        for rid in sorted(set(scheduler.accounts.shares.charged()) - active):
             out.append(AuditFinding(code=codes.ALLOTMENT_HELD, subject=rid, detail="holds a DUCC allotment but is not admitted"))
     return out

@@ -193,7 +193,7 @@ class SchedulerDoor:
 
     def approve(self, proposal: ScheduleProposal, proof: Any = None) -> bool | Refusal:
         refused = self._not_the_enactor(proof, "approve", proposal)
-        return refused if refused is not None else self.core.approve(proposal)
+        return refused if refused is not None else self.core.enactment.approve(proposal)
 
     def approve_growth(self, proposal: ScheduleProposal, proof: Any = None) -> Refusal | None:
         """None when the Enactor asks to confirm an elastic growth (the fair-share core chose it), else why not."""
@@ -271,7 +271,7 @@ def status_for(core: Any, last: CycleReport | None, user: str | None) -> Schedul
     hosts: dict[str, int] = {}
     for inst in list(core.instances.values()):
         hosts[inst.host] = hosts.get(inst.host, 0) + 1
-    report = getattr(core.pools, "report", None)
+    report = getattr(core.accounts.pools, "report", None)
     full = SchedulerStatus(
         requests=_count_states(core.list_requests()),
         instances=sum(hosts.values()), hosts=hosts, last_cycle=last.cycle if last else 0,

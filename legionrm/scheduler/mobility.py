@@ -55,9 +55,11 @@ from legionrm.models import (
     StatusKind,
 )
 from legionrm.objstate.shelf import GB
-from legionrm.scheduler.requests import Entry
-from legionrm.scheduler.scheduler import Scheduler
+from legionrm.scheduler.enactment import Enactment
+from legionrm.scheduler.planner import Planner
 from legionrm.scheduler.planning.snaptables import vault_table
+from legionrm.scheduler.ports import SnapshotSource, Swappable
+from legionrm.scheduler.requests import Entry, RequestBook
 
 CHANGES_KEPT = 1000
 
@@ -116,35 +118,38 @@ def _gone(host: str) -> Refusal:
 
 
 class Mobility:
-    """Deactivate / activate / migrate over ``scheduler`` and ``port``; see the module doc.
-    Installs itself as the scheduler's activator (inert objects in
-    ``scheduleObjects``) and its ``on_finish`` (a finished request's inert
-    objects' states are deleted).  One move per object at a time."""
+    """Deactivate / activate / migrate over the Scheduler's parts (its request
+    ``book``, ``planner``, ``collection`` and ``enactment``) and ``port``; see
+    the module doc.  The wiring gives the Scheduler :meth:`activate_for_request`
+    as its activator (inert objects in ``scheduleObjects``) and :meth:`forget`
+    to its accounts (a finished request's inert objects' states are deleted).
+    One move per object at a time."""
 
-    def __init__(self, scheduler: Scheduler, port: StatePort) -> None:
-        self.scheduler, self.port = scheduler, port
+    def __init__(self, book: RequestBook, planner: Planner, collection: Swappable[SnapshotSource],
+                 enactment: Enactment, port: StatePort, *, clock: Callable[[], float]) -> None:
+        self.book, self.planner, self.enactment, self.port = book, planner, enactment, port
+        self._collection = collection
+        self._clock = clock
         self.changes: collections.deque[StatusChange] = collections.deque(maxlen=CHANGES_KEPT)
         self.listeners: list[Callable[[StatusChange], None]] = [self._tell_triggers]
         self._serial = itertools.count(1)
         self._lock = threading.Lock()
         self._moving: set[str] = set()
-        scheduler.activator = self._activate_for_request
-        scheduler.on_finish = self.forget
 
     # --- the one place a status change is recorded ----------------------------------------
 
     def _tell_triggers(self, change: StatusChange) -> None:
         """The Scheduler's triggers hear every move, as an event of the object's request."""
-        entry = self.scheduler.book.owner_of(change.object_id)
+        entry = self.book.owner_of(change.object_id)
         if entry is not None:
             where = f"from {change.from_host} to {change.host}" if change.from_host else (change.host or change.vault)
-            self.scheduler.book.tell(entry, change.kind, change.detail or f"{change.kind} ({where})", change.object_id)
+            self.book.tell(entry, change.kind, change.detail or f"{change.kind} ({where})", change.object_id)
 
     def record(self, kind: StatusKind, object_id: str, user: str, *, instance: InstanceRef | None = None,
                from_host: str | None = None, vault: str | None = None, detail: str = "") -> StatusChange:
         """Record one status change: kept in :attr:`changes`, then given to each
         listener (a listener that raises is skipped, never undoes the change)."""
-        change = StatusChange(at=self.scheduler.clock(), kind=kind, object_id=object_id, user=user,
+        change = StatusChange(at=self._clock(), kind=kind, object_id=object_id, user=user,
                               instance_id=instance.instance_id if instance else None,
                               host=instance.host if instance else None, from_host=from_host, vault=vault,
                               detail=detail)
@@ -160,14 +165,14 @@ class Mobility:
 
     def status(self, object_id: str) -> ObjectStatus | Refusal:
         """Where the object is now (by any id it ever had)."""
-        found = self.scheduler.book.current(object_id)
+        found = self.book.current(object_id)
         if found is None:
             return _refuse(codes.OBJECT_UNKNOWN, f"no object {object_id!r} runs or rests inert here")
         return self._status(*found)
 
     def owner(self, object_id: str) -> str | None:
         """The user whose request made the object (None: unknown)."""
-        entry = self.scheduler.book.owner_of(object_id)
+        entry = self.book.owner_of(object_id)
         return entry.user if entry is not None else None
 
     # --- deactivate ---------------------------------------------------------------------------
@@ -188,7 +193,7 @@ class Mobility:
                 return stashed
             vault, size = stashed
             inert = self._make_inert(entry, info, vault, size, reason)
-            self.scheduler.stop_instance(ref, reason)
+            self.enactment.stop(ref, reason)
             self.record("deactivated", oid, entry.user, from_host=ref.host, vault=vault, detail=f"{size} bytes")
             return self._status(entry, inert)
 
@@ -201,7 +206,7 @@ class Mobility:
         with self._moving_one(object_id) as busy:
             if busy is not None:
                 return busy
-            found = self.scheduler.book.current(object_id)
+            found = self.book.current(object_id)
             if found is None:
                 return _refuse(codes.OBJECT_UNKNOWN, f"no object {object_id!r} runs or rests inert here")
             entry, info = found
@@ -210,13 +215,13 @@ class Mobility:
             got = self._reactivate(entry, info, constraint)
             return got if isinstance(got, Refusal) else self._status(entry, got)
 
-    def _activate_for_request(self, object_id: str) -> InstanceRef | PlacementFailure:
+    def activate_for_request(self, object_id: str) -> InstanceRef | PlacementFailure:
         """The scheduler's activator: the running copy, or the failure (lasting: not retried)."""
         got = self.activate(object_id)
         if isinstance(got, ObjectStatus) and got.instance is not None:
             return got.instance
         refusal = got if isinstance(got, Refusal) else _refuse(codes.OBJECT_NOT_RUNNING, f"{object_id!r} did not start")
-        return PlacementFailure(key=object_id, resource=refusal.by or self.scheduler.name, code=refusal.code,
+        return PlacementFailure(key=object_id, resource=refusal.by or self.enactment.name, code=refusal.code,
                                 reason=refusal.reason, stage="plan", lasting=True)
 
     def _reactivate(self, entry: Entry, info: InstanceInfo, constraint: str) -> InstanceInfo | Refusal:
@@ -254,12 +259,11 @@ class Mobility:
                 return ref
             stashed = self._stash(entry, old, oid, for_host=ref.host, prefer=ref.vault)
             if isinstance(stashed, Refusal):
-                self.scheduler.stop_instance(ref, "migration abandoned: the old copy's state could not be saved")
+                self.enactment.stop(ref, "migration abandoned: the old copy's state could not be saved")
                 return stashed
             vault, size = stashed
             inert = self._make_inert(entry, info, vault, size, f"migrating to {ref.host}")
-            # its reservation is released here, after the new one
-            self.scheduler.stop_instance(old, f"migrated to {ref.host}")
+            self.enactment.stop(old, f"migrated to {ref.host}")  # its reservation is released here, after the new one
             moved = self._restore(entry, ref, oid, vault)
             if isinstance(moved, Refusal):  # the object rests inert in the vault: activate can try again
                 return moved
@@ -280,7 +284,7 @@ class Mobility:
                     self.port.delete(info.vault, info.object_id or info.id)
                 except Exception:  # noqa: BLE001 - an unreachable vault keeps it; nothing points to it
                     pass
-                self.scheduler.book.set_instance(entry, info.model_copy(update={"state": "stopped",
+                self.book.set_instance(entry, info.model_copy(update={"state": "stopped",
                                                                                 "reason": "request ended"}))
                 n += 1
         return n
@@ -288,7 +292,7 @@ class Mobility:
     # --- steps --------------------------------------------------------------------------------
 
     def _running(self, object_id: str) -> tuple[Entry, InstanceInfo] | Refusal:
-        found = self.scheduler.book.current(object_id)
+        found = self.book.current(object_id)
         if found is None:
             return _refuse(codes.OBJECT_UNKNOWN, f"no object {object_id!r} runs or rests inert here")
         if found[1].state != "running" or found[1].id not in found[0].refs:
@@ -309,13 +313,13 @@ class Mobility:
         return size if isinstance(size, Refusal) else (vault, size)
 
     def _vault_for(self, entry: Entry, host: str, size: int, prefer: str | None) -> str | Refusal:
-        table = vault_table(self.scheduler.getCollection().snapshot())
+        table = vault_table(self._collection.get().snapshot())
         serving = dict(zip(table.names, table.serves))
         if prefer is not None and (prefer not in serving or _serves(serving[prefer], host)):
             return prefer
         req = ObjectRequest(class_name=entry.request.objects[0].class_name if entry.request.objects else "object",
                             storage_gb=max(size, 1) / GB)
-        picked = table.pick(host, req, {}, self.scheduler.getCollection().snapshot(), entry.request.identity)
+        picked = table.pick(host, req, {}, self._collection.get().snapshot(), entry.request.identity)
         if isinstance(picked, str):
             return picked
         return _refuse(codes.VAULT_NONE, f"no vault serving {host} can hold {size} bytes", by="vault_pairing")
@@ -330,7 +334,7 @@ class Mobility:
             ObjectRequest(class_name=old.class_name)
         tries = [avoid]
         if prefer_vault is not None:
-            snap = self.scheduler.getCollection().snapshot()
+            snap = self._collection.get().snapshot()
             table = vault_table(snap)
             pats = dict(zip(table.names, table.serves)).get(prefer_vault)
             hosts = snap.names('$kind == "host"')
@@ -342,14 +346,14 @@ class Mobility:
                 "count": 1, "constraint": template.constraint if constraint.strip() == "true" else constraint,
                 "avoid_hosts": tuple(dict.fromkeys((*template.avoid_hosts, *avoided)))})
             # unique across restarts too: hosts answer a repeated reservation id with its old token
-            rid = f"{entry.id}~move{int(self.scheduler.clock() * 1000)}-{next(self._serial)}"
+            rid = f"{entry.id}~move{int(self._clock() * 1000)}-{next(self._serial)}"
             sub = SchedulingRequest(request_id=rid, identity=entry.request.identity,
                                     pool=entry.request.pool, objects=(obj,), wait=False, replans=0)
-            plan = self.scheduler.planner.make_schedules(sub, self.scheduler.getCollection().snapshot())
+            plan = self.planner.make_schedules(sub, self._collection.get().snapshot())
             if not plan.ok:
                 failures += plan.failures
                 continue
-            result = self.scheduler.enact_plan(sub, plan)
+            result = self.enactment.enact(sub, plan)
             if result.ok and result.instances:
                 return result.instances[0]
             failures += [f for a in result.attempts for f in a.failures]
@@ -364,11 +368,11 @@ class Mobility:
         vault that serves its host: the state is copied there first when
         ``vault`` does not), then let the vault(s) drop it.  On a refusal the
         new copy is stopped and the state stays where it was."""
-        table = vault_table(self.scheduler.getCollection().snapshot())
+        table = vault_table(self._collection.get().snapshot())
         serving = dict(zip(table.names, table.serves))
         data = self.port.get(vault, oid)
         if isinstance(data, Refusal):
-            self.scheduler.stop_instance(ref, "activation abandoned: no state")
+            self.enactment.stop(ref, "activation abandoned: no state")
             return data
         target = vault
         if vault in serving and not _serves(serving[vault], ref.host):
@@ -379,7 +383,7 @@ class Mobility:
                 data = self.port.get(other, oid)
         done = self.port.restore(ref, data) if not isinstance(data, Refusal) else data
         if isinstance(done, Refusal):
-            self.scheduler.stop_instance(ref, f"activation abandoned: {done.code}")
+            self.enactment.stop(ref, f"activation abandoned: {done.code}")
             if target != vault:
                 self.port.delete(target, oid)
             return done
@@ -389,15 +393,15 @@ class Mobility:
 
     def _make_inert(self, entry: Entry, info: InstanceInfo, vault: str, size: int, reason: str) -> InstanceInfo:
         inert = info.model_copy(update={"state": "inert", "vault": vault, "saved_bytes": size,
-                                        "ended_at": self.scheduler.clock(), "reason": reason})
-        self.scheduler.book.set_instance(entry, inert)
+                                        "ended_at": self._clock(), "reason": reason})
+        self.book.set_instance(entry, inert)
         return inert
 
     def _adopt(self, entry: Entry, old: InstanceInfo, ref: InstanceRef, oid: str, reason: str) -> InstanceInfo:
         """The object is now ``ref``: the old copy is ``moved``, the new one running."""
-        self.scheduler.book.set_instance(entry, old.model_copy(update={"state": "moved", "reason": reason}))
+        self.book.set_instance(entry, old.model_copy(update={"state": "moved", "reason": reason}))
         new = InstanceInfo(id=ref.instance_id, host=ref.host, started_at=ref.started_at, object_id=oid)
-        self.scheduler.book.set_instance(entry, new, ref)
+        self.book.set_instance(entry, new, ref)
         return new
 
     def _status(self, entry: Entry, info: InstanceInfo) -> ObjectStatus:
@@ -413,7 +417,7 @@ class Mobility:
     @contextlib.contextmanager
     def _moving_one(self, object_id: str) -> Iterator[Refusal | None]:
         """One move per object at a time: yields a refusal when another is under way."""
-        found = self.scheduler.book.current(object_id)
+        found = self.book.current(object_id)
         key = (found[1].object_id or found[1].id) if found is not None else object_id
         with self._lock:
             busy = key in self._moving

@@ -227,7 +227,7 @@ def test_a_restarted_scheduler_streams_each_requests_past_from_its_book(tmp_path
     """The stream a restarted Scheduler gives of an old request is the one the
     live Scheduler gave (statuses, objects, reasons, times, in order), and a
     live event after the restart follows it (a cursor from the past still works)."""
-    from legionrm.scheduler.build import pool_gate
+    from legionrm.scheduler.wiring import pool_gate
     from legionrm.state import RequestStore
     from tests.unit.scheduler.test_lifecycle import cluster, req
     from tests.unit.scheduler.test_restart import restarted
@@ -274,7 +274,7 @@ def test_seeding_keeps_a_live_stream_and_the_bounds() -> None:
 def test_a_cursor_from_before_a_restart_neither_repeats_nor_skips(tmp_path) -> None:
     """A follower's cursor from the live Scheduler, asked of the restarted one,
     gives exactly what happened after it (the restart's own moves included)."""
-    from legionrm.scheduler.build import pool_gate
+    from legionrm.scheduler.wiring import pool_gate
     from legionrm.state import RequestStore
     from tests.unit.scheduler.test_lifecycle import cluster, req
     from tests.unit.scheduler.test_restart import restarted

@@ -105,9 +105,10 @@ def test_migrate_holds_the_new_place_before_the_old_is_released(monkeypatch) -> 
     s = system()
     ref = start(s, "r1", "a1")
     order: list[str] = []
-    enact, stop = s.scheduler.enact_plan, s.scheduler.stop_instance
-    monkeypatch.setattr(s.scheduler, "enact_plan", lambda *a, **k: (order.append("new place"), enact(*a, **k))[1])
-    monkeypatch.setattr(s.scheduler, "stop_instance", lambda r, why: (order.append(f"stop {r.host}"), stop(r, why))[1])
+    enactment = s.scheduler.enactment
+    enact, stop = enactment.enact, enactment.stop
+    monkeypatch.setattr(enactment, "enact", lambda *a, **k: (order.append("new place"), enact(*a, **k))[1])
+    monkeypatch.setattr(enactment, "stop", lambda r, why: (order.append(f"stop {r.host}"), stop(r, why))[1])
     got = s.mobility.migrate(ref.instance_id, '$name == "b1"')
     assert isinstance(got, ObjectStatus), got
     assert order == ["new place", "stop a1"]

@@ -15,7 +15,7 @@ from legionrm.models import (
     ReservationRequest,
     SchedulingRequest,
 )
-from legionrm.scheduler.scheduler import Scheduler
+from legionrm.scheduler.wiring import SchedulerPorts, SchedulerSettings, wire
 from legionrm.testing import FakeClock, host
 
 ALICE = Identity(user="alice")
@@ -32,8 +32,10 @@ class Rig:
         self.port = FakePort.of("n1", "n2", "n3", clock=clock)
         self.asked: list[ReservationRequest] = []
         self.port.before_reserve = self.asked.extend
-        self.enactor = Enactor(self.port, clock=clock)
-        self.scheduler = Scheduler(self.collection, self.enactor)
+        self.scheduler = wire(SchedulerSettings(), SchedulerPorts(
+            collection=self.collection, enactor=lambda approve: Enactor(self.port, clock=clock, approve=approve))
+        ).scheduler
+        self.enactor = self.scheduler.getEnactor()
 
 
 def req(rid: str, *objs: ObjectRequest, activate: tuple[str, ...] = ()) -> SchedulingRequest:
@@ -111,7 +113,7 @@ def test_activation_of_existing_objects(activate, with_object, ok, failed) -> No
 def test_the_scheduler_confirms_the_schedules_of_its_own_requests() -> None:
     rig = Rig()
     seen = []
-    approve = rig.scheduler.approve
+    approve = rig.scheduler.enactment.approve
     rig.enactor.approve = lambda p: seen.append(p.request_id) or approve(p)
     assert rig.scheduler.scheduleObjects(req("r1", ObjectRequest(class_name="W", count=2, cpus=1))).ok
     assert seen == ["r1"]
@@ -135,8 +137,8 @@ def test_the_scheduler_declines_what_it_did_not_ask_for(rid, keys, code) -> None
     def intercept(p: ScheduleProposal):
         bogus = ScheduleProposal(request_id=rid, master=0,
                                  placements=tuple(Placement(key=k, class_name="W", host="n1") for k in keys))
-        verdicts.append(rig.scheduler.approve(bogus))
-        return rig.scheduler.approve(p)
+        verdicts.append(rig.scheduler.enactment.approve(bogus))
+        return rig.scheduler.enactment.approve(p)
 
     rig.enactor.approve = intercept
     assert rig.scheduler.scheduleObjects(req("r1", ObjectRequest(class_name="W", count=2, cpus=1))).ok
