@@ -43,7 +43,7 @@ from rich.console import Console
 
 from legionrm.config import load_cluster
 from legionrm.dashboard.server import DASHBOARD, start_dashboard
-from legionrm.errors import LegionError, SystemNotRunningError
+from legionrm.errors import LegionError, ResourcesSilentError, SystemNotRunningError
 from legionrm.naming import instance_actor_names, kill_named
 from legionrm.system import (
     STATE_FILE,
@@ -201,8 +201,13 @@ def cli_up(args: argparse.Namespace) -> int:
             with steps.step(f"booting {len(spec.hosts)} hosts, {len(spec.vaults)} vaults, {len(spec.classes)} classes, "
                             "each Ray node as a host with a vault, the enactor and the scheduler"):
                 _left(deadline, "booting")
-                system = boot(spec, detached=True, bind_nodes=True, state_dir=STATE_FILE.parent / "state")
+                try:
+                    system = boot(spec, detached=True, bind_nodes=True, state_dir=STATE_FILE.parent / "state")
+                except ResourcesSilentError as exc:  # never half-working: stopped below, and said in one line
+                    raise UpError(f"{exc}; up stopped everything it started and may be run again "
+                                  f"(the resources' own logs: {state.get('ray_logs') or log})") from None
                 state["actors"] = system.names()
+                state["resources"] = list(system.resources)  # what `status` expects to answer
                 state["ray_hosts"] = sorted(system.nodes)
                 state["vaults"] = sorted(system.vaults)  # the file's, and each Ray node's own
                 write_state(state)
