@@ -38,6 +38,7 @@ from legionrm.collection.answering import Answering, answering  # noqa: E402
 from legionrm.config import host_groups, load_cluster  # noqa: E402
 from legionrm.enactor.actor import EnactorActor  # noqa: E402
 from legionrm.errors import ResourcesSilentError, SystemNotRunningError  # noqa: E402
+from legionrm.homefs import write_private  # noqa: E402
 from legionrm.hostobj.actor import (  # noqa: E402
     spawn_class,
     spawn_host_group,
@@ -179,11 +180,7 @@ def ray_token_path(home: str | os.PathLike[str], create: bool = False) -> Path:
     with ``create`` a fresh random token is written first."""
     path = Path(home) / "auth" / RAY_TOKEN_FILE
     if create:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(secrets.token_hex(32))
-        os.chmod(path, 0o600)
+        write_private(path, secrets.token_hex(32))
     return path
 
 

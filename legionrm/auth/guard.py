@@ -50,6 +50,7 @@ from legionrm.auth.keys import (
 from legionrm.auth.principals import Principal, agent_principal
 from legionrm.auth.proof import CallProof, CallSigner, VerifiedCaller, Verifier
 from legionrm.auth.registry import Registry
+from legionrm.homefs import private_dir
 from legionrm.models import Refusal
 
 AUTH_DIR = "auth"
@@ -159,8 +160,7 @@ def ensure_home(home: str | os.PathLike[str], operator: str | None = None) -> Re
             registry.add_user(name, roles=("admin",))
         else:
             registry.update_user(name, roles=("admin", *registry.user(name).roles))
-    agents = auth_home(home) / AGENTS_DIR
-    agents.mkdir(mode=0o700, exist_ok=True)
+    private_dir(auth_home(home) / AGENTS_DIR)
     for kind, name in (("scheduler", "scheduler"), ("enactor", "enactor"), ("dashboard", "dashboard")):
         cred = registry.add_agent(kind, name)
         save_private_key(agent_key_path(home, cred.name), cred.private_key, overwrite=True)

@@ -44,6 +44,13 @@ from rich.console import Console
 from legionrm.config import load_cluster
 from legionrm.dashboard.server import DASHBOARD, start_dashboard
 from legionrm.errors import LegionError, ResourcesSilentError, SystemNotRunningError
+from legionrm.homefs import (
+    open_private,
+    private_dir,
+    private_umask,
+    tighten,
+    write_private,
+)
 from legionrm.naming import instance_actor_names, kill_named
 from legionrm.system import (
     STATE_FILE,
@@ -77,10 +84,7 @@ def read_state() -> dict[str, Any] | None:
 
 
 def write_state(state: dict[str, Any]) -> None:
-    STATE_FILE.parent.mkdir(parents=True, exist_ok=True)
-    tmp = STATE_FILE.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=2))
-    tmp.replace(STATE_FILE)
+    write_private(STATE_FILE, json.dumps(state, indent=2))  # 0600: it holds the dashboard's admin key
 
 
 def is_stale(state: dict[str, Any]) -> bool:
@@ -128,11 +132,10 @@ def port_open(address: str, timeout: float = 0.5) -> bool:
 def stderr_to(path: Path) -> Iterator[TextIO]:
     """Send file descriptor 2 (Ray's C++ and Python logs) to ``path``; yield
     a stream on the real stderr for our own progress."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     sys.stderr.flush()
     saved = os.dup(2)
     real = open(os.dup(saved), "w", buffering=1, encoding="utf-8", errors="replace")  # noqa: SIM115
-    with open(path, "ab") as log:
+    with open_private(path, "ab") as log:
         os.dup2(log.fileno(), 2)
     try:
         yield real
@@ -179,6 +182,9 @@ def cli_up(args: argparse.Namespace) -> int:
     """Start Ray (or join --address) and boot the cluster file's system, detached."""
     deadline = time.monotonic() + float(getattr(args, "timeout", 60.0) or 60.0)
     spec = load_cluster(args.cluster)
+    private_umask()  # the home is the service's: what up, its Ray head and every actor on it create is private
+    private_dir(HOME)
+    tighten(HOME)  # what an older up left readable
     old = read_state()
     if old is not None and not is_stale(old):
         raise UpError(f"a system is already up at {old['address']} (see {STATE_FILE}); `legionrm down` first")
@@ -189,7 +195,7 @@ def cli_up(args: argparse.Namespace) -> int:
             steps.console.print(f"[yellow]![/] removing the state of an earlier `up` that is gone ({STATE_FILE})")
             stop(old, grace_s=1.0)
         state: dict[str, Any] = {"cluster": spec.source, "log": str(log), "started": time.time()}
-        quiet_out = stack.enter_context(open(log, "a", encoding="utf-8"))  # noqa: SIM115
+        quiet_out = stack.enter_context(open_private(log, "a", encoding="utf-8"))
         stack.enter_context(redirect_stdout(quiet_out))  # the raylet's warnings that Ray prints on the driver's stdout
         try:
             if args.address:
@@ -273,7 +279,7 @@ def _start_head(args: argparse.Namespace, state: dict[str, Any], steps: Steps, l
         ray_env = ray_token_env(token)
         state.update(ray_auth="token", ray_token_path=str(token))
     with steps.step(f"starting a Ray head on 127.0.0.1:{port}"):
-        with open(log, "ab") as out:
+        with open_private(log, "ab") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", f"--port={port}",
                  f"--dashboard-agent-listen-port={agent_port}", *flags, f"--temp-dir={temp}", "--node-ip-address=127.0.0.1", "--disable-usage-stats"],

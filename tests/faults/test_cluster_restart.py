@@ -7,6 +7,7 @@ prints the time to recover."""
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import subprocess
@@ -15,6 +16,10 @@ import time
 from pathlib import Path
 
 import pytest
+
+from legionrm.config import load_cluster
+from legionrm.models import Identity, ObjectRequest, SchedulingRequest
+from tests.faults import durable_system
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.ray
@@ -64,3 +69,74 @@ def test_a_new_up_on_the_same_home_knows_what_the_lost_cluster_held(tmp_path: Pa
         assert json.loads(audit.stdout)["findings"] == [], audit.stdout
     finally:
         lrm("down", "--force")
+
+
+# --- a second boot on the same home, on the session's Ray ---------------------------------------
+
+
+def _booted(spec, tmp_path):
+    """A system on the home and state dir under ``tmp_path`` (whichever boot of them it is),
+    signing as this driver's user, whom the first boot made its administrator."""
+    return durable_system(spec, "", state_dir=str(tmp_path / "state"), auth_home=str(tmp_path / "home"))
+
+
+def _work(rid: str, cpus: float, constraint: str = '$nodepool == "batch"') -> SchedulingRequest:
+    return SchedulingRequest(request_id=rid, identity=Identity(user=getpass.getuser()), objects=(
+        ObjectRequest(class_name="Worker", cpus=cpus, memory_gb=1, constraint=constraint),))
+
+
+def _capacity(system) -> dict[str, float]:
+    return {r.name: float(r.attributes.get("cpus", 0)) for r in system.query("true").records}
+
+
+def _states(system) -> dict[str, str]:
+    return {i.id: i.state for i in system._signed("list_requests", {"user": None, "state": None})}
+
+
+def _kill_whole(system) -> None:
+    """Every actor of ``system`` killed at once, as SIGKILL would (no shutdown, no restart)."""
+    import ray
+
+    from legionrm.naming import named_actor
+    from legionrm.testing import eventually
+
+    for h in system.handles():
+        ray.kill(h, no_restart=True)
+    gone = eventually(lambda: [n for n in system.names() if named_actor(n) is not None], lambda left: not left)
+    assert gone == [], gone
+
+
+def _answers_whole(system, capacity: dict[str, float]) -> None:
+    from legionrm.system import answers, call
+
+    got = answers(system)
+    assert got.ok and got.total == len(system.resources), got.line()  # no auth.bad_signature, nobody silent
+    refused = call(system.collection.refused_writes.remote(proof=system.signer.sign("refused_writes", {}, to="collection")))
+    assert refused == []
+    assert _capacity(system) == capacity  # every host's cpus: the cluster is whole
+    run = system.schedule(_work("after", 1))
+    assert run.ok and run.state == "running", run.message
+
+
+@pytest.mark.parametrize("how", ["killed", "down"], ids=["whole-system-killed", "clean-down-up"])
+def test_a_second_boot_on_the_same_home_answers_from_every_resource(ray_cluster, tmp_path, how) -> None:
+    spec = load_cluster()
+    before = {}
+    with _booted(spec, tmp_path) as first:
+        assert first.signer is not None  # the driver's user is the home's administrator
+        capacity = _capacity(first)
+        run = first.schedule(_work("before-run", 2))
+        assert run.ok, run.message
+        host = run.instances[0].host
+        wait = first.schedule(_work("before-wait", capacity[host], f'$name == "{host}"'))
+        assert wait.state == "pending", wait.message  # acknowledged, and waits for before-run
+        before = _states(first)
+        if how == "killed":
+            _kill_whole(first)
+    with _booted(spec, tmp_path) as again:
+        _answers_whole(again, capacity)
+        after = _states(again)
+        assert after["before-wait"] in ("pending", "admitted", "placing", "running")  # restored from the book
+        if how == "killed":  # its host kept what it granted: the work is found again
+            assert after["before-run"] == "running"
+        assert set(before) <= set(after)
