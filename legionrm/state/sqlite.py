@@ -1,8 +1,8 @@
 """What every state store shares: one SQLite file in WAL mode, one table of
 ``(key, body)`` rows, one connection behind a lock.  :class:`KeyedStore`
-opens it (creating it and its folder private to the service: 0600, 0700), writes rows in one transaction, reads them
-all back, counts and closes; a store is opened where it is used, never
-shipped to another process."""
+opens it (creating it 0600 and its folder 0700: the home is the service's),
+writes rows in one transaction, reads them all back, counts and closes; a
+store is opened where it is used, never shipped to another process."""
 
 from __future__ import annotations
 

@@ -2,14 +2,21 @@
 home: the Scheduler reloads every request from its state store; the work that
 ran on the lost cluster is marked lost (its request fails), work that waited
 still waits or runs, nothing is issued twice, and the auditor finds the books
-balanced.  As an operator types it, in subprocesses with a private home;
-prints the time to recover."""
+balanced.  As an operator types it, in subprocesses with a private home
+(the first system SIGKILLed whole); prints the time to recover.
+
+Then a second boot on the same home and state dir, on the session's Ray,
+after every actor of the first was killed (and after a clean shutdown):
+every resource answers (no ``auth.bad_signature`` from keys issued anew),
+the capacity is whole, the requests acknowledged before are back, a new
+submit runs, and nothing under the home is readable by anyone else."""
 
 from __future__ import annotations
 
 import getpass
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -18,11 +25,23 @@ from pathlib import Path
 import pytest
 
 from legionrm.config import load_cluster
+from legionrm.homefs import exposed
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
 from tests.faults import durable_system
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.ray
+
+
+def _kill_head(home: Path) -> bool:
+    """SIGKILL the process group of the Ray head ``up`` started on ``home`` (every
+    Ray process of it): the home stays, with up.json naming a head that is gone."""
+    try:
+        pid = int(json.loads((home / "up.json").read_text())["pid"])
+        os.killpg(pid, signal.SIGKILL)
+    except (OSError, KeyError, ValueError):
+        return False
+    return True
 
 
 def test_a_new_up_on_the_same_home_knows_what_the_lost_cluster_held(tmp_path: Path, capsys) -> None:
@@ -41,21 +60,24 @@ def test_a_new_up_on_the_same_home_knows_what_the_lost_cluster_held(tmp_path: Pa
     run = tmp_path / "run.toml"
     run.write_text('request_id = "r-run"\n[identity]\nuser = "%s"\n[[object]]\nclass_name = "Command"\n'
                    'cpus = 1\nmemory_gb = 0.2\nargs = { command = "sleep 600" }\n' % os.environ.get("USER", "root"))
-    up = lrm("up", "--no-dashboard", "--no-ray-dashboard", "--no-ray-token", "--timeout", "90")
+    up = lrm("up", "--no-dashboard", "--no-ray-dashboard", "--no-ray-token", "--timeout", "180", timeout=240)
     try:
         assert up.returncode == 0, up.stderr
         sub = lrm("submit", str(run))
         assert sub.returncode == 0, sub.stderr + sub.stdout
         assert requests() == {"r-run": "running"}
-    finally:
-        down = lrm("down", "--force")  # the cluster goes away with its work; the home (and state) stays
-    assert down.returncode == 0, down.stderr
+    finally:  # the whole system dies at once, as to a SIGKILL (or `down --force` if up did not finish)
+        killed = _kill_head(tmp_path / "home") or lrm("down", "--force").returncode == 0
+    assert killed
     assert (tmp_path / "home" / "state" / "scheduler.db").exists()
 
     t0 = time.monotonic()
-    again = lrm("up", "--no-dashboard", "--no-ray-dashboard", "--no-ray-token", "--timeout", "90")
+    again = lrm("up", "--no-dashboard", "--no-ray-dashboard", "--no-ray-token", "--timeout", "180", timeout=240)
     try:
         assert again.returncode == 0, again.stderr
+        status = json.loads(lrm("status", "--json").stdout)
+        assert status["answering"]["not_answering"] == [], status["answering"]  # no auth.bad_signature
+        assert list(exposed(tmp_path / "home")) == []
         deadline = time.monotonic() + 30
         while (states := requests()).get("r-run") == "running" and time.monotonic() < deadline:
             time.sleep(0.5)  # the watch finds the instance's host gone with the old cluster
@@ -140,3 +162,5 @@ def test_a_second_boot_on_the_same_home_answers_from_every_resource(ray_cluster,
         if how == "killed":  # its host kept what it granted: the work is found again
             assert after["before-run"] == "running"
         assert set(before) <= set(after)
+        private = [(str(p), oct(m)) for d in ("home", "state") for p, m in exposed(tmp_path / d)]
+        assert private == []  # the registry, keys, state stores (-wal, -shm): the service's alone
