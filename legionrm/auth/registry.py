@@ -232,6 +232,21 @@ class Registry:
         self._mutate(lambda table: removed.append(table.pop(principal, None) is not None))
         return removed[0]
 
+    def forget_agents(self, kinds: Iterable[str]) -> list[str]:
+        """Forget every agent of ``kinds`` (a new boot issues each of its own
+        agents a fresh key: the earlier boot's, and its Ray nodes that are
+        gone, stay out of the registry); returns the principals forgotten."""
+        drop = set(kinds)
+        gone: list[str] = []
+
+        def change(table: dict[str, Principal]) -> None:
+            gone.extend(n for n, p in table.items() if p.kind in drop)
+            for n in gone:
+                del table[n]
+
+        self._mutate(change)
+        return sorted(gone)
+
     # --- persistence ----------------------------------------------------------------------
 
     def reload(self) -> None:

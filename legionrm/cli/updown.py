@@ -41,6 +41,8 @@ from typing import Any, Iterator, TextIO
 import ray
 from rich.console import Console
 
+from legionrm.auth.guard import auth_home
+from legionrm.auth.registry import Registry
 from legionrm.config import load_cluster
 from legionrm.dashboard.server import DASHBOARD, start_dashboard
 from legionrm.errors import LegionError, ResourcesSilentError, SystemNotRunningError
@@ -194,6 +196,8 @@ def cli_up(args: argparse.Namespace) -> int:
         if old is not None:
             steps.console.print(f"[yellow]![/] removing the state of an earlier `up` that is gone ({STATE_FILE})")
             stop(old, grace_s=1.0)
+        # the resources' agents of an earlier boot (gone with it): each agent of this one gets a fresh key
+        Registry(auth_home(HOME)).forget_agents(("host", "vault", "class"))
         state: dict[str, Any] = {"cluster": spec.source, "log": str(log), "started": time.time()}
         quiet_out = stack.enter_context(open_private(log, "a", encoding="utf-8"))
         stack.enter_context(redirect_stdout(quiet_out))  # the raylet's warnings that Ray prints on the driver's stdout

@@ -92,3 +92,15 @@ def test_only_a_scheduler_agent_is_trusted_to_attest(tmp_path) -> None:
                  resources=Resources(cpus=1.0, memory_gb=1.0), now=time.time())
     got = host_attestations(home, by="h1").verify(att, "h1")
     assert not got and got.code == codes.AUTH_UNKNOWN_ISSUER
+
+
+def test_a_new_up_forgets_the_resource_agents_of_the_boot_before(tmp_path) -> None:
+    registry = Registry(tmp_path)
+    registry.add_user("ops", roles=["admin"])
+    registry.add_agents("host", ["h1", "ray-0a1b2c3d"])
+    registry.add_agent("vault", "vault-0a1b2c3d")
+    registry.add_agent("scheduler", "scheduler")
+    gone = Registry(tmp_path).forget_agents(("host", "vault", "class"))
+    assert gone == ["host:h1", "host:ray-0a1b2c3d", "vault:vault-0a1b2c3d"]
+    assert [p.name for p in Registry(tmp_path).list_agents()] == ["scheduler:scheduler"]
+    assert Registry(tmp_path).principal("ops") is not None
