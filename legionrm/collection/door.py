@@ -146,7 +146,7 @@ class CollectionDoor:
         """Each resource's latest refused write, latest first: agents and administrators only."""
         all_, me = self.viewer(proof, "refused_writes", {})
         if not all_:
-            raise AuthRefusedError("auth.forbidden", f"only the system's agents and administrators see why "
+            raise AuthRefusedError(codes.AUTH_FORBIDDEN, f"only the system's agents and administrators see why "
                                    f"resources do not answer; {me.user!r} may not", "collection")
         return self.refusals.latest()
 

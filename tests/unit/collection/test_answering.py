@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from legionrm.auth import CallSigner, codes
+from legionrm import codes
+from legionrm.auth import CallSigner
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.auth.guard import Guard, auth_home, ensure_home, signer_for
 from legionrm.auth.registry import Registry
@@ -69,7 +70,7 @@ def test_the_door_keeps_a_join_signed_with_a_stale_key_as_why_the_host_is_silent
         join(stale)
     admin = signer_for(home, "ops")
     (why,) = door.refused_writes(admin.sign("refused_writes", {}, to="collection"))
-    assert (why.resource, why.principal, why.code) == ("h3", "host:h3", codes.BAD_SIGNATURE)
+    assert (why.resource, why.principal, why.code) == ("h3", "host:h3", codes.AUTH_BAD_SIGNATURE)
     assert answering(["h3"], door.core.names(), [why]).line() == \
         "1 of 1 resources not answering: auth.bad_signature from host:h3"
     join(fresh)
