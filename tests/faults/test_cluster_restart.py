@@ -112,7 +112,10 @@ def _capacity(system) -> dict[str, float]:
 
 
 def _states(system) -> dict[str, str]:
-    return {i.id: i.state for i in system._signed("list_requests", {"user": None, "state": None})}
+    from legionrm.system import call
+
+    proof = system.signer.sign("list_requests", {"user": None, "state": None}, to="scheduler")
+    return {i.id: i.state for i in call(system.scheduler.list_requests.remote(None, None, proof=proof))}
 
 
 def _kill_whole(system) -> None:
