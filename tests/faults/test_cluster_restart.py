@@ -57,9 +57,9 @@ def test_a_new_up_on_the_same_home_knows_what_the_lost_cluster_held(tmp_path: Pa
         assert out.returncode == 0, out.stderr
         return {r["id"]: r["state"] for r in json.loads(out.stdout)["requests"]}
 
-    run = tmp_path / "run.toml"
+    run = tmp_path / "run.toml"  # its sleep outlives a SIGKILLed head (a session of its own): short, so it ends soon
     run.write_text('request_id = "r-run"\n[identity]\nuser = "%s"\n[[object]]\nclass_name = "Command"\n'
-                   'cpus = 1\nmemory_gb = 0.2\nargs = { command = "sleep 600" }\n' % os.environ.get("USER", "root"))
+                   'cpus = 1\nmemory_gb = 0.2\nargs = { command = "sleep 120" }\n' % os.environ.get("USER", "root"))
     up = lrm("up", "--no-dashboard", "--no-ray-dashboard", "--no-ray-token", "--timeout", "180", timeout=240)
     try:
         assert up.returncode == 0, up.stderr
