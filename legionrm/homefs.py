@@ -70,7 +70,7 @@ def private_file(path: str | os.PathLike[str]) -> Path:
 
 def open_private(path: str | os.PathLike[str], mode: str = "a", **kw: Any) -> IO[Any]:
     """``open(path, mode)`` for writing (``"a"``, ``"w"``, ``"ab"`` ...), the file created or kept 0600."""
-    return open(private_file(path), mode, **kw)  # noqa: SIM115 - the caller closes it
+    return open(private_file(path), mode, **kw)  # the caller closes it
 
 
 def write_private(path: str | os.PathLike[str], data: str | bytes) -> Path:
