@@ -19,6 +19,7 @@ import os
 import secrets
 import shutil
 import tempfile
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,9 +34,11 @@ from ray.cluster_utils import Cluster  # noqa: E402
 from legionrm.auth import CallSigner, signed  # noqa: E402
 from legionrm.auth.guard import ensure_home, signer_for  # noqa: E402
 from legionrm.collection.actor import CollectionActor, RemoteCollection  # noqa: E402
+from legionrm.collection.answering import Answering, answering  # noqa: E402
 from legionrm.config import host_groups, load_cluster  # noqa: E402
 from legionrm.enactor.actor import EnactorActor  # noqa: E402
-from legionrm.errors import SystemNotRunningError  # noqa: E402
+from legionrm.errors import ResourcesSilentError, SystemNotRunningError  # noqa: E402
+from legionrm.homefs import write_private  # noqa: E402
 from legionrm.hostobj.actor import (  # noqa: E402
     spawn_class,
     spawn_host_group,
@@ -177,11 +180,7 @@ def ray_token_path(home: str | os.PathLike[str], create: bool = False) -> Path:
     with ``create`` a fresh random token is written first."""
     path = Path(home) / "auth" / RAY_TOKEN_FILE
     if create:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(secrets.token_hex(32))
-        os.chmod(path, 0o600)
+        write_private(path, secrets.token_hex(32))
     return path
 
 
@@ -250,6 +249,7 @@ class System:
     nodes: dict[str, Any] = field(default_factory=dict)  # hosts bound to real Ray nodes
     detached: bool = False
     signer: CallSigner | None = None  # signs each call as this driver's user (None: the system checks nobody)
+    resources: tuple[str, ...] = ()  # every host and vault booted: what the Collection should hold
 
     def handles(self) -> list[Any]:
         return [self.scheduler, self.enactor, self.pools, *self.classes.values(), *self.nodes.values(),
@@ -446,11 +446,43 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
         coll, system.enactor, list(spec.classes), pool_owner=system.pools, cluster=spec, carriers=carriers,
         state_path=store, vault_actors=system.vaults,
         class_actors=system.classes, **auth)
-    # wait until every resource has joined, so the first query sees them all
+    system.resources = tuple(sorted({*carriers, *system.vaults}))
     call([h.ping.remote() for h in system.handles()])
     if home is not None:
         system.signer = signer_if(True, home) if _has_key(home) else None
+    if home is None or system.signer is not None:  # (a driver without a key here cannot ask)
+        await_answers(system)  # every resource has joined, so the first query sees them all
     return system
+
+
+JOIN_WAIT_S = 30.0
+"""How long boot waits for every resource to join the Collection."""
+
+
+def answers(system: System) -> Answering:
+    """Which of ``system``'s resources the Collection holds, and why the others are missing."""
+    coll, signer = system.collection, system.signer
+    present, refused = call([coll.names.remote(proof=signed(signer, "names", {}, to=COLLECTION)),
+                             coll.refused_writes.remote(proof=signed(signer, "refused_writes", {}, to=COLLECTION))])
+    return answering(system.resources, present, refused)
+
+
+def await_answers(system: System, timeout_s: float = JOIN_WAIT_S, settle_s: float = 2.0) -> None:
+    """Wait until every resource booted has joined the Collection (their joins
+    are sent, not waited for).  Raises :class:`ResourcesSilentError`, one line
+    with how many did not and why, once the deadline passes, or sooner when
+    every missing one was refused and nothing changed for ``settle_s`` (a
+    refused join is not sent again): a system never starts half-working."""
+    start = time.monotonic()
+    last, since = None, start
+    while not (now := answers(system)).ok:
+        t = time.monotonic()
+        if now.silent != last:
+            last, since = now.silent, t
+        settled = len(now.refusals) == len(now.silent) and t - since >= settle_s
+        if settled or t - start >= timeout_s:
+            raise ResourcesSilentError(now.line())
+        time.sleep(0.1)
 
 
 def _has_key(home: str) -> bool:

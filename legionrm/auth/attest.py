@@ -109,7 +109,9 @@ class AttestationVerifier:
     """A host's check of attestations, holding only trusted schedulers' public keys.
 
     ``trusted`` maps a scheduler's principal name to its public key (an
-    ``Ed25519PublicKey`` or its base64 text).  ``max_ttl_s`` bounds an
+    ``Ed25519PublicKey`` or its base64 text), or is a function from a name to
+    that key (None: not trusted), asked at each check, so a scheduler whose
+    key was issued anew is checked against its new key.  ``max_ttl_s`` bounds an
     attestation's life; ``skew_s`` the clock difference tolerated.  What was
     spent (:meth:`admit`) lives in memory: pass ``accept_from`` = the start
     time minus ``skew_s`` and one issued before it is refused as expired, so a
@@ -118,7 +120,7 @@ class AttestationVerifier:
 
     def __init__(
         self,
-        trusted: Mapping[str, Ed25519PublicKey | str],
+        trusted: Mapping[str, Ed25519PublicKey | str] | Callable[[str], Ed25519PublicKey | str | None],
         clock: Clock,
         *,
         max_ttl_s: float = 600.0,
@@ -126,7 +128,7 @@ class AttestationVerifier:
         by: str = "auth",
         accept_from: float = -math.inf,
     ) -> None:
-        self._trusted = {n: decode_public_key(k) if isinstance(k, str) else k for n, k in trusted.items()}
+        self._trusted = trusted.get if isinstance(trusted, Mapping) else trusted
         self._clock, self.max_ttl_s, self.skew_s, self.by = clock, float(max_ttl_s), float(skew_s), by
         self.accept_from = float(accept_from)  # a restarted host forgot what it spent: older ones are refused
         self._seen = -math.inf
@@ -147,7 +149,9 @@ class AttestationVerifier:
         problem = problem or self.malformation(attestation)
         if problem:
             return self._refuse(codes.AUTH_MALFORMED, problem)
-        key = self._trusted.get(attestation.issuer)
+        key = self._trusted(attestation.issuer)
+        if isinstance(key, str):
+            key = decode_public_key(key)
         if key is None:
             return self._refuse(codes.AUTH_UNKNOWN_ISSUER, f"{attestation.issuer!r} is not a scheduler this host trusts")
         if not verify_bytes(key, attestation.signed_bytes(), attestation.signature):

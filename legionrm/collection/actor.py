@@ -22,6 +22,7 @@ from legionrm.models import (
     CollectionSettings,
     Identity,
     QueryResult,
+    RefusedWrite,
     ResourceRecord,
 )
 
@@ -116,6 +117,9 @@ class CollectionActor:
 
     def names(self, proof: Any = None) -> list[str]:
         return self.door.names(proof)
+
+    def refused_writes(self, proof: Any = None) -> list[RefusedWrite]:
+        return self.door.refused_writes(proof)
 
     def add_subcollection(self, name: str, handle: Any, query: str = "true", interval_s: float = 30.0,
                           proof: Any = None) -> None:

@@ -23,6 +23,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from legionrm.auth.actordoor import own, own_or_refusal, require_visible, visible
 from legionrm.auth.hostdoor import token_route
 from legionrm.auth.resources import auth_sink, guard_resources, resource_doors
+from legionrm.homefs import private_umask
 from legionrm.hostobj.build import build_host, build_vault
 from legionrm.hostobj.classes.actor import (  # noqa: F401 - re-exported
     DEFAULT_TIMEOUT_S,
@@ -137,6 +138,8 @@ class HostActor(_OneResource, HostStateCalls):
 
     def __init__(self, spec: HostSpec, collection: Any = None, heartbeat_s: float = 5.0, node_id: str | None = None,
                  auth_home: str | None = None, state_path: str | None = None) -> None:
+        if state_path:  # it writes the home: what it (and SQLite) creates is the service's alone
+            private_umask()
         sink = auth_sink(collection, auth_home, "host", [spec.name])
         if node_id is not None:
             self.core = build_host(spec, sink=sink, cls=RayNodeHost, node_id=node_id)
@@ -217,6 +220,8 @@ class HostGroupActor(_Beating, HostStateCalls):
 
     def __init__(self, name: str, specs: list[HostSpec], collection: Any = None, heartbeat_s: float = 5.0,
                  auth_home: str | None = None, state_path: str | None = None) -> None:
+        if state_path:  # it writes the home: what it (and SQLite) creates is the service's alone
+            private_umask()
         sink = auth_sink(collection, auth_home, "host", [s.name for s in specs])
         hosts = [build_host(s) for s in specs]
         guard_resources(hosts, auth_home)
@@ -311,6 +316,8 @@ class VaultActor(_OneResource, VaultStateCalls):
     def __init__(self, spec: VaultSpec, collection: Any = None, heartbeat_s: float = 5.0,
                  auth_home: str | None = None, shelf_dir: str | None = None,  # objects' states: shelf_dir
                  state_path: str | None = None) -> None:
+        if state_path or store_dir:  # it writes the home: what it (and SQLite) creates is the service's alone
+            private_umask()
         self.core = build_vault(spec, sink=auth_sink(collection, auth_home, "vault", [spec.name]),
                                 shelf=self._open_shelf(spec.name, shelf_dir))
         self._keeper = Keeper.open(state_path, [self.core])  # restarted: its grants and uses back

@@ -14,6 +14,7 @@ from legionrm.models.base import (  # noqa: F401
     Frozen,
     Identity,
     QueryResult,
+    RefusedWrite,
     Refusal,
     ResourceKind,
     ResourceRecord,

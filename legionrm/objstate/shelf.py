@@ -20,6 +20,8 @@ import threading
 from pathlib import Path
 from typing import Protocol
 
+from legionrm.homefs import private_dir
+
 GB = 1024**3
 """Bytes in one ``storage_gb`` unit."""
 
@@ -98,7 +100,7 @@ class DirectoryShelf:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
-        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dir(self.root)
         self._lock = threading.Lock()
 
     def _path(self, object_id: str) -> Path:

@@ -23,6 +23,7 @@ from legionrm.auth.guard import Guard, load_agent
 from legionrm.collection.actor import RemoteCollection
 from legionrm.enactor.mapping import attest_schedules
 from legionrm.events.actor import ActorCallback
+from legionrm.homefs import private_umask
 from legionrm.hostobj.actor import RemoteHostPort
 from legionrm.models import (
     AuditFinding,
@@ -263,6 +264,8 @@ class SchedulerActor:
                  carriers: dict[str, Any] | None = None, class_actors: dict[str, Any] | None = None,
                  tick_s: float = 1.0, pool_owner: Any = None, state_path: str | None = None,
                  vault_actors: dict[str, Any] | None = None, auth_home: str | None = None) -> None:
+        if state_path:  # it writes the home: what it (and SQLite) creates is the service's alone
+            private_umask()
         self._carriers = dict(carriers or {})
         self._vaults = dict(vault_actors or {})
         self._class_actors = dict(class_actors or {})
