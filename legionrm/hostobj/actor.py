@@ -316,7 +316,7 @@ class VaultActor(_OneResource, VaultStateCalls):
     def __init__(self, spec: VaultSpec, collection: Any = None, heartbeat_s: float = 5.0,
                  auth_home: str | None = None, shelf_dir: str | None = None,  # objects' states: shelf_dir
                  state_path: str | None = None) -> None:
-        if state_path or store_dir:  # it writes the home: what it (and SQLite) creates is the service's alone
+        if state_path or shelf_dir:  # it writes the home: what it (and SQLite) creates is the service's alone
             private_umask()
         self.core = build_vault(spec, sink=auth_sink(collection, auth_home, "vault", [spec.name]),
                                 shelf=self._open_shelf(spec.name, shelf_dir))
