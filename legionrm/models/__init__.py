@@ -78,6 +78,7 @@ from legionrm.models.schedules import (  # noqa: F401
     ScheduleSuite,
     SchedulingRequest,
 )
+from legionrm.models.work import FAILED_ENDS, WorkEnd, WorkResult  # noqa: F401
 
 __all__ = [
     "FINAL_STATES",
@@ -138,4 +139,7 @@ __all__ = [
     "SchedulingRequest",
     "StartRequest",
     "VaultSpec",
+    "WorkEnd",
+    "WorkResult",
+    "FAILED_ENDS",
 ]
