@@ -3,13 +3,16 @@
 The same cores the actors hold, wired with in-process collaborators: the
 Collection, host groups of host objects (each sending its heartbeats to the
 Collection), vaults, class objects, the Enactor over an in-process gateway,
-and the Scheduler.  Tests, the offline tools and examples use it; the Ray
-system (:mod:`legionrm.system`) wires the same cores through actors.
+and the Scheduler.  With ``runs_dir`` its hosts run ``Command`` work for
+real, each through a runner (as its owner's OS account).  Tests, the
+offline tools and examples use it; the Ray system (:mod:`legionrm.system`)
+wires the same cores through actors.
 """
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Callable
 
 from legionrm.collection.collection import Collection
@@ -19,6 +22,8 @@ from legionrm.enactor.gateway import InProcessGateway
 from legionrm.hostobj.build import build_class, build_host, build_vault
 from legionrm.hostobj.classobj import ClassObject
 from legionrm.hostobj.group import HostGroup
+from legionrm.hostobj.owner import build_work, owner_gate
+from legionrm.hostobj.work import WorkInstances
 from legionrm.hostobj.vault import VaultObject
 from legionrm.models import ClusterSpec
 from legionrm.objstate.mobility import LocalStatePort, Mobility
@@ -38,7 +43,7 @@ class LocalSystem:
 
     def __init__(
         self, spec: ClusterSpec, *, clock: Callable[[], float] = time.time, pools: PoolGate | None = None,
-        store: RequestStore | None = None,
+        store: RequestStore | None = None, runs_dir: str | Path | None = None,
     ) -> None:
         self.spec = spec
         self.clock = clock
@@ -47,7 +52,8 @@ class LocalSystem:
         )
         self.groups: dict[str, HostGroup] = {}
         for name, specs in host_groups(spec).items():
-            group = HostGroup(name, [build_host(s, clock=clock) for s in specs], sink=self.collection)
+            group = HostGroup(name, [build_host(s, clock=clock, **self._work(s.name, runs_dir)) for s in specs],
+                              sink=self.collection)
             group.join()
             self.groups[name] = group
         self.vaults: dict[str, VaultObject] = {}
@@ -63,10 +69,16 @@ class LocalSystem:
         self.scheduler = Scheduler(self.collection, self.enactor, Planner({c.name: c for c in spec.classes}, clock=clock),
                                    pools, shares=ShareGate.from_core(core_for_cluster(spec)),
                                    stopper=HostStopper(self.carrier, self.classes), watch=HostWatch(self.carrier, lambda: self.groups.values()),
-                                   clock=clock, store=store)
+                                   clock=clock, store=store,
+                                   owner_gate=owner_gate(spec.classes, spec.runner, None) if runs_dir else None)
         self.enactor.approve = self.scheduler.approve  # Legion's step 6: the scheduler confirms
         # deactivate / activate / migrate: states move between the host objects and the vaults' stores
         self.mobility = Mobility(self.scheduler, LocalStatePort(self.carrier, self.vaults))
+
+    def _work(self, host: str, runs_dir: str | Path | None) -> dict[str, WorkInstances]:
+        """With ``runs_dir``, each host runs ``Command`` work for real, through a
+        runner of its own (outputs in ``runs_dir/<host>``; how: the spec's ``[runner]``)."""
+        return {"work": build_work(self.spec.runner, Path(runs_dir) / host, None)} if runs_dir else {}
 
     def carrier(self, host: str) -> HostGroup | None:
         """The host group that carries ``host`` (a class object's host resolver)."""

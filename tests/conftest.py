@@ -12,6 +12,8 @@ Fixtures:
   a test may ``add_node`` / ``remove_node`` but must undo what it adds.
 * ``ray_nodes``: ``{"head": id, "node_a": id, "node_b": id}`` node id hex strings.
 Mark Ray tests with ``pytest.mark.ray`` and kill any named or detached actor you create.
+The fixtures of tests that act as other OS accounts (``os_accounts``,
+``work_python``) are in tests/osaccounts.py, loaded here as a plugin.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import os
 from typing import Iterator
 
 import pytest
+
+pytest_plugins = ("tests.osaccounts",)
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@
   needs nothing else; pip's cache is reused).  Removed at the end.  Skips when
   that interpreter is missing.
 
-Use them from a test module with ``from tests.osaccounts import os_accounts, work_python``.
+tests/conftest.py loads this module as a plugin: any test may ask for them.
 """
 
 from __future__ import annotations

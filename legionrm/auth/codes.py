@@ -34,9 +34,10 @@ NO_PROOF = "auth.no_proof"  # no proof at all (a call without one, a reservation
 FORBIDDEN = "auth.forbidden"  # the caller's roles do not allow this action
 NOT_OWNER = "auth.not_owner"  # acting on a request/instance/reservation/host that is someone else's
 WRONG_RESOURCE = "auth.wrong_resource"  # a resource record written by anyone but that resource
+NO_OS_USER = "auth.no_os_user"  # the user has no OS account their work may run as (legionrm.hostobj.owner)
 
 PROOF_CODES = (MALFORMED, UNKNOWN_USER, BAD_SIGNATURE, WRONG_AUDIENCE, WRONG_CALL, CLOCK_SKEW, EXPIRED, REPLAYED, OVERLOADED)
 ATTESTATION_CODES = (MALFORMED, UNKNOWN_ISSUER, BAD_SIGNATURE, WRONG_HOST, WRONG_CALL, CLOCK_SKEW, EXPIRED,
                      WRONG_RESERVATION, ATTESTATION_SPENT)
 ROLE_CODES = (FORBIDDEN, NOT_OWNER, WRONG_RESOURCE)
-ALL_CODES = tuple(dict.fromkeys(PROOF_CODES + ATTESTATION_CODES + ROLE_CODES))
+ALL_CODES = tuple(dict.fromkeys(PROOF_CODES + ATTESTATION_CODES + ROLE_CODES + (NO_OS_USER,)))

@@ -181,11 +181,14 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("dir", help="where to copy them (created; existing files are not overwritten)")
     json_flag(ex)
 
-    us = add("user", "users and their credentials: `user add NAME --group G`, `user list` (administrators add)")
+    us = add("user", "users and their credentials: `user add NAME --group G [--os-user ACCOUNT]`, `user list` "
+                     "(administrators add)")
     us.add_argument("action", choices=("add", "list"), help="add a user (writes their 0600 key) or list users")
     us.add_argument("name", nargs="?", help="the user to add")
     us.add_argument("--group", action="append", metavar="G", help="a group the user is in (repeatable)")
     us.add_argument("--role", action="append", choices=("user", "owner", "admin"), help="a role (repeatable)")
+    us.add_argument("--os-user", metavar="ACCOUNT",
+                    help="the OS account the user's work runs as (default: the account of the same name)")
     json_flag(us)
 
     co = add("completion", "print a shell completion script: eval \"$(legionrm completion bash)\"")

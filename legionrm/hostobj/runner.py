@@ -470,9 +470,11 @@ class Runner:
                 os.close(fd)
             if value_w is not None:
                 os.close(value_w)
+        (out_dir / "pid").write_text(str(proc.pid))  # a later process of the host finds what this one left
         run = Run(work, account, proc, value_r, out_dir, s, self._ended)
         with self._lock:
-            self._runs[work.instance_id] = run
+            if not run.ended:  # else its end is booked already
+                self._runs[work.instance_id] = run
             self._watch()
         return run
 

@@ -1,66 +1,136 @@
-"""Ready-made instance classes for real work on Ray nodes.
+"""``Command``: real work on Ray nodes, run as its owner by the node's runner.
 
-A class object names what an instance runs as ``"module:Class"``; the host
-starts it as a Ray actor pinned to the reserved node with the reserved cpus
-and memory.  :class:`Command` runs one shell command (or one Python function
-named ``"module:function"``) and ends when it is done, so the request
-completes by itself and everything is booked back.
+A class whose implementation is ``"legionrm.hostobj.work:Command"`` (or any
+class with ``legionrm_runner = True``) is not started as a Ray actor: the
+host object of the reserved node starts each instance through its
+:class:`~legionrm.hostobj.runner.Runner`, as a child process of the OS
+account the request's user maps to (:mod:`legionrm.hostobj.owner`).  An
+instance runs one shell line (``command``) or one Python function
+(``function = "module:name"``, called with ``args``, a comma-separated
+string) and ends when it is done, so the request ends by itself.
+
+:class:`WorkInstances` is what a Ray-node host holds: its runner, how it
+finds the account, and which of its instances are runs.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import subprocess
+import re
+import signal
 import threading
 import time
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from legionrm.hostobj.policies import import_object
+from legionrm.hostobj.runner import Account, RunError, Runner, Work, session_members, stop_state
+from legionrm.models import InstanceRef, ReservationToken, WorkResult
 
-OUTPUT_LIMIT = 64 * 1024
-"""Bytes of stdout / stderr kept per stream (the tail)."""
+ARGS = ("command", "function", "args", "env")
+"""What a Command instance takes (its request's ``args`` table, and ``env``)."""
 
 
 class Command:
-    """Run ``command`` (a shell line) or ``function`` (``"module:function"``,
-    called with ``args``) at once, in a thread.  ``result()`` answers with
-    the outcome; ``linger_s`` after finishing, the instance exits (its Ray
-    actor ends), which the host and the Scheduler see as the instance's end.
-    ``timeout_s`` bounds the command itself."""
+    """The marker class of runner work (see the module): never instantiated."""
 
-    def __init__(self, command: str = "", function: str = "", args: str = "", linger_s: float = 30.0,
-                 timeout_s: float = 3600.0) -> None:
-        if bool(command) == bool(function):
-            raise ValueError("give exactly one of command= (a shell line) or function= ('module:function')")
-        self.command, self.function, self.args = command, function, args
-        self.linger_s, self.timeout_s = float(linger_s), float(timeout_s)
-        self._done = threading.Event()
-        self._result: dict[str, Any] = {}
-        threading.Thread(target=self._run, name="legionrm-command", daemon=True).start()
+    legionrm_runner = True
 
-    def _run(self) -> None:
-        start = time.monotonic()
+    def __init__(self, **_: Any) -> None:
+        raise RunError("Command work is started by a host's runner, never as an object in a process of the service")
+
+
+def is_work(cls: Any) -> bool:
+    """Is ``cls`` (an imported implementation) work the runner starts?"""
+    return getattr(cls, "legionrm_runner", False) is True
+
+
+def names_work(path: str) -> bool:
+    """Does the implementation ``path`` (``"module:Class"``) name runner work?  (False when it does not load.)"""
+    if ":" not in path:
+        return False
+    try:
+        return is_work(import_object(path, key="implementation"))
+    except Exception:  # noqa: BLE001 - not work: the host's own start says why it cannot load
+        return False
+
+
+def request_of(reservation_request_id: str) -> str:
+    """The Scheduler's request id a reservation was made for
+    (``<request>[~tN][~replanN]/<key>/...``: an attempt's or re-plan's own ids)."""
+    return re.sub(r"(~t\d+)?(~replan\d+)?$", "", reservation_request_id.split("/", 1)[0])
+
+
+def work_for(ref: InstanceRef, token: ReservationToken, request_id: str, args: Mapping[str, Any],
+             now: float) -> Work:
+    """The run of instance ``ref``: its ``args`` (RunError, one line, for
+    anything but :data:`ARGS`) and its grant (cpus, memory, and its walltime:
+    what is left of its reservation)."""
+    extra = sorted(set(args) - set(ARGS))
+    if extra:
+        raise RunError(f"Command takes {', '.join(ARGS)}; not {', '.join(extra)}")
+    env = args.get("env") or {}
+    if isinstance(env, str):  # the request's env table, as it crosses the wire
         try:
-            if self.command:
-                p = subprocess.run(self.command, shell=True, capture_output=True, text=True, timeout=self.timeout_s)
-                self._result = {"rc": p.returncode, "stdout": p.stdout[-OUTPUT_LIMIT:], "stderr": p.stderr[-OUTPUT_LIMIT:]}
-            else:
-                fn = import_object(self.function, key="function")
-                value = fn(*[a for a in self.args.split(",") if a]) if self.args else fn()
-                self._result = {"rc": 0, "value": value}
-        except subprocess.TimeoutExpired:
-            self._result = {"rc": 124, "stderr": f"timed out after {self.timeout_s:g} s"}
-        except Exception as exc:  # the work failed; the instance reports it, then ends
-            self._result = {"rc": 1, "stderr": f"{type(exc).__name__}: {exc}"}
-        self._result["seconds"] = round(time.monotonic() - start, 3)
-        self._done.set()
-        # ends the instance: its actor process exits, the host reaps it
-        threading.Timer(self.linger_s, os._exit, args=(0,)).start()
+            env = json.loads(env)
+        except ValueError:
+            raise RunError("env must be a table of names to strings") from None
+    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        raise RunError("env must be a table of names to strings")
+    raw = args.get("args", "")
+    fargs = tuple(a for a in str(raw).split(",") if a) if raw != "" else ()
+    r = token.resources
+    walltime = max(1.0, token.end - max(now, token.start)) if token.end is not None else None
+    return Work(instance_id=ref.instance_id, request_id=request_id, command=str(args.get("command", "")),
+                function=str(args.get("function", "")), args=fargs, env=env, cpus=r.cpus, memory_gb=r.memory_gb,
+                walltime_s=walltime)
 
-    def done(self) -> bool:
-        return self._done.is_set()
 
-    def result(self, timeout_s: float = 60.0) -> dict[str, Any]:
-        """The outcome (``rc``, ``stdout``/``stderr`` or ``value``, ``seconds``);
-        ``{"rc": None}`` while still running after ``timeout_s``."""
-        return dict(self._result) if self._done.wait(timeout_s) else {"rc": None}
+class WorkInstances:
+    """The runs of one Ray-node host: ``account(user)`` is the OS account a
+    user's work runs as (RunError when there is none it may use)."""
+
+    def __init__(self, runner: Runner, account: Callable[[str], Account]) -> None:
+        self.runner, self.account = runner, account
+        self.ids: set[str] = set()
+
+    def start(self, ref: InstanceRef, token: ReservationToken, request_id: str, args: Mapping[str, Any],
+              now: float) -> InstanceRef:
+        """Start ``ref``'s run; RunError (one line) when it cannot."""
+        work = work_for(ref, token, request_id, args, now)
+        self.runner.start(work, self.account(ref.user))
+        self.ids.add(ref.instance_id)
+        return ref.model_copy(update={"work": True})
+
+    def halt(self, instance_id: str, reason: str) -> None:
+        """End a run as the stop's ``reason`` says, off the caller's thread
+        (the grace between SIGTERM and SIGKILL must not hold the host)."""
+        self.ids.discard(instance_id)
+        if self.runner.is_running(instance_id):
+            threading.Thread(target=self.runner.stop, args=(instance_id, stop_state(reason)), daemon=True).start()
+
+    def ended(self) -> list[str]:
+        """Runs that ended by themselves (their instances end too)."""
+        return [i for i in self.ids if not self.runner.is_running(i)]
+
+    def results(self, instance_ids: list[str]) -> dict[str, WorkResult]:
+        return {i: r for i in instance_ids if (r := self.runner.result(i)) is not None}
+
+    def orphan(self, instance_id: str) -> None:
+        """A run started by an earlier process of this host (it died, and Ray
+        restarted it): whatever is left of its session is killed."""
+        pid_file = self.runner.settings.log_dir / instance_id / "pid"
+        try:
+            pid = int(pid_file.read_text())
+        except (OSError, ValueError):
+            return
+        for p in session_members(pid):
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self.runner.result(instance_id) is None:
+            at = pid_file.stat().st_mtime
+            lost = WorkResult(instance_id=instance_id, state="node_lost", started_at=at, ended_at=time.time(),
+                              error="its host's process ended while it ran")
+            (pid_file.parent / "result.json").write_text(lost.model_dump_json())

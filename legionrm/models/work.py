@@ -11,8 +11,8 @@ WorkEnd = Literal["completed", "failed", "cancelled", "preempted", "timed_out", 
 could not start), ``cancelled``, ``preempted``, ``timed_out`` (its walltime),
 ``node_lost`` (its host went away)."""
 
-FAILED_ENDS: tuple[WorkEnd, ...] = ("failed", "timed_out", "node_lost")
-"""Ends that make their request ``failed``."""
+FAILED_ENDS: tuple[WorkEnd, ...] = ("failed", "node_lost")
+"""Ends that make their request ``failed`` (a walltime end is its own: ``timed_out``)."""
 
 
 class WorkResult(Frozen):
@@ -37,3 +37,28 @@ class WorkResult(Frozen):
     """A function's return value, as JSON data (function form only)."""
     error: str = ""
     """One line: why it failed to start, or the exception a function raised."""
+
+
+class AccountRecord(Frozen):
+    """One finished instance, as ``legionrm history`` lists it (as ``sacct`` does):
+    who ran it (``user``, their first ``group``), where (``pool``, ``class_name``,
+    the ``scheduler``, the ``host``), what it held (``cpus``, ``memory_gb``), when
+    (``start``, ``end``), how it ended (``state``, ``exit_code``) and what it used
+    (``cpu_s``, ``max_rss_kb``: known for runner work, else 0)."""
+
+    instance_id: str
+    request_id: str
+    user: str
+    group: str = ""
+    pool: str = "/"
+    class_name: str = ""
+    scheduler: str = ""
+    host: str = ""
+    cpus: float = 0.0
+    memory_gb: float = 0.0
+    start: float
+    end: float
+    state: WorkEnd
+    exit_code: int | None = None
+    cpu_s: float = 0.0
+    max_rss_kb: int = 0

@@ -23,6 +23,7 @@ from legionrm.collection.actor import RemoteCollection
 from legionrm.enactor.mapping import attest_schedules
 from legionrm.events.actor import ActorCallback
 from legionrm.hostobj.actor import RemoteHostPort
+from legionrm.hostobj.owner import owner_gate
 from legionrm.models import (
     AuditFinding,
     ClassSpec,
@@ -66,13 +67,13 @@ from legionrm.scheduler.planner import Planner
 from legionrm.scheduler.ports import PoolGate
 from legionrm.scheduler.scheduler import Scheduler
 from legionrm.scheduler.sharegate import ShareGate
-from legionrm.scheduler.watch import HostWatch
-from legionrm.state import ElasticStore, RequestStore
+from legionrm.scheduler.work_calls import WorkCalls
+from legionrm.scheduler.remote_watch import WATCH_TIMEOUT_S, _unique, ray_watch
+from legionrm.state import AccountingStore, ElasticStore, RequestStore
 
 log = logging.getLogger(__name__)
 
 CALL_TIMEOUT_S = 120.0
-WATCH_TIMEOUT_S = 5.0
 
 
 class RemoteEnactor:
@@ -152,37 +153,6 @@ def ray_stopper(carriers: dict[str, Any], classes: dict[str, Any], signer: CallS
     return HostStopper(port, {name: RemoteClassPort(h, signer, class_name(name)) for name, h in classes.items()})
 
 
-class RemoteCarrier:
-    """``list_instances(host)`` on the actor carrying a host (the watch's view), signed with ``signer``
-    and made out to ``to`` (a host that actor carries)."""
-
-    def __init__(self, handle: Any, signer: CallSigner | None = None, to: str = "") -> None:
-        self.handle, self.signer, self.to = handle, signer, to
-
-    def list_instances(self, host: str | None) -> list:
-        proof = signed(self.signer, "list_instances", {"host": host}, to=self.to)
-        return ray.get(self.handle.list_instances.remote(host, proof=proof), timeout=WATCH_TIMEOUT_S)
-
-
-def _unique(named: dict[str, Any]) -> dict[str, tuple[str, Any]]:
-    """(a resource name it carries, its handle) by actor id, from resource name -> carrier actor (a group carries
-    many hosts, each with its own copy of the handle): one call per actor, made out to that name (a group hears it)."""
-    return {h._actor_id.hex(): (name, h) for name, h in named.items()}
-
-
-def ray_watch(carriers: dict[str, Any], signer: CallSigner | None = None) -> HostWatch:
-    """The instance watch over Ray: a host's carrier, else the host's own named actor."""
-
-    def carrier(host: str) -> RemoteCarrier | None:
-        handle = carriers.get(host) or named_actor(host_name(host))
-        return RemoteCarrier(handle, signer, host) if handle is not None else None
-
-    def every() -> list[RemoteCarrier]:
-        return [RemoteCarrier(h, signer, name) for name, h in _unique(carriers).values()]
-
-    return HostWatch(carrier, every)
-
-
 @ray.remote(num_cpus=0, max_concurrency=4)
 class PoolActor:
     """The one owner of a system's resource-pool accounting: every Scheduler
@@ -260,7 +230,7 @@ class RemotePoolGate:
 
 
 @ray.remote(num_cpus=0, max_concurrency=8, concurrency_groups={"control": 4})
-class SchedulerActor:
+class SchedulerActor(WorkCalls):
     """``cluster`` (optional) brings the ``[fairshare]`` policy for the elastic
     cycle; ``carriers`` maps host names to the actors that carry them and
     ``class_actors`` class names to class actors, for stopping instances."""
@@ -284,6 +254,8 @@ class SchedulerActor:
                               stopper=ray_stopper(carriers or {}, class_actors or {}, stop_signer),
                               watch=ray_watch(carriers or {}, stop_signer),
                               store=RequestStore(state_path) if state_path else None,
+                              accounting=AccountingStore(state_path) if state_path else None,
+                              owner_gate=owner_gate(classes or (), cluster.runner, auth_home),
                               also_running=lambda: self.cycle.instance_ids())
         # deactivate / activate / migrate: states move between the hosts' instances and the vaults' stores
         self.mobility = Mobility(self.core, RayStatePort(self._carriers, self._vaults, stop_signer))

@@ -1,8 +1,11 @@
 """What the cluster holds, for the Scheduler's queue: the live capacity the
 pools follow, the most it has ever held, and the refusal of a request no
-cluster of that size could ever run.  Pure functions."""
+cluster of that size could ever run.  Pure functions, and
+:class:`CapacityFollower`, which remembers what it saw."""
 
 from __future__ import annotations
+
+from typing import Any, Callable
 
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.models import PlacementFailure, Resources, SchedulingRequest
@@ -46,3 +49,31 @@ def too_big(request: SchedulingRequest, pool_capacity: dict[str, float], most: R
     return PlacementFailure(key="*", resource=by, code=REQUEST_TOO_BIG, stage="plan",
                             reason="asks for more than the whole cluster holds: " + ", ".join(
                                 f"{need[k]:g} {unit[k]} > {total.get(k, 0.0):g}" for k in over))
+
+
+class CapacityFollower:
+    """Keeps ``pools`` following the cluster, and refuses what the most it ever held could not run."""
+
+    def __init__(self) -> None:
+        self.seen: Resources | None = None
+        self.peak: Resources | None = None
+
+    def follow(self, pools: Any, snapshot: Callable[[], CollectionSnapshot]) -> bool:
+        """Pools follow the cluster: their capacity becomes what the
+        Collection's available hosts and vaults hold now (hosts that joined,
+        left, died or were varied count or stop counting).  Returns True when
+        it changed (then the queue is worth another look)."""
+        set_capacity = getattr(pools, "set_capacity", None)
+        if not callable(set_capacity):
+            return False
+        cap = live_capacity(snapshot())
+        if cap == self.seen:
+            return False
+        self.seen, self.peak = cap, peak(self.peak, cap)
+        set_capacity(cap)
+        return True
+
+    def too_big(self, request: SchedulingRequest, pools: Any, by: str) -> PlacementFailure | None:
+        """A request for more than the whole cluster could ever hold fails at once."""
+        total = getattr(pools, "capacity", None)  # Peloton units: memory in MB
+        return too_big(request, total, self.peak, by) if isinstance(total, dict) else None

@@ -41,22 +41,25 @@ from legionrm.models import (
     PlacementFailure,
     Refusal,
     RequestInfo,
-    Resources,
     ScheduleProposal,
     SchedulerResponse,
     SchedulingRequest,
+    WorkResult,
 )
-from legionrm.scheduler.capacity import REQUEST_TOO_BIG, live_capacity, peak, too_big
-from legionrm.scheduler.confirm import Activator, activation, check_proposal, validate_request
+from legionrm.scheduler.capacity import REQUEST_TOO_BIG, CapacityFollower
+from legionrm.scheduler.confirm import Activator, activation, check_proposal, refused_at_door, validate_request
 from legionrm.scheduler.planner import Plan, Planner
 from legionrm.scheduler.ports import EnactorPort, InstanceWatch, OpenGate, PoolGate, SnapshotSource, Stopper
 from legionrm.scheduler.recovery import recover, resync_pools, sweep_orphans
 from legionrm.scheduler.requests import Entry, RequestBook, queue_order
 from legionrm.scheduler.sharegate import ShareGate
-from legionrm.state import RequestStore
+from legionrm.scheduler.results import Results, end_reason
+from legionrm.state import AccountingStore, RequestStore
 
 ORPHAN_SWEEP_TICKS = 10
 """Every how many ticks the hosts are swept for instances nobody knows."""
+RESULT_SWEEP_TICKS = 2
+"""Every how many ticks runs' late results are fetched and accounting records written."""
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +105,8 @@ class Scheduler:
         store: RequestStore | None = None,
         also_running: Callable[[], set[str]] | None = None,
         orphan_grace_s: float = 60.0,
+        accounting: AccountingStore | None = None,
+        owner_gate: Callable[[SchedulingRequest], Refusal | None] | None = None,
     ) -> None:
         self._collection = collection
         self._enactor = enactor
@@ -125,10 +130,11 @@ class Scheduler:
         self._enacting: dict[str, frozenset[str]] = {}  # request id -> the placement keys it asked for
         self._cancel_asked: set[str] = set()
         self._attempting: set[str] = set()  # requests an attempt is under way for
-        self._capacity_seen: Resources | None = None
-        self._capacity_peak: Resources | None = None
+        self.capacity = CapacityFollower()
         self._ticks = 0
         self.ahead = AheadStarts(self.book, lambda: self._enactor, book_back=self._book_back)  # starts ahead
+        self.results = Results(self.book, lambda: self.watch, accounting, name, clock)  # runs' results, records
+        self.owner_gate = owner_gate  # may its user's work run here, as an OS account (hostobj.owner)?
         self.triggers = Triggers(clocked=True)  # status events: every change the book records is fired there
         self.book.listener = self.triggers.fire
         if store is not None:  # restarted: each request's past back in its stream, before any live event
@@ -188,6 +194,9 @@ class Scheduler:
         ``failed`` (it can never run, or it asked not to wait).  Not
         idempotent (it starts instances); a repeated request id is refused."""
         validate_request(request, self.clock())
+        refusal = self.owner_gate(request) if self.owner_gate is not None else None
+        if refusal is not None:  # refused at submit, never queued: nothing here can give it an account
+            return refused_at_door(request, refusal)
         # claimed before the queue can see it, so a re-plan never races its first attempt
         with self._claim(request.request_id) as claimed:
             if not claimed:
@@ -271,19 +280,20 @@ class Scheduler:
     # --- ends -------------------------------------------------------------------
 
     def instance_ended(self, instance_id: str, reason: str = "ended", state: str = "ended", *,
-                       replan: bool = True) -> bool:
-        """An instance is gone (its actor returned or died, its walltime ran
-        out, its class destroyed it, its host died).  Its request completes
-        when it was the last one (or fails when ``state`` is ``lost``), every
-        account is booked back, and waiting requests are re-planned.  Returns
-        False for an unknown or already ended instance (idempotent).  With
-        ``replan=False`` the caller re-plans once after several ends."""
-        entry = self.book.end_instance(instance_id, state, reason)
+                       replan: bool = True, result: WorkResult | None = None) -> bool:
+        """An instance is gone (its actor or run returned or died, its walltime
+        ran out, its class destroyed it, its host died).  Its request completes
+        when it was the last one (or fails when an instance was ``lost`` or
+        its work failed: ``result``), every account is booked back, and
+        waiting requests are re-planned.  Returns False for an unknown or
+        already ended instance (idempotent).  With ``replan=False`` the caller
+        re-plans once after several ends."""
+        reason = end_reason(instance_id, result, reason)
+        entry = self.book.end_instance(instance_id, state, reason, result)
         if entry is None:
             return False
         if entry.state == "running" and not entry.holds_objects():
-            lost = any(i.state == "lost" for i in entry.instances.values())
-            if self.book.finish(entry, "failed" if lost else "completed", reason):
+            if self.book.finish(entry, "failed" if entry.failed_work() else "completed", reason):
                 self._book_back(entry)
         if replan:
             self.replan()
@@ -304,16 +314,22 @@ class Scheduler:
             if wall is not None and now >= ref.started_at + wall:
                 self._stop(ref, "walltime")
                 ended += self.instance_ended(ref.instance_id, "walltime", replan=False)
-        self._follow_capacity()
+        self.capacity.follow(self.pools, self._collection.snapshot)
         self._ticks += 1
         if self._ticks % ORPHAN_SWEEP_TICKS == 1:
             self._sweep_orphans()
             self._resync_pools()
         if self.watch is not None:
-            for iid, (state, reason) in self.watch.check(self.book.running_instances()).items():
+            running = self.book.running_instances()
+            seen = self.watch.check(running)
+            results = self.results.fetch([r for r in running if seen.get(r.instance_id, ("running",))[0] != "running"])
+            for iid, (state, reason) in seen.items():
                 if state != "running":
                     self._classes_forget(iid)
-                    ended += self.instance_ended(iid, reason, "lost" if state == "lost" else "ended", replan=False)
+                    ended += self.instance_ended(iid, reason, "lost" if state == "lost" else "ended", replan=False,
+                                                 result=results.get(iid))
+        if self._ticks % RESULT_SWEEP_TICKS == 0:
+            self.results.sweep()
         self.replan()  # once, for every end this tick saw
         return ended
 
@@ -367,7 +383,7 @@ class Scheduler:
             if self.book.finish(entry, "completed", "activated: the objects run under the requests that made them"):
                 self._book_back(entry)
             return self._succeeded(entry, active, 0, None, "activated: ")
-        too_big = self._too_big(request)
+        too_big = self.capacity.too_big(request, self.pools, self.name)
         if too_big is not None:
             return self._refused(entry, [too_big], 0)
         request, refused = self._shape(request)
@@ -386,7 +402,7 @@ class Scheduler:
             self.book.move(entry, "placing", f"enacting {len(plan.masters)} master schedule(s)")
             ahead = ahead_of(request, self.clock())  # a future start: reserve now, start then
             plan, result = enact_with_replans(
-                request, plan, lambda p, n: self.enact_plan(request, p, n, ahead), self._fresh_plan,
+                request, plan, lambda p, n: self.enact_plan(request, p, n, ahead, entry.attempts), self._fresh_plan,
                 lambda why: self.book.move(entry, "placing", why))
         except BaseException as exc:
             self._release(request.request_id)
@@ -411,13 +427,15 @@ class Scheduler:
     def _fresh_plan(self, request: SchedulingRequest) -> Plan | None:
         return plan if (plan := self.planner.make_schedules(request, self._collection.snapshot())).ok else None
 
-    def enact_plan(self, request: SchedulingRequest, plan: Plan, n: int = 0, ahead: float | None = None
-                   ) -> EnactResult:
-        """Enact ``plan``; re-plan ``n`` enacts under its own id (``id~replanN``);
+    def enact_plan(self, request: SchedulingRequest, plan: Plan, n: int = 0, ahead: float | None = None,
+                   attempt: int = 1) -> EnactResult:
+        """Enact ``plan``; re-plan ``n`` enacts under its own id (``id~replanN``), and so does
+        each later ``attempt`` of a request back from the queue (``id~tN``): a host that
+        answered an earlier attempt's reservation must not be asked the same id again;
         ``ahead``: reserve from then and create nothing (an advance reservation)."""
         ident, objs = request.identity, plan.objects
         enact = EnactRequest(
-            request_id=f"{request.request_id}~replan{n}" if n else request.request_id,
+            request_id=request.request_id + (f"~t{attempt}" if attempt > 1 else "") + (f"~replan{n}" if n else ""),
             holder=Holder(user=ident.user, class_name=None, enactor=self.name, groups=ident.groups),
             masters=tuple(plan.masters), start=ahead, create=ahead is None,
             timeout_s=self.token_timeout_s if ahead is None else self.ahead.timeout(self.token_timeout_s),
@@ -468,29 +486,6 @@ class Scheduler:
         if entry is None:
             raise SchedulingError(f"no request {request_id!r} is known to scheduler {self.name!r}")
         return entry
-
-    def _too_big(self, request: SchedulingRequest) -> PlacementFailure | None:
-        """A request for more than the whole cluster could ever hold fails at once."""
-        total = getattr(self.pools, "capacity", None)  # Peloton units: memory in MB
-        if not isinstance(total, dict):
-            return None
-        return too_big(request, total, self._capacity_peak, self.name)
-
-    def _follow_capacity(self) -> bool:
-        """Pools follow the cluster: their capacity becomes what the
-        Collection's available hosts and vaults hold now (hosts that joined,
-        left, died or were varied count or stop counting).  Returns True when
-        it changed (then the queue is worth another look)."""
-        set_capacity = getattr(self.pools, "set_capacity", None)
-        if not callable(set_capacity):
-            return False
-        cap = live_capacity(self._collection.snapshot())
-        if cap == self._capacity_seen:
-            return False
-        self._capacity_seen = cap
-        self._capacity_peak = peak(self._capacity_peak, cap)
-        set_capacity(cap)
-        return True
 
     def _shape(self, request: SchedulingRequest) -> tuple[SchedulingRequest, list[PlacementFailure]]:
         """The request as its DUCC classes shape it (unchanged without classes)."""

@@ -24,7 +24,6 @@ from legionrm.hostobj.runner import (
     stop_state,
     trim,
 )
-from tests.osaccounts import os_accounts, work_python  # noqa: F401 - fixtures
 
 
 @pytest.fixture
