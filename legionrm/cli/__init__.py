@@ -16,6 +16,7 @@ import sys
 from typing import Callable, Sequence
 
 from legionrm.cli.errors import describe
+from legionrm.cli.times import END_STATES, when
 from legionrm.version import __version__
 
 # subcommand -> "module:function"; the function takes the parsed args and
@@ -42,6 +43,9 @@ COMMANDS: dict[str, str] = {
     "examples": "legionrm.cli.examples:cli_main",
     "completion": "legionrm.cli.completion:cli_main",
     "user": "legionrm.cli.users:cli_user",
+    "logs": "legionrm.cli.work:cli_logs",
+    "wait": "legionrm.cli.work:cli_wait",
+    "history": "legionrm.cli.work:cli_history",
 }
 
 ENVIRONMENT = """\
@@ -119,8 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("request", help="request TOML file (e.g. examples/requests/workers.toml)")
     address(sm)
     json_flag(sm)
-    sm.add_argument("--wait", action="store_true", help="follow a queued request until it runs or ends")
-    sm.add_argument("--wait-timeout", type=float, default=600.0, metavar="S", help="give up following after S seconds")
+    sm.add_argument("--wait", action="store_true",
+                    help="block until the request ends, print its final state and exit with its work's exit code")
+    sm.add_argument("--wait-timeout", type=float, default=None, metavar="S", help="give up waiting after S seconds")
 
     au = add("audit", "check the running system's books: capacity, instances, reservations, pool allocations")
     address(au)
@@ -140,6 +145,27 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--timeout", type=float, default=None, metavar="S", help="stop following after S seconds")
     address(sw)
     json_flag(sw)
+    wt = add("wait", "block until a request ends; print its final state, exit with its work's exit code "
+                     "(128+signal when a signal ended it)")
+    wt.add_argument("id", help="the request id")
+    wt.add_argument("--timeout", type=float, default=None, metavar="S", help="give up after S seconds (exit 124)")
+    address(wt)
+    json_flag(wt)
+    lg = add("logs", "a request's work output (stdout; the tail the runner kept)")
+    lg.add_argument("id", help="the request id")
+    lg.add_argument("--follow", action="store_true", help="then print what comes until the run ends (Ctrl-C stops)")
+    lg.add_argument("--stderr", action="store_true", help="its stderr instead of its stdout")
+    lg.add_argument("--instance", type=int, metavar="N", help="which instance (0 first, in start order)")
+    address(lg)
+    hi = add("history", "finished instances, one record each: who, where, when, how it ended, what it used")
+    hi.add_argument("--user", help="only this user's (a user sees only their own)")
+    hi.add_argument("--since", type=when, metavar="T", help="ended at or after T: epoch seconds, ISO date/time, or 2h, 7d ago")
+    hi.add_argument("--until", type=when, metavar="T", help="ended at or before T (as --since)")
+    hi.add_argument("--state", choices=END_STATES, help="only instances that ended so")
+    address(hi)
+    fmt = hi.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help=JSON_HELP)
+    fmt.add_argument("--csv", action="store_true", help="print the records as CSV, one header row")
     ca = add("cancel", "cancel a request: stop its instances, book everything back")
     ca.add_argument("id", help="the request id")
     address(ca)
