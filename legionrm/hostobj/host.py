@@ -30,7 +30,7 @@ from legionrm.hostobj.policies import ADMIT, Verdict
 from legionrm.hostobj.owner import NoOsUser
 from legionrm.hostobj.records import Reservation, public
 from legionrm.hostobj.resource import ResourceObject
-from legionrm.hostobj.runner import RunError
+from legionrm.hostobj.accounts import RunError
 from legionrm.hostobj.work import WorkInstances, names_work, request_of
 from legionrm.models import (
     AttrValue,

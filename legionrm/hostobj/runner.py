@@ -20,8 +20,14 @@ instance with :class:`subprocess.Popen`:
   ``preexec_fn``, which runs in the child after the switch of account and
   before the exec.  CPython warns that a ``preexec_fn`` may deadlock in a
   threaded parent (the child inherits locks other threads held); this one
-  makes plain system calls only (``setrlimit``, ``sched_setaffinity``) with
-  values computed beforehand, and takes no lock and imports nothing.
+  makes plain system calls only (``setrlimit``, ``sched_setaffinity``,
+  ``prctl``) with values computed beforehand, and takes no lock and imports
+  nothing.  It also asks for SIGKILL when the host's process dies
+  (``PR_SET_PDEATHSIG``), so a killed host actor takes its runs' leaders
+  with it (what a leader started itself may stay: the host's next process
+  kills what is left of each run's session, :meth:`WorkInstances.orphan`);
+  every run is forked by one long-lived thread, since that signal follows
+  the forking thread.
 
 The function form (``function = "module:name"``) runs in a fresh interpreter
 (:attr:`RunnerSettings.python`), which must be one the account can run: a
@@ -44,11 +50,11 @@ Pure: no Ray.  Thread-safe.
 
 from __future__ import annotations
 
-import grp
+import ctypes
 import json
 import math
 import os
-import pwd
+import queue
 import resource
 import signal
 import stat
@@ -57,19 +63,19 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from legionrm.hostobj.accounts import Account, RunError
+from legionrm.hostobj.runfiles import OUTPUT_CAP, STREAMS, kept_result, read_output, session_members, trim
 from legionrm.models import WorkEnd, WorkResult
 
 GB = 1024**3
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
-OUTPUT_CAP = 1 << 20
-"""Bytes kept of each of stdout and stderr (the tail)."""
 VALUE_LIMIT = 60 * 1024
 """The largest JSON return value kept (it must fit the pipe's buffer)."""
-STREAMS = ("stdout", "stderr")
 WATCH_S = 0.5
 """How often the runner checks walltimes and output sizes."""
 RESULTS_KEPT = 10_000
@@ -106,10 +112,6 @@ put(json.loads(text))
 """What the fresh interpreter runs: import the function, call it, send its value (or error) down fd."""
 
 
-class RunError(Exception):
-    """A run cannot start; the message is one line saying why."""
-
-
 def stop_state(reason: str) -> WorkEnd:
     """The end state a stop with ``reason`` gives (default: ``cancelled``)."""
     low = reason.lower()
@@ -117,58 +119,6 @@ def stop_state(reason: str) -> WorkEnd:
         if low.startswith(key) or key in low:
             return state
     return "cancelled"
-
-
-@dataclass(frozen=True)
-class Account:
-    """An OS account work runs as."""
-
-    name: str
-    uid: int
-    gid: int
-    groups: tuple[int, ...] = ()
-    home: str = "/"
-
-    @classmethod
-    def named(cls, name: str) -> Account:
-        """The account ``name`` on this node; RunError when there is none."""
-        try:
-            pw = pwd.getpwnam(name)
-        except KeyError:
-            raise RunError(f"there is no OS account {name!r} on this node") from None
-        groups = tuple(sorted(g.gr_gid for g in grp.getgrall() if name in g.gr_mem and g.gr_gid != pw.pw_gid))
-        return cls(name=pw.pw_name, uid=pw.pw_uid, gid=pw.pw_gid, groups=groups, home=pw.pw_dir)
-
-    @classmethod
-    def service(cls) -> Account:
-        """The account this process runs as."""
-        return cls.named(pwd.getpwuid(os.geteuid()).pw_name)
-
-    @property
-    def is_service(self) -> bool:
-        return self.uid == os.geteuid()
-
-    def may(self, st: os.stat_result, bit: int) -> bool:
-        """May this account do ``bit`` (4 read, 2 write, 1 execute/search) on a file with ``st``?"""
-        if self.uid == 0:
-            return bit != 1 or bool(st.st_mode & 0o111) or stat.S_ISDIR(st.st_mode)
-        if st.st_uid == self.uid:
-            return bool(st.st_mode & (bit << 6))
-        if st.st_gid == self.gid or st.st_gid in self.groups:
-            return bool(st.st_mode & (bit << 3))
-        return bool(st.st_mode & bit)
-
-    def can_run(self, path: str | os.PathLike[str]) -> bool:
-        """Can this account execute ``path`` (every directory on the way searchable, as
-        given and once symlinks are resolved, and the file executable)?"""
-        p = Path(path)
-        for target in {Path(os.path.abspath(p)), p.resolve()}:
-            try:
-                if not all(self.may(os.stat(d), 1) for d in reversed(target.parents)) or not self.may(os.stat(target), 1):
-                    return False
-            except OSError:
-                return False
-        return True
 
 
 @dataclass(frozen=True)
@@ -223,12 +173,21 @@ def scrubbed_env(work: Work, account: Account, workdir: Path) -> dict[str, str]:
     return env
 
 
+try:
+    _PRCTL: Any = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):  # not Linux: the leader does not die with the host's process
+    _PRCTL = None
+PR_SET_PDEATHSIG = 1
+
+
 def _limits(memory_bytes: int, cpu_s: int, cores: tuple[int, ...]) -> Callable[[], None]:
     """The child's limits, set between the switch of account and the exec (see the module)."""
-    setrlimit, setaffinity = resource.setrlimit, os.sched_setaffinity
-    as_, cpu = resource.RLIMIT_AS, resource.RLIMIT_CPU
+    setrlimit, setaffinity, prctl = resource.setrlimit, os.sched_setaffinity, _PRCTL
+    as_, cpu, kill = resource.RLIMIT_AS, resource.RLIMIT_CPU, int(signal.SIGKILL)
 
     def apply() -> None:
+        if prctl is not None:  # the host's process dies (the node's host actor is killed): so does the leader
+            prctl(PR_SET_PDEATHSIG, kill)
         if memory_bytes:
             setrlimit(as_, (memory_bytes, memory_bytes))
         if cpu_s:
@@ -239,71 +198,39 @@ def _limits(memory_bytes: int, cpu_s: int, cores: tuple[int, ...]) -> Callable[[
     return apply
 
 
+class _Spawner:
+    """The one thread that forks every run of this process.  A leader's
+    parent-death signal fires when the *thread* that forked it ends, so that
+    thread must live as long as the process: not a caller's, which may be a
+    short-lived worker."""
+
+    _lock = threading.Lock()
+    _queue: queue.SimpleQueue[tuple[Future[Any], list[str], dict[str, Any]]] | None = None
+
+    @classmethod
+    def popen(cls, argv: list[str], **kw: Any) -> subprocess.Popen[bytes]:
+        with cls._lock:
+            if cls._queue is None:
+                cls._queue = queue.SimpleQueue()
+                threading.Thread(target=cls._loop, args=(cls._queue,), name="runner-spawner", daemon=True).start()
+        done: Future[Any] = Future()
+        cls._queue.put((done, argv, kw))
+        return done.result()  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _loop(q: queue.SimpleQueue[tuple[Future[Any], list[str], dict[str, Any]]]) -> None:
+        while True:
+            done, argv, kw = q.get()
+            try:
+                done.set_result(subprocess.Popen(argv, **kw))
+            except BaseException as exc:  # noqa: BLE001 - the caller gets it
+                done.set_exception(exc)
+
+
 def _capped(limit: int, value: int) -> int:
     """``value`` no higher than this process's hard ``limit`` (a child may only lower its limits)."""
     hard = resource.getrlimit(limit)[1]
     return value if hard == resource.RLIM_INFINITY else min(value, hard)
-
-
-def session_members(sid: int) -> list[int]:
-    """Pids of the live processes in session ``sid`` (from /proc)."""
-    out = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                rest = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # gone meanwhile
-        if len(rest) > 3 and int(rest[3]) == sid and rest[0] != b"Z":
-            out.append(int(entry.name))
-    return out
-
-
-def trim(path: Path, cap: int) -> None:
-    """Keep the last ``cap // 2`` bytes of ``path`` once it passes ``cap``
-    (the writer appends, so it goes on at the new end)."""
-    try:
-        size = path.stat().st_size
-        if size <= cap:
-            return
-        with open(path, "r+b") as f:
-            f.seek(size - cap // 2)
-            tail = f.read()
-            f.seek(0)
-            f.write(tail)
-            f.truncate(len(tail))
-    except OSError:
-        pass
-
-
-def read_output(log_dir: str | os.PathLike[str], instance_id: str, stream: str = "stdout", offset: int = 0,
-                limit: int = OUTPUT_CAP) -> tuple[bytes, int]:
-    """Up to ``limit`` bytes of an instance's ``stream`` from ``offset``, and
-    the offset to read on from.  An offset past the end (the file was trimmed
-    meanwhile) reads from the start again.  No output (yet): ``(b"", 0)``."""
-    if stream not in STREAMS:
-        raise ValueError(f"stream must be one of {', '.join(STREAMS)}, not {stream!r}")
-    if "/" in instance_id or instance_id in ("", ".", ".."):
-        raise ValueError(f"instance id {instance_id!r} cannot name a directory")
-    try:
-        with open(Path(log_dir) / instance_id / stream, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            start = offset if 0 <= offset <= size else 0
-            f.seek(start)
-            data = f.read(max(0, limit))
-    except FileNotFoundError:
-        return b"", 0
-    return data, start + len(data)
-
-
-def kept_result(log_dir: str | os.PathLike[str], instance_id: str) -> WorkResult | None:
-    """The result a run left in its output directory (None: none, or unreadable)."""
-    try:
-        return WorkResult.model_validate_json((Path(log_dir) / instance_id / "result.json").read_text())
-    except (OSError, ValueError):
-        return None
 
 
 class Run:
@@ -455,7 +382,7 @@ class Runner:
                                                                   extra_groups=list(account.groups))
         outs = [os.open(out_dir / n, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC, 0o600) for n in STREAMS]
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=outs[0], stderr=outs[1], cwd=workdir,
+            proc = _Spawner.popen(argv, stdin=subprocess.DEVNULL, stdout=outs[0], stderr=outs[1], cwd=workdir,
                                     env=scrubbed_env(work, account, workdir), umask=0o077, start_new_session=True,
                                     close_fds=True, pass_fds=(value_w,) if value_w is not None else (),
                                     preexec_fn=limits, **who)

@@ -24,7 +24,9 @@ import time
 from typing import Any, Callable, Mapping
 
 from legionrm.hostobj.policies import import_object
-from legionrm.hostobj.runner import Account, RunError, Runner, Work, session_members, stop_state
+from legionrm.hostobj.accounts import Account, RunError
+from legionrm.hostobj.runfiles import session_members
+from legionrm.hostobj.runner import Runner, Work, stop_state
 from legionrm.models import InstanceRef, ReservationToken, WorkResult
 
 ARGS = ("command", "function", "args", "env")

@@ -441,7 +441,7 @@ class Scheduler:
             timeout_s=self.token_timeout_s if ahead is None else self.ahead.timeout(self.token_timeout_s),
             # per placement key: two object requests of one class may differ
             duration_s={k: op.request.walltime_s for op in objs if op.request.walltime_s for k in op.keys},
-            args={k: dict(op.request.args) for op in objs if op.request.args for k in op.keys})
+            args={k: op.request.start_args() for op in objs if op.request.start_args() for k in op.keys})
         with self._lock:
             self._enacting[enact.request_id] = frozenset(k for op in objs for k in op.keys)
         try:

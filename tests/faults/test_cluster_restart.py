@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from legionrm.config import default_cluster_path
+
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.ray
 
@@ -36,7 +38,10 @@ def test_a_new_up_on_the_same_home_knows_what_the_lost_cluster_held(tmp_path: Pa
     run = tmp_path / "run.toml"
     run.write_text('request_id = "r-run"\n[identity]\nuser = "%s"\n[[object]]\nclass_name = "Command"\n'
                    'cpus = 1\nmemory_gb = 0.2\nargs = { command = "sleep 600" }\n' % os.environ.get("USER", "root"))
-    up = lrm("up", "--no-dashboard", "--no-ray-dashboard", "--no-ray-token", "--timeout", "90")
+    # the work runs as the service's own account here (a test system: this user is trusted with it)
+    cluster = tmp_path / "cluster.toml"
+    cluster.write_text(default_cluster_path().read_text() + '\n[runner]\nrun_as = "service"\n')
+    up = lrm("up", "--cluster", str(cluster), "--no-dashboard", "--no-ray-dashboard", "--no-ray-token", "--timeout", "90")
     try:
         assert up.returncode == 0, up.stderr
         sub = lrm("submit", str(run))
@@ -48,7 +53,8 @@ def test_a_new_up_on_the_same_home_knows_what_the_lost_cluster_held(tmp_path: Pa
     assert (tmp_path / "home" / "state" / "scheduler.db").exists()
 
     t0 = time.monotonic()
-    again = lrm("up", "--no-dashboard", "--no-ray-dashboard", "--no-ray-token", "--timeout", "90")
+    again = lrm("up", "--cluster", str(cluster), "--no-dashboard", "--no-ray-dashboard", "--no-ray-token",
+                "--timeout", "90")
     try:
         assert again.returncode == 0, again.stderr
         deadline = time.monotonic() + 30

@@ -13,17 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from legionrm.hostobj.runner import (
-    Account,
-    RunError,
-    Runner,
-    RunnerSettings,
-    Work,
-    read_output,
-    session_members,
-    stop_state,
-    trim,
-)
+from legionrm.hostobj.accounts import Account, RunError
+from legionrm.hostobj.runfiles import read_output, session_members, trim
+from legionrm.hostobj.runner import Runner, RunnerSettings, Work, stop_state
 
 
 @pytest.fixture
@@ -195,3 +187,28 @@ def test_cancelling_another_accounts_sleep_leaves_nothing(runner: Runner, os_acc
     run = runner.start(Work("a2", command="sleep 600 & sleep 600"), alice)
     assert run.stop("cancelled").state == "cancelled"
     assert session_members(run.pid) == []
+
+
+def test_a_run_dies_with_the_process_of_its_host(tmp_path: Path) -> None:
+    """The host's process is killed (a node's host actor): the run's leader goes with it (what the
+    leader itself started may stay: the orphan sweep of the host's next process ends that)."""
+    import signal
+    import subprocess
+    import time
+
+    code = ("import sys, time; from pathlib import Path; from legionrm.hostobj.accounts import Account; "
+            "from legionrm.hostobj.runner import Runner, RunnerSettings, Work; "
+            f"r = Runner(RunnerSettings(log_dir=Path({str(tmp_path / 'logs')!r}), work_root=Path({str(tmp_path / 'w')!r}))); "
+            "run = r.start(Work('d1', command='exec sleep 600'), Account.service()); print(run.pid, flush=True); time.sleep(600)")
+    host = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])})
+    try:
+        pid = int(host.stdout.readline())
+        assert session_members(pid) == [pid]  # the leader is the sleep
+    finally:
+        host.send_signal(signal.SIGKILL)
+        host.wait()
+    deadline = time.monotonic() + 30
+    while session_members(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert session_members(pid) == []

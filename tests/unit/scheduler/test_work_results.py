@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from legionrm.config import parse_cluster
-from legionrm.hostobj.runner import session_members
+from legionrm.hostobj.runfiles import session_members
 from legionrm.inprocess import LocalSystem
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
 
@@ -127,3 +127,10 @@ def test_a_service_that_is_not_root_runs_only_its_own_accounts_work(tmp_path: Pa
     assert submit(s, "mine", me, "true").ok
     got = submit(s, "other", "root", "true")
     assert not got.ok and got.failures[0].code == "auth.no_os_user" and 'run_as = "service"' in got.message
+
+
+def test_the_requests_env_table_reaches_its_process(tmp_path: Path) -> None:
+    s = system(tmp_path)
+    assert submit(s, "re", "alice", 'echo "$GREETING $LEGIONRM_REQUEST_ID"', env={"GREETING": "hello"}).ok
+    assert until_final(s, "re").state == "completed"
+    assert s.scheduler.results.output("re")[0] == b"hello re\n"
