@@ -20,6 +20,7 @@ import os
 import pwd
 import sys
 import tempfile
+import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterable, Literal
 
@@ -116,9 +117,10 @@ def registry_os_user(registry: Any) -> Callable[[str], str | None]:
 
 def build_work(spec: RunnerSpec, log_dir: str | os.PathLike[str] | None, auth_home: str | None) -> WorkInstances:
     """What a Ray-node host runs work with: a runner keeping outputs in
-    ``log_dir`` (None: a fresh private temporary directory), accounts by
+    ``log_dir`` (None: a fresh private temporary directory, made when first used), accounts by
     ``spec.run_as`` and the registry of the legionrm home ``auth_home`` (None: no mapping)."""
-    log = Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(prefix="legionrm-runs-"))
+    # no state directory: a private one of its own, made (0700) when the first run starts
+    log = Path(log_dir) if log_dir is not None else Path(tempfile.gettempdir()) / f"legionrm-runs-{uuid.uuid4().hex}"
     settings = RunnerSettings(log_dir=log, work_root=Path(spec.work_dir) if spec.work_dir else default_work_root(),
                               python=spec.python or sys.executable, kill_grace_s=spec.kill_grace_s,
                               output_cap=int(spec.output_cap_mb * 2**20))

@@ -366,8 +366,9 @@ class Runner:
             raise RunError(f"the Python interpreter {s.python} cannot be run by OS account {account.name!r}; "
                            "set [runner] python to one every account can run (a venv made from the system python3)")
         workdir = self._workdir(work.instance_id, account)
+        Path(s.log_dir).mkdir(parents=True, exist_ok=True, mode=0o700)  # outputs are the service's to give
         out_dir = Path(s.log_dir) / work.instance_id
-        out_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        out_dir.mkdir(exist_ok=True, mode=0o700)
         value_r, value_w = os.pipe() if work.function else (None, None)
         argv = (["/bin/sh", "-c", work.command] if work.command
                 else [s.python, "-c", _BOOT, str(value_w), work.function, *work.args])

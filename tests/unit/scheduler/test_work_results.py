@@ -6,6 +6,7 @@ whose account work runs as is decided at submit (``auth.no_os_user``)."""
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -20,7 +21,7 @@ WAIT_S = 60.0
 
 
 def system(tmp_path: Path, run_as: str = "service", work_dir: str | None = None) -> LocalSystem:
-    runner = {"run_as": run_as, "kill_grace_s": 2.0, **({"work_dir": work_dir} if work_dir else {})}
+    runner = {"run_as": run_as, "kill_grace_s": 2.0, "work_dir": work_dir or str(tmp_path / "work")}
     spec = parse_cluster({
         "host": [{"name": "h1", "attributes": {"cpus": 4, "memory_gb": 8}}],
         "class": [{"name": "Command", "implementation": "legionrm.hostobj.work:Command"}],
@@ -105,8 +106,8 @@ def test_an_unknown_instance_number_says_which_there_are(tmp_path: Path) -> None
 
 
 def test_as_root_work_runs_only_as_a_mapped_non_root_account(tmp_path: Path, os_accounts: dict[str, str]) -> None:
-    work_dir = f"/tmp/legionrm-test-work-{os.getpid()}"
-    s = system(tmp_path, run_as="owner", work_dir=work_dir)
+    work_dir = Path(f"/tmp/legionrm-test-work-{os.getpid()}")  # reachable by the accounts (pytest's tmp is not)
+    s = system(tmp_path, run_as="owner", work_dir=str(work_dir))
     alice = os_accounts["alice"]
     assert submit(s, "ra", alice, "id -un").ok
     assert until_final(s, "ra").state == "completed"
@@ -115,6 +116,7 @@ def test_as_root_work_runs_only_as_a_mapped_non_root_account(tmp_path: Path, os_
         got = submit(s, f"r-{user}", user, "id -un")
         assert not got.ok and got.state == "refused" and got.failures[0].code == "auth.no_os_user"
         assert "\n" not in got.message and user not in s.scheduler.book
+    shutil.rmtree(work_dir, ignore_errors=True)
 
 
 def test_a_service_that_is_not_root_runs_only_its_own_accounts_work(tmp_path: Path) -> None:
