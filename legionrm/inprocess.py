@@ -22,8 +22,8 @@ from legionrm.enactor.gateway import InProcessGateway
 from legionrm.hostobj.build import build_class, build_host, build_vault
 from legionrm.hostobj.classobj import ClassObject
 from legionrm.hostobj.group import HostGroup
-from legionrm.hostobj.owner import build_work, owner_gate
-from legionrm.hostobj.work import WorkInstances
+from legionrm.hostobj.runner.owner import build_work, owner_gate
+from legionrm.hostobj.runner.instances import WorkInstances
 from legionrm.hostobj.vault import VaultObject
 from legionrm.models import ClusterSpec
 from legionrm.objstate.mobility import LocalStatePort, Mobility

@@ -20,6 +20,7 @@ from typing import Any, Mapping, Sequence
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from legionrm.auth import CallSigner, signed
 from legionrm.auth.actordoor import own, own_or_refusal, require_visible, visible
 from legionrm.auth.hostdoor import token_route
 from legionrm.auth.resources import auth_sink, guard_resources, resource_doors
@@ -32,7 +33,7 @@ from legionrm.hostobj.classes.actor import (  # noqa: F401 - re-exported
 )
 from legionrm.hostobj.durable import Keeper
 from legionrm.hostobj.group import HostGroup, InstanceKey, TokenRef
-from legionrm.hostobj.owner import build_work
+from legionrm.hostobj.runner.owner import build_work
 from legionrm.hostobj.ray_node import RayNodeHost
 from legionrm.hostobj.resource import ResourceObject
 from legionrm.models import (
@@ -375,6 +376,33 @@ class VaultActor(_OneResource, VaultStateCalls):
         self._stop.set()
         self.core.leave()
         self._drop_store()
+
+
+WATCH_TIMEOUT_S = 5.0
+"""How long the Scheduler's watch waits for a host's carrier to answer."""
+
+
+class RemoteCarrier:
+    """``list_instances(host)`` on the actor carrying a host (the watch's view), signed with ``signer``
+    and made out to ``to`` (a host that actor carries)."""
+
+    def __init__(self, handle: Any, signer: CallSigner | None = None, to: str = "") -> None:
+        self.handle, self.signer, self.to = handle, signer, to
+
+    def list_instances(self, host: str | None) -> list:
+        proof = signed(self.signer, "list_instances", {"host": host}, to=self.to)
+        return ray.get(self.handle.list_instances.remote(host, proof=proof), timeout=WATCH_TIMEOUT_S)
+
+    def work_results(self, host: str, instance_ids: list[str]) -> dict:
+        if not hasattr(self.handle, "work_results"):  # a host group: simulated hosts run no work
+            return {}
+        proof = signed(self.signer, "work_results", {"instance_ids": instance_ids}, to=self.to)
+        return ray.get(self.handle.work_results.remote(instance_ids, proof=proof), timeout=WATCH_TIMEOUT_S)
+
+    def work_output(self, host: str, instance_id: str, stream: str, offset: int, limit: int) -> tuple[bytes, int]:
+        args = {"instance_id": instance_id, "stream": stream, "offset": offset, "limit": limit}
+        proof = signed(self.signer, "work_output", args, to=self.to)
+        return ray.get(self.handle.work_output.remote(**args, proof=proof), timeout=WATCH_TIMEOUT_S)
 
 
 # --- spawning ----------------------------------------------------------------

@@ -27,11 +27,11 @@ from typing import Any, Iterable, Mapping
 
 from legionrm.hostobj import codes, tokens
 from legionrm.hostobj.policies import ADMIT, Verdict
-from legionrm.hostobj.owner import NoOsUser
+from legionrm.hostobj.runner.owner import NoOsUser
 from legionrm.hostobj.records import Reservation, public
 from legionrm.hostobj.resource import ResourceObject
-from legionrm.hostobj.accounts import RunError
-from legionrm.hostobj.work import WorkInstances, names_work, request_of
+from legionrm.hostobj.runner.accounts import RunError
+from legionrm.hostobj.runner.instances import WorkInstances, names_work, request_of
 from legionrm.models import (
     AttrValue,
     Holder,

@@ -22,8 +22,8 @@ from legionrm.auth.guard import Guard, load_agent
 from legionrm.collection.actor import RemoteCollection
 from legionrm.enactor.mapping import attest_schedules
 from legionrm.events.actor import ActorCallback
-from legionrm.hostobj.actor import RemoteHostPort
-from legionrm.hostobj.owner import owner_gate
+from legionrm.hostobj.actor import WATCH_TIMEOUT_S, RemoteCarrier, RemoteHostPort
+from legionrm.hostobj.runner.owner import owner_gate
 from legionrm.models import (
     AuditFinding,
     ClassSpec,
@@ -68,7 +68,7 @@ from legionrm.scheduler.ports import PoolGate
 from legionrm.scheduler.scheduler import Scheduler
 from legionrm.scheduler.sharegate import ShareGate
 from legionrm.scheduler.work_calls import WorkCalls
-from legionrm.scheduler.remote_watch import WATCH_TIMEOUT_S, _unique, ray_watch
+from legionrm.scheduler.watch import HostWatch
 from legionrm.state import AccountingStore, ElasticStore, RequestStore
 
 log = logging.getLogger(__name__)
@@ -151,6 +151,25 @@ def ray_stopper(carriers: dict[str, Any], classes: dict[str, Any], signer: CallS
         return RemoteHostPort(handle, CALL_TIMEOUT_S, signer=signer, to=host) if handle is not None else None
 
     return HostStopper(port, {name: RemoteClassPort(h, signer, class_name(name)) for name, h in classes.items()})
+
+
+def _unique(named: dict[str, Any]) -> dict[str, tuple[str, Any]]:
+    """(a resource name it carries, its handle) by actor id, from resource name -> carrier actor (a group carries
+    many hosts, each with its own copy of the handle): one call per actor, made out to that name (a group hears it)."""
+    return {h._actor_id.hex(): (name, h) for name, h in named.items()}
+
+
+def ray_watch(carriers: dict[str, Any], signer: CallSigner | None = None) -> HostWatch:
+    """The instance watch over Ray: a host's carrier, else the host's own named actor."""
+
+    def carrier(host: str) -> RemoteCarrier | None:
+        handle = carriers.get(host) or named_actor(host_name(host))
+        return RemoteCarrier(handle, signer, host) if handle is not None else None
+
+    def every() -> list[RemoteCarrier]:
+        return [RemoteCarrier(h, signer, name) for name, h in _unique(carriers).values()]
+
+    return HostWatch(carrier, every)
 
 
 @ray.remote(num_cpus=0, max_concurrency=4)

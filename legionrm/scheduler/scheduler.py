@@ -53,7 +53,7 @@ from legionrm.scheduler.ports import EnactorPort, InstanceWatch, OpenGate, PoolG
 from legionrm.scheduler.recovery import recover, resync_pools, sweep_orphans
 from legionrm.scheduler.requests import Entry, RequestBook, queue_order
 from legionrm.scheduler.sharegate import ShareGate
-from legionrm.scheduler.results import Results, end_reason
+from legionrm.scheduler.watch.results import Results, end_reason
 from legionrm.state import AccountingStore, RequestStore
 
 ORPHAN_SWEEP_TICKS = 10

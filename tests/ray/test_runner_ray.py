@@ -108,7 +108,7 @@ def test_exit_3_fails_keeps_its_output_and_only_its_owner_reads_it(live) -> None
 
 
 def test_cancelling_a_sleep_leaves_no_process_behind(live) -> None:
-    from legionrm.hostobj.runfiles import session_members
+    from legionrm.hostobj.runner.files import session_members
 
     users, _, state = live
     got = submit(users["alice"], "run-sleep", "alice", command="sleep 600 & sleep 600")

@@ -10,9 +10,9 @@ from typing import get_args
 
 import pytest
 
+from legionrm.cli import END_STATES, when
 from legionrm.cli.output import render
 from legionrm.cli.requests import request_json, request_table
-from legionrm.cli.times import END_STATES, when
 from legionrm.cli.work import exit_status
 from legionrm.models import InstanceInfo, RequestInfo, WorkEnd, WorkResult
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from legionrm.hostobj.accounts import Account, RunError
-from legionrm.hostobj.runfiles import read_output, session_members, trim
-from legionrm.hostobj.runner import Runner, RunnerSettings, Work, stop_state
+from legionrm.hostobj.runner.accounts import Account, RunError
+from legionrm.hostobj.runner.files import read_output, session_members, trim
+from legionrm.hostobj.runner.process import Runner, RunnerSettings, Work, stop_state
 
 
 @pytest.fixture
@@ -196,7 +196,7 @@ def test_a_run_dies_with_the_process_of_its_host(tmp_path: Path) -> None:
     import subprocess
     import time
 
-    code = ("import sys, time; from pathlib import Path; from legionrm.hostobj.accounts import Account; "
+    code = ("import sys, time; from pathlib import Path; from legionrm.hostobj.runner.accounts import Account; "
             "from legionrm.hostobj.runner import Runner, RunnerSettings, Work; "
             f"r = Runner(RunnerSettings(log_dir=Path({str(tmp_path / 'logs')!r}), work_root=Path({str(tmp_path / 'w')!r}))); "
             "run = r.start(Work('d1', command='exec sleep 600'), Account.service()); print(run.pid, flush=True); time.sleep(600)")

@@ -6,7 +6,7 @@ succeeds instead of failing ``request.conflict``."""
 from __future__ import annotations
 
 from legionrm.hostobj.policies import Policy
-from legionrm.hostobj.work import request_of
+from legionrm.hostobj.runner.instances import request_of
 from legionrm.inprocess import LocalSystem
 from legionrm.models import ClassSpec, ClusterSpec, HostSpec, Identity, ObjectRequest, SchedulingRequest
 from legionrm.testing import FakeClock

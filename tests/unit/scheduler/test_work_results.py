@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from legionrm.config import parse_cluster
-from legionrm.hostobj.runfiles import session_members
+from legionrm.hostobj.runner.files import session_members
 from legionrm.inprocess import LocalSystem
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
 

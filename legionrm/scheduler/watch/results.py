@@ -17,7 +17,7 @@ import logging
 from typing import Any, Callable
 
 from legionrm.errors import SchedulingError
-from legionrm.hostobj.runner import stop_state
+from legionrm.hostobj.runner.process import stop_state
 from legionrm.models import AccountRecord, InstanceInfo, InstanceRef, WorkEnd, WorkResult
 from legionrm.scheduler.requests import Entry, RequestBook
 from legionrm.state import AccountingStore

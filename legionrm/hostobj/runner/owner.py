@@ -28,9 +28,9 @@ from legionrm.auth import guard
 from legionrm.auth.codes import NO_OS_USER
 from legionrm.auth.registry import Registry
 from legionrm.hostobj.policies import import_object
-from legionrm.hostobj.accounts import Account, RunError
-from legionrm.hostobj.runner import Runner, RunnerSettings, default_work_root
-from legionrm.hostobj.work import WorkInstances, is_work
+from legionrm.hostobj.runner.accounts import Account, RunError
+from legionrm.hostobj.runner.instances import WorkInstances, is_work
+from legionrm.hostobj.runner.process import Runner, RunnerSettings, default_work_root
 from legionrm.models import ClassSpec, Refusal, RunnerSpec, SchedulingRequest
 
 RunAs = Literal["owner", "service"]

@@ -1,0 +1,9 @@
+"""Watching a Scheduler's instances: which still run, on their hosts
+(:class:`~legionrm.scheduler.watch.hosts.HostWatch`), and what their work
+left: results, output and accounting records
+(:class:`~legionrm.scheduler.watch.results.Results`)."""
+
+from legionrm.scheduler.watch.hosts import HostWatch
+from legionrm.scheduler.watch.results import Results, end_reason, end_state, record_of
+
+__all__ = ["HostWatch", "Results", "end_reason", "end_state", "record_of"]
