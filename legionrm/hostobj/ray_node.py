@@ -37,8 +37,8 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from legionrm.hostobj import codes
 from legionrm.hostobj.host import HostObject
 from legionrm.hostobj.policies import import_object
-from legionrm.hostobj.tokens import TOKEN_ID_SEP as ID_SEP
 from legionrm.hostobj.runner.instances import is_work
+from legionrm.hostobj.tokens import TOKEN_ID_SEP as ID_SEP
 from legionrm.models import AttrValue, InstanceRef, Refusal, ReservationToken, Resources
 from legionrm.naming import NAMESPACE, instance_actor_names, instance_name, kill_named
 from legionrm.objstate import with_state_hooks
