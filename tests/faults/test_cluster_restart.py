@@ -40,7 +40,8 @@ def test_a_new_up_on_the_same_home_knows_what_the_lost_cluster_held(tmp_path: Pa
                    'cpus = 1\nmemory_gb = 0.2\nargs = { command = "sleep 600" }\n' % os.environ.get("USER", "root"))
     # the work runs as the service's own account here (a test system: this user is trusted with it)
     cluster = tmp_path / "cluster.toml"
-    cluster.write_text(default_cluster_path().read_text() + '\n[runner]\nrun_as = "service"\n')
+    cluster.write_text(default_cluster_path().read_text()
+                       + f'\n[runner]\nrun_as = "service"\nwork_dir = "{tmp_path / "work"}"\n')
     up = lrm("up", "--cluster", str(cluster), "--no-dashboard", "--no-ray-dashboard", "--no-ray-token", "--timeout", "90")
     try:
         assert up.returncode == 0, up.stderr
