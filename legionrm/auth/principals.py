@@ -96,7 +96,7 @@ class Principal(BaseModel):
     owns: tuple[str, ...] = ()
     os_user: str | None = None
     """The OS account this user's work runs as (None: the account of the user's
-    own name); see :mod:`legionrm.hostobj.owner`."""
+    own name); see :mod:`legionrm.hostobj.runner.owner`."""
 
     @field_validator("os_user")
     @classmethod

@@ -9,8 +9,11 @@ import json
 import sys
 from typing import Any
 
+from legionrm import codes
 from legionrm.cli.output import show, table
 from legionrm.cli.work import exit_status, final_line, wait_for_end
+from legionrm.cli.updown import read_state
+from legionrm.collection.answering import Answering, answering
 from legionrm.models import SchedulerResponse, SchedulerStatus
 from legionrm.naming import COLLECTION, SCHEDULER, require_actor
 from legionrm.request_file import load_request
@@ -45,26 +48,46 @@ def status_dict(records: list[Any], sched: SchedulerStatus) -> dict[str, Any]:
     }
 
 
+def silent_resources(coll: Any, present: list[str], address: str | None) -> Answering:
+    """Which resources do not answer, and why: the resources ``up`` booted
+    (from its state file, unless another ``--address`` is asked) beside those
+    the Collection holds and the writes it refused."""
+    state = read_state() or {}
+    expected = state.get("resources", []) if address in (None, state.get("address")) else []
+    try:
+        refused = call(coll.refused_writes.remote(proof=proof_for(coll, "refused_writes", {}, to=COLLECTION)))
+    except AttributeError:  # a Collection from before it kept them
+        refused = []
+    return answering(expected, present, refused)
+
+
 def cli_status(args: argparse.Namespace) -> int:
-    """``legionrm status``: resources, the Scheduler's instances, elastic jobs and pools."""
+    """``legionrm status``: resources (and those that do not answer, with why),
+    the Scheduler's instances, elastic jobs and pools."""
     init_connect(args.address or "auto")
     coll = require_actor(COLLECTION)
+    silent: Answering | None = None  # what an administrator sees
     try:
         snap = call(coll.snapshot.remote(proof=proof_for(coll, "snapshot", {}, to=COLLECTION)))
         records = [snap.record(n) for n in snap.resource_names()]
+        silent = silent_resources(coll, [r.name for r in records], args.address)
     except Exception as exc:  # a user (not an administrator): the resources their access allows
-        if "auth.forbidden" not in str(exc):
+        if codes.AUTH_FORBIDDEN not in str(exc):
             raise
         ask = {"text": "true", "caller": None, "include_unavailable": True}
         records = list(call(coll.query.remote("true", None, True, proof=proof_for(coll, "query", ask, to=COLLECTION))).records)
     scheduler = require_actor(SCHEDULER)
     sched: SchedulerStatus = call(scheduler.status.remote(proof=proof_for(scheduler, "status", {}, to=SCHEDULER)))
     st = status_dict(records, sched)
+    if silent is not None:
+        st["answering"] = silent.as_json()
     if args.json:
         print(json.dumps(st, indent=2))
         return 0
     print(f"{st['resources']} resources ({st['hosts']} hosts, {st['vaults']} vaults), {st['available']} available"
           + (": unavailable " + ", ".join(st["unavailable"]) if st["unavailable"] else ""))
+    if silent is not None and not silent.ok:
+        print(silent.line())
     print(f"{sched.instances} instances started by scheduleObjects"
           + (": " + ", ".join(f"{h} {c}" for h, c in sorted(sched.hosts.items())) if sched.hosts else ""))
     if sched.elastic:

@@ -27,7 +27,7 @@ from legionrm.system import call, init_connect, proof_for
 CALL_TIMEOUT_S = 30.0
 
 
-def _scheduler(args: argparse.Namespace) -> Any:
+def scheduler_for(args: argparse.Namespace) -> Any:
     init_connect(getattr(args, "address", None) or "auto")
     return require_actor(SCHEDULER)
 
@@ -75,7 +75,7 @@ def request_table(infos: list[RequestInfo], now: float) -> Table:
 
 def cli_list(args: argparse.Namespace) -> int:
     """``legionrm list [--user U] [--state S] [--json]``."""
-    sched = _scheduler(args)
+    sched = scheduler_for(args)
     proof = proof_for(sched, "list_requests", {"user": args.user, "state": args.state}, to=SCHEDULER)
     infos: list[RequestInfo] = call(sched.list_requests.remote(args.user, args.state, proof=proof), CALL_TIMEOUT_S)
     if args.json:
@@ -92,7 +92,7 @@ def cli_show(args: argparse.Namespace) -> int:
     history, instances and failures; with ``--follow`` then each status
     change as one line (a JSON object per line under ``--json``) until the
     request ends, ``--timeout`` passes or Ctrl-C."""
-    sched = _scheduler(args)
+    sched = scheduler_for(args)
     info = request_info(sched, args.id)
     if getattr(args, "follow", False):
         def fetch(cursor: int) -> list[StatusEvent]:
@@ -126,7 +126,7 @@ def cli_show(args: argparse.Namespace) -> int:
 
 def cli_cancel(args: argparse.Namespace) -> int:
     """``legionrm cancel ID``: stop its instances, release its reservations, book everything back."""
-    sched, reason = _scheduler(args), "cancelled by its user"
+    sched, reason = scheduler_for(args), "cancelled by its user"
     proof = proof_for(sched, "cancel", {"request_id": args.id, "reason": reason}, to=SCHEDULER)
     info: RequestInfo = call(sched.cancel.remote(args.id, reason, proof=proof), CALL_TIMEOUT_S)
     if args.json:
@@ -142,7 +142,7 @@ MOVES = {"deactivate": (), "activate": ("constraint",), "migrate": ("constraint"
 def cli_move(args: argparse.Namespace) -> int:
     """``legionrm deactivate ID`` / ``activate ID [--on MIL]`` / ``migrate ID [--to MIL]``:
     one line (or JSON) saying where the object is now; exit 1 when refused."""
-    sched = _scheduler(args)
+    sched = scheduler_for(args)
     kw: dict[str, Any] = {"object_id": args.id}
     if MOVES[args.command]:
         kw["constraint"] = args.where
@@ -162,7 +162,7 @@ def cli_move(args: argparse.Namespace) -> int:
 def cli_explain(args: argparse.Namespace) -> int:
     """``legionrm explain REQUEST.toml``: the plan without enacting it."""
     request = load_request(args.request)
-    scheduler = _scheduler(args)
+    scheduler = scheduler_for(args)
     proof = proof_for(scheduler, "make_schedules", {"request": request}, to=SCHEDULER)
     suite: ScheduleSuite = call(scheduler.make_schedules.remote(request, proof=proof), CALL_TIMEOUT_S)
     whys = {h: call(scheduler.explain.remote(request, h, proof=proof_for(

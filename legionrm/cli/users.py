@@ -7,7 +7,7 @@ Only an administrator adds users: the caller (``LEGIONRM_USER``, else the
 login name) must hold an admin credential there.  The very first ``add`` on a
 home with no administrator makes the caller one (``legionrm up`` does the same).
 ``--os-user`` names the OS account the user's work runs as (default: the
-account of the user's own name; see :mod:`legionrm.hostobj.owner`).
+account of the user's own name; see :mod:`legionrm.hostobj.runner.owner`).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import json
 import os
 from pathlib import Path
 
-from legionrm.auth import Registry, codes
+from legionrm import codes
+from legionrm.auth import Registry
 from legionrm.auth.errors import AuthRefusedError
-from legionrm.auth.guard import _login as login_name
-from legionrm.auth.guard import auth_home, load_user
+from legionrm.auth.guard import auth_home, load_user, login_name
 
 
 def _home() -> Path:
@@ -34,7 +34,7 @@ def _require_admin(registry: Registry, home: Path) -> str:
         return me
     load_user(home, me)  # the caller must hold the credential, not just name it
     if "admin" not in registry.user(me).roles:
-        raise AuthRefusedError(codes.FORBIDDEN, f"only an administrator may add users; {me!r} is not one", "cli")
+        raise AuthRefusedError(codes.AUTH_FORBIDDEN, f"only an administrator may add users; {me!r} is not one", "cli")
     return me
 
 
@@ -43,7 +43,7 @@ def cli_user(args: argparse.Namespace) -> int:
     registry = Registry(auth_home(home))
     if args.action == "add":
         if not args.name:
-            raise AuthRefusedError("usage", "user add needs a NAME", "cli")
+            raise AuthRefusedError(codes.CLI_USAGE, "user add needs a NAME", "cli")
         _require_admin(registry, home)
         os_user = getattr(args, "os_user", None)
         registry.add_user(args.name, groups=args.group or (), roles=args.role or ("user",), os_user=os_user)

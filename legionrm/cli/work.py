@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from legionrm.cli.output import show, table
-from legionrm.cli.requests import CALL_TIMEOUT_S, _scheduler, request_info
+from legionrm.cli.requests import CALL_TIMEOUT_S, request_info, scheduler_for
 from legionrm.models import FINAL_STATES, AccountRecord, RequestInfo
 from legionrm.naming import SCHEDULER
 from legionrm.system import call, proof_for
@@ -56,7 +56,7 @@ def final_line(info: RequestInfo) -> str:
 
 def cli_wait(args: argparse.Namespace) -> int:
     """``legionrm wait ID [--timeout S]``: block until it ends, print its final state."""
-    info = wait_for_end(_scheduler(args), args.id, args.timeout)
+    info = wait_for_end(scheduler_for(args), args.id, args.timeout)
     if info is None:
         print(f"{args.id}: still not ended after {args.timeout:g} s", file=sys.stderr)
         return 124
@@ -66,7 +66,7 @@ def cli_wait(args: argparse.Namespace) -> int:
 
 def cli_logs(args: argparse.Namespace) -> int:
     """``legionrm logs ID [--follow] [--stderr] [--instance N]``: a run's output (the kept tail)."""
-    sched = _scheduler(args)
+    sched = scheduler_for(args)
     stream = "stderr" if args.stderr else "stdout"
     offset = 0
     out = sys.stdout.buffer
@@ -92,7 +92,7 @@ FIELDS = ("instance_id", "request_id", "user", "group", "pool", "class_name", "s
 
 def cli_history(args: argparse.Namespace) -> int:
     """``legionrm history [--user U] [--since T] [--until T] [--state S] [--json|--csv]``."""
-    sched = _scheduler(args)
+    sched = scheduler_for(args)
     ask = {"user": args.user, "since": args.since, "until": args.until, "state": args.state}
     records: list[AccountRecord] = call(sched.history.remote(**ask, proof=proof_for(sched, "history", ask, to=SCHEDULER)),
                                         CALL_TIMEOUT_S)

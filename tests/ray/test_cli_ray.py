@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from legionrm.cli.errors import describe
+from legionrm.homefs import exposed
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.ray
@@ -94,6 +95,8 @@ def test_up_status_submit_down(tmp_path: Path) -> None:
             assert r.status == 200  # Ray's metrics export, for Prometheus to scrape
         st = json.loads(lrm("status", "--json").stdout)
         assert (st["resources"], st["hosts"], st["vaults"]) == (16, 13, 3)
+        assert st["answering"] == {"total": 16, "not_answering": [], "refusals": []}
+        assert list(exposed(tmp_path / "home")) == []  # up.json (the dashboard's key), logs, keys, state: 0600/0700
         assert all("memory_mb" in v for v in st["pools"]["/"].values() if isinstance(v, dict))
 
         again = lrm("up")

@@ -24,8 +24,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterable, Literal
 
+from legionrm import codes
 from legionrm.auth import guard
-from legionrm.auth.codes import NO_OS_USER
 from legionrm.auth.registry import Registry
 from legionrm.hostobj.policies import import_object
 from legionrm.hostobj.runner.accounts import Account, RunError
@@ -37,9 +37,9 @@ RunAs = Literal["owner", "service"]
 
 
 class NoOsUser(RunError):
-    """The user has no OS account their work may run as here (code :data:`NO_OS_USER`)."""
+    """The user has no OS account their work may run as here (code :data:`~legionrm.codes.AUTH_NO_OS_USER`)."""
 
-    code = NO_OS_USER
+    code = codes.AUTH_NO_OS_USER
 
 
 def account_for(user: str, os_user: str | None, run_as: RunAs = "owner") -> Account:
@@ -86,7 +86,7 @@ def owner_refusal(request: SchedulingRequest, work: frozenset[str], run_as: RunA
     try:
         account_for(user, os_user_of(user), run_as)
     except NoOsUser as exc:
-        return Refusal(code=NO_OS_USER, reason=str(exc), by="scheduler")
+        return Refusal(code=codes.AUTH_NO_OS_USER, reason=str(exc), by="scheduler")
     return None
 
 

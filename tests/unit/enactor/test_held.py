@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from legionrm import codes
 from legionrm.enactor.enactor import Enactor
-from legionrm.enactor.fakes import FakeClock, FakeGateway
-from legionrm.enactor.held import MISSING
+from legionrm.enactor.fakes import FakeClock, FakePort
 from legionrm.hostobj.policies import Policy
 from legionrm.inprocess import LocalSystem
 from legionrm.models import (
@@ -26,7 +26,7 @@ from legionrm.models import (
 HOLDER = Holder(user="alice", enactor="scheduler")
 
 
-def reserved(gw: FakeGateway, hosts: tuple[str, ...]) -> ReservedStart:
+def reserved(gw: FakePort, hosts: tuple[str, ...]) -> ReservedStart:
     """What the Scheduler keeps after an enactment with ``create=False``."""
     master = MasterSchedule(placements=tuple(
         Placement(key=f"W#{i}", class_name="W", host=h, resources=Resources(cpus=1)) for i, h in enumerate(hosts)))
@@ -41,11 +41,11 @@ def reserved(gw: FakeGateway, hosts: tuple[str, ...]) -> ReservedStart:
     pytest.param("all-start", True, 2, None, id="all-start"),
     pytest.param("veto", False, 0, "policy.veto", id="one-host-vetoes"),
     pytest.param("expired", False, 0, "token.expired", id="tokens-expired"),
-    pytest.param("missing", False, 1, MISSING, id="a-token-missing"),  # the token it was not given times out
+    pytest.param("missing", False, 1, codes.TOKEN_MISSING, id="a-token-missing"),  # the token it was not given times out
 ])
 def test_a_reserved_start_is_all_or_nothing(case: str, ok: bool, started_left: int, code: str | None) -> None:
     clock = FakeClock()
-    gw = FakeGateway.of("a", "b", clock=clock)
+    gw = FakePort.of("a", "b", clock=clock)
     held = reserved(gw, ("a", "b"))
     if case == "veto":
         gw.resources["b"].veto_start = "policy.veto"
@@ -64,7 +64,7 @@ def test_a_reserved_start_is_all_or_nothing(case: str, ok: bool, started_left: i
 
 
 def test_release_cancels_every_token_and_starts_nothing() -> None:
-    gw = FakeGateway.of("a", "b")
+    gw = FakePort.of("a", "b")
     held = reserved(gw, ("a", "b"))
     result = Enactor(gw).start_reserved(held.model_copy(update={"release": True}))
     assert (result.ok, result.reservations_released) == (False, 2)
@@ -72,14 +72,14 @@ def test_release_cancels_every_token_and_starts_nothing() -> None:
 
 
 def test_a_start_vetoed_half_way_stops_what_started_and_a_cancel_alone_would_not() -> None:
-    gw = FakeGateway.of("a", "b")
+    gw = FakePort.of("a", "b")
     held = reserved(gw, ("a", "b"))
     gw.resources["b"].veto_start = "policy.veto"
     result = Enactor(gw).start_reserved(held)
     assert not result.ok and [m for m, _ in gw.calls].count("stop") == 1  # a's instance, stopped
     assert gw.running() == set() and gw.live() == set()
     # as a host does, the fake does not free a started token on a cancel: only the stop ended a's instance
-    gw2 = FakeGateway.of("a")
+    gw2 = FakePort.of("a")
     held2 = reserved(gw2, ("a",))
     started = Enactor(gw2).start_reserved(held2)
     gw2.cancel(list(held2.host_tokens.values()))
@@ -101,7 +101,7 @@ def test_against_real_hosts_a_start_that_fails_half_way_leaves_no_instance_runni
                                        policy="tests.unit.enactor.test_held:VetoWhileAsked")),
                        classes=(ClassSpec(name="W"),))
     s = LocalSystem(spec, clock=FakeClock())
-    enactor = Enactor(s.gateway, clock=s.clock)
+    enactor = Enactor(s.resource_port, clock=s.clock)
     master = MasterSchedule(placements=tuple(
         Placement(key=f"W#{i}", class_name="W", host=h, resources=Resources(cpus=1)) for i, h in enumerate("ab")))
     got = enactor.enact_schedule(EnactRequest(request_id="r", holder=HOLDER, masters=(master,), create=False,
