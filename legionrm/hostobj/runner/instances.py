@@ -12,6 +12,7 @@ import threading
 import time
 from typing import Any, Callable, Mapping
 
+from legionrm.homefs import write_private
 from legionrm.hostobj.policies import import_object
 from legionrm.hostobj.runner.accounts import Account, RunError
 from legionrm.hostobj.runner.files import session_members
@@ -115,4 +116,4 @@ class WorkInstances:
             at = pid_file.stat().st_mtime
             lost = WorkResult(instance_id=instance_id, state="node_lost", started_at=at, ended_at=time.time(),
                               error="its host's process ended while it ran")
-            (pid_file.parent / "result.json").write_text(lost.model_dump_json())
+            write_private(pid_file.parent / "result.json", lost.model_dump_json())

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from legionrm.homefs import private_dir, write_private
 from legionrm.hostobj.runner.accounts import Account, RunError
 from legionrm.hostobj.runner.files import OUTPUT_CAP, STREAMS, kept_result, read_output, session_members, trim
 from legionrm.models import WorkEnd, WorkResult
@@ -291,7 +292,7 @@ class Run:
                 error=str(got.get("error", "")) if code != 0 or "error" in got else "")
         self.trim_outputs()
         try:
-            (self.out_dir / "result.json").write_text(self.result.model_dump_json())
+            write_private(self.out_dir / "result.json", self.result.model_dump_json())
         except OSError:
             pass
         self._ended.set()
@@ -318,9 +319,7 @@ class Runner:
             raise RunError(f"the Python interpreter {s.python} cannot be run by OS account {account.name!r}; "
                            "set [runner] python to one every account can run (a venv made from the system python3)")
         workdir = self._workdir(work.instance_id, account)
-        Path(s.log_dir).mkdir(parents=True, exist_ok=True, mode=0o700)  # outputs are the service's to give
-        out_dir = Path(s.log_dir) / work.instance_id
-        out_dir.mkdir(exist_ok=True, mode=0o700)
+        out_dir = private_dir(Path(s.log_dir) / work.instance_id)  # outputs are the service's to give
         value_r, value_w = os.pipe() if work.function else (None, None)
         argv = (["/bin/sh", "-c", work.command] if work.command
                 else [s.python, "-c", _BOOT, str(value_w), work.function, *work.args])
@@ -350,7 +349,7 @@ class Runner:
                 os.close(fd)
             if value_w is not None:
                 os.close(value_w)
-        (out_dir / "pid").write_text(str(proc.pid))  # a later process of the host finds what this one left
+        write_private(out_dir / "pid", str(proc.pid))  # a later process of the host finds what this one left
         run = Run(work, account, proc, value_r, out_dir, s, self._ended)
         with self._lock:
             if not run.ended:  # else its end is booked already
