@@ -98,6 +98,8 @@ AUTH_FORBIDDEN = code("auth.forbidden", "the caller's roles do not allow this ac
 AUTH_NOT_OWNER = code("auth.not_owner",
                       "acting on a request, instance, reservation, host or trigger that is someone else's")
 AUTH_WRONG_RESOURCE = code("auth.wrong_resource", "a resource record written by anyone but that resource")
+AUTH_NO_OS_USER = code("auth.no_os_user",
+                       "the user maps to no OS account their work may run as here (refused at submit)")
 
 PROOF_CODES = (AUTH_MALFORMED, AUTH_UNKNOWN_USER, AUTH_BAD_SIGNATURE, AUTH_WRONG_AUDIENCE, AUTH_WRONG_CALL,
                AUTH_CLOCK_SKEW, AUTH_EXPIRED, AUTH_REPLAYED, AUTH_OVERLOADED)

@@ -3,13 +3,16 @@
 The same cores the actors hold, wired with in-process collaborators: the
 Collection, host groups of host objects (each sending its heartbeats to the
 Collection), vaults, class objects, the Enactor over an in-process port,
-and the Scheduler.  Tests, the offline tools and examples use it; the Ray
-system (:mod:`legionrm.system`) wires the same cores through actors.
+and the Scheduler.  With ``runs_dir`` its hosts run ``Command`` work for
+real, each through a runner (as its owner's OS account).  Tests, the
+offline tools and examples use it; the Ray system (:mod:`legionrm.system`)
+wires the same cores through actors.
 """
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Callable
 
 from legionrm.collection.collection import Collection
@@ -19,6 +22,8 @@ from legionrm.enactor.ports import InProcessPort
 from legionrm.hostobj.build import build_class, build_host, build_vault
 from legionrm.hostobj.classobj import ClassObject
 from legionrm.hostobj.group import HostGroup
+from legionrm.hostobj.runner.instances import WorkInstances
+from legionrm.hostobj.runner.owner import build_work, owner_gate
 from legionrm.hostobj.vault import VaultObject
 from legionrm.models import ClusterSpec, SchedulerSettings
 from legionrm.scheduler.elastic import HostStopper
@@ -38,15 +43,18 @@ class LocalSystem:
     def __init__(
         self, spec: ClusterSpec, *, clock: Callable[[], float] = time.time, pools: PoolGate | None = None,
         store: RequestStore | None = None, settings: SchedulerSettings | None = None,
+        runs_dir: str | Path | None = None,
     ) -> None:
         self.spec = spec
         self.clock = clock
+        self.runs_dir = runs_dir
         self.collection = Collection(
             heartbeat_interval_s=spec.collection.heartbeat_interval_s, stale_after=spec.collection.stale_after, clock=clock
         )
         self.groups: dict[str, HostGroup] = {}
         for name, specs in host_groups(spec).items():
-            group = HostGroup(name, [build_host(s, clock=clock) for s in specs], sink=self.collection)
+            group = HostGroup(name, [build_host(s, clock=clock, **self._work(s.name, runs_dir)) for s in specs],
+                              sink=self.collection)
             group.join()
             self.groups[name] = group
         self.vaults: dict[str, VaultObject] = {}
@@ -65,16 +73,23 @@ class LocalSystem:
     def scheduler_ports(self, pools: PoolGate | None = None, store: RequestStore | None = None) -> SchedulerPorts:
         """What a Scheduler of this system reaches: its Collection, an Enactor
         over its resources, its hosts' stop and watch, its clock; ``pools``
-        and ``store`` as given."""
+        and ``store`` as given; with ``runs_dir``, the gate that refuses a
+        user no OS account maps to."""
         return SchedulerPorts(
             collection=self.collection, enactor=self._enactor_for, clock=self.clock, pools=pools, store=store,
             stopper=HostStopper(self.carrier, self.classes), watch=HostWatch(self.carrier, lambda: self.groups.values()),
             # deactivate / activate / migrate: states move between the host objects and the vaults' shelves
-            objects=LocalStatePort(self.carrier, self.vaults))
+            objects=LocalStatePort(self.carrier, self.vaults),
+            owner_gate=owner_gate(self.spec.classes, self.spec.runner, None) if self.runs_dir is not None else None)
 
     def _enactor_for(self, approve: Approver) -> Enactor:
         """An Enactor over this system's resources that asks ``approve`` (Legion's step 6: the scheduler confirms)."""
         return Enactor(self.resource_port, clock=self.clock, approve=approve)
+
+    def _work(self, host: str, runs_dir: str | Path | None) -> dict[str, WorkInstances]:
+        """With ``runs_dir``, each host runs ``Command`` work for real, through a
+        runner of its own (outputs in ``runs_dir/<host>``; how: the spec's ``[runner]``)."""
+        return {"work": build_work(self.spec.runner, Path(runs_dir) / host, None)} if runs_dir else {}
 
     def carrier(self, host: str) -> HostGroup | None:
         """The host group that carries ``host`` (a class object's host resolver)."""

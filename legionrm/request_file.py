@@ -80,6 +80,10 @@ def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | N
         for key in STRINGS:
             expect(t, key, str, None, file=file, where=where)
         _args(t, file=file, where=where)
+        env = expect(t, "env", dict, {}, file=file, where=where)
+        for key, v in env.items():
+            if not isinstance(v, str):
+                raise ConfigError("must be a string", file=file, table=f"{where}.env", key=str(key))
         obj = model(ObjectRequest, t, file=file, where=where)
         instances += obj.count
         if instances > MAX_INSTANCES:

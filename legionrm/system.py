@@ -420,8 +420,10 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
     keep = (lambda f: {"state_path": str(Path(state_dir) / f), "restarts": RESTARTS}) if state_dir is not None else (
         lambda f: {})
     for host, node_id in (ray_nodes or {}).items():
-        system.nodes[host] = spawn_ray_node_host(node_id, specs.get(host) or HostSpec(name=host), collection=coll,
-                                                 heartbeat_s=hb, detached=detached, **keep(f"host-{host}.db"), **auth)
+        system.nodes[host] = spawn_ray_node_host(
+            node_id, specs.get(host) or HostSpec(name=host), collection=coll, heartbeat_s=hb, detached=detached,
+            runner=spec.runner, log_dir=str(Path(state_dir) / "runs" / host) if state_dir is not None else None,
+            **keep(f"host-{host}.db"), **auth)
     pinned = node_vaults(ray_nodes or {}, {v.name for v in spec.vaults}) if node_vaults_too else {}
     for v in [*spec.vaults, *(v for v, _ in pinned.values())]:
         system.vaults[v.name] = spawn_vault(v, collection=coll, heartbeat_s=hb, detached=detached, **auth,

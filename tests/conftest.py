@@ -12,6 +12,8 @@ Fixtures:
   a test may ``add_node`` / ``remove_node`` but must undo what it adds.
 * ``ray_nodes``: ``{"head": id, "node_a": id, "node_b": id}`` node id hex strings.
 Mark Ray tests with ``pytest.mark.ray`` and kill any named or detached actor you create.
+The fixtures of tests that act as other OS accounts (``os_accounts``,
+``work_python``) are in tests/osaccounts.py, loaded here as a plugin.
 
 Tests write only under their tmp paths (``tmp_path``, ``tmp_path_factory``):
 a file that appears in the repository during the session fails the run,
@@ -26,6 +28,7 @@ from typing import Iterator
 
 import pytest
 
+pytest_plugins = ("tests.osaccounts",)
 REPO = Path(__file__).resolve().parents[1]
 _CACHES = {".git", ".venv", "__pycache__", ".hypothesis", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 _BEFORE = pytest.StashKey[set[str]]()

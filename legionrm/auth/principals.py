@@ -33,6 +33,7 @@ Kind = Literal["user", "host", "vault", "class", "scheduler", "collection", "ena
 USER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 GROUP_NAME = USER_NAME
 AGENT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@-]{0,127}")  # host names: "node-01.example"
+OS_USER_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")  # a POSIX login name (useradd's own rule)
 AGENT_SEP = ":"
 
 
@@ -93,6 +94,14 @@ class Principal(BaseModel):
     groups: tuple[str, ...] = ()
     roles: tuple[Role, ...] = ()
     owns: tuple[str, ...] = ()
+    os_user: str | None = None
+    """The OS account this user's work runs as (None: the account of the user's
+    own name); see :mod:`legionrm.hostobj.runner.owner`."""
+
+    @field_validator("os_user")
+    @classmethod
+    def _os_user(cls, v: str | None) -> str | None:
+        return None if v is None else check_name(v, "OS account", OS_USER_NAME)
 
     @field_validator("groups")
     @classmethod
@@ -114,8 +123,8 @@ class Principal(BaseModel):
             kind, _, rest = self.name.partition(AGENT_SEP)
             if kind != self.kind or agent_principal(kind, rest) != self.name:
                 raise InvalidNameError(f"agent principal {self.name!r} must be named '{self.kind}:<name>'")
-            if self.groups or self.roles or self.owns:
-                raise InvalidNameError(f"agent {self.name!r} has no groups, roles or owned hosts")
+            if self.groups or self.roles or self.owns or self.os_user:
+                raise InvalidNameError(f"agent {self.name!r} has no groups, roles, owned hosts or OS account")
         return self
 
     @property

@@ -116,6 +116,7 @@ class Registry:
         groups: Iterable[str] = (),
         roles: Iterable[str] = ("user",),
         owns: Iterable[str] = (),
+        os_user: str | None = None,
     ) -> Credential:
         """Register a new user and issue their credential.
 
@@ -123,12 +124,13 @@ class Registry:
         (mode 0600) before the user is registered; the registry never keeps
         it.  ``InvalidNameError`` for a bad name, group, role or host;
         ``RegistryError`` if the user (or their key file) already exists.
+        ``os_user`` is the OS account their work runs as (None: their own name's).
         """
         check_name(name, "user")
         grp, rls, own = normal_names(groups, "group"), normal_roles(roles), normal_names(owns, "host", AGENT_NAME)
         private = keys.generate_private_key()
         entry = Principal(name=name, kind="user", public_key=keys.encode_public_key(private.public_key()),
-                          groups=grp, roles=rls, owns=own)
+                          groups=grp, roles=rls, owns=own, os_user=os_user)
 
         written: list[Path] = []
 
@@ -158,8 +160,9 @@ class Registry:
         groups: Iterable[str] | None = None,
         roles: Iterable[str] | None = None,
         owns: Iterable[str] | None = None,
+        os_user: str | None = None,
     ) -> Principal:
-        """Replace ``name``'s groups, roles or owned hosts (None: keep); the key stays."""
+        """Replace ``name``'s groups, roles, owned hosts or OS account (None: keep); the key stays."""
         check_name(name, "user")
         update: dict[str, object] = {}
         if groups is not None:
@@ -168,6 +171,8 @@ class Registry:
             update["roles"] = normal_roles(roles)
         if owns is not None:
             update["owns"] = normal_names(owns, "host", AGENT_NAME)
+        if os_user is not None:
+            update["os_user"] = os_user
 
         def change(table: dict[str, Principal]) -> None:
             old = table.get(name)

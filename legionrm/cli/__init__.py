@@ -10,9 +10,12 @@ never start Ray.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import importlib
 import os
+import re
 import sys
+import time
 from typing import Callable, Sequence
 
 from legionrm.cli.errors import describe
@@ -42,6 +45,9 @@ COMMANDS: dict[str, str] = {
     "examples": "legionrm.cli.examples:cli_main",
     "completion": "legionrm.cli.completion:cli_main",
     "user": "legionrm.cli.users:cli_user",
+    "logs": "legionrm.cli.work:cli_logs",
+    "wait": "legionrm.cli.work:cli_wait",
+    "history": "legionrm.cli.work:cli_history",
 }
 
 ENVIRONMENT = """\
@@ -119,8 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("request", help="request TOML file (e.g. examples/requests/workers.toml)")
     address(sm)
     json_flag(sm)
-    sm.add_argument("--wait", action="store_true", help="follow a queued request until it runs or ends")
-    sm.add_argument("--wait-timeout", type=float, default=600.0, metavar="S", help="give up following after S seconds")
+    sm.add_argument("--wait", action="store_true",
+                    help="block until the request ends, print its final state and exit with its work's exit code")
+    sm.add_argument("--wait-timeout", type=float, default=None, metavar="S", help="give up waiting after S seconds")
 
     au = add("audit", "check the running system's books: capacity, instances, reservations, pool allocations")
     address(au)
@@ -140,6 +147,27 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--timeout", type=float, default=None, metavar="S", help="stop following after S seconds")
     address(sw)
     json_flag(sw)
+    wt = add("wait", "block until a request ends; print its final state, exit with its work's exit code "
+                     "(128+signal when a signal ended it)")
+    wt.add_argument("id", help="the request id")
+    wt.add_argument("--timeout", type=float, default=None, metavar="S", help="give up after S seconds (exit 124)")
+    address(wt)
+    json_flag(wt)
+    lg = add("logs", "a request's work output (stdout; the tail the runner kept)")
+    lg.add_argument("id", help="the request id")
+    lg.add_argument("--follow", action="store_true", help="then print what comes until the run ends (Ctrl-C stops)")
+    lg.add_argument("--stderr", action="store_true", help="its stderr instead of its stdout")
+    lg.add_argument("--instance", type=int, metavar="N", help="which instance (0 first, in start order)")
+    address(lg)
+    hi = add("history", "finished instances, one record each: who, where, when, how it ended, what it used")
+    hi.add_argument("--user", help="only this user's (a user sees only their own)")
+    hi.add_argument("--since", type=when, metavar="T", help="ended at or after T: epoch seconds, ISO date/time, or 2h, 7d ago")
+    hi.add_argument("--until", type=when, metavar="T", help="ended at or before T (as --since)")
+    hi.add_argument("--state", choices=END_STATES, help="only instances that ended so")
+    address(hi)
+    fmt = hi.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help=JSON_HELP)
+    fmt.add_argument("--csv", action="store_true", help="print the records as CSV, one header row")
     ca = add("cancel", "cancel a request: stop its instances, book everything back")
     ca.add_argument("id", help="the request id")
     address(ca)
@@ -181,11 +209,14 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("dir", help="where to copy them (created; existing files are not overwritten)")
     json_flag(ex)
 
-    us = add("user", "users and their credentials: `user add NAME --group G`, `user list` (administrators add)")
+    us = add("user", "users and their credentials: `user add NAME --group G [--os-user ACCOUNT]`, `user list` "
+                     "(administrators add)")
     us.add_argument("action", choices=("add", "list"), help="add a user (writes their 0600 key) or list users")
     us.add_argument("name", nargs="?", help="the user to add")
     us.add_argument("--group", action="append", metavar="G", help="a group the user is in (repeatable)")
     us.add_argument("--role", action="append", choices=("user", "owner", "admin"), help="a role (repeatable)")
+    us.add_argument("--os-user", metavar="ACCOUNT",
+                    help="the OS account the user's work runs as (default: the account of the same name)")
     json_flag(us)
 
     co = add("completion", "print a shell completion script: eval \"$(legionrm completion bash)\"")
@@ -201,6 +232,30 @@ def _positive(text: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
     return n
+
+
+END_STATES = ("completed", "failed", "cancelled", "preempted", "timed_out", "node_lost")
+"""The ends an instance's run may have (:data:`legionrm.models.WorkEnd`; a test holds them equal)."""
+
+_AGO = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def when(text: str) -> float:
+    """Seconds since the epoch, from: seconds since the epoch, an ISO date or
+    time (local), or an age (``30m``, ``2h``, ``7d`` ago).  A bad one is an
+    ``argparse.ArgumentTypeError`` saying what is accepted."""
+    if m := _AGO.fullmatch(text.strip()):
+        return time.time() - float(m.group(1)) * _UNIT[m.group(2)]
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        return dt.datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time: give seconds since the epoch, an ISO date or "
+                                         "time (2026-01-31, 2026-01-31T09:00) or an age (30m, 2h, 7d)") from None
 
 
 def _resolve(spec: str) -> Callable[[argparse.Namespace], int]:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from legionrm import codes
 from legionrm.cli.output import show, table
-from legionrm.cli.requests import follow
+from legionrm.cli.work import exit_status, final_line, wait_for_end
 from legionrm.cli.updown import read_state
 from legionrm.collection.answering import Answering, answering
 from legionrm.models import SchedulerResponse, SchedulerStatus
@@ -110,17 +111,22 @@ def cli_submit(args: argparse.Namespace) -> int:
     """``legionrm submit REQUEST.toml``: scheduleObjects on the running system.
     Exit 0 when every instance runs (or, for a request with a start ahead,
     every host is reserved), 1 when the request failed (each
-    placement's failure is printed), 2 for a bad file."""
+    placement's failure is printed), 2 for a bad file.  With ``--wait``:
+    block until it ends, print its final state and exit with its work's
+    exit code (:func:`legionrm.cli.work.exit_status`)."""
 
     request = load_request(args.request)  # checked before touching Ray
     init_connect(args.address or "auto")
     scheduler = require_actor(SCHEDULER)
     proof = proof_for(scheduler, "scheduleObjects", {"request": request}, to=SCHEDULER)
     response: SchedulerResponse = call(scheduler.scheduleObjects.remote(request, proof=proof), 300)
-    if getattr(args, "wait", False) and response.state == "pending":
-        info = follow(scheduler, request.request_id, args.wait_timeout)
-        response = response.model_copy(update={"ok": info.state in ("running", "reserved"), "state": info.state,
-                                                "message": info.reason})
+    if getattr(args, "wait", False) and response.state in ("pending", "running", "reserved"):
+        info = wait_for_end(scheduler, request.request_id, args.wait_timeout)
+        if info is None:
+            print(f"{request.request_id}: still not ended after {args.wait_timeout:g} s", file=sys.stderr)
+            return 124
+        print(info.model_dump_json(indent=2) if args.json else final_line(info))
+        return exit_status(info)
     if args.json:
         print(response.model_dump_json(indent=2))
     elif response.ok:

@@ -1,7 +1,7 @@
 """The commands about requests on a running system: ``list``, ``show``
 (``--follow``: its status changes as they come), ``cancel``, ``explain``,
-following a submitted request (``submit --wait``), and moving a request's
-objects: ``deactivate``, ``activate``, ``migrate``.
+and moving a request's objects: ``deactivate``, ``activate``, ``migrate``
+(``wait``, ``logs`` and ``history``: :mod:`legionrm.cli.work`).
 
 Each answers in a table or one line, or JSON under ``--json``; every call to
 the system has a timeout."""
@@ -27,7 +27,7 @@ from legionrm.system import call, init_connect, proof_for
 CALL_TIMEOUT_S = 30.0
 
 
-def _scheduler(args: argparse.Namespace) -> Any:
+def scheduler_for(args: argparse.Namespace) -> Any:
     init_connect(getattr(args, "address", None) or "auto")
     return require_actor(SCHEDULER)
 
@@ -48,8 +48,10 @@ def request_json(info: RequestInfo) -> dict[str, Any]:
     return {
         "id": info.id, "user": info.user, "state": info.state, "reason": info.reason,
         "classes": list(info.classes), "count": info.count, "pool": info.pool,
-        "instances": [{"id": i.id, "host": i.host, "state": i.state} for i in info.instances],
+        "instances": [{"id": i.id, "host": i.host, "state": i.state,
+                       "exit_code": i.result.exit_code if i.result else None} for i in info.instances],
         "submitted": info.submitted, "earliest_start": info.earliest_start, "start": info.start,
+        "exit_code": info.exit_code,
     }
 
 
@@ -62,18 +64,18 @@ def _starts(info: RequestInfo, now: float) -> str:
 
 def request_table(infos: list[RequestInfo], now: float) -> Table:
     """The requests in the house table style (fits the terminal, never cuts a header)."""
-    t = table(None, ("id", "state", "user", "class", "count", "where", "age", "start", "reason"),
-              right=("count", "age"))
+    t = table(None, ("id", "state", "exit", "user", "class", "count", "where", "age", "start", "reason"),
+              right=("exit", "count", "age"))
     for i in infos:
         where = ",".join(sorted({x.host for x in i.instances if x.state == "running"})) or "-"
-        t.add_row(i.id, i.state, i.user, ",".join(i.classes), str(i.count), where, _age(i.submitted, now),
-                  _starts(i, now), i.reason or "-")
+        t.add_row(i.id, i.state, "-" if i.exit_code is None else str(i.exit_code), i.user, ",".join(i.classes),
+                  str(i.count), where, _age(i.submitted, now), _starts(i, now), i.reason or "-")
     return t
 
 
 def cli_list(args: argparse.Namespace) -> int:
     """``legionrm list [--user U] [--state S] [--json]``."""
-    sched = _scheduler(args)
+    sched = scheduler_for(args)
     proof = proof_for(sched, "list_requests", {"user": args.user, "state": args.state}, to=SCHEDULER)
     infos: list[RequestInfo] = call(sched.list_requests.remote(args.user, args.state, proof=proof), CALL_TIMEOUT_S)
     if args.json:
@@ -90,7 +92,7 @@ def cli_show(args: argparse.Namespace) -> int:
     history, instances and failures; with ``--follow`` then each status
     change as one line (a JSON object per line under ``--json``) until the
     request ends, ``--timeout`` passes or Ctrl-C."""
-    sched = _scheduler(args)
+    sched = scheduler_for(args)
     info = request_info(sched, args.id)
     if getattr(args, "follow", False):
         def fetch(cursor: int) -> list[StatusEvent]:
@@ -103,7 +105,8 @@ def cli_show(args: argparse.Namespace) -> int:
         return 0
     console = Console()
     console.print(f"[bold]{info.id}[/] {info.state} ({info.user}, {info.count} x {','.join(info.classes)}, "
-                  f"pool {info.pool})" + (f": {info.reason}" if info.reason else ""))
+                  f"pool {info.pool})" + (f": {info.reason}" if info.reason else "")
+                  + (f"; exit code {info.exit_code}" if info.exit_code is not None else ""))
     if info.start is not None:
         console.print(f"  start {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(info.start))} "
                       f"({_starts(info, time.time())})", highlight=False)
@@ -111,7 +114,10 @@ def cli_show(args: argparse.Namespace) -> int:
     for e in info.history:
         console.print(f"  +{e.at - t0:8.2f}s  {e.state:<10} {e.reason}", highlight=False)
     for i in info.instances:
-        console.print(f"  instance {i.id} on {i.host}: {i.state}" + (f" ({i.reason})" if i.reason else ""),
+        r = i.result
+        ran = (f"; {r.state}, exit code {r.exit_code}, {r.cpu_s:.2f} cpu s, max rss {r.max_rss_kb / 1024:.1f} MB"
+               if r is not None else "")
+        console.print(f"  instance {i.id} on {i.host}: {i.state}" + (f" ({i.reason})" if i.reason else "") + ran,
                       highlight=False)
     for f in info.failures[:10]:
         console.print(f"  failure {f.key} on {f.resource or '-'}: {f.code}: {f.reason}", highlight=False)
@@ -120,7 +126,7 @@ def cli_show(args: argparse.Namespace) -> int:
 
 def cli_cancel(args: argparse.Namespace) -> int:
     """``legionrm cancel ID``: stop its instances, release its reservations, book everything back."""
-    sched, reason = _scheduler(args), "cancelled by its user"
+    sched, reason = scheduler_for(args), "cancelled by its user"
     proof = proof_for(sched, "cancel", {"request_id": args.id, "reason": reason}, to=SCHEDULER)
     info: RequestInfo = call(sched.cancel.remote(args.id, reason, proof=proof), CALL_TIMEOUT_S)
     if args.json:
@@ -136,7 +142,7 @@ MOVES = {"deactivate": (), "activate": ("constraint",), "migrate": ("constraint"
 def cli_move(args: argparse.Namespace) -> int:
     """``legionrm deactivate ID`` / ``activate ID [--on MIL]`` / ``migrate ID [--to MIL]``:
     one line (or JSON) saying where the object is now; exit 1 when refused."""
-    sched = _scheduler(args)
+    sched = scheduler_for(args)
     kw: dict[str, Any] = {"object_id": args.id}
     if MOVES[args.command]:
         kw["constraint"] = args.where
@@ -156,7 +162,7 @@ def cli_move(args: argparse.Namespace) -> int:
 def cli_explain(args: argparse.Namespace) -> int:
     """``legionrm explain REQUEST.toml``: the plan without enacting it."""
     request = load_request(args.request)
-    scheduler = _scheduler(args)
+    scheduler = scheduler_for(args)
     proof = proof_for(scheduler, "make_schedules", {"request": request}, to=SCHEDULER)
     suite: ScheduleSuite = call(scheduler.make_schedules.remote(request, proof=proof), CALL_TIMEOUT_S)
     whys = {h: call(scheduler.explain.remote(request, h, proof=proof_for(
@@ -182,25 +188,6 @@ def cli_explain(args: argparse.Namespace) -> int:
     for host, why in whys.items():
         print(f"  why {host}: {why}")
     return 0 if suite.masters else 1
-
-
-def follow(scheduler: Any, request_id: str, timeout_s: float, out: Any = sys.stderr) -> RequestInfo:
-    """Poll a request until it runs, is reserved ahead, or ends (or ``timeout_s``), with one
-    progress line that rewrites itself; returns its last info."""
-    deadline = time.monotonic() + timeout_s
-    last = ""
-    while True:
-        info = request_info(scheduler, request_id)
-        line = f"{request_id}: {info.state}" + (f" ({info.reason})" if info.reason else "")
-        if line != last and out.isatty():
-            out.write("\r\033[K" + line[:200])
-            out.flush()
-        last = line
-        if info.state in ("running", "reserved") or info.state in FINAL_STATES or time.monotonic() > deadline:
-            if out.isatty():
-                out.write("\r\033[K")
-            return info
-        time.sleep(0.5)
 
 
 STATUS_WIDTH = max(map(len, STATUSES))

@@ -5,7 +5,8 @@ over a dictionary of :class:`FakeResource` records, with a settable clock,
 per-resource refusals, dead resources, start-time vetoes and a log of every
 batched call, so a test can assert exactly what was reserved, kept and
 released.  It enforces what real resources enforce: capacity, token expiry,
-one start per token, idempotent request ids and idempotent cancel.  Used by
+one start per token, idempotent request ids and idempotent cancel, which
+(as on a host) does not free a token an instance was started with.  Used by
 the enactor's tests and offered to the scheduler's.
 """
 
@@ -147,11 +148,17 @@ class FakePort:
             out.append(tok)
         return out
 
+    def running(self) -> set[str]:
+        """Token ids an instance runs on (started, not stopped)."""
+        return {t for t, r in self._res.items() if r.started and not r.cancelled}
+
     def cancel(self, tokens: Sequence[ReservationToken]) -> None:
+        """As a host does: a token an instance was started with is consumed,
+        so its cancel is refused and the instance keeps running (only a stop frees it)."""
         self._tick("cancel", [t.token_id for t in tokens])
         for t in tokens:
             r = self._res.get(t.token_id)
-            if r is not None:
+            if r is not None and not r.started:
                 r.cancelled = True
 
     def create_instances(self, items: Sequence[CreateItem]) -> list[InstanceRef | Refusal]:

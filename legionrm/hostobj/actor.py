@@ -20,6 +20,7 @@ from typing import Any, Mapping, Sequence
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from legionrm.auth import CallSigner, signed
 from legionrm.auth.actordoor import own, own_or_refusal, require_visible, visible
 from legionrm.auth.hostdoor import token_route
 from legionrm.auth.resources import auth_sink, guard_resources, resource_doors
@@ -33,6 +34,7 @@ from legionrm.hostobj.classes.actor import (  # noqa: F401 - re-exported
 )
 from legionrm.hostobj.durable import Keeper
 from legionrm.hostobj.group import HostGroup, InstanceKey, TokenRef
+from legionrm.hostobj.runner.owner import build_work
 from legionrm.hostobj.ray_node import RayNodeHost
 from legionrm.hostobj.resource import ResourceObject
 from legionrm.models import (
@@ -47,8 +49,10 @@ from legionrm.models import (
     ResourceAudit,
     ResourceRecord,
     Resources,
+    RunnerSpec,
     StartRequest,
     VaultSpec,
+    WorkResult,
 )
 from legionrm.naming import class_name, control_plane, group_name, host_name, vault_name
 from legionrm.objstate.actor import HostStateCalls, VaultStateCalls
@@ -137,12 +141,14 @@ class HostActor(_OneResource, HostStateCalls):
     """
 
     def __init__(self, spec: HostSpec, collection: Any = None, heartbeat_s: float = 5.0, node_id: str | None = None,
-                 auth_home: str | None = None, state_path: str | None = None) -> None:
+                 auth_home: str | None = None, state_path: str | None = None, runner: RunnerSpec | None = None,
+                 log_dir: str | None = None) -> None:
         if state_path:  # it writes the home: what it (and SQLite) creates is the service's alone
             private_umask()
         sink = auth_sink(collection, auth_home, "host", [spec.name])
-        if node_id is not None:
-            self.core = build_host(spec, sink=sink, cls=RayNodeHost, node_id=node_id)
+        if node_id is not None:  # its Command work runs through a runner, as its owners' accounts
+            work = build_work(runner or RunnerSpec(), log_dir, auth_home)
+            self.core = build_host(spec, sink=sink, cls=RayNodeHost, node_id=node_id, work=work)
         else:
             self.core = build_host(spec, sink=sink)
         self._batch = HostGroup(self.core.name, [self.core], sink=self.core.sink)  # batches for a group of one
@@ -212,6 +218,20 @@ class HostActor(_OneResource, HostStateCalls):
         self.views.require_system(proof, "shutdown", {"reason": reason}, admin=True)
         self._stop.set()
         self.core.shutdown(reason)
+
+    def work_results(self, instance_ids: list[str], proof: Any = None) -> dict[str, WorkResult]:
+        """The results of these instances' ended runs (the system or an admin: the Scheduler books them)."""
+        self.views.require_system(proof, "work_results", {"instance_ids": instance_ids}, admin=True)
+        return self.core.work_results(instance_ids) if isinstance(self.core, RayNodeHost) else {}
+
+    def work_output(self, instance_id: str, stream: str = "stdout", offset: int = 0, limit: int = 1 << 20,
+                    proof: Any = None) -> tuple[bytes, int]:
+        """A run's stdout or stderr from ``offset`` (the system or an admin: users read theirs through the
+        Scheduler, which checks they are its owner)."""
+        self.views.require_system(proof, "work_output", {"instance_id": instance_id, "stream": stream,
+                                                         "offset": offset, "limit": limit}, admin=True)
+        return self.core.work_output(instance_id, stream, offset, limit) if isinstance(self.core, RayNodeHost) \
+            else (b"", 0)
 
 
 @ray.remote(num_cpus=0)
@@ -366,6 +386,33 @@ class VaultActor(_OneResource, VaultStateCalls):
         self._drop_shelf()
 
 
+WATCH_TIMEOUT_S = 5.0
+"""How long the Scheduler's watch waits for a host's carrier to answer."""
+
+
+class RemoteCarrier:
+    """``list_instances(host)`` on the actor carrying a host (the watch's view), signed with ``signer``
+    and made out to ``to`` (a host that actor carries)."""
+
+    def __init__(self, handle: Any, signer: CallSigner | None = None, to: str = "") -> None:
+        self.handle, self.signer, self.to = handle, signer, to
+
+    def list_instances(self, host: str | None) -> list:
+        proof = signed(self.signer, "list_instances", {"host": host}, to=self.to)
+        return ray.get(self.handle.list_instances.remote(host, proof=proof), timeout=WATCH_TIMEOUT_S)
+
+    def work_results(self, host: str, instance_ids: list[str]) -> dict:
+        if not hasattr(self.handle, "work_results"):  # a host group: simulated hosts run no work
+            return {}
+        proof = signed(self.signer, "work_results", {"instance_ids": instance_ids}, to=self.to)
+        return ray.get(self.handle.work_results.remote(instance_ids, proof=proof), timeout=WATCH_TIMEOUT_S)
+
+    def work_output(self, host: str, instance_id: str, stream: str, offset: int, limit: int) -> tuple[bytes, int]:
+        args = {"instance_id": instance_id, "stream": stream, "offset": offset, "limit": limit}
+        proof = signed(self.signer, "work_output", args, to=self.to)
+        return ray.get(self.handle.work_output.remote(**args, proof=proof), timeout=WATCH_TIMEOUT_S)
+
+
 # --- spawning ----------------------------------------------------------------
 
 
@@ -388,17 +435,21 @@ def spawn_host(spec: HostSpec, *, collection: Any = None, heartbeat_s: float = 5
 
 def spawn_ray_node_host(
     node_id: str, spec: HostSpec | None = None, *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False,
-    auth_home: str | None = None, state_path: str | None = None, restarts: int = 0,
+    auth_home: str | None = None, state_path: str | None = None, restarts: int = 0, runner: RunnerSpec | None = None,
+    log_dir: str | None = None,
 ) -> Any:
     """A HostActor for the real Ray node ``node_id``, itself pinned to that node.
     ``spec`` gives the name, policy and extra attributes (default name: ``node-<id[:8]>``);
     capacity comes from the node unless the spec's attributes set it.  With
-    ``state_path`` it keeps its grants across ``restarts`` (as a host group)."""
+    ``state_path`` it keeps its grants across ``restarts`` (as a host group).
+    ``runner`` says how its Command work runs, ``log_dir`` where the work's
+    output and results are kept (None: a private temporary directory)."""
     spec = spec or HostSpec(name=f"node-{node_id[:8]}")
     return HostActor.options(
         **{**_opts(host_name(spec.name), detached, on_head=False), "max_restarts": restarts},
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
-    ).remote(spec, collection, heartbeat_s, node_id, auth_home=auth_home, state_path=state_path)
+    ).remote(spec, collection, heartbeat_s, node_id, auth_home=auth_home, state_path=state_path, runner=runner,
+             log_dir=log_dir)
 
 
 def spawn_host_group(

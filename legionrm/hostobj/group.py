@@ -28,6 +28,7 @@ from legionrm.models import (
     ResourceRecord,
     Resources,
     StartRequest,
+    WorkResult,
 )
 
 T = TypeVar("T")
@@ -148,6 +149,19 @@ class HostGroup:
     def list_instances(self, host: str | None = None) -> list[InstanceRef]:
         hosts = [self._hosts[host]] if host in self._hosts else [] if host else self._hosts.values()
         return [ref for h in hosts for ref in h.list_instances()]
+
+    def work_results(self, host: str, instance_ids: list[str]) -> dict[str, WorkResult]:
+        """The results of ``host``'s ended runs among ``instance_ids`` (none for a host not here)."""
+        h = self._hosts.get(host)
+        return h.work_results(instance_ids) if h is not None else {}
+
+    def work_output(self, host: str, instance_id: str, stream: str = "stdout", offset: int = 0,
+                    limit: int = 1 << 20) -> tuple[bytes, int]:
+        """A run's output on ``host`` (see :meth:`HostObject.work_output`)."""
+        h = self._hosts.get(host)
+        if h is None:
+            raise LookupError(f"host {host!r} is not in host group {self.name!r}")
+        return h.work_output(instance_id, stream, offset, limit)
 
     # --- a host port, so a class object can start on a grouped host ----------------------
 

@@ -9,8 +9,12 @@ attaching a ready-made :mod:`~legionrm.hostobj.policies` policy; the base checks
 ``start_object`` checks, in order: the token (issuer, signature, known,
 holder, class, cancelled, expired, used, in use, not yet started), the vault
 the instance would use is paired with this host, then the owner's ``admit_start`` (a host "is free to refuse ... at any point"), then
-launches.  A simulated host launches nothing; :class:`RayNodeHost` starts a
-real Ray actor by overriding :meth:`_launch` and :meth:`_halt`.
+launches.  A simulated host launches nothing, but for ``Command`` work when
+it has a runner (``work``): that runs as its owner's OS account, in a
+process of its own (:mod:`legionrm.hostobj.work`); the instance ends when
+the process ends, and the host keeps its result (:meth:`HostObject.work_results`)
+and output (:meth:`HostObject.work_output`).  :class:`RayNodeHost` starts
+a real Ray actor for other classes by overriding :meth:`_launch` and :meth:`_halt`.
 """
 
 from __future__ import annotations
@@ -24,8 +28,11 @@ from typing import Any, Iterable, Mapping
 from legionrm import codes
 from legionrm.hostobj import tokens
 from legionrm.hostobj.policies import ADMIT, Verdict
+from legionrm.hostobj.runner.owner import NoOsUser
 from legionrm.hostobj.records import Reservation, public
 from legionrm.hostobj.resource import ResourceObject
+from legionrm.hostobj.runner.accounts import RunError
+from legionrm.hostobj.runner.instances import WorkInstances, names_work, request_of
 from legionrm.models import (
     AttrValue,
     Holder,
@@ -34,6 +41,7 @@ from legionrm.models import (
     ReservationRequest,
     ReservationToken,
     Resources,
+    WorkResult,
 )
 
 
@@ -56,8 +64,10 @@ class HostObject(ResourceObject):
     kind = "host"
     dims = ("cpus", "memory_gb", "gpus")
 
-    def __init__(self, name: str, capacity: Resources, *, vaults: Iterable[str] = (), **kw: Any) -> None:
+    def __init__(self, name: str, capacity: Resources, *, vaults: Iterable[str] = (),
+                 work: WorkInstances | None = None, **kw: Any) -> None:
         super().__init__(name, capacity, **kw)
+        self.work = work
         self.vaults = tuple(vaults)
         self._instances: dict[str, tuple[InstanceRef, Reservation]] = {}
         self._ids = itertools.count(1)
@@ -147,11 +157,6 @@ class HostObject(ResourceObject):
         return item[1].request.holder.user if item is not None else None
 
     @public
-    def list_instances(self) -> list[InstanceRef]:
-        """Running instances, in start order."""
-        return [ref for ref, _ in self._instances.values()]
-
-    @public
     def instances_of(self, user: str) -> int:
         """Running instances of ``user`` on this host."""
         return sum(1 for ref, _ in self._instances.values() if ref.user == user)
@@ -167,20 +172,71 @@ class HostObject(ResourceObject):
         with self._lock:
             for iid in list(self._instances):
                 self._stop(iid, reason)
+        if self.work is not None:  # and wait for every run's process group to be gone
+            self.work.runner.stop_all("node_lost")
         self.leave()
+
+    # --- runner work ------------------------------------------------------------------------
+
+    def _start_work(self, ref: InstanceRef, token: ReservationToken, args: dict[str, Any]) -> InstanceRef | Refusal:
+        """Start runner work (see the module): as its owner's account, never in a Ray worker."""
+        if self.work is None:
+            return self._refuse(codes.START_FAILED, f"{self.name} has no runner for {ref.class_name} work")
+        res = self._open.get(token.token_id)
+        rid = request_of(res.request.request_id) if res is not None else ""
+        try:
+            started = self.work.start(ref, token, rid, args, self.now())
+        except NoOsUser as exc:
+            return self._refuse(exc.code, str(exc))
+        except RunError as exc:
+            return self._refuse(codes.START_FAILED, str(exc))
+        return started.model_copy(update={"node_id": getattr(self, "node_id", None)})
+
+    @public
+    def work_results(self, instance_ids: list[str]) -> dict[str, WorkResult]:
+        """The results of the ended runs among ``instance_ids`` (those still running, or unknown, are left out)."""
+        return self.work.results(instance_ids) if self.work is not None else {}
+
+    def work_output(self, instance_id: str, stream: str = "stdout", offset: int = 0,
+                    limit: int = 1 << 20) -> tuple[bytes, int]:
+        """A run's output from ``offset`` (see :func:`legionrm.hostobj.runner.read_output`)."""
+        return self.work.runner.output(instance_id, stream, offset, limit) if self.work is not None else (b"", 0)
+
+    @public
+    def list_instances(self) -> list[InstanceRef]:
+        """Running instances, in start order (runs that ended reaped first)."""
+        self._reap_work()
+        return [ref for ref, _ in self._instances.values()]
+
+    def expire(self) -> list[str]:
+        """The timer's sweep (runs that ended reaped first)."""
+        with self._lock:
+            self._reap_work()
+        return super().expire()
+
+    def _reap_work(self) -> list[str]:
+        """Stop the instances whose runs ended by themselves (their capacity comes back); their ids."""
+        done = self.work.ended() if self.work is not None else []
+        for iid in done:
+            self._stop(iid, "its run ended")
+        return done
 
     # --- for subclasses ------------------------------------------------------------------
 
     def _launch(
         self, ref: InstanceRef, token: ReservationToken, impl: str | None, args: dict[str, Any]
     ) -> InstanceRef | Refusal:
-        """Run the instance; a simulated host has nothing to run.  Return the
-        (possibly enriched) ref, or a ``start.failed`` refusal."""
+        """Run the instance; a simulated host has nothing to run but ``Command``
+        work (with a runner).  Return the (possibly enriched) ref, or a ``start.failed`` refusal."""
+        if self.work is not None and names_work(impl or ref.class_name):
+            return self._start_work(ref, token, args)
         return ref
 
     def _halt(self, ref: InstanceRef, reason: str) -> None:
-        """Stop the running code of an instance (a simulated host has none)."""
+        """Stop the running code of an instance (a simulated host has none but its runs)."""
         self.states.pop(ref.instance_id, None)
+        if ref.work and self.work is not None:
+            self.work.halt(ref.instance_id, reason)
 
     def _save(self, ref: InstanceRef) -> bytes | Refusal:
         """A simulated instance's state is what :attr:`states` holds for it (empty at first)."""

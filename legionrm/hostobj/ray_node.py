@@ -16,6 +16,10 @@ shutdown (with any stray of this host's the host no longer lists), a
 reattach (the strays of a start the host never recorded), and whatever
 stops a whole system (``System.shutdown``, ``legionrm down``).
 
+A ``Command`` (runner work, :mod:`legionrm.hostobj.work`) is no Ray actor:
+the host starts it through its runner (as every host object with one
+does), as the owner's OS account, in a process of its own.
+
 Every reservation rule of the base class still applies: Ray only ever sees
 work the host object already admitted, and the reserved resources are what
 Ray accounts, so the two cannot disagree about what is free.
@@ -33,6 +37,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from legionrm import codes
 from legionrm.hostobj.host import HostObject
 from legionrm.hostobj.policies import import_object
+from legionrm.hostobj.runner.instances import is_work
 from legionrm.hostobj.tokens import TOKEN_ID_SEP as ID_SEP
 from legionrm.models import AttrValue, InstanceRef, Refusal, ReservationToken, Resources
 from legionrm.naming import NAMESPACE, instance_actor_names, instance_name, kill_named
@@ -99,6 +104,8 @@ class RayNodeHost(HostObject):
             cls = import_object(path, key="implementation")
         except Exception as exc:  # a bad path refuses this start, it does not break the host
             return self._refuse(codes.START_FAILED, f"cannot load {path!r}: {exc}")
+        if is_work(cls):
+            return self._start_work(ref, token, args)
         r = token.resources
         opts: dict[str, Any] = dict(
             name=instance_name(ref.instance_id),
@@ -120,7 +127,10 @@ class RayNodeHost(HostObject):
         return ref.model_copy(update={"node_id": self.node_id})
 
     def _halt(self, ref: InstanceRef, reason: str) -> None:
-        """Kill the instance's actor: by its handle, else by its name (detached, it is never reaped by Ray)."""
+        """Kill the instance's actor: by its handle, else by its name (detached, it is never reaped by Ray);
+        runner work: end its process group as ``reason`` says."""
+        if ref.work:
+            return super()._halt(ref, reason)
         handle = self._actors.pop(ref.instance_id, None)
         if handle is not None:
             try:
@@ -167,9 +177,10 @@ class RayNodeHost(HostObject):
     def reap(self) -> list[str]:
         """Stop every instance whose Ray actor has died or exited, so its
         capacity comes back; returns their ids.  Idempotent."""
+        done_work = self._reap_work()
         probes = {iid: h.__ray_ready__.remote() for iid, h in list(self._actors.items())}
         if not probes:
-            return []
+            return done_work
         # a live actor answers (or is busy: not ready within the wait); a dead one raises
         ready, _ = ray.wait(list(probes.values()), num_returns=len(probes), timeout=REAP_WAIT_S)
         done = set(ready)
@@ -182,7 +193,7 @@ class RayNodeHost(HostObject):
                     gone.append(iid)
         for iid in gone:
             self.stop_object(iid, "instance actor ended")
-        return gone
+        return done_work + gone
 
     def reattach(self) -> list[str]:
         """After the actor carrying this host restarted (its state restored):
@@ -194,7 +205,11 @@ class RayNodeHost(HostObject):
         stopped."""
         gone = []
         for ref in super().list_instances():
-            if ref.instance_id not in self._actors:
+            if ref.work:  # its process was a child of the old one: nothing waits for it any more
+                if self.work is not None:
+                    self.work.orphan(ref.instance_id)
+                gone.append(ref.instance_id)
+            elif ref.instance_id not in self._actors:
                 try:
                     self._actors[ref.instance_id] = ray.get_actor(instance_name(ref.instance_id), namespace=NAMESPACE)
                 except ValueError:

@@ -28,6 +28,7 @@ from legionrm.models.cluster import (  # noqa: F401
     ImplementationSpec,
     PoolResourceSpec,
     PoolSpec,
+    RunnerSpec,
     VaultSpec,
 )
 from legionrm.models.elastic import (  # noqa: F401
@@ -80,6 +81,7 @@ from legionrm.models.schedules import (  # noqa: F401
     ScheduleSuite,
     SchedulingRequest,
 )
+from legionrm.models.work import FAILED_ENDS, AccountRecord, WorkEnd, WorkResult  # noqa: F401
 
 __all__ = [
     "FINAL_STATES",
@@ -141,4 +143,9 @@ __all__ = [
     "SchedulingRequest",
     "StartRequest",
     "VaultSpec",
+    "RunnerSpec",
+    "WorkEnd",
+    "AccountRecord",
+    "WorkResult",
+    "FAILED_ENDS",
 ]

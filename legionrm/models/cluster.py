@@ -106,6 +106,21 @@ class PoolSpec(Frozen):
     default: bool = False
 
 
+class RunnerSpec(Frozen):
+    """The ``[runner]`` table: how ``Command`` work runs on the Ray nodes
+    (legionrm.hostobj.runner; docs/runner.md).  ``run_as = "service"`` runs
+    every user's work as the service's own account: a single-user or test
+    system, where every user is trusted with the service's rights."""
+
+    run_as: Literal["owner", "service"] = "owner"
+    python: str | None = Field(None, min_length=1, max_length=4096)
+    """The interpreter function work runs in (None: the service's own); every account must be able to run it."""
+    work_dir: str | None = Field(None, min_length=1, max_length=4096)
+    """Where each instance's work directory is made (None: ``<tmp>/legionrm-work-<uid>``); never under the service's home."""
+    kill_grace_s: float = Field(10.0, gt=0, le=3600, allow_inf_nan=False)
+    output_cap_mb: float = Field(1.0, gt=0, le=1024, allow_inf_nan=False)
+
+
 class ClusterSpec(Frozen):
     """A whole cluster file, validated."""
 
@@ -116,6 +131,7 @@ class ClusterSpec(Frozen):
     classes: tuple[ClassSpec, ...] = ()
     fairshare: dict[str, Any] = Field(default_factory=dict)  # the [fairshare] table, checked (scheduler.wiring.core_for_cluster)
     pools: tuple[PoolSpec, ...] = ()  # the [[pool]] tables (scheduler.wiring.pool_gate); none: no admission control
+    runner: RunnerSpec = RunnerSpec()  # the [runner] table
 
     def default_pool(self) -> str | None:
         """The path of the pool marked ``default``, if any."""

@@ -10,6 +10,7 @@ from pydantic import Field
 from legionrm.models.base import Frozen
 from legionrm.models.reservations import InstanceRef
 from legionrm.models.schedules import PlacementFailure
+from legionrm.models.work import FAILED_ENDS, WorkResult
 
 RequestState = Literal["pending", "admitted", "placing", "reserved", "running", "completed", "failed", "cancelled"]
 """``pending -> admitted -> placing -> running -> completed | failed | cancelled``;
@@ -67,6 +68,13 @@ class InstanceInfo(Frozen):
     vault: str | None = None
     """Where an inert object's persistent state is."""
     saved_bytes: int | None = None
+    result: WorkResult | None = None
+    """A run's end and figures (runner work only), once its host gave them."""
+
+    @property
+    def failed(self) -> bool:
+        """Did this instance's work fail (its run ended failed, timed out, or with its node)?"""
+        return self.result is not None and self.result.state in FAILED_ENDS
 
 
 ObjectState = Literal["running", "inert"]
@@ -123,6 +131,9 @@ class RequestInfo(Frozen):
     instances: tuple[InstanceInfo, ...] = ()
     failures: tuple[PlacementFailure, ...] = ()
     history: tuple[RequestEvent, ...] = Field(default_factory=tuple)
+    exit_code: int | None = None
+    """The work's exit code: the first non-zero of its instances' runs, else 0
+    (``128 + signal`` for a run a signal ended); None until a run's result is known."""
 
 
 class HeldReservation(Frozen):

@@ -84,6 +84,9 @@ class InstanceRef(Frozen):
     user: str
     started_at: float
     node_id: str | None = None
+    work: bool = False
+    """Run by its host's runner as its owner's OS account (a ``Command``): its
+    host keeps its result (``work_results``) and output (``work_output``)."""
 
 
 # --- host objects: batched starts (hostobj) -----------------------------------

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from legionrm.models.base import AttrValue, Frozen, Identity
 from legionrm.models.reservations import (
@@ -69,11 +71,29 @@ class ObjectRequest(Frozen):
     priority: int | None = Field(None, ge=-MAX_PRIORITY, le=MAX_PRIORITY)
     weight: float | None = Field(None, gt=0, le=MAX_AMOUNT, allow_inf_nan=False)
     args: dict[str, AttrValue] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict, max_length=256)
+    """Environment variables a ``Command`` instance's process gets (beside the runner's own)."""
     avoid_hosts: tuple[str, ...] = Field((), max_length=MAX_INSTANCES)
     """Hosts the planner must not use for this object request (the
     ``avoid`` filter); the Scheduler fills it when it re-plans after every
     master schedule failed, with the hosts that refused."""
 
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, v: dict[str, str]) -> dict[str, str]:
+        for name, value in v.items():
+            if not ENV_NAME.fullmatch(name) or len(value) > 4096 or "\0" in value:
+                raise ValueError(f"env {name!r}: a name of letters, digits and _ (not first), a value up to 4096 "
+                                 "characters without NUL")
+        return v
+
+    def start_args(self) -> dict[str, AttrValue]:
+        """What each instance is started with: ``args``, and ``env`` (as JSON text) when given."""
+        return {**self.args, **({"env": json.dumps(self.env, sort_keys=True)} if self.env else {})}
+
+
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 MAX_REPLANS = 10
 """The most fresh plans one attempt may make after every master failed."""

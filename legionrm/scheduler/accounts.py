@@ -71,15 +71,18 @@ class Accounts:
     """The accounts of the Scheduler ``name``: ``pools`` (admission),
     ``shares`` (the DUCC classes; None: none configured) and the cluster's
     capacity read from ``collection``.  ``on_finish`` is told of each finished
-    request after its accounts are given back (its inert objects' states go)."""
+    request after its accounts are given back (its inert objects' states go);
+    ``owner_gate`` refuses a request whose user no OS account here maps to."""
 
     def __init__(self, pools: PoolGate, shares: ShareGate | None, collection: Swappable[SnapshotSource], *,
-                 name: str = "scheduler", on_finish: Callable[[Entry], object] | None = None) -> None:
+                 name: str = "scheduler", on_finish: Callable[[Entry], object] | None = None,
+                 owner_gate: Callable[[SchedulingRequest], Refusal | None] | None = None) -> None:
         self.pools = pools
         self.shares = shares
         self.name = name
         self._collection = collection
         self._on_finish = on_finish
+        self._owner_gate = owner_gate  # may its user's work run here, as an OS account (hostobj.runner.owner)?
         self._capacity_seen: Resources | None = None
         self._capacity_peak: Resources | None = None
 
@@ -90,6 +93,11 @@ class Accounts:
     def class_order(self) -> tuple[Mapping[str, int], Mapping[str, float]]:
         """The DUCC classes' (priority, weight) by class name, for the queue's order."""
         return self.shares.class_order() if self.shares is not None else ({}, {})
+
+    def refuse_owner(self, request: SchedulingRequest) -> Refusal | None:
+        """Why the request's user has no OS account its work could run as here (None: it has one, or
+        nothing here runs work): such a request is refused at submit, never queued."""
+        return self._owner_gate(request) if self._owner_gate is not None else None
 
     def admit(self, request: SchedulingRequest) -> Refusal | None:
         """The allotment, then the pool; what one admitted is given back when the other refuses."""

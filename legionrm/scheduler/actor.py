@@ -24,7 +24,8 @@ from legionrm.collection.actor import RemoteCollection
 from legionrm.enactor.mapping import attest_schedules
 from legionrm.events.actor import ActorCallback
 from legionrm.homefs import private_umask
-from legionrm.hostobj.actor import RemoteHostPort
+from legionrm.hostobj.actor import WATCH_TIMEOUT_S, RemoteCarrier, RemoteHostPort
+from legionrm.hostobj.runner.owner import owner_gate
 from legionrm.models import (
     AuditFinding,
     ClassSpec,
@@ -65,13 +66,13 @@ from legionrm.scheduler.door import SchedulerDoor, own_report, status_for
 from legionrm.scheduler.elastic import CycleRunner, HostStopper
 from legionrm.scheduler.ports import PoolGate
 from legionrm.scheduler.watch import HostWatch
+from legionrm.scheduler.watch.calls import WorkCalls
 from legionrm.scheduler.wiring import SchedulerPorts, wire
-from legionrm.state import ElasticStore, RequestStore
+from legionrm.state import AccountingStore, ElasticStore, RequestStore
 
 log = logging.getLogger(__name__)
 
 CALL_TIMEOUT_S = 120.0
-WATCH_TIMEOUT_S = 5.0
 
 
 class RemoteEnactor:
@@ -143,18 +144,6 @@ def ray_stopper(carriers: dict[str, Any], classes: dict[str, Any], signer: CallS
         return RemoteHostPort(handle, CALL_TIMEOUT_S, signer=signer, to=host) if handle is not None else None
 
     return HostStopper(port, {name: RemoteClassPort(h, signer, class_name(name)) for name, h in classes.items()})
-
-
-class RemoteCarrier:
-    """``list_instances(host)`` on the actor carrying a host (the watch's view), signed with ``signer``
-    and made out to ``to`` (a host that actor carries)."""
-
-    def __init__(self, handle: Any, signer: CallSigner | None = None, to: str = "") -> None:
-        self.handle, self.signer, self.to = handle, signer, to
-
-    def list_instances(self, host: str | None) -> list:
-        proof = signed(self.signer, "list_instances", {"host": host}, to=self.to)
-        return ray.get(self.handle.list_instances.remote(host, proof=proof), timeout=WATCH_TIMEOUT_S)
 
 
 def _unique(named: dict[str, Any]) -> dict[Any, tuple[str, Any]]:
@@ -254,7 +243,7 @@ class RemotePoolGate:
 
 
 @ray.remote(num_cpus=0, max_concurrency=8, concurrency_groups={"control": 4})
-class SchedulerActor:
+class SchedulerActor(WorkCalls):
     """``cluster`` (optional) brings the ``[fairshare]`` policy for the elastic
     cycle; ``carriers`` maps host names to the actors that carry them and
     ``class_actors`` class names to class actors, for stopping instances."""
@@ -287,7 +276,9 @@ class SchedulerActor:
             objects=RayStatePort(self._carriers, self._vaults, self._signer),
             # the cycle's growth is confirmed by approve_growth: the DUCC core decided it already
             grow=self._remote_enactor(enactor, "approve_growth"),
-            cycle_store=ElasticStore(state_path) if state_path else None))
+            cycle_store=ElasticStore(state_path) if state_path else None,
+            accounting=AccountingStore(state_path) if state_path else None,
+            owner_gate=owner_gate(cluster.classes, cluster.runner, auth_home)))
         self.core = wired.scheduler
         assert wired.mobility is not None and wired.cycle is not None  # both ports were given
         self.mobility, self.cycle = wired.mobility, wired.cycle

@@ -13,6 +13,7 @@ from legionrm.models import (
     PlacementFailure,
     Refusal,
     ScheduleProposal,
+    SchedulerResponse,
     SchedulingRequest,
 )
 from legionrm.models.schedules import start_problem
@@ -74,3 +75,11 @@ def check_proposal(keys: frozenset[str] | None, proposal: ScheduleProposal, sche
                        reason=f"the schedule does not place exactly the request's instances "
                               f"(missing {missing}, not asked for {extra})")
     return True
+
+
+def refused_at_door(request: SchedulingRequest, refusal: Refusal, key: str = "*") -> SchedulerResponse:
+    """The answer to a request refused before it is queued (by its door, or at submit)."""
+    fail = PlacementFailure(key=key, resource=refusal.by or "scheduler", code=refusal.code, reason=refusal.reason,
+                            stage="plan", lasting=True)
+    return SchedulerResponse(request_id=request.request_id, ok=False, failures=(fail,), state="refused",
+                             message=f"{refusal.code}: {refusal.reason}")

@@ -44,11 +44,11 @@ from legionrm.auth.guard import ENACTOR, Guard, raise_if_refused
 from legionrm.errors import SchedulingError
 from legionrm.events.triggers import EVERY, Subscriber
 from legionrm.models import (
+    AccountRecord,
     CycleReport,
     ElasticJobRequest,
     InstanceRef,
     ObjectStatus,
-    PlacementFailure,
     Refusal,
     RequestInfo,
     ScheduleProposal,
@@ -58,6 +58,7 @@ from legionrm.models import (
     SchedulingRequest,
     StatusEvent,
 )
+from legionrm.scheduler.confirm import refused_at_door
 from legionrm.scheduler.mobility import Mobility
 from legionrm.scheduler.scheduler import Scheduler
 
@@ -84,21 +85,40 @@ class SchedulerDoor:
             return self.core.scheduleObjects(request)
         who = self.guard.check(proof, "scheduleObjects", {"request": request})
         if isinstance(who, Refusal):
-            return _refused(request, who)
+            return refused_at_door(request, who)
         request = request.model_copy(update={"identity": who.identity(request.identity.class_name)})
         for iid in request.activate:
             entry = self.core.book.owner_of(iid)
             if entry is not None and not (ok := may_act_on(who, entry.user, admin_may=True)):
-                return _refused(request, ok, key=iid)
+                return refused_at_door(request, ok, key=iid)
         return self.core.scheduleObjects(request)
 
     def list_requests(self, user: str | None = None, state: str | None = None, proof: Any = None) -> list[RequestInfo]:
         who = self.caller(proof, "list_requests", {"user": user, "state": state})
+        return self.core.list_requests(self.own_user(who, user), state)
+
+    def own_user(self, who: VerifiedCaller | None, user: str | None) -> str | None:
+        """Whose work a view shows: a plain user only their own (asking for another's: ``auth.not_owner``)."""
         if who is not None and not who.is_admin and who.kind == "user":  # agents (the dashboard) see all
             if user is not None and user != who.name:
                 raise_if_refused(may_act_on(who, user))
-            user = who.name
-        return self.core.list_requests(user, state)
+            return who.name
+        return user
+
+    def logs(self, request_id: str, instance: int | str | None = None, stream: str = "stdout", offset: int = 0,
+             limit: int = 1 << 20, proof: Any = None) -> tuple[bytes, int, bool]:
+        """A run's output (its request's owner or an admin; see :meth:`Results.output`)."""
+        who = self.caller(proof, "logs", {"request_id": request_id, "instance": instance, "stream": stream,
+                                          "offset": offset, "limit": limit})
+        if who is not None:
+            raise_if_refused(may_act_on(who, self.core.request_info(request_id).user, admin_may=True))
+        return self.core.results.output(request_id, instance, stream, offset, limit)
+
+    def history(self, user: str | None = None, since: float | None = None, until: float | None = None,
+                state: str | None = None, proof: Any = None) -> list[AccountRecord]:
+        """Finished instances' accounting records (a user: their own)."""
+        who = self.caller(proof, "history", {"user": user, "since": since, "until": until, "state": state})
+        return self.core.results.history(user=self.own_user(who, user), since=since, until=until, state=state)
 
     def request_info(self, request_id: str, proof: Any = None) -> RequestInfo:
         who = self.caller(proof, "request_info", {"request_id": request_id})
@@ -323,10 +343,3 @@ def own_report(report: CycleReport, user: str | None) -> CycleReport:
         "refused": tuple(c for c in report.refused if c.user == user),
         "hosts": {h: s for h, s in report.hosts.items() if h in hosts},
         "needy": tuple(j for j in report.needy if j in jobs)})
-
-
-def _refused(request: SchedulingRequest, refusal: Refusal, key: str = "*") -> SchedulerResponse:
-    fail = PlacementFailure(key=key, resource=refusal.by or "scheduler", code=refusal.code, reason=refusal.reason,
-                            stage="plan", lasting=True)
-    return SchedulerResponse(request_id=request.request_id, ok=False, failures=(fail,), state="refused",
-                             message=f"{refusal.code}: {refusal.reason}")

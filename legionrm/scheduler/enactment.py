@@ -52,19 +52,21 @@ class Enactment:
         return self._enactor.swap(enactor)
 
     def enact(self, request: SchedulingRequest, plan: Plan, n: int = 0, ahead: float | None = None,
-              timeout_s: float | None = None) -> EnactResult:
-        """Enact ``plan``; re-plan ``n`` enacts under its own id (``id~replanN``);
+              timeout_s: float | None = None, attempt: int = 1) -> EnactResult:
+        """Enact ``plan``; re-plan ``n`` enacts under its own id (``id~replanN``), and so does
+        each later ``attempt`` of a request back from the queue (``id~tN``): a host that
+        answered an earlier attempt's reservation must not be asked the same id again;
         ``ahead``: reserve from then and create nothing (an advance reservation);
         ``timeout_s``: its tokens' life (default :attr:`token_timeout_s`)."""
         ident, objs = request.identity, plan.objects
         enact = EnactRequest(
-            request_id=f"{request.request_id}~replan{n}" if n else request.request_id,
+            request_id=request.request_id + (f"~t{attempt}" if attempt > 1 else "") + (f"~replan{n}" if n else ""),
             holder=Holder(user=ident.user, class_name=None, enactor=self.name, groups=ident.groups),
             masters=tuple(plan.masters), start=ahead, create=ahead is None,
             timeout_s=self.token_timeout_s if timeout_s is None else timeout_s,
             # per placement key: two object requests of one class may differ
             duration_s={k: op.request.walltime_s for op in objs if op.request.walltime_s for k in op.keys},
-            args={k: dict(op.request.args) for op in objs if op.request.args for k in op.keys})
+            args={k: op.request.start_args() for op in objs if op.request.start_args() for k in op.keys})
         with self._lock:
             self._enacting[enact.request_id] = frozenset(k for op in objs for k in op.keys)
         try:

@@ -35,6 +35,7 @@ from legionrm.models import (
     RequestState,
     SchedulingRequest,
     StatusEvent,
+    WorkResult,
 )
 from legionrm.state import RequestStore
 
@@ -99,6 +100,15 @@ class Entry:
         """The cpus this request asks for in all (its weight in the queue's fair share)."""
         return sum(o.count * o.cpus for o in self.request.objects)
 
+    def failed_work(self) -> bool:
+        """Did any of its instances' work fail (a run that failed, or its host lost)?"""
+        return any(i.state == "lost" or i.failed for i in self.instances.values())
+
+    def exit_code(self) -> int | None:
+        """Its runs' first non-zero exit code, else 0; None before any run's result is known."""
+        codes = [i.result.exit_code for i in self.instances.values() if i.result and i.result.exit_code is not None]
+        return next((c for c in codes if c != 0), 0) if codes else None
+
     def info(self) -> RequestInfo:
         objs = self.request.objects
         return RequestInfo(
@@ -107,6 +117,7 @@ class Entry:
             pool=self.request.pool, submitted=self.submitted, earliest_start=self.earliest_start,
             start=self.request.start,
             instances=tuple(self.instances.values()), failures=self.failures, history=tuple(self.history),
+            exit_code=self.exit_code(),
         )
 
 
@@ -272,9 +283,11 @@ class RequestBook:
                 self._by_instance[ref.instance_id] = entry.id
             self.save(entry)
 
-    def end_instance(self, instance_id: str, state: str, reason: str) -> Entry | None:
-        """Mark one instance ended; returns its request, or None when the
-        instance is unknown or had already ended (idempotent)."""
+    def end_instance(self, instance_id: str, state: str, reason: str, result: WorkResult | None = None
+                     ) -> Entry | None:
+        """Mark one instance ended (with its run's ``result``, when known);
+        returns its request, or None when the instance is unknown or had
+        already ended (idempotent)."""
         with self._lock:
             entry = self.owner_of(instance_id)
             if entry is None:
@@ -283,10 +296,19 @@ class RequestBook:
             if info.state != "running":
                 return None
             entry.instances[instance_id] = info.model_copy(
-                update={"state": state, "ended_at": self.clock(), "reason": reason})
+                update={"state": state, "ended_at": self.clock(), "reason": reason, "result": result})
             self.save(entry)
             self.tell(entry, INSTANCE_STATUS.get(state, "ended"), reason, instance_id)
             return entry
+
+
+    def set_result(self, entry: Entry, instance_id: str, result: WorkResult) -> None:
+        """Keep an ended instance's run result (it came after the instance ended: a stop)."""
+        with self._lock:
+            info = entry.instances.get(instance_id)
+            if info is not None and info.result is None:
+                entry.instances[instance_id] = info.model_copy(update={"result": result})
+                self.save(entry)
 
 
 def queue_order(pending: Iterable[Entry], priority: Mapping[str, int], weight: Mapping[str, float],

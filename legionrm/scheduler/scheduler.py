@@ -43,10 +43,11 @@ from legionrm.models import (
     SchedulerResponse,
     SchedulerSettings,
     SchedulingRequest,
+    WorkResult,
 )
 from legionrm.scheduler.accounts import Accounts
 from legionrm.scheduler.ahead.starts import AheadStarts
-from legionrm.scheduler.confirm import Activator, activation, validate_request
+from legionrm.scheduler.confirm import Activator, activation, refused_at_door, validate_request
 from legionrm.scheduler.enactment import Enactment
 from legionrm.scheduler.planner import Plan, Planner
 from legionrm.scheduler.planning.window import ahead_of
@@ -59,10 +60,12 @@ from legionrm.scheduler.ports import (
 from legionrm.scheduler.queue import RequestQueue
 from legionrm.scheduler.replan import enact_with_replans
 from legionrm.scheduler.requests import Entry, RequestBook
-from legionrm.scheduler.watch import sweep_orphans
+from legionrm.scheduler.watch import Results, end_reason, sweep_orphans
 
 ORPHAN_SWEEP_TICKS = 10
 """Every how many ticks the hosts are swept for instances nobody knows."""
+RESULT_SWEEP_TICKS = 2
+"""Every how many ticks runs' late results are fetched and accounting records written."""
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +112,7 @@ class Scheduler:
         *,
         activator: Activator | None = None,
         also_running: Callable[[], set[str]] | None = None,
+        results: Results | None = None,
         clock: Callable[[], float],
     ) -> None:
         self.name = settings.name
@@ -124,6 +128,8 @@ class Scheduler:
         self._activator = activator
         self._also_running = also_running
         self._clock = clock
+        # runs' results and accounting records (none kept without a store)
+        self.results = results if results is not None else Results(book, lambda: watch, None, self.name, clock)
         self.queue = RequestQueue(book, accounts.class_order)
         self._ahead = AheadStarts(book, enactment.enactor, book_back=accounts.book_back)  # starts ahead
         self._ticks = 0
@@ -180,6 +186,9 @@ class Scheduler:
         ``failed`` (it can never run, or it asked not to wait).  Not
         idempotent (it starts instances); a repeated request id is refused."""
         validate_request(request, self._clock())
+        refusal = self.accounts.refuse_owner(request)
+        if refusal is not None:  # refused at submit, never queued: nothing here can give it an account
+            return refused_at_door(request, refusal)
         # claimed before the queue can see it, so a re-plan never races its first attempt
         with self.queue.claim(request.request_id) as claimed:
             if not claimed:
@@ -224,19 +233,20 @@ class Scheduler:
     # --- ends -------------------------------------------------------------------
 
     def instance_ended(self, instance_id: str, reason: str = "ended", state: str = "ended", *,
-                       replan: bool = True) -> bool:
-        """An instance is gone (its actor returned or died, its walltime ran
-        out, its class destroyed it, its host died).  Its request completes
-        when it was the last one (or fails when ``state`` is ``lost``), every
-        account is booked back, and waiting requests are re-planned.  Returns
-        False for an unknown or already ended instance (idempotent).  With
-        ``replan=False`` the caller re-plans once after several ends."""
-        entry = self.book.end_instance(instance_id, state, reason)
+                       replan: bool = True, result: WorkResult | None = None) -> bool:
+        """An instance is gone (its actor or run returned or died, its walltime
+        ran out, its class destroyed it, its host died).  Its request completes
+        when it was the last one (or fails when an instance was ``lost`` or
+        its work failed: ``result``), every account is booked back, and
+        waiting requests are re-planned.  Returns False for an unknown or
+        already ended instance (idempotent).  With ``replan=False`` the caller
+        re-plans once after several ends."""
+        reason = end_reason(instance_id, result, reason)
+        entry = self.book.end_instance(instance_id, state, reason, result)
         if entry is None:
             return False
         if entry.state == "running" and not entry.holds_objects():
-            lost = any(i.state == "lost" for i in entry.instances.values())
-            if self.book.finish(entry, "failed" if lost else "completed", reason):
+            if self.book.finish(entry, "failed" if entry.failed_work() else "completed", reason):
                 self.accounts.book_back(entry)
         if replan:
             self.replan()
@@ -263,10 +273,16 @@ class Scheduler:
             self._sweep_orphans()
             self.accounts.resync(self.book)  # a pool owner that restarted has forgotten its charges
         if self._watch is not None:
-            for iid, (state, reason) in self._watch.check(self.book.running_instances()).items():
+            running = self.book.running_instances()
+            seen = self._watch.check(running)
+            results = self.results.fetch([r for r in running if seen.get(r.instance_id, ("running",))[0] != "running"])
+            for iid, (state, reason) in seen.items():
                 if state != "running":
                     self._classes_forget(iid)
-                    ended += self.instance_ended(iid, reason, "lost" if state == "lost" else "ended", replan=False)
+                    ended += self.instance_ended(iid, reason, "lost" if state == "lost" else "ended", replan=False,
+                                                 result=results.get(iid))
+        if self._ticks % RESULT_SWEEP_TICKS == 0:
+            self.results.sweep()
         self.replan()  # once, for every end this tick saw
         return ended
 
@@ -323,7 +339,8 @@ class Scheduler:
             ahead = ahead_of(request, self._clock())  # a future start: reserve now, start then
             timeout = None if ahead is None else self._ahead.timeout(self.enactment.token_timeout_s)
             plan, result = enact_with_replans(
-                request, plan, lambda p, n: self.enactment.enact(request, p, n, ahead, timeout), self._fresh_plan,
+                request, plan, lambda p, n: self.enactment.enact(request, p, n, ahead, timeout, entry.attempts),
+                self._fresh_plan,
                 lambda why: self.book.move(entry, "placing", why))
         except BaseException as exc:
             self.accounts.release(request.request_id)

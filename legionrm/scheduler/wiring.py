@@ -25,7 +25,7 @@ from typing import Callable
 
 from legionrm.errors import SchedulingError
 from legionrm.events.triggers import Triggers
-from legionrm.models import ClusterSpec, SchedulerSettings
+from legionrm.models import ClusterSpec, Refusal, SchedulerSettings, SchedulingRequest
 from legionrm.scheduler.accounts import Accounts
 from legionrm.scheduler.elastic import ElasticCycle
 from legionrm.scheduler.enactment import Enactment
@@ -46,7 +46,8 @@ from legionrm.scheduler.ports import (
 from legionrm.scheduler.requests import RequestBook
 from legionrm.scheduler.scheduler import Scheduler
 from legionrm.scheduler.sharegate import ShareGate
-from legionrm.state import ElasticStore, RequestStore
+from legionrm.scheduler.watch import Results
+from legionrm.state import AccountingStore, ElasticStore, RequestStore
 
 __all__ = ["SchedulerPorts", "SchedulerSettings", "Wired", "core_for_cluster", "pool_gate", "wire"]
 
@@ -63,7 +64,10 @@ class SchedulerPorts:
     ``store``: the request book's state store (None: nothing survives a
     restart); ``objects``: the hosts' and vaults' state calls (None: no
     deactivate, activate or migrate); ``grow``: the Enactor of the elastic
-    cycle's growth (None: no cycle); ``cycle_store``: the cycle's state store."""
+    cycle's growth (None: no cycle); ``cycle_store``: the cycle's state store;
+    ``accounting``: where one record per finished instance is written (None:
+    kept in memory); ``owner_gate``: refuses at submit a request whose user no
+    OS account maps to (:func:`~legionrm.hostobj.runner.owner.owner_gate`; None: every user may run)."""
 
     collection: SnapshotSource
     enactor: EnactorFor
@@ -75,6 +79,8 @@ class SchedulerPorts:
     objects: StatePort | None = None
     grow: EnactorPort | None = None
     cycle_store: ElasticStore | None = None
+    accounting: AccountingStore | None = None
+    owner_gate: Callable[[SchedulingRequest], Refusal | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -102,7 +108,8 @@ def wire(settings: SchedulerSettings, ports: SchedulerPorts) -> Wired:
     mobility = (Mobility(book, planner, collection, enactment, ports.objects, clock=clock)
                 if ports.objects is not None else None)
     accounts = Accounts(ports.pools or OpenGate(), ShareGate.from_core(core_for_cluster(cluster)), collection,
-                        name=settings.name, on_finish=mobility.forget if mobility is not None else None)
+                        name=settings.name, on_finish=mobility.forget if mobility is not None else None,
+                        owner_gate=ports.owner_gate)
     cycle = None
     if ports.grow is not None:  # its growth is confirmed by the actor's approve_growth: the DUCC core decided it
         if ports.stopper is None:
@@ -114,7 +121,8 @@ def wire(settings: SchedulerSettings, ports: SchedulerPorts) -> Wired:
         cycle.restore()  # after a restart: the elastic book back before the orphan sweep sees its instances
     scheduler = Scheduler(settings, collection, planner, book, triggers, accounts, enactment, ports.watch,
                           activator=mobility.activate_for_request if mobility is not None else None,
-                          also_running=cycle.instance_ids if cycle is not None else None, clock=clock)
+                          also_running=cycle.instance_ids if cycle is not None else None,
+                          results=Results(book, lambda: ports.watch, ports.accounting, settings.name, clock), clock=clock)
     return Wired(scheduler, mobility, cycle)
 
 

@@ -5,6 +5,7 @@
 the Scheduler acts on it; :class:`~legionrm.state.hosts.HostStore` keeps
 what host objects and vaults granted (secrets, token serials, open
 reservations, instances, vault uses);
+:class:`~legionrm.state.accounting.AccountingStore` one record per finished instance;
 :class:`~legionrm.state.elastic.ElasticStore` the elastic cycle's jobs,
 their running processes, pool charges and the stops owed.  SQLite in WAL
 mode: a crash leaves every committed transition, and a reader never blocks
@@ -14,8 +15,9 @@ May import: :mod:`legionrm.models`, :mod:`legionrm.errors`, the standard
 library.  Never Ray, an engine or the command line.
 """
 
+from legionrm.state.accounting import AccountingStore
 from legionrm.state.elastic import ElasticStore, StoredElasticJob, StoredShare, StoredStop
 from legionrm.state.hosts import HostStore
 from legionrm.state.requests import RequestStore, StoredRequest
 
-__all__ = ["ElasticStore", "HostStore", "RequestStore", "StoredElasticJob", "StoredRequest", "StoredShare", "StoredStop"]
+__all__ = ["AccountingStore", "ElasticStore", "HostStore", "RequestStore", "StoredElasticJob", "StoredRequest", "StoredShare", "StoredStop"]

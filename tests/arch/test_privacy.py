@@ -36,8 +36,6 @@ MAX_ALLOWED = 10
 ALLOWED: dict[tuple[str, str], str] = {
     ("legionrm/cli/completion.py", "parser._actions"):
         "argparse has no public walk over its parser tree; the completion script is made from it",
-    ("legionrm/hostobj/work.py", "os._exit"):
-        "os._exit is the stdlib's documented name for ending a process at once (the instance's, after it reported)",
     ("legionrm/system.py", "ray._private"):
         "Ray has no public hook for the raylet's notes it prints on a command's stdout",
     ("legionrm/system.py", "getattr(handle, '_actor_id', id(handle))"):

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from legionrm.config import load_cluster
+from legionrm.config import default_cluster_path, load_cluster
 from legionrm.homefs import exposed
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
 from tests.faults import durable_system
@@ -60,7 +60,12 @@ def test_a_new_up_on_the_same_home_knows_what_the_lost_cluster_held(tmp_path: Pa
     run = tmp_path / "run.toml"  # its sleep outlives a SIGKILLed head (a session of its own): short, so it ends soon
     run.write_text('request_id = "r-run"\n[identity]\nuser = "%s"\n[[object]]\nclass_name = "Command"\n'
                    'cpus = 1\nmemory_gb = 0.2\nargs = { command = "sleep 120" }\n' % os.environ.get("USER", "root"))
-    up = lrm("up", "--no-dashboard", "--no-ray-dashboard", "--no-ray-token", "--timeout", "180", timeout=240)
+    # the work runs as the service's own account here (a test system: this user is trusted with it)
+    cluster = tmp_path / "cluster.toml"
+    cluster.write_text(default_cluster_path().read_text()
+                       + f'\n[runner]\nrun_as = "service"\nwork_dir = "{tmp_path / "work"}"\n')
+    up = lrm("up", "--cluster", str(cluster), "--no-dashboard", "--no-ray-dashboard", "--no-ray-token",
+             "--timeout", "180", timeout=240)
     try:
         assert up.returncode == 0, up.stderr
         sub = lrm("submit", str(run))
@@ -72,7 +77,8 @@ def test_a_new_up_on_the_same_home_knows_what_the_lost_cluster_held(tmp_path: Pa
     assert (tmp_path / "home" / "state" / "scheduler.db").exists()
 
     t0 = time.monotonic()
-    again = lrm("up", "--no-dashboard", "--no-ray-dashboard", "--no-ray-token", "--timeout", "180", timeout=240)
+    again = lrm("up", "--cluster", str(cluster), "--no-dashboard", "--no-ray-dashboard", "--no-ray-token",
+                "--timeout", "180", timeout=240)
     try:
         assert again.returncode == 0, again.stderr
         status = json.loads(lrm("status", "--json").stdout)

@@ -113,7 +113,7 @@ class AheadStarts:
         tokens = list(held.host_tokens.values())
         ident = entry.request.identity
         holder = tokens[0].holder if tokens else Holder(user=ident.user, groups=ident.groups)
-        args = {k: dict(o.args) for o, keys in zip(entry.request.objects, keys_of(entry.request)) if o.args
+        args = {k: o.start_args() for o, keys in zip(entry.request.objects, keys_of(entry.request)) if o.start_args()
                 for k in keys}
         return ReservedStart.model_construct(
             request_id=entry.id, holder=holder, placements=held.placements, host_tokens=held.host_tokens,

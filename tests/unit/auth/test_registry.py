@@ -149,3 +149,27 @@ def test_a_corrupt_registry_file_is_refused_naming_the_file(tmp_path, case) -> N
     (tmp_path / "registry.json").write_text(text)
     with pytest.raises(RegistryError, match="registry.json: not a valid registry file"):
         Registry(tmp_path)
+
+
+def test_a_users_os_account_is_kept_checked_and_changed(tmp_path) -> None:
+    reg = Registry(tmp_path)
+    reg.add_user("ann", os_user="ann_unix")
+    reg.add_user("bob")
+    again = Registry(tmp_path)
+    assert (again.user("ann").os_user, again.user("bob").os_user) == ("ann_unix", None)  # None: the same name
+    assert reg.update_user("bob", os_user="bob2").os_user == "bob2"
+    for bad in ("Root!", "a b", "x" * 40, ""):
+        with pytest.raises((InvalidNameError, ValueError), match="OS account"):
+            reg.add_user(f"u{len(bad)}", os_user=bad)
+
+
+def test_user_add_os_user_on_the_command_line(tmp_path, monkeypatch, capsys) -> None:
+    from legionrm.cli import main
+
+    monkeypatch.setenv("LEGIONRM_HOME", str(tmp_path))
+    monkeypatch.setenv("LEGIONRM_USER", "ops")
+    assert main(["user", "add", "ann", "--os-user", "ann_unix", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["os_user"] == "ann_unix"
+    assert main(["user", "list", "--json"]) == 0
+    users = {u["name"]: u["os_user"] for u in json.loads(capsys.readouterr().out)["users"]}
+    assert users["ann"] == "ann_unix" and users["ops"] == "ops"

@@ -9,9 +9,14 @@ import pytest
 from legionrm import codes
 from legionrm.enactor.enactor import Enactor
 from legionrm.enactor.fakes import FakeClock, FakePort
+from legionrm.hostobj.policies import Policy
+from legionrm.inprocess import LocalSystem
 from legionrm.models import (
+    ClassSpec,
+    ClusterSpec,
     EnactRequest,
     Holder,
+    HostSpec,
     MasterSchedule,
     Placement,
     ReservedStart,
@@ -64,3 +69,47 @@ def test_release_cancels_every_token_and_starts_nothing() -> None:
     result = Enactor(gw).start_reserved(held.model_copy(update={"release": True}))
     assert (result.ok, result.reservations_released) == (False, 2)
     assert gw.live() == set() and not any(m == "create" for m, _ in gw.calls)
+
+
+def test_a_start_vetoed_half_way_stops_what_started_and_a_cancel_alone_would_not() -> None:
+    gw = FakePort.of("a", "b")
+    held = reserved(gw, ("a", "b"))
+    gw.resources["b"].veto_start = "policy.veto"
+    result = Enactor(gw).start_reserved(held)
+    assert not result.ok and [m for m, _ in gw.calls].count("stop") == 1  # a's instance, stopped
+    assert gw.running() == set() and gw.live() == set()
+    # as a host does, the fake does not free a started token on a cancel: only the stop ended a's instance
+    gw2 = FakePort.of("a")
+    held2 = reserved(gw2, ("a",))
+    started = Enactor(gw2).start_reserved(held2)
+    gw2.cancel(list(held2.host_tokens.values()))
+    assert started.ok and len(gw2.running()) == 1
+
+
+class VetoWhileAsked(Policy):
+    vetoing = False
+
+    def admit_start(self, host, token, class_name):
+        return self.refuse(host, "policy.veto", "not now") if VetoWhileAsked.vetoing else super().admit_start(
+            host, token, class_name)
+
+
+def test_against_real_hosts_a_start_that_fails_half_way_leaves_no_instance_running() -> None:
+    VetoWhileAsked.vetoing = False
+    spec = ClusterSpec(hosts=(HostSpec(name="a", attributes={"cpus": 4, "memory_gb": 8}),
+                              HostSpec(name="b", attributes={"cpus": 4, "memory_gb": 8},
+                                       policy="tests.unit.enactor.test_held:VetoWhileAsked")),
+                       classes=(ClassSpec(name="W"),))
+    s = LocalSystem(spec, clock=FakeClock())
+    enactor = Enactor(s.resource_port, clock=s.clock)
+    master = MasterSchedule(placements=tuple(
+        Placement(key=f"W#{i}", class_name="W", host=h, resources=Resources(cpus=1)) for i, h in enumerate("ab")))
+    got = enactor.enact_schedule(EnactRequest(request_id="r", holder=HOLDER, masters=(master,), create=False,
+                                              timeout_s=60))
+    assert got.ok
+    VetoWhileAsked.vetoing = True  # b's owner changed its mind before the start
+    result = enactor.start_reserved(ReservedStart(request_id="r", holder=HOLDER, placements=got.placements,
+                                                  host_tokens=got.host_tokens))
+    assert not result.ok and result.attempts[0].failures[0].code == "policy.veto"
+    assert s.host("a").list_instances() == [] and s.host("b").list_instances() == []
+    assert s.host("a").reservations() == [] and s.host("b").reservations() == []

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Callable, Iterable
 
-from legionrm.models import InstanceRef
+from legionrm.models import InstanceRef, WorkResult
 from legionrm.scheduler.requests import RequestBook
 
 
@@ -64,6 +64,33 @@ class HostWatch:
                 out[r.instance_id] = ("running", "") if r.instance_id in running else (
                     "ended", f"no longer runs on {host}")
         return out
+
+
+    def results(self, refs: list[InstanceRef]) -> dict[str, WorkResult]:
+        """The results the hosts hold of these instances' ended runs, one call
+        per host (a carrier without runs, or one that cannot answer, gives none)."""
+        by_host: dict[str, list[str]] = defaultdict(list)
+        for ref in refs:
+            by_host[ref.host].append(ref.instance_id)
+        out: dict[str, WorkResult] = {}
+        for host, ids in by_host.items():
+            carrier = self._carrier(host)
+            ask = getattr(carrier, "work_results", None)
+            if ask is None:
+                continue
+            try:
+                out.update(ask(host, ids))
+            except Exception:  # noqa: BLE001 - unreachable now; asked again at the next sweep
+                continue
+        return out
+
+    def output(self, ref: InstanceRef, stream: str, offset: int, limit: int) -> tuple[bytes, int]:
+        """A run's output from its host (see :func:`legionrm.hostobj.runner.read_output`)."""
+        carrier = self._carrier(ref.host)
+        read = getattr(carrier, "work_output", None)
+        if read is None:
+            raise LookupError(f"host {ref.host} is gone, or keeps no output")
+        return read(ref.host, ref.instance_id, stream, offset, limit)  # type: ignore[no-any-return]
 
 
 def _gone(exc: Exception) -> bool:

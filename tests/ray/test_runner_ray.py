@@ -1,0 +1,141 @@
+"""Issue 25 live: Command work on a real Ray node runs as its owner's OS
+account, in its own process, never in a Ray worker, and keeps its result.
+
+As root, with two throwaway accounts (tests/osaccounts.py): alice's shell
+job and bob's function job each run as their mapped account; from inside,
+nothing under the service's home can be read and nothing of Ray's is in the
+environment; ``exit 3`` ends failed with its code and output kept, which
+bob cannot read; a cancelled ``sleep`` leaves no process of its session;
+``history`` lists the jobs with their cpu-seconds; a user with no account is
+refused at submit."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from legionrm.models import ClassSpec, Identity, ObjectRequest, RunnerSpec, SchedulingRequest
+
+pytestmark = pytest.mark.ray
+WAIT_S = 90.0
+
+
+@pytest.fixture(scope="module")
+def live(ray_cluster, ray_nodes, os_accounts, work_python):
+    from legionrm.auth import Registry
+    from legionrm.auth.guard import auth_home, ensure_home, signer_for
+    from legionrm.models import ClusterSpec
+    from legionrm.system import boot
+
+    home, state = tempfile.mkdtemp(prefix="lrm-run"), tempfile.mkdtemp(prefix="lrm-state")
+    work = f"/tmp/lrm-run-work-{os.getpid()}"
+    ensure_home(home, operator="ops")
+    reg = Registry(auth_home(home))
+    reg.add_user("alice", os_user=os_accounts["alice"])
+    reg.add_user("bob", os_user=os_accounts["bob"])
+    reg.add_user("carol")  # no OS account of that name
+    spec = ClusterSpec(classes=(ClassSpec(name="Command", implementation="legionrm.hostobj.work:Command",
+                                          host_list=("ray-*",)),),
+                       runner=RunnerSpec(python=work_python, work_dir=work, kill_grace_s=2.0))
+    system = boot(spec, ray_nodes={"ray-a": ray_nodes["node_a"]}, heartbeat_s=0.5, auth_home=home, state_dir=state)
+    signers = {u: signer_for(home, u) for u in ("alice", "bob", "carol", "ops")}
+    try:
+        yield {u: dataclasses.replace(system, signer=s) for u, s in signers.items()}, home, Path(state)
+    finally:
+        dataclasses.replace(system, signer=signers["ops"]).shutdown()
+        for d in (home, state, work):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def submit(sys_: Any, rid: str, user: str, **args: str) -> Any:
+    return sys_.schedule(SchedulingRequest(request_id=rid, identity=Identity(user=user), objects=(
+        ObjectRequest(class_name="Command", cpus=1, memory_gb=0.2, args=args),)))
+
+
+def ended(sys_: Any, rid: str) -> Any:
+    """The request once it ended and its exit code is known."""
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        info = sys_._signed("request_info", {"request_id": rid})
+        if info.state in ("completed", "failed", "cancelled") and info.exit_code is not None:
+            return info
+        time.sleep(0.3)
+    raise AssertionError(f"{rid} did not end: {info}")
+
+
+def logs(sys_: Any, rid: str, stream: str = "stdout") -> str:
+    data, _, _ = sys_._signed("logs", {"request_id": rid, "instance": None, "stream": stream, "offset": 0,
+                                       "limit": 1 << 20})
+    return data.decode()
+
+
+def test_a_shell_job_runs_as_its_account_with_nothing_of_the_service(live, os_accounts) -> None:
+    users, home, _ = live
+    got = submit(users["alice"], "run-sh", "alice",
+                 command=f"id -un; find {home} -readable 2>/dev/null | wc -l; env; python3 -c 'import ray' || echo no-ray")
+    assert got.ok, got.message
+    info = ended(users["alice"], "run-sh")
+    out = logs(users["alice"], "run-sh").splitlines()
+    assert info.state == "completed" and out[0] == os_accounts["alice"]
+    assert out[1] == "0"  # not one file or directory under the service's home is readable
+    env = dict(line.split("=", 1) for line in out[2:] if "=" in line)
+    assert not [k for k in env if k.startswith("RAY_")] and "LEGIONRM_HOME" not in env and "no-ray" in out
+    assert env["LEGIONRM_REQUEST_ID"] == "run-sh"
+
+
+def test_a_function_job_runs_as_its_account_and_returns_its_value(live, os_accounts) -> None:
+    users, _, _ = live
+    assert submit(users["bob"], "run-fn", "bob", function="getpass:getuser").ok
+    info = ended(users["bob"], "run-fn")
+    assert info.state == "completed" and info.instances[0].result.value == os_accounts["bob"]
+
+
+def test_exit_3_fails_keeps_its_output_and_only_its_owner_reads_it(live) -> None:
+    users, _, _ = live
+    assert submit(users["alice"], "run-3", "alice", command="echo to-out; echo to-err >&2; exit 3").ok
+    info = ended(users["alice"], "run-3")
+    assert (info.state, info.exit_code) == ("failed", 3)
+    assert logs(users["alice"], "run-3") == "to-out\n" and logs(users["alice"], "run-3", "stderr") == "to-err\n"
+    with pytest.raises(Exception, match="auth.not_owner"):
+        logs(users["bob"], "run-3")
+
+
+def test_cancelling_a_sleep_leaves_no_process_behind(live) -> None:
+    from legionrm.hostobj.runner.files import session_members
+
+    users, _, state = live
+    got = submit(users["alice"], "run-sleep", "alice", command="sleep 600 & sleep 600")
+    assert got.ok, got.message
+    pid = int((state / "runs" / "ray-a" / got.instances[0].instance_id / "pid").read_text())
+    assert session_members(pid)
+    users["alice"]._signed("cancel", {"request_id": "run-sleep", "reason": "cancelled by its user"})
+    info = ended(users["alice"], "run-sleep")
+    assert info.state == "cancelled" and info.instances[0].result.state == "cancelled"
+    assert session_members(pid) == []
+
+
+def test_history_lists_each_finished_job_with_its_cpu_seconds_to_its_owner(live) -> None:
+    users, _, _ = live
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        mine = users["alice"]._signed("history", {"user": None, "since": None, "until": None, "state": None})
+        if {"run-sh", "run-3"} <= {r.request_id for r in mine}:
+            break
+        time.sleep(0.5)
+    assert {r.user for r in mine} == {"alice"} and all(r.cpu_s >= 0 and r.host == "ray-a" for r in mine)
+    assert [r.exit_code for r in mine if r.request_id == "run-3"] == [3]
+    theirs = users["bob"]._signed("history", {"user": None, "since": None, "until": None, "state": None})
+    assert {r.user for r in theirs} <= {"bob"}
+
+
+def test_a_user_with_no_os_account_is_refused_at_submit(live) -> None:
+    users, _, _ = live
+    got = submit(users["carol"], "run-carol", "carol", command="true")
+    assert not got.ok and got.failures[0].code == "auth.no_os_user" and "\n" not in got.message

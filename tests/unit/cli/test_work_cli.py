@@ -1,0 +1,57 @@
+"""``wait`` / ``submit --wait`` exit statuses, ``history``'s times and states,
+and the exit code in ``list`` / ``show --json``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import get_args
+
+import pytest
+
+from legionrm.cli import END_STATES, when
+from legionrm.cli.output import render
+from legionrm.cli.requests import request_json, request_table
+from legionrm.cli.work import exit_status
+from legionrm.models import InstanceInfo, RequestInfo, WorkEnd, WorkResult
+
+
+def info(state: str, code: int | None) -> RequestInfo:
+    result = None if code is None else WorkResult(instance_id="h~i1", state="completed" if code == 0 else "failed",
+                                                  exit_code=code, started_at=1.0, ended_at=2.0)
+    return RequestInfo(id="r1", user="alice", state=state, exit_code=code,
+                       instances=(InstanceInfo(id="h~i1", host="h", state="ended", result=result),))
+
+
+@pytest.mark.parametrize("state, code, status", [
+    ("completed", 0, 0), ("failed", 3, 3), ("failed", 137, 137), ("failed", 300, 255),
+    ("completed", None, 0), ("failed", None, 1), ("cancelled", None, 1),
+], ids=["ok", "exit-3", "killed", "clamped", "no-run-ok", "no-run-failed", "cancelled"])
+def test_wait_exits_with_the_works_exit_code(state: str, code: int | None, status: int) -> None:
+    assert exit_status(info(state, code)) == status
+
+
+def test_list_and_show_carry_the_exit_code() -> None:
+    got = request_json(info("failed", 3))
+    assert got["exit_code"] == 3 and got["instances"][0]["exit_code"] == 3
+    assert json.loads(info("failed", 3).model_dump_json(indent=2))["exit_code"] == 3  # show --json
+    text = render(request_table([info("failed", 3)], time.time()), 200)
+    assert text.splitlines()[0].split()[:3] == ["id", "state", "exit"] and text.splitlines()[1].split()[:3] == [
+        "r1", "failed", "3"]
+
+
+@pytest.mark.parametrize("text, ago", [("90s", 90), ("2h", 7200), ("1.5d", 1.5 * 86400)], ids=["s", "h", "d"])
+def test_an_age_is_that_long_ago(text: str, ago: float) -> None:
+    assert abs(time.time() - ago - when(text)) < 60
+
+
+def test_epoch_and_iso_times_are_read_and_a_bad_one_says_what_is_accepted() -> None:
+    assert when("1700000000") == 1700000000.0
+    assert when("2026-01-31T09:00") == when("2026-01-31 09:00")
+    with pytest.raises(argparse.ArgumentTypeError, match="ISO date"):
+        when("yesterday")
+
+
+def test_history_offers_every_end_state() -> None:
+    assert END_STATES == get_args(WorkEnd)
