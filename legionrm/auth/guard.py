@@ -57,6 +57,8 @@ AGENTS_DIR = "agents"
 SCHEDULER = agent_principal("scheduler", "scheduler")
 ENACTOR = agent_principal("enactor", "enactor")
 DASHBOARD = agent_principal("dashboard", "dashboard")
+GATEWAY = agent_principal("gateway", "gateway")
+"""The front door (:mod:`legionrm.gateway`): it verifies each user's signed HTTP call and acts for them."""
 NO_PROOF = "auth.no_proof"  # an authenticated system was called without a proof
 
 
@@ -156,7 +158,8 @@ def ensure_home(home: str | os.PathLike[str], operator: str | None = None) -> Re
             registry.update_user(name, roles=("admin", *registry.user(name).roles))
     agents = auth_home(home) / AGENTS_DIR
     agents.mkdir(mode=0o700, exist_ok=True)
-    for kind, name in (("scheduler", "scheduler"), ("enactor", "enactor"), ("dashboard", "dashboard")):
+    for kind, name in (("scheduler", "scheduler"), ("enactor", "enactor"), ("dashboard", "dashboard"),
+                       ("gateway", "gateway")):
         cred = registry.add_agent(kind, name)
         save_private_key(agent_key_path(home, cred.name), cred.private_key, overwrite=True)
     return registry
@@ -209,4 +212,5 @@ def _login() -> str:
 
 
 __all__ = ["AuthRefusedError", "Guard", "ReloadingRegistry", "codes", "ensure_home", "load_agent", "load_user",
-           "signer_for", "host_attestations", "raise_if_refused", "NO_PROOF", "SCHEDULER", "ENACTOR", "CallProof"]
+           "signer_for", "host_attestations", "raise_if_refused", "NO_PROOF", "SCHEDULER", "ENACTOR", "GATEWAY",
+           "CallProof"]
