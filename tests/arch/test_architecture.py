@@ -58,7 +58,6 @@ RAY_SHELLS = ("legionrm.system", "legionrm.naming", "legionrm.hostobj.ray_node",
 """Besides every ``*.actor`` module: where Ray may be imported."""
 
 LAZY = {
-    ("legionrm.cli.shell", "legionrm.system"): "Ray only when the shell talks to a running system",
     ("legionrm.cli.shell", "prompt_toolkit"): "a terminal library only for the interactive shell",
     ("legionrm.cli.shell", "prompt_toolkit.completion"): "same",
     ("legionrm.cli.shell", "prompt_toolkit.history"): "same",
