@@ -34,6 +34,7 @@ class RayControlPlane:
     """:class:`~legionrm.gateway.plane.ControlPlane` over the actors of the system at ``home``."""
 
     def __init__(self, home: str | os.PathLike[str], address: str = "auto", timeout_s: float = CALL_TIMEOUT_S) -> None:
+        self._owns_ray = not ray.is_initialized()  # a driver already connected (a test) keeps its Ray
         init_connect(address)
         self.signer = CallSigner(load_agent(Path(home), GATEWAY), time.time)
         self.timeout_s = timeout_s
@@ -65,5 +66,5 @@ class RayControlPlane:
             raise Unavailable(f"{target}.{method} did not answer within {self.timeout_s:g} s") from None
 
     async def close(self) -> None:
-        if ray.is_initialized():
+        if self._owns_ray and ray.is_initialized():
             ray.shutdown()
