@@ -53,7 +53,6 @@ COMMANDS: dict[str, str] = {
 
 OFFLINE: dict[str, tuple[str, str]] = {
     "pools": ("file", "legionrm.cli.pools:cli_main"),
-    "show": ("follow", "legionrm.cli.requests:cli_show"),
 }
 """A verb that, given this argument, runs another way: offline on a file, or on Ray as the service."""
 
@@ -165,9 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
     sw = add("show", "one request's history, instances and the vetoes it met")
     sw.add_argument("id", help="the request id")
     sw.add_argument("--follow", action="store_true",
-                    help="then print each status change as one line until the request ends (on the head, over Ray)")
+                    help="then print each status change as one line until the request ends (Ctrl-C stops)")
     sw.add_argument("--timeout", type=float, default=None, metavar="S", help="stop following after S seconds")
-    address(sw)
     gateway_flags(sw)
     wt = add("wait", "wait until a request ends (exit 0 completed, 1 failed or cancelled)")
     wt.add_argument("id", help="the request id")

@@ -1,6 +1,6 @@
 """The user verbs, through the front door: each is one or a few signed calls to the gateway.
 
-``submit list show wait logs explain cancel hosts pools status`` talk to
+``submit list show (--follow) wait logs explain cancel hosts pools status`` talk to
 the gateway with the user's credentials (``--credentials FILE``, else
 ``$LEGIONRM_CREDENTIALS``, ``~/.legionrm/credentials``, or on the head the
 home's administrator credentials); ``--as USER`` makes an administrator's
@@ -17,12 +17,13 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from legionrm.client.client import Client
 from legionrm.errors import ConfigError
+from legionrm.events.triggers import STATUSES
 from legionrm.models.api import CancelResult, HostRow
-from legionrm.models.requests import FINAL_STATES, RequestInfo
+from legionrm.models.requests import FINAL_STATES, RequestInfo, StatusEvent
 
 
 def client(args: argparse.Namespace) -> Client:
@@ -144,8 +145,14 @@ def cli_list(args: argparse.Namespace) -> int:
 
 
 def cli_show(args: argparse.Namespace) -> int:
-    """``legionrm show ID``: its history, instances and the vetoes it met."""
-    info = client(args).show(args.id)
+    """``legionrm show ID [--follow [--timeout S]]``: its history, instances and the vetoes it met;
+    with ``--follow`` then each status change as one line (a JSON object under ``--json``) until
+    the request ends, ``--timeout`` passes or Ctrl-C."""
+    c = client(args)
+    if args.follow:
+        return follow_events(lambda cursor: c.events(args.id, cursor), args.timeout, as_json=args.json,
+                             ended=lambda: c.show(args.id).state in FINAL_STATES)
+    info = c.show(args.id)
     if args.json:
         print(info.model_dump_json(indent=2))
         return 0
@@ -280,3 +287,48 @@ def cli_status(args: argparse.Namespace) -> int:
             print(pool_lines(s.pools))
     return 0
 
+
+# --- show --follow -------------------------------------------------------------------------------
+
+
+STATUS_WIDTH = max(map(len, STATUSES))
+"""The status column's width: the longest status a trigger may fire (``deactivated``)."""
+ENDING = frozenset({"ended", "failed", "cancelled"})
+"""The request-level statuses after which there is nothing more to follow."""
+
+
+def event_line(e: StatusEvent) -> str:
+    """One status change as ``show --follow`` prints it."""
+    when = time.strftime("%H:%M:%S", time.localtime(e.at))
+    what = f"{e.request_id}" + (f" {e.object_id}" if e.object_id else "")
+    return f"{when}  {e.status:<{STATUS_WIDTH}} {what}" + (f": {e.reason}" if e.reason else "")
+
+
+def follow_events(fetch: Callable[[int], list[StatusEvent]], timeout_s: float | None, *, as_json: bool = False,
+                  ended: Callable[[], bool] = lambda: False, out: Any = None, poll_s: float = 0.5,
+                  sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> int:
+    """Print each event ``fetch(cursor)`` gives (every one after ``cursor``)
+    as one line, until the request's own event says it ended (0), or a poll
+    brings nothing and ``ended()`` says it has ended anyway (0: its events
+    were not kept, e.g. the Scheduler restarted), or ``timeout_s`` passes (0,
+    with a note on stderr), or Ctrl-C (130, no traceback)."""
+    out = out or sys.stdout
+    deadline = None if timeout_s is None else clock() + timeout_s
+    cursor = 0
+    try:
+        while True:
+            events = fetch(cursor)
+            for e in events:
+                cursor = max(cursor, e.seq)
+                print(e.model_dump_json() if as_json else event_line(e), file=out, flush=True)
+                if e.object_id is None and e.status in ENDING:
+                    return 0
+            if not events and ended():
+                return 0
+            if deadline is not None and clock() >= deadline:
+                print(f"stopped following after {timeout_s:g} s", file=sys.stderr)
+                return 0
+            sleep(poll_s)
+    except KeyboardInterrupt:
+        print("stopped following", file=sys.stderr)
+        return 130

@@ -35,6 +35,7 @@ from legionrm.models.api import (
     Caller,
     CancelBody,
     CancelResult,
+    EventList,
     GatewayStatus,
     HostList,
     LogsResult,
@@ -47,7 +48,7 @@ from legionrm.models.api import (
     SubmitBody,
     SubmitResult,
 )
-from legionrm.models.requests import FINAL_STATES, RequestInfo
+from legionrm.models.requests import FINAL_STATES, RequestInfo, StatusEvent
 from legionrm.models.schedules import ScheduleSuite
 
 M = TypeVar("M", bound=BaseModel)
@@ -149,6 +150,11 @@ class Client:
             if deadline is not None and time.monotonic() >= deadline:
                 raise GatewayError("wait.timeout", f"{request_id} is still {info.state} after {timeout:g} s")
             time.sleep(poll_s)
+
+    def events(self, request_id: str, cursor: int = 0) -> list[StatusEvent]:
+        """The request's status events after ``cursor`` (each event's ``seq`` is the next cursor)."""
+        doc = self.call("GET", f"/requests/{_seg(request_id)}/events", params={"cursor": cursor})
+        return list(self._as(EventList, doc).events)
 
     def logs(self, request_id: str) -> LogsResult:
         return self._as(LogsResult, self.call("GET", f"/requests/{_seg(request_id)}/logs"))

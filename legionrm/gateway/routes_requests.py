@@ -23,6 +23,7 @@ from legionrm.models.api import (
     ApiError,
     CancelBody,
     CancelResult,
+    EventList,
     RequestList,
     SubmitBody,
     SubmitResult,
@@ -41,6 +42,7 @@ def add(app: web.Application) -> None:
     r.add_get(f"{API_PREFIX}/requests/{{id}}", show)
     r.add_post(f"{API_PREFIX}/requests/{{id}}/cancel", cancel_one)
     r.add_get(f"{API_PREFIX}/requests/{{id}}/logs", logs)
+    r.add_get(f"{API_PREFIX}/requests/{{id}}/events", events)
 
 
 def request_from(doc: dict[str, Any] | None, toml: str | None, overrides: dict[str, str], rid: str | None,
@@ -134,6 +136,17 @@ async def cancel_many(request: web.Request) -> web.Response:
             _, code, reason, by = status_of(exc)
             refused[rid] = ApiError(code=code, reason=reason.splitlines()[0] if reason else code, by=by)
     return answer(CancelResult(cancelled=tuple(done), refused=refused))
+
+
+async def events(request: web.Request) -> web.Response:
+    """The request's status changes after ``?cursor=`` (``show --follow``); its owner's or an administrator's."""
+    try:
+        cursor = int(request.query.get("cursor", "0"))
+    except ValueError:
+        return refusal(422, "request.invalid", "cursor must be a whole number")
+    got = await request.app[PLANE].call(user_of(request), "scheduler", "events_since",
+                                        {"request_id": request.match_info["id"], "cursor": cursor})
+    return answer(EventList(events=tuple(got)))
 
 
 async def logs(request: web.Request) -> web.Response:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from legionrm.models.base import QueryResult
 from legionrm.models.elastic import SchedulerStatus
-from legionrm.models.requests import RequestInfo
+from legionrm.models.requests import RequestInfo, StatusEvent
 from legionrm.models.schedules import SchedulerResponse, ScheduleSuite
 
 API_PREFIX = "/api/v1"
@@ -79,6 +79,13 @@ class SubmitResult(Body):
 
 class RequestList(Body):
     requests: tuple[RequestInfo, ...] = ()
+
+
+class EventList(Body):
+    """``GET /requests/{id}/events?cursor=N``: the request's status events after ``cursor``
+    (each event's ``seq`` is the next cursor)."""
+
+    events: tuple[StatusEvent, ...] = ()
 
 
 class CancelBody(Body):

@@ -34,6 +34,8 @@ def test_submit_list_show_cancel(ann, capsys) -> None:
     assert run("show", "w-1")[0] == 0 and "instance" in capsys.readouterr().out
     assert run("cancel", "w-1")[0] == 0 and "w-1: cancelled" in capsys.readouterr().out
     assert run("wait", "w-1")[0] == 1 and "cancelled" in capsys.readouterr().out
+    assert run("show", "w-1", "--follow", "--timeout", "5")[0] == 0  # its changes, until it ended
+    assert "cancelled" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("verb", ["hosts", "pools", "status"])

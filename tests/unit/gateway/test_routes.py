@@ -29,6 +29,8 @@ def test_submit_list_show_cancel(gateway) -> None:
     assert isinstance(info, RequestInfo) and info.user == "ann" and info.state == "running"
     assert ann.cancel(r.id).state == "cancelled"
     assert ann.wait(r.id, timeout=5).state == "cancelled"
+    events = ann.events(r.id)
+    assert events and events[-1].status == "cancelled" and ann.events(r.id, events[-1].seq) == []
 
 
 def test_toml_text_set_overrides_and_a_chosen_id(gateway) -> None:
