@@ -180,10 +180,22 @@ def _left(deadline: float, what: str) -> float:
 # --- up ---------------------------------------------------------------------------
 
 
+def private_home(home: Path) -> None:
+    """The home is the service's: from now on every file this process and its children (the
+    Ray head, its actors, the gateway) create is 0600 and every directory 0700 (umask 077), and
+    what is there already loses every bit for group and others."""
+    os.umask(0o077)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for path in [home, *home.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(path.stat().st_mode & 0o700)
+
+
 def cli_up(args: argparse.Namespace) -> int:
     """Start Ray (or join --address) and boot the cluster file's system, detached."""
     deadline = time.monotonic() + float(getattr(args, "timeout", 60.0) or 60.0)
     spec = load_cluster(args.cluster)
+    private_home(HOME)
     old = read_state()
     if old is not None and not is_stale(old):
         raise UpError(f"a system is already up at {old['address']} (see {STATE_FILE}); `legionrm down` first")

@@ -59,6 +59,7 @@ def write_credentials(home: str | os.PathLike[str], user: str) -> Path:
 
 
 def cli_user(args: argparse.Namespace) -> int:
+    os.umask(0o077)  # the home is the service's: what this writes there (the registry) stays 0600
     home = _home()
     registry = Registry(auth_home(home))
     if args.action in ("add", "remove") and not args.name:

@@ -122,10 +122,8 @@ async def plan(request: web.Request) -> web.Response:
 
 async def users(request: web.Request) -> web.Response:
     require_admin(request, "list users")
-    reg = request.app[PRINCIPALS]
-    reg.principal("")  # read the registry again if it changed
     return web.json_response({"users": [{"name": u.name, "groups": list(u.groups), "roles": list(u.roles)}
-                                        for u in reg.registry.list_users()]})
+                                        for u in request.app[PRINCIPALS].fresh().list_users()]})
 
 
 async def remove_user(request: web.Request) -> web.Response:
@@ -134,7 +132,7 @@ async def remove_user(request: web.Request) -> web.Response:
     if name == caller_of(request).user:
         return refusal(409, "user.self", "an administrator cannot remove themselves")
     try:
-        request.app[PRINCIPALS].registry.remove_user(name)
+        request.app[PRINCIPALS].fresh().remove_user(name)
     except UnknownPrincipalError as exc:
         return refusal(404, "user.unknown", str(exc))
     return web.json_response({"removed": name})

@@ -82,13 +82,17 @@ class FreshRegistry:
             return (0, 0, 0)
         return (st.st_mtime_ns, st.st_size, st.st_ino) if st is not None else (0, 0, 0)
 
-    def principal(self, name: str) -> Principal | None:
+    def fresh(self) -> Registry:
+        """The registry, read again first if its file changed since it was last read."""
         with self._lock:
             stamp = self._now_stamp()
             if stamp != self._stamp:
                 self.registry.reload()
                 self._stamp = stamp
-        return self.registry.principal(name)
+        return self.registry
+
+    def principal(self, name: str) -> Principal | None:
+        return self.fresh().principal(name)
 
 
 class RateLimit:

@@ -88,3 +88,19 @@ def test_up_over_a_live_system_refused(home: Path, capfd: pytest.CaptureFixture[
 def test_nothing_up(home: Path, capfd: pytest.CaptureFixture[str]) -> None:
     assert main(["down"]) == 0
     assert "no system is up" in capfd.readouterr().err
+
+
+def test_up_makes_the_home_private(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "auth" / "users").mkdir(parents=True)
+    (home / "registry.json").write_text("{}")
+    (home / "registry.json").chmod(0o644)
+    old = os.umask(0o022)
+    try:
+        updown.private_home(home)
+        (home / "new.db").write_text("x")
+        (home / "state").mkdir()
+    finally:
+        os.umask(old)
+    for path in [home, *home.rglob("*")]:
+        assert path.stat().st_mode & 0o077 == 0, path
