@@ -1,7 +1,8 @@
 """The control plane over Ray: the one gateway module that imports Ray or :mod:`legionrm.system`.
 
 :class:`RayControlPlane` connects to the system ``legionrm up`` started in a
-home (its Ray address and token from ``up.json``), finds the actors by name,
+home (its Ray address and token from ``<home>/up.json``; a driver already
+connected, as in tests, is used as it is), finds the actors by name,
 and makes each call with a proof the gateway agent signs acting for the user
 (:mod:`legionrm.gateway.plane`).  Ray's calls are awaited without blocking the
 gateway's event loop; what an actor raised comes back as itself (a
@@ -12,6 +13,7 @@ gateway's event loop; what an actor raised comes back as itself (a
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from pathlib import Path
@@ -22,6 +24,7 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from legionrm.auth.guard import GATEWAY, load_agent
 from legionrm.auth.proof import CallSigner
+from legionrm.errors import SystemNotRunningError
 from legionrm.gateway.plane import Unavailable
 from legionrm.naming import COLLECTION, ENACTOR, POOLS, SCHEDULER, named_actor
 from legionrm.system import init_connect
@@ -33,10 +36,15 @@ CALL_TIMEOUT_S = 60.0
 class RayControlPlane:
     """:class:`~legionrm.gateway.plane.ControlPlane` over the actors of the system at ``home``."""
 
-    def __init__(self, home: str | os.PathLike[str], address: str = "auto", timeout_s: float = CALL_TIMEOUT_S) -> None:
+    def __init__(self, home: str | os.PathLike[str], timeout_s: float = CALL_TIMEOUT_S) -> None:
+        self.signer = CallSigner(load_agent(Path(home), GATEWAY), time.time)  # first: no key, no Ray
         self._owns_ray = not ray.is_initialized()  # a driver already connected (a test) keeps its Ray
-        init_connect(address)
-        self.signer = CallSigner(load_agent(Path(home), GATEWAY), time.time)
+        if self._owns_ray:  # the Ray of this home's `up`, never whatever Ray "auto" would find
+            try:
+                address = json.loads((Path(home) / "up.json").read_text())["address"]
+            except (OSError, ValueError, KeyError):
+                raise SystemNotRunningError(f"no system is up in {home} (no up.json): `legionrm up` first") from None
+            init_connect(address)
         self.timeout_s = timeout_s
         self._handles: dict[str, Any] = {}
 
