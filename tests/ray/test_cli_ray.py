@@ -76,11 +76,11 @@ def test_up_status_submit_down(tmp_path: Path) -> None:
         return subprocess.run([sys.executable, "-m", "legionrm.cli", *args], env=env, cwd=ROOT, text=True,
                               capture_output=True, timeout=timeout)
 
-    t = time.monotonic()
-    up = lrm("up", "--timeout", "90", "--gateway-port", "0")
-    up_s = time.monotonic() - t
     home = tmp_path / "home"
-    try:
+    try:  # `down` in the end whatever happens, also when `up` itself does not return in time
+        t = time.monotonic()
+        up = lrm("up", "--timeout", "150", "--gateway-port", "0", timeout=200)  # the gateway too: a few seconds more
+        up_s = time.monotonic() - t
         assert up.returncode == 0, up.stderr
         assert "legionrm is up at 127.0.0.1:" in up.stderr and "16 resources (13 hosts, 3 vaults)" in up.stderr  # 12 hosts from the file, the Ray node bound, with its vault
         assert "logs:" in up.stderr and "legionrm down" in up.stderr and "WARNING" not in up.stderr
