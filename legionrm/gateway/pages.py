@@ -57,10 +57,10 @@ async def page(request: web.Request) -> web.Response:
     return out
 
 
-async def poll(app: web.Application) -> dict[str, Any]:
-    """One poll of the system as the dashboard's administrator -> the view the page draws."""
+async def poll(app: web.Application, user: str | None = None) -> dict[str, Any]:
+    """One poll of the system as ``user`` (default: the dashboard's administrator) -> the view the page draws."""
     settings, plane = app[SETTINGS], app[PLANE]
-    user = settings["dashboard_user"]
+    user = user or settings["dashboard_user"]
     errors: list[str] = []
 
     async def ask(target: str, method: str, args: dict[str, Any]) -> Any:

@@ -4,7 +4,8 @@ It connects to the control plane ``up`` started in that home
 (:mod:`legionrm.gateway.control`), serves ``[--host 127.0.0.1] [--port 8470]``
 until SIGTERM, and writes ``H/gateway.json`` (mode 0600): its URL, pid,
 certificate fingerprint and the dashboard's URL with its key (unless
-``--no-dashboard``).  Bound to 127.0.0.1 it speaks plain HTTP; bound anywhere
+``--no-dashboard``), and keeps legionrm's metrics gauges set from the dashboard's view.
+Bound to 127.0.0.1 it speaks plain HTTP; bound anywhere
 else, TLS with the certificate under ``H/tls/`` (:mod:`legionrm.gateway.tls`).
 """
 
@@ -13,13 +14,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import secrets
 import signal
 import sys
 from pathlib import Path
 
-from legionrm.gateway import tls
+from aiohttp import web
+
+from legionrm import metrics
+from legionrm.dashboard.view import WAITING
+from legionrm.gateway import pages, tls
 from legionrm.gateway.app import make_app
 from legionrm.gateway.control import RayControlPlane
 from legionrm.gateway.serve import (
@@ -29,6 +35,9 @@ from legionrm.gateway.serve import (
     start,
     write_private,
 )
+
+log = logging.getLogger("legionrm.gateway")
+GAUGE_S = 2.0
 
 
 async def _serve(args: argparse.Namespace) -> None:
@@ -46,13 +55,27 @@ async def _serve(args: argparse.Namespace) -> None:
         doc["dashboard"] = f"{url}/?key={key}"
     write_private(home / GATEWAY_FILE, doc)
     print(json.dumps(doc), flush=True)  # `up` reads the first line: the gateway is serving
+    gauges = asyncio.get_running_loop().create_task(keep_gauges(app, args.admin))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
+    gauges.cancel()
     await runner.cleanup()
     (home / GATEWAY_FILE).unlink(missing_ok=True)
+
+
+async def keep_gauges(app: web.Application, admin: str) -> None:
+    """Every :data:`GAUGE_S`, the dashboard's view as ``admin`` -> legionrm's metrics gauges
+    (exported by Ray's metrics agent), whether or not the pages are served."""
+    gauges = metrics.ViewGauges(WAITING)
+    while True:
+        await asyncio.sleep(GAUGE_S)
+        try:
+            gauges.record(await pages.poll(app, admin))
+        except Exception:  # noqa: BLE001 -- a missed poll leaves the gauges as they were
+            log.exception("gateway: the gauges' poll failed")
 
 
 def main(argv: list[str] | None = None) -> int:
