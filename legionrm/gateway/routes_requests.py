@@ -94,7 +94,7 @@ async def submit(request: web.Request) -> web.Response:
     req = request_from(body.request, body.toml, body.set, body.id, user_of(request))
     response = await request.app[PLANE].call(user_of(request), "scheduler", "scheduleObjects", {"request": req})
     return answer(SubmitResult(id=response.request_id, ok=response.ok, state=response.state, response=response),
-                  201 if response.ok or response.state else 200)
+                  201 if response.ok or response.state == "pending" else 200)  # 200: answered, not taken
 
 
 async def list_requests(request: web.Request) -> web.Response:
