@@ -84,6 +84,7 @@ class GatewayBackend:
         self.client = client
 
     def query(self, text: str, caller: Identity | None = None, include_unavailable: bool = False) -> QueryResult:
+        compile_query(text)  # a bad query is said here, with its caret, before any call
         return self.client.query(text, include_unavailable)
 
     def record(self, name: str) -> ResourceRecord:

@@ -85,7 +85,7 @@ def status_of(exc: BaseException) -> tuple[int, str, str, str]:
     if isinstance(exc, (ConfigError, AuthError)):
         return 400, type(exc).__name__, str(exc), "gateway"
     if isinstance(exc, LegionError):
-        return 400, str(getattr(exc, "code", None) or type(exc).__name__), str(exc), "scheduler"
+        return 400, str(getattr(exc, "code", None) or type(exc).__name__), str(exc), "system"
     return 500, "internal", f"{type(exc).__name__}: {exc}", "gateway"
 
 
