@@ -299,23 +299,6 @@ def _start_gateway(args: argparse.Namespace, state: dict[str, Any], log: Path, d
             return
 
 
-def _stop_gateway(state: dict[str, Any], grace_s: float = 3.0) -> None:
-    """SIGTERM the gateway process ``up`` started (its own session), SIGKILL after ``grace_s``."""
-    pid = state.get("gateway_pid")
-    if not pid:
-        return
-    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 2.0)):
-        try:
-            os.killpg(int(pid), sig)
-        except ProcessLookupError:
-            return
-        end = time.monotonic() + wait
-        while time.monotonic() < end and _group_alive(int(pid)):
-            time.sleep(0.1)
-        if not _group_alive(int(pid)):
-            return
-
-
 def _start_head(args: argparse.Namespace, state: dict[str, Any], steps: Steps, log: Path, deadline: float) -> None:
     with steps.step("choosing ports"):
         if args.port is not None and not port_free(args.port):
@@ -367,23 +350,29 @@ def _connect(address: str, deadline: float) -> None:
 
 
 def stop(state: dict[str, Any], grace_s: float = 3.0) -> None:
-    """Stop what ``state`` says ``up`` started: the head's whole process group
-    (SIGTERM, then SIGKILL after ``grace_s``), and the gateway first; its temp dir goes too."""
-    _stop_gateway(state, grace_s)
-    pid = state.get("pid")
-    if pid:
-        for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
-            try:
-                os.killpg(int(pid), sig)
-            except ProcessLookupError:
-                break
-            end = time.monotonic() + wait
-            while time.monotonic() < end and _group_alive(int(pid)):
+    """Stop what ``state`` says ``up`` started: the gateway's and the head's whole process groups
+    (SIGTERM to both at once, then SIGKILL to what is left after ``grace_s``); its temp dir goes too."""
+    groups = [int(state[k]) for k in ("gateway_pid", "pid") if state.get(k)]
+    for pgid in groups:  # the gateway first: it stops calling the head
+        _signal_group(pgid, signal.SIGTERM)
+    for pgid in groups:
+        end = time.monotonic() + grace_s
+        while time.monotonic() < end and _group_alive(pgid):
+            time.sleep(0.1)
+        if _group_alive(pgid):
+            _signal_group(pgid, signal.SIGKILL)
+            end = time.monotonic() + 5.0
+            while time.monotonic() < end and _group_alive(pgid):
                 time.sleep(0.1)
-            if not _group_alive(int(pid)):
-                break
     if state.get("temp_dir"):
         shutil.rmtree(state["temp_dir"], ignore_errors=True)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
 
 
 def _group_alive(pgid: int) -> bool:
