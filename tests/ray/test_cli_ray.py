@@ -149,5 +149,4 @@ def test_up_status_submit_down(tmp_path: Path) -> None:
         down_s = time.monotonic() - t
     assert down.returncode == 0 and "legionrm is down" in down.stderr, down.stderr
     assert not (tmp_path / "home" / "up.json").exists()
-    print(f"up {up_s:.1f} s, down {down_s:.1f} s")
-    assert down_s < 10
+    print(f"up {up_s:.1f} s, down {down_s:.1f} s")  # reported, not asserted: tests never assert a time
