@@ -15,7 +15,7 @@ parallel enactor against the same schedule enacted one reservation at a time.
    one ``start_objects`` call per host group.
 2. The same 100-placement schedule (reservations only) enacted four ways, so
    batching and parallelism are reported apart: batched + parallel (one call
-   per group, all groups at once: the real gateway), batched + serial (one
+   per group, all groups at once: the real port), batched + serial (one
    call per group, each awaited), unbatched + parallel (one call per
    reservation, all in flight at once), unbatched + serial (one call per
    reservation, each awaited).
@@ -38,7 +38,7 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 import ray  # noqa: E402
 
-from legionrm.enactor.actor import EnactorActor, RayGateway  # noqa: E402
+from legionrm.enactor.actor import EnactorActor, RayResourcePort  # noqa: E402
 from legionrm.enactor.enactor import Enactor  # noqa: E402
 from legionrm.models import (  # noqa: E402
     DeltaSchedule,
@@ -114,7 +114,7 @@ def schedule(rid: str, keys: range, n_hosts: int, n_groups: int, spread: int, cr
     )
 
 
-class SerialRayGateway(RayGateway):
+class SerialRayPort(RayResourcePort):
     """The same routes, but one reservation per call, each awaited before the next."""
 
     def reserve(self, requests, groups=None):
@@ -125,7 +125,7 @@ class SerialRayGateway(RayGateway):
         return out
 
 
-class UnbatchedParallelGateway(RayGateway):
+class UnbatchedParallelPort(RayResourcePort):
     """One reservation per call, all calls in flight at once: parallel, no batching."""
 
     def reserve(self, requests, groups=None):
@@ -133,7 +133,7 @@ class UnbatchedParallelGateway(RayGateway):
         return [r[0] for r in ray.get(refs)]
 
 
-class BatchedSerialGateway(RayGateway):
+class BatchedSerialPort(RayResourcePort):
     """One batched call per group, each awaited before the next group: batching, no parallelism."""
 
     def reserve(self, requests, groups=None):
@@ -152,7 +152,7 @@ def release(handles, res) -> None:
     """Give a result's reservations back (outside the timed part)."""
     n_groups = len(handles)
     members = {host_name(i): group_of(i, n_groups) for i in range(N_HOSTS[0])}
-    RayGateway(groups=handles, members=members).cancel([*res.host_tokens.values(), *res.vault_tokens.values()])
+    RayResourcePort(groups=handles, members=members).cancel([*res.host_tokens.values(), *res.vault_tokens.values()])
 
 
 def bench_throughput(enactor, handles, n_hosts, n_groups, per_schedule, rounds):
@@ -174,12 +174,12 @@ def bench_throughput(enactor, handles, n_hosts, n_groups, per_schedule, rounds):
 
 
 def bench_four_ways(handles, n_hosts, n_groups, n=100, repeats=5):
-    """Median ms of the same reservation-only schedule through four gateways."""
+    """Median ms of the same reservation-only schedule through four ports."""
     cores = {
-        "batched + parallel": Enactor(RayGateway(groups=handles)),
-        "batched + serial": Enactor(BatchedSerialGateway(groups=handles)),
-        "unbatched + parallel": Enactor(UnbatchedParallelGateway(groups=handles)),
-        "unbatched + serial": Enactor(SerialRayGateway(groups=handles)),
+        "batched + parallel": Enactor(RayResourcePort(groups=handles)),
+        "batched + serial": Enactor(BatchedSerialPort(groups=handles)),
+        "unbatched + parallel": Enactor(UnbatchedParallelPort(groups=handles)),
+        "unbatched + serial": Enactor(SerialRayPort(groups=handles)),
     }
     times: dict[str, list[float]] = {k: [] for k in cores}
     for r in range(repeats):
@@ -221,7 +221,7 @@ def main() -> int:
         release(handles, ray.get(enactor.enact_schedule.remote(schedule("warm", range(50), args.hosts, args.groups, 1))))
 
         t = bench_four_ways(handles, args.hosts, args.groups)
-        print("100 reservations (no instances), median of 5, four gateways")
+        print("100 reservations (no instances), median of 5, four ports")
         for k, v in t.items():
             info(f"  {k}", f"{v * 1000:.1f} ms")
         batching = t["unbatched + parallel"] / t["batched + parallel"]

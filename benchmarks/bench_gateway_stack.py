@@ -46,10 +46,11 @@ def _free_port() -> int:
 def _check(home: str):  # type: ignore[no-untyped-def]
     from legionrm.auth.guard import auth_home
     from legionrm.auth.registry import Registry
-    from legionrm.gateway.signatures import FreshRegistry, RateLimit, SignatureCheck
+    from legionrm.auth.guard import ReloadingRegistry
+    from legionrm.gateway.signatures import RateLimit, SignatureCheck
 
     # calls are signed before the load starts: a wide clock window, so none expires while queued
-    return SignatureCheck(FreshRegistry(Registry(auth_home(home))), rate=RateLimit(rate=1e9, burst=1e9), skew_s=3600)
+    return SignatureCheck(ReloadingRegistry(Registry(auth_home(home))), rate=RateLimit(rate=1e9, burst=1e9), skew_s=3600)
 
 
 def serve_aiohttp(home: str, port: int) -> None:

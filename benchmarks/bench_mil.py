@@ -3,7 +3,7 @@
 Run:  .venv/bin/python benchmarks/bench_mil.py [--quick]
 
 Part 1 -- the same 6-clause query over the same 100,000 resources:
-  * legionrm vectorized engine (CompiledQuery.mask over a store snapshot),
+  * legionrm vectorized engine (CompiledQuery.mask over an attribute-table snapshot),
   * legionrm per-record engine (CompiledQuery.matches per record dict),
   * classad2 (ExprTree.eval per ClassAd; the expression parsed once),
   each the median of several timed runs; all three must find the same set.
@@ -27,7 +27,7 @@ import tracemalloc
 import numpy as np
 from _report import check
 
-from legionrm.collection.store import AttributeStore
+from legionrm.collection.table import AttributeTable
 from legionrm.mil import compile_query
 
 QUERY = (
@@ -85,9 +85,9 @@ def part1(n: int, subset: int, runs: int) -> dict[str, float]:
     cols = make_columns(n)
     records = to_records(cols)
     names = [f"node{k:06d}" for k in range(n)]
-    store = AttributeStore()
-    store.bulk_insert(names, cols)
-    snap = store.snapshot()
+    table = AttributeTable()
+    table.bulk_insert(names, cols)
+    snap = table.snapshot()
     q = compile_query(QUERY)
 
     vec_t, mask = median_time(lambda: q.mask(snap), runs)
@@ -130,17 +130,17 @@ def part2(n: int, runs: int) -> tuple[float, float, float]:
     gc.collect()
     tracemalloc.start()
     names = [f"node{k:07d}" for k in range(n)]
-    store = AttributeStore()
-    store.bulk_insert(names, cols)
-    del names  # the caller's list: the store keeps the name strings in its own array and index
-    snap = store.snapshot()
+    table = AttributeTable()
+    table.bulk_insert(names, cols)
+    del names  # the caller's list: the table keeps the name strings in its own array and index
+    snap = table.snapshot()
     gc.collect()
     held, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     columns_bytes = sum(
         a.nbytes
         for a in (
-            getattr(store._cols[k], f) for k in snap.attribute_names() for f in ("tag", "b", "i", "f", "s")
+            getattr(table._cols[k], f) for k in snap.attribute_names() for f in ("tag", "b", "i", "f", "s")
         )
         if a is not None
     )

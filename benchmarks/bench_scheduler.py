@@ -105,25 +105,25 @@ def main() -> None:
         medians[count] = statistics.median(times)
         fastest[count] = min(times)
 
-    print("\nthe placement engine through the planner's door (EngineDoor), 1,000 instances scatter:excl")
-    door = system.scheduler.planner.engine if hasattr(system.scheduler, "planner") else None
-    if door is not None:
+    print("\nthe placement engine fed by the planner (EngineFeed), 1,000 instances scatter:excl")
+    feed = system.scheduler.planner.engine if hasattr(system.scheduler, "planner") else None
+    if feed is not None:
         snap = system.collection.snapshot()
         obj = ObjectRequest(class_name="Worker", count=1000, cpus=4, memory_gb=8, placement="scatter", exclusive=True)
         t = time.perf_counter()
-        door.place(obj, snap)
+        feed.place(obj, snap)
         first = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
-        door.place(obj, snap)
+        feed.place(obj, snap)
         again = (time.perf_counter() - t) * 1000
         snap2 = system.collection.snapshot()
         t = time.perf_counter()
-        ans = door.place(obj, snap2)
+        ans = feed.place(obj, snap2)
         fresh = (time.perf_counter() - t) * 1000
         print(f"  {ans.status} on the {ans.path} path")
-        info("EngineDoor: node table + host state + place (first)", f"{first:.1f} ms")
-        info("EngineDoor: place again, same snapshot", f"{again:.2f} ms")
-        info("EngineDoor: new snapshot, same hosts (state + place)", f"{fresh:.1f} ms")
+        info("EngineFeed: node table + host state + place (first)", f"{first:.1f} ms")
+        info("EngineFeed: place again, same snapshot", f"{again:.2f} ms")
+        info("EngineFeed: new snapshot, same hosts (state + place)", f"{fresh:.1f} ms")
 
     print("\nscheduleObjects, 100 instances per request, until 5,000 placements")
     placed, plan_s, sched_s = 0, 0.0, 0.0

@@ -140,6 +140,11 @@ class SystemNotRunningError(LegionError):
     """No legionrm system is running where one was expected."""
 
 
+class ResourcesSilentError(LegionError):
+    """A system booted, but some of its resources never joined its Collection
+    (the message says how many, which, and why: a refused key, say)."""
+
+
 # --- resource pools (appended by the respool work) ----------------------------
 
 

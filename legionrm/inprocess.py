@@ -2,7 +2,7 @@
 
 The same cores the actors hold, wired with in-process collaborators: the
 Collection, host groups of host objects (each sending its heartbeats to the
-Collection), vaults, class objects, the Enactor over an in-process gateway,
+Collection), vaults, class objects, the Enactor over an in-process port,
 and the Scheduler.  Tests, the offline tools and examples use it; the Ray
 system (:mod:`legionrm.system`) wires the same cores through actors.
 """
@@ -14,31 +14,30 @@ from typing import Callable
 
 from legionrm.collection.collection import Collection
 from legionrm.config import host_groups
-from legionrm.enactor.enactor import Enactor
-from legionrm.enactor.gateway import InProcessGateway
+from legionrm.enactor.enactor import Approver, Enactor
+from legionrm.enactor.ports import InProcessPort
 from legionrm.hostobj.build import build_class, build_host, build_vault
 from legionrm.hostobj.classobj import ClassObject
 from legionrm.hostobj.group import HostGroup
 from legionrm.hostobj.vault import VaultObject
-from legionrm.models import ClusterSpec
-from legionrm.objstate.mobility import LocalStatePort, Mobility
-from legionrm.scheduler.build import core_for_cluster
+from legionrm.models import ClusterSpec, SchedulerSettings
 from legionrm.scheduler.elastic import HostStopper
-from legionrm.scheduler.planner import Planner
+from legionrm.scheduler.mobility import LocalStatePort
 from legionrm.scheduler.ports import PoolGate
-from legionrm.scheduler.scheduler import Scheduler
-from legionrm.scheduler.sharegate import ShareGate
 from legionrm.scheduler.watch import HostWatch
+from legionrm.scheduler.wiring import SchedulerPorts, wire
 from legionrm.state import RequestStore
 
 
 class LocalSystem:
     """Build every core of ``spec`` in this process.  ``clock`` is shared by
-    all of them so a test can move time for the whole system at once."""
+    all of them so a test can move time for the whole system at once.  The
+    Scheduler is built by :func:`~legionrm.scheduler.wiring.wire` from
+    ``settings`` (default: the cluster's, with the Scheduler's defaults)."""
 
     def __init__(
         self, spec: ClusterSpec, *, clock: Callable[[], float] = time.time, pools: PoolGate | None = None,
-        store: RequestStore | None = None,
+        store: RequestStore | None = None, settings: SchedulerSettings | None = None,
     ) -> None:
         self.spec = spec
         self.clock = clock
@@ -58,15 +57,24 @@ class LocalSystem:
         self.classes: dict[str, ClassObject] = {
             c.name: build_class(c, hosts=self.carrier, vaults=self.vaults) for c in spec.classes
         }
-        self.gateway = InProcessGateway.of([*self.groups.values(), *self.vaults.values()], list(self.classes.values()))
-        self.enactor = Enactor(self.gateway, clock=clock)
-        self.scheduler = Scheduler(self.collection, self.enactor, Planner({c.name: c for c in spec.classes}, clock=clock),
-                                   pools, shares=ShareGate.from_core(core_for_cluster(spec)),
-                                   stopper=HostStopper(self.carrier, self.classes), watch=HostWatch(self.carrier, lambda: self.groups.values()),
-                                   clock=clock, store=store)
-        self.enactor.approve = self.scheduler.approve  # Legion's step 6: the scheduler confirms
-        # deactivate / activate / migrate: states move between the host objects and the vaults' stores
-        self.mobility = Mobility(self.scheduler, LocalStatePort(self.carrier, self.vaults))
+        self.resource_port = InProcessPort.of([*self.groups.values(), *self.vaults.values()], list(self.classes.values()))
+        wired = wire(settings or SchedulerSettings(cluster=spec), self.scheduler_ports(pools, store))
+        self.scheduler, self.mobility = wired.scheduler, wired.mobility
+        self.enactor: Enactor = self.scheduler.getEnactor()
+
+    def scheduler_ports(self, pools: PoolGate | None = None, store: RequestStore | None = None) -> SchedulerPorts:
+        """What a Scheduler of this system reaches: its Collection, an Enactor
+        over its resources, its hosts' stop and watch, its clock; ``pools``
+        and ``store`` as given."""
+        return SchedulerPorts(
+            collection=self.collection, enactor=self._enactor_for, clock=self.clock, pools=pools, store=store,
+            stopper=HostStopper(self.carrier, self.classes), watch=HostWatch(self.carrier, lambda: self.groups.values()),
+            # deactivate / activate / migrate: states move between the host objects and the vaults' shelves
+            objects=LocalStatePort(self.carrier, self.vaults))
+
+    def _enactor_for(self, approve: Approver) -> Enactor:
+        """An Enactor over this system's resources that asks ``approve`` (Legion's step 6: the scheduler confirms)."""
+        return Enactor(self.resource_port, clock=self.clock, approve=approve)
 
     def carrier(self, host: str) -> HostGroup | None:
         """The host group that carries ``host`` (a class object's host resolver)."""

@@ -19,6 +19,7 @@ import os
 import secrets
 import shutil
 import tempfile
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,9 +34,11 @@ from ray.cluster_utils import Cluster  # noqa: E402
 from legionrm.auth import CallSigner, signed  # noqa: E402
 from legionrm.auth.guard import ensure_home, signer_for  # noqa: E402
 from legionrm.collection.actor import CollectionActor, RemoteCollection  # noqa: E402
+from legionrm.collection.answering import Answering, answering  # noqa: E402
 from legionrm.config import host_groups, load_cluster  # noqa: E402
 from legionrm.enactor.actor import EnactorActor  # noqa: E402
-from legionrm.errors import SystemNotRunningError  # noqa: E402
+from legionrm.errors import ResourcesSilentError, SystemNotRunningError  # noqa: E402
+from legionrm.homefs import write_private  # noqa: E402
 from legionrm.hostobj.actor import (  # noqa: E402
     spawn_class,
     spawn_host_group,
@@ -72,7 +75,7 @@ from legionrm.naming import (  # noqa: E402
     vault_name,
 )
 from legionrm.scheduler.actor import PoolActor, SchedulerActor  # noqa: E402
-from legionrm.scheduler.build import pool_gate  # noqa: E402
+from legionrm.scheduler.wiring import pool_gate  # noqa: E402
 
 RESTARTS = 10
 """How many times Ray restarts an actor that can rebuild its state."""
@@ -108,7 +111,7 @@ def proof_for(handle: Any, call_name: str, args: Any, *, to: str) -> Any:
     """The proof to send with ``call_name`` on the actor ``handle``, made out to
     ``to`` (that actor's name: ``scheduler``, ``collection``...; None when that
     actor checks nobody); the signer is looked up once per actor."""
-    key = str(getattr(handle, "_actor_id", id(handle)))
+    key = str(getattr(handle, "_actor_id", id(handle)))  # reach-in: a Ray actor handle has no public id
     if key not in _SIGNERS:
         _SIGNERS[key] = signer_for_actor(handle)
     return signed(_SIGNERS[key], call_name, args, to=to)
@@ -177,11 +180,7 @@ def ray_token_path(home: str | os.PathLike[str], create: bool = False) -> Path:
     with ``create`` a fresh random token is written first."""
     path = Path(home) / "auth" / RAY_TOKEN_FILE
     if create:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(secrets.token_hex(32))
-        os.chmod(path, 0o600)
+        write_private(path, secrets.token_hex(32))
     return path
 
 
@@ -221,9 +220,9 @@ def _raylet_notes_to_log() -> None:
     stdout, even without ``log_to_driver``: that stdout is a command's answer (one
     line, or JSON).  Send them to the ``legionrm.ray`` logger instead; workers' own
     output (not asked for here) is untouched.  Does nothing if Ray moves the hook."""
-    worker = ray._private.worker
+    worker = ray._private.worker  # reach-in: Ray has no public hook for these notes
     printer = getattr(worker, "print_to_stdstream", None)
-    if printer is None or getattr(printer, "_legionrm", False):
+    if printer is None or getattr(printer, "__module__", None) == __name__:  # hooked already (by this module)
         return
 
     def to_log(data: dict[str, Any], ignore_prefix: bool) -> None:
@@ -232,7 +231,6 @@ def _raylet_notes_to_log() -> None:
         else:
             printer(data, ignore_prefix)
 
-    to_log._legionrm = True  # type: ignore[attr-defined]
     worker.print_to_stdstream = to_log
 
 
@@ -251,6 +249,7 @@ class System:
     nodes: dict[str, Any] = field(default_factory=dict)  # hosts bound to real Ray nodes
     detached: bool = False
     signer: CallSigner | None = None  # signs each call as this driver's user (None: the system checks nobody)
+    resources: tuple[str, ...] = ()  # every host and vault booted: what the Collection should hold
 
     def handles(self) -> list[Any]:
         return [self.scheduler, self.enactor, self.pools, *self.classes.values(), *self.nodes.values(),
@@ -332,7 +331,7 @@ class System:
                 call(h.shutdown.remote(reason, proof=signed(self.signer, "shutdown", {"reason": reason}, to=to)), 10)
             except Exception:  # already gone
                 pass
-        for name, v in self.vaults.items():  # a vault drops its temporary state store
+        for name, v in self.vaults.items():  # a vault drops its temporary shelf
             try:
                 call(v.shutdown.remote(proof=signed(self.signer, "shutdown", {}, to=name)), 10)
             except Exception:  # already gone
@@ -426,7 +425,7 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
     pinned = node_vaults(ray_nodes or {}, {v.name for v in spec.vaults}) if node_vaults_too else {}
     for v in [*spec.vaults, *(v for v, _ in pinned.values())]:
         system.vaults[v.name] = spawn_vault(v, collection=coll, heartbeat_s=hb, detached=detached, **auth,
-                                            store_dir=str(Path(state_dir) / f"vault-{v.name}") if state_dir else None,
+                                            shelf_dir=str(Path(state_dir) / f"vault-{v.name}") if state_dir else None,
                                             node_id=pinned[v.name][1] if v.name in pinned else None,
                                             **keep(f"vault-{v.name}.db"))
     carriers = {h.name: system.groups[g] for g, hosts in host_groups(spec).items() for h in hosts
@@ -434,7 +433,7 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
     carriers.update(system.nodes)
     for c in spec.classes:
         system.classes[c.name] = spawn_class(c, hosts=carriers, vaults=system.vaults, detached=detached, **auth)
-    # the Enactor keeps nothing between calls, the Scheduler reloads its store and the
+    # the Enactor keeps nothing between calls, the Scheduler reloads its state store and the
     # pool owner is charged again by the Scheduler: those three may restart
     system.enactor = EnactorActor.options(**control_plane(ENACTOR, detached=detached, restarts=RESTARTS)).remote(
         groups=system.groups, resources={**system.nodes, **system.vaults}, batched=list({**system.nodes, **system.vaults}),
@@ -447,11 +446,43 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
         coll, system.enactor, list(spec.classes), pool_owner=system.pools, cluster=spec, carriers=carriers,
         state_path=store, vault_actors=system.vaults,
         class_actors=system.classes, **auth)
-    # wait until every resource has joined, so the first query sees them all
+    system.resources = tuple(sorted({*carriers, *system.vaults}))
     call([h.ping.remote() for h in system.handles()])
     if home is not None:
         system.signer = signer_if(True, home) if _has_key(home) else None
+    if home is None or system.signer is not None:  # (a driver without a key here cannot ask)
+        await_answers(system)  # every resource has joined, so the first query sees them all
     return system
+
+
+JOIN_WAIT_S = 30.0
+"""How long boot waits for every resource to join the Collection."""
+
+
+def answers(system: System) -> Answering:
+    """Which of ``system``'s resources the Collection holds, and why the others are missing."""
+    coll, signer = system.collection, system.signer
+    present, refused = call([coll.names.remote(proof=signed(signer, "names", {}, to=COLLECTION)),
+                             coll.refused_writes.remote(proof=signed(signer, "refused_writes", {}, to=COLLECTION))])
+    return answering(system.resources, present, refused)
+
+
+def await_answers(system: System, timeout_s: float = JOIN_WAIT_S, settle_s: float = 2.0) -> None:
+    """Wait until every resource booted has joined the Collection (their joins
+    are sent, not waited for).  Raises :class:`ResourcesSilentError`, one line
+    with how many did not and why, once the deadline passes, or sooner when
+    every missing one was refused and nothing changed for ``settle_s`` (a
+    refused join is not sent again): a system never starts half-working."""
+    start = time.monotonic()
+    last, since = None, start
+    while not (now := answers(system)).ok:
+        t = time.monotonic()
+        if now.silent != last:
+            last, since = now.silent, t
+        settled = len(now.refusals) == len(now.silent) and t - since >= settle_s
+        if settled or t - start >= timeout_s:
+            raise ResourcesSilentError(now.line())
+        time.sleep(0.1)
 
 
 def _has_key(home: str) -> bool:

@@ -12,14 +12,48 @@ Fixtures:
   a test may ``add_node`` / ``remove_node`` but must undo what it adds.
 * ``ray_nodes``: ``{"head": id, "node_a": id, "node_b": id}`` node id hex strings.
 Mark Ray tests with ``pytest.mark.ray`` and kill any named or detached actor you create.
+
+Tests write only under their tmp paths (``tmp_path``, ``tmp_path_factory``):
+a file that appears in the repository during the session fails the run,
+named at the end of it (tool caches such as ``.hypothesis/`` excepted).
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Iterator
 
 import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+_CACHES = {".git", ".venv", "__pycache__", ".hypothesis", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
+_BEFORE = pytest.StashKey[set[str]]()
+
+
+def _repo_files() -> set[str]:
+    """Every file in the repository but version control, the venv and tool caches."""
+    out: set[str] = set()
+    for top, dirs, files in os.walk(REPO):
+        dirs[:] = [d for d in dirs if d not in _CACHES and not d.endswith(".egg-info")]
+        out.update(os.path.relpath(os.path.join(top, f), REPO) for f in files if f != ".git")
+    return out
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_BEFORE] = _repo_files()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    before = session.config.stash.get(_BEFORE, None)
+    new = sorted(_repo_files() - before) if before is not None else []
+    if new:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line("")
+            reporter.write_line(f"tests wrote into the repository (write under tmp_path instead): {', '.join(new)}",
+                                red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

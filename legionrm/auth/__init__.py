@@ -2,7 +2,6 @@
 
 A map of the package:
 
-- :mod:`~legionrm.auth.codes`: every ``auth.*`` refusal code;
 - :mod:`~legionrm.auth.errors`: errors to fix (key file modes, bad names);
 - :mod:`~legionrm.auth.keys`: Ed25519 keys, 0600 key files, :class:`Credential`;
 - :mod:`~legionrm.auth.principals`: users and agents, roles, naming rules;
@@ -22,7 +21,6 @@ the Scheduler's public key alone (:class:`AttestationVerifier`).
 
 from __future__ import annotations
 
-from legionrm.auth import codes
 from legionrm.auth.attest import Attestation, AttestationVerifier, attest
 from legionrm.auth.canonical import canonical, payload_digest
 from legionrm.auth.errors import (
@@ -80,7 +78,6 @@ __all__ = [
     "agent_principal",
     "attest",
     "canonical",
-    "codes",
     "generate_private_key",
     "load_private_key",
     "may_act_on",

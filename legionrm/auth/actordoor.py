@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from legionrm.auth import codes
+from legionrm import codes
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.auth.guard import DASHBOARD, ENACTOR, SCHEDULER, Guard
 from legionrm.auth.proof import VerifiedCaller
@@ -80,7 +80,7 @@ class ActorDoor:
         if who is None or who.name in agents or (admin and who.is_admin):
             return who
         whom = " or ".join([*agents, *(["an administrator"] if admin else [])])
-        raise AuthRefusedError(codes.FORBIDDEN, f"only {whom} may call {call}; {who.name!r} may not", self.by)
+        raise AuthRefusedError(codes.AUTH_FORBIDDEN, f"only {whom} may call {call}; {who.name!r} may not", self.by)
 
 
 def own(who: VerifiedCaller | None, items: Iterable[T], user_of: Callable[[T], str | None]) -> list[T]:
@@ -106,7 +106,7 @@ def visible(who: VerifiedCaller | None, items: Iterable[T], admits: Callable[[T,
 def require_visible(who: VerifiedCaller | None, name: str, admitted: Callable[[Identity], bool], by: str) -> None:
     """Raise ``auth.forbidden`` when ``who`` may not see resource ``name``."""
     if who is not None and not admitted(identity_of(who)):
-        raise AuthRefusedError(codes.FORBIDDEN, f"{name!r} is not a resource {who.name!r} may use", by)
+        raise AuthRefusedError(codes.AUTH_FORBIDDEN, f"{name!r} is not a resource {who.name!r} may use", by)
 
 
 def own_or_refusal(who: VerifiedCaller | None, item: T, user: str | None, what: str, by: str) -> T | Refusal:
@@ -114,4 +114,4 @@ def own_or_refusal(who: VerifiedCaller | None, item: T, user: str | None, what: 
     else an ``auth.not_owner`` refusal (unknown and someone else's read the same)."""
     if who is None or (user is not None and user == who.name):
         return item
-    return Refusal(code=codes.NOT_OWNER, reason=f"{who.name!r} is not the holder of {what}", by=by)
+    return Refusal(code=codes.AUTH_NOT_OWNER, reason=f"{who.name!r} is not the holder of {what}", by=by)

@@ -39,7 +39,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import BaseModel, ConfigDict
 
-from legionrm.auth import codes
+from legionrm import codes
 from legionrm.auth.canonical import ATTEST_DOMAIN, canonical
 from legionrm.auth.keys import (
     Credential,
@@ -109,7 +109,9 @@ class AttestationVerifier:
     """A host's check of attestations, holding only trusted schedulers' public keys.
 
     ``trusted`` maps a scheduler's principal name to its public key (an
-    ``Ed25519PublicKey`` or its base64 text).  ``max_ttl_s`` bounds an
+    ``Ed25519PublicKey`` or its base64 text), or is a function from a name to
+    that key (None: not trusted), asked at each check, so a scheduler whose
+    key was issued anew is checked against its new key.  ``max_ttl_s`` bounds an
     attestation's life; ``skew_s`` the clock difference tolerated.  What was
     spent (:meth:`admit`) lives in memory: pass ``accept_from`` = the start
     time minus ``skew_s`` and one issued before it is refused as expired, so a
@@ -118,7 +120,7 @@ class AttestationVerifier:
 
     def __init__(
         self,
-        trusted: Mapping[str, Ed25519PublicKey | str],
+        trusted: Mapping[str, Ed25519PublicKey | str] | Callable[[str], Ed25519PublicKey | str | None],
         clock: Clock,
         *,
         max_ttl_s: float = 600.0,
@@ -126,7 +128,7 @@ class AttestationVerifier:
         by: str = "auth",
         accept_from: float = -math.inf,
     ) -> None:
-        self._trusted = {n: decode_public_key(k) if isinstance(k, str) else k for n, k in trusted.items()}
+        self._trusted = trusted.get if isinstance(trusted, Mapping) else trusted
         self._clock, self.max_ttl_s, self.skew_s, self.by = clock, float(max_ttl_s), float(skew_s), by
         self.accept_from = float(accept_from)  # a restarted host forgot what it spent: older ones are refused
         self._seen = -math.inf
@@ -146,24 +148,26 @@ class AttestationVerifier:
         attestation, problem = as_model(attestation, Attestation, "an attestation")
         problem = problem or self.malformation(attestation)
         if problem:
-            return self._refuse(codes.MALFORMED, problem)
-        key = self._trusted.get(attestation.issuer)
+            return self._refuse(codes.AUTH_MALFORMED, problem)
+        key = self._trusted(attestation.issuer)
+        if isinstance(key, str):
+            key = decode_public_key(key)
         if key is None:
-            return self._refuse(codes.UNKNOWN_ISSUER, f"{attestation.issuer!r} is not a scheduler this host trusts")
+            return self._refuse(codes.AUTH_UNKNOWN_ISSUER, f"{attestation.issuer!r} is not a scheduler this host trusts")
         if not verify_bytes(key, attestation.signed_bytes(), attestation.signature):
-            return self._refuse(codes.BAD_SIGNATURE, f"signature is not {attestation.issuer!r}'s over these fields")
+            return self._refuse(codes.AUTH_BAD_SIGNATURE, f"signature is not {attestation.issuer!r}'s over these fields")
         if attestation.host != host:
-            return self._refuse(codes.WRONG_HOST, f"attestation is made out to {attestation.host!r}, not {host!r}")
+            return self._refuse(codes.AUTH_WRONG_HOST, f"attestation is made out to {attestation.host!r}, not {host!r}")
         if request_id is not None and attestation.request_id != request_id:
-            return self._refuse(codes.WRONG_CALL, f"attestation is for request {attestation.request_id!r}, not {request_id!r}")
+            return self._refuse(codes.AUTH_WRONG_CALL, f"attestation is for request {attestation.request_id!r}, not {request_id!r}")
         now = self.now()
         if attestation.issued_at > now + self.skew_s:
-            return self._refuse(codes.CLOCK_SKEW, f"issued at {attestation.issued_at:.3f}, later than now ({now:.3f}) plus {self.skew_s:g} s")
+            return self._refuse(codes.AUTH_CLOCK_SKEW, f"issued at {attestation.issued_at:.3f}, later than now ({now:.3f}) plus {self.skew_s:g} s")
         if attestation.issued_at < self.accept_from:
-            return self._refuse(codes.EXPIRED, f"attestation issued at {attestation.issued_at:.3f}, before this "
+            return self._refuse(codes.AUTH_EXPIRED, f"attestation issued at {attestation.issued_at:.3f}, before this "
                                 f"resource started ({self.accept_from:.3f}): it may have been spent before a restart")
         if now >= attestation.expires_at + self.skew_s:
-            return self._refuse(codes.EXPIRED, f"attestation expired at {attestation.expires_at:.3f}; it is {now:.3f}")
+            return self._refuse(codes.AUTH_EXPIRED, f"attestation expired at {attestation.expires_at:.3f}; it is {now:.3f}")
         return attestation.identity()
 
     def admit(self, request: ReservationRequest, holds: Callable[[str], bool]) -> ReservationRequest | Refusal:
@@ -173,21 +177,21 @@ class AttestationVerifier:
         reservation (``auth.wrong_reservation``), or one already spent on a reservation
         ``holds(request id)`` says still holds or was used (``auth.attestation_spent``)."""
         if request.attestation is None:
-            return self._refuse(codes.NO_PROOF, f"{request.resource} reserves only for users the Scheduler "
+            return self._refuse(codes.AUTH_NO_PROOF, f"{request.resource} reserves only for users the Scheduler "
                                 "attests; this request has no attestation")
         att, _ = as_model(request.attestation, Attestation, "an attestation")
         ident = self.verify(att, request.resource)
         if isinstance(ident, Refusal):
             return ident
         if ident.user != request.holder.user:
-            return self._refuse(codes.WRONG_CALL, f"attestation is for {ident.user!r}, the request claims "
+            return self._refuse(codes.AUTH_WRONG_CALL, f"attestation is for {ident.user!r}, the request claims "
                                 f"{request.holder.user!r}")
         head, _, tail = request.request_id.rpartition("/")
         if request.request_id != att.reservation and not (head == att.reservation and tail.isdigit()):
-            return self._refuse(codes.WRONG_RESERVATION, f"attestation is for reservation {att.reservation!r}, "
+            return self._refuse(codes.AUTH_WRONG_RESERVATION, f"attestation is for reservation {att.reservation!r}, "
                                 f"not {request.request_id!r}")
         if request.resources != att.resources:
-            return self._refuse(codes.WRONG_RESERVATION, f"attestation is for {att.resources}, the request asks "
+            return self._refuse(codes.AUTH_WRONG_RESERVATION, f"attestation is for {att.resources}, the request asks "
                                 f"{request.resources}")
         with self._lock:
             if self._seen >= self._prune_at:  # an attestation past its life is refused anyway: forget it
@@ -195,7 +199,7 @@ class AttestationVerifier:
                 self._prune_at = self._seen + 1.0
             spent = self._spent.get(att.signature)
             if spent is not None and spent[0] != request.request_id and holds(spent[0]):
-                return self._refuse(codes.ATTESTATION_SPENT, f"attestation of {att.reservation!r} was spent on "
+                return self._refuse(codes.AUTH_ATTESTATION_SPENT, f"attestation of {att.reservation!r} was spent on "
                                     f"reservation {spent[0]!r}, which still holds or was used")
             self._spent[att.signature] = (request.request_id, att.expires_at + self.skew_s)
         return request.model_copy(update={"holder": request.holder.model_copy(update={"groups": tuple(ident.groups)})})

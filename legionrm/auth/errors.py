@@ -1,7 +1,7 @@
 """Errors of the auth core (programming and setup mistakes, not refusals).
 
 A proof that fails to verify is an ordinary outcome and comes back as a
-:class:`~legionrm.models.Refusal` with an :mod:`~legionrm.auth.codes` code.
+:class:`~legionrm.models.Refusal` with an :mod:`~legionrm.codes` code.
 These exceptions are for what an administrator or a program must fix: a key
 file others can read, a name that is not a name, a user who already exists.
 """
@@ -53,7 +53,7 @@ class UnknownPrincipalError(RegistryError, KeyError):
 class AuthRefusedError(AuthError):
     """A call refused by the auth checks, raised where the call's answer has no
     room for a :class:`~legionrm.models.Refusal` (a list, a request's info).
-    ``code`` is the refusal's :mod:`~legionrm.auth.codes` code, so the command
+    ``code`` is the refusal's :mod:`~legionrm.codes` code, so the command
     line prints it as one line with that code."""
 
     def __init__(self, code: str, reason: str, by: str = "auth") -> None:

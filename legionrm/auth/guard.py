@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from legionrm.auth import codes
+from legionrm import codes
 from legionrm.auth.attest import AttestationVerifier
 from legionrm.auth.errors import AuthRefusedError, KeyFileError, UnknownPrincipalError
 from legionrm.auth.keys import (
@@ -50,6 +50,7 @@ from legionrm.auth.keys import (
 from legionrm.auth.principals import Principal, agent_principal
 from legionrm.auth.proof import CallProof, CallSigner, VerifiedCaller, Verifier
 from legionrm.auth.registry import Registry
+from legionrm.homefs import private_dir
 from legionrm.models import Refusal
 
 AUTH_DIR = "auth"
@@ -59,7 +60,6 @@ ENACTOR = agent_principal("enactor", "enactor")
 DASHBOARD = agent_principal("dashboard", "dashboard")
 GATEWAY = agent_principal("gateway", "gateway")
 """The front door (:mod:`legionrm.gateway`): it verifies each user's signed HTTP call and acts for them."""
-NO_PROOF = "auth.no_proof"  # an authenticated system was called without a proof
 
 
 def auth_home(home: str | os.PathLike[str]) -> Path:
@@ -68,34 +68,44 @@ def auth_home(home: str | os.PathLike[str]) -> Path:
 
 
 class ReloadingRegistry:
-    """A :class:`Registry` read again when asked for a name it does not hold
-    and its file changed since it was last read, so users added and agents
-    started after this process began are found (a stranger costs one ``stat``).
+    """A :class:`Registry` read again whenever its file changed since it was
+    last read (one ``stat`` per lookup), so a verifier never holds a stale
+    key: users added or removed, agents started after this process began,
+    and agents whose keys were issued anew (a second boot on the same home,
+    a restarted host group) are all seen at their next call.  Renaming a
+    new file into place changes the inode, so even a rewrite of the same
+    size within one clock tick is noticed.
     A :class:`~legionrm.auth.proof.PrincipalSource`."""
 
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
-        self._stamp = self._now_stamp()
         self._lock = threading.Lock()
+        with self._lock:
+            self._stamp = self._now_stamp()
+            registry.reload()  # what this stamp describes (the file may have changed since the registry read it)
 
-    def _now_stamp(self) -> tuple[int, int]:
+    def _now_stamp(self) -> tuple[int, int, int]:
         path = self.registry.path
+        if path is None:
+            return (0, 0, 0)
         try:
-            st = os.stat(path) if path is not None else None
+            st = os.stat(path)
         except FileNotFoundError:
-            return (0, 0)
-        return (st.st_mtime_ns, st.st_size) if st is not None else (0, 0)
+            return (0, 0, 0)
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
 
-    def principal(self, name: str) -> Principal | None:
-        p = self.registry.principal(name)
-        if p is None and self.registry.path is not None:
+    def fresh(self) -> Registry:
+        """The registry, read again first if its file changed since it was last read."""
+        if self.registry.path is not None:
             with self._lock:
                 stamp = self._now_stamp()
                 if stamp != self._stamp:
                     self.registry.reload()
                     self._stamp = stamp
-            p = self.registry.principal(name)
-        return p
+        return self.registry
+
+    def principal(self, name: str) -> Principal | None:
+        return self.fresh().principal(name)
 
 
 class Guard:
@@ -119,7 +129,7 @@ class Guard:
 
     def check(self, proof: Any, call: str, args: Any) -> VerifiedCaller | Refusal:
         if proof is None:
-            return Refusal(code=NO_PROOF, by=self.verifier.by,
+            return Refusal(code=codes.AUTH_NO_PROOF, by=self.verifier.by,
                            reason=f"{call} needs a signed proof of who calls (load your credential: legionrm user add)")
         return self.verifier.verify_args(proof, call, args)
 
@@ -151,13 +161,12 @@ def ensure_home(home: str | os.PathLike[str], operator: str | None = None) -> Re
     gets new keys).  Idempotent for users."""
     registry = Registry(auth_home(home))
     if not any("admin" in u.roles for u in registry.list_users()):
-        name = operator or _login()
+        name = operator or login_name()
         if registry.principal(name) is None:
             registry.add_user(name, roles=("admin",))
         else:
             registry.update_user(name, roles=("admin", *registry.user(name).roles))
-    agents = auth_home(home) / AGENTS_DIR
-    agents.mkdir(mode=0o700, exist_ok=True)
+    private_dir(auth_home(home) / AGENTS_DIR)
     for kind, name in (("scheduler", "scheduler"), ("enactor", "enactor"), ("dashboard", "dashboard"),
                        ("gateway", "gateway")):
         cred = registry.add_agent(kind, name)
@@ -173,7 +182,7 @@ def load_agent(home: str | os.PathLike[str], principal: str) -> Credential:
 def load_user(home: str | os.PathLike[str], user: str | None = None) -> Credential:
     """``user``'s (default: the login name's) credential from their own key file.
     ``UnknownPrincipalError`` naming the fix when there is none."""
-    name = user or _login()
+    name = user or login_name()
     registry = Registry(auth_home(home))
     try:
         return Credential(name=name, private_key=load_private_key(registry.key_path(name)))
@@ -190,27 +199,31 @@ def signer_for(home: str | os.PathLike[str], user: str | None = None, ttl_s: flo
     return CallSigner(load_user(home, user), time.time, ttl_s)
 
 
-def host_attestations(home: str | os.PathLike[str], *, by: str = "host") -> AttestationVerifier | None:
-    """What a host checks attestations with: the Scheduler's public key from
-    the registry of ``home`` (None when there is no scheduler key yet),
-    refusing attestations issued before now (a restarted host forgot which it spent)."""
-    p = Registry(auth_home(home)).principal(SCHEDULER)
-    if p is None:
-        return None
-    return AttestationVerifier({SCHEDULER: p.public_key}, time.time, by=by, accept_from=time.time() - 5.0)
+def host_attestations(home: str | os.PathLike[str], *, by: str = "host") -> AttestationVerifier:
+    """What a host checks attestations with: the public key of a scheduler
+    agent, looked up in the registry of ``home`` at each check (so a key
+    issued anew is never checked against its old one), refusing attestations
+    issued before now (a restarted host forgot which it spent)."""
+    source = ReloadingRegistry(Registry(auth_home(home)))
+
+    def scheduler_key(name: str) -> str | None:
+        p = source.principal(name)
+        return p.public_key if p is not None and p.kind == "scheduler" else None
+
+    return AttestationVerifier(scheduler_key, time.time, by=by, accept_from=time.time() - 5.0)
 
 
 def new_agent_key() -> Any:  # for tests: a key not in any registry
     return generate_private_key()
 
 
-def _login() -> str:
+def login_name() -> str:
+    """This process's login name (``admin`` where there is none: containers)."""
     try:
         return getpass.getuser()
     except Exception:  # no login name (containers)
         return "admin"
 
 
-__all__ = ["AuthRefusedError", "Guard", "ReloadingRegistry", "codes", "ensure_home", "load_agent", "load_user",
-           "signer_for", "host_attestations", "raise_if_refused", "NO_PROOF", "SCHEDULER", "ENACTOR", "GATEWAY",
-           "CallProof"]
+__all__ = ["AuthRefusedError", "Guard", "ReloadingRegistry", "ensure_home", "load_agent", "load_user",
+           "signer_for", "host_attestations", "raise_if_refused", "SCHEDULER", "ENACTOR", "GATEWAY", "CallProof"]

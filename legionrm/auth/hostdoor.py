@@ -22,7 +22,7 @@ with the registry like the Scheduler's, and then:
 - a class object's ``create_instance`` / ``create_instances``: only the Enactor agent;
   ``destroy_instance``: the Scheduler or Enactor agent, or the instance's user.
 
-Codes: ``auth.no_proof`` (none), the proof codes (:mod:`legionrm.auth.codes`),
+Codes: ``auth.no_proof`` (none), the proof codes (:mod:`legionrm.codes`),
 ``auth.forbidden`` (a caller who may never make this call: a user starting,
 a host agent cancelling), ``auth.not_owner`` (a user acting on a token or
 instance that is not theirs, or that the resource does not know: the answer
@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from legionrm.auth import codes
+from legionrm import codes
 from legionrm.auth.guard import ENACTOR, SCHEDULER, Guard
 from legionrm.auth.proof import VerifiedCaller
 from legionrm.models import InstanceRef, Refusal, ReservationToken, StartRequest
@@ -118,24 +118,24 @@ class ResourceDoor:
 
     def may_start(self, who: VerifiedCaller, start: StartRequest) -> Refusal | None:
         if who.name not in STARTERS and who.kind != "class":
-            return _refuse(codes.FORBIDDEN, f"{who.name!r} may not start objects here: a start needs the Scheduler's "
+            return _refuse(codes.AUTH_FORBIDDEN, f"{who.name!r} may not start objects here: a start needs the Scheduler's "
                            f"approval (signed by the Enactor or a class object)", self.by)
         attested = self.token_holder(start.token.issuer, start.token.token_id)
         if attested is not None and attested != start.holder.user:
-            return _refuse(codes.NOT_OWNER, f"reservation {start.token.token_id!r} was attested for {attested!r}, "
+            return _refuse(codes.AUTH_NOT_OWNER, f"reservation {start.token.token_id!r} was attested for {attested!r}, "
                            f"not {start.holder.user!r}", self.by)
         return None
 
     def may_use_vault(self, who: VerifiedCaller) -> Refusal | None:
         if who.name in STARTERS or who.kind == "class":
             return None
-        return _refuse(codes.FORBIDDEN, f"{who.name!r} may not use or release vault space directly", self.by)
+        return _refuse(codes.AUTH_FORBIDDEN, f"{who.name!r} may not use or release vault space directly", self.by)
 
     def _own(self, who: VerifiedCaller, holder: str | None, what: str) -> Refusal | None:
         if not who.is_user:
-            return _refuse(codes.FORBIDDEN, f"agent {who.name!r} may not act on {what}", self.by)
+            return _refuse(codes.AUTH_FORBIDDEN, f"agent {who.name!r} may not act on {what}", self.by)
         if holder is None or holder != who.name:  # unknown or someone else's: the same answer
-            return _refuse(codes.NOT_OWNER, f"{who.name!r} is not the attested holder of {what}", self.by)
+            return _refuse(codes.AUTH_NOT_OWNER, f"{who.name!r} is not the attested holder of {what}", self.by)
         return None
 
     # --- gating a call ----------------------------------------------------------------------
@@ -179,7 +179,7 @@ class ClassDoor:
         if isinstance(who, Refusal):
             return who.model_copy(update={"by": self.by})
         if who.name not in STARTERS:
-            return _refuse(codes.FORBIDDEN, f"only the Enactor creates instances (after the Scheduler approved), "
+            return _refuse(codes.AUTH_FORBIDDEN, f"only the Enactor creates instances (after the Scheduler approved), "
                            f"not {who.name!r}", self.by)
         return None
 
@@ -192,5 +192,5 @@ class ClassDoor:
         if who.name in MANAGERS:
             return None
         if not who.is_user or self.instance_user(instance_id) != who.name:
-            return _refuse(codes.NOT_OWNER, f"{who.name!r} may not destroy instance {instance_id!r}", self.by)
+            return _refuse(codes.AUTH_NOT_OWNER, f"{who.name!r} may not destroy instance {instance_id!r}", self.by)
         return None

@@ -12,7 +12,7 @@ canonical form (:func:`~legionrm.auth.canonical.canonical`, domain
 
 A :class:`Verifier` (in the Scheduler, the Collection, a host) checks a proof
 against the call it arrived with.  The order of the checks is the contract,
-and each has its own code (:mod:`legionrm.auth.codes`):
+and each has its own code (:mod:`legionrm.codes`):
 
 1. ``auth.malformed``: not a proof (wrong types, bad encoding, a nonce of the
    wrong size, an expiry not after its issue, a life longer than ``max_ttl_s``);
@@ -50,7 +50,7 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from legionrm.auth import codes
+from legionrm import codes
 from legionrm.auth.canonical import CALL_DOMAIN, canonical, payload_digest
 from legionrm.auth.keys import (
     SIGNATURE_BYTES,
@@ -274,40 +274,40 @@ class Verifier:
         proof, problem = as_model(proof, CallProof, "a call proof")
         problem = problem or self.malformation(proof)
         if problem:
-            return self._refuse(codes.MALFORMED, problem)
+            return self._refuse(codes.AUTH_MALFORMED, problem)
         principal = self.registry.principal(proof.user)
         if principal is None:
-            return self._refuse(codes.UNKNOWN_USER, f"no principal {proof.user!r} in the registry")
+            return self._refuse(codes.AUTH_UNKNOWN_USER, f"no principal {proof.user!r} in the registry")
         if not verify_bytes(decode_public_key(principal.public_key), proof.signed_bytes(), proof.signature):
-            return self._refuse(codes.BAD_SIGNATURE, f"signature is not {proof.user!r}'s over these fields: forged or altered")
+            return self._refuse(codes.AUTH_BAD_SIGNATURE, f"signature is not {proof.user!r}'s over these fields: forged or altered")
         if proof.to not in self.audience:
-            return self._refuse(codes.WRONG_AUDIENCE, f"proof is made out to {proof.to!r}, not to {self.by!r}")
+            return self._refuse(codes.AUTH_WRONG_AUDIENCE, f"proof is made out to {proof.to!r}, not to {self.by!r}")
         if proof.call != call:
-            return self._refuse(codes.WRONG_CALL, f"proof is for call {proof.call!r}, not {call!r}")
+            return self._refuse(codes.AUTH_WRONG_CALL, f"proof is for call {proof.call!r}, not {call!r}")
         if proof.digest != digest:
-            return self._refuse(codes.WRONG_CALL, f"proof is for other arguments of {call!r}")
+            return self._refuse(codes.AUTH_WRONG_CALL, f"proof is for other arguments of {call!r}")
         if proof.issued_at > now + self.skew_s:
-            return self._refuse(codes.CLOCK_SKEW, f"issued at {proof.issued_at:.3f}, later than now ({now:.3f}) "
+            return self._refuse(codes.AUTH_CLOCK_SKEW, f"issued at {proof.issued_at:.3f}, later than now ({now:.3f}) "
                                 f"plus the allowed skew of {self.skew_s:g} s")
         drop_at = proof.expires_at + self.skew_s
         if proof.issued_at < self.accept_from:
-            return self._refuse(codes.EXPIRED, f"issued at {proof.issued_at:.3f}, before this verifier started "
+            return self._refuse(codes.AUTH_EXPIRED, f"issued at {proof.issued_at:.3f}, before this verifier started "
                                 f"({self.accept_from:.3f}): its nonce may have been used before a restart")
         if now >= drop_at:
-            return self._refuse(codes.EXPIRED, f"proof expired at {proof.expires_at:.3f}; it is {now:.3f}")
+            return self._refuse(codes.AUTH_EXPIRED, f"proof expired at {proof.expires_at:.3f}; it is {now:.3f}")
         key = (proof.user, proof.nonce)
         if key in self.nonces:
-            return self._refuse(codes.REPLAYED, f"proof with nonce {proof.nonce!r} of {proof.user!r} was already used")
+            return self._refuse(codes.AUTH_REPLAYED, f"proof with nonce {proof.nonce!r} of {proof.user!r} was already used")
         if not self.nonces.add(key, drop_at):
-            return self._refuse(codes.OVERLOADED, f"replay cache full ({self.nonces.max_entries} live proofs); try again")
+            return self._refuse(codes.AUTH_OVERLOADED, f"replay cache full ({self.nonces.max_entries} live proofs); try again")
         if proof.acting_for is None:
             return VerifiedCaller.of(principal, call)
         # the gateway verified the user's own signed HTTP call: the call is that user's, with the registry's facts
         if principal.kind != DELEGATE_KIND:
-            return self._refuse(codes.FORBIDDEN, f"{proof.user!r} may not act for another user")
+            return self._refuse(codes.AUTH_FORBIDDEN, f"{proof.user!r} may not act for another user")
         user = self.registry.principal(proof.acting_for) if isinstance(proof.acting_for, str) else None
         if user is None or not user.is_user:
-            return self._refuse(codes.UNKNOWN_USER, f"no user {proof.acting_for!r} in the registry")
+            return self._refuse(codes.AUTH_UNKNOWN_USER, f"no user {proof.acting_for!r} in the registry")
         return VerifiedCaller.of(user, call)
 
     def malformation(self, proof: CallProof) -> str:

@@ -41,6 +41,7 @@ from legionrm.auth.principals import (
     normal_names,
     normal_roles,
 )
+from legionrm.homefs import private_dir, write_private
 
 REGISTRY_FILE = "registry.json"
 LOCK_FILE = "registry.lock"
@@ -61,8 +62,7 @@ class Registry:
         self._lock = threading.RLock()
         self._by_name: dict[str, Principal] = {}
         if self.home is not None:
-            self.home.mkdir(parents=True, exist_ok=True)
-            (self.home / USERS_DIR).mkdir(mode=0o700, exist_ok=True)
+            private_dir(self.home / USERS_DIR)
             self.reload()
 
     # --- reading --------------------------------------------------------------------------
@@ -232,6 +232,21 @@ class Registry:
         self._mutate(lambda table: removed.append(table.pop(principal, None) is not None))
         return removed[0]
 
+    def forget_agents(self, kinds: Iterable[str]) -> list[str]:
+        """Forget every agent of ``kinds`` (a new boot issues each of its own
+        agents a fresh key: the earlier boot's, and its Ray nodes that are
+        gone, stay out of the registry); returns the principals forgotten."""
+        drop = set(kinds)
+        gone: list[str] = []
+
+        def change(table: dict[str, Principal]) -> None:
+            gone.extend(n for n, p in table.items() if p.kind in drop)
+            for n in gone:
+                del table[n]
+
+        self._mutate(change)
+        return sorted(gone)
+
     # --- persistence ----------------------------------------------------------------------
 
     def reload(self) -> None:
@@ -266,18 +281,7 @@ class Registry:
         path = self.path
         assert path is not None
         doc = {"version": FORMAT_VERSION, "principals": [table[n].model_dump(mode="json") for n in sorted(table)]}
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(doc, fh, indent=1, sort_keys=True)
-                fh.write("\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
+        write_private(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")  # 0600: the home is the service's
 
     @contextlib.contextmanager
     def _file_lock(self) -> Iterator[None]:

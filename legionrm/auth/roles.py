@@ -1,7 +1,7 @@
 """Who may do what: small pure checks on a verified caller.
 
 Each check returns :class:`Allowed` (truthy) or a
-:class:`~legionrm.models.Refusal` (falsy) with an :mod:`~legionrm.auth.codes`
+:class:`~legionrm.models.Refusal` (falsy) with an :mod:`~legionrm.codes`
 code, so a call site reads ``if not (ok := may_act_on(caller, owner)): return ok``.
 
 The rules:
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from legionrm.auth import codes
+from legionrm import codes
 from legionrm.auth.principals import RESOURCE_KINDS
 from legionrm.auth.proof import VerifiedCaller
 from legionrm.models import Refusal
@@ -54,22 +54,22 @@ def may_act_on(caller: VerifiedCaller, owner_user: str, *, admin_may: bool = Fal
         return Allowed(reason="own")
     if admin_may and caller.is_admin:
         return Allowed(reason="admin")
-    return _refuse(codes.NOT_OWNER, f"{caller.name!r} may not act on what belongs to {owner_user!r}")
+    return _refuse(codes.AUTH_NOT_OWNER, f"{caller.name!r} may not act on what belongs to {owner_user!r}")
 
 
 def require_admin(caller: VerifiedCaller, action: str = "this") -> Outcome:
     """Is ``caller`` an administrator (for ``action``, named in the refusal)?"""
     if caller.is_admin:
         return Allowed(reason="admin")
-    return _refuse(codes.FORBIDDEN, f"only an administrator may {action.replace('_', ' ')}; {caller.name!r} is not one")
+    return _refuse(codes.AUTH_FORBIDDEN, f"only an administrator may {action.replace('_', ' ')}; {caller.name!r} is not one")
 
 
 def may_change_policy(caller: VerifiedCaller, host: str) -> Outcome:
     """May ``caller`` change the owner policy of ``host``?  Only its registered owner."""
     if not caller.is_user or "owner" not in caller.roles:
-        return _refuse(codes.FORBIDDEN, f"{caller.name!r} is not a resource owner")
+        return _refuse(codes.AUTH_FORBIDDEN, f"{caller.name!r} is not a resource owner")
     if host not in caller.owns:
-        return _refuse(codes.NOT_OWNER, f"{caller.name!r} does not own host {host!r}")
+        return _refuse(codes.AUTH_NOT_OWNER, f"{caller.name!r} does not own host {host!r}")
     return Allowed(reason="owner")
 
 
@@ -77,7 +77,7 @@ def may_write_record(caller: VerifiedCaller, resource: str, kind: str | None = N
     """May ``caller`` join, update or leave the Collection record of ``resource``
     (of ``kind``, when known)?  Only that resource's own agent."""
     if caller.kind not in RESOURCE_KINDS:
-        return _refuse(codes.WRONG_RESOURCE, f"{caller.name!r} is not a resource; only {resource!r} writes its record")
+        return _refuse(codes.AUTH_WRONG_RESOURCE, f"{caller.name!r} is not a resource; only {resource!r} writes its record")
     if caller.local_name != resource or (kind is not None and caller.kind != kind):
-        return _refuse(codes.WRONG_RESOURCE, f"{caller.name!r} may write only its own record, not {resource!r}")
+        return _refuse(codes.AUTH_WRONG_RESOURCE, f"{caller.name!r} may write only its own record, not {resource!r}")
     return Allowed(reason="self")

@@ -249,7 +249,22 @@ def _resolve(spec: str) -> Callable[[argparse.Namespace], int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; its exit status.  A reader that leaves the pipe early
+    (``legionrm query ... | head``) ends the command quietly with status 141
+    (128 + SIGPIPE, what a shell reports for tools killed by the signal)."""
     args = build_parser().parse_args(argv)
+    try:
+        code = _run(args)
+        sys.stdout.flush()  # what is still buffered meets a reader that left here, not at interpreter exit
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush stays quiet
+        return 141
+    return code
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command's exit status; a failure is one line (or a JSON answer) and status 2."""
     spec = COMMANDS[args.command]
     if args.command in OFFLINE and getattr(args, OFFLINE[args.command][0], None):
         spec = OFFLINE[args.command][1]
@@ -257,10 +272,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(_resolve(spec)(args) or 0)
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `legionrm query ... | head`: the reader left; no traceback
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush stays quiet
-        return 141
+    except BrokenPipeError:
+        raise  # main's to handle, as when the final flush meets it
     except Exception as exc:  # noqa: BLE001 -- every failure goes through describe(); a bug re-raises
         failure = describe(exc)
         if failure is None:

@@ -15,14 +15,18 @@ from legionrm.cli import build_parser
 def words(parser: argparse.ArgumentParser) -> dict[str, list[str]]:
     """Subcommand -> its options ("" -> the subcommands and the top-level options)."""
     out: dict[str, list[str]] = {"": []}
-    for action in parser._actions:  # argparse has no public walk over its tree
-        if isinstance(action, argparse._SubParsersAction):
+    for action in _actions(parser):
+        if callable(getattr(action, "add_parser", None)):  # the subcommands (what add_subparsers returned)
             for name, sp in action.choices.items():
                 out[""].append(name)
-                out[name] = sorted(o for a in sp._actions for o in a.option_strings if o.startswith("--"))
+                out[name] = sorted(o for a in _actions(sp) for o in a.option_strings if o.startswith("--"))
         else:
             out[""].extend(o for o in action.option_strings if o.startswith("--"))
     return out
+
+
+def _actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    return parser._actions  # reach-in: argparse has no public walk over its parser tree
 
 
 def script(shell: str) -> str:

@@ -40,6 +40,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from legionrm import codes
 from legionrm.auth import CallSigner, Registry
 from legionrm.auth.guard import auth_home, ensure_home, signer_for
 from legionrm.cli.shell import result_table
@@ -186,7 +187,7 @@ def _veto_and_delta(console: Console, system: Any, users: Users) -> bool:
                       f"{tok.resources.cpus:g} cpus, expires in {max(0.0, tok.expires_at - time.time()):.0f} s "
                       f"unless used; signed {tok.signature[:8]}...")
     _instances(console, r)
-    vetoed = bool(r.enact and any(f.code == "policy.load" for a in r.enact.attempts for f in a.failures))
+    vetoed = bool(r.enact and any(f.code == codes.POLICY_LOAD for a in r.enact.attempts for f in a.failures))
     # alice is done with them: the class object destroys its instances and the hosts free their capacity
     done = call([system.classes["Worker"].destroy_instance.remote(i.instance_id, "finished", proof=users.proof(
         "alice", "destroy_instance", {"instance_id": i.instance_id, "reason": "finished"}, class_name("Worker")))
@@ -224,7 +225,7 @@ def _stranger_refused(console: Console, system: Any, call: Any, users: Users, in
     code = getattr(got, "code", "")
     console.print(f"  mallory asks {inst.host} to stop bob's {inst.instance_id}: "
                   + (f"[red]refused[/] by {got.by}: {code}" if code.startswith("auth.") else "[red]NOT refused[/]"))
-    return code == "auth.not_owner"
+    return code == codes.AUTH_NOT_OWNER
 
 
 def _queue_and_cancel(console: Console, system: Any, call: Any, users: Users) -> bool:

@@ -17,18 +17,19 @@ import json
 import re
 from dataclasses import dataclass
 
+from legionrm import codes
 from legionrm.errors import LegionError
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 # Ray class name -> (code, what it means for a user); the first match in the MRO wins
 _RAY = (
-    ("GetTimeoutError", "timeout", "the running system did not answer in time"),
-    ("ActorDiedError", "actor_died", "a legionrm actor died"),
-    ("ActorUnavailableError", "actor_unavailable", "a legionrm actor is unreachable"),
-    ("RayActorError", "actor_died", "a legionrm actor died or is unreachable"),
-    ("RaySystemError", "ray_system", "Ray failed"),
-    ("RayError", "ray", "Ray failed"),
+    ("GetTimeoutError", codes.CLI_TIMEOUT, "the running system did not answer in time"),
+    ("ActorDiedError", codes.CLI_ACTOR_DIED, "a legionrm actor died"),
+    ("ActorUnavailableError", codes.CLI_ACTOR_UNAVAILABLE, "a legionrm actor is unreachable"),
+    ("RayActorError", codes.CLI_ACTOR_DIED, "a legionrm actor died or is unreachable"),
+    ("RaySystemError", codes.CLI_RAY_SYSTEM, "Ray failed"),
+    ("RayError", codes.CLI_RAY, "Ray failed"),
 )
 
 
@@ -78,9 +79,9 @@ def describe(exc: BaseException) -> Failure | None:
             detail = _first_line(inner)
             return Failure(code, f"{meaning}: {detail}" if detail else meaning)
     if inner is not exc:  # an actor raised something that is not a LegionError: a bug there, said in one line
-        return Failure("internal", f"{type(inner).__name__} in the running system: {_first_line(inner)}")
+        return Failure(codes.CLI_INTERNAL, f"{type(inner).__name__} in the running system: {_first_line(inner)}")
     if isinstance(inner, ConnectionError):
-        return Failure("not_running", f"cannot reach the system: {_first_line(inner)}")
+        return Failure(codes.CLI_NOT_RUNNING, f"cannot reach the system: {_first_line(inner)}")
     return None
 
 

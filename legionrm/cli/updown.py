@@ -44,11 +44,19 @@ from typing import Any, Iterator, TextIO
 import ray
 from rich.console import Console
 
-from legionrm.auth.guard import _login as login_name
+from legionrm.auth.guard import auth_home, login_name
+from legionrm.auth.registry import Registry
 from legionrm.cli.users import write_credentials
 from legionrm.config import load_cluster
-from legionrm.errors import LegionError, SystemNotRunningError
+from legionrm.errors import LegionError, ResourcesSilentError, SystemNotRunningError
 from legionrm.gateway.serve import DEFAULT_PORT, LOOPBACK
+from legionrm.homefs import (
+    open_private,
+    private_dir,
+    private_umask,
+    tighten,
+    write_private,
+)
 from legionrm.naming import instance_actor_names, kill_named
 from legionrm.system import (
     STATE_FILE,
@@ -82,10 +90,7 @@ def read_state() -> dict[str, Any] | None:
 
 
 def write_state(state: dict[str, Any]) -> None:
-    STATE_FILE.parent.mkdir(parents=True, exist_ok=True)
-    tmp = STATE_FILE.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=2))
-    tmp.replace(STATE_FILE)
+    write_private(STATE_FILE, json.dumps(state, indent=2))  # 0600: it holds the dashboard's admin key
 
 
 def is_stale(state: dict[str, Any]) -> bool:
@@ -133,11 +138,10 @@ def port_open(address: str, timeout: float = 0.5) -> bool:
 def stderr_to(path: Path) -> Iterator[TextIO]:
     """Send file descriptor 2 (Ray's C++ and Python logs) to ``path``; yield
     a stream on the real stderr for our own progress."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     sys.stderr.flush()
     saved = os.dup(2)
     real = open(os.dup(saved), "w", buffering=1, encoding="utf-8", errors="replace")  # noqa: SIM115
-    with open(path, "ab") as log:
+    with open_private(path, "ab") as log:
         os.dup2(log.fileno(), 2)
     try:
         yield real
@@ -180,22 +184,13 @@ def _left(deadline: float, what: str) -> float:
 # --- up ---------------------------------------------------------------------------
 
 
-def private_home(home: Path) -> None:
-    """The home is the service's: from now on every file this process and its children (the
-    Ray head, its actors, the gateway) create is 0600 and every directory 0700 (umask 077), and
-    what is there already loses every bit for group and others."""
-    os.umask(0o077)
-    home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    for path in [home, *home.rglob("*")]:
-        if not path.is_symlink():
-            path.chmod(path.stat().st_mode & 0o700)
-
-
 def cli_up(args: argparse.Namespace) -> int:
     """Start Ray (or join --address) and boot the cluster file's system, detached."""
     deadline = time.monotonic() + float(getattr(args, "timeout", 60.0) or 60.0)
     spec = load_cluster(args.cluster)
-    private_home(HOME)
+    private_umask()  # the home is the service's: what up, its Ray head and every actor on it create is private
+    private_dir(HOME)
+    tighten(HOME)  # what an older up left readable
     old = read_state()
     if old is not None and not is_stale(old):
         raise UpError(f"a system is already up at {old['address']} (see {STATE_FILE}); `legionrm down` first")
@@ -205,8 +200,10 @@ def cli_up(args: argparse.Namespace) -> int:
         if old is not None:
             steps.console.print(f"[yellow]![/] removing the state of an earlier `up` that is gone ({STATE_FILE})")
             stop(old, grace_s=1.0)
+        # the resources' agents of an earlier boot (gone with it): each agent of this one gets a fresh key
+        Registry(auth_home(HOME)).forget_agents(("host", "vault", "class"))
         state: dict[str, Any] = {"cluster": spec.source, "log": str(log), "started": time.time()}
-        quiet_out = stack.enter_context(open(log, "a", encoding="utf-8"))  # noqa: SIM115
+        quiet_out = stack.enter_context(open_private(log, "a", encoding="utf-8"))
         stack.enter_context(redirect_stdout(quiet_out))  # the raylet's warnings that Ray prints on the driver's stdout
         try:
             if args.address:
@@ -218,8 +215,13 @@ def cli_up(args: argparse.Namespace) -> int:
             with steps.step(f"booting {len(spec.hosts)} hosts, {len(spec.vaults)} vaults, {len(spec.classes)} classes, "
                             "each Ray node as a host with a vault, the enactor and the scheduler"):
                 _left(deadline, "booting")
-                system = boot(spec, detached=True, bind_nodes=True, state_dir=STATE_FILE.parent / "state")
+                try:
+                    system = boot(spec, detached=True, bind_nodes=True, state_dir=STATE_FILE.parent / "state")
+                except ResourcesSilentError as exc:  # never half-working: stopped below, and said in one line
+                    raise UpError(f"{exc}; up stopped everything it started and may be run again "
+                                  f"(the resources' own logs: {state.get('ray_logs') or log})") from None
                 state["actors"] = system.names()
+                state["resources"] = list(system.resources)  # what `status` expects to answer
                 state["ray_hosts"] = sorted(system.nodes)
                 state["vaults"] = sorted(system.vaults)  # the file's, and each Ray node's own
                 write_state(state)
@@ -281,7 +283,7 @@ def _start_gateway(args: argparse.Namespace, state: dict[str, Any], log: Path, d
     if getattr(args, "no_dashboard", False):
         cmd.append("--no-dashboard")
     env = {**os.environ, "LEGIONRM_HOME": str(HOME)}
-    with open(log, "ab") as out:
+    with open_private(log, "ab") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=out,
                                 start_new_session=True, env=env)
     state["gateway_pid"] = proc.pid
@@ -320,7 +322,7 @@ def _start_head(args: argparse.Namespace, state: dict[str, Any], steps: Steps, l
         ray_env = ray_token_env(token)
         state.update(ray_auth="token", ray_token_path=str(token))
     with steps.step(f"starting a Ray head on 127.0.0.1:{port}"):
-        with open(log, "ab") as out:
+        with open_private(log, "ab") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", f"--port={port}",
                  f"--dashboard-agent-listen-port={agent_port}", *flags, f"--temp-dir={temp}", "--node-ip-address=127.0.0.1", "--disable-usage-stats"],

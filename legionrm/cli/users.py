@@ -20,12 +20,13 @@ import json
 import os
 from pathlib import Path
 
-from legionrm.auth import Registry, codes
+from legionrm import codes
+from legionrm.auth import Registry
 from legionrm.auth.errors import AuthRefusedError
-from legionrm.auth.guard import _login as login_name
-from legionrm.auth.guard import auth_home, load_user
+from legionrm.auth.guard import auth_home, load_user, login_name
 from legionrm.client.credentials import SUFFIX, Credentials
 from legionrm.gateway.serve import DEFAULT_PORT, LOOPBACK, read_gateway
+from legionrm.homefs import private_umask
 
 
 def _home() -> Path:
@@ -39,7 +40,7 @@ def _require_admin(registry: Registry, home: Path, action: str = "add users") ->
         return me
     load_user(home, me)  # the caller must hold the credential, not just name it
     if "admin" not in registry.user(me).roles:
-        raise AuthRefusedError(codes.FORBIDDEN, f"only an administrator may {action}; {me!r} is not one", "cli")
+        raise AuthRefusedError(codes.AUTH_FORBIDDEN, f"only an administrator may {action}; {me!r} is not one", "cli")
     return me
 
 
@@ -59,11 +60,11 @@ def write_credentials(home: str | os.PathLike[str], user: str) -> Path:
 
 
 def cli_user(args: argparse.Namespace) -> int:
-    os.umask(0o077)  # the home is the service's: what this writes there (the registry) stays 0600
+    private_umask()  # the home is the service's: what this writes there (the registry) stays 0600
     home = _home()
     registry = Registry(auth_home(home))
     if args.action in ("add", "remove") and not args.name:
-        raise AuthRefusedError("usage", f"user {args.action} needs a NAME", "cli")
+        raise AuthRefusedError(codes.CLI_USAGE, f"user {args.action} needs a NAME", "cli")
     if args.action == "add":
         _require_admin(registry, home)
         roles = set(args.role or ("user",)) | ({"admin"} if getattr(args, "admin", False) else set())
@@ -79,7 +80,7 @@ def cli_user(args: argparse.Namespace) -> int:
     if args.action == "remove":
         me = _require_admin(registry, home, "remove users")
         if args.name == me:
-            raise AuthRefusedError("user.self", "an administrator cannot remove themselves", "cli")
+            raise AuthRefusedError(codes.USER_SELF, "an administrator cannot remove themselves", "cli")
         registry.remove_user(args.name)
         credentials_path(home, args.name).unlink(missing_ok=True)
         print(json.dumps({"removed": args.name}) if args.json else

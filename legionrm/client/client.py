@@ -26,6 +26,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from legionrm import codes
 from legionrm.client.credentials import Credentials, find, fingerprint
 from legionrm.client.errors import ConnectionFailedError, GatewayError, error_for
 from legionrm.client.signing import RequestSigner, load_key
@@ -93,7 +94,7 @@ class Client:
         try:
             resp = self._http.send(req)
         except httpx.HTTPError as exc:
-            raise ConnectionFailedError("gateway.unreachable", f"cannot reach the gateway at "
+            raise ConnectionFailedError(codes.CLIENT_UNREACHABLE, f"cannot reach the gateway at "
                                         f"{self.credentials.url}: {exc}") from None
         try:
             doc = resp.json() if resp.content else None
@@ -103,13 +104,13 @@ class Client:
             return doc
         if isinstance(doc, dict) and "code" in doc:
             raise error_for(resp.status_code, doc["code"], str(doc.get("reason", "")), str(doc.get("by", "gateway")))
-        raise error_for(resp.status_code, f"http.{resp.status_code}", resp.reason_phrase or "no answer")
+        raise error_for(resp.status_code, codes.HTTP_STATUS.of(str(resp.status_code)), resp.reason_phrase or "no answer")
 
     def _as(self, model: type[M], doc: Any) -> M:
         try:
             return model.model_validate(doc)
         except ValidationError as exc:
-            raise GatewayError("gateway.answer", f"the gateway's answer is not a {model.__name__}: {exc}") from None
+            raise GatewayError(codes.CLIENT_ANSWER, f"the gateway's answer is not a {model.__name__}: {exc}") from None
 
     # --- requests ------------------------------------------------------------------------------
 
@@ -148,7 +149,7 @@ class Client:
             if info.state in until:
                 return info
             if deadline is not None and time.monotonic() >= deadline:
-                raise GatewayError("wait.timeout", f"{request_id} is still {info.state} after {timeout:g} s")
+                raise GatewayError(codes.WAIT_TIMEOUT, f"{request_id} is still {info.state} after {timeout:g} s")
             time.sleep(poll_s)
 
     def events(self, request_id: str, cursor: int = 0) -> list[StatusEvent]:
@@ -215,10 +216,10 @@ def _tls(c: Credentials) -> ssl.SSLContext | bool:
     try:
         pem = ssl.get_server_certificate((parts.hostname or "", parts.port or 443), timeout=10)
     except OSError as exc:
-        raise ConnectionFailedError("gateway.unreachable", f"cannot reach the gateway at {c.url}: {exc}") from None
+        raise ConnectionFailedError(codes.CLIENT_UNREACHABLE, f"cannot reach the gateway at {c.url}: {exc}") from None
     got = fingerprint(ssl.PEM_cert_to_DER_cert(pem))
     if got != c.fingerprint:
-        raise ConnectionFailedError("gateway.fingerprint", f"the gateway at {c.url} shows certificate {got}, not the "
+        raise ConnectionFailedError(codes.CLIENT_FINGERPRINT, f"the gateway at {c.url} shows certificate {got}, not the "
                                     f"pinned {c.fingerprint}: refusing to talk to it")
     ctx = ssl.create_default_context(cadata=pem)
     ctx.check_hostname = False  # the pinned certificate itself is the only trust anchor

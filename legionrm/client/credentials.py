@@ -35,6 +35,7 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 
 from legionrm.client.errors import CredentialsError
+from legionrm.homefs import write_private
 
 FORMAT_VERSION = 1
 ENV = "LEGIONRM_CREDENTIALS"
@@ -73,17 +74,12 @@ class Credentials:
                 f"fingerprint = {q(self.fingerprint)}\nprivate_key = \"\"\"\n{self.private_key_pem.strip()}\n\"\"\"\n")
 
     def write(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-        """Write this file at ``path`` with mode 0600 (created so, never widened)."""
+        """Write this file at ``path`` with mode 0600 (atomically, never readable by others:
+        :func:`legionrm.homefs.write_private`); an existing one is kept unless ``overwrite``."""
         target = Path(path)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | (0 if overwrite else os.O_EXCL)
-        try:
-            fd = os.open(target, flags, 0o600)
-        except FileExistsError:
-            raise CredentialsError(f"{target}: already exists; remove it first") from None
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            os.fchmod(f.fileno(), 0o600)
-            f.write(self.text())
-        return target
+        if not overwrite and target.exists():
+            raise CredentialsError(f"{target}: already exists; remove it first")
+        return write_private(target, self.text())
 
 
 def read(path: str | os.PathLike[str]) -> Credentials:

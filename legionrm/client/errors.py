@@ -6,6 +6,7 @@ Never a Ray exception and never an HTTP library's: the gateway's answer
 
 from __future__ import annotations
 
+from legionrm import codes
 from legionrm.errors import LegionError
 
 
@@ -52,7 +53,7 @@ class ConnectionFailedError(GatewayError):
 class CredentialsError(LegionError):
     """No usable credentials file (missing, unreadable, too open, malformed)."""
 
-    code = "credentials"
+    code = codes.CREDENTIALS
 
 
 BY_STATUS: dict[int, type[GatewayError]] = {

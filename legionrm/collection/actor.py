@@ -22,6 +22,7 @@ from legionrm.models import (
     CollectionSettings,
     Identity,
     QueryResult,
+    RefusedWrite,
     ResourceRecord,
 )
 
@@ -117,12 +118,15 @@ class CollectionActor:
     def names(self, proof: Any = None) -> list[str]:
         return self.door.names(proof)
 
+    def refused_writes(self, proof: Any = None) -> list[RefusedWrite]:
+        return self.door.refused_writes(proof)
+
     def add_subcollection(self, name: str, handle: Any, query: str = "true", interval_s: float = 30.0,
                           proof: Any = None) -> None:
-        self.door._admin(proof, "add_subcollection", {"name": name, "query": query}, "vary_hosts")
+        self.door.require_admin(proof, "add_subcollection", {"name": name, "query": query}, "vary_hosts")
         self._core.add_subcollection(name, RemoteCollection(handle), query, interval_s)
 
     def shutdown(self, proof: Any = None) -> None:
         """Stop polling sub-collections: an administrator's."""
-        self.door._admin(proof, "shutdown", {}, "stop_system")
+        self.door.require_admin(proof, "shutdown", {}, "stop_system")
         self._stop.set()

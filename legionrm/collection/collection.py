@@ -7,7 +7,7 @@ resources that would accept that caller, as Legion's collection does.  A
 resource whose heartbeats stop for ``stale_after`` intervals is unavailable and
 left out of answers unless asked for; ``vary_off`` takes one out by hand.
 
-Bookkeeping lives in the columnar store beside the exported attributes, under
+Bookkeeping lives in the columnar attribute table beside the exported attributes, under
 reserved names that start with ``@`` (an owner cannot export those, and no MIL
 ``$identifier`` can name them, so a query never sees them; every name MIL can
 write, ``$_private`` included, is the owner's), so that availability and
@@ -40,7 +40,7 @@ from typing import Callable, Mapping, Protocol, cast
 
 import numpy as np
 
-from legionrm.collection.store import AttributeStore, StoreSnapshot
+from legionrm.collection.table import AttributeTable, TableSnapshot
 from legionrm.errors import CollectionError, UnknownResourceError
 from legionrm.mil import compile_query
 from legionrm.mil import values as V
@@ -82,7 +82,7 @@ class CollectionSnapshot:
 
     def __init__(
         self,
-        table: StoreSnapshot,
+        table: TableSnapshot,
         records: Mapping[str, ResourceRecord],
         policies: tuple[AccessPolicy, ...],
         now: float,
@@ -208,7 +208,7 @@ class Collection:
         self.stale_window_s = stale_after * heartbeat_interval_s
         """A resource silent for longer than this is unavailable."""
         self._clock = clock
-        self._store = AttributeStore()
+        self._table = AttributeTable()
         # name -> record with its public attributes plus the reserved bookkeeping ones
         self._records: dict[str, ResourceRecord] = {}
         self._policies: list[AccessPolicy] = []
@@ -268,10 +268,10 @@ class Collection:
                     continue
                 writes.append((name, {**attrs, **beat}))
                 at.append(k)
-            refused = self._store.update_many(writes)
+            refused = self._table.update_many(writes)
             skip = {w for w, _ in refused}
             records = self._records
-            for w, (name, changed) in enumerate(writes):  # the records follow the store
+            for w, (name, changed) in enumerate(writes):  # the records follow the table
                 if w in skip:
                     continue
                 rec = records[name]
@@ -290,7 +290,7 @@ class Collection:
         with self._lock:
             if self._records.pop(name, None) is None:
                 return False
-            self._store.remove(name)
+            self._table.remove(name)
             self._varied_off.discard(name)
             self._sub_off.discard(name)
             return True
@@ -314,10 +314,10 @@ class Collection:
     # --- reading ----------------------------------------------------------
 
     def snapshot(self) -> CollectionSnapshot:
-        """An immutable view for one decision (cheap: the store is copy-on-write)."""
+        """An immutable view for one decision (cheap: the table is copy-on-write)."""
         with self._lock:
             return CollectionSnapshot(
-                self._store.snapshot(), dict(self._records), tuple(self._policies), float(self._clock())
+                self._table.snapshot(), dict(self._records), tuple(self._policies), float(self._clock())
             )
 
     def query(self, text: str, caller: Caller = None, include_unavailable: bool = False) -> QueryResult:
@@ -427,10 +427,10 @@ class Collection:
             raise UnknownResourceError(f"no resource named {name!r} in collection {self.name!r}") from None
 
     def _put(self, rec: ResourceRecord, *, replace: bool = False, changed: Mapping[str, AttrValue | None] | None = None) -> None:
-        """Write ``rec`` to the store, then to the records: the store validates
+        """Write ``rec`` to the table, then to the records: the table validates
         values and raises CollectionError having changed nothing, so a refused
         join or heartbeat leaves no trace here either."""
-        self._store.upsert(rec.name, rec.attributes if changed is None else changed, replace=replace)
+        self._table.upsert(rec.name, rec.attributes if changed is None else changed, replace=replace)
         self._records[rec.name] = rec
 
     def _is_off(self, name: str) -> bool:

@@ -33,7 +33,7 @@ from aiohttp import web
 from ray.exceptions import GetTimeoutError, RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from legionrm import metrics
+from legionrm import codes, metrics
 from legionrm.auth import CallSigner, signed
 from legionrm.auth.actordoor import ActorDoor
 from legionrm.auth.guard import DASHBOARD as DASHBOARD_AGENT
@@ -197,7 +197,7 @@ class DashboardActor:
         given = request.query.get("key") or request.cookies.get(KEY_COOKIE) or ""
         if hmac.compare_digest(given.encode(), self.key.encode()):
             return None
-        body = {"code": "auth.no_proof", "reason": "the dashboard shows every host and everyone's work: open the URL "
+        body = {"code": codes.AUTH_NO_PROOF, "reason": "the dashboard shows every host and everyone's work: open the URL "
                 "`legionrm up` printed (it carries the administrator's key)"}
         return web.Response(status=403, text=json.dumps(body), content_type="application/json")
 

@@ -1,6 +1,6 @@
-"""The Enactor on Ray: a thin async actor around the core, and the Ray gateway.
+"""The Enactor on Ray: a thin async actor around the core, and its port to resource actors.
 
-Every Ray call the enactor makes lives in :class:`RayGateway`: reservations
+Every Ray call the enactor makes lives in :class:`RayResourcePort`: reservations
 are grouped by host group actor (``Placement.group``) or single resource
 actor, one batched call per actor, all actors at once, collected with
 ``ray.wait`` under one deadline.  A call that raises because its actor died,
@@ -22,13 +22,13 @@ from typing import Any, Callable, Mapping, Sequence
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
-from legionrm import metrics
+from legionrm import codes, metrics
 from legionrm.auth import CallSigner
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.auth.actordoor import ActorDoor
 from legionrm.auth.guard import ENACTOR, SCHEDULER, Guard, load_agent
 from legionrm.enactor.enactor import Approver, Enactor, approve_all
-from legionrm.enactor.gateway import DEAD, CreateItem, create_request
+from legionrm.enactor.ports import CreateItem, create_request
 from legionrm.models import (
     EnactRequest,
     EnactResult,
@@ -48,8 +48,8 @@ log = logging.getLogger(__name__)
 Handle = Any  # a ray.actor.ActorHandle
 
 
-class RayGateway:
-    """The enactor's gateway to resource actors.
+class RayResourcePort:
+    """The enactor's port to resource actors.
 
     ``groups``: host group name -> ``HostGroupActor`` handle (batched
     ``make_reservations`` / ``cancel_reservations``).  ``resources``: host or
@@ -59,11 +59,11 @@ class RayGateway:
     take batches when they are not in ``groups``.  ``classes``: class name ->
     ``ClassActor`` (``create_instances``, ``destroy_instance``).  ``resolve``
     is asked for any name none of those know (e.g. a named-actor lookup) and
-    returns ``(handle, is_batched)`` or None; with a resolver the gateway
+    returns ``(handle, is_batched)`` or None; with a resolver the port
     also looks up unknown groups and classes by their actor names
     (``hostgroup:<name>``, ``class:<name>``), so :func:`discover_resource`
-    makes a gateway find everything ``legionrm up`` spawned.  ``members`` maps a host name to
-    its group name, for routing cancels of tokens this gateway did not see
+    makes a port find everything ``legionrm up`` spawned.  ``members`` maps a host name to
+    its group name, for routing cancels of tokens this port did not see
     granted (it learns the rest from the group hints of the reservations it
     sends).  ``deadline_s`` bounds each
     fan-out; what has not answered by then is reported dead.
@@ -135,7 +135,7 @@ class RayGateway:
                 out.append((False, exc))
         return out
 
-    # --- the gateway protocol ------------------------------------------------------------
+    # --- the port protocol ------------------------------------------------------------
 
     def reserve(
         self, requests: Sequence[ReservationRequest], groups: Sequence[str | None] | None = None
@@ -147,7 +147,7 @@ class RayGateway:
         for i, rq in enumerate(requests):
             route = self._route(rq.resource, groups[i] if groups is not None else None)
             if route is None:
-                out[i] = Refusal(code=DEAD, reason=f"no actor carries {rq.resource!r}", by=rq.resource)
+                out[i] = Refusal(code=codes.RESOURCE_DEAD, reason=f"no actor carries {rq.resource!r}", by=rq.resource)
             elif route[2]:
                 batches.setdefault(route[0], (route[1], []))[1].append(i)
                 if route[0].startswith("group:"):
@@ -199,7 +199,7 @@ class RayGateway:
 
     def create_instances(self, items: Sequence[CreateItem]) -> list[InstanceRef | Refusal]:
         """One ``create_instances`` call per class actor carrying the items' creates (one proof each),
-        all classes at once under the gateway's deadline; a class that does not answer in time
+        all classes at once under the port's deadline; a class that does not answer in time
         (or died) refuses its items with ``resource.dead``."""
         out: list[InstanceRef | Refusal | None] = [None] * len(items)
         by_class: dict[str, list[int]] = {}
@@ -210,7 +210,7 @@ class RayGateway:
             cls = self._class(name)
             if cls is None:
                 for i in idx:
-                    out[i] = Refusal(code=DEAD, reason=f"no class actor {name!r}", by=name)
+                    out[i] = Refusal(code=codes.RESOURCE_DEAD, reason=f"no class actor {name!r}", by=name)
                 continue
             batch = [create_request(items[i]) for i in idx]
             proof = self._proof("create_instances", {"batch": batch}, class_name(name))
@@ -234,7 +234,7 @@ class RayGateway:
 
 
 def discover_resource(resource: str) -> tuple[Handle, bool] | None:
-    """A resolver for :class:`RayGateway`: the resource's own named actor
+    """A resolver for :class:`RayResourcePort`: the resource's own named actor
     (``host:<name>``, else ``vault:<name>``, as ``legionrm.hostobj.actor``
     names them); both take batched calls."""
     for name in (host_name(resource), vault_name(resource)):
@@ -251,7 +251,7 @@ def _audience(route_key: str, resource: str) -> str:
 
 
 def _abandon(handle: Handle, request_ids: list[str], signer: CallSigner | None = None, to: str = "") -> None:
-    """The gateway gave up on a reservation call (its deadline passed, or the
+    """The port gave up on a reservation call (its deadline passed, or the
     actor died and may come back): tell the actor to cancel whatever it
     granted for those request ids, so nothing granted to nobody is left to
     expire.  Fire and forget; Ray runs it after the reservation call (one
@@ -265,14 +265,14 @@ def _abandon(handle: Handle, request_ids: list[str], signer: CallSigner | None =
 
 
 def _dead(name: str, err: Any) -> Refusal:
-    return Refusal(code=DEAD, reason=f"{type(err).__name__}: {err}"[:300], by=name)
+    return Refusal(code=codes.RESOURCE_DEAD, reason=f"{type(err).__name__}: {err}"[:300], by=name)
 
 
 @ray.remote(num_cpus=0)
 class EnactorActor:
     """The Enactor as an async Ray actor holding one :class:`Enactor` core.
 
-    Constructed with the same routing tables as :class:`RayGateway`; with
+    Constructed with the same routing tables as :class:`RayResourcePort`; with
     ``discover`` (default) it also finds host groups, hosts, vaults and
     classes by their ``legionrm.hostobj.actor`` names.
     ``approver``, when given, is ``(actor handle, method name)``: the
@@ -297,12 +297,12 @@ class EnactorActor:
     ) -> None:
         # with a home: approvals are signed as the Enactor agent, and nothing is enacted without one
         self._signer = CallSigner(load_agent(auth_home, ENACTOR), time.time) if auth_home else None
-        self.gateway = RayGateway(
+        self.port = RayResourcePort(
             groups=groups, resources=resources, batched=batched, classes=classes, members=members,
             resolve=discover_resource if discover else None, deadline_s=deadline_s,
         )
-        self.gateway.signer = self._signer
-        self.core = Enactor(self.gateway, name=name, min_token_life_s=min_token_life_s)
+        self.port.signer = self._signer
+        self.core = Enactor(self.port, name=name, min_token_life_s=min_token_life_s)
         self.door = ActorDoor(Guard.for_home(auth_home, by=ENACTOR_ACTOR) if auth_home else None, "enactor")
 
     async def enact_schedule(self, request: EnactRequest, approver: tuple[Handle, str] | None = None,
@@ -312,7 +312,7 @@ class EnactorActor:
         approving method), and always with itself as approver."""
         if self._signer is not None:
             if approver is None:
-                raise AuthRefusedError("auth.forbidden", "enact_schedule needs the Scheduler as approver; "
+                raise AuthRefusedError(codes.AUTH_FORBIDDEN, "enact_schedule needs the Scheduler as approver; "
                                        "only the Scheduler's own enactments run here", "enactor")
             self.door.require_system(proof, "enact_schedule", {"request": request, "approver": approver[1]},
                                      agents=(SCHEDULER,))
@@ -333,19 +333,19 @@ class EnactorActor:
         """Route placements whose ``group`` is ``name`` to ``handle``.  Idempotent.  An administrator's
         (or the Scheduler's): a rogue route would take every reservation and start."""
         self.door.require_system(proof, "add_group", {"name": name}, admin=True)
-        self.gateway.groups[name] = handle
+        self.port.groups[name] = handle
 
     async def add_resource(self, name: str, handle: Handle, batched: bool = False, proof: Any = None) -> None:
         """Route the host or vault ``name`` to ``handle``.  Idempotent.  An administrator's."""
         self.door.require_system(proof, "add_resource", {"name": name, "batched": batched}, admin=True)
-        self.gateway.resources[name] = handle
+        self.port.resources[name] = handle
         if batched:
-            self.gateway.batched.add(name)
+            self.port.batched.add(name)
 
     async def add_class(self, name: str, handle: Handle, proof: Any = None) -> None:
         """Route class ``name`` to ``handle``.  An administrator's."""
         self.door.require_system(proof, "add_class", {"name": name}, admin=True)
-        self.gateway.classes[name] = handle
+        self.port.classes[name] = handle
 
     async def stats(self, proof: Any = None) -> dict[str, int]:
         """Counters of enactments (no one's work in them): any verified caller."""
@@ -368,7 +368,7 @@ def _remote_approver(handle: Handle, method: str, signer: CallSigner | None = No
             proof = signer.sign(method, {"proposal": proposal}, to=SCHEDULER_ACTOR)
             return ray.get(getattr(handle, method).remote(proposal, proof=proof), timeout=APPROVAL_TIMEOUT_S)
         except ray.exceptions.GetTimeoutError:
-            return Refusal(code="approval.timeout", by="enactor",
+            return Refusal(code=codes.APPROVAL_TIMEOUT, by="enactor",
                            reason=f"the scheduler did not confirm within {APPROVAL_TIMEOUT_S:g} s")
 
     return approve

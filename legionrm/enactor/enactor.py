@@ -5,7 +5,7 @@ The algorithm, as the manual states it and as this module runs it:
 
 1. Iterate over the master schedules in order.  For a master, request every
    placement's host reservation and (when the placement names a vault) vault
-   reservation, all in one parallel round (the gateway sends one batched call
+   reservation, all in one parallel round (the port sends one batched call
    per host group).
 2. If any reservation is refused, or its resource is dead, look at that
    master's delta schedules in order.  A delta is **applicable** when it
@@ -50,8 +50,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Literal, Sequence
 
+from legionrm import codes
 from legionrm.auth.attest import attestation_key, reservation_of
-from legionrm.enactor.gateway import DEAD, CreateItem, ResourceGateway
+from legionrm.enactor.ports import CreateItem, ResourcePort
 from legionrm.enactor.held import start_reserved
 from legionrm.enactor.mapping import (
     Slot,
@@ -110,7 +111,7 @@ class _Run:
 
 
 class Enactor:
-    """The enactor core: pure Python, talks to resources only through ``gateway``.
+    """The enactor core: pure Python, talks to resources only through ``port``.
 
     ``clock`` is the time source used to notice expired tokens (tests pass a
     fake clock); ``approve`` is the default confirmation callback;
@@ -124,7 +125,7 @@ class Enactor:
 
     def __init__(
         self,
-        gateway: ResourceGateway,
+        port: ResourcePort,
         *,
         clock: Callable[[], float] = time.time,
         approve: Approver = approve_all,
@@ -132,7 +133,7 @@ class Enactor:
         min_token_life_s: float = 0.0,
         max_renewals: int = 2,
     ) -> None:
-        self.gateway = gateway
+        self.port = port
         self.clock = clock
         self.approve = approve
         self.name = name
@@ -151,9 +152,9 @@ class Enactor:
         reserved (and started, when ``schedules.create``), or ``ok=False``
         with every master's failures in ``attempts``.  On any failure, and
         when an exception escapes, every reservation made by this call has
-        been cancelled and every instance it started stopped.  Gateway
+        been cancelled and every instance it started stopped.  Port
         exceptions are re-raised as :class:`EnactmentError`.  Deterministic
-        for a deterministic gateway.  Not idempotent by itself, but a repeat
+        for a deterministic port.  Not idempotent by itself, but a repeat
         sends the same request ids, so resources answer it idempotently.
         """
         approver = approve or self.approve
@@ -164,7 +165,7 @@ class Enactor:
             return result
         except LegionError:
             raise
-        except Exception as exc:  # a broken gateway or resource: report, after cleanup
+        except Exception as exc:  # a broken port or resource: report, after cleanup
             raise EnactmentError(f"enact_schedule {schedules.request_id!r}: {type(exc).__name__}: {exc}") from exc
         finally:
             if result is None or not result.ok:
@@ -177,7 +178,7 @@ class Enactor:
 
     def start_reserved(self, held: ReservedStart) -> EnactResult:
         """Start (or release) what an advance reservation holds: see :mod:`legionrm.enactor.held`."""
-        return start_reserved(self.gateway, held)
+        return start_reserved(self.port, held)
 
     # --- the algorithm ----------------------------------------------------
 
@@ -286,7 +287,7 @@ class Enactor:
         for (k, kind), sp in slots_of(target, ask):
             if (k, kind) not in run.held:
                 f = PlacementFailure(
-                    key=k, resource=sp[0], code="token.expired", reason="token expired again after renewal"
+                    key=k, resource=sp[0], code=codes.TOKEN_EXPIRED, reason="token expired again after renewal"
                 )
                 failing.setdefault(k, []).append(f)
                 failures.append(f)
@@ -316,9 +317,9 @@ class Enactor:
                 )
             )
             groups.append(p.group if kind == "host" else None)  # a group carries hosts only
-        answers = self.gateway.reserve(requests, groups)
+        answers = self.port.reserve(requests, groups)
         if len(answers) != len(requests):
-            raise EnactmentError(f"gateway answered {len(answers)} of {len(requests)} reservation requests")
+            raise EnactmentError(f"port answered {len(answers)} of {len(requests)} reservation requests")
         failing: dict[str, list[PlacementFailure]] = {}
         for ((k, kind), sp), rq, ans in zip(missing, requests, answers):
             if isinstance(ans, ReservationToken):
@@ -327,7 +328,7 @@ class Enactor:
                     run.thrash += 1
                 run.held[(k, kind)] = _Held(token=ans, spec=sp)
             else:
-                refusal = ans if isinstance(ans, Refusal) else Refusal(code=DEAD, reason=repr(ans), by=rq.resource)
+                refusal = ans if isinstance(ans, Refusal) else Refusal(code=codes.RESOURCE_DEAD, reason=repr(ans), by=rq.resource)
                 f = PlacementFailure(key=k, resource=rq.resource, code=refusal.code, reason=refusal.reason)
                 failing.setdefault(k, []).append(f)
                 failures.append(f)
@@ -345,7 +346,7 @@ class Enactor:
         verdict = approver(proposal)
         if verdict is True or (verdict and not isinstance(verdict, Refusal)):
             return None
-        code, reason, by = "approval.declined", "the scheduler declined the schedule", "scheduler"
+        code, reason, by = codes.APPROVAL_DECLINED, "the scheduler declined the schedule", "scheduler"
         if isinstance(verdict, Refusal):
             code, reason, by = verdict.code, verdict.reason, verdict.by or by
         return PlacementFailure(key="*", resource=by, code=code, reason=reason, stage="plan")
@@ -377,16 +378,16 @@ class Enactor:
                 vetoed.update(lost)
                 ready = [k for k in pending if k not in lost]
                 items = [self._create_item(run, mapping[k]) for k in ready]
-                answers = self.gateway.create_instances(items) if items else []
+                answers = self.port.create_instances(items) if items else []
                 if len(answers) != len(items):
-                    raise EnactmentError(f"gateway answered {len(answers)} of {len(items)} create requests")
+                    raise EnactmentError(f"port answered {len(answers)} of {len(items)} create requests")
                 newly: list[str] = []
                 for k, ans in zip(ready, answers):
                     if isinstance(ans, InstanceRef):
                         run.started.append(ans)
                         started.add(k)
                     else:
-                        r = ans if isinstance(ans, Refusal) else Refusal(code=DEAD, reason=repr(ans))
+                        r = ans if isinstance(ans, Refusal) else Refusal(code=codes.RESOURCE_DEAD, reason=repr(ans))
                         f = PlacementFailure(
                             key=k, resource=r.by or mapping[k].host, code=r.code, reason=r.reason, stage="start"
                         )
@@ -448,7 +449,7 @@ class Enactor:
         limit = self.clock() + self.min_token_life_s
         gone = [s for s, h in run.held.items() if h.token.expires_at <= limit]
         if gone:
-            self.gateway.cancel([run.held[s].token for s in gone])
+            self.port.cancel([run.held[s].token for s in gone])
             for s in gone:
                 del run.held[s]
 
@@ -457,7 +458,7 @@ class Enactor:
             return
         # Cancel first, forget after: if the cancel raises, the rollback still
         # sees these tokens and tries again.
-        self.gateway.cancel([run.held[s].token for s in slots])
+        self.port.cancel([run.held[s].token for s in slots])
         for s in slots:
             h = run.held.pop(s)
             run.released.add((h.spec[0], s[0], s[1]))
@@ -470,7 +471,7 @@ class Enactor:
         """Undo everything this enactment holds; never raises (tokens time out anyway)."""
         try:
             if run.started:
-                self.gateway.stop_instances(list(run.started))
+                self.port.stop_instances(list(run.started))
                 run.started.clear()
         except Exception:  # noqa: BLE001 - cleanup must go on
             log.exception("enactor %s: stopping instances of %s failed", self.name, run.request.request_id)

@@ -1,6 +1,6 @@
 """A scripted, in-process stand-in for the resources, for enactor tests.
 
-:class:`FakeGateway` implements :class:`legionrm.enactor.gateway.ResourceGateway`
+:class:`FakePort` implements :class:`legionrm.enactor.ports.ResourcePort`
 over a dictionary of :class:`FakeResource` records, with a settable clock,
 per-resource refusals, dead resources, start-time vetoes and a log of every
 batched call, so a test can assert exactly what was reserved, kept and
@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from legionrm.enactor.gateway import DEAD, CreateItem
+from legionrm import codes
+from legionrm.enactor.ports import CreateItem
 from legionrm.models import InstanceRef, Refusal, ReservationRequest, ReservationToken
 
 
@@ -36,7 +37,7 @@ class FakeResource:
     """One host or vault: capacity in cpus (vaults: storage_gb), and its
     scripted behaviour.  ``refuse`` refuses every reservation with that code;
     ``veto_start`` refuses every start with that code; ``dead`` answers
-    nothing (the gateway reports ``resource.dead``)."""
+    nothing (the port reports ``resource.dead``)."""
 
     name: str
     capacity: float = 8.0
@@ -55,12 +56,12 @@ class _Res:
 
 
 @dataclass
-class FakeGateway:
+class FakePort:
     """Resources in a dict; every call is logged in ``calls`` as
     ``(method, [request ids or token ids])``.
 
     ``raise_on`` makes the n-th call (1-based, any method) raise
-    ``RuntimeError`` (a broken gateway).  ``before_reserve`` runs before each
+    ``RuntimeError`` (a broken port).  ``before_reserve`` runs before each
     reserve round (e.g. to advance the clock mid-enactment).
     """
 
@@ -73,7 +74,7 @@ class FakeGateway:
     _by_request: dict[tuple[str, str], str] = field(default_factory=dict)  # (resource, request_id) -> token_id
 
     @classmethod
-    def of(cls, *names: str, capacity: float = 8.0, clock: Callable[[], float] | None = None) -> "FakeGateway":
+    def of(cls, *names: str, capacity: float = 8.0, clock: Callable[[], float] | None = None) -> "FakePort":
         return cls({n: FakeResource(n, capacity) for n in names}, clock=clock or FakeClock())
 
     # --- what tests read ---------------------------------------------------
@@ -95,7 +96,7 @@ class FakeGateway:
     def _tick(self, method: str, ids: list[str]) -> None:
         self.calls.append((method, ids))
         if self.raise_on is not None and len(self.calls) == self.raise_on:
-            raise RuntimeError(f"fake gateway broke on call {len(self.calls)} ({method})")
+            raise RuntimeError(f"fake port broke on call {len(self.calls)} ({method})")
 
     def _used(self, resource: str, now: float) -> float:
         return sum(
@@ -104,7 +105,7 @@ class FakeGateway:
             if r.token.issuer == resource and not r.cancelled and (r.started or r.token.expires_at > now)
         )
 
-    # --- the gateway protocol -------------------------------------------------
+    # --- the port protocol -------------------------------------------------
 
     def reserve(
         self, requests: Sequence[ReservationRequest], groups: Sequence[str | None] | None = None
@@ -117,7 +118,7 @@ class FakeGateway:
         for rq in requests:
             res = self.resources.get(rq.resource)
             if res is None or res.dead:
-                out.append(Refusal(code=DEAD, reason=f"{rq.resource} does not answer", by=rq.resource))
+                out.append(Refusal(code=codes.RESOURCE_DEAD, reason=f"{rq.resource} does not answer", by=rq.resource))
                 continue
             if res.refuse:
                 out.append(Refusal(code=res.refuse, reason=f"{rq.resource} refuses", by=rq.resource))
@@ -128,7 +129,7 @@ class FakeGateway:
                 continue
             amount = rq.resources.cpus if rq.resources.cpus else rq.resources.storage_gb
             if self._used(rq.resource, now) + amount > res.capacity:
-                out.append(Refusal(code="capacity", reason=f"{rq.resource} is full", by=rq.resource))
+                out.append(Refusal(code=codes.CAPACITY, reason=f"{rq.resource} is full", by=rq.resource))
                 continue
             tid = f"{rq.resource}:{rq.request_id}"
             tok = ReservationToken(
@@ -161,15 +162,15 @@ class FakeGateway:
             host = self.resources.get(it.host)
             r = self._res.get(it.host_token.token_id)
             if host is None or host.dead:
-                out.append(Refusal(code=DEAD, reason=f"{it.host} does not answer", by=it.host))
+                out.append(Refusal(code=codes.RESOURCE_DEAD, reason=f"{it.host} does not answer", by=it.host))
             elif host.veto_start:
                 out.append(Refusal(code=host.veto_start, reason=f"{it.host} vetoes the start", by=it.host))
             elif r is None or r.cancelled or r.token.issuer != it.host:
-                out.append(Refusal(code="token.unknown", reason="no such reservation", by=it.host))
+                out.append(Refusal(code=codes.TOKEN_UNKNOWN, reason="no such reservation", by=it.host))
             elif r.started:
-                out.append(Refusal(code="token.used", reason="token already used", by=it.host))
+                out.append(Refusal(code=codes.TOKEN_USED, reason="token already used", by=it.host))
             elif r.token.expires_at <= now:
-                out.append(Refusal(code="token.expired", reason="token expired", by=it.host))
+                out.append(Refusal(code=codes.TOKEN_EXPIRED, reason="token expired", by=it.host))
             else:
                 r.started = True
                 out.append(

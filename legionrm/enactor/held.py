@@ -9,12 +9,13 @@ them, all or nothing: when one is refused (a veto, an expired token, a dead
 host) the instances started are stopped, every token is cancelled and the
 result says which placement failed and why.  With ``release`` it only
 cancels the tokens (the request was cancelled).  Pure; talks to resources
-only through the gateway.
+only through the port.
 """
 
 from __future__ import annotations
 
-from legionrm.enactor.gateway import DEAD, CreateItem, ResourceGateway
+from legionrm import codes
+from legionrm.enactor.ports import CreateItem, ResourcePort
 from legionrm.models import (
     EnactResult,
     InstanceRef,
@@ -24,41 +25,38 @@ from legionrm.models import (
     ScheduleAttempt,
 )
 
-MISSING = "token.missing"
-"""The failure code of a placement the reservation holds no host token for."""
 
-
-def start_reserved(gateway: ResourceGateway, held: ReservedStart) -> EnactResult:
+def start_reserved(port: ResourcePort, held: ReservedStart) -> EnactResult:
     """Create every instance of ``held`` with its tokens, or none (see the module)."""
     tokens = [*held.host_tokens.values(), *held.vault_tokens.values()]
     if held.release:
-        gateway.cancel(tokens)
+        port.cancel(tokens)
         return EnactResult(ok=False, reservations_released=len(tokens))
     failures: list[PlacementFailure] = []
     items: list[CreateItem] = []
     for p in held.placements:
         token = held.host_tokens.get(p.key)
         if token is None:
-            failures.append(PlacementFailure(key=p.key, resource=p.host, code=MISSING, stage="start",
+            failures.append(PlacementFailure(key=p.key, resource=p.host, code=codes.TOKEN_MISSING, stage="start",
                                              reason="the advance reservation holds no token for it"))
             continue
         items.append(CreateItem(request_id=f"{held.request_id}/{p.key}/start/ahead", key=p.key,
                                 class_name=p.class_name, host=p.host, vault=p.vault, host_token=token,
                                 vault_token=held.vault_tokens.get(p.key), holder=held.holder,
                                 args=held.args.get(p.key, {}), group=p.group))
-    answers = gateway.create_instances(items) if items and not failures else []
+    answers = port.create_instances(items) if items and not failures else []
     started: list[InstanceRef] = []
     for item, ans in zip(items, answers):
         if isinstance(ans, InstanceRef):
             started.append(ans)
         else:
-            r = ans if isinstance(ans, Refusal) else Refusal(code=DEAD, reason=repr(ans))
+            r = ans if isinstance(ans, Refusal) else Refusal(code=codes.RESOURCE_DEAD, reason=repr(ans))
             failures.append(PlacementFailure(key=item.key, resource=r.by or item.host, code=r.code, reason=r.reason,
                                              stage="start"))
     if failures:
         if started:
-            gateway.stop_instances(started)
-        gateway.cancel(tokens)
+            port.stop_instances(started)
+        port.cancel(tokens)
         return EnactResult(ok=False, placements=held.placements, reservations_released=len(tokens), attempts=(
             ScheduleAttempt(master=0, deltas_tried=0, failures=tuple(failures), succeeded=False),))
     return EnactResult(ok=True, master=0, placements=held.placements, host_tokens=dict(held.host_tokens),

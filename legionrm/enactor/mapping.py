@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any, Literal, Sequence
 
+from legionrm import codes
 from legionrm.auth import VerifiedCaller, attest
 from legionrm.auth.attest import attestation_key, reservation_of
 from legionrm.models import (
@@ -109,7 +110,7 @@ def plan_failure(delta: DeltaSchedule) -> PlacementFailure:
     return PlacementFailure(
         key=",".join(extra),
         resource="",
-        code="delta.unknown_key",
+        code=codes.DELTA_UNKNOWN_KEY,
         reason=f"delta schedule replaces keys the master does not have: {extra}",
         stage="plan",
     )

@@ -12,14 +12,13 @@ from typing import Any
 
 from aiohttp import web
 
-from legionrm.auth.guard import auth_home
+from legionrm.auth.guard import ReloadingRegistry, auth_home
 from legionrm.auth.registry import Registry
 from legionrm.gateway import pages, routes_requests, routes_system
 from legionrm.gateway.door import PLANE, PRINCIPALS, SETTINGS, door
 from legionrm.gateway.plane import ControlPlane
 from legionrm.gateway.signatures import (
     DEFAULT_MAX_BODY,
-    FreshRegistry,
     RateLimit,
     SignatureCheck,
 )
@@ -31,7 +30,7 @@ def make_app(plane: ControlPlane, home: str | os.PathLike[str], *, max_body: int
     """The gateway over ``plane``, its users those of ``home``'s registry (see the module doc).
     With ``dashboard_user`` (an administrator) it also serves the dashboard's pages to whoever
     holds ``dashboard_key`` (:mod:`legionrm.gateway.pages`); without, the API alone."""
-    principals = FreshRegistry(Registry(auth_home(home)))
+    principals = ReloadingRegistry(Registry(auth_home(home)))
     check = SignatureCheck(principals, rate=rate)
     app = web.Application(middlewares=[door(check, max_body)], client_max_size=max_body)
     app[PLANE] = plane

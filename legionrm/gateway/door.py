@@ -20,11 +20,12 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from legionrm.auth import codes
+from legionrm import codes
 from legionrm.auth.errors import AuthError, AuthRefusedError
+from legionrm.auth.guard import ReloadingRegistry
 from legionrm.errors import ConfigError, LegionError, SchedulingError
 from legionrm.gateway.plane import ControlPlane, Unavailable
-from legionrm.gateway.signatures import FreshRegistry, Refused, SignatureCheck
+from legionrm.gateway.signatures import Refused, SignatureCheck
 from legionrm.models.api import API_PREFIX, AS_HEADER, ApiError, Caller
 
 log = logging.getLogger("legionrm.gateway")
@@ -32,7 +33,7 @@ log = logging.getLogger("legionrm.gateway")
 OPEN_PATHS = (f"{API_PREFIX}/openapi.json", f"{API_PREFIX}/health")
 """The only paths answered without a signature: the API's description and a liveness check."""
 PLANE: web.AppKey[ControlPlane] = web.AppKey("plane", ControlPlane)  # type: ignore[type-abstract]
-PRINCIPALS: web.AppKey[FreshRegistry] = web.AppKey("principals", FreshRegistry)
+PRINCIPALS: web.AppKey[ReloadingRegistry] = web.AppKey("principals", ReloadingRegistry)
 SETTINGS: web.AppKey[dict[str, Any]] = web.AppKey("settings", dict)
 CALLER: web.RequestKey[Caller] = web.RequestKey("caller", Caller)
 BODY: web.RequestKey[bytes] = web.RequestKey("body", bytes)
@@ -71,17 +72,17 @@ async def body_of(request: web.Request, model: type[BaseModel]) -> Any:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "body"
-        raise Refused(422, "request.invalid", f"{where}: {first.get('msg', 'invalid')}") from None
+        raise Refused(422, codes.REQUEST_INVALID, f"{where}: {first.get('msg', 'invalid')}") from None
 
 
 def status_of(exc: BaseException) -> tuple[int, str, str, str]:
     """HTTP status, code, reason and refuser for an error the control plane raised."""
     if isinstance(exc, AuthRefusedError):
-        return (403 if exc.code in codes.ROLE_CODES or exc.code == "auth.identity" else 401), exc.code, exc.reason, exc.by
+        return (403 if exc.code in codes.ROLE_CODES or exc.code == codes.AUTH_IDENTITY else 401), exc.code, exc.reason, exc.by
     if isinstance(exc, Unavailable):
         return 503, Unavailable.code, str(exc), "gateway"
     if isinstance(exc, SchedulingError) and str(exc).startswith("no request"):
-        return 404, "request.unknown", str(exc), "scheduler"
+        return 404, codes.REQUEST_UNKNOWN, str(exc), "scheduler"
     if isinstance(exc, (ConfigError, AuthError)):
         return 400, type(exc).__name__, str(exc), "gateway"
     if isinstance(exc, LegionError):
@@ -97,7 +98,7 @@ def door(check: SignatureCheck, max_body: int) -> Any:
         try:
             if request.path.startswith(API_PREFIX) and request.path not in OPEN_PATHS:
                 if (request.content_length or 0) > max_body:
-                    raise Refused(413, "request.too_large", f"the body is {request.content_length} bytes; "
+                    raise Refused(413, codes.REQUEST_TOO_LARGE, f"the body is {request.content_length} bytes; "
                                   f"the gateway takes at most {max_body}")
                 body = await request.read()
                 principal = check.verify(request.method, request.raw_path, request.headers, body)
@@ -107,10 +108,10 @@ def door(check: SignatureCheck, max_body: int) -> Any:
         except Refused as r:
             return refusal(r.status, r.code, r.reason)
         except web.HTTPRequestEntityTooLarge:
-            return refusal(413, "request.too_large", f"the body is over the gateway's limit of {max_body} bytes")
+            return refusal(413, codes.REQUEST_TOO_LARGE, f"the body is over the gateway's limit of {max_body} bytes")
         except web.HTTPException as exc:  # aiohttp's own 404 / 405
             if exc.status >= 400 and request.path.startswith(API_PREFIX):
-                return refusal(exc.status, "http.not_found" if exc.status == 404 else f"http.{exc.status}",
+                return refusal(exc.status, codes.HTTP_STATUS.of("not_found" if exc.status == 404 else str(exc.status)),
                                f"{request.method} {request.path}: {exc.reason}")
             raise
         except Exception as exc:
@@ -122,15 +123,15 @@ def door(check: SignatureCheck, max_body: int) -> Any:
     return middleware
 
 
-def _caller(request: web.Request, principal: Any, principals: FreshRegistry) -> Caller:
+def _caller(request: web.Request, principal: Any, principals: ReloadingRegistry) -> Caller:
     as_user = request.headers.get(AS_HEADER)
     if as_user:
         if "admin" not in principal.roles:
-            raise AuthRefusedError(codes.FORBIDDEN, f"--as {as_user}: only an administrator acts as another user; "
+            raise AuthRefusedError(codes.AUTH_FORBIDDEN, f"--as {as_user}: only an administrator acts as another user; "
                                    f"{principal.name!r} is not one", "gateway")
         target = principals.principal(as_user)
         if target is None or not target.is_user:
-            raise AuthRefusedError(codes.UNKNOWN_USER, f"--as {as_user}: no such user", "gateway")
+            raise AuthRefusedError(codes.AUTH_UNKNOWN_USER, f"--as {as_user}: no such user", "gateway")
     return Caller(user=principal.name, roles=principal.roles, groups=principal.groups, acting_as=as_user or None)
 
 
@@ -138,5 +139,5 @@ def require_admin(request: web.Request, action: str) -> Caller:
     """The caller, if an administrator; else ``auth.forbidden``."""
     c = caller_of(request)
     if "admin" not in c.roles:
-        raise AuthRefusedError(codes.FORBIDDEN, f"only an administrator may {action}; {c.user!r} is not one", "gateway")
+        raise AuthRefusedError(codes.AUTH_FORBIDDEN, f"only an administrator may {action}; {c.user!r} is not one", "gateway")
     return c

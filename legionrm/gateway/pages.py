@@ -19,6 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
+from legionrm import codes
 from legionrm.dashboard.view import Poll, build_view
 from legionrm.gateway.door import PLANE, SETTINGS, refusal, status_of
 
@@ -44,7 +45,7 @@ def _refused(request: web.Request) -> web.Response | None:
     given = request.query.get("key") or request.cookies.get(KEY_COOKIE) or ""
     if key and hmac.compare_digest(given.encode(), key.encode()):
         return None
-    return refusal(403, "auth.no_proof", "the dashboard shows every host and everyone's work: open the URL "
+    return refusal(403, codes.AUTH_NO_PROOF, "the dashboard shows every host and everyone's work: open the URL "
                    "`legionrm up` printed (it carries the administrator's key)")
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from legionrm import codes
 from legionrm.errors import LegionError
 
 TARGETS = ("scheduler", "collection", "pools")
@@ -23,7 +24,7 @@ TARGETS = ("scheduler", "collection", "pools")
 class Unavailable(LegionError):
     """The control plane did not answer (an actor is dead, or it timed out)."""
 
-    code = "system.unavailable"
+    code = codes.SYSTEM_UNAVAILABLE
 
 
 class ControlPlane(Protocol):

@@ -14,6 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
+from legionrm import codes
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.errors import ConfigError
 from legionrm.gateway.door import PLANE, answer, body_of, refusal, status_of, user_of
@@ -55,7 +56,7 @@ def request_from(doc: dict[str, Any] | None, toml: str | None, overrides: dict[s
         set_key(doc, key, value)
     ident = doc.get("identity")
     if isinstance(ident, dict) and ident.get("user") not in (None, user):
-        raise AuthRefusedError("auth.identity", f"the request's [identity] names {ident.get('user')!r} but the call "
+        raise AuthRefusedError(codes.AUTH_IDENTITY, f"the request's [identity] names {ident.get('user')!r} but the call "
                                f"is signed by {user!r}: leave [identity] out, or name yourself", "gateway")
     doc["identity"] = {**(ident if isinstance(ident, dict) else {}), "user": user}
     if rid is not None:
@@ -100,7 +101,7 @@ async def submit(request: web.Request) -> web.Response:
 async def list_requests(request: web.Request) -> web.Response:
     user, state = request.query.get("user") or None, request.query.get("state") or None
     if state is not None and state not in STATES:
-        return refusal(422, "request.invalid", f"state {state!r} is not one of {', '.join(STATES)}")
+        return refusal(422, codes.REQUEST_INVALID, f"state {state!r} is not one of {', '.join(STATES)}")
     infos = await request.app[PLANE].call(user_of(request), "scheduler", "list_requests", {"user": user, "state": state})
     return answer(RequestList(requests=tuple(infos)))
 
@@ -143,7 +144,7 @@ async def events(request: web.Request) -> web.Response:
     try:
         cursor = int(request.query.get("cursor", "0"))
     except ValueError:
-        return refusal(422, "request.invalid", "cursor must be a whole number")
+        return refusal(422, codes.REQUEST_INVALID, "cursor must be a whole number")
     got = await request.app[PLANE].call(user_of(request), "scheduler", "events_since",
                                         {"request_id": request.match_info["id"], "cursor": cursor})
     return answer(EventList(events=tuple(got)))
@@ -152,5 +153,5 @@ async def events(request: web.Request) -> web.Response:
 async def logs(request: web.Request) -> web.Response:
     """A request's output: refused for someone else's request; kept by the work runner, which is not here yet."""
     await request.app[PLANE].call(user_of(request), "scheduler", "request_info", {"request_id": request.match_info["id"]})
-    return refusal(501, "logs.not_available", "this system keeps no output of work yet (the work runner "
+    return refusal(501, codes.LOGS_NOT_AVAILABLE, "this system keeps no output of work yet (the work runner "
                    "writes it); `legionrm show ID` has the request's history")

@@ -12,6 +12,7 @@ import asyncio
 
 from aiohttp import web
 
+from legionrm import codes
 from legionrm.auth.errors import UnknownPrincipalError
 from legionrm.gateway.door import (
     PLANE,
@@ -130,9 +131,9 @@ async def remove_user(request: web.Request) -> web.Response:
     require_admin(request, "remove users")
     name = request.match_info["name"]
     if name == caller_of(request).user:
-        return refusal(409, "user.self", "an administrator cannot remove themselves")
+        return refusal(409, codes.USER_SELF, "an administrator cannot remove themselves")
     try:
         request.app[PRINCIPALS].fresh().remove_user(name)
     except UnknownPrincipalError as exc:
-        return refusal(404, "user.unknown", str(exc))
+        return refusal(404, codes.USER_UNKNOWN, str(exc))
     return web.json_response({"removed": name})

@@ -31,7 +31,6 @@ changed (one ``stat`` per call).  Pure: no Ray, no web framework.
 from __future__ import annotations
 
 import datetime
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -46,10 +45,10 @@ from http_message_signatures import (
 )
 from http_message_signatures.exceptions import HTTPMessageSignaturesException
 
+from legionrm import codes
 from legionrm.auth.keys import decode_public_key
 from legionrm.auth.principals import Principal
-from legionrm.auth.proof import NonceCache
-from legionrm.auth.registry import Registry
+from legionrm.auth.proof import NonceCache, PrincipalSource
 from legionrm.models.api import AS_HEADER, COVERED, MAX_SKEW_S, SIGNATURE_LABEL
 
 Clock = Callable[[], float]
@@ -63,36 +62,6 @@ class Refused(Exception):
     def __init__(self, status: int, code: str, reason: str) -> None:
         super().__init__(f"{code}: {reason}")
         self.status, self.code, self.reason = status, code, reason
-
-
-class FreshRegistry:
-    """A :class:`Registry` read again whenever its file changed, so a user
-    removed by ``legionrm user remove`` is refused from the next call on."""
-
-    def __init__(self, registry: Registry) -> None:
-        self.registry = registry
-        self._stamp: tuple[int, int, int] | None = None
-        self._lock = threading.Lock()
-
-    def _now_stamp(self) -> tuple[int, int, int]:
-        path = self.registry.path
-        try:
-            st = os.stat(path) if path is not None else None
-        except FileNotFoundError:
-            return (0, 0, 0)
-        return (st.st_mtime_ns, st.st_size, st.st_ino) if st is not None else (0, 0, 0)
-
-    def fresh(self) -> Registry:
-        """The registry, read again first if its file changed since it was last read."""
-        with self._lock:
-            stamp = self._now_stamp()
-            if stamp != self._stamp:
-                self.registry.reload()
-                self._stamp = stamp
-        return self.registry
-
-    def principal(self, name: str) -> Principal | None:
-        return self.fresh().principal(name)
 
 
 class RateLimit:
@@ -130,7 +99,7 @@ class _UnknownKey(Exception):
 class _Keys(HTTPSignatureKeyResolver):
     """A key id is a user's name; their public key is the registry's."""
 
-    def __init__(self, principals: FreshRegistry) -> None:
+    def __init__(self, principals: PrincipalSource) -> None:
         self.principals = principals
 
     def resolve_public_key(self, key_id: str) -> Any:
@@ -148,7 +117,7 @@ class _Verifier(HTTPMessageVerifier):
 class SignatureCheck:
     """Verifies signed calls against the registry of one home; see the module doc.  Thread-safe."""
 
-    def __init__(self, principals: FreshRegistry, *, clock: Clock = time.time, skew_s: float = MAX_SKEW_S,
+    def __init__(self, principals: PrincipalSource, *, clock: Clock = time.time, skew_s: float = MAX_SKEW_S,
                  rate: RateLimit | None = None, max_nonces: int = 1_000_000) -> None:
         self.principals, self._clock, self.skew_s = principals, clock, float(skew_s)
         self.rate = rate or RateLimit()
@@ -161,7 +130,7 @@ class SignatureCheck:
         request target (path and query, as sent); ``headers`` has ``items()`` of every line."""
         names = {k.lower() for k, _ in headers.items()}
         if "signature" not in names or "signature-input" not in names:
-            raise Refused(401, "auth.unsigned", "the call is not signed (RFC 9421 Signature and Signature-Input)")
+            raise Refused(401, codes.AUTH_UNSIGNED, "the call is not signed (RFC 9421 Signature and Signature-Input)")
         covered: Iterable[str] = COVERED + ((AS_HEADER.lower(),) if AS_HEADER.lower() in names else ())
         message = _Message(method.upper(), "http://gateway" + path_qs, headers)
         try:
@@ -172,7 +141,7 @@ class SignatureCheck:
         params = result.parameters
         user, nonce, created = str(params["keyid"]), params.get("nonce"), params.get("created")
         if result.label != SIGNATURE_LABEL or not isinstance(nonce, str) or not 16 <= len(nonce) <= 128:
-            raise Refused(401, "auth.malformed", f"the signature must be labelled {SIGNATURE_LABEL!r} and carry a "
+            raise Refused(401, codes.AUTH_MALFORMED, f"the signature must be labelled {SIGNATURE_LABEL!r} and carry a "
                           "nonce of 16 to 128 characters")
         assert isinstance(created, int)  # the package requires it
         principal = self.principals.principal(user)
@@ -181,17 +150,17 @@ class SignatureCheck:
             now = self._clock()
             self.nonces.prune(now)
             if created < now - self.skew_s:
-                raise Refused(401, "auth.expired", f"signed {now - created:.0f} s ago; a call is good for "
+                raise Refused(401, codes.AUTH_EXPIRED, f"signed {now - created:.0f} s ago; a call is good for "
                               f"{self.skew_s:g} s (is this machine's clock right?)")
             if created > now + self.skew_s:
-                raise Refused(401, "auth.clock_skew", f"signed {created - now:.0f} s in the future; the clocks may "
+                raise Refused(401, codes.AUTH_CLOCK_SKEW, f"signed {created - now:.0f} s in the future; the clocks may "
                               f"differ by at most {self.skew_s:g} s")
             if (user, nonce) in self.nonces:
-                raise Refused(401, "auth.replayed", f"nonce {nonce!r} of {user!r} was already used: a replayed call")
+                raise Refused(401, codes.AUTH_REPLAYED, f"nonce {nonce!r} of {user!r} was already used: a replayed call")
             if not self.nonces.add((user, nonce), created + 2 * self.skew_s):
-                raise Refused(503, "auth.overloaded", "too many calls in flight to remember their nonces; try again")
+                raise Refused(503, codes.AUTH_OVERLOADED, "too many calls in flight to remember their nonces; try again")
         if not self.rate.take(user):
-            raise Refused(429, "rate.limited", f"{user!r} is over their rate of {self.rate.rate:g} calls a second; "
+            raise Refused(429, codes.RATE_LIMITED, f"{user!r} is over their rate of {self.rate.rate:g} calls a second; "
                           "slow down and try again")
         return principal
 
@@ -199,11 +168,11 @@ class SignatureCheck:
     def _refusal(exc: BaseException) -> Refused:
         cause = exc.__cause__
         if isinstance(cause, _UnknownKey):
-            return Refused(401, "auth.unknown_user", f"no user {cause.args[0]!r} (never added, or removed)")
+            return Refused(401, codes.AUTH_UNKNOWN_USER, f"no user {cause.args[0]!r} (never added, or removed)")
         text = str(exc).strip() or type(exc).__name__
         if "Content-Digest" in text and "match" in text:
-            return Refused(401, "auth.bad_signature", "the body does not match its signed Content-Digest: altered")
+            return Refused(401, codes.AUTH_BAD_SIGNATURE, "the body does not match its signed Content-Digest: altered")
         if text == "InvalidSignature" or "verif" in text.lower():
-            return Refused(401, "auth.bad_signature", "not the key holder's signature over this method, path, "
+            return Refused(401, codes.AUTH_BAD_SIGNATURE, "not the key holder's signature over this method, path, "
                            "query and body (a wrong key, or an altered call)")
-        return Refused(401, "auth.malformed", f"not a usable signature: {text}")
+        return Refused(401, codes.AUTH_MALFORMED, f"not a usable signature: {text}")

@@ -4,7 +4,6 @@ Pure cores only (no Ray): the Ray shells live in ``hostobj.actor`` and
 ``hostobj.ray_node``, imported on demand.
 """
 
-from legionrm.hostobj import codes
 from legionrm.hostobj.build import build_class, build_host, build_vault
 from legionrm.hostobj.calendar import BUSY, BUSY_LATER, FREE, Calendar
 from legionrm.hostobj.classobj import ClassObject, ClassPolicy
@@ -33,5 +32,5 @@ __all__ = [
     "ADMIT", "AllOf", "AllowClasses", "AllowGroups", "AllowUsers", "AnyOf", "BUSY", "BUSY_LATER", "Calendar",
     "ClassObject", "ClassPolicy", "CollectionSink", "DenyClasses", "DenyGroups", "DenyUsers", "FREE", "HostGroup",
     "HostObject", "HoursOfWeek", "LoadCeiling", "MaxInstancesPerUser", "NullSink", "Policy", "ResourceObject",
-    "VaultObject", "build_class", "build_host", "build_vault", "codes", "load_policy",
+    "VaultObject", "build_class", "build_host", "build_vault", "load_policy",
 ]

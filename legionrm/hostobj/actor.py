@@ -23,6 +23,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from legionrm.auth.actordoor import own, own_or_refusal, require_visible, visible
 from legionrm.auth.hostdoor import token_route
 from legionrm.auth.resources import auth_sink, guard_resources, resource_doors
+from legionrm.homefs import private_umask
 from legionrm.hostobj.build import build_host, build_vault
 from legionrm.hostobj.classes.actor import (  # noqa: F401 - re-exported
     DEFAULT_TIMEOUT_S,
@@ -79,13 +80,14 @@ class _Beating:
 
         threading.Thread(target=loop, name="heartbeat", daemon=True).start()
 
+    def _beat_one(self, core: ResourceObject) -> Any:
+        """One heartbeat of ``core``: what expired is swept (and written down), then the collection hears it."""
 
-def _beat_one(core: ResourceObject, shell: _Beating) -> Any:
-    def beat() -> None:
-        shell._kept(core.expire())
-        core.heartbeat()
+        def beat() -> None:
+            self._kept(core.expire())
+            core.heartbeat()
 
-    return beat
+        return beat
 
 
 class _OneResource(_Beating):
@@ -136,6 +138,8 @@ class HostActor(_OneResource, HostStateCalls):
 
     def __init__(self, spec: HostSpec, collection: Any = None, heartbeat_s: float = 5.0, node_id: str | None = None,
                  auth_home: str | None = None, state_path: str | None = None) -> None:
+        if state_path:  # it writes the home: what it (and SQLite) creates is the service's alone
+            private_umask()
         sink = auth_sink(collection, auth_home, "host", [spec.name])
         if node_id is not None:
             self.core = build_host(spec, sink=sink, cls=RayNodeHost, node_id=node_id)
@@ -146,7 +150,7 @@ class HostActor(_OneResource, HostStateCalls):
         guard_resources([self.core], auth_home)
         self.door, self.views = resource_doors(auth_home, self.core.name, self._batch.attested_holder,
                                                self._batch.instance_holder)
-        self._start_beat(_beat_one(self.core, self), heartbeat_s)
+        self._start_beat(self._beat_one(self.core), heartbeat_s)
 
     def ping(self) -> str:
         return "ok"
@@ -216,6 +220,8 @@ class HostGroupActor(_Beating, HostStateCalls):
 
     def __init__(self, name: str, specs: list[HostSpec], collection: Any = None, heartbeat_s: float = 5.0,
                  auth_home: str | None = None, state_path: str | None = None) -> None:
+        if state_path:  # it writes the home: what it (and SQLite) creates is the service's alone
+            private_umask()
         sink = auth_sink(collection, auth_home, "host", [s.name for s in specs])
         hosts = [build_host(s) for s in specs]
         guard_resources(hosts, auth_home)
@@ -308,15 +314,17 @@ class HostGroupActor(_Beating, HostStateCalls):
 @ray.remote(num_cpus=0)
 class VaultActor(_OneResource, VaultStateCalls):
     def __init__(self, spec: VaultSpec, collection: Any = None, heartbeat_s: float = 5.0,
-                 auth_home: str | None = None, store_dir: str | None = None,  # objects' states: store_dir
+                 auth_home: str | None = None, shelf_dir: str | None = None,  # objects' states: shelf_dir
                  state_path: str | None = None) -> None:
+        if state_path or shelf_dir:  # it writes the home: what it (and SQLite) creates is the service's alone
+            private_umask()
         self.core = build_vault(spec, sink=auth_sink(collection, auth_home, "vault", [spec.name]),
-                                store=self._open_store(spec.name, store_dir))
+                                shelf=self._open_shelf(spec.name, shelf_dir))
         self._keeper = Keeper.open(state_path, [self.core])  # restarted: its grants and uses back
         guard_resources([self.core], auth_home)
         self.door, self.views = resource_doors(auth_home, self.core.name,
                                                lambda r, t: self.core.attested_holder(t) if r == self.core.name else None)
-        self._start_beat(_beat_one(self.core, self), heartbeat_s)
+        self._start_beat(self._beat_one(self.core), heartbeat_s)
 
     def ping(self) -> str:
         return "ok"
@@ -355,7 +363,7 @@ class VaultActor(_OneResource, VaultStateCalls):
         self.views.require_system(proof, "shutdown", {}, admin=True)
         self._stop.set()
         self.core.leave()
-        self._drop_store()
+        self._drop_shelf()
 
 
 # --- spawning ----------------------------------------------------------------
@@ -407,14 +415,14 @@ def spawn_host_group(
 
 
 def spawn_vault(spec: VaultSpec, *, collection: Any = None, heartbeat_s: float = 5.0, detached: bool = False,
-                auth_home: str | None = None, store_dir: str | None = None, state_path: str | None = None,
+                auth_home: str | None = None, shelf_dir: str | None = None, state_path: str | None = None,
                 restarts: int = 0, node_id: str | None = None) -> Any:
-    """A VaultActor, named ``vault:<name>``, keeping objects' states in ``store_dir`` (None: a temporary
+    """A VaultActor, named ``vault:<name>``, keeping objects' states in ``shelf_dir`` (None: a temporary
     directory); with ``state_path`` it keeps its grants and uses across ``restarts``; with ``node_id``
-    pinned to that Ray node (its store is that node's disk), else on the head."""
+    pinned to that Ray node (its shelf is that node's disk), else on the head."""
     pin = {} if node_id is None else {"scheduling_strategy": NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)}
     return VaultActor.options(**{**_opts(vault_name(spec.name), detached, on_head=node_id is None), "max_restarts": restarts},
-                              **pin).remote(spec, collection, heartbeat_s, auth_home=auth_home, store_dir=store_dir,
+                              **pin).remote(spec, collection, heartbeat_s, auth_home=auth_home, shelf_dir=shelf_dir,
                                             state_path=state_path)
 
 

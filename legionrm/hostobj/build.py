@@ -19,7 +19,7 @@ from legionrm.hostobj.policies import Policy, import_object, load_policy
 from legionrm.hostobj.resource import CollectionSink
 from legionrm.hostobj.vault import VaultObject
 from legionrm.models import ClassSpec, HostSpec, Resources, VaultSpec
-from legionrm.objstate import StateStore
+from legionrm.objstate import StateShelf
 
 
 def _owner_class(path: str | None, base: type, where: str) -> type | None:
@@ -66,17 +66,17 @@ def build_vault(
     clock: Callable[[], float] = time.time,
     sink: CollectionSink | None = None,
     secret: bytes | None = None,
-    store: StateStore | None = None,
+    shelf: StateShelf | None = None,
 ) -> VaultObject:
     """A vault core from its spec (capacity from the ``storage_gb`` attribute,
-    a per-user quota of stored state from ``quota_gb``); ``store`` keeps the
+    a per-user quota of stored state from ``quota_gb``); ``shelf`` keeps the
     objects' states (default: in memory)."""
     where = f"vault {spec.name}"
     cap = Resources(storage_gb=float(spec.attributes.get("storage_gb", 0)))
     quota = spec.attributes.get("quota_gb")
     common = dict(
         attributes=spec.attributes, access=spec.access, serves=spec.serves, clock=clock, sink=sink, secret=secret,
-        store=store, quota_gb=float(quota) if quota is not None else None,
+        shelf=shelf, quota_gb=float(quota) if quota is not None else None,
     )
     owner = _owner_class(spec.policy, VaultObject, where)
     if owner is not None:

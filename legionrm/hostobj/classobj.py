@@ -23,7 +23,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
-from legionrm.hostobj import codes
+from legionrm import codes
 from legionrm.hostobj.policies import ADMIT, Verdict, ask_owner
 from legionrm.mil import compile_query
 from legionrm.models import (

@@ -1,18 +1,18 @@
 """What a host object keeps across a restart of its actor, and what it gives back.
 
-:func:`snapshot` is a host object's durable state as JSON-ready data: its
+:meth:`Durable.durable_state` is a host object's durable state as JSON-ready data: its
 secret (so the tokens it signed still verify), its token serial (so a token
 id is never issued twice), its open reservations (each token, request,
 status, uses and holders), its running instances (a host) and its uses (a
-vault).  :func:`restore` puts that state back into a freshly built object
+vault).  :meth:`Durable.restore_durable` puts that state back into a freshly built object
 with the same name; a host whose instances live outside its process (a Ray
 node's actors) then re-attaches them (its ``reattach``), ending those that
 died with the old process.
-:class:`Keeper` writes the snapshots of a group's hosts to a
+:class:`Keeper` writes the durable states of a group's hosts to a
 :class:`~legionrm.state.HostStore` after every call that may change them
 (only the rows that changed) and reloads them on start.
 
-:func:`abandon` cancels the grants a caller gave up on (a reservation call
+:meth:`Durable.cancel_requests` cancels the grants a caller gave up on (a reservation call
 that timed out, an Enactor that died mid-enactment): a granted reservation
 nobody holds is cancelled, not left to expire.
 """
@@ -26,7 +26,7 @@ import math
 import threading
 from typing import Any, Iterable, Mapping
 
-from legionrm.hostobj.records import Reservation
+from legionrm.hostobj.records import Reservation, public
 from legionrm.models import InstanceRef, ReservationRequest, ReservationToken
 from legionrm.state import HostStore
 
@@ -35,81 +35,85 @@ FORMAT = 1
 log = logging.getLogger(__name__)
 
 
-def abandon(res: Any, request_ids: tuple[str, ...], prefix: bool) -> list[str]:
-    """Cancel the active, unused, unheld reservations ``res`` granted for
-    ``request_ids`` (with ``prefix``: for any request id starting with one of
-    them).  The caller holds ``res``'s lock.  Returns the token ids cancelled."""
-    if prefix:
-        found = [r for rid, r in res._by_request.items() if rid.startswith(request_ids)]
-    else:
-        found = [r for r in (res._by_request.get(rid) for rid in request_ids) if r is not None]
-    out = []
-    for r in found:
-        if r.status == "active" and r.uses == 0 and not r.holders and res.cancel_reservation(r.token.token_id):
-            out.append(r.token.token_id)
-    return out
+class Durable:
+    """What a :class:`~legionrm.hostobj.resource.ResourceObject` keeps across a
+    restart and gives back, as its methods (the resource's base class, kept in
+    this module; ``self`` is always a ResourceObject, whose records these read)."""
 
+    @public
+    def cancel_requests(self, request_ids: list[str] | tuple[str, ...], *, prefix: bool = False) -> list[str]:
+        """Cancel the active, unused, unheld reservations granted for
+        ``request_ids`` (with ``prefix``: for any request id starting with one of
+        them): grants a caller gave up on.  Returns the token ids cancelled."""
+        request_ids = tuple(request_ids)
+        if prefix:
+            found = [r for rid, r in self._by_request.items() if rid.startswith(request_ids)]
+        else:
+            found = [r for r in (self._by_request.get(rid) for rid in request_ids) if r is not None]
+        out = []
+        for r in found:
+            if r.status == "active" and r.uses == 0 and not r.holders and self.cancel_reservation(r.token.token_id):
+                out.append(r.token.token_id)
+        return out
 
-def _serial(res: Any) -> int:
-    """The next grant serial (read without using it up)."""
-    n = next(res._grants)
-    res._grants = itertools.count(n)
-    return n
+    def _serial(self) -> int:
+        """The next grant serial (read without using it up)."""
+        n = next(self._grants)
+        self._grants = itertools.count(n)
+        return n
 
+    def durable_state(self) -> dict[str, Any]:
+        """This resource's durable state (a host's with its instances, a vault's with its uses)."""
+        with self._lock:
+            return {
+                "format": FORMAT, "name": self.name, "secret": self._secret.hex(), "serial": self._serial(),
+                "reservations": [
+                    {"token": r.token.model_dump(mode="json"), "request": r.request.model_dump(mode="json"),
+                     "status": r.status, "uses": r.uses, "holders": sorted(r.holders)}
+                    for r in self._open.values()
+                ],
+                "instances": [{"ref": ref.model_dump(mode="json"), "token_id": r.token.token_id}
+                              for ref, r in getattr(self, "_instances", {}).values()],
+                "uses": dict(getattr(self, "_uses", {})),
+            }
 
-def snapshot(res: Any) -> dict[str, Any]:
-    """``res``'s durable state (a ResourceObject, a HostObject with instances)."""
-    with res._lock:
-        return {
-            "format": FORMAT, "name": res.name, "secret": res._secret.hex(), "serial": _serial(res),
-            "reservations": [
-                {"token": r.token.model_dump(mode="json"), "request": r.request.model_dump(mode="json"),
-                 "status": r.status, "uses": r.uses, "holders": sorted(r.holders)}
-                for r in res._open.values()
-            ],
-            "instances": [{"ref": ref.model_dump(mode="json"), "token_id": r.token.token_id}
-                          for ref, r in getattr(res, "_instances", {}).values()],
-            "uses": dict(getattr(res, "_uses", {})),
-        }
-
-
-def restore(res: Any, body: Mapping[str, Any]) -> int:
-    """Put ``body`` (a :func:`snapshot` of an object of the same name) back
-    into the fresh object ``res``: the same secret, a serial never below the
-    stored one, every open reservation booked again and every instance
-    listed again.  A reservation that no longer fits the calendar (the
-    capacity shrank) is dropped.  Returns how many reservations came back."""
-    if body.get("format") != FORMAT or body.get("name") != res.name:
-        return 0
-    back = 0
-    with res._lock:
-        res._secret = bytes.fromhex(body["secret"])
-        res._grants = itertools.count(max(int(body["serial"]), _serial(res)))
-        for item in body["reservations"]:
-            token = ReservationToken.model_validate(item["token"])
-            request = ReservationRequest.model_validate(item["request"])
-            if token.token_id in res._by_token:
-                continue
-            try:
-                res.calendar.add(token.token_id, res._vector(request.resources), token.start, token.end)
-            except ValueError:
-                continue
-            r = Reservation(token=token, request=request, status=item["status"], uses=int(item["uses"]),
-                            holders=set(item["holders"]))
-            res._by_token[token.token_id] = res._by_request[request.request_id] = res._open[token.token_id] = r
-            back += 1
-        instances = getattr(res, "_instances", None)
-        if instances is not None:
-            for item in body.get("instances", ()):
-                r = res._by_token.get(item["token_id"])
-                if r is not None:
-                    ref = InstanceRef.model_validate(item["ref"])
-                    instances[ref.instance_id] = (ref, r)
-        uses = getattr(res, "_uses", None)
-        if uses is not None:  # a vault: the space each instance uses, by use id
-            uses.update({u: t for u, t in body.get("uses", {}).items() if t in res._by_token})
-        res._next_deadline = -math.inf  # the next call sweeps what came due while the actor was down
-    return back
+    def restore_durable(self, body: Mapping[str, Any]) -> int:
+        """Put ``body`` (a :meth:`durable_state` of an object of the same name)
+        back into this fresh object: the same secret, a serial never below the
+        stored one, every open reservation booked again and every instance
+        listed again.  A reservation that no longer fits the calendar (the
+        capacity shrank) is dropped.  Returns how many reservations came back."""
+        if body.get("format") != FORMAT or body.get("name") != self.name:
+            return 0
+        back = 0
+        with self._lock:
+            self._secret = bytes.fromhex(body["secret"])
+            self._grants = itertools.count(max(int(body["serial"]), self._serial()))
+            for item in body["reservations"]:
+                token = ReservationToken.model_validate(item["token"])
+                request = ReservationRequest.model_validate(item["request"])
+                if token.token_id in self._by_token:
+                    continue
+                try:
+                    self.calendar.add(token.token_id, self._vector(request.resources), token.start, token.end)
+                except ValueError:
+                    continue
+                r = Reservation(token=token, request=request, status=item["status"], uses=int(item["uses"]),
+                                holders=set(item["holders"]))
+                self._by_token[token.token_id] = self._by_request[request.request_id] = self._open[token.token_id] = r
+                back += 1
+            instances = getattr(self, "_instances", None)
+            if instances is not None:
+                for item in body.get("instances", ()):
+                    r = self._by_token.get(item["token_id"])
+                    if r is not None:
+                        ref = InstanceRef.model_validate(item["ref"])
+                        instances[ref.instance_id] = (ref, r)
+            uses = getattr(self, "_uses", None)
+            if uses is not None:  # a vault: the space each instance uses, by use id
+                uses.update({u: t for u, t in body.get("uses", {}).items() if t in self._by_token})
+            self._next_deadline = -math.inf  # the next call sweeps what came due while the actor was down
+        return back
 
 
 class Keeper:
@@ -145,14 +149,14 @@ class Keeper:
         for name, body in self.store.load().items():
             host = self.hosts.get(name)
             if host is not None:
-                out[name] = restore(host, body)
+                out[name] = host.restore_durable(body)
         self.save()
         return out
 
     def save(self) -> int:
         """Write the hosts whose state changed since the last save; returns how many."""
         with self._lock:
-            bodies = {n: json.dumps(snapshot(h), sort_keys=True) for n, h in self.hosts.items()}
+            bodies = {n: json.dumps(h.durable_state(), sort_keys=True) for n, h in self.hosts.items()}
             changed = {n: b for n, b in bodies.items() if self._written.get(n) != b}
             self.store.put_many(changed)
             self._written.update(changed)

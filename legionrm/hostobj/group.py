@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
-from legionrm.hostobj import codes, tokens
+from legionrm import codes
+from legionrm.hostobj import tokens
 from legionrm.hostobj.host import HostObject
-from legionrm.ahead.steps import beat
+from legionrm.heartbeat import beat
 from legionrm.hostobj.resource import CollectionSink, NullSink
 from legionrm.models import (
     AttrValue,

@@ -21,7 +21,8 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from legionrm.hostobj import codes, tokens
+from legionrm import codes
+from legionrm.hostobj import tokens
 from legionrm.hostobj.policies import ADMIT, Verdict
 from legionrm.hostobj.records import Reservation, public
 from legionrm.hostobj.resource import ResourceObject

@@ -24,7 +24,7 @@ import time
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from legionrm.errors import ConfigError
-from legionrm.hostobj import codes
+from legionrm import codes
 from legionrm.models import (
     AccessPolicy,
     AttrValue,

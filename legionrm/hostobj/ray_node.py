@@ -30,7 +30,7 @@ import ray
 from ray.exceptions import RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from legionrm.hostobj import codes
+from legionrm import codes
 from legionrm.hostobj.host import HostObject
 from legionrm.hostobj.policies import import_object
 from legionrm.hostobj.tokens import TOKEN_ID_SEP as ID_SEP
@@ -144,17 +144,17 @@ class RayNodeHost(HostObject):
     def _save(self, ref: InstanceRef) -> bytes | Refusal:
         got = self._call_state(ref, "legion_save_state")
         if not isinstance(got, Refusal) and not isinstance(got, bytes):
-            return self._refuse(codes.STATE_SAVE, f"{ref.instance_id} saved a {type(got).__name__}, not bytes")
+            return self._refuse(codes.STATE_SAVE_FAILED, f"{ref.instance_id} saved a {type(got).__name__}, not bytes")
         return got
 
     def _restore(self, ref: InstanceRef, data: bytes) -> bool | Refusal:
         got = self._call_state(ref, "legion_restore_state", data)
         return True if got is True else got if isinstance(got, Refusal) else self._refuse(
-            codes.STATE_RESTORE, f"{ref.instance_id} answered {got!r} to its restore")
+            codes.STATE_RESTORE_FAILED, f"{ref.instance_id} answered {got!r} to its restore")
 
     def _call_state(self, ref: InstanceRef, method: str, *args: Any) -> Any:
         """Call ``method`` on the instance's actor (bounded wait); a refusal when it cannot answer."""
-        code = codes.STATE_SAVE if method == "legion_save_state" else codes.STATE_RESTORE
+        code = codes.STATE_SAVE_FAILED if method == "legion_save_state" else codes.STATE_RESTORE_FAILED
         handle = self._actors.get(ref.instance_id)
         if handle is None or not hasattr(handle, method):
             return self._refuse(code, f"{ref.instance_id} ({ref.class_name}) has no {method}: its class is a Ray actor "

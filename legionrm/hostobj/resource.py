@@ -24,10 +24,11 @@ from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 
-from legionrm.ahead.steps import MAX_STEPS, Publisher, beat
-from legionrm.hostobj import codes, tokens
+from legionrm import codes
+from legionrm.heartbeat import MAX_STEPS, Publisher, beat
+from legionrm.hostobj import tokens
 from legionrm.hostobj.calendar import Calendar, State
-from legionrm.hostobj.durable import abandon
+from legionrm.hostobj.durable import Durable
 from legionrm.hostobj.policies import ADMIT, Policy, Verdict, ask_owner, owner_attributes
 from legionrm.hostobj.records import Reservation, audit_view, forget_after, public
 from legionrm.hostobj.sink import CollectionSink, NullSink
@@ -45,7 +46,7 @@ from legionrm.models import (
 )
 
 
-class ResourceObject:
+class ResourceObject(Durable):
     """A resource that grants reservations as signed tokens.  Thread-safe.
 
     Subclasses set ``kind`` and ``dims`` (the capacity dimensions the calendar
@@ -277,11 +278,6 @@ class ResourceObject:
         if not res.holders:
             self._close(res, self.now())
         return True
-
-    @public
-    def cancel_requests(self, request_ids: list[str] | tuple[str, ...], *, prefix: bool = False) -> list[str]:
-        """Cancel the unheld grants for caller request ids a caller gave up on (:func:`durable.abandon`)."""
-        return abandon(self, tuple(request_ids), prefix)
 
     @public
     def attested_holder(self, token_id: str) -> str | None:

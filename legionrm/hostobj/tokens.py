@@ -45,14 +45,21 @@ def sign(token: ReservationToken, secret: bytes) -> ReservationToken:
     return token.model_copy(update={"signature": signature(token, secret)})
 
 
+def _equal(a: str, b: str) -> bool:
+    """Constant-time equality of two signatures as the holder sent them: compared
+    as bytes, since hmac.compare_digest takes str only when it is ASCII (a
+    non-ASCII signature is simply a wrong one, never an exception)."""
+    return hmac.compare_digest(a.encode("utf-8", "surrogatepass"), b.encode("utf-8", "surrogatepass"))
+
+
 def verify(token: ReservationToken, secret: bytes) -> bool:
     """True when ``token`` is exactly as the holder of ``secret`` signed it."""
-    return hmac.compare_digest(token.signature, signature(token, secret))
+    return _equal(token.signature, signature(token, secret))
 
 
 def same(a: ReservationToken, b: ReservationToken) -> bool:
     """True when two tokens signed by one resource are the same grant (equal signatures)."""
-    return hmac.compare_digest(a.signature, b.signature)
+    return _equal(a.signature, b.signature)
 
 
 def make_token_id(resource: str, request_id: str, secret: bytes, serial: int = 0) -> str:

@@ -9,8 +9,8 @@ host-vault pairing) and has its own veto of a host (:meth:`admit_host`).
 Space that is *used* (an object's state stored there) stays taken until
 :meth:`release` frees it: storage outlives the instance that wrote it.
 
-A vault also *stores* objects' persistent representations, as bytes in a
-:class:`~legionrm.objstate.StateStore` (a directory on the vault's node by
+A vault also *keeps* objects' persistent representations, as bytes in a
+:class:`~legionrm.objstate.StateShelf` (a directory on the vault's node by
 default; memory in-process): :meth:`put_state` / :meth:`get_state` /
 :meth:`delete_state`.  Stored bytes are booked in the vault's calendar like a
 reservation with no end (``state:<object id>``), so capacity, free space,
@@ -18,7 +18,7 @@ the Collection's ``free_storage_gb`` and every later reservation see them;
 ``put_state`` checks, in order, the object id, the host pairing (the host
 the state comes from must be one the vault serves), the user's quota
 (``quota_gb`` of stored state per user; None: none), then the capacity.
-State found in the store when the vault starts is booked again (its owner
+State found on the shelf when the vault starts is booked again (its owner
 then unknown, ``"?"``).
 """
 
@@ -28,7 +28,7 @@ import fnmatch
 import itertools
 from typing import Any, Iterable
 
-from legionrm.hostobj import codes
+from legionrm import codes
 from legionrm.hostobj.policies import ADMIT, Admission, Verdict
 from legionrm.hostobj.records import public
 from legionrm.hostobj.resource import ResourceObject
@@ -40,7 +40,7 @@ from legionrm.models import (
     ReservationToken,
     Resources,
 )
-from legionrm.objstate import GB, MemoryStore, StateStore, check_object_id
+from legionrm.objstate import GB, MemoryShelf, StateShelf, check_object_id
 
 
 class VaultObject(ResourceObject):
@@ -50,16 +50,16 @@ class VaultObject(ResourceObject):
     kind = "vault"
     dims = ("storage_gb",)
 
-    def __init__(self, name: str, capacity: Resources, *, serves: Iterable[str] = (), store: StateStore | None = None,
+    def __init__(self, name: str, capacity: Resources, *, serves: Iterable[str] = (), shelf: StateShelf | None = None,
                  quota_gb: float | None = None, **kw: Any) -> None:
         super().__init__(name, capacity, **kw)
         self.serves = tuple(serves)
         self._uses: dict[str, str] = {}  # use id -> token id
         self._ids = itertools.count(1)
-        self.store: StateStore = store if store is not None else MemoryStore()
+        self.shelf: StateShelf = shelf if shelf is not None else MemoryShelf()
         self.quota_gb = quota_gb
         self._stored: dict[str, tuple[int, str]] = {}  # object id -> (bytes, owner)
-        for oid, size in sorted(self.store.list().items()):
+        for oid, size in sorted(self.shelf.list().items()):
             try:
                 self._book_state(oid, size, "?")
             except ValueError:  # more than the vault holds now (its capacity shrank): kept, not booked
@@ -138,7 +138,7 @@ class VaultObject(ResourceObject):
 
     @public
     def put_state(self, object_id: str, data: bytes, user: str, host: str | None = None) -> int | Refusal:
-        """Store ``data`` as ``object_id``'s persistent state for ``user``
+        """Keep ``data`` as ``object_id``'s persistent state for ``user``
         (replacing what was stored for it), written by an instance on
         ``host``.  Returns the bytes stored, or the refusal (see the module
         doc for the order of checks)."""
@@ -171,16 +171,16 @@ class VaultObject(ResourceObject):
                 self._book_state(object_id, *old)
             return self._refuse(codes.CAPACITY, f"state of {object_id!r} is {size} bytes; {max(free, 0):.0f} bytes are free")
         try:
-            self.store.put(object_id, bytes(data))
+            self.shelf.put(object_id, bytes(data))
         except OSError as exc:
             self._unbook_state(object_id)
-            return self._refuse(codes.RESOURCE_ERROR, f"the store could not write {object_id!r}: {exc}")
+            return self._refuse(codes.RESOURCE_ERROR, f"the shelf could not write {object_id!r}: {exc}")
         return size
 
     @public
     def get_state(self, object_id: str) -> bytes | Refusal:
         """The stored state of ``object_id``, or ``state.unknown``."""
-        data = self.store.get(object_id) if object_id in self._stored else None
+        data = self.shelf.get(object_id) if object_id in self._stored else None
         if data is None:
             return self._refuse(codes.STATE_UNKNOWN, f"vault {self.name} holds no state for {object_id!r}")
         return data
@@ -191,7 +191,7 @@ class VaultObject(ResourceObject):
         False when there was none."""
         if object_id not in self._stored:
             return False
-        self.store.delete(object_id)
+        self.shelf.delete(object_id)
         self._unbook_state(object_id)
         return True
 

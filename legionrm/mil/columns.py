@@ -38,7 +38,7 @@ class StringDict:
 
     Codes are never reused, so results computed per code (a regular
     expression tried on each distinct string) stay valid as it grows; they are
-    cached here.  Not thread-safe (one owner: the store or a static table).
+    cached here.  Not thread-safe (one owner: the Collection's attribute table or a static table).
     """
 
     __slots__ = ("strings", "index", "regex_results", "_ranks")

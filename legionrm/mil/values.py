@@ -22,7 +22,8 @@ in strict operators; ``and``/``or``/``xor``/``not`` treat both as unknown).
 This module holds the scalar rules (``arith``, ``compare``, ``truth`` ...);
 :mod:`legionrm.mil.evaluate` calls them per record and
 :mod:`legionrm.mil.vectorize` re-implements them over numpy arrays.  The
-property test in ``tests/unit/test_mil_engines.py`` keeps the two equal.
+property test in ``tests/unit/mil/test_mil_engines.py`` keeps the two equal,
+and ``tests/unit/mil/test_mil_int64.py`` checks each at the int64 edges.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ TAG_NAMES: Final = ("undefined", "error", "bool", "int", "float", "string")
 
 INT64_MIN: Final = -(2**63)
 INT64_MAX: Final = 2**63 - 1
-_TWO63_F: Final = 9.223372036854775808e18  # 2**63 as a float, exactly
+TWO63_F: Final = 9.223372036854775808e18
+"""2**63 as a float, exactly: the first float past INT64_MAX (which no float holds)."""
 
 
 class _Special:
@@ -104,7 +106,7 @@ def from_attr(v: object) -> Value:
 
     ``None`` means "not exported" (undefined).  numpy scalars are accepted.
     An int outside the 64-bit range, or anything that is not bool / int /
-    float / str, becomes ERROR (the store refuses such values outright).
+    float / str, becomes ERROR (the Collection's attribute table refuses such values outright).
     """
     if v is None:
         return UNDEFINED
@@ -176,7 +178,7 @@ def logic_not(a: Value) -> Value:
     return (not x) if type(x) is bool else x
 
 
-def _strict(ta: int, tb: int) -> Value | None:
+def strict(ta: int, tb: int) -> Value | None:
     """ERROR / UNDEFINED if either operand forces it (error wins), else None."""
     if ta == ERR or tb == ERR:
         return ERROR
@@ -208,7 +210,7 @@ def fmod(a: float, b: float) -> float:
 def arith(op: str, a: Value, b: Value) -> Value:
     """``+ - * / mod`` on two values."""
     ta, tb = tag_of(a), tag_of(b)
-    s = _strict(ta, tb)
+    s = strict(ta, tb)
     if s is not None:
         return s
     if ta == STR or tb == STR:
@@ -256,7 +258,7 @@ def bitnot(a: Value) -> Value:
     return ERROR
 
 
-_CMP = {
+COMPARE = {
     "==": lambda x, y: x == y,
     "!=": lambda x, y: x != y,
     "<": lambda x, y: x < y,
@@ -269,23 +271,23 @@ _CMP = {
 def compare(op: str, a: Value, b: Value) -> Value:
     """``== != < <= > >=`` (``<>`` is normalised to ``!=`` by the parser)."""
     ta, tb = tag_of(a), tag_of(b)
-    s = _strict(ta, tb)
+    s = strict(ta, tb)
     if s is not None:
         return s
     if ta == STR or tb == STR:
         if ta != tb:
             return ERROR
-        return _CMP[op](a, b)
+        return COMPARE[op](a, b)
     if ta == FLOAT or tb == FLOAT:
-        return _CMP[op](float(a), float(b))  # type: ignore[arg-type]
-    return _CMP[op](int(a), int(b))  # type: ignore[arg-type]
+        return COMPARE[op](float(a), float(b))  # type: ignore[arg-type]
+    return COMPARE[op](int(a), int(b))  # type: ignore[arg-type]
 
 
 def maxmin(op: str, a: Value, b: Value) -> Value:
     """``max``/``min``: numbers only; int if both are int or bool, else float;
     a NaN operand gives NaN; on a tie the first operand is returned."""
     ta, tb = tag_of(a), tag_of(b)
-    s = _strict(ta, tb)
+    s = strict(ta, tb)
     if s is not None:
         return s
     if ta == STR or tb == STR:
@@ -314,7 +316,7 @@ _INT64_DIGITS = 19  # len(str(2**63))
 
 def float_to_int(x: float) -> Value:
     """Truncate toward zero; NaN, infinities and values outside int64 are ERROR."""
-    if not (-_TWO63_F <= x < _TWO63_F):
+    if not (-TWO63_F <= x < TWO63_F):
         return ERROR
     return int(x)
 
@@ -369,7 +371,7 @@ def match(p: Value, s: Value) -> Value:
     """``match(pattern, subject)``: an RE2 search (:mod:`legionrm.mil.regex`);
     a pattern RE2 refuses, or a subject it cannot search (too long), is ERROR."""
     tp, ts = tag_of(p), tag_of(s)
-    r = _strict(tp, ts)
+    r = strict(tp, ts)
     if r is not None:
         return r
     if tp != STR or ts != STR:

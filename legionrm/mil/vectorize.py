@@ -87,7 +87,7 @@ def _float_op(op: str, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.nda
 def arith(op: str, a: Column, b: Column, n: int) -> Column:
     ua, ub = a.uniform, b.uniform
     if ua is not None and ub is not None:
-        s = V._strict(ua, ub)
+        s = V.strict(ua, ub)
         if s is not None:
             return const(n, V.tag_of(s))
         if ua == STR or ub == STR:
@@ -138,7 +138,7 @@ def maxmin(fn: str, a: Column, b: Column, n: int) -> Column:
 
     ua, ub = a.uniform, b.uniform
     if ua is not None and ub is not None:
-        s = V._strict(ua, ub)
+        s = V.strict(ua, ub)
         if s is not None:
             return const(n, V.tag_of(s))
         if ua == STR or ub == STR:
@@ -212,7 +212,7 @@ def _str_cmp(op: str, x: np.ndarray, y: np.ndarray, ctx: Ctx) -> np.ndarray:
     """Compare string codes: equality on codes, order via sorted ranks."""
     if op in ("==", "!="):
         return _NP_CMP[op](x, y)
-    fn = V._CMP[op]
+    fn = V.COMPARE[op]
     if x.ndim == 0 and y.ndim == 0:
         return np.array(fn(ctx.string(int(x)), ctx.string(int(y))))
     if x.ndim == 0 or y.ndim == 0:  # one literal: decide once per distinct string
@@ -238,7 +238,7 @@ def compare(op: str, a: Column, b: Column, ctx: Ctx) -> Column:
     npop = _NP_CMP[op]
     ua, ub = a.uniform, b.uniform
     if ua is not None and ub is not None:
-        s = V._strict(ua, ub)
+        s = V.strict(ua, ub)
         if s is not None:
             return const(n, V.tag_of(s))
         if ua == STR or ub == STR:

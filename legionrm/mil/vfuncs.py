@@ -43,7 +43,7 @@ def match(p: Column, s: Column, ctx: Ctx) -> Column:
     tp, ts = p.tags(), s.tags()
     up, us = p.uniform, s.uniform
     if up is not None and us is not None:
-        r = V._strict(up, us)
+        r = V.strict(up, us)
         if r is not None:
             return const(n, V.tag_of(r))
         if up != STR or us != STR:
@@ -113,9 +113,6 @@ def _parse_strings(codes: np.ndarray, ctx: Ctx, conv: Callable[[str], V.Value], 
     return num[inv], good[inv]
 
 
-_TWO63 = 9.223372036854775808e18
-
-
 def to_int(a: Column, ctx: Ctx) -> Column:
     n = ctx.n
     ta = a.tags()
@@ -128,7 +125,7 @@ def to_int(a: Column, ctx: Ctx) -> Column:
     if a.f is not None:
         m = ta == FLOAT
         fv = bcast(a.f, n)[m]
-        inrange = (fv >= -_TWO63) & (fv < _TWO63)
+        inrange = (fv >= -V.TWO63_F) & (fv < V.TWO63_F)  # as V.float_to_int
         iv = np.zeros(fv.shape, dtype=np.int64)
         iv[inrange] = np.trunc(fv[inrange]).astype(np.int64)
         i[m] = iv

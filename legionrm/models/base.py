@@ -157,3 +157,20 @@ class QueryResult(Frozen):
         return [r.name for r in self.records]
 
 
+
+
+class RefusedWrite(Frozen):
+    """A resource's write (join, heartbeat, leave) the Collection refused,
+    latest first: why a resource does not answer (``status``, ``up``).
+    ``principal`` is who signed it (``host:h3``); ``count`` how many in a row."""
+
+    resource: str
+    principal: str = ""
+    code: str
+    reason: str
+    at: float
+    count: int = 1
+
+    @property
+    def who(self) -> str:
+        return self.principal or self.resource

@@ -114,8 +114,8 @@ class ClusterSpec(Frozen):
     hosts: tuple[HostSpec, ...] = ()
     vaults: tuple[VaultSpec, ...] = ()
     classes: tuple[ClassSpec, ...] = ()
-    fairshare: dict[str, Any] = Field(default_factory=dict)  # the [fairshare] table, checked (scheduler.build.core_for_cluster)
-    pools: tuple[PoolSpec, ...] = ()  # the [[pool]] tables (scheduler.build.pool_gate); none: no admission control
+    fairshare: dict[str, Any] = Field(default_factory=dict)  # the [fairshare] table, checked (scheduler.wiring.core_for_cluster)
+    pools: tuple[PoolSpec, ...] = ()  # the [[pool]] tables (scheduler.wiring.pool_gate); none: no admission control
 
     def default_pool(self) -> str | None:
         """The path of the pool marked ``default``, if any."""
@@ -140,3 +140,22 @@ class ClusterSpec(Frozen):
         return out
 
 
+
+
+class SchedulerSettings(Frozen):
+    """What one Scheduler is built from (:func:`legionrm.scheduler.wiring.wire`):
+    the validated cluster file (its classes, its ``[fairshare]`` table) and
+    the Scheduler's own numbers, each with its default."""
+
+    cluster: ClusterSpec = ClusterSpec()
+    name: str = Field("scheduler", min_length=1, max_length=200)
+    token_timeout_s: float = Field(30.0, gt=0, allow_inf_nan=False)  # how long a reservation's token waits for its start
+    max_attempts: int = Field(1000, ge=1)  # a waiting request gives up after this many
+    orphan_grace_s: float = Field(60.0, ge=0, allow_inf_nan=False)  # an unknown instance younger than this is no orphan yet
+    max_masters: int = Field(3, ge=1)  # the planner's ranked master schedules per request
+    max_deltas: int = Field(8, ge=0)  # and delta schedules per master
+
+    @property
+    def cycle_interval_s(self) -> float:
+        """How often the elastic cycle runs: the ``[fairshare]`` table's ``interval_s`` (10 s by default)."""
+        return float(self.cluster.fairshare.get("interval_s", 10.0))

@@ -4,9 +4,9 @@ host-group and vault actors, and the Scheduler's port to them.
 :class:`HostStateCalls` and :class:`VaultStateCalls` are mixins of the
 actors in :mod:`legionrm.hostobj.actor` (each forwards to its core, through
 the actor's door); :class:`RayStatePort` is the
-:class:`~legionrm.objstate.mobility.StatePort` the Scheduler actor moves
+:class:`~legionrm.scheduler.mobility.StatePort` the Scheduler actor moves
 states with.  Only the Scheduler and the Enactor agents may save, restore,
-store, read or delete an object's state (``auth.forbidden`` for anyone
+put, read or delete an object's state (``auth.forbidden`` for anyone
 else): a user moves their objects through the Scheduler, which checks that
 they own them.  A call carrying bytes is signed over their SHA-256, not the
 bytes themselves.
@@ -22,11 +22,11 @@ from typing import Any
 
 import ray
 
+from legionrm import codes
 from legionrm.auth import CallSigner, VerifiedCaller, signed
-from legionrm.auth.codes import FORBIDDEN
 from legionrm.auth.guard import ENACTOR, SCHEDULER
 from legionrm.models import InstanceRef, Refusal
-from legionrm.objstate.store import DirectoryStore
+from legionrm.objstate.shelf import DirectoryShelf
 
 STATE_CALL_TIMEOUT_S = 60.0
 """How long the Scheduler waits for one state call (a save waits on the instance)."""
@@ -41,7 +41,7 @@ def _managers_only(door_by: str) -> Any:
     def decide(who: VerifiedCaller, _item: Any) -> Refusal | None:
         if who.name in (SCHEDULER, ENACTOR):
             return None
-        return Refusal(code=FORBIDDEN, by=door_by,
+        return Refusal(code=codes.AUTH_FORBIDDEN, by=door_by,
                        reason=f"{who.name!r} may not move objects' state directly: ask the Scheduler")
     return decide
 
@@ -77,19 +77,19 @@ class VaultStateCalls:
     door: Any
     views: Any
     core: Any
-    store_dir: str | None = None
+    shelf_dir: str | None = None
     ephemeral = False
 
-    def _open_store(self, name: str, store_dir: str | None) -> DirectoryStore:
-        """The vault's store: ``store_dir``, else a fresh temporary directory on
-        this node (removed by :meth:`_drop_store`, when the vault shuts down)."""
-        self.ephemeral = store_dir is None
-        self.store_dir = store_dir or tempfile.mkdtemp(prefix=f"lrm-{name}-")
-        return DirectoryStore(self.store_dir)
+    def _open_shelf(self, name: str, shelf_dir: str | None) -> DirectoryShelf:
+        """The vault's shelf: ``shelf_dir``, else a fresh temporary directory on
+        this node (removed by :meth:`_drop_shelf`, when the vault shuts down)."""
+        self.ephemeral = shelf_dir is None
+        self.shelf_dir = shelf_dir or tempfile.mkdtemp(prefix=f"lrm-{name}-")
+        return DirectoryShelf(self.shelf_dir)
 
-    def _drop_store(self) -> None:
-        if self.ephemeral and self.store_dir:
-            shutil.rmtree(self.store_dir, ignore_errors=True)
+    def _drop_shelf(self) -> None:
+        if self.ephemeral and self.shelf_dir:
+            shutil.rmtree(self.shelf_dir, ignore_errors=True)
 
     def _gate(self, proof: Any, call: str, args: dict[str, Any], run: Any) -> Any:
         door = self.door
@@ -116,7 +116,7 @@ class VaultStateCalls:
 
 
 class RayStatePort:
-    """The Scheduler's :class:`~legionrm.objstate.mobility.StatePort` over Ray:
+    """The Scheduler's :class:`~legionrm.scheduler.mobility.StatePort` over Ray:
     ``carriers`` maps a host name to the actor carrying it, ``vaults`` a vault
     name to its actor; with ``signer`` (the Scheduler agent's) every call
     carries its proof.  An actor that cannot be reached answers a refusal
@@ -128,12 +128,12 @@ class RayStatePort:
 
     def _call(self, handle: Any, name: str, method: str, args: dict[str, Any], signed_args: dict[str, Any]) -> Any:
         if handle is None:
-            return Refusal(code="resource.unknown", reason=f"no actor carries {name!r}", by=name)
+            return Refusal(code=codes.RESOURCE_UNKNOWN, reason=f"no actor carries {name!r}", by=name)
         try:
             proof = signed(self.signer, method, signed_args, to=name)
             return ray.get(getattr(handle, method).remote(**args, proof=proof), timeout=self.timeout_s)
         except (ray.exceptions.RayError, AttributeError) as exc:
-            return Refusal(code="resource.unreachable", reason=f"{method} on {name}: {type(exc).__name__}", by=name)
+            return Refusal(code=codes.RESOURCE_UNREACHABLE, reason=f"{method} on {name}: {type(exc).__name__}", by=name)
 
     def save(self, ref: InstanceRef) -> bytes | Refusal:
         args = {"host": ref.host, "instance_id": ref.instance_id}

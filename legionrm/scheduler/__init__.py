@@ -3,13 +3,22 @@
 The Legion scheduler itself (this package's modules):
 
 * ``scheduler``: :class:`Scheduler`, Legion's ``scheduleObjects`` (how much,
-  admission, planning, enactment, the response) and its companions;
+  admission, planning, enactment, the response) and its companions, composing
+  its parts: ``requests`` (the book), ``queue`` (the pending requests' order
+  and the one attempt each may have under way), ``accounts`` (pools,
+  allotments, the one place a request gives back) and ``enactment`` (the
+  Enactor's side of Legion's steps 4 to 6, and stops);
 * ``planner``: one request -> ranked master schedules with deltas, over one
-  Collection snapshot; ``pipeline``: the named filters and rankers it runs;
-  ``snaptables``: the host and vault columns it reads from a snapshot;
+  Collection snapshot; ``planning``: its parts (the named filters and
+  rankers, the snapshot's host and vault columns, a future window's table,
+  the placement engine's feed);
+* ``replan``: a new schedule when every master fails;
+* ``ahead``: requests reserved ahead of time, started by the clock;
+* ``mobility``: objects deactivated, activated and migrated;
 * ``sharegate``: the fair-share core's class rules applied to one request;
-* ``ports``: the Protocols of its collaborators; ``build``: collaborators
-  from a cluster spec; ``actor``: the Ray shell.
+* ``ports``: the Protocols of its collaborators; ``wiring``: the one place
+  a Scheduler and its collaborators are built, from the cluster's settings;
+  ``actor``: the Ray shell.
 
 The engines (sub-packages; each names what it may import):
 

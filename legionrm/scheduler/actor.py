@@ -11,10 +11,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 import ray
 
+from legionrm import codes
 from legionrm.auth import CallSigner, signed
 from legionrm.auth.actordoor import ActorDoor
 from legionrm.auth.guard import SCHEDULER as SCHEDULER_AGENT
@@ -22,6 +23,7 @@ from legionrm.auth.guard import Guard, load_agent
 from legionrm.collection.actor import RemoteCollection
 from legionrm.enactor.mapping import attest_schedules
 from legionrm.events.actor import ActorCallback
+from legionrm.homefs import private_umask
 from legionrm.hostobj.actor import RemoteHostPort
 from legionrm.models import (
     AuditFinding,
@@ -42,6 +44,7 @@ from legionrm.models import (
     ScheduleAttempt,
     ScheduleProposal,
     SchedulerResponse,
+    SchedulerSettings,
     SchedulerStatus,
     ScheduleSuite,
     SchedulingRequest,
@@ -57,16 +60,12 @@ from legionrm.naming import (
     named_actor,
 )
 from legionrm.objstate.actor import RayStatePort
-from legionrm.objstate.mobility import Mobility
 from legionrm.scheduler.audit import audit
-from legionrm.scheduler.build import core_for_cluster
 from legionrm.scheduler.door import SchedulerDoor, own_report, status_for
-from legionrm.scheduler.elastic import CycleRunner, ElasticCycle, HostStopper
-from legionrm.scheduler.planner import Planner
+from legionrm.scheduler.elastic import CycleRunner, HostStopper
 from legionrm.scheduler.ports import PoolGate
-from legionrm.scheduler.scheduler import Scheduler
-from legionrm.scheduler.sharegate import ShareGate
 from legionrm.scheduler.watch import HostWatch
+from legionrm.scheduler.wiring import SchedulerPorts, wire
 from legionrm.state import ElasticStore, RequestStore
 
 log = logging.getLogger(__name__)
@@ -78,22 +77,20 @@ WATCH_TIMEOUT_S = 5.0
 class RemoteEnactor:
     """``enact_schedule`` on an Enactor actor, with this scheduler as approver."""
 
-    attester: Any = None
-    """With authentication on: a :class:`~legionrm.auth.Credential` of the
-    Scheduler, which vouches for each request's holder to every resource its
-    schedules name (an :class:`~legionrm.auth.Attestation` per resource)."""
-
-    signer: Any = None
-    """With authentication on: the Scheduler agent's :class:`~legionrm.auth.CallSigner`; each
-    ``enact_schedule`` carries its proof (the Enactor runs no one else's)."""
-
-    abandon: Any = None
-    """Called with a request id when the Enactor died (or never answered)
-    during its enactment: cancels what it may have reserved for it."""
-
-    def __init__(self, handle: Any, approver: tuple[Any, str] | None = None) -> None:
+    def __init__(self, handle: Any, approver: tuple[Any, str] | None = None, *, signer: CallSigner | None = None,
+                 abandon: Callable[[str], object] | None = None) -> None:
         self.handle = handle
         self.approver = approver
+        self.signer = signer
+        """With authentication on: the Scheduler agent's :class:`~legionrm.auth.CallSigner`; each
+        ``enact_schedule`` carries its proof (the Enactor runs no one else's)."""
+        self.attester = signer.credential if signer is not None else None
+        """With authentication on: a :class:`~legionrm.auth.Credential` of the
+        Scheduler, which vouches for each request's holder to every resource its
+        schedules name (an :class:`~legionrm.auth.Attestation` per resource)."""
+        self.abandon = abandon
+        """Called with a request id when the Enactor died (or never answered)
+        during its enactment: cancels what it may have reserved for it."""
 
     def enact_schedule(self, schedules: EnactRequest) -> EnactResult:
         if self.attester is not None:
@@ -112,7 +109,7 @@ class RemoteEnactor:
                 self.abandon(schedules.request_id)
             why = f"the enactor did not finish: {type(exc).__name__}"
             return EnactResult(ok=False, attempts=(ScheduleAttempt(master=0, deltas_tried=0, succeeded=False, failures=(
-                PlacementFailure(key="*", resource="enactor", code=ENACTOR_LOST, reason=why),)),))
+                PlacementFailure(key="*", resource="enactor", code=codes.ENACTOR_LOST, reason=why),)),))
 
     def start_reserved(self, held: ReservedStart) -> EnactResult:
         try:
@@ -120,12 +117,8 @@ class RemoteEnactor:
             return ray.get(self.handle.start_reserved.remote(held, self.approver, proof=proof), timeout=CALL_TIMEOUT_S)
         except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:
             return EnactResult(ok=False, attempts=(ScheduleAttempt(master=0, deltas_tried=0, succeeded=False, failures=(
-                PlacementFailure(key="*", resource="enactor", code=ENACTOR_LOST,
+                PlacementFailure(key="*", resource="enactor", code=codes.ENACTOR_LOST,
                                  reason=f"the enactor did not start the reservation: {type(exc).__name__}"),)),))
-
-
-ENACTOR_LOST = "enactor.lost"
-"""The failure code of an enactment whose Enactor died or never answered."""
 
 
 class RemoteClassPort:
@@ -164,10 +157,11 @@ class RemoteCarrier:
         return ray.get(self.handle.list_instances.remote(host, proof=proof), timeout=WATCH_TIMEOUT_S)
 
 
-def _unique(named: dict[str, Any]) -> dict[str, tuple[str, Any]]:
-    """(a resource name it carries, its handle) by actor id, from resource name -> carrier actor (a group carries
-    many hosts, each with its own copy of the handle): one call per actor, made out to that name (a group hears it)."""
-    return {h._actor_id.hex(): (name, h) for name, h in named.items()}
+def _unique(named: dict[str, Any]) -> dict[Any, tuple[str, Any]]:
+    """(a resource name it carries, its handle) by actor, from resource name -> carrier actor (a group carries
+    many hosts, each with its own copy of the handle): one call per actor, made out to that name (a group hears it).
+    Ray's actor handles are equal (and hash alike) when they name the same actor."""
+    return {h: (name, h) for name, h in named.items()}
 
 
 def ray_watch(carriers: dict[str, Any], signer: CallSigner | None = None) -> HostWatch:
@@ -270,38 +264,46 @@ class SchedulerActor:
                  carriers: dict[str, Any] | None = None, class_actors: dict[str, Any] | None = None,
                  tick_s: float = 1.0, pool_owner: Any = None, state_path: str | None = None,
                  vault_actors: dict[str, Any] | None = None, auth_home: str | None = None) -> None:
+        if state_path:  # it writes the home: what it (and SQLite) creates is the service's alone
+            private_umask()
         self._carriers = dict(carriers or {})
         self._vaults = dict(vault_actors or {})
         self._class_actors = dict(class_actors or {})
-        stop_signer = CallSigner(load_agent(auth_home, SCHEDULER_AGENT), time.time) if auth_home else None
-        self_handle = ray.get_runtime_context().current_actor
-        coll, enact = RemoteCollection(collection, CALL_TIMEOUT_S), RemoteEnactor(enactor, (self_handle, "approve"))
+        self.auth_home = auth_home
+        # the Scheduler signs its own calls (Collection, Enactor, pools, hosts) as the scheduler agent
+        self._signer = CallSigner(load_agent(auth_home, SCHEDULER_AGENT), time.time) if auth_home else None
         if pool_owner is not None:  # the system's shared pools, owned by one PoolActor
-            pools = RemotePoolGate(pool_owner, stop_signer)
+            pools = RemotePoolGate(pool_owner, self._signer)
         cluster = cluster or ClusterSpec()
-        self.core = Scheduler(coll, enact, Planner({c.name: c for c in classes or ()}), pools,
-                              shares=ShareGate.from_core(core_for_cluster(cluster)), name=name,
-                              stopper=ray_stopper(carriers or {}, class_actors or {}, stop_signer),
-                              watch=ray_watch(carriers or {}, stop_signer),
-                              store=RequestStore(state_path) if state_path else None,
-                              also_running=lambda: self.cycle.instance_ids())
-        # deactivate / activate / migrate: states move between the hosts' instances and the vaults' stores
-        self.mobility = Mobility(self.core, RayStatePort(self._carriers, self._vaults, stop_signer))
-        self._ticking = threading.Event()
-        threading.Thread(target=self._tick_loop, args=(tick_s,), name="scheduler-tick", daemon=True).start()
-        # the cycle's growth is confirmed by approve_growth: the DUCC core decided it already
-        grow = RemoteEnactor(enactor, (self_handle, "approve_growth"))
-        cycle = ElasticCycle(
-            core_for_cluster(cluster), grow, ray_stopper(carriers or {}, class_actors or {}, stop_signer), coll,
-            interval_s=float(cluster.fairshare.get("interval_s", 10.0)), name=f"{name}-cycle",
-            pools=self.core.pools, store=ElasticStore(state_path) if state_path else None, watch=self.core.watch,
-        )
-        cycle.restore()  # after a restart: the elastic book back before the orphan sweep sees its instances
-        self.cycle = cycle
-        enact.abandon = grow.abandon = self._abandon_enactment
+        if classes is not None:  # the classes this Scheduler places (the cluster's, as the system passes them)
+            cluster = cluster.model_copy(update={"classes": tuple(classes)})
+        wired = wire(SchedulerSettings(cluster=cluster, name=name), SchedulerPorts(
+            collection=RemoteCollection(collection, CALL_TIMEOUT_S, signer=self._signer),
+            enactor=lambda approval: self._remote_enactor(enactor, "approve"), pools=pools,
+            stopper=ray_stopper(self._carriers, self._class_actors, self._signer),
+            watch=ray_watch(self._carriers, self._signer),
+            store=RequestStore(state_path) if state_path else None,
+            # deactivate / activate / migrate: states move between the hosts' instances and the vaults' shelves
+            objects=RayStatePort(self._carriers, self._vaults, self._signer),
+            # the cycle's growth is confirmed by approve_growth: the DUCC core decided it already
+            grow=self._remote_enactor(enactor, "approve_growth"),
+            cycle_store=ElasticStore(state_path) if state_path else None))
+        self.core = wired.scheduler
+        assert wired.mobility is not None and wired.cycle is not None  # both ports were given
+        self.mobility, self.cycle = wired.mobility, wired.cycle
+        # the door every user-facing call goes through (open without a home: no authentication)
+        self.door = SchedulerDoor(self.core, Guard.for_home(auth_home, by=SCHEDULER) if auth_home else None,
+                                  mobility=self.mobility)
         self.runner = CycleRunner(self.cycle)
         self.runner.start()
-        self._auth_setup(auth_home)
+        self._ticking = threading.Event()
+        threading.Thread(target=self._tick_loop, args=(tick_s,), name="scheduler-tick", daemon=True).start()
+
+    def _remote_enactor(self, handle: Any, approve: str) -> RemoteEnactor:
+        """The Enactor actor ``handle``, its enactments confirmed by this actor's ``approve`` method
+        (the Scheduler's approval, or ``approve_growth`` for the elastic cycle's)."""
+        self_handle = ray.get_runtime_context().current_actor
+        return RemoteEnactor(handle, (self_handle, approve), signer=self._signer, abandon=self._abandon_enactment)
 
     def _abandon_enactment(self, request_id: str) -> int:
         """Ask every host, host group and vault to cancel the unheld
@@ -324,18 +326,6 @@ class SchedulerActor:
                     pass
         log.warning("enactment of %s abandoned: %d reservation(s) cancelled", request_id, cancelled)
         return cancelled
-
-    def _auth_setup(self, auth_home: str | None) -> None:
-        """The door every user-facing call goes through (open without a home: no authentication)."""
-        self.door = SchedulerDoor(self.core, Guard.for_home(auth_home, by=SCHEDULER) if auth_home else None,
-                                  mobility=self.mobility)
-        self._signer: CallSigner | None = None
-        self.auth_home = auth_home
-        if auth_home:  # the Scheduler signs its own calls to the Collection, as the scheduler agent
-            self._signer = CallSigner(load_agent(auth_home, SCHEDULER_AGENT), time.time)
-            self.core.getCollection().signer = self._signer
-            for enactor in (self.core.getEnactor(), self.cycle.enactor):
-                enactor.attester, enactor.signer = self._signer.credential, self._signer
 
     @ray.method(concurrency_group="control")
     def authenticated(self) -> bool:
@@ -429,14 +419,14 @@ class SchedulerActor:
             try:
                 views.extend(ray.get(ref, timeout=WATCH_TIMEOUT_S))
             except ray.exceptions.RayError as exc:
-                findings.append(AuditFinding(code="resource.unreachable", subject=handles[hid][0],
+                findings.append(AuditFinding(code=codes.RESOURCE_UNREACHABLE, subject=handles[hid][0],
                                              detail=f"{type(exc).__name__}"))
         classes: dict[str, list[str]] = {}
         for name, ref in class_refs.items():
             try:
                 classes[name] = [r.instance_id for r in ray.get(ref, timeout=WATCH_TIMEOUT_S)]
             except ray.exceptions.RayError as exc:
-                findings.append(AuditFinding(code="resource.unreachable", subject=f"class:{name}",
+                findings.append(AuditFinding(code=codes.RESOURCE_UNREACHABLE, subject=f"class:{name}",
                                              detail=f"{type(exc).__name__}"))
         return findings + audit(self.core, views, classes, also_running=self.cycle.instance_ids(),
                                 elastic=self.cycle.charged_jobs())
@@ -462,7 +452,7 @@ class SchedulerActor:
     @ray.method(concurrency_group="control")
     def approve(self, proposal: ScheduleProposal, proof: Any = None) -> bool | Refusal:
         """Legion's step 6: the enactor reports a fully reserved schedule and
-        the scheduler confirms it (:meth:`Scheduler.approve`); only the Enactor asks."""
+        the scheduler confirms it (:meth:`Enactment.approve`); only the Enactor asks."""
         return self.door.approve(proposal, proof)
 
     @ray.method(concurrency_group="control")
@@ -483,16 +473,9 @@ class SchedulerActor:
 
     def setEnactor(self, handle: Any, proof: Any = None) -> Any:
         self.door.require_admin(proof, "setEnactor", {}, "set_enactor")
-        self_handle = ray.get_runtime_context().current_actor
-        enactor = RemoteEnactor(handle, (self_handle, "approve"))
-        enactor.attester = self._signer.credential if self._signer is not None else None
-        enactor.abandon = self._abandon_enactment
         # the elastic cycle enacts its growth through the same Enactor (confirmed by approve_growth)
-        grow = RemoteEnactor(handle, (self_handle, "approve_growth"))
-        grow.attester, grow.abandon = enactor.attester, self._abandon_enactment
-        enactor.signer = grow.signer = self._signer
-        self.cycle.enactor = grow
-        return self.core.setEnactor(enactor).handle
+        self.cycle.enactor = self._remote_enactor(handle, "approve_growth")
+        return self.core.setEnactor(self._remote_enactor(handle, "approve")).handle
 
     def instances(self, proof: Any = None) -> list:
         """The running instances this Scheduler started (a user: only theirs)."""
@@ -525,7 +508,7 @@ class SchedulerActor:
         return self.cycle.update(job_id, **fields)
 
     def _elastic_owner(self, job_id: str) -> str | None:
-        job = self.cycle._jobs.get(job_id)  # the cycle's table of admitted jobs
+        job = self.cycle.ledger.jobs.get(job_id)  # the cycle's table of admitted jobs
         return job.request.user if job is not None else None
 
     def run_cycle(self, proof: Any = None) -> CycleReport:

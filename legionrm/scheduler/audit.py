@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from legionrm import codes
 from legionrm.models import AuditFinding, ResourceAudit
 from legionrm.scheduler.scheduler import Scheduler
 
@@ -48,7 +49,7 @@ def audit(scheduler: Scheduler, resources: Iterable[ResourceAudit], classes: Map
     still be open (it expires on its own).  ``also_running``: instances other
     owners run (the elastic cycle's), not orphans; ``elastic``: the elastic
     jobs the pools should charge (None: elastic allocations are not checked)."""
-    grace = scheduler.token_timeout_s if grace_s is None else grace_s
+    grace = scheduler.enactment.token_timeout_s if grace_s is None else grace_s
     out: list[AuditFinding] = []
     running = {r.instance_id: r for r in scheduler.book.running_instances()}
     known = set(running) | set(also_running)
@@ -57,31 +58,31 @@ def audit(scheduler: Scheduler, resources: Iterable[ResourceAudit], classes: Map
              for t in (*e.held.host_tokens.values(), *e.held.vault_tokens.values())}
     for v in resources:
         if any(u > c + EPS for u, c in zip(v.used, v.capacity)):
-            out.append(AuditFinding(code="host.over_capacity", subject=v.name,
+            out.append(AuditFinding(code=codes.HOST_OVER_CAPACITY, subject=v.name,
                                     detail=f"uses {list(v.used)} of {list(v.capacity)}"))
         for ref in v.instances:
             on_hosts[ref.instance_id] = v.name
             if ref.instance_id not in known:
-                out.append(AuditFinding(code="instance.orphan", subject=ref.instance_id,
+                out.append(AuditFinding(code=codes.INSTANCE_ORPHAN, subject=ref.instance_id,
                                         detail=f"runs on {v.name} for no running request"))
         for r in v.reservations:
             if r.holders:
                 # a host's holders are instance ids (a vault's are its own use ids)
                 if v.kind == "host" and not set(r.holders) & known:
-                    out.append(AuditFinding(code="reservation.unheld", subject=r.token_id,
+                    out.append(AuditFinding(code=codes.RESERVATION_UNHELD, subject=r.token_id,
                                             detail=f"held on {v.name} by {list(r.holders)}, none of them running"))
             elif r.expires_at > v.now + grace + EPS and r.token_id not in ahead:
-                out.append(AuditFinding(code="reservation.unheld", subject=r.token_id,
+                out.append(AuditFinding(code=codes.RESERVATION_UNHELD, subject=r.token_id,
                                         detail=f"open on {v.name} until {r.expires_at:g}, used by nobody"))
     for iid, ref in running.items():
         if on_hosts.get(iid) != ref.host:
-            out.append(AuditFinding(code="instance.ghost", subject=iid,
+            out.append(AuditFinding(code=codes.INSTANCE_GHOST, subject=iid,
                                     detail=f"counted as running on {ref.host}, which does not run it"))
     for name, ids in (classes or {}).items():
         have = set(ids)
         want = {i for i, r in running.items() if r.class_name == name} | (have & set(also_running))
         if have != want:
-            out.append(AuditFinding(code="class.count", subject=name,
+            out.append(AuditFinding(code=codes.CLASS_COUNT, subject=name,
                                     detail=f"counts {sorted(have)}, the scheduler runs {sorted(want)}"))
     out.extend(_accounts(scheduler, None if elastic is None else set(elastic)))
     return out
@@ -91,28 +92,28 @@ def _accounts(scheduler: Scheduler, elastic: set[str] | None = None) -> list[Aud
     """Pool allocations and allotments held exactly by the admitted requests."""
     out: list[AuditFinding] = []
     active = {e.id for e in scheduler.book.entries() if e.state in ("admitted", "placing", "reserved", "running")}
-    held = getattr(scheduler.pools, "held", None)
+    held = getattr(scheduler.accounts.pools, "held", None)
     if callable(held):
         charged = {rid for rid in held() if not rid.startswith("elastic:")}
         if elastic is not None:
             jobs = {rid.removeprefix("elastic:") for rid in held() if rid.startswith("elastic:")}
             for jid in sorted(jobs - elastic):
-                out.append(AuditFinding(code="pool.allocation", subject=f"elastic:{jid}",
+                out.append(AuditFinding(code=codes.POOL_ALLOCATION, subject=f"elastic:{jid}",
                                         detail="holds a pool allocation but is no elastic job"))
             for jid in sorted(elastic - jobs):
-                out.append(AuditFinding(code="pool.allocation", subject=f"elastic:{jid}",
+                out.append(AuditFinding(code=codes.POOL_ALLOCATION, subject=f"elastic:{jid}",
                                         detail="is an elastic job but holds no pool allocation"))
         for rid in sorted(charged - active):
-            out.append(AuditFinding(code="pool.allocation", subject=rid, detail="holds a pool allocation but is not admitted"))
+            out.append(AuditFinding(code=codes.POOL_ALLOCATION, subject=rid, detail="holds a pool allocation but is not admitted"))
         for rid in sorted(active - charged):
-            out.append(AuditFinding(code="pool.allocation", subject=rid, detail="is admitted but holds no pool allocation"))
+            out.append(AuditFinding(code=codes.POOL_ALLOCATION, subject=rid, detail="is admitted but holds no pool allocation"))
         if not held():
-            for path, entry in scheduler.pools.report().items():
+            for path, entry in scheduler.accounts.pools.report().items():
                 alloc = entry.get("allocation", {})
                 if any(abs(float(v)) > EPS for v in alloc.values()):
-                    out.append(AuditFinding(code="pool.allocation", subject=path,
+                    out.append(AuditFinding(code=codes.POOL_ALLOCATION, subject=path,
                                             detail=f"allocation {alloc} with nothing admitted"))
-    if scheduler.shares is not None:
-        for rid in sorted(set(scheduler.shares.charged()) - active):
-            out.append(AuditFinding(code="allotment.held", subject=rid, detail="holds a DUCC allotment but is not admitted"))
+    if scheduler.accounts.shares is not None:
+        for rid in sorted(set(scheduler.accounts.shares.charged()) - active):
+            out.append(AuditFinding(code=codes.ALLOTMENT_HELD, subject=rid, detail="holds a DUCC allotment but is not admitted"))
     return out

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Mapping
 
+from legionrm import codes
 from legionrm.errors import SchedulingError
 from legionrm.models import (
     InstanceRef,
@@ -16,7 +17,6 @@ from legionrm.models import (
 )
 from legionrm.models.schedules import start_problem
 
-ACTIVATE_UNKNOWN = "activate.unknown"
 
 Activator = Callable[[str], "InstanceRef | PlacementFailure"]
 """Activates one object that is not running (an inert one, or one that moved):
@@ -44,7 +44,7 @@ def activation(names: Iterable[str], running: Mapping[str, InstanceRef], by: str
             active.append(got)
         else:
             failed.append(got if isinstance(got, PlacementFailure) else PlacementFailure(
-                key=n, resource=by, code=ACTIVATE_UNKNOWN, stage="plan", lasting=True,
+                key=n, resource=by, code=codes.ACTIVATE_UNKNOWN, stage="plan", lasting=True,
                 reason=f"no object {n!r} that runs or rests inert is known to scheduler {by!r}"))
     return active, failed
 
@@ -65,12 +65,12 @@ def check_proposal(keys: frozenset[str] | None, proposal: ScheduleProposal, sche
     foreign enactment) or the placements differ (``approval.keys``).  Pool
     admission was charged before planning."""
     if keys is None:
-        return Refusal(code="approval.unknown_request", by="scheduler",
+        return Refusal(code=codes.APPROVAL_UNKNOWN_REQUEST, by="scheduler",
                        reason=f"scheduler {scheduler!r} is not scheduling request {proposal.request_id!r}")
     got = frozenset(p.key for p in proposal.placements)
     if got != keys or len(got) != len(proposal.placements):
         missing, extra = sorted(keys - got), sorted(got - keys)
-        return Refusal(code="approval.keys", by="scheduler",
+        return Refusal(code=codes.APPROVAL_KEYS, by="scheduler",
                        reason=f"the schedule does not place exactly the request's instances "
                               f"(missing {missing}, not asked for {extra})")
     return True

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from legionrm import codes
 from legionrm.auth import VerifiedCaller, may_act_on, require_admin
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.auth.guard import ENACTOR, Guard, raise_if_refused
@@ -57,7 +58,7 @@ from legionrm.models import (
     SchedulingRequest,
     StatusEvent,
 )
-from legionrm.objstate.mobility import Mobility
+from legionrm.scheduler.mobility import Mobility
 from legionrm.scheduler.scheduler import Scheduler
 
 
@@ -117,7 +118,7 @@ class SchedulerDoor:
     def _mover(self, proof: Any, call: str, args: Any, object_id: str) -> Mobility:
         """The core's mobility, once the caller may move ``object_id`` (raises AuthRefusedError)."""
         if self.mobility is None:
-            raise AuthRefusedError("object.unsupported", "this scheduler does not move objects", "scheduler")
+            raise AuthRefusedError(codes.OBJECT_UNSUPPORTED, "this scheduler does not move objects", "scheduler")
         who = self.caller(proof, call, args)
         owner = self.mobility.owner(object_id)
         if who is not None and owner is not None:  # an unknown object: the core's object.unknown
@@ -160,7 +161,7 @@ class SchedulerDoor:
         """Remove a trigger (its owner or an administrator); False when there was none."""
         who = self.viewer(proof, "remove_trigger", {"trigger_id": trigger_id})
         if who is not None and trigger_id in self.core.triggers and self.core.triggers.owner(trigger_id) != who.name:
-            raise AuthRefusedError("auth.not_owner", f"trigger {trigger_id!r} is not {who.name!r}'s", "scheduler")
+            raise AuthRefusedError(codes.AUTH_NOT_OWNER, f"trigger {trigger_id!r} is not {who.name!r}'s", "scheduler")
         return self.core.triggers.remove(trigger_id)
 
     def events_since(self, request_id: str, cursor: int = 0, proof: Any = None) -> list[StatusEvent]:
@@ -186,13 +187,13 @@ class SchedulerDoor:
         if isinstance(who, Refusal):
             return who
         if who.name != self.enactor:
-            return Refusal(code="auth.forbidden", by="scheduler",
+            return Refusal(code=codes.AUTH_FORBIDDEN, by="scheduler",
                            reason=f"only the Enactor ({self.enactor}) asks for approval, not {who.name!r}")
         return None
 
     def approve(self, proposal: ScheduleProposal, proof: Any = None) -> bool | Refusal:
         refused = self._not_the_enactor(proof, "approve", proposal)
-        return refused if refused is not None else self.core.approve(proposal)
+        return refused if refused is not None else self.core.enactment.approve(proposal)
 
     def approve_growth(self, proposal: ScheduleProposal, proof: Any = None) -> Refusal | None:
         """None when the Enactor asks to confirm an elastic growth (the fair-share core chose it), else why not."""
@@ -250,7 +251,7 @@ class SchedulerDoor:
         who = self.viewer(proof, "explain", {"request": request, "host": host})
         if who is not None:
             if host not in self.hosts_of(who)[0]:
-                raise AuthRefusedError("auth.forbidden", f"host {host!r} is not one {who.name!r} may use", "scheduler")
+                raise AuthRefusedError(codes.AUTH_FORBIDDEN, f"host {host!r} is not one {who.name!r} may use", "scheduler")
             request = request.model_copy(update={"identity": who.identity(request.identity.class_name)})
         return self.core.explain(request, host)
 
@@ -270,7 +271,7 @@ def status_for(core: Any, last: CycleReport | None, user: str | None) -> Schedul
     hosts: dict[str, int] = {}
     for inst in list(core.instances.values()):
         hosts[inst.host] = hosts.get(inst.host, 0) + 1
-    report = getattr(core.pools, "report", None)
+    report = getattr(core.accounts.pools, "report", None)
     full = SchedulerStatus(
         requests=_count_states(core.list_requests()),
         instances=sum(hosts.values()), hosts=hosts, last_cycle=last.cycle if last else 0,

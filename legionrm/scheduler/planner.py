@@ -4,7 +4,7 @@ One pipeline over one Collection snapshot (never re-read half way):
 
 1. candidates: the Collection query ``$kind == "host" and (constraint)`` as the
    caller, so only resources that accept the caller appear;
-2. feasibility filters (:mod:`legionrm.scheduler.pipeline`): class host list,
+2. feasibility filters (:mod:`legionrm.scheduler.planning.pipeline`): class host list,
    total capacity, free capacity, calendar;
 3. rankers: scarce hosts (GPUs not needed) last, the placement policy, risk
    of a veto, load, then name;
@@ -33,7 +33,8 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from legionrm.ahead.window import ahead_of, window_table
+from legionrm import codes
+from legionrm.scheduler.planning.window import ahead_of, window_table
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.models import (
     ClassSpec,
@@ -48,8 +49,8 @@ from legionrm.models import (
     ScheduleSuite,
     SchedulingRequest,
 )
-from legionrm.scheduler.engine_door import EngineDoor
-from legionrm.scheduler.pipeline import (
+from legionrm.scheduler.planning.engine_feed import EngineFeed
+from legionrm.scheduler.planning.pipeline import (
     INF,
     DEFAULT_FILTERS,
     DEFAULT_RANKERS,
@@ -64,7 +65,7 @@ from legionrm.scheduler.pipeline import (
 from legionrm.scheduler.planning.enginepick import engine_applies, engine_picks
 from legionrm.scheduler.planning.whatof import assign  # noqa: F401  (what of, imported from here by callers)
 from legionrm.scheduler.planning.whatof import Ordered, Rows, Taken, assign_slots, first_fit
-from legionrm.scheduler.snaptables import (
+from legionrm.scheduler.planning.snaptables import (
     VaultTable,
     base_table,
     vault_table,
@@ -172,8 +173,8 @@ class Planner:
         self.max_masters = max_masters
         self.max_deltas = max_deltas
         self._clock = clock
-        self.engine = EngineDoor()
-        """The placement engine's door over snapshots: says never / not now
+        self.engine = EngineFeed()
+        """The placement engine fed from snapshots: says never / not now
         (with the earliest start) for what the pipeline cannot place."""
 
     # --- Legion's interface ----------------------------------------------
@@ -255,7 +256,7 @@ class Planner:
         if not self.classes or obj.class_name in self.classes:
             return None
         return PlacementFailure(
-            key=f"{obj.class_name}#*", resource=PLANNER, code="class.unknown", stage="plan",
+            key=f"{obj.class_name}#*", resource=PLANNER, code=codes.CLASS_UNKNOWN, stage="plan",
             reason=f"class {obj.class_name!r} is not a configured class (known: {', '.join(sorted(self.classes))})",
         )
 
@@ -268,10 +269,10 @@ class Planner:
         matching = snap.mask(text)[base.row]
         accepting = matching & snap.accepts(ident)[base.row]  # the query once, then the access lists
         query_drops = [
-            (base.names[~matching], Refusal(code="query.no_match", reason=f"does not satisfy {obj.constraint!r}",
+            (base.names[~matching], Refusal(code=codes.QUERY_NO_MATCH, reason=f"does not satisfy {obj.constraint!r}",
                                             by=QUERY_FILTER)),
             (base.names[matching & ~accepting], Refusal(
-                code="access.denied", reason=f"does not accept user {caller.user!r} with class {obj.class_name!r}",
+                code=codes.ACCESS_DENIED, reason=f"does not accept user {caller.user!r} with class {obj.class_name!r}",
                 by=QUERY_FILTER)),
         ]
         ctx = PlanContext(obj, self.classes.get(obj.class_name), float(snap.now) if ahead is None else ahead, snap)
@@ -318,7 +319,7 @@ class Planner:
                 picks = assign_slots(op.request, hosts.slots(op.request), op.request.count)
             if picks is None:
                 return PlacementFailure(
-                    key=span(op.keys, op.request.class_name), resource=WHAT_OF, code="capacity",
+                    key=span(op.keys, op.request.class_name), resource=WHAT_OF, code=codes.CAPACITY,
                     reason=f"{len(hosts)} feasible hosts cannot hold {op.request.count} instances "
                     f"({op.request.placement})", stage="plan",
                 )
@@ -477,7 +478,8 @@ def span(keys: list[str], class_name: str) -> str:
     return keys[0] if len(keys) == 1 else f"{keys[0]}..{keys[-1].rsplit('#', 1)[-1]}"
 
 
-LASTING = frozenset({"query.no_match", "access.denied", "class.host_list", "capacity.total", "class.no_implementation"})
+LASTING = frozenset({codes.QUERY_NO_MATCH, codes.ACCESS_DENIED, codes.CLASS_HOST_LIST, codes.CAPACITY_TOTAL,
+                     codes.CLASS_NO_IMPLEMENTATION})
 """Refusals for what a host is, not for what it holds now: waiting changes none."""
 
 
@@ -489,7 +491,7 @@ def _no_hosts(op: ObjectPlan) -> PlacementFailure:
         counts[(r.by, r.code, r.reason)] = counts.get((r.by, r.code, r.reason), 0) + len(names)
     key = span(op.keys, op.request.class_name)
     if not counts:
-        return PlacementFailure(key=key, resource=PLANNER, code="no_hosts", reason="no available hosts", stage="plan")
+        return PlacementFailure(key=key, resource=PLANNER, code=codes.PLACEMENT_NO_HOSTS, reason="no available hosts", stage="plan")
     lasting = all(k in LASTING for (_, k, _) in counts)
     # the failure is named for what it waits on: the most common refusal for what a host holds now,
     # when there is one (the hosts refused for what they are would refuse it whenever it ran)

@@ -1,12 +1,14 @@
 """The Scheduler's ports: the Protocols its collaborators implement, in one
 place, so the same cores run with in-process fakes in tests and with Ray
-adapters in the actors.  Contracts only (and the null pool gate); this module
+adapters in the actors.  Contracts only (and the null pool gate, and the
+holder of a collaborator Legion's ``set*`` calls replace); this module
 imports no engine and may be imported by every part of the scheduler.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+import threading
+from typing import Callable, Generic, Protocol, TypeVar
 
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.models import (
@@ -15,8 +17,11 @@ from legionrm.models import (
     InstanceRef,
     Refusal,
     ReservedStart,
+    ScheduleProposal,
     SchedulingRequest,
 )
+
+T = TypeVar("T")
 
 
 class SnapshotSource(Protocol):
@@ -34,6 +39,35 @@ class EnactorPort(Protocol):
         """Create the instances an advance reservation holds the tokens for,
         all or nothing (``held.release``: cancel the tokens only)."""
         ...
+
+
+Approval = Callable[[ScheduleProposal], "bool | Refusal"]
+"""Legion's step 6: the Scheduler confirms a fully reserved schedule (True) or says why not."""
+
+EnactorFor = Callable[[Approval], EnactorPort]
+"""The Enactor that asks ``approval`` (the Scheduler's) before it starts a
+schedule: in process, an Enactor core built with it; over Ray, an adapter
+whose Enactor calls the Scheduler actor back (which forwards to the same
+approval)."""
+
+
+class Swappable(Generic[T]):
+    """A collaborator Legion's ``setCollection`` / ``setEnactor`` may replace
+    while the Scheduler runs: every part holding this sees the new one at its
+    next call.  Thread-safe."""
+
+    def __init__(self, current: T) -> None:
+        self._current = current
+        self._lock = threading.Lock()
+
+    def get(self) -> T:
+        return self._current
+
+    def swap(self, new: T) -> T:
+        """Put ``new`` in place; returns the prior one (Legion's set* calls answer it)."""
+        with self._lock:
+            prior, self._current = self._current, new
+        return prior
 
 
 class PoolGate(Protocol):

@@ -117,13 +117,14 @@ class RequestBook:
     (so before the Scheduler acts on it), and the book starts with what the
     store holds: a restarted Scheduler knows every request it had."""
 
-    def __init__(self, clock: Callable[[], float], store: RequestStore | None = None) -> None:
+    def __init__(self, clock: Callable[[], float], store: RequestStore | None = None,
+                 listener: Callable[[StatusEvent], object] | None = None) -> None:
         self.clock = clock
         self.store = store
         self._lock = threading.RLock()
         self._entries: dict[str, Entry] = {}
         self._by_instance: dict[str, str] = {}
-        self.listener: Callable[[StatusEvent], object] | None = None
+        self.listener = listener
         """Told of every transition and every instance start and end (see the module)."""
         for item in store.load() if store is not None else ():
             entry = Entry(request=item.request, submitted=item.submitted, state=item.state,  # type: ignore[arg-type]

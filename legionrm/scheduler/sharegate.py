@@ -36,6 +36,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from legionrm import codes
 from legionrm.models import ObjectRequest, PlacementFailure, Refusal, SchedulingRequest
 from legionrm.scheduler.fairshare import (
     ALLOTMENT,
@@ -96,7 +97,7 @@ class ShareGate:
         cls = self.classes.classes.get(name)
         if cls is None:
             known = ", ".join(sorted(self.classes.classes)) or "none"
-            return Refusal(code="ducc.class_unknown", by=GATE, reason=f"no DUCC class {name!r} (known: {known})")
+            return Refusal(code=codes.DUCC_CLASS_UNKNOWN, by=GATE, reason=f"no DUCC class {name!r} (known: {known})")
         return cls
 
     def shape(self, request: SchedulingRequest) -> tuple[SchedulingRequest, list[PlacementFailure]]:
@@ -116,7 +117,7 @@ class ShareGate:
                 continue
             if not cls.admits(request.identity.user):
                 failures.append(_failure(keys, obj, Refusal(
-                    code="ducc.user", by=GATE,
+                    code=codes.DUCC_USER, by=GATE,
                     reason=f"user {request.identity.user!r} may not use class {cls.name!r} "
                            f"(its users: {', '.join(sorted(cls.users or ()))})")))
                 continue
@@ -168,7 +169,7 @@ class ShareGate:
             self._charged.pop(request.request_id, None)
             used_gb = self._held_gb(user)
             if limit_gb is not None and used_gb + need_gb > limit_gb + 1e-9:
-                return Refusal(code="ducc.allotment", by=GATE, reason=(
+                return Refusal(code=codes.DUCC_ALLOTMENT, by=GATE, reason=(
                     ALLOTMENT.format(limit=f"{limit_gb:g}GB", user=user)
                     + f" (holds {used_gb:g} GB of shares, asks {need_gb:g} GB)"))
             self._charged[request.request_id] = _Charge(user, need_gb)

@@ -5,6 +5,11 @@ ended (its actor returned or died, its reservation's walltime ran out, its
 class destroyed it); the instances of a host nobody carries any more, or
 that raised, are lost.  The Ray shell passes a resolver over host-group
 actors; tests pass host groups of host objects.
+
+:func:`orphans` picks, among the instances the hosts run, those no running
+request and no other owner knows, once past a grace (an enactment in flight
+has started instances it has not reported yet); :func:`sweep_orphans`
+stops them.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from collections import defaultdict
 from typing import Any, Callable, Iterable
 
 from legionrm.models import InstanceRef
+from legionrm.scheduler.requests import RequestBook
 
 
 class HostWatch:
@@ -68,3 +74,23 @@ def _gone(exc: Exception) -> bool:
     # ActorUnschedulableError: a restartable actor pinned to a node that is gone can never come back
     return type(exc).__name__ in ("ActorDiedError", "RayActorError", "LookupError", "KeyError",
                                   "ActorUnschedulableError")
+
+
+def orphans(running: Iterable[InstanceRef], known: set[str], now: float, grace_s: float) -> list[InstanceRef]:
+    """The instances in ``running`` not in ``known`` and started before ``now - grace_s``."""
+    return [r for r in running if r.instance_id not in known and r.started_at < now - grace_s]
+
+
+def sweep_orphans(watch: Any, book: RequestBook, also: set[str], before: float,
+                  stop: Callable[[InstanceRef, str], None]) -> list[str]:
+    """Stop what the hosts run that no running request knows (nor ``also``
+    names), started before ``before``; returns their ids.  Nothing when the
+    watch cannot list every instance."""
+    listing = getattr(watch, "all_instances", None)
+    if not callable(listing):
+        return []
+    known = {r.instance_id for r in book.running_instances()} | also
+    found = orphans(listing(), known, before, 0.0)
+    for ref in found:
+        stop(ref, "orphan: no running request knows it")
+    return [r.instance_id for r in found]

@@ -1,8 +1,8 @@
 """What every state store shares: one SQLite file in WAL mode, one table of
 ``(key, body)`` rows, one connection behind a lock.  :class:`KeyedStore`
-opens it (creating its folder), writes rows in one transaction, reads them
-all back, counts and closes; a store is opened where it is used, never
-shipped to another process."""
+opens it (creating it 0600 and its folder 0700: the home is the service's),
+writes rows in one transaction, reads them all back, counts and closes; a
+store is opened where it is used, never shipped to another process."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from legionrm.errors import LegionError
+from legionrm.homefs import private_file
 
 
 class StateError(LegionError):
@@ -26,7 +27,7 @@ class KeyedStore:
         self.path = Path(path)
         self._table, self._key, self.what = table, key, what
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_file(self.path)  # 0600 before SQLite opens it: its -wal and -shm files take its mode
             self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: a commit survives a process crash

@@ -132,3 +132,35 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def under(name: str, prefix: str) -> bool:
     return name == prefix or name.startswith(prefix + ".")
+
+
+
+def holder(name: str, base: str) -> str | None:
+    """The package (or module) directly under ``base`` that holds module
+    ``name``: ``holder("a.b.c.d", "a.b") == "a.b.c"``; None outside ``base``."""
+    return f"{base}.{name[len(base) + 1:].split('.')[0]}" if name.startswith(base + ".") else None
+
+
+def package_edges(edges: dict[str, set[str]], base: str) -> dict[str, set[str]]:
+    """The import graph one level below the package ``base``: every module
+    under ``base`` stands for its :func:`holder`, and one holder imports
+    another when any module of the first imports any module of the second.
+    Modules outside ``base`` (``base`` itself too) are left out."""
+    out: dict[str, set[str]] = {}
+    for name, deps in edges.items():
+        if (a := holder(name, base)) is not None:
+            out.setdefault(a, set()).update(b for d in deps if (b := holder(d, base)) not in (None, a))
+    return out
+
+
+def crossings(edges: dict[str, set[str]], base: str, cycle: list[str]) -> list[str]:
+    """The module imports that make ``cycle`` (holders from :func:`package_edges`),
+    the first of each pair of holders (by importer, then deepest imported):
+    ``a.x -> b.y``."""
+    first: dict[tuple[str, str], str] = {}
+    for name in sorted(edges):
+        for d in sorted(edges[name], key=lambda d: (-d.count("."), d)):
+            a, b = holder(name, base), holder(d, base)
+            if a in cycle and b in cycle and a != b:
+                first.setdefault((a, b), f"{name} -> {d}")
+    return [first[k] for k in sorted(first)]

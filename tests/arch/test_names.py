@@ -17,6 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_no_undefined_or_unused_names() -> None:
+    """ruff's pyflakes rules (``F``) find nothing in legionrm, tests, benchmarks
+    and examples: no undefined name, no unused import or variable."""
     ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
     if not Path(ruff).exists():
         pytest.skip("ruff is not installed (pip install -e '.[test]')")

@@ -1,8 +1,8 @@
-"""mypy on the pure cores: the MIL engine, the models, state, the collection's
-core, and the four engines.  Settings are pyproject.toml's ``[tool.mypy]``; the
-Ray shells, the CLI and the dashboard are not held to it yet.  mypy's cache
-(``.mypy_cache`` at the checkout's root) makes a warm run take a second or two;
-a cold one about ten."""
+"""mypy on the pure cores (:data:`CORE`): the MIL engine, the models, state, the
+collection's core, the four engines, and objstate's store and hooks.  Settings
+are pyproject.toml's ``[tool.mypy]``; the Ray shells, the CLI and the dashboard
+are not held to it yet.  mypy's cache (``.mypy_cache`` at the checkout's root)
+makes a warm run take a second or two; a cold one about ten."""
 
 from __future__ import annotations
 
@@ -18,23 +18,25 @@ CORE = (
     "legionrm/models",
     "legionrm/state",
     "legionrm/collection/collection.py",
-    "legionrm/collection/store.py",
+    "legionrm/collection/table.py",
     "legionrm/scheduler/fairshare",
     "legionrm/scheduler/placement",
     "legionrm/scheduler/pools",
     "legionrm/scheduler/elastic",
-    "legionrm/objstate/store.py",
+    "legionrm/objstate/shelf.py",
     "legionrm/objstate/hooks.py",
 )
 
 
 def test_pyproject_names_the_same_set() -> None:
-    """A bare ``mypy`` at the root checks what this test checks."""
+    """pyproject.toml's ``[tool.mypy] files`` is :data:`CORE`, in order: a bare
+    ``mypy`` at the root checks what this test checks."""
     conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
     assert tuple(conf["files"]) == CORE
 
 
 def test_cores_type_check() -> None:
+    """mypy reports no error and no note on any file of :data:`CORE`."""
     api = pytest.importorskip("mypy.api", reason="mypy is not installed (pip install -e '.[test]')")
     stdout, stderr, status = api.run([
         "--config-file", str(ROOT / "pyproject.toml"),

@@ -10,15 +10,18 @@ from typing import Any, Iterator
 
 
 @contextmanager
-def durable_system(spec: Any, prefix: str, **boot_args: Any) -> Iterator[Any]:
+def durable_system(spec: Any, prefix: str, state_dir: str | None = None, **boot_args: Any) -> Iterator[Any]:
     """A system booted from ``spec`` with a fresh state dir (heartbeats every
-    0.5 s), shut down and its state dir removed afterwards."""
+    0.5 s), shut down and its state dir removed afterwards.  Given
+    ``state_dir``, the system boots on that one (a second boot on the state
+    of an earlier one), which stays."""
     from legionrm.system import boot
 
-    state = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+    state = state_dir or tempfile.mkdtemp(prefix=prefix, dir="/tmp")
     system = boot(spec, heartbeat_s=0.5, state_dir=state, **boot_args)
     try:
         yield system
     finally:
         system.shutdown()
-        shutil.rmtree(state, ignore_errors=True)
+        if state_dir is None:
+            shutil.rmtree(state, ignore_errors=True)

@@ -285,6 +285,7 @@ def stranger_calls(system: Any, work: dict[str, Any]) -> dict[tuple[str, str], t
         ("CollectionActor", "retrieve_all_attributes"): (coll, {"name": work["host"]}, None),
         ("CollectionActor", "snapshot"): (coll, {}, None),
         ("CollectionActor", "names"): (coll, {}, None),
+        ("CollectionActor", "refused_writes"): (coll, {}, None),
         ("EnactorActor", "enact_schedule"): (en, {"request": EnactRequest(request_id="mal-e", holder=mal, masters=()),
                                                   "approver": (sc, "approve_growth")},
                                              {"request": EnactRequest(request_id="mal-e", holder=mal, masters=()),

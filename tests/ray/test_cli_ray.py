@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from legionrm.cli.errors import describe
+from legionrm.homefs import exposed
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.ray
@@ -98,6 +99,9 @@ def test_up_status_submit_down(tmp_path: Path) -> None:
             assert r.status == 200  # Ray's metrics export, for Prometheus to scrape
         st = json.loads(lrm("status", "--json").stdout)  # the operator: the credentials `up` wrote into the home
         assert len(st["hosts"]) == 13 and st["scheduler"] is not None
+        assert st["answering"] == {"total": 16, "not_answering": [], "refusals": []}
+        assert list(exposed(home)) == []  # up.json (the dashboard's key), logs, keys, state: 0600/0700
+        assert all("memory_mb" in v for v in st["scheduler"]["pools"]["/"].values() if isinstance(v, dict))
 
         again = lrm("up")
         assert again.returncode == 2 and "already up" in again.stderr

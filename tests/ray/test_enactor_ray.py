@@ -4,12 +4,11 @@ policies, a class actor, vetoes repaired by deltas, a dead group."""
 from __future__ import annotations
 
 import pytest
+import ray
 
-ray = pytest.importorskip("ray")
-
-from legionrm.enactor.actor import EnactorActor  # noqa: E402
-from legionrm.hostobj.actor import spawn_class, spawn_host_group  # noqa: E402
-from legionrm.models import (  # noqa: E402
+from legionrm.enactor.actor import EnactorActor
+from legionrm.hostobj.actor import spawn_class, spawn_host_group
+from legionrm.models import (
     ClassSpec,
     DeltaSchedule,
     EnactRequest,

@@ -6,12 +6,11 @@ import time
 from typing import Any
 
 import pytest
+import ray
 
-ray = pytest.importorskip("ray")
-
-from legionrm.hostobj import codes  # noqa: E402
-from legionrm.hostobj.actor import spawn_class, spawn_host_group, spawn_ray_node_host  # noqa: E402
-from legionrm.models import (  # noqa: E402
+from legionrm import codes
+from legionrm.hostobj.actor import spawn_class, spawn_host_group, spawn_ray_node_host
+from legionrm.models import (
     ClassSpec,
     CreateRequest,
     Holder,
@@ -22,7 +21,7 @@ from legionrm.models import (  # noqa: E402
     Resources,
     StartRequest,
 )
-from legionrm.naming import NAMESPACE, instance_name  # noqa: E402
+from legionrm.naming import NAMESPACE, instance_name
 
 pytestmark = pytest.mark.ray
 ANN = Holder(user="ann", class_name="Probe")

@@ -69,7 +69,7 @@ def test_a_counter_keeps_its_count_across_nodes(live, ray_nodes) -> None:
     with pytest.raises(Exception, match="auth.not_owner"):
         users["mallory"].migrate(oid, '$name == "ray-b"')
 
-    # each node's vault runs on its node (its store is that node's disk)
+    # each node's vault runs on its node (its shelf is that node's disk)
     assert {v: call(h.__ray_call__.remote(lambda self: ray.get_runtime_context().get_node_id()), 30)
             for v, h in system.vaults.items()} == {"vault-a": ray_nodes["node_a"], "vault-b": ray_nodes["node_b"]}
 

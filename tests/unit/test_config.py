@@ -9,9 +9,9 @@ import pytest
 from legionrm.config import load_cluster, parse_cluster
 from legionrm.errors import ConfigError
 from legionrm.models import Resources
-from legionrm.scheduler.build import pool_gate
 from legionrm.scheduler.pools.gate import RespoolGate
 from legionrm.scheduler.ports import OpenGate
+from legionrm.scheduler.wiring import pool_gate
 
 
 def test_bundled_cluster_has_a_dozen_varied_hosts_and_two_vaults() -> None:

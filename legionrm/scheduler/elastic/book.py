@@ -24,17 +24,18 @@ cycle and core:
   ended is forgotten; one whose job completed, whose host is gone or has no
   room is stopped.  Until then it is counted as the cycle's (never an orphan).
 
-Pure Python: the cycle is passed in (its ``core``, ``charges``, tables and
-``_track``), the store and the instance watch are collaborators.
+Pure Python: the cycle is passed in (its ``core``, ``charges`` and
+:class:`Ledger`), the store and the instance watch are collaborators.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from legionrm.models import ElasticJobRequest, InstanceRef
+from legionrm.scheduler.fairshare import DuccCore, Numbering, Share
 from legionrm.scheduler.ports import InstanceWatch
 from legionrm.state import ElasticStore, StoredElasticJob, StoredShare, StoredStop
 
@@ -60,6 +61,36 @@ class OwedStop:
     job: str
     share: int | None  # confirm this share to the core once stopped (None: already gone there)
     reason: str
+
+
+@dataclass
+class Ledger:
+    """The cycle's tables of its work: the admitted jobs, the processes
+    running (share id -> (job, instance), and instance id -> share id), and
+    the stops owed (instance id -> stop to retry).  The cycle keeps them; its
+    book writes them ahead and puts them back after a restart."""
+
+    jobs: dict[str, JobEntry] = field(default_factory=dict)
+    inst: dict[int, tuple[str, InstanceRef]] = field(default_factory=dict)
+    share_of: dict[str, int] = field(default_factory=dict)
+    owed: dict[str, OwedStop] = field(default_factory=dict)
+
+    def track(self, job: str, sid: int, inst: InstanceRef) -> None:
+        """``inst`` runs as share ``sid`` of ``job``."""
+        self.inst[sid] = (job, inst)
+        self.share_of[inst.instance_id] = sid
+
+    def forget(self, sid: int) -> tuple[str, InstanceRef]:
+        """Share ``sid`` runs no more; returns its (job, instance)."""
+        job, inst = self.inst.pop(sid)
+        self.share_of.pop(inst.instance_id, None)
+        return job, inst
+
+    def share(self, core: DuccCore, sid: int) -> Share | None:
+        """The core's share ``sid`` of a tracked process (None: not tracked, or the core dropped it)."""
+        item = self.inst.get(sid)
+        j = core.jobs.get(item[0]) if item else None
+        return j.shares.get(sid) if j is not None else None
 
 
 def core_fields(request: ElasticJobRequest) -> dict[str, Any]:
@@ -95,7 +126,8 @@ class ElasticBook:
                 self._known.pop(r.job_id, None)
 
     def _row(self, cycle: Any, jid: str) -> StoredElasticJob | None:
-        entry = cycle._jobs.get(jid)
+        ledger = cycle.ledger
+        entry = ledger.jobs.get(jid)
         if entry is not None:
             cj = cycle.core.jobs.get(jid)
             old = self._known.get(jid)
@@ -105,10 +137,10 @@ class ElasticBook:
         if known is None:
             return None
         request, ducc_class, submitted = known
-        shares, owed = [], [StoredStop(o.instance, o.share, o.reason) for o in cycle._owed.values() if o.job == jid]
-        for sid, (job, inst) in sorted(cycle._inst.items()):
+        shares, owed = [], [StoredStop(o.instance, o.share, o.reason) for o in ledger.owed.values() if o.job == jid]
+        for sid, (job, inst) in sorted(ledger.inst.items()):
             if job == jid:
-                share = cycle._core_share(sid)
+                share = ledger.share(cycle.core, sid)
                 if share is not None:
                     shares.append(StoredShare(sid, inst, float(share.investment_ms)))
                 else:  # the core dropped it (job completed, host lost): the next cycle reaps it
@@ -125,7 +157,7 @@ class ElasticBook:
         """Put the stored book back into ``cycle`` (a fresh one: no jobs yet);
         returns the stored jobs.  Processes wait for :meth:`adopt`."""
         stored = self.store.load()
-        core = cycle.core
+        core, ledger = cycle.core, cycle.ledger
         top = 0
         for job in stored:
             jid, req = job.job_id, job.request
@@ -134,23 +166,23 @@ class ElasticBook:
                 try:
                     core.submit(jid, req.user, req.memory_gb, cls=job.ducc_class, kind="job", submit=job.submitted,
                                 **core_fields(req))
-                    cycle._jobs[jid] = JobEntry(req, job.ducc_class)
+                    ledger.jobs[jid] = JobEntry(req, job.ducc_class)
                 except Exception as exc:  # noqa: BLE001 - a class the new configuration lacks: its work stops
                     log.warning("elastic job %s cannot be taken back (%s): its processes stop", jid, exc)
-            if jid in cycle._jobs and cycle.charges is not None:
+            if jid in ledger.jobs and cycle.charges is not None:
                 cycle.charges.restore(req, max(1, job.charged))
             for o in job.owed:
-                cycle._owed[o.instance.instance_id] = OwedStop(o.instance, jid, None, o.reason)
+                ledger.owed[o.instance.instance_id] = OwedStop(o.instance, jid, None, o.reason)
             for s in job.shares:
                 self._adopting[s.share] = (jid, s)
                 top = max(top, s.share)
-        core._next_share = max(core._next_share, top + 1)  # a share id is never handed out twice
+        core.resume(Numbering(next_share=top + 1))  # a share id is never handed out twice
         if cycle.charges is not None:
-            cycle.charges.release_others(set(cycle._jobs))
-        gone = [j.job_id for j in stored if j.job_id not in cycle._jobs and not j.shares and not j.owed]
+            cycle.charges.release_others(set(ledger.jobs))
+        gone = [j.job_id for j in stored if j.job_id not in ledger.jobs and not j.shares and not j.owed]
         self.store.write([], gone)
         if stored:
-            cycle._events.append(f"restart {len(cycle._jobs)} jobs, {len(self._adopting)} processes")
+            cycle.note(f"restart {len(ledger.jobs)} jobs, {len(self._adopting)} processes")
         return stored
 
     def adopting(self) -> set[str]:
@@ -162,7 +194,7 @@ class ElasticBook:
         module doc); returns (adopted, to stop).  Processes on hosts the core
         does not know yet keep waiting; those hosts' departure is noticed by the
         next cycle, which stops them."""
-        core = cycle.core
+        core, ledger = cycle.core, cycle.ledger
         ready = {sid: item for sid, item in self._adopting.items() if item[1].instance.host in core.machines}
         if not ready:
             return 0, 0
@@ -177,12 +209,12 @@ class ElasticBook:
                 log.info("elastic process %s of %s ended while the scheduler was away (%s)", sid, jid, why)
                 continue
             host = s.instance.host
-            if jid not in cycle._jobs or not core.restore_share(sid, jid, host, s.investment_ms):
-                reason = "job completed" if jid not in cycle._jobs else f"not taken back on {host} after a restart"
-                cycle._owed[s.instance.instance_id] = OwedStop(s.instance, jid, None, reason)
+            if jid not in ledger.jobs or not core.restore_share(sid, jid, host, s.investment_ms):
+                reason = "job completed" if jid not in ledger.jobs else f"not taken back on {host} after a restart"
+                ledger.owed[s.instance.instance_id] = OwedStop(s.instance, jid, None, reason)
                 stopped += 1
                 continue
-            cycle._track(jid, sid, s.instance)
+            ledger.track(jid, sid, s.instance)
             adopted += 1
         self.save(cycle, touched)
         return adopted, stopped

@@ -52,13 +52,11 @@ import numpy as np
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.errors import SchedulingError
 from legionrm.models import CycleReport, ElasticChange, ElasticJobRequest, Identity, InstanceRef
-from legionrm.scheduler.elastic.book import UNBOUNDED_WORK, ElasticBook, core_fields
+from legionrm.scheduler.elastic.book import UNBOUNDED_WORK, ElasticBook, Ledger, core_fields
 from legionrm.scheduler.elastic.book import JobEntry as _Job
 from legionrm.scheduler.elastic.book import OwedStop as _Owed
 from legionrm.scheduler.elastic.charges import PoolCharges
 from legionrm.scheduler.elastic.enact import (
-    ACCESS_DENIED,
-    ENACT_ERROR,
     GrowthContext,
     HostStopper,
     JobGrowth,
@@ -74,7 +72,7 @@ log = logging.getLogger(__name__)
 
 HOSTS = '$kind == "host"'
 UPDATABLE = ("work_items", "time_per_item_ms", "init_time_ms", "max_processes", "threads")
-__all__ = ["ACCESS_DENIED", "ENACT_ERROR", "ElasticCycle", "EnactorPort", "HostStopper", "SnapshotSource", "Stopper"]
+__all__ = ["ElasticCycle", "EnactorPort", "HostStopper", "SnapshotSource", "Stopper"]
 
 
 class ElasticCycle:
@@ -127,10 +125,7 @@ class ElasticCycle:
         self.instance_watch = watch
         self.last_report: CycleReport | None = None
         self._lock = threading.RLock()
-        self._jobs: dict[str, _Job] = {}
-        self._inst: dict[int, tuple[str, InstanceRef]] = {}  # share id -> (job, instance)
-        self._share_of: dict[str, int] = {}  # instance id -> share id
-        self._owed: dict[str, _Owed] = {}  # instance id -> stop to retry
+        self.ledger = Ledger()  # jobs, processes, stops owed: what the book writes ahead and restores
         self.refusals = Refusals(refusal_memory_s)  # (job, host) pairs avoided for a while
         self._events: list[str] = []
         self._last_run = -float("inf")
@@ -150,7 +145,7 @@ class ElasticCycle:
         """
         with self._lock:
             jid = request.job_id
-            if jid in self._jobs or jid in self.core.jobs:
+            if jid in self.ledger.jobs or jid in self.core.jobs:
                 raise SchedulingError(f"elastic job {jid!r} already exists")
             classes = self.core.classes
             cls = request.ducc_class or classes.defaults.get(SharePolicy.FAIR_SHARE)
@@ -171,7 +166,7 @@ class ElasticCycle:
                 raise SchedulingError(f"elastic job {jid!r}: {refusal.code}: {refusal.reason}")
             self.core.submit(jid, request.user, request.memory_gb, cls=cls, kind="job", submit=self.clock(),
                              **core_fields(request))
-            self._jobs[jid] = _Job(request, cls)
+            self.ledger.jobs[jid] = _Job(request, cls)
             self._save(jid)
             self._events.append(f"arrival {jid}")
 
@@ -180,9 +175,9 @@ class ElasticCycle:
         the start of the next cycle (due at once).  Idempotent: False when the
         job is unknown.  No I/O."""
         with self._lock:
-            if job_id not in self._jobs:
+            if job_id not in self.ledger.jobs:
                 return False
-            del self._jobs[job_id]
+            del self.ledger.jobs[job_id]
             self.core.complete_job(job_id)
             if self.charges is not None:
                 self.charges.release(job_id)
@@ -215,8 +210,8 @@ class ElasticCycle:
         with self._lock:
             jobs = []
             for iid, ms in investments.items():
-                sid = self._share_of.get(iid)
-                share = self._core_share(sid) if sid is not None else None
+                sid = self.ledger.share_of.get(iid)
+                share = self.ledger.share(self.core, sid) if sid is not None else None
                 if share is not None:
                     share.investment_ms = float(ms)
                     jobs.append(share.job)
@@ -228,10 +223,10 @@ class ElasticCycle:
         host): the core frees its share and the job regrows next cycle (due at
         once).  Idempotent: False for an unknown instance."""
         with self._lock:
-            sid = self._share_of.get(instance_id)
+            sid = self.ledger.share_of.get(instance_id)
             if sid is None:
                 return False
-            job, _ = self._forget(sid)
+            job, _ = self.ledger.forget(sid)
             self.core.confirm_exit(sid)
             self._save(job)
             self._events.append(f"exit {job} {instance_id} ({reason})")
@@ -240,17 +235,17 @@ class ElasticCycle:
     def instance_ids(self) -> set[str]:
         """The instances the cycle runs now (not orphans to anyone else)."""
         with self._lock:
-            return set(self._share_of) | (self.book.adopting() if self.book is not None else set())
+            return set(self.ledger.share_of) | (self.book.adopting() if self.book is not None else set())
 
     def charged_jobs(self) -> set[str]:
         """The jobs the pools hold an ``elastic:<id>`` allocation for (by the cycle's own charges)."""
         with self._lock:
-            return {j for j in self._jobs if self.charges is not None and self.charges.charged(j) > 0}
+            return {j for j in self.ledger.jobs if self.charges is not None and self.charges.charged(j) > 0}
 
     def share_of(self, instance_id: str) -> int | None:
         """The core's share id behind a running instance (None: not one of ours)."""
         with self._lock:
-            return self._share_of.get(instance_id)
+            return self.ledger.share_of.get(instance_id)
 
     # --- timing -------------------------------------------------------------------------------
 
@@ -263,7 +258,7 @@ class ElasticCycle:
         """True while there is anything to care for: jobs, running or owed
         instances, or noted events.  An idle cycle need not watch the hosts."""
         with self._lock:
-            return bool(self._jobs or self._inst or self._owed or self._events)
+            return bool(self.ledger.jobs or self.ledger.inst or self.ledger.owed or self._events)
 
     def due(self, now: float | None = None) -> bool:
         """True when the timer has run out or an event was noted since the last cycle."""
@@ -317,11 +312,11 @@ class ElasticCycle:
             self._last_run = now
             if self.charges is not None:
                 held: dict[str, int] = {}
-                for job, _ in self._inst.values():
+                for job, _ in self.ledger.inst.values():
                     held[job] = held.get(job, 0) + 1
-                self._save(*self.charges.settle({jid: held.get(jid, 0) for jid in self._jobs}))
-            report = cycle_report(result, now, triggers, grew, shrank, refused, t0, self._jobs,
-                                  list(self._inst.values()), self.core)
+                self._save(*self.charges.settle({jid: held.get(jid, 0) for jid in self.ledger.jobs}))
+            report = cycle_report(result, now, triggers, grew, shrank, refused, t0, self.ledger.jobs,
+                                  list(self.ledger.inst.values()), self.core)
             self.last_report = report
             return report
 
@@ -388,13 +383,13 @@ class ElasticCycle:
     # --- shrinkage ----------------------------------------------------------------------------
 
     def _pay_owed_stops(self, shrank: list[ElasticChange]) -> None:
-        for iid, owed in list(self._owed.items()):
+        for iid, owed in list(self.ledger.owed.items()):
             m = self.core.machines.get(owed.instance.host)
             if m is None or m.dead:
-                del self._owed[iid]  # the host is gone; the core purged the share with it
+                del self.ledger.owed[iid]  # the host is gone; the core purged the share with it
                 continue
             if self._try_stop(owed.instance, owed.reason):
-                del self._owed[iid]
+                del self.ledger.owed[iid]
                 if owed.share is not None:
                     self.core.confirm_exit(owed.share)
                 self._save(owed.job)
@@ -403,9 +398,9 @@ class ElasticCycle:
     def _reap(self, lost: dict[str, str], shrank: list[ElasticChange]) -> None:
         """Stop every tracked instance whose share the core no longer has."""
         live = {sid for j in self.core.jobs.values() for sid in j.shares}
-        for sid in [s for s in self._inst if s not in live]:
-            job, inst = self._forget(sid)
-            reason = lost.get(inst.host) or ("job completed" if job not in self._jobs else "dropped by the core")
+        for sid in [s for s in self.ledger.inst if s not in live]:
+            job, inst = self.ledger.forget(sid)
+            reason = lost.get(inst.host) or ("job completed" if job not in self.ledger.jobs else "dropped by the core")
             self._stop(job, None, inst, reason, shrank)
 
     def _evict(self, result: CycleResult, shrank: list[ElasticChange]) -> None:
@@ -425,19 +420,19 @@ class ElasticCycle:
             else:
                 needy = ", ".join(result.needy) or "a starved job"
                 reason = f"evicted by defragmentation: room for {needy}"
-            item = self._inst.get(ev.share)
+            item = self.ledger.inst.get(ev.share)
             if item is None:
                 self.core.confirm_exit(ev.share)  # never started: nothing to stop
                 continue
-            self._forget(ev.share)
+            self.ledger.forget(ev.share)
             self._stop(ev.job, ev.share, item[1], reason, shrank)
 
     def _stop(self, job: str, share: int | None, inst: InstanceRef, reason: str, shrank: list[ElasticChange]) -> None:
         # written down as owed before the host is asked: a crash now leaves it owed after the restart
-        self._owed[inst.instance_id] = _Owed(inst, job, share, reason)
+        self.ledger.owed[inst.instance_id] = _Owed(inst, job, share, reason)
         self._save(job)
         if self._try_stop(inst, reason):
-            del self._owed[inst.instance_id]
+            del self.ledger.owed[inst.instance_id]
             if share is not None:
                 self.core.confirm_exit(share)
             self._save(job)
@@ -465,11 +460,11 @@ class ElasticCycle:
             core=self.core, enactor=self.enactor, name=self.name,
             request_prefix=f"{self.name}/{self._epoch}/c{self.core.cycle}", token_timeout_s=self.token_timeout_s,
             max_alternatives=self.max_alternatives, refusals=self.refusals, snap=snap, now=now,
-            track=self._track, grew=grew, refused=refused,
+            track=self.ledger.track, grew=grew, refused=refused,
         )
         accepting: dict[Identity, set[str]] = {}
         for jid, events in by_job.items():
-            job = self._jobs.get(jid)
+            job = self.ledger.jobs.get(jid)
             if job is None:
                 continue  # not elastic work of this cycle: somebody else enacts it
             req = job.request
@@ -496,9 +491,9 @@ class ElasticCycle:
                 self._sync_hosts(self.collection.snapshot(), self._events)
             except Exception:  # noqa: BLE001 - the first cycle syncs the hosts and adopts
                 log.warning("cycle %s: no snapshot at restore; the first cycle adopts", self.name, exc_info=True)
-                return len(self._jobs)
+                return len(self.ledger.jobs)
             self._adopt()
-            return len(self._jobs)
+            return len(self.ledger.jobs)
 
     def _adopt(self) -> None:
         if self.book is None:
@@ -512,11 +507,12 @@ class ElasticCycle:
         """With a watch: processes their hosts no longer run ended by themselves
         (crashed, lost with their host): the core frees their shares now."""
         watch = self.instance_watch
-        states = watch.check([i for _, i in self._inst.values()]) if watch is not None and self._inst else {}
+        procs = self.ledger.inst
+        states = watch.check([i for _, i in procs.values()]) if watch is not None and procs else {}
         for iid, (state, why) in states.items():
-            sid = self._share_of.get(iid)
+            sid = self.ledger.share_of.get(iid)
             if state != "running" and sid is not None:
-                self._try_stop(self._inst[sid][1], why)  # its class is told (the host has nothing left to stop)
+                self._try_stop(self.ledger.inst[sid][1], why)  # its class is told (the host has nothing left to stop)
                 self.instance_gone(iid, why)
 
     def _save(self, *jobs: str) -> None:
@@ -526,21 +522,8 @@ class ElasticCycle:
     # --- bookkeeping --------------------------------------------------------------------------
 
     def _job(self, job_id: str) -> _Job:
-        job = self._jobs.get(job_id)
+        job = self.ledger.jobs.get(job_id)
         if job is None:
             raise SchedulingError(f"no elastic job {job_id!r}")
         return job
 
-    def _core_share(self, sid: int):
-        item = self._inst.get(sid)
-        j = self.core.jobs.get(item[0]) if item else None
-        return j.shares.get(sid) if j is not None else None
-
-    def _track(self, job: str, sid: int, inst: InstanceRef) -> None:
-        self._inst[sid] = (job, inst)
-        self._share_of[inst.instance_id] = sid
-
-    def _forget(self, sid: int) -> tuple[str, InstanceRef]:
-        job, inst = self._inst.pop(sid)
-        self._share_of.pop(inst.instance_id, None)
-        return job, inst

@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.errors import LegionError, SchedulingError
-from legionrm.hostobj import codes
+from legionrm import codes
 from legionrm.models import (
     DeltaSchedule,
     ElasticChange,
@@ -49,9 +49,6 @@ from legionrm.scheduler.fairshare import DuccCore, ShareEvent
 from legionrm.scheduler.ports import EnactorPort
 
 log = logging.getLogger(__name__)
-
-ACCESS_DENIED = "access.denied"
-ENACT_ERROR = "enactment.error"
 
 
 class HostStopper:
@@ -190,7 +187,7 @@ class JobGrowth:
                     move_share(ctx.core, self.jid, ev.share, alts[0])
                     host = alts[0]
                 elif host not in self.ok_hosts:
-                    self._drop(ev.share, host, ACCESS_DENIED, f"{host} does not accept user {self.req.user}")
+                    self._drop(ev.share, host, codes.ACCESS_DENIED, f"{host} does not accept user {self.req.user}")
                     continue
             plan[f"{self.jid}#{ev.share}"] = (ev.share, host, ev.order)
         pending = dict(plan)
@@ -199,7 +196,7 @@ class JobGrowth:
             res, error = self._enact({k: v[1] for k, v in pending.items()})
             if res is None:  # the enactor itself failed: no repair this cycle
                 for sid, host, _ in pending.values():
-                    self._drop(sid, host, ENACT_ERROR, error)
+                    self._drop(sid, host, codes.ENACTMENT_ERROR, error)
                 return
             if res.ok:
                 self._started(res, pending)
@@ -236,7 +233,7 @@ class JobGrowth:
                 for f in more:
                     ctx.refusals.add(self.jid, f.resource, ctx.now)
                 fails = fails + more
-        first = fails[0] if fails else PlacementFailure(key=key, resource=host, code=ENACT_ERROR, reason=error)
+        first = fails[0] if fails else PlacementFailure(key=key, resource=host, code=codes.ENACTMENT_ERROR, reason=error)
         self._drop(sid, host, first.code, f"{first.resource or host}: {first.reason}")
 
     def _enact(self, mapping: dict[str, str], deltas: Sequence[str] = ()) -> tuple[EnactResult | None, str]:

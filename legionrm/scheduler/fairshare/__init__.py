@@ -11,8 +11,8 @@ Modules, lowest first: ``shares`` (quantum, order, the records), ``classes``
 tables), ``jobcaps``, ``context`` (the state one pass works on),
 ``apportion`` (how much, fair share), ``preemption``, ``whatof``, ``defrag``,
 ``treepass`` (one pass over one tree; how much for fixed and reserve),
-``core`` (:class:`DuccCore`, the whole scheduler as one object), ``store``
-(SQLite state), ``build`` (a core from a parsed document) and ``scenario``
+``core`` (:class:`DuccCore`, the whole scheduler as one object), ``checkpoint``
+(the core saved to SQLite and loaded back), ``build`` (a core from a parsed document) and ``scenario``
 (``legionrm simulate`` files).
 
 May import: :mod:`legionrm.models`, :mod:`legionrm.errors`,
@@ -29,15 +29,15 @@ from legionrm.scheduler.fairshare.classes import (
     SharePolicy,
     UserSpec,
 )
-from legionrm.scheduler.fairshare.core import CycleResult, DuccCore, ShareEvent
+from legionrm.scheduler.fairshare.core import CycleResult, DuccCore, Numbering, ShareEvent
 from legionrm.scheduler.fairshare.jobcaps import allotment_gb
 from legionrm.scheduler.fairshare.nodepool import NodepoolTree
 from legionrm.scheduler.fairshare.scenario import Scenario, load_scenario, run
-from legionrm.scheduler.fairshare.shares import job_order, reserve_max_order
+from legionrm.scheduler.fairshare.shares import Share, job_order, reserve_max_order
 from legionrm.scheduler.fairshare.treepass import ALLOTMENT
 
 __all__ = [
-    "ALLOTMENT", "ClassTable", "CycleResult", "DuccCore", "NodepoolTree", "ResourceClass", "RmSettings", "Scenario",
-    "SharePolicy", "ShareEvent", "UserSpec", "allotment_gb", "core_for_cluster", "core_from_doc", "job_order",
-    "load_scenario", "reserve_max_order", "run",
+    "ALLOTMENT", "ClassTable", "CycleResult", "DuccCore", "NodepoolTree", "Numbering", "ResourceClass", "RmSettings",
+    "Scenario", "Share", "SharePolicy", "ShareEvent", "UserSpec", "allotment_gb", "core_for_cluster", "core_from_doc",
+    "job_order", "load_scenario", "reserve_max_order", "run",
 ]

@@ -13,8 +13,8 @@ process has gone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
 
 from legionrm.errors import SchedulingError
 from legionrm.scheduler.fairshare.classes import (
@@ -79,6 +79,17 @@ class ShareEvent:
     share: int
     machine: str
     order: int
+
+
+@dataclass(frozen=True)
+class Numbering:
+    """Where a core's numbering stands: the next share id, the last job
+    sequence number and each top-level tree's largest order (what a restarted
+    core must carry on from, so no share id is handed out twice)."""
+
+    next_share: int = 1
+    seq: int = 0
+    maxorder: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -323,6 +334,20 @@ class DuccCore:
         j.shares[share_id] = s
         self._next_share = max(self._next_share, share_id + 1)
         return True
+
+    def numbering(self) -> Numbering:
+        """Where this core's numbering stands now."""
+        return Numbering(self._next_share, self._seq, dict(self._maxorder))
+
+    def resume(self, numbering: Numbering) -> None:
+        """Carry on from ``numbering`` (a stored core's): share ids and job
+        sequence numbers never go below it; a top-level tree this core also
+        has keeps the larger of the two largest orders."""
+        self._next_share = max(self._next_share, numbering.next_share)
+        self._seq = max(self._seq, numbering.seq)
+        for top, mo in numbering.maxorder.items():
+            if top in self._maxorder:
+                self._maxorder[top] = max(self._maxorder[top], mo)
 
     def confirm_evictions(self) -> int:
         """Every published eviction has completed; returns how many shares left."""

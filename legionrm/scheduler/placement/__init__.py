@@ -12,7 +12,7 @@ Modules, lowest first: ``select`` (syntax and models), ``nodes`` (the node
 table), ``nodestate`` (the calendar and its views), ``chunkfit`` (does a
 chunk fit a host), ``psets`` (placement sets), ``base`` (config, result,
 path choice, :class:`PathPlacer`, the flow both paths share), ``buckets`` and
-``pernode`` (the two paths), ``engine`` (:class:`Placer`, the front door),
+``pernode`` (the two paths), ``engine`` (:class:`Placer`, the entry point),
 ``scenario`` (``legionrm place`` files).
 
 May import: :mod:`legionrm.models`, :mod:`legionrm.errors`,

@@ -31,6 +31,7 @@ from typing import Iterable, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from legionrm import codes
 from legionrm.models import Refusal
 from legionrm.scheduler.placement.chunkfit import (
     CANT_SPAN_PSET,
@@ -51,7 +52,6 @@ from legionrm.scheduler.placement.nodes import (
 from legionrm.scheduler.placement.nodestate import (
     JOB_INFINITY,
     HostState,
-    SetSums,
     StateView,
 )
 from legionrm.scheduler.placement.psets import PlacementSets
@@ -108,11 +108,11 @@ class PlacementResult:
     path_reason: str = ""
     placement_set: str | None = None
     allocation: list[list[tuple[int, int]]] = field(default_factory=list, repr=False)
+    request: SelectRequest | None = field(default=None, repr=False)  # what was placed, compiled as
+    compiled: tuple[CompiledChunk, ...] = field(default=(), repr=False)
+    queue: str | None = field(default=None, repr=False)  # in this queue, for this long
+    walltime: float = field(default=0.0, repr=False)
     _placer: "PathPlacer | None" = field(default=None, repr=False)
-    _request: SelectRequest | None = field(default=None, repr=False)
-    _chunks: tuple[CompiledChunk, ...] = field(default=(), repr=False)
-    _queue: str | None = field(default=None, repr=False)
-    _walltime: float = field(default=0.0, repr=False)
     _now: float = field(default=0.0, repr=False)
     _chunk: int | None = field(default=None, repr=False)  # the select chunk a refusal is about
 
@@ -130,22 +130,22 @@ class PlacementResult:
     @cached_property
     def comment(self) -> str:
         chunk = None
-        if self._chunk is not None and self._request is not None:
-            chunk = (self._chunk, self._request.chunks[self._chunk].text())
+        if self._chunk is not None and self.request is not None:
+            chunk = (self._chunk, self.request.chunks[self._chunk].text())
         return comment_for(self.status, self.reason, self.exec_vnode, self._now, chunk)
 
     @cached_property
     def failed_chunk(self) -> str | None:
-        if self._chunk is None or self.status == "run" or self._request is None:
+        if self._chunk is None or self.status == "run" or self.request is None:
             return None
-        return self._request.chunks[self._chunk].text()
+        return self.request.chunks[self._chunk].text()
 
     def _groups(self) -> tuple[list[str], list[list[str]]]:
         groups: list[str] = []
         nodes: list[list[str]] = []
         if self.status == "run" and self._placer is not None:
             names = self._placer.table.names
-            for ch, alloc in zip(self._chunks, self.allocation):
+            for ch, alloc in zip(self.compiled, self.allocation):
                 piece = f"{ch.exec_suffix})"
                 seen: list[str] = []
                 for h, copies in alloc:
@@ -162,7 +162,7 @@ class PlacementResult:
     def why_not(self, host: str) -> Refusal | None:
         """Why ``host`` is not part of this placement (None if it is).  Answered
         against the host state as it is when called (call right after placing)."""
-        if self._placer is None or self._request is None:
+        if self._placer is None or self.request is None:
             return None
         return self._placer.explain(self, host)
 
@@ -237,15 +237,6 @@ def choose_path(
     return "buckets", f"excl with {request.place.arrangement} placement"
 
 
-def _shared_sums(state: HostState) -> SetSums:
-    """One SetSums per host state, shared by every placer on it."""
-    sums = getattr(state, "_set_sums", None)
-    if sums is None:
-        sums = SetSums(state)
-        state._set_sums = sums  # type: ignore[attr-defined]
-    return sums
-
-
 class PathPlacer:
     """The flow shared by both paths; subclasses implement :meth:`_search`."""
 
@@ -260,7 +251,7 @@ class PathPlacer:
         self.table = table
         self.config = config or PlaceConfig(resources=table.resources)
         self.state = state if state is not None else HostState(table)
-        self.sums = _shared_sums(self.state)
+        self.sums = self.state.set_sums
         self.psets = PlacementSets(table, self.sums)
         self._compiled: dict[tuple, tuple[CompiledChunk, ...]] = {}
 
@@ -371,10 +362,10 @@ class PathPlacer:
             _now=now,
             _chunk=out.chunk,
             _placer=self,
-            _request=request,
-            _chunks=chunks,
-            _queue=queue,
-            _walltime=wall,
+            request=request,
+            compiled=chunks,
+            queue=queue,
+            walltime=wall,
         )
 
     # -- starting and ending work ------------------------------------------
@@ -382,9 +373,9 @@ class PathPlacer:
     def occupy(self, result: PlacementResult, start: float, end: float) -> list[int]:
         """Hold the result's hosts over ``[start, end)`` (exclusively for excl
         requests, by the requested amounts otherwise); returns a release token."""
-        if result.status != "run" or result._request is None:
+        if result.status != "run" or result.request is None:
             return []
-        chunks = result._chunks or self.compile(result._request)
+        chunks = result.compiled or self.compile(result.request)
         per_host: dict[int, dict[str, float]] = {}
         for ch, alloc in zip(chunks, result.allocation):
             for h, copies in alloc:
@@ -394,7 +385,7 @@ class PathPlacer:
         hosts = np.fromiter(per_host, np.int64, len(per_host))
         res = {r for d in per_host.values() for r in d}
         amounts = {r: np.asarray([per_host[h].get(r, 0.0) for h in per_host], float) for r in res}
-        excl = result._request.place.excl
+        excl = result.request.place.excl
         return self.state.occupy(hosts, start, end, exclusive=excl, amounts=amounts)
 
     def release(self, token: list[int]) -> None:
@@ -407,28 +398,28 @@ class PathPlacer:
         """Why ``host`` is not in ``result``: the first filter that refuses it."""
         i = self.table.index.get(host)
         if i is None:
-            return Refusal(code="unknown", reason=f"Specified vnode does not exist: {host}", by="table")
+            return Refusal(code=codes.PLACEMENT_UNKNOWN, reason=f"Specified vnode does not exist: {host}", by="table")
         if any(host in chunk for chunk in result.nodes):
             return None
-        req = result._request
+        req = result.request
         assert req is not None
-        if i not in set(self.table.universe(result._queue).tolist()):
-            return Refusal(code="queue", reason="host belongs to another queue", by="queue")
+        if i not in set(self.table.universe(result.queue).tolist()):
+            return Refusal(code=codes.PLACEMENT_QUEUE, reason="host belongs to another queue", by="queue")
         view = self.state.live()
         if req.place.excl and view.njobs[i] > 0:
-            return Refusal(code="busy", reason=NODE_NOT_EXCL, by="state")
+            return Refusal(code=codes.PLACEMENT_BUSY, reason=NODE_NOT_EXCL, by="state")
         if not req.place.excl and view.excl[i]:
-            return Refusal(code="busy", reason=INVALID_STATE.format(state=view.state_name(i)), by="state")
-        if view.next_event[i] < view.now + result._walltime:
-            return Refusal(code="calendar", reason=RESERVATION_CONFLICT, by="calendar")
+            return Refusal(code=codes.PLACEMENT_BUSY, reason=INVALID_STATE.format(state=view.state_name(i)), by="state")
+        if view.next_event[i] < view.now + result.walltime:
+            return Refusal(code=codes.PLACEMENT_CALENDAR, reason=RESERVATION_CONFLICT, by="calendar")
         avail = None if self.path == "buckets" else {r: float(view.avail(r)[i]) for r in self.table.consumables()}
         reasons = [host_reason(self.table, ch, i, avail) for ch in self.compile(req)]
         if all(r is not None for r in reasons):
             res, text = reasons[0]  # type: ignore[misc]
-            return Refusal(code=f"resource.{res}", reason=text, by="resources")
+            return Refusal(code=codes.RESOURCE_KIND.of(res), reason=text, by="resources")
         if result.status == "run":
-            return Refusal(code="not_needed", reason="the request was placed on other hosts", by="allocation")
-        return Refusal(code="not_enough", reason=result.reason, by="allocation")
+            return Refusal(code=codes.PLACEMENT_NOT_NEEDED, reason="the request was placed on other hosts", by="allocation")
+        return Refusal(code=codes.PLACEMENT_NOT_ENOUGH, reason=result.reason, by="allocation")
 
 
 def infinite(x: float | None) -> float:

@@ -1,4 +1,4 @@
-"""The placement engine's front door: :class:`Placer` chooses the path per
+"""The placement engine's entry point: :class:`Placer` chooses the path per
 request (node buckets where they apply, else the per-node path) and keeps
 both paths on one host state."""
 

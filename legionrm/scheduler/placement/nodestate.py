@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable, Iterable, Mapping
 
 import numpy as np
@@ -90,6 +91,11 @@ class HostState:
         self._views: dict[float, StateView] = {}
         self.version = 0
         self._live = self._compute(self.now)
+
+    @cached_property
+    def set_sums(self) -> SetSums:
+        """The sums over host sets on this state, one shared by every placer on it (made when first asked)."""
+        return SetSums(self)
 
     # -- listeners -----------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The hosts the placement engine chooses, for the requests its bucket path takes.
 
-The live planner and ``legionrm place`` are two doors to one engine: for an
+The live planner and ``legionrm place`` are two ways into one engine: for an
 object request the node-bucket path takes (exclusive, scatter / vscatter /
 free: :func:`~legionrm.scheduler.placement.choose_path`), the planner's
 master schedules put the instances where the engine puts them, over the
@@ -16,8 +16,8 @@ import numpy as np
 
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.models import ObjectRequest
-from legionrm.scheduler.engine_door import EngineDoor
-from legionrm.scheduler.pipeline import HostTable
+from legionrm.scheduler.planning.engine_feed import EngineFeed
+from legionrm.scheduler.planning.pipeline import HostTable
 from legionrm.scheduler.planning.whatof import Ordered
 
 
@@ -28,7 +28,7 @@ def engine_applies(req: ObjectRequest) -> bool:
 
 
 def engine_picks(
-    door: EngineDoor, req: ObjectRequest, hosts: Ordered, avoid: np.ndarray | None, snap: CollectionSnapshot,
+    feed: EngineFeed, req: ObjectRequest, hosts: Ordered, avoid: np.ndarray | None, snap: CollectionSnapshot,
     base: HostTable,
 ) -> list[int] | None:
     """Positions in ``hosts`` (one per instance) where the engine's bucket path
@@ -43,7 +43,7 @@ def engine_picks(
     rows = hosts.row[ok]
     if req.count == 0 or len(rows) < req.count:
         return None
-    ans = door.place(req, snap, rows, base)
+    ans = feed.place(req, snap, rows, base)
     if not ans.runs or ans.path != "buckets":
         return None
     pos = np.full(len(snap.table.names), -1, np.int64)

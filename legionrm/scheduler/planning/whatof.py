@@ -13,8 +13,8 @@ import numpy as np
 
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.models import ObjectRequest
-from legionrm.scheduler.pipeline import INF, HostTable
-from legionrm.scheduler.snaptables import host_groups
+from legionrm.scheduler.planning.pipeline import INF, HostTable
+from legionrm.scheduler.planning.snaptables import host_groups
 
 
 def assign(req: ObjectRequest, hosts: HostTable, count: int) -> list[int] | None:

@@ -33,6 +33,7 @@ from enum import Enum
 
 import numpy as np
 
+from legionrm import codes
 from legionrm.errors import AdmissionError
 from legionrm.models import Refusal
 from legionrm.scheduler.pools.gang import (
@@ -113,22 +114,22 @@ def check(pool: ResourcePool, gang: Gang, *, preemption_enabled: bool = True) ->
     if gang.revocable:
         used = a[SLACK] + need
         if exceeds(used, pool.slack_entitlement):
-            return Refusal(code="respool.slack_entitlement", by=pool.path,
+            return Refusal(code=codes.RESPOOL_SLACK_ENTITLEMENT, by=pool.path,
                            reason=f"revocable gang {gang.id} over slack entitlement: {_over(used, pool.slack_entitlement)}")  # fmt: skip
     else:
         used = sub_floor(a[TOTAL], a[SLACK]) + need
         if exceeds(used, pool.non_slack_entitlement):
-            return Refusal(code="respool.entitlement", by=pool.path,
+            return Refusal(code=codes.RESPOOL_ENTITLEMENT, by=pool.path,
                            reason=f"gang {gang.id} over non-slack entitlement: {_over(used, pool.non_slack_entitlement)}")  # fmt: skip
     if gang.controller and not gang.revocable and pool.controller_limit is not None:
         used = a[CONTROLLER] + need
         if exceeds(used, pool.controller_limit):
-            return Refusal(code="respool.controller_limit", by=pool.path,
+            return Refusal(code=codes.RESPOOL_CONTROLLER_LIMIT, by=pool.path,
                            reason=f"controller gang {gang.id} over controller limit: {_over(used, pool.controller_limit)}")  # fmt: skip
     if preemption_enabled and not gang.preemptible and not gang.revocable:
         used = a[NON_PREEMPTIBLE] + need
         if exceeds(used, pool.reservation):
-            return Refusal(code="respool.reservation", by=pool.path,
+            return Refusal(code=codes.RESPOOL_RESERVATION, by=pool.path,
                            reason=f"non-preemptible gang {gang.id} over reservation: {_over(used, pool.reservation)}")  # fmt: skip
     return None
 

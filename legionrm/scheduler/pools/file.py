@@ -36,10 +36,10 @@ from legionrm.scheduler.pools.respool import (
     Task,
 )
 from legionrm.scheduler.pools.spec import (
-    _resource,
     build_tree,
     parse_pools,
     pool_config,
+    resource_spec,
 )
 from legionrm.scheduler.pools.validate import check_path, check_resources
 from legionrm.scheduler.pools.vec import KINDS
@@ -163,7 +163,7 @@ def _refuse_repeated_kind(file: str, line_no: int) -> None:
     kinds = [(k, v) for k, v in table.items() if isinstance(v, dict)] + subs
     config = pool_config(PoolSpec(
         path=path,
-        resources=tuple(_resource(k, sub, file=file, where=f"{where}.{k}") for k, sub in kinds),
+        resources=tuple(resource_spec(k, sub, file=file, where=f"{where}.{k}") for k, sub in kinds),
         controller_limit_percent=expect(table, "controller_limit_percent", float, None, file=file, where=where),
         slack_limit_percent=expect(table, "slack_limit_percent", float, None, file=file, where=where),
     ))  # fmt: skip

@@ -59,6 +59,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from legionrm import codes
 from legionrm.errors import (
     AdmissionError,
     ConfigError,
@@ -78,10 +79,6 @@ from legionrm.scheduler.pools.vec import EPS, KINDS, Vec, as_dict, exceeds, go_n
 GATE = "respool"
 """``by`` of a refusal no pool gave (the path names no pool)."""
 
-POOL_UNKNOWN = "respool.unknown"
-POOL_NOT_LEAF = "respool.not_leaf"
-POOL_LIMIT = "respool.limit"
-POOL_DUPLICATE = "respool.duplicate"
 # The admitters' codes come from admission.check: respool.entitlement,
 # respool.slack_entitlement, respool.controller_limit, respool.reservation;
 # and respool.invalid from ResourcePoolTree.admit_now.
@@ -143,16 +140,16 @@ class RespoolGate:
             by = f"{GATE}:{path}"
             rid = request.request_id
             if rid in self._held:
-                return Refusal(code=POOL_DUPLICATE, by=by, reason=f"request {rid} is already admitted in {self._held[rid]}")
+                return Refusal(code=codes.RESPOOL_DUPLICATE, by=by, reason=f"request {rid} is already admitted in {self._held[rid]}")
             limit = self._tree.get(path).limit
             if exceeds(gang.need, limit):
                 need = _over(gang.need, limit)
-                return Refusal(code=POOL_LIMIT, by=by,
+                return Refusal(code=codes.RESPOOL_LIMIT, by=by,
                                reason=f"request {rid} needs {need} (the pool's limit): it can never be admitted in {path}")
             try:
                 self._tree.enqueue(gang, path)
             except AdmissionError as exc:  # the id is queued or admitted in the tree by someone else
-                return Refusal(code=POOL_DUPLICATE, by=by, reason=str(exc))
+                return Refusal(code=codes.RESPOOL_DUPLICATE, by=by, reason=str(exc))
             try:
                 self._tree.compute_entitlement(self._capacity)
                 refusal = self._tree.admit_now(gang.id)
@@ -213,14 +210,14 @@ class RespoolGate:
             pool = tree.get(path)
         except (PoolNotFoundError, PoolValidationError) as exc:
             known = ", ".join(p.path for p in tree.pools(leaf_only=True)[:_LEAVES_SHOWN])
-            return Refusal(code=POOL_UNKNOWN, by=GATE, reason=f"no resource pool {path!r} ({exc}); leaf pools: {known}")
+            return Refusal(code=codes.RESPOOL_UNKNOWN, by=GATE, reason=f"no resource pool {path!r} ({exc}); leaf pools: {known}")
         if pool.is_leaf:
             return pool.path
         prefix = pool.path if pool.path == "/" else pool.path + "/"
         leaves = [p.path for p in tree.pools(leaf_only=True) if p.path.startswith(prefix)]
         shown = ", ".join(leaves[:_LEAVES_SHOWN]) + (", ..." if len(leaves) > _LEAVES_SHOWN else "")
         hint = " or configure a default pool" if pool.is_root else ""
-        return Refusal(code=POOL_NOT_LEAF, by=f"{GATE}:{pool.path}",
+        return Refusal(code=codes.RESPOOL_NOT_LEAF, by=f"{GATE}:{pool.path}",
                        reason=f"{pool.path} is not a leaf pool: work is admitted into leaves only; "
                               f"name one of {shown}{hint}")  # fmt: skip
 

@@ -24,6 +24,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
+from legionrm import codes
 from legionrm.errors import AdmissionError, PoolNotFoundError
 from legionrm.models import Refusal, SchedulingRequest
 from legionrm.scheduler.pools import admission as adm
@@ -220,7 +221,7 @@ class ResourcePoolTree(PoolTree):
             self._record(pool, gang)
             return None
         if outcome is adm.AdmissionOutcome.INVALID:
-            return Refusal(code="respool.invalid", by=pool.path,
+            return Refusal(code=codes.RESPOOL_INVALID, by=pool.path,
                            reason=f"gang {gang_id} held killed tasks; they were dropped and the rest queued again")  # fmt: skip
         refusal = adm.check(pool, gang, preemption_enabled=self.preemption.enabled)  # pure; a move changed no account
         assert refusal is not None

@@ -52,7 +52,7 @@ def pool_spec(table: dict[str, Any], *, file: str, where: str, allow_default: bo
             )  # fmt: skip
     path = require(table, "path", str, file=file, where=where)
     kinds = [(key, sub) for key, sub in table.items() if isinstance(sub, dict)]
-    specs = [_resource(key, sub, file=file, where=f"{where}.{key}") for key, sub in kinds]
+    specs = [resource_spec(key, sub, file=file, where=f"{where}.{key}") for key, sub in kinds]
     return model(PoolSpec, dict(
         path=path,
         resources=tuple(specs),
@@ -68,7 +68,7 @@ RESERVATION_TYPES = {"ELASTIC": "ELASTIC", "STATIC": "STATIC", "UNKNOWN_TYPE": "
 """Accepted ``type`` values; upstream treats anything but STATIC (its UNKNOWN_TYPE too) as ELASTIC."""
 
 
-def _resource(kind: str, sub: dict[str, Any], *, file: str, where: str) -> PoolResourceSpec:
+def resource_spec(kind: str, sub: dict[str, Any], *, file: str, where: str) -> PoolResourceSpec:
     """One kind sub-table (``[pool.cpu]``) -> :class:`PoolResourceSpec`; shape errors are ConfigErrors."""
     check_keys(sub, ("reservation", "limit", "share", "type"), file=file, where=where)
     kind_type = expect(sub, "type", str, "ELASTIC", file=file, where=where)

@@ -136,6 +136,10 @@ class PoolTree:
                 return None
         return node
 
+    def find_id(self, pool_id: str) -> ResourcePool | None:
+        """The pool with this id, or None."""
+        return self._by_id.get(pool_id)
+
     def get(self, ref: "str | ResourcePool") -> ResourcePool:
         """The pool with this path (starts with ``/``) or id; PoolNotFoundError otherwise."""
         if isinstance(ref, ResourcePool):

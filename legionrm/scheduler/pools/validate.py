@@ -135,7 +135,7 @@ def _cycle(tree: "PoolTree", change: Change) -> None:
 
 def _parent(tree: "PoolTree", change: Change, config: "PoolConfig", implied: str) -> "ResourcePool":
     asked = change.parent_path if change.parent_path is not None else implied
-    parent = tree.find(asked) if asked.startswith("/") else tree._by_id.get(asked)
+    parent = tree.find(asked) if asked.startswith("/") else tree.find_id(asked)
     if parent is None:
         raise PoolRuleError(f"resource pool ({asked}) not found", path=change.path, rule="parent")
     actual = tree.find(implied)

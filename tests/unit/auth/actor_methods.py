@@ -62,7 +62,7 @@ METHODS: dict[str, dict[str, str]] = {
     "CollectionActor": {"ping": OPEN, "authenticated": OPEN, "join": RESOURCE, "update": RESOURCE,
                         "update_many": RESOURCE, "leave": RESOURCE, "vary_off": ADMIN, "vary_on": ADMIN,
                         "add_subcollection": ADMIN, "shutdown": ADMIN, "query": VIEW, "record": VIEW,
-                        "retrieve_all_attributes": VIEW, "snapshot": VIEW, "names": VIEW},
+                        "retrieve_all_attributes": VIEW, "snapshot": VIEW, "names": VIEW, "refused_writes": ADMIN},
     "EnactorActor": {"ping": OPEN, "enact_schedule": ENACTOR, "start_reserved": ENACTOR, "add_group": ADMIN, "add_resource": ADMIN,
                      "add_class": ADMIN, "stats": ANY},
     "DashboardActor": {"ping": OPEN, "address": OPEN, "start": ADMIN, "stop": ADMIN, "poll": ADMIN},

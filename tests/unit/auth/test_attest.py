@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from legionrm.auth import codes, keys
+from legionrm import codes
+from legionrm.auth import keys
 from legionrm.auth.attest import Attestation, AttestationVerifier, attest
 from legionrm.auth.canonical import ATTEST_DOMAIN, CALL_DOMAIN, canonical
 from legionrm.auth.proof import VerifiedCaller
@@ -62,18 +63,18 @@ def _resigned(world, **update):
 CODES = [
     ("ok", lambda w: make(w), "h1", "r1", "ok"),
     ("ok-any-request", lambda w: make(w), "h1", None, "ok"),
-    ("malformed-not-one", lambda w: {"user": "ann"}, "h1", "r1", codes.MALFORMED),
-    ("malformed-lives-too-long", lambda w: make(w, ttl_s=500.0), "h1", "r1", codes.MALFORMED),
-    ("malformed-bad-signature-text", lambda w: make(w).model_copy(update={"signature": "zz"}), "h1", "r1", codes.MALFORMED),
-    ("malformed-groups", lambda w: make(w).model_copy(update={"groups": "genomics"}), "h1", "r1", codes.MALFORMED),
-    ("unknown-issuer", _stranger, "h1", "r1", codes.UNKNOWN_ISSUER),
-    ("bad-signature-claimed-issuer", lambda w: make(w).model_copy(update={"issuer": "scheduler:backup"}), "h1", "r1", codes.BAD_SIGNATURE),
-    ("wrong-host", lambda w: make(w), "h2", "r1", codes.WRONG_HOST),
-    ("wrong-request", lambda w: make(w), "h1", "r2", codes.WRONG_CALL),
-    ("clock-skew", lambda w: make(w, now=T0 + 3.0), "h1", "r1", codes.CLOCK_SKEW),
-    ("expired", lambda w: make(w, now=T0 - 62.0), "h1", "r1", codes.EXPIRED),
-    ("wrong-host-before-expired", lambda w: make(w, now=T0 - 100.0), "h2", "r1", codes.WRONG_HOST),
-    ("unknown-issuer-before-bad-signature", lambda w: make(w).model_copy(update={"issuer": "scheduler:rogue"}), "h1", "r1", codes.UNKNOWN_ISSUER),
+    ("malformed-not-one", lambda w: {"user": "ann"}, "h1", "r1", codes.AUTH_MALFORMED),
+    ("malformed-lives-too-long", lambda w: make(w, ttl_s=500.0), "h1", "r1", codes.AUTH_MALFORMED),
+    ("malformed-bad-signature-text", lambda w: make(w).model_copy(update={"signature": "zz"}), "h1", "r1", codes.AUTH_MALFORMED),
+    ("malformed-groups", lambda w: make(w).model_copy(update={"groups": "genomics"}), "h1", "r1", codes.AUTH_MALFORMED),
+    ("unknown-issuer", _stranger, "h1", "r1", codes.AUTH_UNKNOWN_ISSUER),
+    ("bad-signature-claimed-issuer", lambda w: make(w).model_copy(update={"issuer": "scheduler:backup"}), "h1", "r1", codes.AUTH_BAD_SIGNATURE),
+    ("wrong-host", lambda w: make(w), "h2", "r1", codes.AUTH_WRONG_HOST),
+    ("wrong-request", lambda w: make(w), "h1", "r2", codes.AUTH_WRONG_CALL),
+    ("clock-skew", lambda w: make(w, now=T0 + 3.0), "h1", "r1", codes.AUTH_CLOCK_SKEW),
+    ("expired", lambda w: make(w, now=T0 - 62.0), "h1", "r1", codes.AUTH_EXPIRED),
+    ("wrong-host-before-expired", lambda w: make(w, now=T0 - 100.0), "h2", "r1", codes.AUTH_WRONG_HOST),
+    ("unknown-issuer-before-bad-signature", lambda w: make(w).model_copy(update={"issuer": "scheduler:rogue"}), "h1", "r1", codes.AUTH_UNKNOWN_ISSUER),
 ]
 
 
@@ -103,17 +104,17 @@ ADMIT: list[tuple[str, list[tuple[ReservationRequest, bool]], str]] = [
     ("ok-the-reservation-itself", [(ask(RES), True)], "ok"),
     ("ok-the-same-request-again", [(ask(f"{RES}/0"), True), (ask(f"{RES}/0"), True)], "ok"),
     ("ok-a-renewal-after-an-unused-end", [(ask(f"{RES}/0"), False), (ask(f"{RES}/1"), True)], "ok"),
-    ("another-placement-key", [(ask("r1/k1/host/0"), True)], codes.WRONG_RESERVATION),
-    ("another-kind", [(ask("r1/k0/vault/0"), True)], codes.WRONG_RESERVATION),
-    ("another-request", [(ask("r2/k0/host/0"), True)], codes.WRONG_RESERVATION),
-    ("a-made-up-try", [(ask(f"{RES}/x"), True)], codes.WRONG_RESERVATION),
-    ("a-try-of-a-try", [(ask(f"{RES}/0/1"), True)], codes.WRONG_RESERVATION),
-    ("a-prefix-only", [(ask("r1/k0/ho"), True)], codes.WRONG_RESERVATION),
-    ("more-than-attested", [(ask(f"{RES}/0", resources=Resources(cpus=64, memory_gb=4)), True)], codes.WRONG_RESERVATION),
-    ("another-user", [(ask(f"{RES}/0", user="bob"), True)], codes.WRONG_CALL),
-    ("spent-on-one-that-holds", [(ask(f"{RES}/0"), True), (ask(f"{RES}/1"), True)], codes.ATTESTATION_SPENT),
+    ("another-placement-key", [(ask("r1/k1/host/0"), True)], codes.AUTH_WRONG_RESERVATION),
+    ("another-kind", [(ask("r1/k0/vault/0"), True)], codes.AUTH_WRONG_RESERVATION),
+    ("another-request", [(ask("r2/k0/host/0"), True)], codes.AUTH_WRONG_RESERVATION),
+    ("a-made-up-try", [(ask(f"{RES}/x"), True)], codes.AUTH_WRONG_RESERVATION),
+    ("a-try-of-a-try", [(ask(f"{RES}/0/1"), True)], codes.AUTH_WRONG_RESERVATION),
+    ("a-prefix-only", [(ask("r1/k0/ho"), True)], codes.AUTH_WRONG_RESERVATION),
+    ("more-than-attested", [(ask(f"{RES}/0", resources=Resources(cpus=64, memory_gb=4)), True)], codes.AUTH_WRONG_RESERVATION),
+    ("another-user", [(ask(f"{RES}/0", user="bob"), True)], codes.AUTH_WRONG_CALL),
+    ("spent-on-one-that-holds", [(ask(f"{RES}/0"), True), (ask(f"{RES}/1"), True)], codes.AUTH_ATTESTATION_SPENT),
     ("spent-twice-after-a-renewal", [(ask(f"{RES}/0"), False), (ask(f"{RES}/1"), True), (ask(f"{RES}/2"), True)],
-     codes.ATTESTATION_SPENT),
+     codes.AUTH_ATTESTATION_SPENT),
 ]
 
 
@@ -142,20 +143,20 @@ def test_a_restarted_host_refuses_attestations_from_before_it_started(world) -> 
     again = AttestationVerifier({sched.name: sched.public_key}, clock, max_ttl_s=120.0, skew_s=2.0, by="h1",
                                 accept_from=clock.t - 2.0)
     out = again.admit(ask(f"{RES}/1").model_copy(update={"attestation": att}), lambda rid: True)
-    assert code_of(out) == codes.EXPIRED and "before this resource started" in out.reason
+    assert code_of(out) == codes.AUTH_EXPIRED and "before this resource started" in out.reason
     fresh = make(world, now=clock.t).model_dump(mode="json")
     assert isinstance(again.admit(ask(f"{RES}/1").model_copy(update={"attestation": fresh}), lambda rid: True),
                       ReservationRequest)
 
 
 def test_an_unattested_reservation_has_no_proof(world) -> None:
-    assert code_of(world[4].admit(ask(f"{RES}/0"), lambda rid: False)) == codes.NO_PROOF
+    assert code_of(world[4].admit(ask(f"{RES}/0"), lambda rid: False)) == codes.AUTH_NO_PROOF
 
 
 def test_a_bad_attestation_is_refused_before_its_binding_is_read(world) -> None:
     forged = {**make(world).model_dump(mode="json"), "reservation": "r9/k0/host"}
     out = world[4].admit(ask("r9/k0/host/0").model_copy(update={"attestation": forged}), lambda rid: False)
-    assert code_of(out) == codes.BAD_SIGNATURE
+    assert code_of(out) == codes.AUTH_BAD_SIGNATURE
 
 
 TAMPER: list[tuple[str, Any]] = [
@@ -179,7 +180,7 @@ def test_the_tamper_table_covers_every_signed_field() -> None:
 @pytest.mark.parametrize("field, value", TAMPER, ids=[f for f, _ in TAMPER])
 def test_changing_any_signed_field_breaks_the_signature(world, field: str, value: Any) -> None:
     bad = make(world).model_copy(update={field: value})
-    assert code_of(world[4].verify(bad, bad.host, bad.request_id)) == codes.BAD_SIGNATURE
+    assert code_of(world[4].verify(bad, bad.host, bad.request_id)) == codes.AUTH_BAD_SIGNATURE
 
 
 def test_only_users_are_attested(world) -> None:

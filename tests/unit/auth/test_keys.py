@@ -49,9 +49,10 @@ def test_load_refuses_a_key_others_may_read_or_write(tmp_path, mode: int) -> Non
 
 
 def test_owner_read_only_is_fine(tmp_path) -> None:
-    path = keys.save_private_key(tmp_path / "k", keys.generate_private_key())
+    path = keys.save_private_key(tmp_path / "k", k := keys.generate_private_key())
     os.chmod(path, 0o400)
-    keys.load_private_key(path)
+    loaded = keys.load_private_key(path)
+    assert keys.encode_public_key(loaded.public_key()) == keys.encode_public_key(k.public_key())
 
 
 BAD_FILES = [

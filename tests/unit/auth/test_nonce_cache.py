@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from legionrm.auth import codes
+from legionrm import codes
 from legionrm.auth.canonical import payload_digest
 from legionrm.auth.proof import NonceCache, VerifiedCaller, Verifier, sign_call
 from legionrm.auth.registry import Registry
@@ -47,7 +47,7 @@ def test_cache_is_bounded_and_never_accepts_twice(steps) -> None:
             assert proof.nonce not in accepted, "a proof was accepted twice"
             accepted.add(proof.nonce)
         else:
-            assert out.code in (codes.REPLAYED, codes.EXPIRED, codes.CLOCK_SKEW), out
+            assert out.code in (codes.AUTH_REPLAYED, codes.AUTH_EXPIRED, codes.AUTH_CLOCK_SKEW), out
         live = v.nonces.drop_times()
         # every entry belongs to a proof that has not yet expired, and none outlives the window
         assert all(clock.t < d <= clock.t + MAX_TTL + 2 * SKEW for d in live)
@@ -83,7 +83,7 @@ def test_a_full_cache_refuses_instead_of_forgetting() -> None:
     assert isinstance(v.verify(first, "c", DIGEST), VerifiedCaller)
     assert isinstance(v.verify(sign_call(CRED, "c", DIGEST, T0, 10.0, to="auth"), "c", DIGEST), VerifiedCaller)
     out = v.verify(sign_call(CRED, "c", DIGEST, T0, 10.0, to="auth"), "c", DIGEST)
-    assert isinstance(out, Refusal) and out.code == codes.OVERLOADED
-    assert v.verify(first, "c", DIGEST).code == codes.REPLAYED  # the first is still remembered
+    assert isinstance(out, Refusal) and out.code == codes.AUTH_OVERLOADED
+    assert v.verify(first, "c", DIGEST).code == codes.AUTH_REPLAYED  # the first is still remembered
     clock.t += 10.0
     assert isinstance(v.verify(sign_call(CRED, "c", DIGEST, clock.t, 10.0, to="auth"), "c", DIGEST), VerifiedCaller)

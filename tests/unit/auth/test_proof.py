@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from legionrm.auth import codes, keys
+from legionrm import codes
+from legionrm.auth import keys
 from legionrm.auth.canonical import payload_digest
 from legionrm.auth.proof import (
     CallProof,
@@ -69,37 +70,37 @@ def _full_cache(reg, ann, clock, v):
 
 CODES: list[tuple[str, Make, str, str, str]] = [
     ("ok", lambda r, a, c, v: good(a), CALL, DIGEST, "ok"),
-    ("malformed-not-a-proof", lambda r, a, c, v: "ann says hi", CALL, DIGEST, codes.MALFORMED),
-    ("malformed-dict-missing-fields", lambda r, a, c, v: {"user": "ann"}, CALL, DIGEST, codes.MALFORMED),
-    ("malformed-claims-groups", lambda r, a, c, v: {**good(a).model_dump(), "groups": ["root"]}, CALL, DIGEST, codes.MALFORMED),
-    ("malformed-user-not-text", lambda r, a, c, v: good(a).model_copy(update={"user": 7}), CALL, DIGEST, codes.MALFORMED),
-    ("malformed-empty-audience", lambda r, a, c, v: good(a, to=""), CALL, DIGEST, codes.MALFORMED),
-    ("malformed-audience-not-text", lambda r, a, c, v: good(a).model_copy(update={"to": None}), CALL, DIGEST, codes.MALFORMED),
-    ("malformed-audience-too-long", lambda r, a, c, v: good(a, to="h" * 257), CALL, DIGEST, codes.MALFORMED),
-    ("malformed-short-nonce", lambda r, a, c, v: good(a, nonce="abc"), CALL, DIGEST, codes.MALFORMED),
-    ("malformed-digest", lambda r, a, c, v: good(a, digest="xyz"), CALL, "xyz", codes.MALFORMED),
-    ("malformed-infinite-time", lambda r, a, c, v: good(a).model_copy(update={"expires_at": float("inf")}), CALL, DIGEST, codes.MALFORMED),
-    ("malformed-bool-time", lambda r, a, c, v: good(a).model_copy(update={"issued_at": True}), CALL, DIGEST, codes.MALFORMED),
-    ("malformed-expires-before-issue", lambda r, a, c, v: resign(good(a), a, expires_at=T0 - 1), CALL, DIGEST, codes.MALFORMED),
-    ("malformed-lives-too-long", lambda r, a, c, v: good(a, ttl_s=61.0), CALL, DIGEST, codes.MALFORMED),
-    ("malformed-signature-not-base64", lambda r, a, c, v: good(a).model_copy(update={"signature": "not base64!"}), CALL, DIGEST, codes.MALFORMED),
-    ("malformed-signature-short", lambda r, a, c, v: good(a).model_copy(update={"signature": "AAAA"}), CALL, DIGEST, codes.MALFORMED),
-    ("unknown-user", lambda r, a, c, v: good(keys.Credential("zed", keys.generate_private_key())), CALL, DIGEST, codes.UNKNOWN_USER),
-    ("unknown-agent", lambda r, a, c, v: good(keys.Credential("host:h9", keys.generate_private_key())), CALL, DIGEST, codes.UNKNOWN_USER),
-    ("bad-signature-other-key", lambda r, a, c, v: good(keys.Credential("ann", keys.generate_private_key())), CALL, DIGEST, codes.BAD_SIGNATURE),
-    ("bad-signature-zeroed", lambda r, a, c, v: good(a).model_copy(update={"signature": "A" * 86 + "=="}), CALL, DIGEST, codes.BAD_SIGNATURE),
-    ("wrong-audience-collection", lambda r, a, c, v: good(a, to="collection"), CALL, DIGEST, codes.WRONG_AUDIENCE),
-    ("wrong-audience-host-group", lambda r, a, c, v: good(a, to="hostgroup:batch"), CALL, DIGEST, codes.WRONG_AUDIENCE),
-    ("wrong-audience-near-miss", lambda r, a, c, v: good(a, to="Scheduler"), CALL, DIGEST, codes.WRONG_AUDIENCE),
-    ("wrong-call", lambda r, a, c, v: good(a), "cancel", DIGEST, codes.WRONG_CALL),
-    ("wrong-arguments", lambda r, a, c, v: good(a), CALL, payload_digest({"request": {"count": 99}}), codes.WRONG_CALL),
-    ("clock-skew", lambda r, a, c, v: good(a, now=T0 + 2.5), CALL, DIGEST, codes.CLOCK_SKEW),
+    ("malformed-not-a-proof", lambda r, a, c, v: "ann says hi", CALL, DIGEST, codes.AUTH_MALFORMED),
+    ("malformed-dict-missing-fields", lambda r, a, c, v: {"user": "ann"}, CALL, DIGEST, codes.AUTH_MALFORMED),
+    ("malformed-claims-groups", lambda r, a, c, v: {**good(a).model_dump(), "groups": ["root"]}, CALL, DIGEST, codes.AUTH_MALFORMED),
+    ("malformed-user-not-text", lambda r, a, c, v: good(a).model_copy(update={"user": 7}), CALL, DIGEST, codes.AUTH_MALFORMED),
+    ("malformed-empty-audience", lambda r, a, c, v: good(a, to=""), CALL, DIGEST, codes.AUTH_MALFORMED),
+    ("malformed-audience-not-text", lambda r, a, c, v: good(a).model_copy(update={"to": None}), CALL, DIGEST, codes.AUTH_MALFORMED),
+    ("malformed-audience-too-long", lambda r, a, c, v: good(a, to="h" * 257), CALL, DIGEST, codes.AUTH_MALFORMED),
+    ("malformed-short-nonce", lambda r, a, c, v: good(a, nonce="abc"), CALL, DIGEST, codes.AUTH_MALFORMED),
+    ("malformed-digest", lambda r, a, c, v: good(a, digest="xyz"), CALL, "xyz", codes.AUTH_MALFORMED),
+    ("malformed-infinite-time", lambda r, a, c, v: good(a).model_copy(update={"expires_at": float("inf")}), CALL, DIGEST, codes.AUTH_MALFORMED),
+    ("malformed-bool-time", lambda r, a, c, v: good(a).model_copy(update={"issued_at": True}), CALL, DIGEST, codes.AUTH_MALFORMED),
+    ("malformed-expires-before-issue", lambda r, a, c, v: resign(good(a), a, expires_at=T0 - 1), CALL, DIGEST, codes.AUTH_MALFORMED),
+    ("malformed-lives-too-long", lambda r, a, c, v: good(a, ttl_s=61.0), CALL, DIGEST, codes.AUTH_MALFORMED),
+    ("malformed-signature-not-base64", lambda r, a, c, v: good(a).model_copy(update={"signature": "not base64!"}), CALL, DIGEST, codes.AUTH_MALFORMED),
+    ("malformed-signature-short", lambda r, a, c, v: good(a).model_copy(update={"signature": "AAAA"}), CALL, DIGEST, codes.AUTH_MALFORMED),
+    ("unknown-user", lambda r, a, c, v: good(keys.Credential("zed", keys.generate_private_key())), CALL, DIGEST, codes.AUTH_UNKNOWN_USER),
+    ("unknown-agent", lambda r, a, c, v: good(keys.Credential("host:h9", keys.generate_private_key())), CALL, DIGEST, codes.AUTH_UNKNOWN_USER),
+    ("bad-signature-other-key", lambda r, a, c, v: good(keys.Credential("ann", keys.generate_private_key())), CALL, DIGEST, codes.AUTH_BAD_SIGNATURE),
+    ("bad-signature-zeroed", lambda r, a, c, v: good(a).model_copy(update={"signature": "A" * 86 + "=="}), CALL, DIGEST, codes.AUTH_BAD_SIGNATURE),
+    ("wrong-audience-collection", lambda r, a, c, v: good(a, to="collection"), CALL, DIGEST, codes.AUTH_WRONG_AUDIENCE),
+    ("wrong-audience-host-group", lambda r, a, c, v: good(a, to="hostgroup:batch"), CALL, DIGEST, codes.AUTH_WRONG_AUDIENCE),
+    ("wrong-audience-near-miss", lambda r, a, c, v: good(a, to="Scheduler"), CALL, DIGEST, codes.AUTH_WRONG_AUDIENCE),
+    ("wrong-call", lambda r, a, c, v: good(a), "cancel", DIGEST, codes.AUTH_WRONG_CALL),
+    ("wrong-arguments", lambda r, a, c, v: good(a), CALL, payload_digest({"request": {"count": 99}}), codes.AUTH_WRONG_CALL),
+    ("clock-skew", lambda r, a, c, v: good(a, now=T0 + 2.5), CALL, DIGEST, codes.AUTH_CLOCK_SKEW),
     ("within-skew-is-fine", lambda r, a, c, v: good(a, now=T0 + 2.0), CALL, DIGEST, "ok"),
-    ("expired", lambda r, a, c, v: good(a, now=T0 - 40.0), CALL, DIGEST, codes.EXPIRED),
-    ("expired-just", lambda r, a, c, v: good(a, now=T0 - 32.0), CALL, DIGEST, codes.EXPIRED),
+    ("expired", lambda r, a, c, v: good(a, now=T0 - 40.0), CALL, DIGEST, codes.AUTH_EXPIRED),
+    ("expired-just", lambda r, a, c, v: good(a, now=T0 - 32.0), CALL, DIGEST, codes.AUTH_EXPIRED),
     ("expired-but-within-skew", lambda r, a, c, v: good(a, now=T0 - 31.9), CALL, DIGEST, "ok"),
-    ("replayed", _present_twice, CALL, DIGEST, codes.REPLAYED),
-    ("overloaded", _full_cache, CALL, DIGEST, codes.OVERLOADED),
+    ("replayed", _present_twice, CALL, DIGEST, codes.AUTH_REPLAYED),
+    ("overloaded", _full_cache, CALL, DIGEST, codes.AUTH_OVERLOADED),
 ]
 
 
@@ -122,27 +123,27 @@ def test_a_replayed_proof_of_a_user_since_removed_says_unknown_user(registry, an
     p = good(ann)
     assert code_of(verifier.verify(p, CALL, DIGEST)) == "ok"
     registry.remove_user("ann")
-    assert code_of(verifier.verify(p, CALL, DIGEST)) == codes.UNKNOWN_USER
+    assert code_of(verifier.verify(p, CALL, DIGEST)) == codes.AUTH_UNKNOWN_USER
 
 
 def test_a_stale_replay_says_expired(ann, clock, verifier) -> None:
     p = good(ann)
     verifier.verify(p, CALL, DIGEST)
     clock.t += 100
-    assert code_of(verifier.verify(p, CALL, DIGEST)) == codes.EXPIRED
+    assert code_of(verifier.verify(p, CALL, DIGEST)) == codes.AUTH_EXPIRED
 
 
 ORDER = [
     # (name, make, call, want): each proof is wrong in two ways; the earlier check speaks
-    ("malformed-before-unknown", lambda a: good(keys.Credential("zed", keys.generate_private_key()), nonce="x"), CALL, codes.MALFORMED),
-    ("unknown-before-bad-signature", lambda a: good(a).model_copy(update={"user": "zed"}), CALL, codes.UNKNOWN_USER),
+    ("malformed-before-unknown", lambda a: good(keys.Credential("zed", keys.generate_private_key()), nonce="x"), CALL, codes.AUTH_MALFORMED),
+    ("unknown-before-bad-signature", lambda a: good(a).model_copy(update={"user": "zed"}), CALL, codes.AUTH_UNKNOWN_USER),
     ("bad-signature-before-wrong-audience", lambda a: good(a, to="collection").model_copy(update={"nonce": "f" * 32}), CALL,
-     codes.BAD_SIGNATURE),
-    ("wrong-audience-before-wrong-call", lambda a: good(a, to="collection"), "cancel", codes.WRONG_AUDIENCE),
-    ("wrong-audience-before-expired", lambda a: good(a, to="collection", now=T0 - 100), CALL, codes.WRONG_AUDIENCE),
-    ("bad-signature-before-wrong-call", lambda a: good(a).model_copy(update={"nonce": "f" * 32}), "cancel", codes.BAD_SIGNATURE),
-    ("wrong-call-before-expired", lambda a: good(a, now=T0 - 100), "cancel", codes.WRONG_CALL),
-    ("bad-signature-before-expired", lambda a: good(a, now=T0 - 100).model_copy(update={"nonce": "f" * 32}), CALL, codes.BAD_SIGNATURE),
+     codes.AUTH_BAD_SIGNATURE),
+    ("wrong-audience-before-wrong-call", lambda a: good(a, to="collection"), "cancel", codes.AUTH_WRONG_AUDIENCE),
+    ("wrong-audience-before-expired", lambda a: good(a, to="collection", now=T0 - 100), CALL, codes.AUTH_WRONG_AUDIENCE),
+    ("bad-signature-before-wrong-call", lambda a: good(a).model_copy(update={"nonce": "f" * 32}), "cancel", codes.AUTH_BAD_SIGNATURE),
+    ("wrong-call-before-expired", lambda a: good(a, now=T0 - 100), "cancel", codes.AUTH_WRONG_CALL),
+    ("bad-signature-before-expired", lambda a: good(a, now=T0 - 100).model_copy(update={"nonce": "f" * 32}), CALL, codes.AUTH_BAD_SIGNATURE),
 ]
 
 
@@ -153,9 +154,9 @@ def test_order_of_checks(ann, verifier, make, call, want) -> None:
 
 def test_a_refused_proof_does_not_use_up_its_nonce(ann, verifier) -> None:
     p = good(ann)
-    assert code_of(verifier.verify(p, "cancel", DIGEST)) == codes.WRONG_CALL
+    assert code_of(verifier.verify(p, "cancel", DIGEST)) == codes.AUTH_WRONG_CALL
     assert code_of(verifier.verify(p, CALL, DIGEST)) == "ok"
-    assert code_of(verifier.verify(p, CALL, DIGEST)) == codes.REPLAYED
+    assert code_of(verifier.verify(p, CALL, DIGEST)) == codes.AUTH_REPLAYED
 
 
 # --- tampering: every signed field ----------------------------------------------------------
@@ -183,7 +184,7 @@ def test_changing_any_signed_field_breaks_the_signature(registry, ann, verifier,
     bad = p.model_copy(update={field: value})
     call = bad.call
     out = verifier.verify(bad, call, bad.digest)  # presented for the call it now names
-    assert code_of(out) == codes.BAD_SIGNATURE, out
+    assert code_of(out) == codes.AUTH_BAD_SIGNATURE, out
     assert code_of(verifier.verify(p, CALL, DIGEST)) == "ok"  # the original was not used up
 
 
@@ -197,27 +198,27 @@ def test_a_proof_for_one_actor_is_refused_at_another(registry, ann, clock) -> No
         if name == "hostgroup:a":
             assert code_of(out) == "ok"
         else:
-            assert code_of(out) == codes.WRONG_AUDIENCE and out.by == name and "'hostgroup:a'" in out.reason
-    assert code_of(at["hostgroup:a"].verify(p, CALL, DIGEST)) == codes.REPLAYED  # and once only where it is for
+            assert code_of(out) == codes.AUTH_WRONG_AUDIENCE and out.by == name and "'hostgroup:a'" in out.reason
+    assert code_of(at["hostgroup:a"].verify(p, CALL, DIGEST)) == codes.AUTH_REPLAYED  # and once only where it is for
 
 
 def test_a_proof_retargeted_to_another_actor_breaks_its_signature(registry, ann, clock) -> None:
     v = Verifier(registry, clock, max_ttl_s=60.0, skew_s=2.0, by="hostgroup:b")
     p = good(ann, to="hostgroup:a")
-    assert code_of(v.verify(p.model_copy(update={"to": "hostgroup:b"}), CALL, DIGEST)) == codes.BAD_SIGNATURE
-    assert code_of(v.verify(p.model_dump() | {"to": "hostgroup:b"}, CALL, DIGEST)) == codes.BAD_SIGNATURE
+    assert code_of(v.verify(p.model_copy(update={"to": "hostgroup:b"}), CALL, DIGEST)) == codes.AUTH_BAD_SIGNATURE
+    assert code_of(v.verify(p.model_dump() | {"to": "hostgroup:b"}, CALL, DIGEST)) == codes.AUTH_BAD_SIGNATURE
 
 
 def test_a_host_group_hears_the_hosts_it_carries_and_no_other(registry, ann, clock) -> None:
     v = Verifier(registry, clock, max_ttl_s=60.0, skew_s=2.0, by="hostgroup:a", audience=("n1", "n2"))
     assert [code_of(v.verify(good(ann, to=to), CALL, DIGEST)) for to in ("hostgroup:a", "n1", "n2", "n3", "hostgroup:b")] \
-        == ["ok", "ok", "ok", codes.WRONG_AUDIENCE, codes.WRONG_AUDIENCE]
+        == ["ok", "ok", "ok", codes.AUTH_WRONG_AUDIENCE, codes.AUTH_WRONG_AUDIENCE]
 
 
 def test_a_proof_for_one_call_is_refused_for_another(ann, verifier) -> None:
     p = good(ann, call="cancel", digest=payload_digest({"request_id": "r1"}))
-    assert code_of(verifier.verify(p, "cancel", payload_digest({"request_id": "r2"}))) == codes.WRONG_CALL
-    assert code_of(verifier.verify(p, "scheduleObjects", payload_digest({"request_id": "r1"}))) == codes.WRONG_CALL
+    assert code_of(verifier.verify(p, "cancel", payload_digest({"request_id": "r2"}))) == codes.AUTH_WRONG_CALL
+    assert code_of(verifier.verify(p, "scheduleObjects", payload_digest({"request_id": "r1"}))) == codes.AUTH_WRONG_CALL
     assert code_of(verifier.verify(p, "cancel", payload_digest({"request_id": "r1"}))) == "ok"
 
 
@@ -231,7 +232,7 @@ def test_groups_and_roles_are_the_registrys_not_the_callers(registry, ann, verif
     out = verifier.verify(good(ann), CALL, DIGEST)
     assert out.groups == ("genomics",) and out.roles == ("admin", "user") and out.is_admin
     claim = {**good(ann).model_dump(), "roles": ["admin"], "groups": ["root"]}
-    assert code_of(verifier.verify(claim, CALL, DIGEST)) == codes.MALFORMED  # a proof cannot even carry a claim
+    assert code_of(verifier.verify(claim, CALL, DIGEST)) == codes.AUTH_MALFORMED  # a proof cannot even carry a claim
 
 
 def test_a_proof_crossing_as_a_dict_still_verifies(ann, verifier) -> None:
@@ -255,7 +256,7 @@ def test_a_clock_stepped_back_does_not_revive_a_nonce(ann, clock, verifier) -> N
     verifier.verify(good(ann, now=clock.t), CALL, DIGEST)  # prunes p's nonce
     assert len(verifier.nonces) == 1
     clock.t = T0  # the wall clock steps back
-    assert code_of(verifier.verify(p, CALL, DIGEST)) == codes.EXPIRED
+    assert code_of(verifier.verify(p, CALL, DIGEST)) == codes.AUTH_EXPIRED
 
 
 def test_only_one_of_many_concurrent_presentations_passes(ann, verifier) -> None:
@@ -266,7 +267,7 @@ def test_only_one_of_many_concurrent_presentations_passes(ann, verifier) -> None
         t.start()
     for t in threads:
         t.join()
-    assert sorted(results) == sorted(["ok"] + [codes.REPLAYED] * 7)
+    assert sorted(results) == sorted(["ok"] + [codes.AUTH_REPLAYED] * 7)
 
 
 def test_a_restarted_verifier_refuses_proofs_from_before_it_started(registry, ann, clock) -> None:
@@ -275,7 +276,7 @@ def test_a_restarted_verifier_refuses_proofs_from_before_it_started(registry, an
     assert code_of(first.verify(p, CALL, DIGEST)) == "ok"
     clock.t += 5  # the verifier restarts, its replay cache empty
     again = Verifier(registry, clock, max_ttl_s=60.0, skew_s=2.0, accept_from=clock.t - 2.0, by=TO)
-    assert code_of(again.verify(p, CALL, DIGEST)) == codes.EXPIRED
+    assert code_of(again.verify(p, CALL, DIGEST)) == codes.AUTH_EXPIRED
     assert code_of(again.verify(good(ann, now=clock.t), CALL, DIGEST)) == "ok"
 
 
@@ -289,9 +290,9 @@ def test_verifier_rejects_nonsense_limits(registry, clock) -> None:
 
 @pytest.mark.parametrize("signer_kind, acting_for, want", [
     ("gateway", "ann", "ok"),
-    ("gateway", "nobody", codes.UNKNOWN_USER),
-    ("dashboard", "ann", codes.FORBIDDEN),
-    ("user", "ann", codes.FORBIDDEN),
+    ("gateway", "nobody", codes.AUTH_UNKNOWN_USER),
+    ("dashboard", "ann", codes.AUTH_FORBIDDEN),
+    ("user", "ann", codes.AUTH_FORBIDDEN),
 ], ids=["gateway-for-a-user", "gateway-for-a-stranger", "another-agent", "a-user"])
 def test_only_the_gateway_acts_for_a_user(registry, ann, verifier, signer_kind, acting_for, want) -> None:
     signer = registry.add_agent(signer_kind, signer_kind) if signer_kind != "user" else registry.add_user("bob")

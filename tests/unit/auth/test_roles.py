@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from legionrm.auth import codes
+from legionrm import codes
 from legionrm.auth.proof import VerifiedCaller
 from legionrm.auth.roles import (
     Allowed,
@@ -30,27 +30,27 @@ def code_of(out: Allowed | Refusal) -> str:
 
 CASES = [
     ("own-request", lambda: may_act_on(ANN, "ann"), "ok"),
-    ("someone-elses-request", lambda: may_act_on(ANN, "bob"), codes.NOT_OWNER),
-    ("admin-not-by-default", lambda: may_act_on(ADMIN, "bob"), codes.NOT_OWNER),
+    ("someone-elses-request", lambda: may_act_on(ANN, "bob"), codes.AUTH_NOT_OWNER),
+    ("admin-not-by-default", lambda: may_act_on(ADMIN, "bob"), codes.AUTH_NOT_OWNER),
     ("admin-where-allowed", lambda: may_act_on(ADMIN, "bob", admin_may=True), "ok"),
-    ("user-not-admin-even-if-allowed", lambda: may_act_on(ANN, "bob", admin_may=True), codes.NOT_OWNER),
-    ("agent-named-like-user", lambda: may_act_on(VerifiedCaller(name="host:ann", kind="host"), "host:ann"), codes.NOT_OWNER),
+    ("user-not-admin-even-if-allowed", lambda: may_act_on(ANN, "bob", admin_may=True), codes.AUTH_NOT_OWNER),
+    ("agent-named-like-user", lambda: may_act_on(VerifiedCaller(name="host:ann", kind="host"), "host:ann"), codes.AUTH_NOT_OWNER),
     ("admin-adds-users", lambda: require_admin(ADMIN, "add_user"), "ok"),
-    ("user-adds-users", lambda: require_admin(ANN, "add_user"), codes.FORBIDDEN),
-    ("owner-stops-system", lambda: require_admin(OWNER, "stop_system"), codes.FORBIDDEN),
-    ("agent-is-never-admin", lambda: require_admin(VerifiedCaller(name="scheduler:x", kind="scheduler", roles=("admin",))), codes.FORBIDDEN),
+    ("user-adds-users", lambda: require_admin(ANN, "add_user"), codes.AUTH_FORBIDDEN),
+    ("owner-stops-system", lambda: require_admin(OWNER, "stop_system"), codes.AUTH_FORBIDDEN),
+    ("agent-is-never-admin", lambda: require_admin(VerifiedCaller(name="scheduler:x", kind="scheduler", roles=("admin",))), codes.AUTH_FORBIDDEN),
     ("owner-own-host", lambda: may_change_policy(OWNER, "h1"), "ok"),
-    ("owner-other-host", lambda: may_change_policy(OWNER, "h2"), codes.NOT_OWNER),
-    ("user-any-host", lambda: may_change_policy(ANN, "h1"), codes.FORBIDDEN),
-    ("admin-is-not-an-owner", lambda: may_change_policy(ADMIN, "h1"), codes.FORBIDDEN),
-    ("owns-without-owner-role", lambda: may_change_policy(VerifiedCaller(name="x", kind="user", owns=("h1",)), "h1"), codes.FORBIDDEN),
+    ("owner-other-host", lambda: may_change_policy(OWNER, "h2"), codes.AUTH_NOT_OWNER),
+    ("user-any-host", lambda: may_change_policy(ANN, "h1"), codes.AUTH_FORBIDDEN),
+    ("admin-is-not-an-owner", lambda: may_change_policy(ADMIN, "h1"), codes.AUTH_FORBIDDEN),
+    ("owns-without-owner-role", lambda: may_change_policy(VerifiedCaller(name="x", kind="user", owns=("h1",)), "h1"), codes.AUTH_FORBIDDEN),
     ("host-writes-own-record", lambda: may_write_record(HOST, "h1"), "ok"),
     ("host-writes-own-record-of-kind", lambda: may_write_record(HOST, "h1", "host"), "ok"),
-    ("host-writes-other-record", lambda: may_write_record(HOST, "h2"), codes.WRONG_RESOURCE),
-    ("vault-writes-host-record-same-name", lambda: may_write_record(VAULT, "h1", "host"), codes.WRONG_RESOURCE),
-    ("user-writes-record", lambda: may_write_record(VerifiedCaller(name="h1", kind="user"), "h1"), codes.WRONG_RESOURCE),
-    ("admin-writes-record", lambda: may_write_record(ADMIN, "h1"), codes.WRONG_RESOURCE),
-    ("scheduler-writes-record", lambda: may_write_record(SCHED, "main"), codes.WRONG_RESOURCE),
+    ("host-writes-other-record", lambda: may_write_record(HOST, "h2"), codes.AUTH_WRONG_RESOURCE),
+    ("vault-writes-host-record-same-name", lambda: may_write_record(VAULT, "h1", "host"), codes.AUTH_WRONG_RESOURCE),
+    ("user-writes-record", lambda: may_write_record(VerifiedCaller(name="h1", kind="user"), "h1"), codes.AUTH_WRONG_RESOURCE),
+    ("admin-writes-record", lambda: may_write_record(ADMIN, "h1"), codes.AUTH_WRONG_RESOURCE),
+    ("scheduler-writes-record", lambda: may_write_record(SCHED, "main"), codes.AUTH_WRONG_RESOURCE),
 ]
 
 

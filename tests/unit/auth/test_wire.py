@@ -27,7 +27,7 @@ from legionrm.auth.keys import Credential, generate_private_key
 from legionrm.collection.collection import Collection
 from legionrm.collection.door import CollectionDoor
 from legionrm.enactor.enactor import Enactor
-from legionrm.enactor.fakes import FakeGateway
+from legionrm.enactor.fakes import FakePort
 from legionrm.hostobj.build import build_host
 from legionrm.models import (
     AccessPolicy,
@@ -42,7 +42,7 @@ from legionrm.models import (
     SchedulingRequest,
 )
 from legionrm.scheduler.door import SchedulerDoor
-from legionrm.scheduler.scheduler import Scheduler
+from legionrm.scheduler.wiring import SchedulerPorts, SchedulerSettings, wire
 from legionrm.testing import FakeClock, host
 
 
@@ -65,8 +65,10 @@ class World:
         self.collection.join(host("n1", cpus=4, memory_gb=16.0))
         self.collection.join(host("gpu1", AccessPolicy(deny_users=("visitor",)), cpus=4, memory_gb=16.0, gpus=1))
         self.collection.join(host("bigmem", AccessPolicy(allow_groups=("genomics",)), cpus=4, memory_gb=512.0))
-        self.gateway = FakeGateway.of("n1", "gpu1", "bigmem", clock=clock)
-        self.scheduler = Scheduler(self.collection, Enactor(self.gateway, clock=clock))
+        self.port = FakePort.of("n1", "gpu1", "bigmem", clock=clock)
+        self.scheduler = wire(SchedulerSettings(), SchedulerPorts(
+            collection=self.collection, enactor=lambda approve: Enactor(self.port, clock=clock, approve=approve))
+        ).scheduler
         guard = lambda by: Guard(Verifier(self.registry, time.time, by=by))  # noqa: E731
         self.door = SchedulerDoor(self.scheduler, guard("scheduler"))
         self.cdoor = CollectionDoor(self.collection, guard("collection"))

@@ -1,11 +1,11 @@
-"""The enactor core against the scripted fake gateway (no Ray)."""
+"""The enactor core against the scripted fake port (no Ray)."""
 
 from __future__ import annotations
 
 import pytest
 
 from legionrm.enactor.enactor import Enactor
-from legionrm.enactor.fakes import FakeClock, FakeGateway, FakeResource
+from legionrm.enactor.fakes import FakeClock, FakePort, FakeResource
 from legionrm.errors import EnactmentError
 from legionrm.models import (
     DeltaSchedule,
@@ -33,8 +33,8 @@ def req(*masters: MasterSchedule, create: bool = True, timeout_s: float = 30.0) 
     return EnactRequest(request_id="r1", holder=HOLDER, masters=masters, create=create, timeout_s=timeout_s)
 
 
-def gw(*names: str, clock: FakeClock | None = None, **behaviour: dict) -> FakeGateway:
-    g = FakeGateway.of(*names, clock=clock)
+def gw(*names: str, clock: FakeClock | None = None, **behaviour: dict) -> FakePort:
+    g = FakePort.of(*names, clock=clock)
     for attr, which in behaviour.items():
         for name, value in which.items():
             setattr(g.resources[name], attr, value)
@@ -45,7 +45,7 @@ def held_ids(result) -> set[str]:
     return {t.token_id for t in result.host_tokens.values()} | {t.token_id for t in result.vault_tokens.values()}
 
 
-def reserve_calls(g: FakeGateway) -> list[list[str]]:
+def reserve_calls(g: FakePort) -> list[list[str]]:
     return [ids for m, ids in g.calls if m == "reserve"]
 
 
@@ -336,12 +336,12 @@ def test_start_delta_never_moves_a_started_instance():
 
 
 @pytest.mark.parametrize("call", [1, 2, 3, 4], ids=["first-reserve", "conflict-cancel", "delta-reserve", "create"])
-def test_gateway_exception_cancels_everything(call):
+def test_port_exception_cancels_everything(call):
     g = gw("h1", "h2", "h3", "h4", refuse={"h2": "policy"})
     g.raise_on = call
     master = M(P("a", "h1"), P("b", "h2"), P("c", "h3"), deltas=((P("b", "h4"), P("c", "h4")),))
     e = Enactor(g, clock=g.clock)
-    with pytest.raises(EnactmentError, match="fake gateway broke"):
+    with pytest.raises(EnactmentError, match="fake port broke"):
         e.enact_schedule(req(master))
     assert g.live() == set()
 
@@ -358,7 +358,7 @@ def test_approver_exception_cancels_everything():
 
 
 def test_capacity_is_shared_between_keys_of_one_schedule():
-    g = FakeGateway({"h1": FakeResource("h1", capacity=2), "h2": FakeResource("h2", capacity=8)})
+    g = FakePort({"h1": FakeResource("h1", capacity=2), "h2": FakeResource("h2", capacity=8)})
     master = M(P("a", "h1", cpus=2), P("b", "h1", cpus=1), deltas=((P("b", "h2"),),))
     r = Enactor(g, clock=g.clock).enact_schedule(req(master))
     assert r.ok and r.attempts[0].failures[0].code == "capacity"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from legionrm.enactor.enactor import Enactor
 from legionrm.enactor.fakes import FakeClock
-from legionrm.enactor.gateway import InProcessGateway
+from legionrm.enactor.ports import InProcessPort
 from legionrm.hostobj import ClassObject, DenyUsers, HostGroup, HostObject, VaultObject
 from legionrm.models import (
     DeltaSchedule,
@@ -36,7 +36,7 @@ def world(clock):
     group = HostGroup("g0", hosts)
     vault = VaultObject("v1", Resources(storage_gb=100), clock=clock)
     foo = ClassObject("Foo", hosts=lambda name: group if name in group else None, vaults={"v1": vault})
-    return group, vault, foo, InProcessGateway.of([group, vault], [foo])
+    return group, vault, foo, InProcessPort.of([group, vault], [foo])
 
 
 def P(key, host, vault=None):

@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from legionrm.enactor.enactor import Enactor
-from legionrm.enactor.fakes import FakeClock, FakeGateway, FakeResource
+from legionrm.enactor.fakes import FakeClock, FakePort, FakeResource
 from legionrm.errors import EnactmentError
 from legionrm.models import (
     DeltaSchedule,
@@ -56,7 +56,7 @@ def world(draw):
             dead=draw(st.booleans().map(lambda b: b and draw(st.integers(0, 4)) == 0)),
             veto_start=draw(st.sampled_from([None, None, None, "policy.start"])) if name in HOSTS else None,
         )
-    g = FakeGateway(resources, clock=clock)
+    g = FakePort(resources, clock=clock)
     g.raise_on = draw(st.sampled_from([None, None, None, 1, 2, 3, 5, 8]))
     tick = draw(st.sampled_from([0.0, 0.0, 4.0]))  # time passing per reserve round
     g.before_reserve = lambda rq: clock.advance(tick)
@@ -112,7 +112,7 @@ def test_deterministic(data):
     outs = []
     for _ in range(2):
         g, clock, _, _ = seed_world
-        fresh = FakeGateway(
+        fresh = FakePort(
             {n: FakeResource(r.name, r.capacity, r.refuse, r.veto_start, r.dead) for n, r in g.resources.items()},
             clock=FakeClock(),
         )

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from legionrm import codes
 from legionrm.enactor.enactor import Enactor
-from legionrm.enactor.fakes import FakeClock, FakeGateway
-from legionrm.enactor.held import MISSING
+from legionrm.enactor.fakes import FakeClock, FakePort
 from legionrm.models import (
     EnactRequest,
     Holder,
@@ -21,7 +21,7 @@ from legionrm.models import (
 HOLDER = Holder(user="alice", enactor="scheduler")
 
 
-def reserved(gw: FakeGateway, hosts: tuple[str, ...]) -> ReservedStart:
+def reserved(gw: FakePort, hosts: tuple[str, ...]) -> ReservedStart:
     """What the Scheduler keeps after an enactment with ``create=False``."""
     master = MasterSchedule(placements=tuple(
         Placement(key=f"W#{i}", class_name="W", host=h, resources=Resources(cpus=1)) for i, h in enumerate(hosts)))
@@ -36,11 +36,11 @@ def reserved(gw: FakeGateway, hosts: tuple[str, ...]) -> ReservedStart:
     pytest.param("all-start", True, 2, None, id="all-start"),
     pytest.param("veto", False, 0, "policy.veto", id="one-host-vetoes"),
     pytest.param("expired", False, 0, "token.expired", id="tokens-expired"),
-    pytest.param("missing", False, 1, MISSING, id="a-token-missing"),  # the token it was not given times out
+    pytest.param("missing", False, 1, codes.TOKEN_MISSING, id="a-token-missing"),  # the token it was not given times out
 ])
 def test_a_reserved_start_is_all_or_nothing(case: str, ok: bool, started_left: int, code: str | None) -> None:
     clock = FakeClock()
-    gw = FakeGateway.of("a", "b", clock=clock)
+    gw = FakePort.of("a", "b", clock=clock)
     held = reserved(gw, ("a", "b"))
     if case == "veto":
         gw.resources["b"].veto_start = "policy.veto"
@@ -59,7 +59,7 @@ def test_a_reserved_start_is_all_or_nothing(case: str, ok: bool, started_left: i
 
 
 def test_release_cancels_every_token_and_starts_nothing() -> None:
-    gw = FakeGateway.of("a", "b")
+    gw = FakePort.of("a", "b")
     held = reserved(gw, ("a", "b"))
     result = Enactor(gw).start_reserved(held.model_copy(update={"release": True}))
     assert (result.ok, result.reservations_released) == (False, 2)

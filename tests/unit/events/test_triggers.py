@@ -187,7 +187,7 @@ def test_a_user_subscribes_to_their_own_work_only_and_an_admin_to_all() -> None:
         register(w.mallory, alice_instance, Recorder())  # alice's object
     with pytest.raises(SchedulingError, match="no request or object"):
         register(w.mallory, "nosuch", Recorder())
-    assert w.submit(w.mallory, "m1").ok  # (the fake gateway may give it the same instance ids)
+    assert w.submit(w.mallory, "m1").ok  # (the fake port may give it the same instance ids)
     snoop, admin = Recorder(), Recorder()
     register(w.mallory, EVERY, snoop)  # everything mallory may see: her own work only
     register(w.ops, EVERY, admin)
@@ -227,7 +227,7 @@ def test_a_restarted_scheduler_streams_each_requests_past_from_its_book(tmp_path
     """The stream a restarted Scheduler gives of an old request is the one the
     live Scheduler gave (statuses, objects, reasons, times, in order), and a
     live event after the restart follows it (a cursor from the past still works)."""
-    from legionrm.scheduler.build import pool_gate
+    from legionrm.scheduler.wiring import pool_gate
     from legionrm.state import RequestStore
     from tests.unit.scheduler.test_lifecycle import cluster, req
     from tests.unit.scheduler.test_restart import restarted
@@ -274,7 +274,7 @@ def test_seeding_keeps_a_live_stream_and_the_bounds() -> None:
 def test_a_cursor_from_before_a_restart_neither_repeats_nor_skips(tmp_path) -> None:
     """A follower's cursor from the live Scheduler, asked of the restarted one,
     gives exactly what happened after it (the restart's own moves included)."""
-    from legionrm.scheduler.build import pool_gate
+    from legionrm.scheduler.wiring import pool_gate
     from legionrm.state import RequestStore
     from tests.unit.scheduler.test_lifecycle import cluster, req
     from tests.unit.scheduler.test_restart import restarted

@@ -1,10 +1,11 @@
 """Each file command's whole offline path, from a file on disk: load, check,
 and run what the command runs (a few cycles, one placement cycle, one
-admission cycle).  Used by the fuzz tests and the table of known bad files."""
+admission cycle), returning what it computed.  Used by the fuzz tests and the
+table of known bad files.  Files are written under the directory
+:func:`use_dir` names (``conftest.py`` gives it one under pytest's tmp path)."""
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -14,26 +15,32 @@ from legionrm.request_file import load_request
 from legionrm.scheduler import fairshare, placement
 from legionrm.scheduler.pools import run_file
 
-_DIR = Path(tempfile.mkdtemp(prefix="legionrm-fuzz-"))
+_dir: list[Path] = []  # the one directory files are written to, once use_dir has named it
+
+
+def use_dir(path: Path) -> None:
+    """Write every later file under ``path``."""
+    _dir[:] = [path]
 
 
 def write(text: str, name: str = "f.toml") -> str:
-    p = _DIR / name
+    if not _dir:
+        raise RuntimeError("no directory for fuzz files: call loaders.use_dir first (conftest.py does)")
+    p = _dir[0] / name
     p.write_text(text, encoding="utf-8", errors="surrogatepass")
     return str(p)
 
 
-def simulate(path: str) -> None:
-    sc = fairshare.load_scenario(path)
-    fairshare.run(sc, 3)
+def simulate(path: str) -> list[fairshare.CycleResult]:
+    return fairshare.run(fairshare.load_scenario(path), 3)
 
 
-def place(path: str) -> None:
-    placement.run_scenario(placement.load_scenario(path))
+def place(path: str) -> dict[str, placement.PlacementResult]:
+    return placement.run_scenario(placement.load_scenario(path))[1]
 
 
-def pools(path: str) -> None:
-    run_cluster(path) if is_cluster_file(path) else run_file(path)
+def pools(path: str) -> dict[str, object]:
+    return run_cluster(path) if is_cluster_file(path) else run_file(path)
 
 
 LOADERS: dict[str, Callable[[str], object]] = {

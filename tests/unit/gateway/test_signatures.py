@@ -9,10 +9,10 @@ from typing import Any
 import httpx
 import pytest
 
+from legionrm.auth.guard import ReloadingRegistry
 from legionrm.auth.registry import Registry
 from legionrm.client.signing import RequestSigner
 from legionrm.gateway.signatures import (
-    FreshRegistry,
     RateLimit,
     Refused,
     SignatureCheck,
@@ -35,7 +35,7 @@ def world(tmp_path) -> dict[str, Any]:
     reg = Registry(tmp_path)
     keys = {name: reg.add_user(name).private_key for name in ("ann", "bob")}
     clock = Clock()
-    check = SignatureCheck(FreshRegistry(Registry(tmp_path)), clock=clock, rate=RateLimit(rate=0.001, burst=3))
+    check = SignatureCheck(ReloadingRegistry(Registry(tmp_path)), clock=clock, rate=RateLimit(rate=0.001, burst=3))
     return {"registry": reg, "keys": keys, "clock": clock, "check": check}
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from legionrm.errors import ConfigError
-from legionrm.hostobj import build_class, build_host, build_vault, codes
+from legionrm import codes
+from legionrm.hostobj import build_class, build_host, build_vault
 from legionrm.hostobj.classobj import ClassObject, ClassPolicy
 from legionrm.hostobj.group import HostGroup
 from legionrm.hostobj.host import HostObject

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from legionrm.hostobj import codes
+from legionrm import codes
 from legionrm.hostobj.classobj import ClassObject, ClassPolicy
 from legionrm.hostobj.group import HostGroup
 from legionrm.hostobj.host import HostObject

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from legionrm.hostobj.durable import Keeper, restore, snapshot
+from legionrm.hostobj.durable import Keeper
 from legionrm.hostobj.host import HostObject
 from legionrm.models import Holder, InstanceRef, ReservationRequest, ReservationToken, Resources
 from legionrm.state import HostStore
@@ -62,9 +62,9 @@ def test_the_serial_survives_even_when_the_reservations_are_gone(tmp_path: Path)
         t = old.make_reservation(ask(f"r{k}"))
         ids.add(t.token_id)
         old.cancel_reservation(t)
-    body = snapshot(old)
+    body = old.durable_state()
     new = host(clock)
-    restore(new, body)
+    new.restore_durable(body)
     new.retain_s = 0
     clock.t += 120  # the old records are forgotten: a request id asked again is a new grant
     for k in range(5):
@@ -78,7 +78,7 @@ def test_reservations_that_came_due_while_down_expire_at_once() -> None:
     old = host(clock)
     old.make_reservation(ask("r1", timeout_s=5))
     new = host(clock)
-    restore(new, snapshot(old))
+    new.restore_durable(old.durable_state())
     clock.t += 10
     assert new.reservations() == []
 
@@ -88,7 +88,7 @@ def test_a_body_of_another_host_is_ignored() -> None:
     old = host(clock, "other")
     old.make_reservation(ask("r1", resource="other"))
     new = host(clock)
-    assert restore(new, snapshot(old)) == 0 and new.reservations() == []
+    assert new.restore_durable(old.durable_state()) == 0 and new.reservations() == []
 
 
 def test_abandoned_grants_are_cancelled_by_request_id_or_prefix() -> None:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from legionrm.hostobj import codes
+from legionrm import codes
 from legionrm.hostobj.host import HostObject
 from legionrm.hostobj.policies import ADMIT, AllOf, DenyUsers, LoadCeiling, Verdict
 from legionrm.models import (

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from legionrm.hostobj import codes
+from legionrm import codes
+from legionrm.collection.collection import Collection
 from legionrm.hostobj.group import HostGroup
 from legionrm.hostobj.host import HostObject
 from legionrm.hostobj.policies import DenyUsers
@@ -128,8 +129,7 @@ def test_group_is_a_host_port() -> None:
 
 
 def test_a_group_feeds_the_real_collection() -> None:
-    coll = __import__("pytest").importorskip("legionrm.collection.collection")
-    c = coll.Collection()
+    c = Collection()
     g = group(Clock(), sink=c)
     g.heartbeat()
     g.make_reservations([req("n1", "a", 2)])

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from legionrm.errors import ConfigError
-from legionrm.hostobj import codes
+from legionrm import codes
 from legionrm.hostobj.host import HostObject
 from legionrm.hostobj.policies import (
     ADMIT,

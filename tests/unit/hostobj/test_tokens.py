@@ -6,7 +6,8 @@ from typing import Callable
 
 import pytest
 
-from legionrm.hostobj import codes, tokens
+from legionrm import codes
+from legionrm.hostobj import tokens
 from legionrm.hostobj.host import HostObject
 from legionrm.models import (
     Holder,

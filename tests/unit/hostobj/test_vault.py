@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from legionrm.hostobj import codes
+from legionrm import codes
 from legionrm.hostobj.policies import ADMIT
 from legionrm.hostobj.vault import VaultObject
 from legionrm.models import (
@@ -129,11 +129,11 @@ def test_vault_token_rules(spoil, code: str) -> None:
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from legionrm.objstate import GB, DirectoryStore, MemoryStore  # noqa: E402
+from legionrm.objstate import GB, DirectoryShelf, MemoryShelf  # noqa: E402
 
 
-def small_vault(store=None, **kw) -> VaultObject:
-    return VaultObject("v1", Resources(storage_gb=1000 / GB), serves=("batch*",), clock=Clock(), store=store, **kw)
+def small_vault(shelf=None, **kw) -> VaultObject:
+    return VaultObject("v1", Resources(storage_gb=1000 / GB), serves=("batch*",), clock=Clock(), shelf=shelf, **kw)
 
 
 @pytest.mark.parametrize("size, host, quota, code", [
@@ -172,8 +172,8 @@ def test_replacing_a_state_accounts_only_the_new_bytes_and_a_refused_one_keeps_t
 
 
 def test_a_vault_books_the_state_it_finds_in_its_directory(tmp_path) -> None:
-    small_vault(DirectoryStore(tmp_path)).put_state("obj1", b"x" * 300, "ann")
-    again = small_vault(DirectoryStore(tmp_path))
+    small_vault(DirectoryShelf(tmp_path)).put_state("obj1", b"x" * 300, "ann")
+    again = small_vault(DirectoryShelf(tmp_path))
     assert again.stored() == {"obj1": 300} and again.state_owner("obj1") == "?"
     assert again.put_state("obj2", b"y" * 800, "bob").code == codes.CAPACITY
 
@@ -187,15 +187,15 @@ def test_bad_state_puts_are_invalid(oid, data) -> None:
 @given(st.lists(st.tuples(st.sampled_from(["o1", "o2", "o3"]), st.sampled_from(["ann", "bob"]),
                           st.integers(0, 700) | st.none()), max_size=25))
 def test_bytes_accounted_equal_bytes_stored(ops) -> None:
-    store = MemoryStore()
-    v = small_vault(store, quota_gb=800 / GB)
+    shelf = MemoryShelf()
+    v = small_vault(shelf, quota_gb=800 / GB)
     for oid, user, size in ops:
         if size is None:
             v.delete_state(oid)
         else:
             v.put_state(oid, b"z" * size, user)
-        held = sum(store.list().values())
-        assert v.stored() == store.list()
+        held = sum(shelf.list().values())
+        assert v.stored() == shelf.list()
         assert v.dynamic_attributes()["stored_bytes"] == held
         assert abs(float(v.calendar.usage_at(v.now())[0]) * GB - held) < 1e-3  # the calendar books exactly them
         assert held <= 1000

@@ -3,7 +3,7 @@
 For every generated (expression, table) pair and every row, the vectorized
 engine's value equals the per-record engine's value (same kind, same value,
 NaN equal to NaN) and ``mask()`` equals ``[matches(row) for row]``.  Tables
-come both from StaticTable and from the store's snapshots, with columns that
+come both from StaticTable and from the attribute table's snapshots, with columns that
 are uniform (fast paths) or mixed with undefined cells (general paths).
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from legionrm.collection.store import AttributeStore
+from legionrm.collection.table import AttributeTable
 from legionrm.errors import MILTypeError
 from legionrm.mil import StaticTable, compile_query, format_value, same_value
 from legionrm.mil import values as V
@@ -129,11 +129,11 @@ def _check(text: str, rows: list[dict]) -> None:
         assume(False)
         return
     static = StaticTable.from_records(rows)
-    store = AttributeStore(capacity=2)
+    table = AttributeTable(capacity=2)
     for k, r in enumerate(rows):
-        store.upsert(f"h{k}", {"a": "junk", "c": 1})  # then replaced: exercises the store's paths
-        store.upsert(f"h{k}", r, replace=True)
-    snap = store.snapshot()
+        table.upsert(f"h{k}", {"a": "junk", "c": 1})  # then replaced: exercises the table's paths
+        table.upsert(f"h{k}", r, replace=True)
+    snap = table.snapshot()
     for table in (static, snap):
         names = [str(x) for x in table.names]
         by_name = {f"r{k}": r for k, r in enumerate(rows)} | {f"h{k}": r for k, r in enumerate(rows)}

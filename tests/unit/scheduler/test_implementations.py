@@ -9,7 +9,7 @@ import pytest
 
 from legionrm.config import load_cluster as parse_cluster
 from legionrm.errors import ConfigError
-from legionrm.hostobj import codes
+from legionrm import codes
 from legionrm.inprocess import LocalSystem
 from legionrm.models import ClassSpec, ClusterSpec, HostSpec, Identity, ImplementationSpec, ObjectRequest, SchedulingRequest
 from legionrm.testing import FakeClock

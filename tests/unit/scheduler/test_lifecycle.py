@@ -23,8 +23,8 @@ from legionrm.models import (
 )
 from legionrm.models.cluster import PoolResourceSpec
 from legionrm.scheduler.audit import audit, views_of
-from legionrm.scheduler.build import pool_gate
 from legionrm.scheduler.requests import ALLOWED, RequestBook, queue_order
+from legionrm.scheduler.wiring import pool_gate
 from legionrm.testing import FakeClock
 
 
@@ -107,7 +107,7 @@ def test_cancel_a_running_and_a_pending_request_books_everything_back() -> None:
     assert s.scheduler.cancel("wait").state == "cancelled"
     assert s.scheduler.cancel("run").state == "cancelled"
     assert all(not h.list_instances() for h in hosts(s))
-    assert s.scheduler.pools.held() == {}
+    assert s.scheduler.accounts.pools.held() == {}
     assert books_balance(s) == []
     assert s.scheduler.cancel("run").state == "cancelled"  # idempotent
     with pytest.raises(SchedulingError):
@@ -141,7 +141,7 @@ def test_a_host_that_disappears_loses_its_instances() -> None:
     s.tick()
     info = s.scheduler.request_info("a")
     assert info.state == "failed" and info.instances[0].state == "lost"
-    assert s.scheduler.pools.held() == {}
+    assert s.scheduler.accounts.pools.held() == {}
 
 
 def test_history_records_each_transition_with_time_and_reason() -> None:
@@ -158,7 +158,7 @@ def test_history_records_each_transition_with_time_and_reason() -> None:
 def test_the_auditor_sees_what_leaked() -> None:
     s, _ = system()
     r = s.scheduler.scheduleObjects(req("a"))
-    s.scheduler.pools.release("a")  # a bug that gives back too early
+    s.scheduler.accounts.pools.release("a")  # a bug that gives back too early
     assert any("pool.allocation" in f for f in books_balance(s))
     inst = r.instances[0]
     s.host(inst.host).stop_object(inst.instance_id, "behind the scheduler's back")
@@ -224,7 +224,7 @@ def test_the_books_balance_after_every_step(ops) -> None:
     for i in s.scheduler.list_requests():
         s.scheduler.cancel(i.id)
     assert books_balance(s) == []
-    assert s.scheduler.pools.held() == {}
+    assert s.scheduler.accounts.pools.held() == {}
     assert all(not h.list_instances() and not h.reservations() for h in hosts(s))
     assert all(i.state in ("completed", "failed", "cancelled") for i in s.scheduler.list_requests())
 
@@ -232,15 +232,15 @@ def test_the_books_balance_after_every_step(ops) -> None:
 def test_pools_follow_the_cluster_as_hosts_leave_and_join() -> None:
     s, clock = system(hosts=2, cpus=4)
     s.tick()
-    assert s.scheduler.pools.capacity["cpu"] == 8
+    assert s.scheduler.accounts.pools.capacity["cpu"] == 8
     s.collection.vary_off("h1")
     s.tick()
-    assert s.scheduler.pools.capacity["cpu"] == 4
+    assert s.scheduler.accounts.pools.capacity["cpu"] == 4
     r = s.scheduler.scheduleObjects(req("two", count=2, cpus=4))
     assert r.state == "pending"  # h1 may come back: the request waits for it
     s.collection.vary_on("h1")
     s.tick()
-    assert s.scheduler.pools.capacity["cpu"] == 8
+    assert s.scheduler.accounts.pools.capacity["cpu"] == 8
     assert states(s) == {"two": "running"}
 
 

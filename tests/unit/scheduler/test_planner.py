@@ -13,7 +13,7 @@ from legionrm.models import (
     ObjectRequest,
     SchedulingRequest,
 )
-from legionrm.scheduler.pipeline import HostTable
+from legionrm.scheduler.planning.pipeline import HostTable
 from legionrm.scheduler.planner import Planner, assign
 from legionrm.testing import FakeClock, host, vault
 

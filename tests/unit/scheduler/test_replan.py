@@ -12,10 +12,10 @@ from legionrm.models import (
     HostSpec,
     Identity,
     ObjectRequest,
+    SchedulerSettings,
     SchedulingRequest,
 )
-from legionrm.scheduler.pipeline import AvoidFilter, HostTable, PlanContext
-from legionrm.scheduler.planner import Planner
+from legionrm.scheduler.planning.pipeline import AvoidFilter, HostTable, PlanContext
 from legionrm.testing import FakeClock
 
 
@@ -39,9 +39,7 @@ def system() -> LocalSystem:
                HostSpec(name="h1", attributes={"cpus": 4, "memory_gb": 16})),
         classes=(ClassSpec(name="W"),),
     )
-    s = LocalSystem(spec, clock=FakeClock())
-    s.scheduler.planner = Planner({"W": spec.classes[0]}, max_masters=1, max_deltas=0, clock=s.clock)
-    return s
+    return LocalSystem(spec, clock=FakeClock(), settings=SchedulerSettings(cluster=spec, max_masters=1, max_deltas=0))
 
 
 def req(rid: str, replans: int = 1) -> SchedulingRequest:

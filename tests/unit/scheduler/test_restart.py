@@ -5,24 +5,21 @@ pools again, and stops instances nobody knows."""
 from __future__ import annotations
 
 from legionrm.inprocess import LocalSystem
-from legionrm.models import InstanceRef
+from legionrm.models import InstanceRef, SchedulerSettings
 from legionrm.scheduler.audit import audit, views_of
-from legionrm.scheduler.build import pool_gate
-from legionrm.scheduler.recovery import orphans
 from legionrm.scheduler.scheduler import Scheduler
+from legionrm.scheduler.watch import orphans
+from legionrm.scheduler.wiring import pool_gate, wire
 from legionrm.state import RequestStore
 from legionrm.testing import FakeClock
 from tests.unit.scheduler.test_lifecycle import cluster, hosts, req
 
 
 def restarted(s: LocalSystem, store: RequestStore) -> Scheduler:
-    """A new Scheduler over the same collaborators and store, as a restart makes one."""
-    old = s.scheduler
-    new = Scheduler(old.getCollection(), old.getEnactor(), old.planner, pool_gate(s.spec), shares=old.shares,
-                    stopper=old.stopper, watch=old.watch, clock=old.clock, store=store)
-    s.scheduler = new
-    s.enactor.approve = new.approve
-    return new
+    """A new Scheduler over the same resources and ``store``, as a restart makes one (fresh pools and allotments)."""
+    wired = wire(SchedulerSettings(cluster=s.spec), s.scheduler_ports(pool_gate(s.spec), store))
+    s.scheduler, s.mobility, s.enactor = wired.scheduler, wired.mobility, wired.scheduler.getEnactor()
+    return wired.scheduler
 
 
 def test_a_restarted_scheduler_knows_its_requests_and_charges_them_again(tmp_path) -> None:
@@ -36,7 +33,7 @@ def test_a_restarted_scheduler_knows_its_requests_and_charges_them_again(tmp_pat
     new = restarted(s, RequestStore(tmp_path / "requests.db"))
     after = {i.id: (i.state, i.reason, len(i.history)) for i in new.list_requests()}
     assert after == before
-    assert set(new.pools.held()) == {"run"}  # the fresh pools charged again
+    assert set(new.accounts.pools.held()) == {"run"}  # the fresh pools charged again
     assert [f for f in audit(new, views_of(hosts(s))) if f.code != "class.count"] == []
     clock.advance(101)
     s.tick()
@@ -86,7 +83,7 @@ def test_a_reserved_request_survives_a_restart_with_its_tokens_and_starts_at_its
                               walltime_s=60, objects=(ObjectRequest(class_name="W", cpus=4, memory_gb=1),))
     assert s.scheduler.scheduleObjects(ahead).state == "reserved"
     new = restarted(s, RequestStore(tmp_path / "r.db"))
-    assert new.request_info("ahead").state == "reserved" and set(new.pools.held()) == {"ahead"}
+    assert new.request_info("ahead").state == "reserved" and set(new.accounts.pools.held()) == {"ahead"}
     assert [f for f in audit(new, views_of(hosts(s))) if f.code != "class.count"] == []
     clock.advance(3600)
     s.tick()

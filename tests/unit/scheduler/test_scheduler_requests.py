@@ -1,6 +1,6 @@
 """scheduleObjects with several object requests, activation of existing
 objects, and the scheduler's confirmation: the Scheduler core over a
-Collection and the Enactor on the scripted fake gateway (no Ray)."""
+Collection and the Enactor on the scripted fake port (no Ray)."""
 
 from __future__ import annotations
 
@@ -8,32 +8,34 @@ import pytest
 
 from legionrm.collection.collection import Collection
 from legionrm.enactor.enactor import Enactor
-from legionrm.enactor.fakes import FakeGateway
+from legionrm.enactor.fakes import FakePort
 from legionrm.models import (
     Identity,
     ObjectRequest,
     ReservationRequest,
     SchedulingRequest,
 )
-from legionrm.scheduler.scheduler import Scheduler
+from legionrm.scheduler.wiring import SchedulerPorts, SchedulerSettings, wire
 from legionrm.testing import FakeClock, host
 
 ALICE = Identity(user="alice")
 
 
 class Rig:
-    """Three 8-cpu hosts known to the Collection and carried by the fake gateway."""
+    """Three 8-cpu hosts known to the Collection and carried by the fake port."""
 
     def __init__(self) -> None:
         clock = FakeClock()
         self.collection = Collection(clock=clock)
         for n in ("n1", "n2", "n3"):
             self.collection.join(host(n, cpus=8, memory_gb=32.0))
-        self.gateway = FakeGateway.of("n1", "n2", "n3", clock=clock)
+        self.port = FakePort.of("n1", "n2", "n3", clock=clock)
         self.asked: list[ReservationRequest] = []
-        self.gateway.before_reserve = self.asked.extend
-        self.enactor = Enactor(self.gateway, clock=clock)
-        self.scheduler = Scheduler(self.collection, self.enactor)
+        self.port.before_reserve = self.asked.extend
+        self.scheduler = wire(SchedulerSettings(), SchedulerPorts(
+            collection=self.collection, enactor=lambda approve: Enactor(self.port, clock=clock, approve=approve))
+        ).scheduler
+        self.enactor = self.scheduler.getEnactor()
 
 
 def req(rid: str, *objs: ObjectRequest, activate: tuple[str, ...] = ()) -> SchedulingRequest:
@@ -63,13 +65,13 @@ def test_each_object_request_reserves_for_its_own_walltime(objects, durations) -
 def test_each_object_request_creates_with_its_own_args() -> None:
     rig = Rig()
     seen: dict[str, dict] = {}
-    create = rig.gateway.create_instances
+    create = rig.port.create_instances
 
     def spy(items):
         seen.update({it.key: dict(it.args) for it in items})
         return create(items)
 
-    rig.gateway.create_instances = spy  # type: ignore[method-assign]
+    rig.port.create_instances = spy  # type: ignore[method-assign]
     r = rig.scheduler.scheduleObjects(req(
         "r1", ObjectRequest(class_name="W", cpus=1, args={"role": "head"}),
         ObjectRequest(class_name="W", count=2, cpus=1, args={"role": "worker"}),
@@ -95,7 +97,7 @@ def test_activation_of_existing_objects(activate, with_object, ok, failed) -> No
     running = first.instances[0].instance_id
     names = tuple(running if a == "running" else a for a in activate)
     objects = (ObjectRequest(class_name="W", cpus=1),) if with_object else ()
-    before = len(rig.gateway.live())
+    before = len(rig.port.live())
     r = rig.scheduler.scheduleObjects(req("r1", *objects, activate=names))
     assert r.ok is ok, r.message
     assert [f.key for f in r.failures] == failed
@@ -105,13 +107,13 @@ def test_activation_of_existing_objects(activate, with_object, ok, failed) -> No
         assert running in {i.instance_id for i in r.instances}
         assert len(r.instances) == 1 + len(objects)
     else:
-        assert len(rig.gateway.live()) == before  # nothing reserved or started for a request that failed
+        assert len(rig.port.live()) == before  # nothing reserved or started for a request that failed
 
 
 def test_the_scheduler_confirms_the_schedules_of_its_own_requests() -> None:
     rig = Rig()
     seen = []
-    approve = rig.scheduler.approve
+    approve = rig.scheduler.enactment.approve
     rig.enactor.approve = lambda p: seen.append(p.request_id) or approve(p)
     assert rig.scheduler.scheduleObjects(req("r1", ObjectRequest(class_name="W", count=2, cpus=1))).ok
     assert seen == ["r1"]
@@ -135,8 +137,8 @@ def test_the_scheduler_declines_what_it_did_not_ask_for(rid, keys, code) -> None
     def intercept(p: ScheduleProposal):
         bogus = ScheduleProposal(request_id=rid, master=0,
                                  placements=tuple(Placement(key=k, class_name="W", host="n1") for k in keys))
-        verdicts.append(rig.scheduler.approve(bogus))
-        return rig.scheduler.approve(p)
+        verdicts.append(rig.scheduler.enactment.approve(bogus))
+        return rig.scheduler.enactment.approve(p)
 
     rig.enactor.approve = intercept
     assert rig.scheduler.scheduleObjects(req("r1", ObjectRequest(class_name="W", count=2, cpus=1))).ok

@@ -169,4 +169,4 @@ def test_allotment_is_charged_until_the_instances_end(system: LocalSystem) -> No
 def test_a_refused_plan_gives_the_allotment_back(system: LocalSystem) -> None:
     r = system.scheduler.scheduleObjects(
         req("c4", ObjectRequest(class_name="Worker", count=2, cpus=999, memory_gb=8, ducc_class="fixed"), user="carol"))
-    assert not r.ok and system.scheduler.shares is not None and system.scheduler.shares.used_gb("carol") == 0
+    assert not r.ok and system.scheduler.accounts.shares is not None and system.scheduler.accounts.shares.used_gb("carol") == 0

@@ -1,6 +1,6 @@
 """The elastic scheduling cycle on a small in-process cluster: real host objects
 (calendars, signed tokens, owner policies) in a host group, the Collection, the
-Enactor over the in-process gateway, and the DUCC core."""
+Enactor over the in-process port, and the DUCC core."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from legionrm.collection.collection import Collection
 from legionrm.enactor.enactor import Enactor
-from legionrm.enactor.gateway import InProcessGateway
+from legionrm.enactor.ports import InProcessPort
 from legionrm.errors import EnactmentError, SchedulingError
 from legionrm.hostobj import ClassObject, DenyUsers, HostGroup, HostObject
 from legionrm.models import CycleReport, ElasticJobRequest, Refusal, Resources
@@ -76,14 +76,14 @@ def world(hosts: int = 4, memory_gb: float = 32, cpus: float = 64, settings: RmS
     coll = Collection(clock=clock, heartbeat_interval_s=5, stale_after=3)
     hs = [
         Owner(f"h{i}", Resources(cpus=cpus, memory_gb=memory_gb), clock=clock, policy=(policies or {}).get(f"h{i}"),
-              attributes={"host_group": "g0"})  # placements carry the group: the gateway routes by it
+              attributes={"host_group": "g0"})  # placements carry the group: the port routes by it
         for i in range(1, hosts + 1)
     ]
     group = HostGroup("g0", hs, sink=coll)
     group.join()
     carrier = lambda n: group if n in group else None  # noqa: E731
     worker = ClassObject("Worker", hosts=carrier)
-    enactor = Enactor(InProcessGateway.of([group], [worker]), clock=clock)
+    enactor = Enactor(InProcessPort.of([group], [worker]), clock=clock)
     core = DuccCore(settings, [], classes or [ResourceClassSpec("normal", policy="FAIR_SHARE")])
     cycle = ElasticCycle(core, enactor, HostStopper(carrier, {"Worker": worker}), coll, clock=clock, interval_s=10)
     return World(clock, coll, group, worker, core, cycle)
@@ -404,7 +404,7 @@ def test_class_refusing_the_user_is_reported() -> None:
 
 class BrokenEnactor:
     def enact_schedule(self, schedules):
-        raise EnactmentError("gateway down")
+        raise EnactmentError("port down")
 
 
 def test_a_failing_enactor_drops_the_new_processes_and_the_cycle_goes_on() -> None:

@@ -66,14 +66,14 @@ def restart(w: World, path: Path, gate: Gate) -> int:
 def book(w: World) -> dict:
     """What must survive: jobs (request, class, age), processes (share -> job, instance, host),
     investments, and the core's shares on their machines."""
-    c = w.cycle
+    c = w.cycle.ledger
     return {
-        "jobs": {j: (e.request, e.ducc_class, w.core.jobs[j].submit) for j, e in c._jobs.items()},
-        "shares": {sid: (job, inst.instance_id, inst.host) for sid, (job, inst) in c._inst.items()
-                   if c._core_share(sid) is not None},
+        "jobs": {j: (e.request, e.ducc_class, w.core.jobs[j].submit) for j, e in c.jobs.items()},
+        "shares": {sid: (job, inst.instance_id, inst.host) for sid, (job, inst) in c.inst.items()
+                   if c.share(w.core, sid) is not None},
         "core": {sid: (s.job, s.machine, s.investment_ms) for j in w.core.jobs.values() for sid, s in j.shares.items()},
         # to be stopped: the stops owed, and the processes the core dropped (the next cycle reaps them)
-        "stopping": set(c._owed) | {i.instance_id for sid, (_, i) in c._inst.items() if c._core_share(sid) is None},
+        "stopping": set(c.owed) | {i.instance_id for sid, (_, i) in c.inst.items() if c.share(w.core, sid) is None},
     }
 
 
@@ -129,10 +129,10 @@ def test_a_completed_job_and_a_stop_that_failed_are_finished_after_the_restart(t
     w.cycle.submit(job("b", "bob"))
     w.run(2)
     assert w.cycle.complete("a")  # written down; the dead cycle never stopped its processes
-    a_procs = {i for i, sid in w.cycle._share_of.items() if w.cycle._inst[sid][0] == "a"}
+    a_procs = {i for i, sid in w.cycle.ledger.share_of.items() if w.cycle.ledger.inst[sid][0] == "a"}
     assert gate.charged == {"elastic:b": 4}
     restart(w, path, gate)
-    assert "a" not in w.cycle._jobs and a_procs == set(w.cycle._owed)
+    assert "a" not in w.cycle.ledger.jobs and a_procs == set(w.cycle.ledger.owed)
     r = w.run()
     assert {c.instance_id for c in r.shrank} == a_procs and not a_procs & running(w)
     assert len(ElasticStore(path).load()) == 1  # a's row went with its last process
@@ -179,13 +179,13 @@ def test_any_history_then_a_restart_gives_the_same_book(tmp_path_factory, ops) -
     path, gate = tmp_path_factory.mktemp("book") / "s.db", Gate()
     w = booted(path, gate, hosts=2, memory_gb=16)
     for op, a, b in ops:
-        if op == "submit" and a not in w.cycle._jobs and a not in w.core.jobs:
+        if op == "submit" and a not in w.cycle.ledger.jobs and a not in w.core.jobs:
             w.cycle.submit(job(a, b))
         elif op == "run":
             w.run(a)
         elif op == "complete":
             w.cycle.complete(a)
-        elif op == "cap" and a in w.cycle._jobs:
+        elif op == "cap" and a in w.cycle.ledger.jobs:
             w.cycle.update(a, max_processes=b)
         elif op == "crash":  # a process ends by itself (the cycle is told)
             mine = sorted(i.instance_id for i in w.host(a).list_instances())

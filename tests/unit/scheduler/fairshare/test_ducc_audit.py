@@ -12,7 +12,7 @@ from legionrm.scheduler.fairshare.classes import (
     UserSpec,
 )
 from legionrm.scheduler.fairshare.core import DuccCore
-from legionrm.scheduler.fairshare.store import RmStore
+from legionrm.scheduler.fairshare.checkpoint import RmCheckpoint
 
 S = RmSettings(quantum_gb=1, expand_by_doubling=False, prediction=False)
 
@@ -154,9 +154,9 @@ def test_recovery_compatibility_follows_duccs_compatible_nodepool(tmp_path, poli
     before.submit("j", "alice", 4, cls="c", kind="job" if policy == "FAIR_SHARE" else "service", work_items=1,
                   time_per_item_ms=100)
     assert before.run_cycle().jobs["j"].machines == {"a1": 1}
-    store = RmStore(tmp_path / "rm.db")
-    store.save(before)
-    after = store.load_into(DuccCore(S, pools, [ResourceClassSpec("c", policy=policy, nodepool="sub")]))
+    checkpoint = RmCheckpoint(tmp_path / "rm.db")
+    checkpoint.save(before)
+    after = checkpoint.load_into(DuccCore(S, pools, [ResourceClassSpec("c", policy=policy, nodepool="sub")]))
     host = after.machines["a1"]
     assert bool(host.blacklist) is blacklisted
     assert (len(after.jobs["j"].shares) == 1) is not blacklisted
@@ -172,11 +172,11 @@ def test_recovery_blacklists_fixed_work_on_a_node_moved_to_another_pool(tmp_path
     before.add_machine("n1", 8, "all")
     before.submit("svc", "ops", 4, cls="fixed", kind="service")
     assert before.run_cycle().jobs["svc"].machines == {"n1": 1}
-    store = RmStore(tmp_path / "rm.db")
-    store.save(before)
+    checkpoint = RmCheckpoint(tmp_path / "rm.db")
+    checkpoint.save(before)
     after = DuccCore(S, pools, classes)
     after.add_machine("n1", 8, "other")  # the new configuration puts n1 in "other"
-    store.load_into(after)
+    checkpoint.load_into(after)
     n1 = after.machines["n1"]
     assert n1.nodepool == "other" and n1.blacklist and not n1.schedulable
     assert n1.used() == 4

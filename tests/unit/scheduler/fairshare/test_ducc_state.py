@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from legionrm.scheduler.fairshare.classes import ResourceClassSpec, RmSettings
 from legionrm.scheduler.fairshare.core import DuccCore
-from legionrm.scheduler.fairshare.store import RmStore
+from legionrm.scheduler.fairshare.checkpoint import RmCheckpoint
 
 S = RmSettings(quantum_gb=1, expand_by_doubling=False, prediction=False)
 CLASSES = [ResourceClassSpec("normal", policy="FAIR_SHARE"), ResourceClassSpec("reserve", policy="RESERVE")]
@@ -24,10 +24,10 @@ def busy_core():
 
 def test_round_trip_recovers_every_share(tmp_path):
     core = busy_core()
-    store = RmStore(tmp_path / "rm.db")
-    store.save(core)
-    store.close()
-    fresh = RmStore(tmp_path / "rm.db").load_into(DuccCore(S, [], CLASSES))
+    checkpoint = RmCheckpoint(tmp_path / "rm.db")
+    checkpoint.save(core)
+    checkpoint.close()
+    fresh = RmCheckpoint(tmp_path / "rm.db").load_into(DuccCore(S, [], CLASSES))
     assert fresh.result().as_dict()["jobs"] == core.result().as_dict()["jobs"]
     assert fresh.result().as_dict()["machines"] == core.result().as_dict()["machines"]
     assert fresh.needy == core.needy and fresh.cycle == core.cycle
@@ -35,9 +35,9 @@ def test_round_trip_recovers_every_share(tmp_path):
 
 def test_recovered_core_never_double_books(tmp_path):
     core = busy_core()
-    store = RmStore(tmp_path / "rm.db")
-    store.save(core)
-    fresh = store.load_into(DuccCore(S, [], CLASSES))
+    checkpoint = RmCheckpoint(tmp_path / "rm.db")
+    checkpoint.save(core)
+    fresh = checkpoint.load_into(DuccCore(S, [], CLASSES))
     fresh.submit("c", "dave", 3, work_items=100, time_per_item_ms=10)
     for _ in range(3):
         fresh.confirm_evictions()
@@ -50,9 +50,9 @@ def test_recovered_core_never_double_books(tmp_path):
 
 def test_vanished_class_is_blacklisted_until_gone(tmp_path):
     core = busy_core()
-    store = RmStore(tmp_path / "rm.db")
-    store.save(core)
-    fresh = store.load_into(DuccCore(S, [], [ResourceClassSpec("normal", policy="FAIR_SHARE")]))
+    checkpoint = RmCheckpoint(tmp_path / "rm.db")
+    checkpoint.save(core)
+    fresh = checkpoint.load_into(DuccCore(S, [], [ResourceClassSpec("normal", policy="FAIR_SHARE")]))
     host = next(m for m in fresh.machines.values() if m.blacklist)
     assert not host.schedulable and host.free() == 0
     r = fresh.run_cycle()

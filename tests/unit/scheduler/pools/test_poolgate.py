@@ -12,10 +12,10 @@ import pytest
 from legionrm.config import load_cluster
 from legionrm.inprocess import LocalSystem
 from legionrm.models import Identity, ObjectRequest, Resources, SchedulingRequest
-from legionrm.scheduler.build import pool_gate
 from legionrm.scheduler.pools.file import build_tree, parse_pools
 from legionrm.scheduler.pools.gate import RespoolGate
 from legionrm.scheduler.pools.respool import ResourcePoolTree
+from legionrm.scheduler.wiring import pool_gate
 from legionrm.testing import FakeClock
 
 ALICE = Identity(user="alice")

@@ -1,0 +1,114 @@
+"""Column tables the planner reads from one Collection snapshot: the hosts
+(:class:`~legionrm.scheduler.planning.pipeline.HostTable`) and the vaults with the
+hosts each serves (:class:`VaultTable`).  Pure; no Ray.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+
+import numpy as np
+
+from legionrm import codes
+from legionrm.collection.collection import CollectionSnapshot
+from legionrm.mil import values as V
+from legionrm.models import Identity, ObjectRequest, Refusal
+from legionrm.scheduler.planning.pipeline import INF, HostTable
+
+
+def base_group(snap: CollectionSnapshot, host: str) -> str | None:
+    g = snap.record(host).attributes.get("host_group")
+    return str(g) if g is not None else None
+
+
+def host_groups(snap: CollectionSnapshot) -> np.ndarray:
+    """:func:`base_group` for every row of the snapshot at once (an object
+    array, None where a resource names no host group), read from the
+    ``host_group`` column: no per-host record lookup."""
+    n = len(snap.table.names)
+    out = np.full(n, None, dtype=object)
+    col = snap.table.column("host_group")
+    if col is None:
+        return out
+    tags = np.asarray(col.tags())
+    strs = tags == V.STR
+    if strs.any():
+        ids, at = np.unique(np.asarray(col.s)[strs], return_inverse=True)  # few groups: decode each once
+        strings = snap.table.strings.strings
+        out[strs] = np.asarray([strings[c] for c in ids.tolist()], dtype=object)[at.reshape(-1)]
+    for r in np.flatnonzero(~strs & (tags != V.UNDEF)).tolist():  # a non-string group (rare): as base_group reads it
+        out[r] = base_group(snap, str(snap.table.names[r]))
+    return out
+
+
+def base_table(snap: CollectionSnapshot) -> HostTable:
+    """Every available host in the snapshot as columns, name order."""
+    rows = snap.rows('$kind == "host"')
+    num = lambda attr, default: snap.numeric(attr, rows, default)  # noqa: E731
+    cpus, mem, gpus = num("cpus", 0.0), num("memory_gb", 0.0), num("gpus", 0.0)
+    load = num("load", 0.0)
+    has_policy = snap.numeric("owner_policies", rows, 0.0)
+    risk = np.clip(0.5 * np.minimum(load / np.maximum(cpus, 1.0), 1.0) + 0.5 * (has_policy > 0), 0.0, 1.0)
+    return HostTable(
+        row=rows, names=snap.table.names[rows].astype(object),
+        cpus=cpus, memory_gb=mem, gpus=gpus,
+        free_cpus=_or(num("free_cpus", np.nan), cpus),
+        free_memory_gb=_or(num("free_memory_gb", np.nan), mem),
+        free_gpus=_or(num("free_gpus", np.nan), gpus),
+        load=load, instances=num("instances", 0.0),
+        next_event=_or(num("next_event", np.nan), np.full(len(rows), INF)),
+        risk=risk,
+    )
+
+
+def _or(values: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+    return np.where(np.isnan(values), fallback, values)
+
+
+class VaultTable:
+    """Vaults as the snapshot knows them, with the hosts each serves."""
+
+    def __init__(self, names: list[str], serves: list[tuple[str, ...]], free: list[float]) -> None:
+        self.names, self.serves, self.free = names, serves, free
+
+    def pick(
+        self, host: str, req: ObjectRequest, used: dict[str, float], snap: CollectionSnapshot, caller: Identity
+    ) -> str | None | Refusal:
+        """The vault for an instance on ``host``: one that serves it, matches the
+        request's vault constraint, accepts the caller and has the storage,
+        most free first.  None when no vault serves the host and none is
+        needed; a Refusal when storage is needed and none can give it."""
+        if not self.names:
+            return None if req.storage_gb == 0 else Refusal(code=codes.VAULT_NONE, reason="no vaults", by="vault_pairing")
+        ident = Identity(user=caller.user, class_name=req.class_name, groups=caller.groups)
+        ok = set(snap.names(f'$kind == "vault" and ({req.vault_constraint})', ident))
+        best: tuple[float, str] | None = None
+        for name, pats, free in zip(self.names, self.serves, self.free):
+            if name not in ok or not _serves(pats, host):
+                continue
+            left = free - used.get(name, 0.0)
+            if left + 1e-9 >= req.storage_gb and (best is None or (-left, name) < best):
+                best = (-left, name)
+        if best is None:
+            if req.storage_gb == 0 and not any(_serves(pats, host) for pats in self.serves):
+                return None
+            return Refusal(code=codes.VAULT_NONE, reason=f"no vault serving {host} can hold {req.storage_gb:g} GB for this caller",
+                           by="vault_pairing")
+        used[best[1]] = used.get(best[1], 0.0) + req.storage_gb
+        return best[1]
+
+
+def _serves(patterns: tuple[str, ...], host: str) -> bool:
+    """Does a vault with these ``serves`` patterns serve ``host`` (no patterns: every host)?"""
+    return not patterns or any(fnmatch.fnmatchcase(host, p) for p in patterns)
+
+
+def vault_table(snap: CollectionSnapshot) -> VaultTable:
+    names = snap.names('$kind == "vault"')
+    serves, free = [], []
+    for n in names:
+        attrs = snap.record(n).attributes
+        s = attrs.get("serves", "")
+        serves.append(tuple(p.strip() for p in str(s).split(",") if p.strip()))
+        free.append(float(attrs.get("free_storage_gb", attrs.get("storage_gb", 0.0))))
+    return VaultTable(names, serves, free)
