@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from legionrm.client.client import Client
+from legionrm.collection.answering import Answering
 from legionrm.errors import ConfigError
 from legionrm.events.triggers import STATUSES
+from legionrm.models import RefusedWrite
 from legionrm.models.api import CancelResult, HostRow
 from legionrm.models.requests import FINAL_STATES, RequestInfo, StatusEvent
 
@@ -279,6 +281,10 @@ def cli_status(args: argparse.Namespace) -> int:
         print(f"  ! {e}")
     up = sum(h.state != "off" for h in hosts)
     print(f"{len(hosts)} hosts you may use, {up} available")
+    if st.answering is not None:  # an administrator: every resource the system booted answers, or why not
+        a = st.answering
+        print(Answering(total=a["total"], silent=tuple(a["not_answering"]),
+                        refusals=tuple(RefusedWrite(**r) for r in a["refusals"])).line())
     s = st.scheduler
     if s is not None:
         print(f"{s.instances} instances" + (": " + ", ".join(f"{h} {n}" for h, n in sorted(s.hosts.items())) if s.hosts else "")

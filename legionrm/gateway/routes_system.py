@@ -9,14 +9,18 @@ list and remove users (a removed user is refused from their next call on).
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 
 from aiohttp import web
 
 from legionrm import codes
 from legionrm.auth.errors import UnknownPrincipalError
+from legionrm.collection.answering import Answering, answering
 from legionrm.gateway.door import (
     PLANE,
     PRINCIPALS,
+    SETTINGS,
     answer,
     body_of,
     caller_of,
@@ -74,7 +78,30 @@ async def status(request: web.Request) -> web.Response:
     except Exception as exc:  # noqa: BLE001 -- the gateway answers even when the Scheduler does not
         _, code, reason, _ = status_of(exc)
         sched, errors = None, [f"scheduler: {code}: {reason.splitlines()[0] if reason else ''}"]
-    return answer(GatewayStatus(version=__version__, user=user_of(request), scheduler=sched, errors=tuple(errors)))
+    silent = await _answering(request) if _is_admin(request) else None
+    return answer(GatewayStatus(version=__version__, user=user_of(request), scheduler=sched, errors=tuple(errors),
+                                answering=silent.as_json() if silent is not None else None))
+
+
+def _is_admin(request: web.Request) -> bool:
+    return "admin" in caller_of(request).roles and not caller_of(request).acting_as
+
+
+async def _answering(request: web.Request) -> Answering | None:
+    """Which resources do not answer, and why: those ``up`` booted (its ``up.json`` in the home)
+    beside those the Collection holds and the writes it refused; None when the Collection does not say."""
+    plane, user = request.app[PLANE], user_of(request)
+    try:
+        snap, refused = await asyncio.gather(plane.call(user, "collection", "snapshot", {}),
+                                             plane.call(user, "collection", "refused_writes", {}))
+    except Exception:  # noqa: BLE001 -- status answers without it (a Collection from before it kept them)
+        return None
+    try:
+        state = json.loads((Path(request.app[SETTINGS]["home"]) / "up.json").read_text())
+    except (OSError, ValueError):
+        state = {}
+    expected = state.get("resources", []) if isinstance(state, dict) else []
+    return answering(expected, snap.resource_names(), refused)
 
 
 def host_row(r: ResourceRecord, pool_of: dict[str, str]) -> HostRow:
@@ -91,7 +118,7 @@ def host_row(r: ResourceRecord, pool_of: dict[str, str]) -> HostRow:
 
 async def hosts(request: web.Request) -> web.Response:
     """Every host the caller may use (an administrator: all, the unavailable too)."""
-    admin = "admin" in caller_of(request).roles and not caller_of(request).acting_as
+    admin = _is_admin(request)
     result = await request.app[PLANE].call(user_of(request), "collection", "query",
                                            {"text": "true", "caller": None, "include_unavailable": admin})
     rows = [host_row(r, {}) for r in result.records if r.kind == "host"]

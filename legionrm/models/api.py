@@ -155,6 +155,9 @@ class GatewayStatus(Body):
     user: str
     scheduler: SchedulerStatus | None = None
     errors: tuple[str, ...] = ()
+    answering: dict[str, Any] | None = None
+    """For an administrator: how many of the resources ``up`` booted answer, and why the others do
+    not (``{"total", "not_answering", "refusals"}``, :class:`legionrm.collection.answering.Answering`)."""
 
 
 __all__ = [

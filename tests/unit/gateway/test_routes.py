@@ -95,7 +95,9 @@ def test_query_hosts_pools_status_plan(gateway) -> None:
     assert ann.query("$cpus >= 1").names
     hosts = ann.hosts().hosts
     assert hosts and all(h.cpus_total is not None for h in hosts)
-    assert ann.status().user == "ann"
+    assert ann.status().user == "ann" and ann.status().answering is None  # a user: not whether resources answer
+    answering = gateway.client(ADMIN).status().answering  # no up.json: the resources the Collection holds
+    assert answering is not None and answering["total"] > len(hosts) and answering["not_answering"] == []
     plan = ann.explain(WORKER, hosts=[hosts[0].name])
     assert plan.suite.masters and hosts[0].name in plan.hosts
     assert ann.get_candidate_placements(WORKER).masters
