@@ -251,6 +251,14 @@ def cli_hosts(args: argparse.Namespace) -> int:
     return 0
 
 
+def pool_json(pools: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The pools' vectors with units in every field name: cpu in cores,
+    memory and disk in MB (Peloton's units, as configured), gpu in devices."""
+    units = {"cpu": "cpu_cores", "memory": "memory_mb", "disk": "disk_mb", "gpu": "gpus"}
+    return {path: {k: ({units.get(kk, kk): vv for kk, vv in v.items()} if isinstance(v, dict) else v)
+                   for k, v in p.items()} for path, p in pools.items()}
+
+
 def pool_lines(pools: dict[str, dict[str, Any]]) -> str:
     rows = []
     for path, p in sorted(pools.items()):
@@ -273,8 +281,10 @@ def cli_status(args: argparse.Namespace) -> int:
     c = client(args)
     st, hosts = c.status(), c.hosts().hosts
     if args.json:
-        print(json.dumps({"gateway": c.credentials.url, **json.loads(st.model_dump_json()),
-                          "hosts": [h.model_dump() for h in hosts]}, indent=2))
+        doc = json.loads(st.model_dump_json())
+        if doc.get("scheduler"):
+            doc["scheduler"]["pools"] = pool_json(doc["scheduler"]["pools"])
+        print(json.dumps({"gateway": c.credentials.url, **doc, "hosts": [h.model_dump() for h in hosts]}, indent=2))
         return 0
     print(f"gateway {c.credentials.url} (legionrm {st.version}), you are {st.user}")
     for e in st.errors:
