@@ -91,6 +91,8 @@ AUTH_WRONG_HOST = code("auth.wrong_host", "an attestation made out to another ho
 AUTH_WRONG_RESERVATION = code("auth.wrong_reservation", "an attestation for another reservation (request id or amount)")
 AUTH_ATTESTATION_SPENT = code("auth.attestation_spent",
                               "an attestation already spent on a reservation that holds or was used")
+AUTH_UNSIGNED = code("auth.unsigned", "an HTTP call to the gateway that carries no RFC 9421 signature")
+AUTH_IDENTITY = code("auth.identity", "a request file's [identity] names another user than the one who signed the call")
 AUTH_NO_PROOF = code("auth.no_proof", "no proof at all (a call without one, a reservation without an attestation, "
                      "the dashboard without its key)")
 # --- auth: who may do what -------------------------------------------------------------------
@@ -224,6 +226,22 @@ RESERVATION_UNHELD = code("reservation.unheld", "audit: a reservation held or op
 CLASS_COUNT = code("class.count", "audit: a class counts other instances than the Scheduler runs")
 POOL_ALLOCATION = code("pool.allocation", "audit: pool allocations differ from the admitted requests")
 ALLOTMENT_HELD = code("allotment.held", "audit: a DUCC allotment held by a request that is not admitted")
+
+# --- the gateway (the HTTP front door) and its client ------------------------------------------------
+REQUEST_TOO_LARGE = code("request.too_large", "a body over the gateway's size limit (HTTP 413)")
+REQUEST_UNKNOWN = code("request.unknown", "no request of that id")
+RATE_LIMITED = code("rate.limited", "the user is over their rate of calls to the gateway (HTTP 429)")
+USER_SELF = code("user.self", "an administrator cannot remove themselves")
+USER_UNKNOWN = code("user.unknown", "no user of that name in the registry")
+SYSTEM_UNAVAILABLE = code("system.unavailable",
+                          "the control plane behind the gateway did not answer (an actor is dead, or it timed out)")
+CLIENT_UNREACHABLE = code("client.unreachable", "the client could not reach the gateway")
+CLIENT_ANSWER = code("client.answer", "the gateway's answer is not what the API describes")
+CLIENT_FINGERPRINT = code("client.fingerprint", "the gateway's TLS certificate is not the one the credentials pin")
+HTTP_STATUS = family("http.", "status", "an HTTP error status with no code of legionrm's (a path the gateway "
+                     "does not serve: http.not_found, or the status number)")
+WAIT_TIMEOUT = code("wait.timeout", "a request did not end within the time a wait allowed")
+CREDENTIALS = code("credentials", "no usable credentials file (missing, unreadable, readable by others, malformed)")
 
 # --- the command line (--json's error.code; else the legionrm error class's name) -------------------
 CLI_TIMEOUT = code("timeout", "the running system did not answer in time", "cli")

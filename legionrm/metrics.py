@@ -9,7 +9,7 @@ recorded (no Ray, an exporter hiccup) is logged once and dropped.
 
 Counters: ``legionrm_placements`` (instances placed, by class),
 ``legionrm_vetoes`` (refused reservations and starts, by code).
-Gauges (set by the dashboard's poll, every couple of seconds):
+Gauges (set from the dashboard's view, every couple of seconds, by :class:`ViewGauges`):
 ``legionrm_pending_requests`` (by pool), ``legionrm_pool_entitlement`` and
 ``legionrm_pool_allocation`` (by pool and resource), ``legionrm_processes``
 (elastic processes by user and DUCC class), ``legionrm_host_load`` (by host).
@@ -119,3 +119,36 @@ def set_host_load(rows: Iterable[dict[str, Any]]) -> None:
     for row in rows:
         if row["kind"] == "host":
             _get("load").set(row["load"], {"host": row["name"]})
+
+
+class ViewGauges:
+    """Sets the gauges from each dashboard view (:func:`legionrm.dashboard.view.build_view`):
+    a pool or user that went away is set to 0, and each request's queue wait is recorded once."""
+
+    def __init__(self, waiting: tuple[str, ...]) -> None:
+        self.waiting = waiting  # the request states the view lists as waiting (dashboard.view.WAITING)
+        self._seen: dict[str, set[tuple[str, ...]]] = {}
+        self._waited: set[str] = set()
+
+    def record(self, view: dict[str, Any]) -> None:
+        pending: dict[str, int] = {p["pool"]: 0 for p in view["pools"]}
+        for r in view["pending"]:
+            pending[r["pool"]] = pending.get(r["pool"], 0) + 1
+        for key in self._seen.get("pending", set()) - {(p,) for p in pending}:
+            pending[key[0]] = 0
+        self._seen["pending"] = {(p,) for p in pending}
+        set_pending(pending)
+        shares = list(view["shares"])
+        for user, cls in self._seen.get("shares", set()) - {(s["user"], s["class"]) for s in shares}:
+            shares.append({"user": user, "class": cls, "processes": 0})
+        self._seen["shares"] = {(s["user"], s["class"]) for s in shares}
+        set_processes(shares)
+        set_pools(view["pools"])
+        set_host_load(view["hosts"])
+        listed = set()
+        for r in view["running"] + view["ended"]:
+            listed.add(r["id"])
+            if r["wait_s"] is not None and r["id"] not in self._waited:
+                self._waited.add(r["id"])
+                record_queue_wait(r["pool"], r["wait_s"])
+        self._waited &= listed | {r["id"] for r in view["pending"] if r["state"] in self.waiting}

@@ -10,7 +10,7 @@ The file is a :class:`~legionrm.models.SchedulingRequest` with one
                                       # or seconds since the epoch): an advance reservation
     walltime_s = 1800                 # optional: every object's walltime unless it gives its own
 
-    [identity]
+    [identity]                        # optional through the gateway: the signer is the user
     user = "alice"
     groups = ["genomics"]
 
@@ -58,7 +58,8 @@ NUMBERS = {"count": int, "cpus": float, "memory_gb": float, "gpus": int, "storag
 STRINGS = ("class_name", "constraint", "vault_constraint", "placement", "ducc_class")
 
 
-def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | None = None) -> SchedulingRequest:
+def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | None = None,
+                  user: str | None = None) -> SchedulingRequest:
     """A validated request from a parsed TOML document.  Raises ConfigError.
 
     ``start`` (a date-time with its zone, or seconds since the epoch) or
@@ -67,6 +68,8 @@ def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | N
     than a year ahead, and needs a walltime.  At most ``MAX_OBJECTS`` ``[[object]]`` tables, ``MAX_INSTANCES`` instances
     in all, and ``10 * MAX_OBJECTS`` objects to activate."""
     check_keys(doc, TOP_KEYS, file=file, where="")
+    if "identity" not in doc and user is not None:  # the caller's (the gateway's proven user), when the file names none
+        doc = {**doc, "identity": {"user": user}}
     ident = require(doc, "identity", dict, file=file, where="")
     check_keys(ident, Identity.model_fields, file=file, where="identity")
     identity = model(Identity, ident, file=file, where="identity")
@@ -150,6 +153,6 @@ def _args(t: dict[str, Any], *, file: str, where: str) -> None:
                               table=f"{where}.args", key=str(key))
 
 
-def load_request(path: str | Path) -> SchedulingRequest:
-    """Read and validate a request file.  Raises ConfigError."""
-    return parse_request(load_toml(path), file=str(path))
+def load_request(path: str | Path, user: str | None = None) -> SchedulingRequest:
+    """Read and validate a request file (``user``: the identity when it names none).  Raises ConfigError."""
+    return parse_request(load_toml(path), file=str(path), user=user)

@@ -58,6 +58,8 @@ AGENTS_DIR = "agents"
 SCHEDULER = agent_principal("scheduler", "scheduler")
 ENACTOR = agent_principal("enactor", "enactor")
 DASHBOARD = agent_principal("dashboard", "dashboard")
+GATEWAY = agent_principal("gateway", "gateway")
+"""The front door (:mod:`legionrm.gateway`): it verifies each user's signed HTTP call and acts for them."""
 
 
 def auth_home(home: str | os.PathLike[str]) -> Path:
@@ -92,14 +94,18 @@ class ReloadingRegistry:
             return (0, 0, 0)
         return (st.st_ino, st.st_mtime_ns, st.st_size)
 
-    def principal(self, name: str) -> Principal | None:
+    def fresh(self) -> Registry:
+        """The registry, read again first if its file changed since it was last read."""
         if self.registry.path is not None:
             with self._lock:
                 stamp = self._now_stamp()
                 if stamp != self._stamp:
                     self.registry.reload()
                     self._stamp = stamp
-        return self.registry.principal(name)
+        return self.registry
+
+    def principal(self, name: str) -> Principal | None:
+        return self.fresh().principal(name)
 
 
 class Guard:
@@ -161,7 +167,8 @@ def ensure_home(home: str | os.PathLike[str], operator: str | None = None) -> Re
         else:
             registry.update_user(name, roles=("admin", *registry.user(name).roles))
     private_dir(auth_home(home) / AGENTS_DIR)
-    for kind, name in (("scheduler", "scheduler"), ("enactor", "enactor"), ("dashboard", "dashboard")):
+    for kind, name in (("scheduler", "scheduler"), ("enactor", "enactor"), ("dashboard", "dashboard"),
+                       ("gateway", "gateway")):
         cred = registry.add_agent(kind, name)
         save_private_key(agent_key_path(home, cred.name), cred.private_key, overwrite=True)
     return registry
@@ -219,4 +226,4 @@ def login_name() -> str:
 
 
 __all__ = ["AuthRefusedError", "Guard", "ReloadingRegistry", "ensure_home", "load_agent", "load_user",
-           "signer_for", "host_attestations", "raise_if_refused", "SCHEDULER", "ENACTOR", "CallProof"]
+           "signer_for", "host_attestations", "raise_if_refused", "SCHEDULER", "ENACTOR", "GATEWAY", "CallProof"]

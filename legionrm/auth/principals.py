@@ -25,10 +25,10 @@ from legionrm.auth.keys import decode_public_key
 
 Role = Literal["user", "owner", "admin"]
 ROLES: tuple[str, ...] = get_args(Role)
-AgentKind = Literal["host", "vault", "class", "scheduler", "collection", "enactor", "dashboard"]
+AgentKind = Literal["host", "vault", "class", "scheduler", "collection", "enactor", "dashboard", "gateway"]
 AGENT_KINDS: tuple[str, ...] = get_args(AgentKind)
 RESOURCE_KINDS: tuple[str, ...] = ("host", "vault", "class")  # agents that write their own Collection record
-Kind = Literal["user", "host", "vault", "class", "scheduler", "collection", "enactor", "dashboard"]
+Kind = Literal["user", "host", "vault", "class", "scheduler", "collection", "enactor", "dashboard", "gateway"]
 
 USER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 GROUP_NAME = USER_NAME

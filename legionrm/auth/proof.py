@@ -25,7 +25,10 @@ and each has its own code (:mod:`legionrm.codes`):
 6. ``auth.clock_skew``: issued later than now plus ``skew_s``;
    ``auth.expired``: now is at or past its expiry plus ``skew_s``;
 7. ``auth.replayed``: its nonce was seen before (``auth.overloaded`` if the
-   replay cache is full: refusing is safe, forgetting a live nonce is not).
+   replay cache is full: refusing is safe, forgetting a live nonce is not);
+8. a proof ``acting_for`` a user: ``auth.forbidden`` unless the signer is the
+   gateway agent, ``auth.unknown_user`` unless that user is registered; the
+   caller is then that user (the gateway checked the user's own signature).
 
 So a replayed proof of an unknown user says ``unknown_user``, and a stale
 replay says ``expired``.  A proof that passes becomes a
@@ -64,6 +67,7 @@ NONCE_BYTES = 16
 NONCE_MIN_CHARS, NONCE_MAX_CHARS = 16, 128
 DIGEST_CHARS = 64  # hex SHA-256
 MAX_NAME_CHARS = 256  # bound on user and call names before any lookup
+DELEGATE_KIND = "gateway"  # the one kind of agent whose proofs may act for a user (``acting_for``)
 
 
 class CallProof(BaseModel):
@@ -79,10 +83,14 @@ class CallProof(BaseModel):
     issued_at: float
     expires_at: float
     signature: str = ""
+    acting_for: str | None = None
+    """The user the gateway agent makes this call for (None: the signer acts for itself)."""
 
     def signed_bytes(self) -> bytes:
-        """What the signature covers: every field but ``signature``, canonically."""
-        return canonical(CALL_DOMAIN, self.model_dump(mode="json", exclude={"signature"}))
+        """What the signature covers: every field but ``signature`` (and ``acting_for``
+        when unset, so a plain proof signs the same fields as before), canonically."""
+        skip = {"signature"} if self.acting_for is not None else {"signature", "acting_for"}
+        return canonical(CALL_DOMAIN, self.model_dump(mode="json", exclude=skip))
 
 
 class VerifiedCaller(BaseModel):
@@ -141,24 +149,32 @@ def sign_call(
     nonce: str | None = None,
     *,
     to: str,
+    acting_for: str | None = None,
 ) -> CallProof:
     """A proof, signed by ``credential``, that its holder makes ``call`` on the
     actor ``to`` with arguments of ``digest`` (see :func:`payload_digest`),
-    good from ``now`` for ``ttl_s``."""
+    good from ``now`` for ``ttl_s`` (``acting_for``: on behalf of that user;
+    only the gateway agent's such proofs are accepted)."""
     body = CallProof(user=credential.name, call=call, to=to, digest=digest, nonce=nonce or new_nonce(),
-                     issued_at=float(now), expires_at=float(now) + float(ttl_s))
+                     issued_at=float(now), expires_at=float(now) + float(ttl_s), acting_for=acting_for)
     return body.model_copy(update={"signature": credential.sign(body.signed_bytes())})
 
 
 class CallSigner:
     """A principal's signer: ``sign(call, args, to=actor)`` with its clock and time to live."""
 
-    def __init__(self, credential: Credential, clock: Clock, ttl_s: float = 30.0) -> None:
-        self.credential, self._clock, self.ttl_s = credential, clock, ttl_s
+    def __init__(self, credential: Credential, clock: Clock, ttl_s: float = 30.0,
+                 acting_for: str | None = None) -> None:
+        self.credential, self._clock, self.ttl_s, self.acting_for = credential, clock, ttl_s, acting_for
 
     def sign(self, call: str, args: Any, *, to: str) -> CallProof:
         """A fresh proof for ``call`` with ``args`` (digested canonically) on the actor ``to``."""
-        return sign_call(self.credential, call, payload_digest(args), self._clock(), self.ttl_s, to=to)
+        return sign_call(self.credential, call, payload_digest(args), self._clock(), self.ttl_s, to=to,
+                         acting_for=self.acting_for)
+
+    def acting(self, user: str | None) -> CallSigner:
+        """This signer's key making calls on behalf of ``user`` (the gateway's; None: for itself)."""
+        return CallSigner(self.credential, self._clock, self.ttl_s, acting_for=user)
 
 
 class NonceCache:
@@ -284,7 +300,15 @@ class Verifier:
             return self._refuse(codes.AUTH_REPLAYED, f"proof with nonce {proof.nonce!r} of {proof.user!r} was already used")
         if not self.nonces.add(key, drop_at):
             return self._refuse(codes.AUTH_OVERLOADED, f"replay cache full ({self.nonces.max_entries} live proofs); try again")
-        return VerifiedCaller.of(principal, call)
+        if proof.acting_for is None:
+            return VerifiedCaller.of(principal, call)
+        # the gateway verified the user's own signed HTTP call: the call is that user's, with the registry's facts
+        if principal.kind != DELEGATE_KIND:
+            return self._refuse(codes.AUTH_FORBIDDEN, f"{proof.user!r} may not act for another user")
+        user = self.registry.principal(proof.acting_for) if isinstance(proof.acting_for, str) else None
+        if user is None or not user.is_user:
+            return self._refuse(codes.AUTH_UNKNOWN_USER, f"no user {proof.acting_for!r} in the registry")
+        return VerifiedCaller.of(user, call)
 
     def malformation(self, proof: CallProof) -> str:
         """What makes ``proof`` malformed ('' if nothing).  Checks types too, since
@@ -293,6 +317,9 @@ class Verifier:
             value = getattr(proof, name)
             if not isinstance(value, str):
                 return f"{name} is {type(value).__name__}, not text"
+        if proof.acting_for is not None and not (isinstance(proof.acting_for, str)
+                                                 and 0 < len(proof.acting_for) <= MAX_NAME_CHARS):
+            return f"acting_for must be 1 to {MAX_NAME_CHARS} characters of text"
         if not all(0 < len(getattr(proof, name)) <= MAX_NAME_CHARS for name in ("user", "call", "to")):
             return f"user, call and to must be 1 to {MAX_NAME_CHARS} characters"
         if len(proof.digest) != DIGEST_CHARS or not _is_hex(proof.digest):

@@ -21,40 +21,53 @@ from typing import Callable, Sequence
 from legionrm.cli.errors import describe
 from legionrm.version import __version__
 
+# httpx's package imports its own command line (rich and pygments, ~0.1 s) whenever those are
+# installed; this process never runs httpx's command line, so that import fails over to httpx's stub
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
 # subcommand -> "module:function"; the function takes the parsed args and
 # returns an exit status.  Imported lazily so `legionrm place` never pays for Ray.
 COMMANDS: dict[str, str] = {
     "demo": "legionrm.cli.demo:cli_main",
     "up": "legionrm.cli.updown:cli_up",
     "down": "legionrm.cli.updown:cli_down",
-    "status": "legionrm.cli.ops:cli_status",
+    "status": "legionrm.cli.front:cli_status",
     "query": "legionrm.cli.shell:cli_query",
     "shell": "legionrm.cli.shell:cli_shell",
-    "submit": "legionrm.cli.ops:cli_submit",
-    "list": "legionrm.cli.requests:cli_list",
+    "submit": "legionrm.cli.front:cli_submit",
+    "list": "legionrm.cli.front:cli_list",
+    "wait": "legionrm.cli.front:cli_wait",
+    "logs": "legionrm.cli.front:cli_logs",
+    "hosts": "legionrm.cli.front:cli_hosts",
     "audit": "legionrm.cli.audit:cli_audit",
-    "show": "legionrm.cli.requests:cli_show",
-    "cancel": "legionrm.cli.requests:cli_cancel",
+    "show": "legionrm.cli.front:cli_show",
+    "cancel": "legionrm.cli.front:cli_cancel",
     "deactivate": "legionrm.cli.requests:cli_move",
     "activate": "legionrm.cli.requests:cli_move",
     "migrate": "legionrm.cli.requests:cli_move",
-    "explain": "legionrm.cli.requests:cli_explain",
+    "explain": "legionrm.cli.front:cli_explain",
     "simulate": "legionrm.cli.simulate:cli_main",
     "place": "legionrm.cli.place:cli_main",
-    "pools": "legionrm.cli.pools:cli_main",
+    "pools": "legionrm.cli.front:cli_pools",
     "examples": "legionrm.cli.examples:cli_main",
     "completion": "legionrm.cli.completion:cli_main",
     "user": "legionrm.cli.users:cli_user",
-    "logs": "legionrm.cli.work:cli_logs",
-    "wait": "legionrm.cli.work:cli_wait",
     "history": "legionrm.cli.work:cli_history",
 }
 
+OFFLINE: dict[str, tuple[str, str]] = {
+    "pools": ("file", "legionrm.cli.pools:cli_main"),
+}
+"""A verb that, given this argument, runs another way: offline on a file, or on Ray as the service."""
+
 ENVIRONMENT = """\
 environment:
-  LEGIONRM_HOME   where `up` keeps its state (up.json), logs (logs/) and users (auth/); default ~/.legionrm
-  LEGIONRM_USER   the user whose key (auth/users/USER.key) signs each call; default the login name
-  RAY_AUTH_MODE   Ray's token auth; legionrm sets it to "disabled" for the Ray it starts
+  LEGIONRM_CREDENTIALS  your credentials file (else --credentials FILE, else ~/.legionrm/credentials,
+                  else, on the head, the home's auth/users/$LEGIONRM_USER.credentials that `up` writes)
+  LEGIONRM_HOME   where `up` keeps its state (up.json), logs (logs/), users (auth/) and gateway.json; default ~/.legionrm
+  LEGIONRM_USER   the administrator `up` and `user` act as; default the login name
+  RAY_AUTH_MODE   `up` starts Ray with token authentication (RAY_AUTH_MODE=token, the token 0600 in the home)
+                  unless --no-ray-token; tests and the in-process tools use "disabled"
   COLUMNS         the width tables fit (default: the terminal's; piped: as wide as needed)
 
 exit status: 0 done, 1 a request was refused (submit), 2 an error (one line, or a
@@ -62,6 +75,16 @@ JSON object under --json), 130 interrupted."""
 
 JSON_HELP = "print the answer (and any error) as JSON on stdout"
 ADDRESS_HELP = "the Ray address of a running system (default: the one `legionrm up` started)"
+
+
+CREDENTIALS_HELP = "your credentials file (default: $LEGIONRM_CREDENTIALS, ~/.legionrm/credentials, the home's)"
+
+
+def gateway_flags(sp: argparse.ArgumentParser) -> None:
+    """The flags of every verb that goes through the gateway."""
+    sp.add_argument("--credentials", metavar="FILE", help=CREDENTIALS_HELP)
+    sp.add_argument("--as", dest="as_user", metavar="USER", help="act as USER (administrators only; refused for others)")
+    sp.add_argument("--json", action="store_true", help=JSON_HELP)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,9 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--port", type=int, help="the port of the Ray head `up` starts (default: a free one)")
     up.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                     help="give up (and clean up) after this long (default: %(default)s)")
-    up.add_argument("--dashboard-port", type=int, default=0, metavar="N",
-                    help="the port of legionrm's dashboard on 127.0.0.1 (default: a free one)")
-    up.add_argument("--no-dashboard", action="store_true", help="do not serve legionrm's dashboard")
+    up.add_argument("--gateway-host", default="127.0.0.1", metavar="ADDR",
+                    help="the address the gateway binds (default %(default)s; any other serves TLS)")
+    up.add_argument("--gateway-port", type=int, default=8470, metavar="N",
+                    help="the gateway's port (default %(default)s; 0: a free one, but credentials name the port)")
+    up.add_argument("--no-dashboard", action="store_true", help="do not serve the dashboard's pages (the API stays)")
     up.add_argument("--no-ray-dashboard", action="store_true",
                     help="leave Ray's own dashboard and metrics export off (a leaner head)")
     up.add_argument("--no-ray-token", dest="ray_token", action="store_false",
@@ -104,74 +129,62 @@ def build_parser() -> argparse.ArgumentParser:
                     help="stop without asking the system (a stale or half-started `up`), then forget it")
     json_flag(dn)
 
-    st = add("status", "show the running system: resources, instances, elastic jobs, pools")
-    address(st)
-    json_flag(st)
+    st = add("status", "show the running system through the gateway: hosts, instances, requests, pools")
+    gateway_flags(st)
 
     q = add("query", "run one MIL query")
     q.add_argument("expr", help="a MIL expression, e.g. '$cpus >= 8 and $arch == \"x86_64\"'")
     q.add_argument("--cluster", help="answer offline from this cluster file instead of a running system")
-    address(q)
-    q.add_argument("--as", dest="user", help="the calling user (only resources that accept them)")
-    q.add_argument("--class", dest="class_name", help="the calling class")
+    q.add_argument("--class", dest="class_name", help="the calling class (offline)")
     q.add_argument("--all", action="store_true", help="include resources marked unavailable")
-    json_flag(q)
+    gateway_flags(q)
 
     sh = add("shell", "interactive MIL shell on the Collection (reads lines from stdin when piped)")
     sh.add_argument("--cluster", help="work offline on this cluster file")
-    address(sh)
+    sh.add_argument("--credentials", metavar="FILE", help=CREDENTIALS_HELP)
+    sh.add_argument("--as", dest="as_user", metavar="USER", help="act as USER (administrators only)")
 
-    sm = add("submit", "submit a scheduling request file to a running system")
-    sm.add_argument("request", help="request TOML file (e.g. examples/requests/workers.toml)")
-    address(sm)
-    json_flag(sm)
-    sm.add_argument("--wait", action="store_true",
-                    help="block until the request ends, print its final state and exit with its work's exit code")
-    sm.add_argument("--wait-timeout", type=float, default=None, metavar="S", help="give up waiting after S seconds")
+    sm = add("submit", "submit a request file (or - for stdin) through the gateway")
+    sm.add_argument("request", help="request TOML file (e.g. examples/requests/workers.toml), or - for stdin")
+    sm.add_argument("--set", action="append", metavar="KEY=VALUE",
+                    help="override a key of the file, dotted (object.0.count=4; repeatable)")
+    sm.add_argument("--id", help="the request's id (default: the file's, else a fresh one)")
+    sm.add_argument("--wait", action="store_true", help="block until it ends, print its final state and exit with its work's exit code")
+    sm.add_argument("--wait-timeout", type=float, default=600.0, metavar="S", help="give up following after S seconds")
+    gateway_flags(sm)
 
     au = add("audit", "check the running system's books: capacity, instances, reservations, pool allocations")
     address(au)
     json_flag(au)
 
-    ls = add("list", "requests on the running system, oldest first")
+    ls = add("list", "requests you may see, oldest first")
     ls.add_argument("--user", help="only this user's requests")
     ls.add_argument("--state", choices=["pending", "admitted", "placing", "reserved", "running", "completed", "failed",
                                         "cancelled"],
                     help="only requests in this state")
-    address(ls)
-    json_flag(ls)
-    sw = add("show", "one request's history, instances and failures")
+    ls.add_argument("--watch", type=float, nargs="?", const=2.0, metavar="S", help="show it again every S seconds (2)")
+    ls.add_argument("--format", metavar="FMT", help="one line per request, e.g. '{id} {state} {user}' (list --json's fields)")
+    gateway_flags(ls)
+    sw = add("show", "one request's history, instances and the vetoes it met")
     sw.add_argument("id", help="the request id")
     sw.add_argument("--follow", action="store_true",
                     help="then print each status change as one line until the request ends (Ctrl-C stops)")
     sw.add_argument("--timeout", type=float, default=None, metavar="S", help="stop following after S seconds")
-    address(sw)
-    json_flag(sw)
-    wt = add("wait", "block until a request ends; print its final state, exit with its work's exit code "
-                     "(128+signal when a signal ended it)")
+    gateway_flags(sw)
+    wt = add("wait", "wait until a request ends (exit 0 completed, 1 failed or cancelled)")
     wt.add_argument("id", help="the request id")
-    wt.add_argument("--timeout", type=float, default=None, metavar="S", help="give up after S seconds (exit 124)")
-    address(wt)
-    json_flag(wt)
-    lg = add("logs", "a request's work output (stdout; the tail the runner kept)")
+    wt.add_argument("--timeout", type=float, default=None, metavar="S", help="give up after S seconds")
+    gateway_flags(wt)
+    lg = add("logs", "a request's output")
     lg.add_argument("id", help="the request id")
-    lg.add_argument("--follow", action="store_true", help="then print what comes until the run ends (Ctrl-C stops)")
-    lg.add_argument("--stderr", action="store_true", help="its stderr instead of its stdout")
-    lg.add_argument("--instance", type=int, metavar="N", help="which instance (0 first, in start order)")
-    address(lg)
-    hi = add("history", "finished instances, one record each: who, where, when, how it ended, what it used")
-    hi.add_argument("--user", help="only this user's (a user sees only their own)")
-    hi.add_argument("--since", type=when, metavar="T", help="ended at or after T: epoch seconds, ISO date/time, or 2h, 7d ago")
-    hi.add_argument("--until", type=when, metavar="T", help="ended at or before T (as --since)")
-    hi.add_argument("--state", choices=END_STATES, help="only instances that ended so")
-    address(hi)
-    fmt = hi.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help=JSON_HELP)
-    fmt.add_argument("--csv", action="store_true", help="print the records as CSV, one header row")
-    ca = add("cancel", "cancel a request: stop its instances, book everything back")
-    ca.add_argument("id", help="the request id")
-    address(ca)
-    json_flag(ca)
+    gateway_flags(lg)
+    ca = add("cancel", "cancel requests: stop their instances, book everything back")
+    ca.add_argument("ids", nargs="*", metavar="ID", help="request ids")
+    ca.add_argument("--user", help="every request of this user you may cancel")
+    ca.add_argument("--state", help="every request in this state you may cancel")
+    gateway_flags(ca)
+    ho = add("hosts", "the hosts you may use: state, cpus free/total, memory, load, owner policy, pool")
+    gateway_flags(ho)
     for name, what, flag in (("deactivate", "save a running object's state to a vault and stop it (it stays, inert)", None),
                              ("activate", "place an inert object anew and restore its state", "--on"),
                              ("migrate", "move a running object to another host, its state kept", "--to")):
@@ -183,11 +196,10 @@ def build_parser() -> argparse.ArgumentParser:
         address(mv)
         json_flag(mv)
     xp = add("explain", "plan a request file without enacting it: masters, deltas, refusals")
-    xp.add_argument("request", help="request TOML file")
+    xp.add_argument("request", help="request TOML file, or - for stdin")
     xp.add_argument("--host", action="append", metavar="NAME",
                     help="also say why this host would or would not be used, by the filter or ranker that decided (repeatable)")
-    address(xp)
-    json_flag(xp)
+    gateway_flags(xp)
 
     si = add("simulate", "run the fair-share core over a scenario file (no Ray)")
     si.add_argument("scenario", help="a DUCC scenario TOML file (e.g. examples/scenarios/ducc_s10_doubling.toml)")
@@ -201,19 +213,33 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("scenario", help="a placement scenario TOML file (e.g. examples/scenarios/place_seed.toml)")
     json_flag(pl)
 
-    po = add("pools", "validate resource pools, compute entitlement and admit once (no Ray)")
-    po.add_argument("file", help="a pool file (examples/scenarios/pools_basic.toml) or a cluster file with [[pool]] tables")
-    json_flag(po)
+    po = add("pools", "the running system's pools; or, given a FILE, validate pools and admit once (no Ray)")
+    po.add_argument("file", nargs="?", help="a pool file (examples/scenarios/pools_basic.toml) or a cluster file with "
+                    "[[pool]] tables: offline")
+    gateway_flags(po)
 
     ex = add("examples", "copy the bundled examples (programs, request files, scenarios) into a directory")
     ex.add_argument("dir", help="where to copy them (created; existing files are not overwritten)")
     json_flag(ex)
 
-    us = add("user", "users and their credentials: `user add NAME --group G [--os-user ACCOUNT]`, `user list` "
-                     "(administrators add)")
-    us.add_argument("action", choices=("add", "list"), help="add a user (writes their 0600 key) or list users")
-    us.add_argument("name", nargs="?", help="the user to add")
+    hi = add("history", "finished instances, one record each: who, where, when, how it ended, what it used "
+                        "(on the head, as the service)")
+    hi.add_argument("--user", help="only this user's (a user sees only their own)")
+    hi.add_argument("--since", type=when, metavar="T", help="ended at or after T: epoch seconds, ISO date/time, or 2h, 7d ago")
+    hi.add_argument("--until", type=when, metavar="T", help="ended at or before T (as --since)")
+    hi.add_argument("--state", choices=END_STATES, help="only instances that ended so")
+    address(hi)
+    fmt = hi.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help=JSON_HELP)
+    fmt.add_argument("--csv", action="store_true", help="print the records as CSV, one header row")
+
+    us = add("user", "users and their credentials: `user add NAME [--group G] [--admin]`, `user remove NAME`, "
+                     "`user list` (administrators add and remove)")
+    us.add_argument("action", choices=("add", "remove", "list"),
+                    help="add a user (writes their 0600 credentials file), remove one (at once), or list users")
+    us.add_argument("name", nargs="?", help="the user to add or remove")
     us.add_argument("--group", action="append", metavar="G", help="a group the user is in (repeatable)")
+    us.add_argument("--admin", action="store_true", help="the user is an administrator")
     us.add_argument("--role", action="append", choices=("user", "owner", "admin"), help="a role (repeatable)")
     us.add_argument("--os-user", metavar="ACCOUNT",
                     help="the OS account the user's work runs as (default: the account of the same name)")
@@ -280,8 +306,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     """The command's exit status; a failure is one line (or a JSON answer) and status 2."""
+    spec = COMMANDS[args.command]
+    if args.command in OFFLINE and getattr(args, OFFLINE[args.command][0], None):
+        spec = OFFLINE[args.command][1]
     try:
-        return int(_resolve(COMMANDS[args.command])(args) or 0)
+        return int(_resolve(spec)(args) or 0)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

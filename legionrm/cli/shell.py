@@ -21,8 +21,10 @@ from legionrm.cli.errors import describe
 from legionrm.cli.output import natural_width, width
 from legionrm.cli.output import render as render_plain
 from legionrm.cli.output import table as house_table
+from legionrm.client.client import Client
 from legionrm.collection.collection import Collection
 from legionrm.config import load_cluster
+from legionrm.errors import UnknownResourceError
 from legionrm.mil import FUNCTIONS, KEYWORDS, compile_query
 from legionrm.models import (
     AttrValue,
@@ -74,14 +76,32 @@ class LocalBackend:
         return self.collection.snapshot().attribute_names()
 
 
-def open_backend(cluster: str | None, address: str | None = None) -> Backend:
-    """Offline on ``cluster`` when given, else the running system's Collection."""
+class GatewayBackend:
+    """The running system's Collection through the gateway, as the credentials' user
+    (or, for an administrator, ``as_user``): only the resources they may use."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    def query(self, text: str, caller: Identity | None = None, include_unavailable: bool = False) -> QueryResult:
+        compile_query(text)  # a bad query is said here, with its caret, before any call
+        return self.client.query(text, include_unavailable)
+
+    def record(self, name: str) -> ResourceRecord:
+        for r in self.client.query("true", include_unavailable=True).records:
+            if r.name == name:
+                return r
+        raise UnknownResourceError(f"no resource {name!r} you may see")
+
+    def attribute_names(self) -> list[str]:
+        return sorted({k for r in self.client.query("true", include_unavailable=True).records for k in r.attributes})
+
+
+def open_backend(cluster: str | None, credentials: str | None = None, as_user: str | None = None) -> Backend:
+    """Offline on ``cluster`` when given, else the running system's Collection through the gateway."""
     if cluster is not None:
         return LocalBackend(load_cluster(cluster))
-    # lazily, on purpose: Ray (~0.7 s, hundreds of MB) only when talking to a system
-    from legionrm.system import connect_collection
-
-    return connect_collection(address or "auto")
+    return GatewayBackend(Client.from_credentials(credentials, as_user=as_user))
 
 
 # --- rendering ---------------------------------------------------------------
@@ -288,15 +308,16 @@ def interactive(session: ShellSession) -> None:
 def cli_query(args: argparse.Namespace) -> int:
     """`legionrm query EXPR`: exit 0 with the answer, 2 on a bad query or file."""
     compile_query(args.expr)  # a bad query fails before any system is contacted
-    backend = open_backend(args.cluster, getattr(args, "address", None))
-    caller = Identity(user=args.user or "", class_name=args.class_name) if (args.user or args.class_name) else None
+    backend = open_backend(args.cluster, getattr(args, "credentials", None), getattr(args, "as_user", None))
+    who = getattr(args, "as_user", None)
+    caller = Identity(user=who or "", class_name=args.class_name) if (who or args.class_name) else None
     result = backend.query(args.expr, caller, args.all)
     print(result_json(result) if args.json else render(result_table(result)))
     return 0
 
 
 def cli_shell(args: argparse.Namespace) -> int:
-    session = ShellSession(open_backend(args.cluster, getattr(args, "address", None)))
+    session = ShellSession(open_backend(args.cluster, getattr(args, "credentials", None), getattr(args, "as_user", None)))
     if sys.stdin.isatty():
         interactive(session)
     else:

@@ -5,8 +5,10 @@ session of its own, so it outlives the command) on a free port (or
 ``--port``, refused at once when taken), boots the cluster detached and
 records what it started in ``$LEGIONRM_HOME/up.json``.  Ray's own dashboard
 and metrics export are on (``--no-ray-dashboard`` for a leaner head), and
-legionrm's dashboard (:mod:`legionrm.dashboard.server`, a named actor on the
-head) serves on a free port of 127.0.0.1; ``up`` prints both addresses.  Every step shows
+legionrm's dashboard is served by the gateway: ``up`` starts the gateway process
+(:mod:`legionrm.gateway.process`; 127.0.0.1:8470 unless ``--gateway-host`` /
+``--gateway-port``), writes the administrator's credentials file into the
+home, and prints the gateway's and both dashboards' addresses.  Every step shows
 its progress on stderr; Ray's own output (the head's, and the driver's C++
 warnings) goes to ``$LEGIONRM_HOME/logs/``, never to the terminal.  The
 ``--timeout`` deadline covers the whole of ``up``; when any step fails or
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -41,11 +44,12 @@ from typing import Any, Iterator, TextIO
 import ray
 from rich.console import Console
 
-from legionrm.auth.guard import auth_home
+from legionrm.auth.guard import auth_home, login_name
 from legionrm.auth.registry import Registry
+from legionrm.cli.users import write_credentials
 from legionrm.config import load_cluster
-from legionrm.dashboard.server import DASHBOARD, start_dashboard
 from legionrm.errors import LegionError, ResourcesSilentError, SystemNotRunningError
+from legionrm.gateway.serve import DEFAULT_PORT, LOOPBACK
 from legionrm.homefs import (
     open_private,
     private_dir,
@@ -222,15 +226,12 @@ def cli_up(args: argparse.Namespace) -> int:
                 state["vaults"] = sorted(system.vaults)  # the file's, and each Ray node's own
                 write_state(state)
                 _left(deadline, "booting")
-            if not getattr(args, "no_dashboard", False):
-                with steps.step("starting the dashboard"):
-                    info = {"address": state["address"], "ray_dashboard": state.get("ray_dashboard")}
-                    _, state["dashboard"] = start_dashboard(None, info, port=int(getattr(args, "dashboard_port", 0) or 0),
-                                                            timeout_s=_left(deadline, "starting the dashboard"),
-                                                            auth_home=str(HOME), signer=system.signer)
-                    state["actors"].append(DASHBOARD)
-                    write_state(state)
             ray.shutdown()
+            with steps.step("starting the gateway" + ("" if getattr(args, "no_dashboard", False) else
+                                                     " (the API and the dashboard)")):
+                _start_gateway(args, state, log, deadline)
+                write_state(state)
+                state["credentials"] = str(write_credentials(HOME, operator()))
         except BaseException:
             ray.shutdown()
             stop(state, grace_s=1.0)
@@ -244,6 +245,7 @@ def cli_up(args: argparse.Namespace) -> int:
                    "hosts": hosts, "ray_hosts": state.get("ray_hosts", []), "vaults": vaults, "classes": len(spec.classes),
                    "actors": len(state["actors"]), "cluster": spec.source, "state_file": str(STATE_FILE),
                    "log": str(log), "ray_logs": state.get("ray_logs"), "dashboard": state.get("dashboard"),
+                   "gateway": state.get("gateway"), "credentials": state.get("credentials"),
                    "ray_dashboard": state.get("ray_dashboard"), "metrics": state.get("metrics"),
                    "elapsed_s": round(steps.elapsed(), 2)}
         if args.json:
@@ -253,6 +255,7 @@ def cli_up(args: argparse.Namespace) -> int:
         c.print(f"[bold green]legionrm is up[/] at {summary['address']} in {summary['elapsed_s']:.1f} s: "
                 f"{summary['resources']} resources ({summary['hosts']} hosts, {summary['vaults']} vaults), "
                 f"{summary['classes']} classes, {summary['actors']} actors, from {spec.source}")
+        c.print(f"  [bold]gateway: {summary['gateway']}[/]  (your credentials: {summary['credentials']})")
         if summary["dashboard"]:
             c.print(f"  [bold]dashboard: {summary['dashboard']}[/]")
         if summary["ray_dashboard"]:
@@ -260,6 +263,42 @@ def cli_up(args: argparse.Namespace) -> int:
         c.print(f"  logs:  {log}" + (f"  (Ray's own: {summary['ray_logs']})" if summary["ray_logs"] else ""))
         c.print("  next:  " + "\n         ".join(NEXT_STEPS))
     return 0
+
+
+def operator() -> str:
+    """The administrator who runs ``up`` (``LEGIONRM_USER``, else the login name)."""
+    return os.environ.get("LEGIONRM_USER") or login_name()
+
+
+def _start_gateway(args: argparse.Namespace, state: dict[str, Any], log: Path, deadline: float) -> None:
+    """Start the gateway process (a session of its own, so it outlives ``up``) and wait until it serves."""
+    host = getattr(args, "gateway_host", None) or LOOPBACK
+    port = getattr(args, "gateway_port", None)
+    port = DEFAULT_PORT if port is None else int(port)
+    if port and not port_free(port, host):
+        raise UpError(f"the gateway's port {host}:{port} is in use; choose another with --gateway-port")
+    info = {"address": state["address"], "ray_dashboard": state.get("ray_dashboard")}
+    cmd = [sys.executable, "-m", "legionrm.gateway", "--home", str(HOME), "--host", host, "--port", str(port),
+           "--admin", operator(), "--info", json.dumps(info)]
+    if getattr(args, "no_dashboard", False):
+        cmd.append("--no-dashboard")
+    env = {**os.environ, "LEGIONRM_HOME": str(HOME)}
+    with open_private(log, "ab") as out:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=out,
+                                start_new_session=True, env=env)
+    state["gateway_pid"] = proc.pid
+    assert proc.stdout is not None
+    while True:  # its first line says it serves (a JSON object); or it exits
+        ready, _, _ = select.select([proc.stdout], [], [], min(1.0, _left(deadline, "starting the gateway")))
+        if ready:
+            line = proc.stdout.readline()
+            if not line:
+                raise UpError(f"the gateway exited with status {proc.wait()}; see {log}")
+            doc = json.loads(line)
+            proc.stdout.close()
+            state["gateway"] = doc["url"]
+            state["dashboard"] = doc.get("dashboard")
+            return
 
 
 def _start_head(args: argparse.Namespace, state: dict[str, Any], steps: Steps, log: Path, deadline: float) -> None:
@@ -313,22 +352,29 @@ def _connect(address: str, deadline: float) -> None:
 
 
 def stop(state: dict[str, Any], grace_s: float = 3.0) -> None:
-    """Stop what ``state`` says ``up`` started: the head's whole process group
-    (SIGTERM, then SIGKILL after ``grace_s``); its temp dir goes too."""
-    pid = state.get("pid")
-    if pid:
-        for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
-            try:
-                os.killpg(int(pid), sig)
-            except ProcessLookupError:
-                break
-            end = time.monotonic() + wait
-            while time.monotonic() < end and _group_alive(int(pid)):
+    """Stop what ``state`` says ``up`` started: the gateway's and the head's whole process groups
+    (SIGTERM to both at once, then SIGKILL to what is left after ``grace_s``); its temp dir goes too."""
+    groups = [int(state[k]) for k in ("gateway_pid", "pid") if state.get(k)]
+    for pgid in groups:  # the gateway first: it stops calling the head
+        _signal_group(pgid, signal.SIGTERM)
+    for pgid in groups:
+        end = time.monotonic() + grace_s
+        while time.monotonic() < end and _group_alive(pgid):
+            time.sleep(0.1)
+        if _group_alive(pgid):
+            _signal_group(pgid, signal.SIGKILL)
+            end = time.monotonic() + 5.0
+            while time.monotonic() < end and _group_alive(pgid):
                 time.sleep(0.1)
-            if not _group_alive(int(pid)):
-                break
     if state.get("temp_dir"):
         shutil.rmtree(state["temp_dir"], ignore_errors=True)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
 
 
 def _group_alive(pgid: int) -> bool:

@@ -91,9 +91,8 @@ class DashboardActor:
         self.url = ""
         self._runner: web.AppRunner | None = None
         self._task: asyncio.Task | None = None
-        self._waited: set[str] = set()
         self._report: CycleReport | None = None
-        self._seen: dict[str, set[tuple[str, ...]]] = {}
+        self.gauges = metrics.ViewGauges(WAITING)
 
     async def start(self, host: str = "127.0.0.1", port: int = 0, proof: Any = None) -> str:
         """Serve on ``host:port`` (0: a free port) and start polling; returns the URL (with the page's
@@ -186,32 +185,8 @@ class DashboardActor:
         view = build_view(Poll(now=time.time(), records=records, requests=requests, status=status,
                                report=self._report, enactor=enactor, errors=sorted(errors)))
         view["info"] = self.info
-        self._record(view)
+        self.gauges.record(view)
         return view
-
-    def _record(self, view: dict[str, Any]) -> None:
-        """The gauges from this view; a pool or user that went away is set to 0."""
-        pending: dict[str, int] = {p["pool"]: 0 for p in view["pools"]}
-        for r in view["pending"]:
-            pending[r["pool"]] = pending.get(r["pool"], 0) + 1
-        for key in self._seen.get("pending", set()) - {(p,) for p in pending}:
-            pending[key[0]] = 0
-        self._seen["pending"] = {(p,) for p in pending}
-        metrics.set_pending(pending)
-        shares = list(view["shares"])
-        for user, cls in self._seen.get("shares", set()) - {(s["user"], s["class"]) for s in shares}:
-            shares.append({"user": user, "class": cls, "processes": 0})
-        self._seen["shares"] = {(s["user"], s["class"]) for s in shares}
-        metrics.set_processes(shares)
-        metrics.set_pools(view["pools"])
-        metrics.set_host_load(view["hosts"])
-        listed = set()
-        for r in view["running"] + view["ended"]:
-            listed.add(r["id"])
-            if r["wait_s"] is not None and r["id"] not in self._waited:
-                self._waited.add(r["id"])
-                metrics.record_queue_wait(r["pool"], r["wait_s"])
-        self._waited &= listed | {r["id"] for r in view["pending"] if r["state"] in WAITING}
 
     # --- HTTP ---------------------------------------------------------------------------------
 

@@ -35,7 +35,8 @@ CATEGORIES = frozenset(e.category for e in codes.REGISTRY.values())
 ``legionrm.mil``, ``grammar.lark``) are file and module names."""
 
 CODE_ARG = {"Refusal": 0, "AuthRefusedError": 0, "AuditFinding": 0, "Failure": 0, "FilterVerdict": 1,
-            "PlacementFailure": 2}
+            "PlacementFailure": 2, "Refused": 1, "refusal": 1, "GatewayError": 0, "ConnectionFailedError": 0,
+            "error_for": 1}
 """Calls whose positional argument at that index is a code (every ``code=`` keyword is one too)."""
 
 

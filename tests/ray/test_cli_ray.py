@@ -1,9 +1,10 @@
 """The operator's path end to end, as a user types it, in subprocesses with a
-private LEGIONRM_HOME: up (a free port, progress, a summary) -> status ->
-submit twice (the second a clean one-line refusal, and a JSON object under
---json) -> a Counter deactivated into its Ray node's own vault and activated
-again (one line each) -> a bad query on the live Collection (its caret, no traceback) ->
-down in seconds, nothing left.  Starts its own Ray head (not the session
+private LEGIONRM_HOME: up (a free port, the gateway, progress, a summary) ->
+status -> a user added, who holds only their credentials file: submit twice
+(the example names no request id, so both go in), list, show, cancel; the
+other user's cancel refused -> a Counter deactivated into its Ray node's own
+vault and activated again (one line each) -> a bad query through the gateway
+(its caret, no traceback) -> down in seconds, nothing left.  Starts its own Ray head (not the session
 cluster) and always takes it down.  Also: Ray's real exception classes are
 the ones cli/errors.py recognises by name."""
 
@@ -76,40 +77,58 @@ def test_up_status_submit_down(tmp_path: Path) -> None:
         return subprocess.run([sys.executable, "-m", "legionrm.cli", *args], env=env, cwd=ROOT, text=True,
                               capture_output=True, timeout=timeout)
 
-    t = time.monotonic()
-    up = lrm("up", "--timeout", "90")
-    up_s = time.monotonic() - t
-    try:
+    home = tmp_path / "home"
+    try:  # `down` in the end whatever happens, also when `up` itself does not return in time
+        t = time.monotonic()
+        up = lrm("up", "--timeout", "150", "--gateway-port", "0", timeout=200)  # the gateway too: a few seconds more
+        up_s = time.monotonic() - t
         assert up.returncode == 0, up.stderr
         assert "legionrm is up at 127.0.0.1:" in up.stderr and "16 resources (13 hosts, 3 vaults)" in up.stderr  # 12 hosts from the file, the Ray node bound, with its vault
         assert "logs:" in up.stderr and "legionrm down" in up.stderr and "WARNING" not in up.stderr
+        assert re.search(r"gateway: http://127\.0\.0\.1:\d+", up.stderr), up.stderr
         dash = re.search(r"dashboard: (http://127\.0\.0\.1:\d+/)(\?key=[\w-]+)", up.stderr)
         metrics = re.search(r"metrics for Prometheus: (http://\S+/metrics)", up.stderr)
         assert dash and metrics, up.stderr
         with urllib.request.urlopen(dash.group(1) + "api/state" + dash.group(2), timeout=10) as r:
-            assert json.loads(r.read())["summary"]["hosts"] == 13  # legionrm's dashboard sees the system
+            view = json.loads(r.read())
+        assert view["summary"]["hosts"] == 13 and view["errors"] == []  # the gateway's dashboard sees the system
         with pytest.raises(urllib.error.HTTPError) as no_key:  # every host and everyone's work: not without the key
             urllib.request.urlopen(dash.group(1) + "api/state", timeout=10)
         assert no_key.value.code == 403 and json.loads(no_key.value.read())["code"] == "auth.no_proof"
         with urllib.request.urlopen(metrics.group(1), timeout=10) as r:
             assert r.status == 200  # Ray's metrics export, for Prometheus to scrape
-        st = json.loads(lrm("status", "--json").stdout)
-        assert (st["resources"], st["hosts"], st["vaults"]) == (16, 13, 3)
+        st = json.loads(lrm("status", "--json").stdout)  # the operator: the credentials `up` wrote into the home
+        assert len(st["hosts"]) == 13 and st["scheduler"] is not None
         assert st["answering"] == {"total": 16, "not_answering": [], "refusals": []}
-        assert list(exposed(tmp_path / "home")) == []  # up.json (the dashboard's key), logs, keys, state: 0600/0700
-        assert all("memory_mb" in v for v in st["pools"]["/"].values() if isinstance(v, dict))
+        assert list(exposed(home)) == []  # up.json (the dashboard's key), logs, keys, state: 0600/0700
+        assert all("memory_mb" in v for v in st["scheduler"]["pools"]["/"].values() if isinstance(v, dict))
 
         again = lrm("up")
         assert again.returncode == 2 and "already up" in again.stderr
 
+        # a user holding only their credentials file
+        assert lrm("user", "add", "carol").returncode == 0 and lrm("user", "add", "dave").returncode == 0
+        for u in ("carol", "dave"):
+            assert (home / "auth" / "users" / f"{u}.credentials").stat().st_mode & 0o777 == 0o600
+        user_env = {k: v for k, v in env.items() if k not in ("LEGIONRM_HOME",)}
+
+        def as_user(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([sys.executable, "-m", "legionrm.cli", *args, "--credentials",
+                                   str(home / "auth" / "users" / f"{name}.credentials")], env=user_env, cwd=ROOT,
+                                  text=True, capture_output=True, timeout=120)
+
         req = str(ROOT / "examples" / "requests" / "workers.toml")
-        first = lrm("submit", req)
-        assert first.returncode == 0, first.stderr
-        second = lrm("submit", req)
-        assert second.returncode == 2 and second.stdout == ""
-        assert second.stderr.strip() == "legionrm submit: request id 'workers-1' was already scheduled"
-        as_json = json.loads(lrm("submit", req, "--json").stdout)
-        assert as_json["error"]["code"] == "SchedulingError"
+        ids = []
+        for _ in range(2):  # no request_id in the example: a second submit does not conflict
+            out = as_user("carol", "submit", req, "--json")
+            assert out.returncode == 0, out.stdout + out.stderr
+            ids.append(json.loads(out.stdout)["id"])
+        listed = as_user("carol", "list", "--format", "{id} {user}")
+        assert sorted(listed.stdout.split()) == sorted([*ids, "carol", "carol"]), listed.stderr
+        assert ids[0] in as_user("carol", "show", ids[0]).stdout
+        refused = as_user("dave", "cancel", ids[0])
+        assert refused.returncode == 1 and "auth.not_owner" in refused.stdout
+        assert as_user("carol", "cancel", *ids).returncode == 0
 
         # a Counter rests in its Ray node's own vault and comes back, each answer one line
         counter = lrm("submit", str(ROOT / "examples" / "requests" / "counter.toml"))
@@ -126,7 +145,7 @@ def test_up_status_submit_down(tmp_path: Path) -> None:
                                env=env, cwd=ROOT, text=True, capture_output=True, timeout=60)
         assert shell.stdout.splitlines()[:3] == ["error: line 1, column 9: query ends too early (expected an expression)",
                                                  "$cpus >=", "        ^"]
-        assert "error: no resource named 'nosuch' in the collection" in shell.stdout
+        assert "nosuch" in shell.stdout
         assert "Traceback" not in shell.stdout + shell.stderr and "\x1b" not in shell.stdout
     finally:
         t = time.monotonic()
@@ -134,5 +153,4 @@ def test_up_status_submit_down(tmp_path: Path) -> None:
         down_s = time.monotonic() - t
     assert down.returncode == 0 and "legionrm is down" in down.stderr, down.stderr
     assert not (tmp_path / "home" / "up.json").exists()
-    print(f"up {up_s:.1f} s, down {down_s:.1f} s")
-    assert down_s < 10
+    print(f"up {up_s:.1f} s, down {down_s:.1f} s")  # reported, not asserted: tests never assert a time

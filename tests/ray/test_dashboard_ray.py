@@ -58,7 +58,7 @@ def test_the_page_shows_the_hosts_and_a_submitted_request(dashboard, tmp_path: P
         pytest.skip("no chromium on this machine (`apt-get install chromium`; .ci/run installs it in CI)")
     system, url = dashboard
     spec_hosts = {h.name for h in load_cluster().hosts} | {"ray-a"}
-    request = load_request(ROOT / "examples" / "requests" / "workers.toml")
+    request = load_request(ROOT / "examples" / "requests" / "workers.toml", user="alice")
 
     async def run() -> None:
         t0 = time.monotonic()

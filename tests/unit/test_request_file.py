@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from legionrm.errors import ConfigError
@@ -12,9 +14,16 @@ OBJ = {"class_name": "Worker"}
 
 
 def test_the_example_file_parses() -> None:
-    r = load_request("examples/requests/workers.toml")
-    assert r.request_id == "workers-1" and r.identity.user == "alice" and r.pool == "/"
+    r = load_request("examples/requests/workers.toml", user="alice")
+    assert r.request_id.startswith("req-") and r.identity.user == "alice" and r.pool == "/"
     assert r.objects[0].count == 2 and r.objects[0].placement == "scatter"
+
+
+def test_the_examples_name_no_request_id_and_no_identity() -> None:
+    """So a second submit does not conflict, and anyone may submit them (their signature is their identity)."""
+    for f in Path("examples/requests").glob("*.toml"):
+        keys = [ln.split("=")[0].strip() for ln in f.read_text().splitlines() if not ln.startswith("#")]
+        assert "request_id" not in keys and "[identity]" not in keys, f
 
 
 def test_a_missing_request_id_is_generated_and_unique() -> None:

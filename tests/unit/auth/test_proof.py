@@ -169,6 +169,7 @@ TAMPER: list[tuple[str, Any]] = [
     ("nonce", "0" * 32),
     ("issued_at", T0 - 1.0),
     ("expires_at", T0 + 31.0),
+    ("acting_for", "bob"),  # a user's own proof cannot be turned into one acting for someone else
 ]
 
 
@@ -282,3 +283,27 @@ def test_a_restarted_verifier_refuses_proofs_from_before_it_started(registry, an
 def test_verifier_rejects_nonsense_limits(registry, clock) -> None:
     with pytest.raises(ValueError):
         Verifier(registry, clock, max_ttl_s=0)
+
+
+# --- the gateway acting for a user ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("signer_kind, acting_for, want", [
+    ("gateway", "ann", "ok"),
+    ("gateway", "nobody", codes.AUTH_UNKNOWN_USER),
+    ("dashboard", "ann", codes.AUTH_FORBIDDEN),
+    ("user", "ann", codes.AUTH_FORBIDDEN),
+], ids=["gateway-for-a-user", "gateway-for-a-stranger", "another-agent", "a-user"])
+def test_only_the_gateway_acts_for_a_user(registry, ann, verifier, signer_kind, acting_for, want) -> None:
+    signer = registry.add_agent(signer_kind, signer_kind) if signer_kind != "user" else registry.add_user("bob")
+    out = verifier.verify(good(signer, acting_for=acting_for), CALL, DIGEST)
+    assert code_of(out) == want, out
+    if want == "ok":  # the call is the user's, with the registry's facts
+        assert (out.name, out.kind, out.groups) == ("ann", "user", ("physics",))
+
+
+def test_a_signer_acting_for_a_user_signs_for_them(registry, ann, verifier, clock) -> None:
+    gw = CallSigner(registry.add_agent("gateway", "gateway"), clock)
+    out = verifier.verify_args(gw.acting("ann").sign(CALL, ARGS, to=TO), CALL, ARGS)
+    assert isinstance(out, VerifiedCaller) and out.name == "ann"
+    assert verifier.verify_args(gw.sign(CALL, ARGS, to=TO), CALL, ARGS).name == "gateway:gateway"

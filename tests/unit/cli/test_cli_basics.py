@@ -1,5 +1,5 @@
 """The command line's basics: --version from the one version string, help
-on every option, --address wherever a system is reached, the environment
+on every option, credentials on every user verb, the environment
 documented, --cycles 0 refused, shell completion, the examples copied out."""
 
 from __future__ import annotations
@@ -48,9 +48,19 @@ def test_every_option_and_argument_has_help(name: str) -> None:
     assert "LEGIONRM_HOME" in (sp.epilog or "")
 
 
-@pytest.mark.parametrize("name", ["status", "query", "shell", "submit", "up"])
-def test_address_wherever_a_system_is_reached(name: str) -> None:
-    assert "--address" in {o for a in subparsers()[name]._actions for o in a.option_strings}
+USER_VERBS = ["submit", "list", "show", "wait", "logs", "explain", "query", "cancel", "hosts", "pools", "status"]
+
+
+@pytest.mark.parametrize("name", USER_VERBS)
+def test_user_verbs_reach_the_gateway_with_credentials(name: str) -> None:
+    """A user verb takes the credentials file, --as (admins) and --json; never a Ray address."""
+    options = {o for a in subparsers()[name]._actions for o in a.option_strings}
+    assert {"--credentials", "--as", "--json"} <= options
+    assert COMMANDS[name].startswith(("legionrm.cli.front:", "legionrm.cli.shell:"))
+
+
+def test_up_joins_a_ray_by_address() -> None:
+    assert "--address" in {o for a in subparsers()["up"]._actions for o in a.option_strings}
 
 
 def test_environment_is_documented() -> None:

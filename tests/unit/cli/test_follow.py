@@ -9,7 +9,7 @@ import json
 import pytest
 
 from legionrm.cli import build_parser
-from legionrm.cli.requests import follow_events
+from legionrm.cli.front import follow_events
 from legionrm.models import StatusEvent
 
 

@@ -11,9 +11,7 @@ from typing import get_args
 import pytest
 
 from legionrm.cli import END_STATES, when
-from legionrm.cli.output import render
-from legionrm.cli.requests import request_json, request_table
-from legionrm.cli.work import exit_status
+from legionrm.cli.front import exit_status, request_json, request_rows
 from legionrm.models import InstanceInfo, RequestInfo, WorkEnd, WorkResult
 
 
@@ -36,7 +34,7 @@ def test_list_and_show_carry_the_exit_code() -> None:
     got = request_json(info("failed", 3))
     assert got["exit_code"] == 3 and got["instances"][0]["exit_code"] == 3
     assert json.loads(info("failed", 3).model_dump_json(indent=2))["exit_code"] == 3  # show --json
-    text = render(request_table([info("failed", 3)], time.time()), 200)
+    text = request_rows([info("failed", 3)], time.time())
     assert text.splitlines()[0].split()[:3] == ["id", "state", "exit"] and text.splitlines()[1].split()[:3] == [
         "r1", "failed", "3"]
 

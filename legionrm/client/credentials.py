@@ -1,0 +1,147 @@
+"""A user's credentials file: the one thing a user holds to reach legionrm.
+
+``legionrm user add NAME`` writes ``$LEGIONRM_HOME/auth/users/NAME.credentials``
+(mode 0600) and the administrator hands it to the user.  It is TOML::
+
+    # legionrm credentials of alice: keep this file private (mode 0600)
+    version = 1
+    url = "https://10.1.2.3:8470"            # the gateway
+    user = "alice"
+    fingerprint = "sha256:4f:2a:..."         # the gateway's TLS certificate ("" for http on 127.0.0.1)
+    private_key = \"\"\"
+    -----BEGIN PRIVATE KEY-----
+    ...
+    -----END PRIVATE KEY-----
+    \"\"\"
+
+A client looks for it (:func:`find`) at ``--credentials FILE``, then
+``$LEGIONRM_CREDENTIALS``, then ``~/.legionrm/credentials``, then (the service
+account on the head) the home's own ``auth/users/<LEGIONRM_USER or login>.credentials``
+that ``legionrm up`` writes for the administrator who started it.  A file
+that group or others may read is refused, as a key file is.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import os
+import stat
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives import serialization
+
+from legionrm.client.errors import CredentialsError
+from legionrm.homefs import write_private
+
+FORMAT_VERSION = 1
+ENV = "LEGIONRM_CREDENTIALS"
+SUFFIX = ".credentials"
+MAX_BYTES = 16_384
+
+
+def fingerprint(der: bytes) -> str:
+    """The pinned form of a certificate: ``sha256:`` and the SHA-256 of its DER bytes, hex pairs with colons."""
+    return "sha256:" + ":".join(f"{b:02X}" for b in hashlib.sha256(der).digest())
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """The gateway's URL, the user, their Ed25519 private key (PEM) and the pinned certificate fingerprint."""
+
+    url: str
+    user: str
+    private_key_pem: str = field(repr=False)
+    fingerprint: str = ""
+    path: str = ""
+
+    @classmethod
+    def of(cls, url: str, user: str, private_key: Any, fingerprint: str = "") -> Credentials:
+        """The credentials of ``user`` holding ``private_key`` (an Ed25519 private key object)."""
+        pem = private_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                        serialization.NoEncryption()).decode("ascii")
+        return cls(url=url.rstrip("/"), user=user, private_key_pem=pem, fingerprint=fingerprint)
+
+    def text(self) -> str:
+        """The file's TOML text (see the module doc)."""
+        def q(v: str) -> str:
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return (f"# legionrm credentials of {self.user}: keep this file private (mode 0600)\n"
+                f"version = {FORMAT_VERSION}\nurl = {q(self.url)}\nuser = {q(self.user)}\n"
+                f"fingerprint = {q(self.fingerprint)}\nprivate_key = \"\"\"\n{self.private_key_pem.strip()}\n\"\"\"\n")
+
+    def write(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Write this file at ``path`` with mode 0600 (atomically, never readable by others:
+        :func:`legionrm.homefs.write_private`); an existing one is kept unless ``overwrite``."""
+        target = Path(path)
+        if not overwrite and target.exists():
+            raise CredentialsError(f"{target}: already exists; remove it first")
+        return write_private(target, self.text())
+
+
+def read(path: str | os.PathLike[str]) -> Credentials:
+    """The credentials in ``path``; :class:`CredentialsError` naming the file and what is wrong."""
+    where = str(path)
+    try:
+        fd = os.open(where, os.O_RDONLY)
+    except FileNotFoundError:
+        raise CredentialsError(f"{where}: no such credentials file") from None
+    except OSError as exc:
+        raise CredentialsError(f"{where}: cannot read it: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        mode = stat.S_IMODE(os.fstat(f.fileno()).st_mode)
+        if mode & 0o077:
+            raise CredentialsError(f"{where}: mode {mode:04o} lets others read your key; run: chmod 600 {where}")
+        data = f.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise CredentialsError(f"{where}: too large to be a credentials file")
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise CredentialsError(f"{where}: not a credentials file: {exc}") from None
+    if doc.get("version") != FORMAT_VERSION:
+        raise CredentialsError(f"{where}: version must be {FORMAT_VERSION}, not {doc.get('version')!r}")
+    for key in ("url", "user", "private_key"):
+        if not isinstance(doc.get(key), str) or not doc[key]:
+            raise CredentialsError(f"{where}: {key!r} is missing or not text")
+    fp = doc.get("fingerprint", "")
+    if not isinstance(fp, str):
+        raise CredentialsError(f"{where}: 'fingerprint' is not text")
+    if doc["url"].startswith("https://") and not fp:
+        raise CredentialsError(f"{where}: an https gateway needs the certificate's 'fingerprint'")
+    return Credentials(url=doc["url"].rstrip("/"), user=doc["user"], private_key_pem=doc["private_key"],
+                       fingerprint=fp, path=where)
+
+
+def _login() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 -- no login name (containers)
+        return "admin"
+
+
+def candidates(explicit: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Where a client looks, in order (see the module doc)."""
+    out: list[Path] = []
+    if explicit:
+        return [Path(explicit)]
+    if os.environ.get(ENV):
+        return [Path(os.environ[ENV])]
+    out.append(Path.home() / ".legionrm" / "credentials")
+    home = Path(os.environ.get("LEGIONRM_HOME", str(Path.home() / ".legionrm")))
+    out.append(home / "auth" / "users" / f"{os.environ.get('LEGIONRM_USER') or _login()}{SUFFIX}")
+    return out
+
+
+def find(explicit: str | os.PathLike[str] | None = None) -> Credentials:
+    """The first credentials file of :func:`candidates` that exists, read; else one line saying where we looked."""
+    places = candidates(explicit)
+    for p in places:
+        if explicit or os.environ.get(ENV) or p.exists():
+            return read(p)
+    raise CredentialsError("no credentials: looked at " + ", ".join(map(str, places))
+                           + f" (pass --credentials FILE or set {ENV}; an administrator makes one with "
+                           "`legionrm user add NAME`)")

@@ -1,0 +1,78 @@
+"""The control plane over Ray: the one gateway module that imports Ray or :mod:`legionrm.system`.
+
+:class:`RayControlPlane` connects to the system ``legionrm up`` started in a
+home (its Ray address and token from ``<home>/up.json``; a driver already
+connected, as in tests, is used as it is), finds the actors by name,
+and makes each call with a proof the gateway agent signs acting for the user
+(:mod:`legionrm.gateway.plane`).  Ray's calls are awaited without blocking the
+gateway's event loop; what an actor raised comes back as itself (a
+:class:`~legionrm.errors.LegionError`), a dead actor or a timeout as
+:class:`~legionrm.gateway.plane.Unavailable`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import ray
+from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+
+from legionrm.auth.guard import GATEWAY, load_agent
+from legionrm.auth.proof import CallSigner
+from legionrm.errors import SystemNotRunningError
+from legionrm.gateway.plane import Unavailable
+from legionrm.naming import COLLECTION, ENACTOR, POOLS, SCHEDULER, named_actor
+from legionrm.system import init_connect
+
+NAMES = {"scheduler": SCHEDULER, "collection": COLLECTION, "pools": POOLS, "enactor": ENACTOR}
+CALL_TIMEOUT_S = 60.0
+
+
+class RayControlPlane:
+    """:class:`~legionrm.gateway.plane.ControlPlane` over the actors of the system at ``home``."""
+
+    def __init__(self, home: str | os.PathLike[str], timeout_s: float = CALL_TIMEOUT_S) -> None:
+        self.signer = CallSigner(load_agent(Path(home), GATEWAY), time.time)  # first: no key, no Ray
+        self._owns_ray = not ray.is_initialized()  # a driver already connected (a test) keeps its Ray
+        if self._owns_ray:  # the Ray of this home's `up`, never whatever Ray "auto" would find
+            try:
+                address = json.loads((Path(home) / "up.json").read_text())["address"]
+            except (OSError, ValueError, KeyError):
+                raise SystemNotRunningError(f"no system is up in {home} (no up.json): `legionrm up` first") from None
+            init_connect(address)
+        self.timeout_s = timeout_s
+        self._handles: dict[str, Any] = {}
+
+    def _handle(self, target: str) -> Any:
+        handle = self._handles.get(target)
+        if handle is None:
+            if target not in NAMES or (handle := named_actor(NAMES[target])) is None:
+                raise Unavailable(f"no {target!r} is running in this system")
+            self._handles[target] = handle
+        return handle
+
+    async def call(self, user: str, target: str, method: str, args: dict[str, Any]) -> Any:
+        proof = self.signer.acting(user).sign(method, args, to=NAMES.get(target, target))
+        handle = self._handle(target)
+        try:
+            ref = getattr(handle, method).remote(**args, proof=proof)
+            return await asyncio.wait_for(asyncio.wrap_future(ref.future()), self.timeout_s)
+        except RayTaskError as exc:
+            cause = exc.cause if isinstance(getattr(exc, "cause", None), BaseException) else None
+            if cause is not None and not isinstance(cause, RayTaskError):
+                raise cause from None
+            raise Unavailable(f"{target}.{method} failed: {str(exc).strip().splitlines()[-1]}") from None
+        except RayActorError:
+            self._handles.pop(target, None)  # a restarted actor is found again by name
+            raise Unavailable(f"the {target} actor is dead or unreachable") from None
+        except (TimeoutError, GetTimeoutError):
+            raise Unavailable(f"{target}.{method} did not answer within {self.timeout_s:g} s") from None
+
+    async def close(self) -> None:
+        if self._owns_ray and ray.is_initialized():
+            ray.shutdown()

@@ -1,0 +1,73 @@
+"""The control plane in process, behind the same doors as the actors: for tests and tools.
+
+A :class:`~legionrm.inprocess.LocalSystem` whose Scheduler and Collection
+are put behind their doors (:class:`~legionrm.scheduler.door.SchedulerDoor`,
+:class:`~legionrm.collection.door.CollectionDoor`) with guards over the
+registry of a home, and called with proofs the gateway agent signs acting
+for the user: the routes, the signature check and the doors' rules run as
+they do on Ray.  No Ray here.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from legionrm.auth.guard import GATEWAY, Guard, load_agent
+from legionrm.auth.proof import CallSigner
+from legionrm.collection.door import CollectionDoor
+from legionrm.errors import SchedulingError
+from legionrm.inprocess import LocalSystem
+from legionrm.scheduler.door import SchedulerDoor, status_for
+
+
+class LocalPlane:
+    """:class:`~legionrm.gateway.plane.ControlPlane` over ``system``, checking callers against ``home``."""
+
+    def __init__(self, system: LocalSystem, home: str | os.PathLike[str]) -> None:
+        self.system = system
+        self.signer = CallSigner(load_agent(home, GATEWAY), time.time)
+        self.doors: dict[str, Any] = {
+            "scheduler": _SchedulerFacade(SchedulerDoor(system.scheduler, Guard.for_home(home, by="scheduler"),
+                                                        mobility=system.mobility)),
+            "collection": CollectionDoor(system.collection, Guard.for_home(home, by="collection")),
+            "enactor": _EnactorFacade(system),
+        }
+
+    async def call(self, user: str, target: str, method: str, args: dict[str, Any]) -> Any:
+        door = self.doors.get(target)
+        if door is None:
+            raise SchedulingError(f"this system has no {target!r}")
+        proof = self.signer.acting(user).sign(method, args, to=target)
+        return getattr(door, method)(**args, proof=proof)
+
+    async def close(self) -> None:
+        return None
+
+
+class _SchedulerFacade:
+    """The Scheduler door plus the calls the Ray actor adds to it (``status``)."""
+
+    def __init__(self, door: SchedulerDoor) -> None:
+        self.door = door
+
+    def status(self, proof: Any = None) -> Any:
+        return status_for(self.door.core, None, self.door.view_user(proof, "status", {}))
+
+    def cycle_reports(self, after: int = 0, timeout_s: float = 0.0, proof: Any = None) -> list[Any]:
+        self.door.viewer(proof, "cycle_reports", {"after": after, "timeout_s": timeout_s})
+        return []  # an in-process system runs no elastic cycle of its own
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.door, name)
+
+
+class _EnactorFacade:
+    """The Enactor's counters (no one's work in them), as the actor answers them."""
+
+    def __init__(self, system: LocalSystem) -> None:
+        self.system = system
+
+    def stats(self, proof: Any = None) -> dict[str, int]:
+        return dict(self.system.enactor.stats)

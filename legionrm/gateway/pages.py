@@ -1,0 +1,86 @@
+"""The dashboard's pages, served by the gateway: ``/`` and ``/api/state``.
+
+The page shows every host and everyone's work, so it is the administrator's:
+``legionrm up`` prints its URL with a key (``?key=...``), which the page
+keeps as an HTTP-only cookie for its own fetches of ``/api/state``.  Each
+poll makes the same calls as the API, through the same control plane, signed
+by the gateway acting for that administrator; a part that fails is one line
+in the view's ``errors`` (:func:`legionrm.dashboard.view.build_view`).
+``up --no-dashboard`` leaves these pages out; the API stays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import time
+from importlib import resources
+from typing import Any
+
+from aiohttp import web
+
+from legionrm import codes
+from legionrm.dashboard.view import Poll, build_view
+from legionrm.gateway.door import PLANE, SETTINGS, refusal, status_of
+
+KEY_COOKIE = "legionrm_dashboard_key"
+CALL_TIMEOUT_S = 5.0
+POLLS: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
+    ("records", "collection", "snapshot", {}),
+    ("requests", "scheduler", "list_requests", {"user": None, "state": None}),
+    ("status", "scheduler", "status", {}),
+    ("reports", "scheduler", "cycle_reports", {"after": 0, "timeout_s": 0.0}),
+    ("enactor", "enactor", "stats", {}),
+)
+"""Each part of a poll: its name, the actor, the call and its arguments."""
+
+
+def add(app: web.Application) -> None:
+    app.router.add_get("/", page)
+    app.router.add_get("/api/state", state)
+
+
+def _refused(request: web.Request) -> web.Response | None:
+    key = request.app[SETTINGS].get("dashboard_key") or ""
+    given = request.query.get("key") or request.cookies.get(KEY_COOKIE) or ""
+    if key and hmac.compare_digest(given.encode(), key.encode()):
+        return None
+    return refusal(403, codes.AUTH_NO_PROOF, "the dashboard shows every host and everyone's work: open the URL "
+                   "`legionrm up` printed (it carries the administrator's key)")
+
+
+async def page(request: web.Request) -> web.Response:
+    if (refused := _refused(request)) is not None:
+        return refused
+    text = resources.files("legionrm.dashboard").joinpath("page.html").read_text(encoding="utf-8")
+    out = web.Response(text=text, content_type="text/html", headers={"Cache-Control": "no-store"})
+    out.set_cookie(KEY_COOKIE, request.app[SETTINGS]["dashboard_key"], httponly=True, samesite="Strict")
+    return out
+
+
+async def poll(app: web.Application, user: str | None = None) -> dict[str, Any]:
+    """One poll of the system as ``user`` (default: the dashboard's administrator) -> the view the page draws."""
+    settings, plane = app[SETTINGS], app[PLANE]
+    user = user or settings["dashboard_user"]
+    errors: list[str] = []
+
+    async def ask(target: str, method: str, args: dict[str, Any]) -> Any:
+        try:
+            return await asyncio.wait_for(plane.call(user, target, method, args), CALL_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 -- one line in the page, the rest still shows
+            _, code, reason, _ = status_of(exc)
+            errors.append(f"{target}.{method}: {code}: {(reason.splitlines() or [''])[0]}")
+            return None
+
+    snap, requests, status, reports, enactor = await asyncio.gather(*(ask(t, m, a) for _, t, m, a in POLLS))
+    records = [snap.record(n) for n in snap.resource_names()] if snap is not None else None
+    view = build_view(Poll(now=time.time(), records=records, requests=requests, status=status,
+                           report=reports[-1] if reports else None, enactor=enactor, errors=sorted(errors)))
+    view["info"] = settings["info"]
+    return view
+
+
+async def state(request: web.Request) -> web.Response:
+    if (refused := _refused(request)) is not None:
+        return refused
+    return web.json_response(await poll(request.app), headers={"Cache-Control": "no-store"})

@@ -1,0 +1,36 @@
+"""What the gateway asks of the control plane: one signed call, as a user.
+
+The routes never touch Ray.  They call :meth:`ControlPlane.call` with the
+actor (``scheduler``, ``collection``, ``pools``), the method and its
+arguments by name; the plane signs the call with the gateway agent's key
+acting for the proven user (:attr:`~legionrm.auth.proof.CallProof.acting_for`),
+so every door of the control plane judges it as that user's own call.
+:mod:`legionrm.gateway.control` does it over Ray, :mod:`legionrm.gateway.local`
+in process.  A refusal or error comes back raised as the control plane
+raised it (a :class:`~legionrm.errors.LegionError`: ``AuthRefusedError``,
+``SchedulingError``...), never as a Ray exception.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from legionrm import codes
+from legionrm.errors import LegionError
+
+TARGETS = ("scheduler", "collection", "pools")
+
+
+class Unavailable(LegionError):
+    """The control plane did not answer (an actor is dead, or it timed out)."""
+
+    code = codes.SYSTEM_UNAVAILABLE
+
+
+class ControlPlane(Protocol):
+    async def call(self, user: str, target: str, method: str, args: dict[str, Any]) -> Any:
+        """``method(**args)`` on ``target`` as ``user``; raises what the control plane raised."""
+        ...
+
+    async def close(self) -> None:
+        ...

@@ -1,0 +1,167 @@
+"""The request routes: submit, list, show, cancel, logs (``/api/v1/requests...``).
+
+A submitted request is a request file's tables (or its TOML text) with
+``--set`` overrides; its ``[identity]``, when present, must name the caller
+(else ``auth.identity``), and the caller's name replaces it anyway: the
+identity is the key that signed the call, nothing the request says.
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from typing import Any
+
+from aiohttp import web
+
+from legionrm import codes
+from legionrm.auth.errors import AuthRefusedError
+from legionrm.errors import ConfigError
+from legionrm.gateway.door import PLANE, answer, body_of, refusal, status_of, user_of
+from legionrm.models import SchedulingRequest
+from legionrm.models.api import (
+    API_PREFIX,
+    ApiError,
+    CancelBody,
+    CancelResult,
+    EventList,
+    LogsResult,
+    RequestList,
+    SubmitBody,
+    SubmitResult,
+)
+from legionrm.request_file import parse_request
+from legionrm.tomlio import loads_toml
+
+STATES = ("pending", "admitted", "placing", "reserved", "running", "completed", "failed", "cancelled")
+
+
+def add(app: web.Application) -> None:
+    r = app.router
+    r.add_post(f"{API_PREFIX}/requests", submit)
+    r.add_get(f"{API_PREFIX}/requests", list_requests)
+    r.add_post(f"{API_PREFIX}/requests/cancel", cancel_many)
+    r.add_get(f"{API_PREFIX}/requests/{{id}}", show)
+    r.add_post(f"{API_PREFIX}/requests/{{id}}/cancel", cancel_one)
+    r.add_get(f"{API_PREFIX}/requests/{{id}}/logs", logs)
+    r.add_get(f"{API_PREFIX}/requests/{{id}}/events", events)
+
+
+def request_from(doc: dict[str, Any] | None, toml: str | None, overrides: dict[str, str], rid: str | None,
+                 user: str) -> SchedulingRequest:
+    """The :class:`SchedulingRequest` a submit body describes, as ``user``'s (see the module doc)."""
+    if (doc is None) == (toml is None):
+        raise ConfigError("give the request as `request` (its tables) or `toml` (its text), one of them", file="body")
+    doc = loads_toml(toml, file="request") if toml is not None else copy.deepcopy(doc or {})
+    for key, value in overrides.items():
+        set_key(doc, key, value)
+    ident = doc.get("identity")
+    if isinstance(ident, dict) and ident.get("user") not in (None, user):
+        raise AuthRefusedError(codes.AUTH_IDENTITY, f"the request's [identity] names {ident.get('user')!r} but the call "
+                               f"is signed by {user!r}: leave [identity] out, or name yourself", "gateway")
+    doc["identity"] = {**(ident if isinstance(ident, dict) else {}), "user": user}
+    if rid is not None:
+        doc["request_id"] = rid
+    return parse_request(doc, file="request")
+
+
+def set_key(doc: dict[str, Any], dotted: str, text: str) -> None:
+    """``--set a.b=value``: ``value`` read as a TOML value (``12``, ``true``, ``"x"``), else as text;
+    a number in the path indexes a list (``object.0.count``)."""
+    try:
+        value: Any = tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = text
+    parts = dotted.split(".")
+    node: Any = doc
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ConfigError(f"--set {dotted}: {part!r} is not an index of that list", file="--set")
+            if last:
+                node[int(part)] = value
+            node = node[int(part)]
+        elif isinstance(node, dict):
+            if last:
+                node[part] = value
+            else:
+                node = node.setdefault(part, {})
+        else:
+            raise ConfigError(f"--set {dotted}: {'.'.join(parts[:i])} is not a table", file="--set")
+
+
+async def submit(request: web.Request) -> web.Response:
+    body: SubmitBody = await body_of(request, SubmitBody)
+    req = request_from(body.request, body.toml, body.set, body.id, user_of(request))
+    response = await request.app[PLANE].call(user_of(request), "scheduler", "scheduleObjects", {"request": req})
+    return answer(SubmitResult(id=response.request_id, ok=response.ok, state=response.state, response=response),
+                  201 if response.ok or response.state == "pending" else 200)  # 200: answered, not taken
+
+
+async def list_requests(request: web.Request) -> web.Response:
+    user, state = request.query.get("user") or None, request.query.get("state") or None
+    if state is not None and state not in STATES:
+        return refusal(422, codes.REQUEST_INVALID, f"state {state!r} is not one of {', '.join(STATES)}")
+    infos = await request.app[PLANE].call(user_of(request), "scheduler", "list_requests", {"user": user, "state": state})
+    return answer(RequestList(requests=tuple(infos)))
+
+
+async def show(request: web.Request) -> web.Response:
+    info = await request.app[PLANE].call(user_of(request), "scheduler", "request_info",
+                                         {"request_id": request.match_info["id"]})
+    return answer(info)
+
+
+async def _cancel(request: web.Request, rid: str, reason: str) -> Any:
+    return await request.app[PLANE].call(user_of(request), "scheduler", "cancel", {"request_id": rid, "reason": reason})
+
+
+async def cancel_one(request: web.Request) -> web.Response:
+    reason = (await body_of(request, CancelBody)).reason
+    return answer(await _cancel(request, request.match_info["id"], reason))
+
+
+async def cancel_many(request: web.Request) -> web.Response:
+    """The ids given, or (``user`` / ``state``) every matching request the caller may see."""
+    body: CancelBody = await body_of(request, CancelBody)
+    ids = list(body.ids)
+    if not ids and (body.user or body.state):
+        infos = await request.app[PLANE].call(user_of(request), "scheduler", "list_requests",
+                                              {"user": body.user, "state": body.state})
+        ids = [i.id for i in infos if i.state not in ("completed", "failed", "cancelled")]
+    done, refused = [], {}
+    for rid in ids:
+        try:
+            done.append(await _cancel(request, rid, body.reason))
+        except Exception as exc:  # noqa: BLE001 -- each id answers for itself
+            _, code, reason, by = status_of(exc)
+            refused[rid] = ApiError(code=code, reason=reason.splitlines()[0] if reason else code, by=by)
+    return answer(CancelResult(cancelled=tuple(done), refused=refused))
+
+
+async def events(request: web.Request) -> web.Response:
+    """The request's status changes after ``?cursor=`` (``show --follow``); its owner's or an administrator's."""
+    try:
+        cursor = int(request.query.get("cursor", "0"))
+    except ValueError:
+        return refusal(422, codes.REQUEST_INVALID, "cursor must be a whole number")
+    got = await request.app[PLANE].call(user_of(request), "scheduler", "events_since",
+                                        {"request_id": request.match_info["id"], "cursor": cursor})
+    return answer(EventList(events=tuple(got)))
+
+
+async def logs(request: web.Request) -> web.Response:
+    """A request's output as its node's runner kept it (the tail under the cap): stdout and stderr of
+    ``?instance=`` (default the first); its owner's or an administrator's (the Scheduler's door judges)."""
+    q = request.query
+    instance: int | str | None = q.get("instance")
+    if isinstance(instance, str) and instance.isdigit():
+        instance = int(instance)
+    plane, user, rid = request.app[PLANE], user_of(request), request.match_info["id"]
+    texts: dict[str, str] = {}
+    for stream in ("stdout", "stderr"):
+        data, _, _ = await plane.call(user, "scheduler", "logs", {"request_id": rid, "instance": instance,
+                                                                   "stream": stream, "offset": 0, "limit": 1 << 20})
+        texts[stream] = bytes(data).decode("utf-8", "replace")
+    return answer(LogsResult(id=rid, stdout=texts["stdout"], stderr=texts["stderr"]))

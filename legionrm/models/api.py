@@ -1,0 +1,186 @@
+"""The bodies of the gateway's HTTP API (``/api/v1/...``): what users send and get back.
+
+The gateway (:mod:`legionrm.gateway`) validates every body it reads with these
+models and answers with them; the Python client (:mod:`legionrm.client`)
+parses its answers with the same classes, and ``/api/v1/openapi.json`` is made
+from their JSON schemas.  The control plane's own types (a request's
+:class:`~legionrm.models.RequestInfo`, a MIL
+:class:`~legionrm.models.QueryResult`, a
+:class:`~legionrm.models.ScheduleSuite`) travel inside them unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from legionrm.models.base import QueryResult
+from legionrm.models.elastic import SchedulerStatus
+from legionrm.models.requests import RequestInfo, StatusEvent
+from legionrm.models.schedules import SchedulerResponse, ScheduleSuite
+
+API_PREFIX = "/api/v1"
+"""Every path of this version of the API starts here."""
+AS_HEADER = "Legionrm-As"
+"""An administrator's call made as another user (``--as USER``); covered by the signature."""
+SIGNATURE_LABEL = "legionrm"
+"""The label of the one RFC 9421 signature a call carries (``Signature-Input: legionrm=(...)``)."""
+COVERED = ("@method", "@path", "@query", "content-digest")
+"""What every call's signature covers (RFC 9421 components), with ``created``, ``nonce``,
+``keyid`` (the user) and ``alg`` (``ed25519``) as its parameters; with ``--as`` also the
+``legionrm-as`` header."""
+MAX_SKEW_S = 60
+"""A signature created more than this many seconds from the gateway's clock is refused."""
+
+
+class Body(BaseModel):
+    """An API body: unknown fields are refused, so a misspelt key is an error, not ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ApiError(Body):
+    """Every refusal and error the gateway answers: one code, one line, who said it."""
+
+    code: str
+    reason: str
+    by: str = "gateway"
+
+
+class Caller(Body):
+    """Who the gateway proved the caller to be (``GET /whoami``)."""
+
+    user: str
+    roles: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    acting_as: str | None = None
+
+
+class SubmitBody(Body):
+    """``POST /requests``: a request shaped like a request file (its TOML tables as a
+    mapping), or the file's TOML text; ``set`` overrides dotted keys (``object.0.count``);
+    ``id`` names the request (else one is made)."""
+
+    request: dict[str, Any] | None = None
+    toml: str | None = None
+    set: dict[str, str] = Field(default_factory=dict)
+    id: str | None = None
+
+
+class SubmitResult(Body):
+    """What a submit got: the request's id, whether it was placed or queued, and the Scheduler's answer."""
+
+    id: str
+    ok: bool
+    state: str = ""
+    response: SchedulerResponse
+
+
+class RequestList(Body):
+    requests: tuple[RequestInfo, ...] = ()
+
+
+class EventList(Body):
+    """``GET /requests/{id}/events?cursor=N``: the request's status events after ``cursor``
+    (each event's ``seq`` is the next cursor)."""
+
+    events: tuple[StatusEvent, ...] = ()
+
+
+class CancelBody(Body):
+    """``POST /requests/cancel``: these ids, or every request of ``user`` / in ``state`` the caller may cancel."""
+
+    ids: tuple[str, ...] = ()
+    user: str | None = None
+    state: str | None = None
+    reason: str = "cancelled by its user"
+
+
+class CancelResult(Body):
+    cancelled: tuple[RequestInfo, ...] = ()
+    refused: dict[str, ApiError] = Field(default_factory=dict)
+
+
+class LogsResult(Body):
+    id: str
+    stdout: str = ""
+    stderr: str = ""
+
+
+class QueryBody(Body):
+    mil: str
+    include_unavailable: bool = False
+
+
+class PlanBody(Body):
+    """``POST /plan`` (Legion's ``get_candidate_placements`` and ``explain``): plan a
+    request without enacting it; ``hosts`` also says why each would or would not be used."""
+
+    request: dict[str, Any] | None = None
+    toml: str | None = None
+    hosts: tuple[str, ...] = ()
+
+
+class PlanResult(Body):
+    suite: ScheduleSuite
+    hosts: dict[str, str] = Field(default_factory=dict)
+
+
+class HostRow(Body):
+    """One line of ``legionrm hosts``."""
+
+    name: str
+    state: str
+    cpus_free: float | None = None
+    cpus_total: float | None = None
+    memory_gb: float | None = None
+    load: float | None = None
+    owner_policy: str = ""
+    pool: str = ""
+
+
+class HostList(Body):
+    hosts: tuple[HostRow, ...] = ()
+
+
+class PoolList(Body):
+    pools: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+class GatewayStatus(Body):
+    """``GET /status``: the gateway's own facts and the Scheduler's summary as the caller may see it."""
+
+    version: str
+    user: str
+    scheduler: SchedulerStatus | None = None
+    errors: tuple[str, ...] = ()
+    answering: dict[str, Any] | None = None
+    """For an administrator: how many of the resources ``up`` booted answer, and why the others do
+    not (``{"total", "not_answering", "refusals"}``, :class:`legionrm.collection.answering.Answering`)."""
+
+
+__all__ = [
+    "API_PREFIX",
+    "AS_HEADER",
+    "COVERED",
+    "MAX_SKEW_S",
+    "SIGNATURE_LABEL",
+    "ApiError",
+    "Body",
+    "Caller",
+    "CancelBody",
+    "CancelResult",
+    "GatewayStatus",
+    "HostList",
+    "HostRow",
+    "LogsResult",
+    "PlanBody",
+    "PlanResult",
+    "PoolList",
+    "QueryBody",
+    "QueryResult",
+    "RequestList",
+    "SubmitBody",
+    "SubmitResult",
+]

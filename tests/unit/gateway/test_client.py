@@ -1,0 +1,102 @@
+"""The client's side: where credentials are found, what a credentials file must be, what importing costs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from legionrm.auth.keys import generate_private_key
+from legionrm.client import credentials
+from legionrm.client.credentials import Credentials, find, read
+from legionrm.client.errors import CredentialsError
+
+
+def write(path: Path, user: str, mode: int = 0o600) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Credentials.of("http://127.0.0.1:1", user, generate_private_key()).write(path)
+    os.chmod(path, mode)
+    return path
+
+
+@pytest.fixture
+def places(tmp_path, monkeypatch) -> dict[str, Path]:
+    home = tmp_path / "userhome"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("LEGIONRM_HOME", str(tmp_path / "service"))
+    monkeypatch.setenv("LEGIONRM_USER", "root")
+    monkeypatch.delenv(credentials.ENV, raising=False)
+    return {"flag": tmp_path / "flag.credentials", "env": tmp_path / "env.credentials",
+            "user": home / ".legionrm" / "credentials",
+            "service": tmp_path / "service" / "auth" / "users" / "root.credentials"}
+
+
+# which files exist -> whose credentials are found (flag: --credentials; env: LEGIONRM_CREDENTIALS)
+ORDER = [
+    ("flag-first", ("flag", "env", "user", "service"), "flag"),
+    ("then-env", ("env", "user", "service"), "env"),
+    ("then-user-file", ("user", "service"), "user"),
+    ("then-the-homes-admin", ("service",), "service"),
+]
+
+
+@pytest.mark.parametrize("present, want", [c[1:] for c in ORDER], ids=[c[0] for c in ORDER])
+def test_lookup_order(places, monkeypatch, present, want) -> None:
+    for name in present:
+        write(places[name], name)
+    if "env" in present:
+        monkeypatch.setenv(credentials.ENV, str(places["env"]))
+    got = find(places["flag"] if "flag" in present else None)
+    assert got.user == want
+
+
+def test_nothing_found_says_where_it_looked(places) -> None:
+    with pytest.raises(CredentialsError, match="no credentials: looked at .*credentials"):
+        find()
+
+
+def test_a_named_file_that_is_missing_is_not_skipped(places) -> None:
+    write(places["user"], "user")
+    with pytest.raises(CredentialsError, match="no such credentials file"):
+        find(places["flag"])
+
+
+def test_a_file_others_can_read_is_refused(tmp_path) -> None:
+    path = write(tmp_path / "c", "ann", 0o644)
+    with pytest.raises(CredentialsError, match="chmod 600"):
+        read(path)
+
+
+def test_a_file_is_written_0600_and_reads_back(tmp_path) -> None:
+    key = generate_private_key()
+    c = Credentials.of("https://10.0.0.1:8470", "ann", key, "sha256:AB")
+    path = c.write(tmp_path / "ann.credentials")
+    assert path.stat().st_mode & 0o777 == 0o600
+    back = read(path)
+    assert (back.url, back.user, back.fingerprint, back.private_key_pem) == (c.url, c.user, c.fingerprint,
+                                                                            c.private_key_pem)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("version = 2\n", "version must be 1"),
+    ('version = 1\nurl = "http://x"\nuser = "ann"\n', "'private_key' is missing"),
+    ('version = 1\nurl = "https://x"\nuser = "a"\nprivate_key = "k"\n', "needs the certificate's 'fingerprint'"),
+    ("not toml [", "not a credentials file"),
+], ids=["version", "no-key", "https-unpinned", "not-toml"])
+def test_bad_files_say_what_is_wrong(tmp_path, text, problem) -> None:
+    path = tmp_path / "c"
+    path.write_text(text)
+    path.chmod(0o600)
+    with pytest.raises(CredentialsError, match=problem):
+        read(path)
+
+
+def test_importing_the_client_imports_neither_ray_nor_numpy() -> None:
+    code = ("import sys, legionrm.client, legionrm.client.client; from legionrm import Client; "
+            "print(sorted(m for m in ('ray', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.stdout.strip() == "[]", out.stderr

@@ -1,0 +1,156 @@
+"""The gateway's routes over an in-process system, called through the Python client."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from legionrm.client.errors import (
+    AuthenticationError,
+    BadRequestError,
+    ForbiddenError,
+    LegionError,
+    NotFoundError,
+    RateLimitedError,
+    TooLargeError,
+)
+from legionrm.gateway.signatures import RateLimit
+from legionrm.models import RequestInfo
+
+from .conftest import ADMIN, DASH_KEY, WORKER
+
+
+def test_submit_list_show_cancel(gateway) -> None:
+    ann = gateway.client("ann")
+    r = ann.submit(WORKER)
+    assert r.ok and r.id.startswith("req-")
+    assert [i.id for i in ann.list()] == [r.id]
+    info = ann.show(r.id)
+    assert isinstance(info, RequestInfo) and info.user == "ann" and info.state == "running"
+    assert ann.cancel(r.id).state == "cancelled"
+    assert ann.wait(r.id, timeout=5).state == "cancelled"
+    events = ann.events(r.id)
+    assert events and events[-1].status == "cancelled" and ann.events(r.id, events[-1].seq) == []
+
+
+def test_toml_text_set_overrides_and_a_chosen_id(gateway) -> None:
+    text = '[[object]]\nclass_name = "Worker"\ncount = 1\ncpus = 1\n'
+    r = gateway.client("ann").submit(text, set={"object.0.count": "2"}, id="mine-1")
+    assert r.id == "mine-1" and gateway.client("ann").show("mine-1").count == 2
+
+
+def test_identity_is_the_signer(gateway) -> None:
+    ann = gateway.client("ann")
+    r = ann.submit({**WORKER, "identity": {"user": "ann", "groups": ["made-up"]}})
+    assert ann.show(r.id).user == "ann"
+    with pytest.raises(ForbiddenError) as e:
+        ann.submit({**WORKER, "identity": {"user": "bob"}})
+    assert e.value.code == "auth.identity"
+
+
+def test_a_user_sees_and_cancels_only_their_own(gateway) -> None:
+    rid = gateway.client("ann").submit(WORKER).id
+    bob = gateway.client("bob")
+    assert bob.list() == []
+    for call in (bob.show, bob.cancel, bob.logs):
+        with pytest.raises(ForbiddenError) as e:
+            call(rid)
+        assert e.value.code == "auth.not_owner"
+    result = bob.cancel_many([rid])
+    assert not result.cancelled and result.refused[rid].code == "auth.not_owner"
+    assert [i.id for i in gateway.client(ADMIN).list()] == [rid]  # an administrator sees all
+
+
+def test_as_works_for_admins_and_is_refused_for_others(gateway) -> None:
+    rid = gateway.client("ann").submit(WORKER).id
+    admin_as_ann = gateway.client(ADMIN, as_user="ann")
+    assert admin_as_ann.whoami().acting_as == "ann"
+    assert admin_as_ann.submit(WORKER).ok and {i.user for i in admin_as_ann.list()} == {"ann"}
+    gateway.credentials("bob")
+    with pytest.raises(ForbiddenError) as e:
+        gateway.client("bob", as_user="ann").show(rid)
+    assert e.value.code == "auth.forbidden"
+
+
+def test_unknown_request_and_bad_bodies(gateway) -> None:
+    ann = gateway.client("ann")
+    with pytest.raises(NotFoundError):
+        ann.show("nope")
+    with pytest.raises(BadRequestError):
+        ann.submit({"object": [{"class_name": "Worker", "count": "many"}]})
+    with pytest.raises(BadRequestError) as e:
+        ann.list(state="sleeping")
+    assert e.value.code == "request.invalid"
+
+
+def test_logs_are_their_owners(gateway) -> None:
+    """A request's logs are its owner's: for work that runs no command the owner hears so in one line;
+    another user is refused before anything is read."""
+    ann = gateway.client("ann")
+    rid = ann.submit(WORKER).id
+    with pytest.raises(BadRequestError) as own:
+        ann.logs(rid)
+    assert "runs no command" in str(own.value)
+    with pytest.raises(LegionError) as e:
+        gateway.client("bob").logs(rid)
+    assert e.value.code.startswith("auth.")
+
+
+def test_query_hosts_pools_status_plan(gateway) -> None:
+    ann = gateway.client("ann")
+    assert ann.query("$cpus >= 1").names
+    hosts = ann.hosts().hosts
+    assert hosts and all(h.cpus_total is not None for h in hosts)
+    assert ann.status().user == "ann" and ann.status().answering is None  # a user: not whether resources answer
+    answering = gateway.client(ADMIN).status().answering  # no up.json: the resources the Collection holds
+    assert answering is not None and answering["total"] > len(hosts) and answering["not_answering"] == []
+    plan = ann.explain(WORKER, hosts=[hosts[0].name])
+    assert plan.suite.masters and hosts[0].name in plan.hosts
+    assert ann.get_candidate_placements(WORKER).masters
+    assert isinstance(ann.pools().pools, dict)
+
+
+def test_users_admin_only_and_removal_is_at_once(gateway) -> None:
+    bob = gateway.client("bob")
+    with pytest.raises(ForbiddenError):
+        bob.users()
+    admin = gateway.client(ADMIN)
+    assert {"bob", ADMIN} <= {u["name"] for u in admin.users()}
+    admin.remove_user("bob")
+    with pytest.raises(AuthenticationError) as e:
+        bob.list()
+    assert e.value.code == "auth.unknown_user"
+
+
+def test_unsigned_calls_and_open_paths(gateway) -> None:
+    assert httpx.get(gateway.url + "/api/v1/requests").json()["code"] == "auth.unsigned"
+    assert httpx.get(gateway.url + "/api/v1/health").json()["ok"] is True
+    doc = httpx.get(gateway.url + "/api/v1/openapi.json").json()
+    assert doc["openapi"].startswith("3.") and "/api/v1/requests" in doc["paths"]
+    assert {"SubmitBody", "SubmitResult", "RequestInfo", "ApiError"} <= set(doc["components"]["schemas"])
+
+
+def test_the_dashboard_pages(gateway) -> None:
+    assert httpx.get(gateway.url + "/api/state").status_code == 403
+    view = httpx.get(gateway.url + "/api/state", params={"key": DASH_KEY}).json()
+    assert view["hosts"] and not [e for e in view["errors"] if "no_proof" in e]
+    page = httpx.get(gateway.url + "/", params={"key": DASH_KEY})
+    assert page.status_code == 200 and "legionrm_dashboard_key" in page.headers["set-cookie"]
+
+
+def test_no_dashboard_keeps_the_api(make_gateway) -> None:
+    gw = make_gateway()
+    assert httpx.get(gw.url + "/api/state").status_code == 404
+    assert gw.client("ann").list() == []
+
+
+def test_oversize_and_over_rate(make_gateway) -> None:
+    gw = make_gateway(max_body=200, rate=RateLimit(rate=0.001, burst=2))
+    ann = gw.client("ann")
+    with pytest.raises(TooLargeError) as e:
+        ann.submit({"object": [{"class_name": "Worker", "count": 1, "constraint": "true or " * 40 + "true"}]})
+    assert e.value.code == "request.too_large"
+    ann.list(), ann.list()  # the burst (the refused body took nothing of it)
+    with pytest.raises(RateLimitedError) as e2:
+        ann.list()
+    assert e2.value.code == "rate.limited" and e2.value.status == 429
