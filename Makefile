@@ -19,8 +19,10 @@ install: $(STAMP)
 demo: $(STAMP)
 	RAY_AUTH_MODE=disabled $(BIN)/legionrm demo
 
+# Three workers, each module whole in one of them (its fixtures boot once): the
+# suite spends most of its time waiting on Ray and subprocesses, not computing.
 test: $(STAMP)
-	RAY_AUTH_MODE=disabled $(BIN)/python -m pytest
+	RAY_AUTH_MODE=disabled $(BIN)/python -m pytest -n 3 --dist loadscope
 
 # Every benchmark prints target, measured and OK/MISSED per line and appends
 # them to BENCH_SUMMARY; the one-screen summary of all of them comes last.

@@ -2,6 +2,8 @@
 
 * ``os_accounts``: two throwaway accounts, made with ``useradd -M -s /bin/bash``
   and removed at the end of the session; ``{"alice": name, "bob": name}``.
+  Each pytest-xdist worker makes its own pair (the worker's id in the
+  names), so one worker's cleanup never removes another's accounts.
   Skips (saying why) when the tests do not run as root or ``useradd`` is missing.
 * ``work_python``: an interpreter every account can run: a venv made from
   Debian's ``/usr/bin/python3.11`` in a world-readable directory under /tmp,
@@ -25,7 +27,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEM_PYTHON = "/usr/bin/python3.11"
-ACCOUNTS = {"alice": "lrmtest-alice", "bob": "lrmtest-bob"}
+# one pair per pytest-xdist worker (gw0, gw1, ...): useradd names stay under 32 characters
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+ACCOUNTS = {who: f"lrmtest-{who}" + (f"-{_WORKER}" if _WORKER else "") for who in ("alice", "bob")}
 
 
 def _exists(name: str) -> bool:

@@ -64,8 +64,9 @@ def test_a_new_up_on_the_same_home_knows_what_the_lost_cluster_held(tmp_path: Pa
     cluster = tmp_path / "cluster.toml"
     cluster.write_text(default_cluster_path().read_text()
                        + f'\n[runner]\nrun_as = "service"\nwork_dir = "{tmp_path / "work"}"\n')
+    # --gateway-port 0: a free port, so another test's system on this machine never collides with it
     up = lrm("up", "--cluster", str(cluster), "--no-dashboard", "--no-ray-dashboard", "--no-ray-token",
-             "--timeout", "180", timeout=240)
+             "--gateway-port", "0", "--timeout", "180", timeout=240)
     try:
         assert up.returncode == 0, up.stderr
         sub = lrm("submit", str(run))
@@ -78,7 +79,7 @@ def test_a_new_up_on_the_same_home_knows_what_the_lost_cluster_held(tmp_path: Pa
 
     t0 = time.monotonic()
     again = lrm("up", "--cluster", str(cluster), "--no-dashboard", "--no-ray-dashboard", "--no-ray-token",
-                "--timeout", "180", timeout=240)
+                "--gateway-port", "0", "--timeout", "180", timeout=240)
     try:
         assert again.returncode == 0, again.stderr
         status = json.loads(lrm("status", "--json").stdout)

@@ -1,7 +1,9 @@
-"""Load: 20 concurrent callers x 50 requests each (small, ``wait=False``,
+"""Load: 20 concurrent callers x 10 requests each (small, ``wait=False``,
 each cancelled once answered) on a live system with a state dir.  Every
 request is answered, the books balance afterwards, and the throughput is
-printed.  ``LEGIONRM_LOAD`` ("callers x requests", e.g. ``5x10``) shrinks it."""
+printed.  ``LEGIONRM_LOAD`` ("callers x requests", e.g. ``20x50``) sets the
+size; the throughput targets live in benchmarks/, so the suite's run is kept
+small (concurrency is what it proves: 20 callers at once)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from legionrm.models import Identity, ObjectRequest, SchedulingRequest
 
 pytestmark = pytest.mark.ray
 
-CALLERS, REQUESTS = (int(x) for x in os.environ.get("LEGIONRM_LOAD", "20x50").split("x"))
+CALLERS, REQUESTS = (int(x) for x in os.environ.get("LEGIONRM_LOAD", "20x10").split("x"))
 
 
 @pytest.fixture(scope="module")
