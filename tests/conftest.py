@@ -27,8 +27,14 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 pytest_plugins = ("tests.osaccounts",)
+
+# No test asserts a time, and Hypothesis's own timing checks are times too: on
+# a loaded 2-core machine (CI, 3 workers) a slow example is not a failure.
+settings.register_profile("legionrm", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("legionrm")
 REPO = Path(__file__).resolve().parents[1]
 _CACHES = {".git", ".venv", "__pycache__", ".hypothesis", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 _BEFORE = pytest.StashKey[set[str]]()

@@ -86,7 +86,8 @@ def test_credential_repr_hides_the_private_key() -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["", "!!!", "AAAA", "é", keys.encode_public_key(keys.generate_private_key().public_key()) + "AA=="]
+    "text", ["", "!!!", "AAAA", "é", keys.encode_public_key(keys.generate_private_key().public_key()) + "AA=="],
+    ids=["empty", "not-base64", "too-short", "not-ascii", "key-with-trailing-bytes"],  # stable across workers
 )
 def test_decode_public_key_rejects_non_keys(text: str) -> None:
     with pytest.raises(ValueError):
