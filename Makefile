@@ -24,8 +24,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	RAY_AUTH_MODE=disabled $(BIN)/python -m pytest -n 3 --dist loadscope
 
-# Every benchmark prints target, measured and OK/MISSED per line and appends
-# them to BENCH_SUMMARY; the one-screen summary of all of them comes last.
+# Every benchmark prints target, measured and OK/SHORT per line and appends
+# them to BENCH_SUMMARY; the one-screen summary of all of them comes last, and
+# make bench exits nonzero when any target is SHORT (after running them all).
 BENCH_SUMMARY ?= /tmp/legionrm-bench-summary.tsv
 
 bench: $(STAMP)

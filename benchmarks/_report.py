@@ -1,10 +1,11 @@
 """One way for every benchmark to print a target: label, previous figure,
-target, measured, OK or MISSED; and a one-screen summary of all of them.
+target, measured, OK or SHORT; and a one-screen summary of all of them.
 
 Each benchmark calls :func:`check` (a target) or :func:`info` (a figure with
 no target).  When ``LEGIONRM_BENCH_SUMMARY`` names a file, every line is also
 appended to it (tab-separated), and ``python benchmarks/_report.py FILE``
-prints the summary (``make bench`` does so at the end).
+prints the summary (``make bench`` does so at the end) and exits with the
+number of SHORT rows (capped at 100), so a short target fails ``make bench``.
 
 The "before" figures are what the benchmark printed before the perf work
 (measured on the 2-core development machine); they are for comparison only.
@@ -29,10 +30,10 @@ def _append(kind: str, label: str, before: str, target: str, measured: str, verd
 
 
 def check(label: str, target: str, measured: str, ok: bool, *, before: str = "-", note: str = "") -> bool:
-    """Print one target line and record it; returns ``ok``.  A missed target's
+    """Print one target line and record it; returns ``ok``.  A short target's
     note also gives the machine's load then (this machine is shared: a figure
     measured under load says so)."""
-    verdict = "OK" if ok else "MISSED"
+    verdict = "OK" if ok else "SHORT"
     if not ok and hasattr(os, "getloadavg"):
         note = "; ".join(x for x in (note, f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores") if x)
     print(f"  {label:<52} before {before:<12} target {target:<12} measured {measured:<14} {verdict}"
@@ -48,7 +49,7 @@ def info(label: str, measured: str, *, before: str = "-", note: str = "") -> Non
 
 
 def summary(path: str) -> int:
-    """Print the one-screen summary of a run; the count of missed targets is returned."""
+    """Print the one-screen summary of a run; the count of SHORT targets is returned."""
     try:
         with open(path, encoding="utf-8") as f:
             rows = [line.rstrip("\n").split("\t") for line in f if line.strip()]
@@ -63,11 +64,11 @@ def summary(path: str) -> int:
     for bench, kind, label, before, target, measured, verdict, note in rows:
         if kind != "target":
             continue
-        missed += verdict == "MISSED"
+        missed += verdict != "OK"
         print(f"{bench[:16]:<16} {label[:50]:<50} {before[:12]:>12} {target[:12]:>12} {measured[:14]:>14} {verdict}")
     print("-" * 118)
     total = sum(1 for r in rows if r[1] == "target")
-    print(f"{total - missed} of {total} targets met, {missed} missed"
+    print(f"{total - missed} of {total} targets met, {missed} SHORT"
           + ("" if not missed else " (each benchmark's output says why)"))
     print("=" * 118)
     return missed
@@ -76,4 +77,4 @@ def summary(path: str) -> int:
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         raise SystemExit("usage: python benchmarks/_report.py SUMMARY_FILE")
-    summary(sys.argv[1])
+    raise SystemExit(min(summary(sys.argv[1]), 100))

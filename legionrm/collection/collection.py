@@ -36,7 +36,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Protocol, cast
+from typing import Any, Callable, Mapping, Protocol, cast
 
 import numpy as np
 
@@ -134,21 +134,16 @@ class CollectionSnapshot:
     def numeric(self, attr: str, rows: np.ndarray | None, default: float) -> np.ndarray:
         """``attr`` as float64 at ``rows`` (all rows when None); ``default``
         where a resource does not export it or exports a non-number."""
-        n = len(self.table.names)
-        col = self.table.column(attr)
-        if col is not None and col.uniform in (V.INT, V.FLOAT, V.BOOL):  # one kind everywhere: no masks
-            arr = {V.INT: col.i, V.FLOAT: col.f, V.BOOL: col.b}[col.uniform]
-            if arr is not None and len(arr) == n:
-                vals = arr if rows is None else arr[rows]
-                return vals.astype(np.float64)  # a copy: the caller may write to it
-        out = np.full(n, default, dtype=np.float64)
-        if col is not None:
-            tags = col.tags()
-            for tag, arr in ((V.INT, col.i), (V.FLOAT, col.f), (V.BOOL, col.b)):
-                if arr is not None:
-                    sel = tags == tag
-                    out[sel] = np.broadcast_to(arr, (n,))[sel]
-        return out if rows is None else out[rows]
+        return _floats(self.table.column(attr), len(self.table.names), rows, default)
+
+    def score(self, text: str, rows: np.ndarray | None = None, default: float = 0.0) -> np.ndarray:
+        """The MIL expression ``text`` as float64 at ``rows`` (all rows when
+        None): a number as it is, a boolean as 0 or 1, and ``default`` where it
+        is undefined, an error or not a number (HTCondor's Rank reads those as
+        0.0).  Pure read.  Raises MILError on a bad expression."""
+        out = _floats(compile_query(text).values(self.table), len(self.table.names), rows, default)
+        out[~np.isfinite(out)] = default  # an infinite or NaN rank would not sort as a number
+        return out
 
     def names(self, text: str = "true", caller: Caller = None, include_unavailable: bool = False) -> list[str]:
         """Names of matching resources, sorted.  Raises MILError on a bad query."""
@@ -462,3 +457,22 @@ def _check_public(name: str, attrs: Mapping[str, object]) -> None:
             raise CollectionError(
                 f"resource {name!r}: attribute {key!r} is reserved (names starting with '@' belong to the collection)"
             )
+
+
+def _floats(col: Any, n: int, rows: np.ndarray | None, default: float) -> np.ndarray:
+    """A column (None: absent everywhere) as float64 at ``rows`` (all when
+    None): ints, floats and booleans as numbers, ``default`` elsewhere.  A
+    fresh array: the caller may write to it."""
+    if col is not None and col.uniform in (V.INT, V.FLOAT, V.BOOL):  # one kind everywhere: no masks
+        arr = {V.INT: col.i, V.FLOAT: col.f, V.BOOL: col.b}[col.uniform]
+        if arr is not None:
+            vals = np.broadcast_to(arr, (n,))
+            return (vals if rows is None else vals[rows]).astype(np.float64)
+    out = np.full(n, default, dtype=np.float64)
+    if col is not None:
+        tags = col.tags()
+        for tag, arr in ((V.INT, col.i), (V.FLOAT, col.f), (V.BOOL, col.b)):
+            if arr is not None:
+                sel = tags == tag
+                out[sel] = np.broadcast_to(arr, (n,))[sel]
+    return out if rows is None else out[rows]

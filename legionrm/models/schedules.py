@@ -64,6 +64,10 @@ class ObjectRequest(Frozen):
     storage_gb: float = Field(0.0, ge=0, le=MAX_AMOUNT, allow_inf_nan=False)
     constraint: str = "true"
     vault_constraint: str = "true"
+    rank: str | None = Field(None, max_length=4096)
+    """A MIL expression (HTCondor's Rank): among the hosts that fit, a higher
+    value goes first, before the planner's own rankers; undefined or not a
+    number counts as 0."""
     placement: PlacementMode = "free"
     exclusive: bool = False
     walltime_s: float | None = Field(None, gt=0, le=MAX_WALLTIME_S, allow_inf_nan=False)

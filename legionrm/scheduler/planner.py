@@ -85,6 +85,7 @@ class ObjectPlan:
     outcome: FilterOutcome  # the query's refusals first, then each filter's
     ranked: HostTable | None = None
     accepting: np.ndarray | None = None  # snapshot rows the query let through (before the filters)
+    snap: CollectionSnapshot | None = None  # what it was planned on (the user's rank is read from it)
 
 
 @dataclass
@@ -130,10 +131,20 @@ class Plan:
                 lines.append(f"{host}: not used for {label}: refused by {ref.by} ({ref.code}): {ref.reason}")
             elif op.ranked is not None and host in set(op.ranked.names.tolist()):
                 pos = op.ranked.names.tolist().index(host) + 1
-                lines.append(f"{host}: feasible for {label}, ranked {pos} of {len(op.ranked)}; {self._fate(host)}")
+                lines.append(f"{host}: feasible for {label}, ranked {pos} of {len(op.ranked)}"
+                             f"{self._rank(op, pos - 1)}; {self._fate(host)}")
             else:
                 lines.append(f"{host}: not a known, available host")
         return "\n".join(lines)
+
+    @staticmethod
+    def _rank(op: ObjectPlan, at: int) -> str:
+        """`` (rank V)``: the user's rank of the host at position ``at`` of
+        ``op``'s ranking ('' when the request gives no rank)."""
+        if op.request.rank is None or op.snap is None or op.ranked is None:
+            return ""
+        value = float(op.snap.score(op.request.rank, op.ranked.row[at:at + 1])[0])
+        return f" (rank {value:g} by {op.request.rank!r})"
 
     def _fate(self, host: str) -> str:
         """What became of a feasible host that master 1 does not use."""
@@ -281,7 +292,7 @@ class Planner:
         outcome.drops[:0] = [d for d in query_drops if len(d[0])]
         # the base table is in name order, and the filters keep the order
         ranked = rank(ctx, outcome.hosts, self.rankers, in_name_order=True)
-        return ObjectPlan(obj, keys, outcome, ranked, base.row[accepting])
+        return ObjectPlan(obj, keys, outcome, ranked, base.row[accepting], snap)
 
     def _master(
         self,

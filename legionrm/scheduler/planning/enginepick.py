@@ -22,9 +22,11 @@ from legionrm.scheduler.planning.whatof import Ordered
 
 
 def engine_applies(req: ObjectRequest) -> bool:
-    """Whether the engine's bucket path can take ``req``: exclusive and not pack
-    (an ObjectRequest never names a host).  The engine confirms per request."""
-    return bool(req.exclusive) and req.placement != "pack"
+    """Whether the engine's bucket path can take ``req``: exclusive, not pack
+    (an ObjectRequest never names a host) and without a user's rank (the
+    buckets take hosts in their own order, which knows no rank).  The engine
+    confirms per request."""
+    return bool(req.exclusive) and req.placement != "pack" and req.rank is None
 
 
 def engine_picks(

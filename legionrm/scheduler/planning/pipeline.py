@@ -211,6 +211,19 @@ class PlacementRanker:
         return hosts.free_cpus if ctx.request.placement == "pack" else -hosts.free_cpus
 
 
+class UserRanker:
+    """The request's own ``rank`` (HTCondor's Rank): a MIL expression over
+    each host's attributes, higher first; undefined counts as 0.  Without a
+    rank every host ties and the planner's rankers decide."""
+
+    name = "rank"
+
+    def key(self, ctx: PlanContext, hosts: HostTable) -> np.ndarray:
+        if ctx.request.rank is None or ctx.snap is None:
+            return np.zeros(len(hosts))
+        return -ctx.snap.score(ctx.request.rank, hosts.row)
+
+
 class ScarceRanker:
     """Hosts with GPUs last for work that needs none, so the accelerators stay
     free for the work that does (a CPU job on a GPU host can block a GPU job
@@ -250,11 +263,15 @@ DEFAULT_FILTERS: tuple[HostFilter, ...] = (
     ClassHostListFilter(), ImplementationFilter(), TotalCapacityFilter(), FreeCapacityFilter(), CalendarFilter(),
     AvoidFilter(),
 )
-# Rankers in priority order: scarce hosts (GPUs the work does not need) last,
+# Rankers in priority order: the user's own rank first (what the user prefers
+# among hosts that fit comes before the planner's preferences, as in HTCondor),
+# then scarce hosts (GPUs the work does not need) last,
 # then the placement policy (it is what the user asked for), then the risk of a veto (a veto costs a negotiation round, and
 # the planner's delta schedules cover the riskiest mappings first), then load;
 # the host name breaks ties.
-DEFAULT_RANKERS: tuple[HostRanker, ...] = (ScarceRanker(), PlacementRanker(), RiskRanker(), LoadRanker())
+DEFAULT_RANKERS: tuple[HostRanker, ...] = (
+    UserRanker(), ScarceRanker(), PlacementRanker(), RiskRanker(), LoadRanker(),
+)
 
 
 @dataclass
