@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -98,18 +99,21 @@ def main() -> int:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
            "PYTHONPYCACHEPREFIX": str(home / "pycache")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    with in_thread(make_app(LocalPlane(system, home), home)) as url:
-        creds = str(Credentials.of(url, "ann", cred.private_key).write(home / "ann.credentials"))
-        with Client.from_credentials(creds) as c:  # a few requests to list
-            ids = [c.submit({"object": [{"class_name": "Worker", "count": 1, "cpus": 1}]}).id for _ in range(5)]
-        cli = [sys.executable, "-m", "legionrm.cli"]
-        print(f"a CLI call through the gateway, median of {args.runs} runs ({os.cpu_count()} cores, "
-              f"load average {os.getloadavg()[0]:.1f})")
-        floor = timed([sys.executable, "-c", "pass"], args.runs, env)
-        imports = timed([sys.executable, "-c", "import legionrm.cli, legionrm.cli.front"], args.runs, env)
-        verbs = {"list": [*cli, "list"], "list --json": [*cli, "list", "--json"],
-                 "list --state running": [*cli, "list", "--state", "running"], "show ID": [*cli, "show", ids[0]]}
-        got, cpu = calls({k: [*v, "--credentials", creds] for k, v in verbs.items()}, args.runs, env, ids[:1])
+    try:
+        with in_thread(make_app(LocalPlane(system, home), home)) as url:
+            creds = str(Credentials.of(url, "ann", cred.private_key).write(home / "ann.credentials"))
+            with Client.from_credentials(creds) as c:  # a few requests to list
+                ids = [c.submit({"object": [{"class_name": "Worker", "count": 1, "cpus": 1}]}).id for _ in range(5)]
+            cli = [sys.executable, "-m", "legionrm.cli"]
+            print(f"a CLI call through the gateway, median of {args.runs} runs ({os.cpu_count()} cores, "
+                  f"load average {os.getloadavg()[0]:.1f})")
+            floor = timed([sys.executable, "-c", "pass"], args.runs, env)
+            imports = timed([sys.executable, "-c", "import legionrm.cli, legionrm.cli.front"], args.runs, env)
+            verbs = {"list": [*cli, "list"], "list --json": [*cli, "list", "--json"],
+                     "list --state running": [*cli, "list", "--state", "running"], "show ID": [*cli, "show", ids[0]]}
+            got, cpu = calls({k: [*v, "--credentials", creds] for k, v in verbs.items()}, args.runs, env, ids[:1])
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
     info("python -c pass (the floor)", f"{floor:.0f} ms")
     info("import the CLI and its gateway verbs", f"{imports:.0f} ms")
     for name, ms in got.items():
