@@ -2,29 +2,29 @@
 
 The tour, in the order a request flows:
 
-0. a lean local Ray (a head and two worker nodes) and the bundled cluster
+1. a lean local Ray (a head and two worker nodes) and the bundled cluster
    booted onto it: the Collection, one host-group actor per nodepool, the
    vaults, the class objects, the Enactor and the Scheduler; two more hosts,
    ``ray-a`` and ``ray-b``, are the real Ray worker nodes; the gateway (the
    front door, :mod:`legionrm.gateway`) served on 127.0.0.1 over them;
-1. the front door: alice holds one credentials file and nothing else (no
+2. the front door: alice holds one credentials file and nothing else (no
    Ray, no ``LEGIONRM_HOME``); her ``legionrm submit --wait``, ``logs`` and
    ``list`` are signed HTTP calls to the gateway, and her shell line runs
    on a Ray node as her OS account, its output kept;
-2. MIL queries on the Collection, as a user and as a visitor the owners keep out;
-3. ``scheduleObjects`` for two big Workers: the first master schedule puts
+3. MIL queries on the Collection, as a user and as a visitor the owners keep out;
+4. ``scheduleObjects`` for two big Workers: the first master schedule puts
    one on lab1, whose owner's load ceiling vetoes it, and the Enactor moves to
    a delta schedule, keeping the reservation it already holds;
-4. Echo instances started as Ray actors on the reserved Ray nodes,
+5. Echo instances started as Ray actors on the reserved Ray nodes,
    answering a call that says where they run;
-5. the queue: a request waits for room, a cancel frees it;
-6. carol's Counter, submitted through the gateway, counts on one Ray node,
+6. the queue: a request waits for room, a cancel frees it;
+7. carol's Counter, submitted through the gateway, counts on one Ray node,
    migrates to the other (the new copy started first, the state through the
    nodes' vault), is deactivated (its state saved to the vault, nothing
    running) and activated again on the first node: the count survives each move;
-7. three users' elastic jobs arriving one after another: each cycle the
+8. three users' elastic jobs arriving one after another: each cycle the
    fair-share core re-balances the batch pool among them;
-8. shutdown: the gateway, every actor and every Ray node stop; nothing is left running.
+9. shutdown: the gateway, every actor and every Ray node stop; nothing is left running.
 
 The system checks who calls, as ``legionrm up``'s does: a registry in a temp
 dir with the demo's users (alice, bob, carol, dave, a visitor and mallory, a
