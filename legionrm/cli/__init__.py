@@ -110,7 +110,7 @@ class _Unbuilt:
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command; with ``only`` (a command's name), of that one alone: a run
-    parses one command, and building the other two dozen would cost it a tenth of its time."""
+    parses one command, and building the other two dozen parsers is a good part of a short call."""
     p = argparse.ArgumentParser(prog="legionrm", description="A Legion-style negotiated resource manager on Ray.",
                                 epilog=ENVIRONMENT, formatter_class=_Formatter)
     p.add_argument("--version", action="version", version=f"legionrm {__version__}")
