@@ -113,8 +113,8 @@ class Wire:
 
     def _connection(self) -> http.client.HTTPConnection:
         conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
-        if conn is not None and conn.sock is not None and select.select([conn.sock], [], [], 0)[0]:
-            self._forget(conn)  # readable while idle: the gateway closed it (keep-alive timeout)
+        if conn is not None and (conn.sock is None or select.select([conn.sock], [], [], 0)[0]):
+            self._forget(conn)  # closed (by close()), or readable while idle: the gateway closed it
             conn = None
         if conn is None:
             conn = (http.client.HTTPSConnection(self._host, self._port, timeout=self.timeout, context=self._tls)

@@ -158,3 +158,12 @@ def test_the_wire_knows_the_states_a_request_ends_in() -> None:
     from legionrm.models import FINAL_STATES
 
     assert ENDED == FINAL_STATES
+
+
+def test_a_connection_closed_between_calls_is_opened_anew(gateway) -> None:
+    """Keep-alive: calls share one connection; after close() (or the gateway closing it) the next call reconnects."""
+    with gateway.client("ann") as c:
+        assert c.list() == [] and c.list() == []
+        first = c.wire._connection()
+        c.close()
+        assert c.whoami().user == "ann" and c.wire._connection() is not first
