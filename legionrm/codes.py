@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _CODE = re.compile(r"^[a-z][a-z_]*(\.[a-z_]+)?$")
 
 
-@dataclass(frozen=True)
-class Code:
+class Code(NamedTuple):  # not a dataclass: every CLI call imports this module, and dataclasses pulls in inspect
     """One registry entry: the code as a program sees it, its category and what it means.
     For a family (``resource.<kind>``), ``code`` is the pattern."""
 
@@ -54,8 +53,7 @@ def code(text: str, meaning: str, category: str | None = None, *, for_hooks: boo
     return text
 
 
-@dataclass(frozen=True)
-class Family:
+class Family(NamedTuple):
     """Codes made of a fixed category and a variable name (``resource.ncpus``)."""
 
     prefix: str

@@ -21,10 +21,6 @@ from typing import Callable, Sequence
 from legionrm.cli.errors import describe
 from legionrm.version import __version__
 
-# httpx's package imports its own command line (rich and pygments, ~0.1 s) whenever those are
-# installed; this process never runs httpx's command line, so that import fails over to httpx's stub
-sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-
 # subcommand -> "module:function"; the function takes the parsed args and
 # returns an exit status.  Imported lazily so `legionrm place` never pays for Ray.
 COMMANDS: dict[str, str] = {
@@ -87,15 +83,44 @@ def gateway_flags(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--json", action="store_true", help=JSON_HELP)
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's, given the terminal's width as ``shutil.get_terminal_size`` finds it (``COLUMNS``,
+    else the terminal, else 80) without importing shutil, and bz2 and lzma with it, on every run."""
+
+    def __init__(self, prog: str) -> None:
+        cols = int(os.environ["COLUMNS"]) if os.environ.get("COLUMNS", "").isdigit() else 0
+        if cols <= 0:
+            try:
+                cols = os.get_terminal_size(sys.__stdout__.fileno()).columns
+            except (AttributeError, ValueError, OSError):  # no terminal
+                cols = 0
+        cols = cols if cols > 0 else 80
+        super().__init__(prog, width=cols - 2)  # argparse's own margin
+
+
+class _Unbuilt:
+    """A subcommand's parser left out of this run's (see :func:`build_parser`): what it is given is dropped."""
+
+    def add_argument(self, *args: object, **kw: object) -> None:
+        return None
+
+    def add_mutually_exclusive_group(self, *args: object, **kw: object) -> _Unbuilt:
+        return self
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; with ``only`` (a command's name), of that one alone: a run
+    parses one command, and building the other two dozen parsers is a good part of a short call."""
     p = argparse.ArgumentParser(prog="legionrm", description="A Legion-style negotiated resource manager on Ray.",
-                                epilog=ENVIRONMENT, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                epilog=ENVIRONMENT, formatter_class=_Formatter)
     p.add_argument("--version", action="version", version=f"legionrm {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, help: str) -> argparse.ArgumentParser:
+        if only is not None and name != only:
+            return _Unbuilt()  # type: ignore[return-value]
         return sub.add_parser(name, help=help, description=help, epilog=ENVIRONMENT,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
+                              formatter_class=_Formatter)
 
     def json_flag(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--json", action="store_true", help=JSON_HELP)
@@ -293,7 +318,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; its exit status.  A reader that leaves the pipe early
     (``legionrm query ... | head``) ends the command quietly with status 141
     (128 + SIGPIPE, what a shell reports for tools killed by the signal)."""
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(only=argv[0] if argv and argv[0] in COMMANDS else None).parse_args(argv)
     try:
         code = _run(args)
         sys.stdout.flush()  # what is still buffered meets a reader that left here, not at interpreter exit

@@ -5,19 +5,26 @@ The tour, in the order a request flows:
 1. a lean local Ray (a head and two worker nodes) and the bundled cluster
    booted onto it: the Collection, one host-group actor per nodepool, the
    vaults, the class objects, the Enactor and the Scheduler; two more hosts,
-   ``ray-a`` and ``ray-b``, are the real Ray worker nodes;
-2. MIL queries on the Collection, as a user and as a visitor the owners keep out;
-3. ``scheduleObjects`` for two big Workers: the first master schedule puts
+   ``ray-a`` and ``ray-b``, are the real Ray worker nodes; the gateway (the
+   front door, :mod:`legionrm.gateway`) served on 127.0.0.1 over them;
+2. the front door: alice holds one credentials file and nothing else (no
+   Ray, no ``LEGIONRM_HOME``); her ``legionrm submit --wait``, ``logs`` and
+   ``list`` are signed HTTP calls to the gateway, and her shell line runs
+   on a Ray node as her OS account, its output kept;
+3. MIL queries on the Collection, as a user and as a visitor the owners keep out;
+4. ``scheduleObjects`` for two big Workers: the first master schedule puts
    one on lab1, whose owner's load ceiling vetoes it, and the Enactor moves to
    a delta schedule, keeping the reservation it already holds;
-4. Echo instances started as Ray actors on the reserved Ray nodes,
+5. Echo instances started as Ray actors on the reserved Ray nodes,
    answering a call that says where they run;
-5. a Counter object migrates from one Ray node to the other: the new copy
-   is started first, the old one's state goes through the nodes' vault into
-   it, and the count survives;
-6. three users' elastic jobs arriving one after another: each cycle the
+6. the queue: a request waits for room, a cancel frees it;
+7. carol's Counter, submitted through the gateway, counts on one Ray node,
+   migrates to the other (the new copy started first, the state through the
+   nodes' vault), is deactivated (its state saved to the vault, nothing
+   running) and activated again on the first node: the count survives each move;
+8. three users' elastic jobs arriving one after another: each cycle the
    fair-share core re-balances the batch pool among them;
-7. shutdown: every actor and every Ray node stops; nothing is left running.
+9. shutdown: the gateway, every actor and every Ray node stop; nothing is left running.
 
 The system checks who calls, as ``legionrm up``'s does: a registry in a temp
 dir with the demo's users (alice, bob, carol, dave, a visitor and mallory, a
@@ -32,9 +39,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import getpass
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -44,7 +56,13 @@ from legionrm import codes
 from legionrm.auth import CallSigner, Registry
 from legionrm.auth.guard import auth_home, ensure_home, signer_for
 from legionrm.cli.shell import result_table
+from legionrm.client.client import Client
+from legionrm.client.credentials import Credentials
+from legionrm.client.errors import GatewayError
 from legionrm.config import load_cluster
+from legionrm.gateway.app import make_app
+from legionrm.gateway.control import RayControlPlane
+from legionrm.gateway.serve import in_thread
 from legionrm.models import (
     CycleReport,
     ElasticJobRequest,
@@ -64,16 +82,35 @@ USERS = ("alice", "bob", "carol", "dave", "visitor", "mallory")
 ADMIN = "admin"
 
 
+def work_account() -> str:
+    """The OS account the demo users' shell work runs as: ``nobody`` for a root service
+    (which never runs work as root), else the service's own (the only one it may run as)."""
+    return "nobody" if os.geteuid() == 0 else getpass.getuser()
+
+
 class Users:
-    """The demo's registry (in a temp dir) and a signer per user."""
+    """The demo's registry (in a temp dir), a signer per user, and (once the gateway
+    serves) a credentials file and a :class:`Client` per user."""
 
     def __init__(self) -> None:
         self.home = tempfile.mkdtemp(prefix="lrm-demo-home")
         ensure_home(self.home, operator=ADMIN)
         registry = Registry(auth_home(self.home))
-        for u in USERS:
-            registry.add_user(u)
+        self._keys = {u: registry.add_user(u, os_user=work_account()).private_key for u in USERS}
         self._signers: dict[str, CallSigner] = {}
+        self.credentials: dict[str, Path] = {}
+        self._clients: dict[str, Client] = {}
+
+    def hand_out(self, url: str) -> None:
+        """Write each user's credentials file (0600) for the gateway at ``url``, as `user add` does."""
+        for u, key in self._keys.items():
+            self.credentials[u] = Credentials.of(url, u, key).write(Path(self.home) / f"{u}.credentials")
+
+    def client(self, user: str) -> Client:
+        """``user``'s Python client, holding only their credentials file."""
+        if user not in self._clients:
+            self._clients[user] = Client.from_credentials(self.credentials[user])
+        return self._clients[user]
 
     def signer(self, user: str) -> CallSigner:
         if user not in self._signers:
@@ -90,6 +127,8 @@ class Users:
         return dataclasses.replace(system, signer=self.signer(user))
 
     def remove(self) -> None:
+        for c in self._clients.values():
+            c.close()
         shutil.rmtree(self.home, ignore_errors=True)
 
 BATCH_POOL = '$site == "uva" and $gpus == 0 and $memory_gb == 64'  # lab1 and batch1-3
@@ -119,18 +158,21 @@ def cli_main(args: argparse.Namespace) -> int:
             system = users.system(system, ADMIN)
         console.print(f"every call is signed: users {', '.join(USERS)} and {ADMIN} (an administrator) "
                       f"in a registry under {users.home}")
-        console.print(f"[green]up[/] in {time.perf_counter() - t0:.1f} s: {len(spec.hosts) + len(spec.vaults)} resources "
-                      f"({len(spec.hosts) - len(system.nodes)} hosts in {len(system.groups)} host groups, "
-                      f"{len(system.nodes)} Ray nodes, "
-                      f"{len(spec.vaults)} vaults), {len(spec.classes)} classes")
-        ok = all((
-            _queries(console, system, users),
-            _veto_and_delta(console, system, users),
-            _ray_instances(console, system, call, nodes, users),
-            _queue_and_cancel(console, system, call, users),
-            _migration(console, system, call, nodes, users),
-            _elastic(console, system, call, users),
-        ))
+        with in_thread(make_app(RayControlPlane(users.home), users.home)) as url:
+            users.hand_out(url)
+            console.print(f"[green]up[/] in {time.perf_counter() - t0:.1f} s: {len(spec.hosts) + len(spec.vaults)} "
+                          f"resources ({len(spec.hosts) - len(system.nodes)} hosts in {len(system.groups)} host "
+                          f"groups, {len(system.nodes)} Ray nodes, {len(spec.vaults)} vaults), "
+                          f"{len(spec.classes)} classes; the gateway at {url}")
+            ok = all((
+                _front_door(console, system, users),
+                _queries(console, system, users),
+                _veto_and_delta(console, system, users),
+                _ray_instances(console, system, call, nodes, users),
+                _queue_and_cancel(console, system, call, users),
+                _mobility(console, system, call, nodes, users),
+                _elastic(console, system, call, users),
+            ))
     finally:
         with console.status("shutting down ..."):
             if system is not None:
@@ -144,9 +186,47 @@ def cli_main(args: argparse.Namespace) -> int:
 
 # --- the steps --------------------------------------------------------------------------
 
+HELLO = """\
+[[object]]
+class_name = "Command"
+cpus = 0.5
+memory_gb = 0.1
+walltime_s = 60
+args = { command = "echo hello from $(id -un) on $(hostname); echo the load: $(cut -d' ' -f1-3 /proc/loadavg)" }
+"""
+RAY_NODES = '$name == "ray-a" or $name == "ray-b"'
+
+
+def _front_door(console: Console, system: Any, users: Users) -> bool:
+    """alice's own shell: her credentials file and the ``legionrm`` command, nothing else."""
+    console.rule("1. the front door: alice holds one credentials file, and nothing else")
+    request = Path(users.home) / "hello.toml"
+    request.write_text(HELLO, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "LEGIONRM_"))}
+    env["LEGIONRM_CREDENTIALS"] = str(users.credentials["alice"])
+    console.print(f"LEGIONRM_CREDENTIALS={users.credentials['alice']} (mode "
+                  f"{users.credentials['alice'].stat().st_mode & 0o777:04o}); no Ray address, token or home; "
+                  f"her work runs as the OS account {work_account()!r}")
+    ok = True
+    for argv in (["submit", str(request), "--id", "demo-hello", "--wait", "--wait-timeout", "60"],
+                 ["logs", "demo-hello"], ["list"]):
+        t = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "legionrm.cli", *argv], capture_output=True, text=True, env=env,
+                              timeout=120, check=False)
+        shown = " ".join(a if a != str(request) else request.name for a in argv)
+        console.print(f"[bold]alice$[/] legionrm {shown}   [dim]({(time.perf_counter() - t) * 1000:.0f} ms)[/]",
+                      highlight=False)
+        for line in (done.stdout + done.stderr).rstrip().splitlines():
+            console.print(f"  {line}", highlight=False, markup=False)
+        ok &= done.returncode == 0
+    out = users.client("alice").logs("demo-hello").stdout
+    ok &= out.startswith(f"hello from {work_account()}")
+    _wait_idle(system, RAY_NODES, 2)  # the next steps want the Ray nodes' cpus back
+    return ok
+
 
 def _queries(console: Console, system: Any, users: Users) -> bool:
-    console.rule("1. the Collection, queried in MIL")
+    console.rule("2. the Collection, queried in MIL")
     text = '$arch == "x86_64" and $gpus == 0 and $memory_gb >= 64'
     mine = users.system(system, "alice").query(text, Identity(user="alice"))
     console.print(f"[bold]alice[/] asks: [cyan]{text}[/]")
@@ -159,7 +239,7 @@ def _queries(console: Console, system: Any, users: Users) -> bool:
 
 
 def _veto_and_delta(console: Console, system: Any, users: Users) -> bool:
-    console.rule("2. scheduleObjects: a veto, then a delta schedule")
+    console.rule("3. scheduleObjects: a veto, then a delta schedule")
     request = SchedulingRequest(
         request_id="demo-workers", identity=Identity(user="alice"),
         objects=(ObjectRequest(class_name="Worker", count=2, cpus=12, memory_gb=8, placement="scatter",
@@ -197,7 +277,7 @@ def _veto_and_delta(console: Console, system: Any, users: Users) -> bool:
 
 
 def _ray_instances(console: Console, system: Any, call: Any, nodes: dict[str, str], users: Users) -> bool:
-    console.rule("3. instances as Ray actors on the reserved nodes")
+    console.rule("4. instances as Ray actors on the reserved nodes")
 
     r = users.system(system, "bob").schedule(SchedulingRequest(
         request_id="demo-echo", identity=Identity(user="bob"),
@@ -229,8 +309,8 @@ def _stranger_refused(console: Console, system: Any, call: Any, users: Users, in
 
 
 def _queue_and_cancel(console: Console, system: Any, call: Any, users: Users) -> bool:
-    console.rule("4. the queue: a request waits for room, a cancel frees it")
-    # ray-a has 1 cpu and step 3's Echo holds half: a 0.4-cpu Echo fits, a second one waits
+    console.rule("5. the queue: a request waits for room, a cancel frees it")
+    # ray-a has 1 cpu and step 4's Echo holds half: a 0.4-cpu Echo fits, a second one waits
     ask = dict(class_name="Echo", cpus=0.4, memory_gb=0.1, constraint='$name == "ray-a"')
     first = users.system(system, "carol").schedule(SchedulingRequest(request_id="demo-hold", identity=Identity(user="carol"),
                                               objects=(ObjectRequest(**ask),)))
@@ -256,42 +336,51 @@ def _queue_and_cancel(console: Console, system: Any, call: Any, users: Users) ->
     return first.ok and second.state == "pending" and info.state == "running"
 
 
-def _migration(console: Console, system: Any, call: Any, nodes: dict[str, str], users: Users) -> bool:
-    console.rule("5. an object migrates between Ray nodes, keeping its state")
-    carol = users.system(system, "carol")
-    r = carol.schedule(SchedulingRequest(request_id="demo-counter", identity=Identity(user="carol"), objects=(
-        ObjectRequest(class_name="Counter", cpus=0.2, memory_gb=0.1, constraint='$name == "ray-a"'),)))
-    # it may wait a heartbeat or two, until the Collection sees step 4's cpus free again
-    deadline, args = time.time() + 30, {"request_id": "demo-counter"}
-    info = call(system.scheduler.request_info.remote("demo-counter", proof=users.proof("carol", "request_info", args)))
-    while info.state == "pending" and time.time() < deadline:
-        time.sleep(0.2)
-        info = call(system.scheduler.request_info.remote("demo-counter", proof=users.proof("carol", "request_info", args)))
+def _mobility(console: Console, system: Any, call: Any, nodes: dict[str, str], users: Users) -> bool:
+    console.rule("6. an object moves and rests, keeping its state: migrate, deactivate, activate")
+    carol, door = users.system(system, "carol"), users.client("carol")
+    door.submit({"object": [{"class_name": "Counter", "cpus": 0.2, "memory_gb": 0.1,
+                             "constraint": '$name == "ray-a"'}]}, id="demo-counter")
+    try:  # it may wait a heartbeat or two, until the Collection sees step 5's cpus free again
+        info = door.wait("demo-counter", timeout=30, poll_s=0.2, until=("running", "completed", "failed", "cancelled"))
+    except GatewayError as exc:
+        console.print(f"  [red]failed[/]: {exc}")
+        return False
     if info.state != "running":
-        console.print(f"  [red]failed[/]: {info.state}: {info.reason or r.message}")
+        console.print(f"  [red]failed[/]: {info.state}: {info.reason}")
         return False
     oid = info.instances[0].id
     count = call([instance_actor(oid).increment.remote() for _ in range(3)], 30)[-1]
-    t = time.perf_counter()
-    moved = carol.migrate(oid, '$name == "ray-b"')
-    took = (time.perf_counter() - t) * 1000
-    if not isinstance(moved, ObjectStatus):
-        console.print(f"  [red]migration refused[/]: {moved.code}: {moved.reason}")
-        return False
-    there = instance_actor(moved.instance.instance_id)
-    value, node = call([there.value.remote(), there.where.remote()], 30)
-    ok = value == count and moved.host == "ray-b" and node == nodes[RAY_HOSTS["ray-b"]]
-    console.print(f"  carol's Counter {oid} counts to {count} on ray-a and migrates to ray-b in {took:.0f} ms")
-    console.print(f"  now {moved.instance.instance_id} on Ray node {node[:12]}…, count "
-                  + (f"[green]still {value}[/]" if ok else f"[red]{value}, not {count}[/]") + " (state via vault-local)")
-    reason = "cancelled by its user"
-    call(system.scheduler.cancel.remote("demo-counter", reason, proof=users.proof(
-        "carol", "cancel", {"request_id": "demo-counter", "reason": reason})))
+    console.print(f"  carol submits a Counter through the gateway: {oid} on {info.instances[0].host}, counts to {count}")
+    ok = True
+    for verb, where in (("migrate", "ray-b"), ("deactivate", None), ("activate", "ray-a")):
+        t = time.perf_counter()
+        got = (carol.deactivate(oid) if where is None else
+               carol.migrate(oid, f'$name == "{where}"') if verb == "migrate" else carol.activate_on(oid, f'$name == "{where}"'))
+        took = (time.perf_counter() - t) * 1000
+        said = f"  legionrm {verb} {oid}" + (f" {'--to' if verb == 'migrate' else '--on'} '$name == \"{where}\"'" if where else "")
+        if not isinstance(got, ObjectStatus):
+            console.print(f"{said}: [red]refused[/] by {got.by}: {got.code}: {got.reason}", highlight=False)
+            ok = False
+            break
+        if got.instance is None:  # deactivated: inert, its state in a vault
+            console.print(f"{said}: {got.state}, {got.saved_bytes} bytes of state in {got.vault}, nothing of it runs "
+                          f"({took:.0f} ms)", highlight=False)
+            ok &= got.state == "inert" and got.vault is not None
+            continue
+        there = instance_actor(got.instance.instance_id)
+        value, node = call([there.value.remote(), there.where.remote()], 30)
+        same = value == count and got.host == where and node == nodes[RAY_HOSTS[where]]
+        console.print(f"{said}: now {got.instance.instance_id} on {where} (Ray node {node[:12]}…), count "
+                      + (f"[green]still {value}[/]" if same else f"[red]{value}, not {count}[/]") + f" ({took:.0f} ms)",
+                      highlight=False)
+        ok &= same
+    door.cancel("demo-counter")
     return ok
 
 
 def _elastic(console: Console, system: Any, call: Any, users: Users) -> bool:
-    console.rule("6. three users' elastic jobs, re-balanced every cycle")
+    console.rule("7. three users' elastic jobs, re-balanced every cycle")
     ring, users = users, ("alice", "bob", "carol")
     console.print("each job asks for as many 8 GB processes as it can get in the batch pool "
                   "(lab1 and batch1-3: 32 processes); a job arrives before each cycle")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from legionrm import codes
 from legionrm.errors import LegionError
@@ -33,8 +33,7 @@ _RAY = (
 )
 
 
-@dataclass(frozen=True)
-class Failure:
+class Failure(NamedTuple):
     """What a user is told: a code (``ConfigError``, ``timeout``, ...) and a message."""
 
     code: str

@@ -7,7 +7,10 @@ home's administrator credentials); ``--as USER`` makes an administrator's
 call as that user (refused for anyone else).  Every verb has ``--json``.
 This module imports neither Ray nor numpy nor rich, so a ``list`` costs
 little more than Python's start and one HTTP round trip
-(``benchmarks/bench_cli.py``).
+(``benchmarks/bench_cli.py``): the verbs print from the gateway's JSON
+documents (:class:`~legionrm.client.wire.Wire`), so no pydantic model is
+imported either (the Python :class:`~legionrm.client.client.Client` types the
+same documents).
 """
 
 from __future__ import annotations
@@ -19,17 +22,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from legionrm.client.client import Client
-from legionrm.collection.answering import Answering
+from legionrm.client.wire import ENDED, Doc, Wire
 from legionrm.errors import ConfigError
-from legionrm.events.triggers import STATUSES
-from legionrm.models import RefusedWrite
-from legionrm.models.api import CancelResult, HostRow
-from legionrm.models.requests import FINAL_STATES, RequestInfo, StatusEvent
 
 
-def client(args: argparse.Namespace) -> Client:
-    return Client.from_credentials(getattr(args, "credentials", None), as_user=getattr(args, "as_user", None))
+def client(args: argparse.Namespace) -> Wire:
+    return Wire.from_credentials(getattr(args, "credentials", None), as_user=getattr(args, "as_user", None))
 
 
 def _age(t: float, now: float) -> str:
@@ -37,31 +35,34 @@ def _age(t: float, now: float) -> str:
     return f"{s:.0f}s" if s < 120 else f"{s / 60:.0f}m" if s < 7200 else f"{s / 3600:.1f}h"
 
 
-def starts(info: RequestInfo, now: float) -> str:
-    """When a request asked to start: ``in 59m`` ahead, ``2m ago`` after, ``-`` for as soon as possible."""
-    if info.start is None:
+def starts(info: Doc, now: float) -> str:
+    """When a request (a ``RequestInfo`` document) asked to start: ``in 59m`` ahead, ``2m ago``
+    after, ``-`` for as soon as possible."""
+    start = info.get("start")
+    if start is None:
         return "-"
-    return f"in {_age(now, info.start)}" if info.start > now else f"{_age(info.start, now)} ago"
+    return f"in {_age(now, start)}" if start > now else f"{_age(start, now)} ago"
 
 
-def exit_status(info: RequestInfo) -> int:
+def exit_status(info: Doc) -> int:
     """What ``wait`` and ``submit --wait`` exit with: the work's exit code (``128 + signal`` for a run
     a signal ended, at most 255); a request that ended without one (it ran no command) exits 0 when
     completed, 1 otherwise."""
-    if info.exit_code is not None:
-        return max(0, min(255, info.exit_code))
-    return 0 if info.state == "completed" else 1
+    if info.get("exit_code") is not None:
+        return max(0, min(255, info["exit_code"]))
+    return 0 if info["state"] == "completed" else 1
 
 
-def request_json(info: RequestInfo) -> dict[str, Any]:
-    """One request as ``legionrm list --json`` prints it (times in seconds since the epoch)."""
+def request_json(info: Doc) -> dict[str, Any]:
+    """One request (a ``RequestInfo`` document) as ``legionrm list --json`` prints it (times in
+    seconds since the epoch)."""
     return {
-        "id": info.id, "user": info.user, "state": info.state, "reason": info.reason,
-        "classes": list(info.classes), "count": info.count, "pool": info.pool,
-        "instances": [{"id": i.id, "host": i.host, "state": i.state,
-                       "exit_code": i.result.exit_code if i.result else None} for i in info.instances],
-        "submitted": info.submitted, "earliest_start": info.earliest_start, "start": info.start,
-        "exit_code": info.exit_code,
+        "id": info["id"], "user": info["user"], "state": info["state"], "reason": info.get("reason", ""),
+        "classes": list(info.get("classes", ())), "count": info.get("count", 0), "pool": info.get("pool", "/"),
+        "instances": [{"id": i["id"], "host": i["host"], "state": i["state"],
+                       "exit_code": (i.get("result") or {}).get("exit_code")} for i in info.get("instances", ())],
+        "submitted": info.get("submitted", 0.0), "earliest_start": info.get("earliest_start"),
+        "start": info.get("start"), "exit_code": info.get("exit_code"),
     }
 
 
@@ -76,10 +77,11 @@ def columns(headers: tuple[str, ...], rows: Iterable[Iterable[Any]], right: tupl
     return "\n".join(out)
 
 
-def request_rows(infos: list[RequestInfo], now: float) -> str:
-    rows = [(i.id, i.state, "-" if i.exit_code is None else i.exit_code, i.user, ",".join(i.classes), i.count,
-             ",".join(sorted({x.host for x in i.instances if x.state == "running"})) or "-",
-             _age(i.submitted, now), starts(i, now), i.reason or "-") for i in infos]
+def request_rows(infos: list[Doc], now: float) -> str:
+    """``legionrm list``'s table of ``RequestInfo`` documents."""
+    rows = [(d["id"], d["state"], "-" if d["exit_code"] is None else d["exit_code"], d["user"], ",".join(d["classes"]),
+             d["count"], ",".join(sorted({x["host"] for x in d["instances"] if x["state"] == "running"})) or "-",
+             _age(d["submitted"], now), starts(d, now), d["reason"] or "-") for d in map(request_json, infos)]
     return columns(("id", "state", "exit", "user", "class", "count", "where", "age", "start", "reason"), rows,
                    right=("exit", "count", "age"))
 
@@ -97,6 +99,12 @@ def _overrides(pairs: list[str] | None) -> dict[str, str]:
     return out
 
 
+def ended_line(info: Doc) -> str:
+    """``ID: STATE (reason); exit code N``: how ``wait`` and ``submit --wait`` say a request ended."""
+    return (f"{info['id']}: {info['state']}" + (f" ({info['reason']})" if info.get("reason") else "")
+            + (f"; exit code {info['exit_code']}" if info.get("exit_code") is not None else ""))
+
+
 def cli_submit(args: argparse.Namespace) -> int:
     """``legionrm submit FILE|- [--set k=v]... [--id NAME] [--wait]``: exit 0 placed (or queued),
     1 when it could not be scheduled."""
@@ -106,32 +114,30 @@ def cli_submit(args: argparse.Namespace) -> int:
         raise ConfigError(f"cannot read: {exc.strerror}", file=args.request) from None
     c = client(args)
     result = c.submit(text, set=_overrides(args.set), id=args.id)
-    info = c.wait(result.id, timeout=args.wait_timeout) if args.wait and (result.ok or result.state == "pending") \
-        else None
+    taken = result["ok"] or result["state"] == "pending"
+    info = c.wait(result["id"], timeout=args.wait_timeout) if args.wait and taken else None
     if args.json:
-        doc = json.loads(result.model_dump_json())
         if info is not None:
-            doc["state"], doc["exit_code"] = info.state, info.exit_code
-        print(json.dumps(doc, indent=2))
-        if info is not None:
-            return exit_status(info)
-        return 0 if result.ok or result.state == "pending" else 1
-    r = result.response
-    if result.ok:
-        print(f"{result.id}: {r.message or result.state}")
-        for inst in r.instances:
-            print(f"  {inst.instance_id}  {inst.class_name:<10} on {inst.host}" + (f"  vault {inst.vault}" if inst.vault else ""))
-    elif result.state == "pending":
-        print(f"{result.id}: " + (info.state if info else f"pending, waits in the queue "
-                                  f"({r.failures[0].code if r.failures else 'queued'}); `legionrm show {result.id}`"))
+            result["state"], result["exit_code"] = info["state"], info.get("exit_code")
+        print(json.dumps(result, indent=2))
+        return exit_status(info) if info is not None else 0 if taken else 1
+    r, rid = result["response"], result["id"]
+    if result["ok"]:
+        print(f"{rid}: {r.get('message') or result['state']}")
+        for inst in r.get("instances", ()):
+            print(f"  {inst['instance_id']}  {inst['class_name']:<10} on {inst['host']}"
+                  + (f"  vault {inst['vault']}" if inst.get("vault") else ""))
+    elif result["state"] == "pending":
+        failures = r.get("failures") or ()
+        print(f"{rid}: " + (info["state"] if info else f"pending, waits in the queue "
+                            f"({failures[0]['code'] if failures else 'queued'}); `legionrm show {rid}`"))
     else:
-        print(f"{result.id}: not scheduled ({r.masters} master schedules tried)")
-        for f in r.failures:
-            print(f"  {f.key:<12} {f.resource or '-':<10} {f.stage:<8} {f.code}: {f.reason}")
+        print(f"{rid}: not scheduled ({r.get('masters', 0)} master schedules tried)")
+        for f in r.get("failures", ()):
+            print(f"  {f['key']:<12} {f.get('resource') or '-':<10} {f.get('stage', ''):<8} {f['code']}: {f['reason']}")
         return 1
     if info is not None:
-        print(f"{info.id}: {info.state}" + (f" ({info.reason})" if info.reason else "")
-              + (f"; exit code {info.exit_code}" if info.exit_code is not None else ""))
+        print(ended_line(info))
         return exit_status(info)
     return 0
 
@@ -170,23 +176,25 @@ def cli_show(args: argparse.Namespace) -> int:
     c = client(args)
     if args.follow:
         return follow_events(lambda cursor: c.events(args.id, cursor), args.timeout, as_json=args.json,
-                             ended=lambda: c.show(args.id).state in FINAL_STATES)
+                             ended=lambda: c.show(args.id)["state"] in ENDED)
     info = c.show(args.id)
     if args.json:
-        print(info.model_dump_json(indent=2))
+        print(json.dumps(info, indent=2))
         return 0
-    print(f"{info.id} {info.state} ({info.user}, {info.count} x {','.join(info.classes)}, pool {info.pool})"
-          + (f": {info.reason}" if info.reason else ""))
-    if info.start is not None:
-        print(f"  start {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(info.start))} ({starts(info, time.time())})")
-    for e in info.history:
-        print(f"  +{e.at - info.submitted:8.2f}s  {e.state:<10} {e.reason}")
-    for i in info.instances:
-        print(f"  instance {i.id} on {i.host}: {i.state}" + (f" ({i.reason})" if i.reason else ""))
-    if info.failures:
-        print(f"  vetoes and refusals met ({len(info.failures)}):")
-        for f in info.failures[:20]:
-            print(f"    {f.key} on {f.resource or '-'} ({f.stage}): {f.code}: {f.reason}")
+    print(f"{info['id']} {info['state']} ({info['user']}, {info['count']} x {','.join(info['classes'])}, "
+          f"pool {info['pool']})" + (f": {info['reason']}" if info.get("reason") else ""))
+    if info.get("start") is not None:
+        print(f"  start {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(info['start']))} "
+              f"({starts(info, time.time())})")
+    for e in info.get("history", ()):
+        print(f"  +{e['at'] - info['submitted']:8.2f}s  {e['state']:<10} {e.get('reason', '')}")
+    for i in info.get("instances", ()):
+        print(f"  instance {i['id']} on {i['host']}: {i['state']}" + (f" ({i['reason']})" if i.get("reason") else ""))
+    failures = info.get("failures") or ()
+    if failures:
+        print(f"  vetoes and refusals met ({len(failures)}):")
+        for f in failures[:20]:
+            print(f"    {f['key']} on {f.get('resource') or '-'} ({f.get('stage', '')}): {f['code']}: {f['reason']}")
     return 0
 
 
@@ -194,19 +202,17 @@ def cli_wait(args: argparse.Namespace) -> int:
     """``legionrm wait ID [--timeout S]``: until it ends; print its final state and exit with its
     work's exit code (128+signal when a signal ended it; 1 for an end without one but completed)."""
     info = client(args).wait(args.id, timeout=args.timeout)
-    print(json.dumps(request_json(info)) if args.json else f"{info.id}: {info.state}"
-          + (f" ({info.reason})" if info.reason else "")
-          + (f"; exit code {info.exit_code}" if info.exit_code is not None else ""))
+    print(json.dumps(request_json(info)) if args.json else ended_line(info))
     return exit_status(info)
 
 
 def cli_logs(args: argparse.Namespace) -> int:
     out = client(args).logs(args.id)
     if args.json:
-        print(out.model_dump_json())
+        print(json.dumps(out))
     else:
-        sys.stdout.write(out.stdout)
-        sys.stderr.write(out.stderr)
+        sys.stdout.write(out.get("stdout", ""))
+        sys.stderr.write(out.get("stderr", ""))
     return 0
 
 
@@ -214,17 +220,18 @@ def cli_cancel(args: argparse.Namespace) -> int:
     """``legionrm cancel ID... | --user U | --state S``: exit 1 when any was refused."""
     if not args.ids and not (args.user or args.state):
         raise ConfigError("give request ids, or --user / --state to cancel every match", file="cancel")
-    result: CancelResult = client(args).cancel_many(args.ids, user=args.user, state=args.state)
+    result = client(args).cancel_many(args.ids, user=args.user, state=args.state)
+    cancelled, refused = result.get("cancelled", ()), result.get("refused", {})
     if args.json:
-        print(result.model_dump_json(indent=2))
+        print(json.dumps(result, indent=2))
     else:
-        for info in result.cancelled:
-            print(f"{info.id}: {info.state}" + (f" ({info.reason})" if info.reason else ""))
-        for rid, err in result.refused.items():
-            print(f"{rid}: refused: {err.code}: {err.reason}")
-        if not result.cancelled and not result.refused:
+        for info in cancelled:
+            print(f"{info['id']}: {info['state']}" + (f" ({info['reason']})" if info.get("reason") else ""))
+        for rid, err in refused.items():
+            print(f"{rid}: refused: {err['code']}: {err['reason']}")
+        if not cancelled and not refused:
             print("nothing to cancel")
-    return 1 if result.refused else 0
+    return 1 if refused else 0
 
 
 # --- explain / hosts / pools / status ----------------------------------------------------------
@@ -234,39 +241,41 @@ def cli_explain(args: argparse.Namespace) -> int:
     """``legionrm explain FILE [--host H]...``: the plan without enacting it; exit 1 when none."""
     text = Path(args.request).read_text(encoding="utf-8") if args.request != "-" else sys.stdin.read()
     plan = client(args).explain(text, hosts=args.host or ())
+    suite = plan["suite"]
+    masters = suite.get("masters", ())
     if args.json:
-        print(plan.model_dump_json(indent=2))
-        return 0 if plan.suite.masters else 1
-    suite = plan.suite
-    print(f"{len(suite.masters)} master schedule(s)")
-    for m, master in enumerate(suite.masters, 1):
-        print(f"  master {m}: " + ", ".join(f"{p.key}@{p.host}" for p in master.placements))
-        for d in master.deltas:
-            print("    delta: " + ", ".join(f"{p.key}@{p.host}" for p in d.placements))
-    for f in suite.failures:
-        print(f"  {f.key} on {f.resource or '-'}: {f.code}: {f.reason}")
-    for f in suite.refused:
-        print(f"  refused {f.key:<14} {f.resource:<14} {f.code}: {f.reason}")
-    for host, why in plan.hosts.items():
+        print(json.dumps(plan, indent=2))
+        return 0 if masters else 1
+    print(f"{len(masters)} master schedule(s)")
+    for m, master in enumerate(masters, 1):
+        print(f"  master {m}: " + ", ".join(f"{p['key']}@{p['host']}" for p in master["placements"]))
+        for d in master.get("deltas", ()):
+            print("    delta: " + ", ".join(f"{p['key']}@{p['host']}" for p in d["placements"]))
+    for f in suite.get("failures", ()):
+        print(f"  {f['key']} on {f.get('resource') or '-'}: {f['code']}: {f['reason']}")
+    for f in suite.get("refused", ()):
+        print(f"  refused {f['key']:<14} {f.get('resource') or '':<14} {f['code']}: {f['reason']}")
+    for host, why in plan.get("hosts", {}).items():
         print(f"  why {host}: {why}")
-    return 0 if suite.masters else 1
+    return 0 if masters else 1
 
 
 def _num(v: float | None, fmt: str = "g") -> str:
     return "-" if v is None else format(v, fmt)
 
 
-def host_lines(hosts: tuple[HostRow, ...]) -> str:
+def host_lines(hosts: list[Doc]) -> str:
+    """``legionrm hosts``' table of ``HostRow`` documents."""
     return columns(("name", "state", "cpus free/total", "memory GB", "load", "owner policy", "pool"),
-                   [(h.name, h.state, f"{_num(h.cpus_free)}/{_num(h.cpus_total)}", _num(h.memory_gb),
-                     _num(h.load, ".2f"), h.owner_policy or "-", h.pool or "-") for h in hosts],
+                   [(h["name"], h["state"], f"{_num(h.get('cpus_free'))}/{_num(h.get('cpus_total'))}",
+                     _num(h.get("memory_gb")), _num(h.get("load"), ".2f"), h.get("owner_policy") or "-",
+                     h.get("pool") or "-") for h in hosts],
                    right=("cpus free/total", "memory GB", "load"))
 
 
 def cli_hosts(args: argparse.Namespace) -> int:
-    hosts = client(args).hosts().hosts
-    print(json.dumps({"hosts": [h.model_dump() for h in hosts]}, indent=2) if args.json else
-          host_lines(hosts) if hosts else "no hosts you may use")
+    hosts = client(args).hosts()["hosts"]
+    print(json.dumps({"hosts": hosts}, indent=2) if args.json else host_lines(hosts) if hosts else "no hosts you may use")
     return 0
 
 
@@ -290,7 +299,7 @@ def pool_lines(pools: dict[str, dict[str, Any]]) -> str:
 
 
 def cli_pools(args: argparse.Namespace) -> int:
-    pools = client(args).pools().pools
+    pools = client(args).pools()["pools"]
     print(json.dumps({"pools": pools}, indent=2) if args.json else pool_lines(pools) if pools else "no pools")
     return 0
 
@@ -298,52 +307,60 @@ def cli_pools(args: argparse.Namespace) -> int:
 def cli_status(args: argparse.Namespace) -> int:
     """``legionrm status``: the gateway, the Scheduler's summary (as the caller may see it), the hosts."""
     c = client(args)
-    st, hosts = c.status(), c.hosts().hosts
+    st, hosts = c.status(), c.hosts()["hosts"]
     if args.json:
-        doc = json.loads(st.model_dump_json())
-        if doc.get("scheduler"):
-            doc["scheduler"]["pools"] = pool_json(doc["scheduler"]["pools"])
-        print(json.dumps({"gateway": c.credentials.url, **doc, "hosts": [h.model_dump() for h in hosts]}, indent=2))
+        if st.get("scheduler"):
+            st["scheduler"]["pools"] = pool_json(st["scheduler"].get("pools") or {})
+        print(json.dumps({"gateway": c.credentials.url, **st, "hosts": hosts}, indent=2))
         return 0
-    print(f"gateway {c.credentials.url} (legionrm {st.version}), you are {st.user}")
-    for e in st.errors:
+    print(f"gateway {c.credentials.url} (legionrm {st['version']}), you are {st['user']}")
+    for e in st.get("errors", ()):
         print(f"  ! {e}")
-    up = sum(h.state != "off" for h in hosts)
+    up = sum(h["state"] != "off" for h in hosts)
     print(f"{len(hosts)} hosts you may use, {up} available")
-    if st.answering is not None:  # an administrator: every resource the system booted answers, or why not
-        a = st.answering
-        print(Answering(total=a["total"], silent=tuple(a["not_answering"]),
-                        refusals=tuple(RefusedWrite(**r) for r in a["refusals"])).line())
-    s = st.scheduler
+    if st.get("answering") is not None:  # an administrator: every resource the system booted answers, or why not
+        print(answering_line(st["answering"]))
+    s = st.get("scheduler")
     if s is not None:
-        print(f"{s.instances} instances" + (": " + ", ".join(f"{h} {n}" for h, n in sorted(s.hosts.items())) if s.hosts else "")
-              + ("; requests " + ", ".join(f"{k} {v}" for k, v in sorted(s.requests.items())) if s.requests else ""))
-        if s.pools:
-            print(pool_lines(s.pools))
+        ran, reqs = s.get("hosts") or {}, s.get("requests") or {}
+        print(f"{s.get('instances', 0)} instances" + (": " + ", ".join(f"{h} {n}" for h, n in sorted(ran.items())) if ran else "")
+              + ("; requests " + ", ".join(f"{k} {v}" for k, v in sorted(reqs.items())) if reqs else ""))
+        if s.get("pools"):
+            print(pool_lines(s["pools"]))
     return 0
+
+
+def answering_line(a: Doc) -> str:
+    """``status``'s line for an administrator: whether every resource answers, and why not
+    (:meth:`legionrm.collection.answering.Answering.line`; imported here, only when shown)."""
+    from legionrm.collection.answering import Answering
+    from legionrm.models import RefusedWrite
+    return Answering(total=a["total"], silent=tuple(a["not_answering"]),
+                     refusals=tuple(RefusedWrite(**r) for r in a["refusals"])).line()
 
 
 # --- show --follow -------------------------------------------------------------------------------
 
 
-STATUS_WIDTH = max(map(len, STATUSES))
-"""The status column's width: the longest status a trigger may fire (``deactivated``)."""
+STATUS_WIDTH = 11
+"""The status column's width: the longest status a trigger may fire (``deactivated``; a test holds
+it equal to the longest of :data:`legionrm.events.triggers.STATUSES`)."""
 ENDING = frozenset({"ended", "failed", "cancelled"})
 """The request-level statuses after which there is nothing more to follow."""
 
 
-def event_line(e: StatusEvent) -> str:
-    """One status change as ``show --follow`` prints it."""
-    when = time.strftime("%H:%M:%S", time.localtime(e.at))
-    what = f"{e.request_id}" + (f" {e.object_id}" if e.object_id else "")
-    return f"{when}  {e.status:<{STATUS_WIDTH}} {what}" + (f": {e.reason}" if e.reason else "")
+def event_line(e: Doc) -> str:
+    """One status change (a ``StatusEvent`` document) as ``show --follow`` prints it."""
+    when = time.strftime("%H:%M:%S", time.localtime(e["at"]))
+    what = f"{e['request_id']}" + (f" {e['object_id']}" if e.get("object_id") else "")
+    return f"{when}  {e['status']:<{STATUS_WIDTH}} {what}" + (f": {e['reason']}" if e.get("reason") else "")
 
 
-def follow_events(fetch: Callable[[int], list[StatusEvent]], timeout_s: float | None, *, as_json: bool = False,
+def follow_events(fetch: Callable[[int], list[Doc]], timeout_s: float | None, *, as_json: bool = False,
                   ended: Callable[[], bool] = lambda: False, out: Any = None, poll_s: float = 0.5,
                   sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> int:
-    """Print each event ``fetch(cursor)`` gives (every one after ``cursor``)
-    as one line, until the request's own event says it ended (0), or a poll
+    """Print each event ``fetch(cursor)`` gives (``StatusEvent`` documents, every one after
+    ``cursor``) as one line, until the request's own event says it ended (0), or a poll
     brings nothing and ``ended()`` says it has ended anyway (0: its events
     were not kept, e.g. the Scheduler restarted), or ``timeout_s`` passes (0,
     with a note on stderr), or Ctrl-C (130, no traceback)."""
@@ -354,9 +371,9 @@ def follow_events(fetch: Callable[[int], list[StatusEvent]], timeout_s: float | 
         while True:
             events = fetch(cursor)
             for e in events:
-                cursor = max(cursor, e.seq)
-                print(e.model_dump_json() if as_json else event_line(e), file=out, flush=True)
-                if e.object_id is None and e.status in ENDING:
+                cursor = max(cursor, e["seq"])
+                print(json.dumps(e) if as_json else event_line(e), file=out, flush=True)
+                if e.get("object_id") is None and e["status"] in ENDING:
                     return 0
             if not events and ended():
                 return 0

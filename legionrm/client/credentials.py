@@ -28,13 +28,11 @@ import hashlib
 import os
 import stat
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from cryptography.hazmat.primitives import serialization
+from typing import Any, NamedTuple
 
 from legionrm.client.errors import CredentialsError
+from legionrm.client.signing import key_pem
 from legionrm.homefs import write_private
 
 FORMAT_VERSION = 1
@@ -48,22 +46,23 @@ def fingerprint(der: bytes) -> str:
     return "sha256:" + ":".join(f"{b:02X}" for b in hashlib.sha256(der).digest())
 
 
-@dataclass(frozen=True)
-class Credentials:
-    """The gateway's URL, the user, their Ed25519 private key (PEM) and the pinned certificate fingerprint."""
+class Credentials(NamedTuple):
+    """The gateway's URL, the user, their Ed25519 private key (PEM) and the pinned certificate fingerprint.
+    (A NamedTuple, not a dataclass: a CLI call does not pay for importing dataclasses.)"""
 
     url: str
     user: str
-    private_key_pem: str = field(repr=False)
+    private_key_pem: str
     fingerprint: str = ""
     path: str = ""
+
+    def __repr__(self) -> str:  # never the key
+        return f"Credentials(url={self.url!r}, user={self.user!r}, fingerprint={self.fingerprint!r}, path={self.path!r})"
 
     @classmethod
     def of(cls, url: str, user: str, private_key: Any, fingerprint: str = "") -> Credentials:
         """The credentials of ``user`` holding ``private_key`` (an Ed25519 private key object)."""
-        pem = private_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                        serialization.NoEncryption()).decode("ascii")
-        return cls(url=url.rstrip("/"), user=user, private_key_pem=pem, fingerprint=fingerprint)
+        return cls(url=url.rstrip("/"), user=user, private_key_pem=key_pem(private_key), fingerprint=fingerprint)
 
     def text(self) -> str:
         """The file's TOML text (see the module doc)."""

@@ -19,19 +19,13 @@ from legionrm.models.base import QueryResult
 from legionrm.models.elastic import SchedulerStatus
 from legionrm.models.requests import RequestInfo, StatusEvent
 from legionrm.models.schedules import SchedulerResponse, ScheduleSuite
-
-API_PREFIX = "/api/v1"
-"""Every path of this version of the API starts here."""
-AS_HEADER = "Legionrm-As"
-"""An administrator's call made as another user (``--as USER``); covered by the signature."""
-SIGNATURE_LABEL = "legionrm"
-"""The label of the one RFC 9421 signature a call carries (``Signature-Input: legionrm=(...)``)."""
-COVERED = ("@method", "@path", "@query", "content-digest")
-"""What every call's signature covers (RFC 9421 components), with ``created``, ``nonce``,
-``keyid`` (the user) and ``alg`` (``ed25519``) as its parameters; with ``--as`` also the
-``legionrm-as`` header."""
-MAX_SKEW_S = 60
-"""A signature created more than this many seconds from the gateway's clock is refused."""
+from legionrm.protocol import (  # re-exported (__all__)
+    API_PREFIX,
+    AS_HEADER,
+    COVERED,
+    MAX_SKEW_S,
+    SIGNATURE_LABEL,
+)
 
 
 class Body(BaseModel):

@@ -27,7 +27,7 @@ ENGINES = ("legionrm.scheduler.fairshare", "legionrm.scheduler.placement", "legi
 # layers, so dependencies run one way: cli -> system -> scheduler -> engines
 # -> collection -> mil -> models/errors.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("legionrm.codes",),  # the one registry of codes: imports nothing of legionrm's
+    ("legionrm.codes", "legionrm.protocol"),  # the one registry of codes, the gateway's wire protocol: import nothing of legionrm's
     ("legionrm.models", "legionrm.errors", "legionrm.homefs", "legionrm.scheduler", "legionrm.version",
      "legionrm.scheduler.ahead", "legionrm.events"),  # legionrm.scheduler and the new packages: their docstring map only
     ("legionrm.mil", "legionrm.tomlio", "legionrm.heartbeat", "legionrm.events.triggers", "legionrm.testing",
@@ -70,6 +70,8 @@ LAZY = {
     ("legionrm.cli.shell", "prompt_toolkit.history"): "same",
     ("legionrm.cli.simulate", "matplotlib"): "an optional plotting library, only for `simulate --plot`",
     ("legionrm.cli.simulate", "matplotlib.pyplot"): "same",
+    ("legionrm.cli.front", "legionrm.collection.answering"): "pydantic models, only for an administrator's `status`",
+    ("legionrm.cli.front", "legionrm.models"): "same",
 }
 """Imports inside a function, allowed on purpose (heavy, optional, lazy)."""
 

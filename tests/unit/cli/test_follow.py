@@ -9,13 +9,15 @@ import json
 import pytest
 
 from legionrm.cli import build_parser
-from legionrm.cli.front import follow_events
+from legionrm.cli.front import STATUS_WIDTH, follow_events
+from legionrm.events.triggers import STATUSES
 from legionrm.models import StatusEvent
 
 
-def ev(seq: int, status: str, obj: str | None = None) -> StatusEvent:
+def ev(seq: int, status: str, obj: str | None = None) -> dict:
+    """A status event as the gateway sends it: a ``StatusEvent`` document."""
     return StatusEvent(seq=seq, at=0.0, request_id="r1", user="alice", status=status, object_id=obj,  # type: ignore[arg-type]
-                       reason=f"why {seq}")
+                       reason=f"why {seq}").model_dump(mode="json")
 
 
 STORY = [ev(1, "pending"), ev(2, "reserved"), ev(3, "started", "i1"), ev(4, "started"), ev(5, "ended", "i1"),
@@ -25,17 +27,17 @@ STORY = [ev(1, "pending"), ev(2, "reserved"), ev(3, "started", "i1"), ev(4, "sta
 class Feed:
     """Gives the story a few events per poll, from the cursor asked for."""
 
-    def __init__(self, events: list[StatusEvent], per_poll: int = 2, interrupt_at: int | None = None) -> None:
+    def __init__(self, events: list[dict], per_poll: int = 2, interrupt_at: int | None = None) -> None:
         self.events, self.per_poll, self.interrupt_at = events, per_poll, interrupt_at
         self.polls = 0
         self.cursors: list[int] = []
 
-    def __call__(self, cursor: int) -> list[StatusEvent]:
+    def __call__(self, cursor: int) -> list[dict]:
         self.polls += 1
         self.cursors.append(cursor)
         if self.interrupt_at is not None and self.polls >= self.interrupt_at:
             raise KeyboardInterrupt
-        return [e for e in self.events if e.seq > cursor][: self.per_poll]
+        return [e for e in self.events if e["seq"] > cursor][: self.per_poll]
 
 
 class Clock:
@@ -76,6 +78,10 @@ def test_follow_stops_on_a_request_that_ended_without_its_events() -> None:
     out, clock = io.StringIO(), Clock()
     assert follow_events(Feed([]), None, ended=lambda: True, out=out, sleep=clock.sleep, clock=clock) == 0
     assert out.getvalue() == ""
+
+
+def test_the_status_column_fits_the_longest_status() -> None:
+    assert STATUS_WIDTH == max(map(len, STATUSES))
 
 
 def test_show_takes_follow_and_timeout() -> None:

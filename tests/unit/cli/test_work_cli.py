@@ -15,7 +15,12 @@ from legionrm.cli.front import exit_status, request_json, request_rows
 from legionrm.models import InstanceInfo, RequestInfo, WorkEnd, WorkResult
 
 
-def info(state: str, code: int | None) -> RequestInfo:
+def info(state: str, code: int | None) -> dict:
+    """A request as the gateway sends it: a ``RequestInfo`` document."""
+    return typed(state, code).model_dump(mode="json")
+
+
+def typed(state: str, code: int | None) -> RequestInfo:
     result = None if code is None else WorkResult(instance_id="h~i1", state="completed" if code == 0 else "failed",
                                                   exit_code=code, started_at=1.0, ended_at=2.0)
     return RequestInfo(id="r1", user="alice", state=state, exit_code=code,
@@ -33,7 +38,7 @@ def test_wait_exits_with_the_works_exit_code(state: str, code: int | None, statu
 def test_list_and_show_carry_the_exit_code() -> None:
     got = request_json(info("failed", 3))
     assert got["exit_code"] == 3 and got["instances"][0]["exit_code"] == 3
-    assert json.loads(info("failed", 3).model_dump_json(indent=2))["exit_code"] == 3  # show --json
+    assert json.loads(typed("failed", 3).model_dump_json(indent=2))["exit_code"] == 3  # show --json
     text = request_rows([info("failed", 3)], time.time())
     assert text.splitlines()[0].split()[:3] == ["id", "state", "exit"] and text.splitlines()[1].split()[:3] == [
         "r1", "failed", "3"]

@@ -100,3 +100,70 @@ def test_importing_the_client_imports_neither_ray_nor_numpy() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert out.stdout.strip() == "[]", out.stderr
+
+
+# --- the signature a client makes is the standard's, byte for byte -------------------------------
+
+CALLS = [
+    ("get-list", "GET", "/api/v1/requests", b"", None),
+    ("get-query", "GET", "/api/v1/requests?user=ann&state=running", b"", None),
+    ("post-body", "POST", "/api/v1/requests", b'{"toml":"[[object]]\\nclass_name = \\"Worker\\"\\n"}', None),
+    ("quoted-id", "POST", "/api/v1/requests/a%2Fb/cancel", b"{}", None),
+    ("as-another", "DELETE", "/api/v1/users/bob", b"", "carol"),
+]
+
+
+@pytest.mark.parametrize("method, target, body, as_user", [c[1:] for c in CALLS], ids=[c[0] for c in CALLS])
+def test_the_signature_is_the_one_http_message_signatures_makes(method, target, body, as_user) -> None:
+    import datetime
+
+    import httpx
+    from http_message_signatures import HTTPMessageSigner, HTTPSignatureKeyResolver, algorithms
+
+    from legionrm.client.signing import RequestSigner
+    from legionrm.protocol import AS_HEADER, COVERED, SIGNATURE_LABEL
+
+    key, created, nonce = generate_private_key(), 1_700_000_000, "0123456789abcdef0123456789abcdef"
+
+    class One(HTTPSignatureKeyResolver):
+        def resolve_private_key(self, key_id: str):
+            return key
+
+    req = httpx.Request(method, "http://127.0.0.1:8470" + target, content=body or None,
+                        headers={AS_HEADER: as_user} if as_user else None)
+    covered = [c for c in COVERED if c != "content-digest"] + (["legionrm-as"] if as_user else [])
+    HTTPMessageSigner(signature_algorithm=algorithms.ED25519, key_resolver=One()).sign(
+        req, key_id="ann", created=datetime.datetime.fromtimestamp(created), nonce=nonce, label=SIGNATURE_LABEL,
+        covered_component_ids=covered, body=body)
+    ours = RequestSigner("ann", key).headers(method, target, body, as_user, created=created, nonce=nonce)
+    assert ours == {k: req.headers[k] for k in ("Content-Digest", "Signature-Input", "Signature")}
+
+
+def test_a_key_reads_back_as_it_was_written_and_a_wrong_one_is_one_line() -> None:
+    from cryptography.hazmat.primitives import serialization
+
+    from legionrm.client.signing import key_pem, load_key
+
+    key = generate_private_key()
+    pem = key_pem(key)
+    assert pem == key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                    serialization.NoEncryption()).decode()
+    assert load_key(pem).private_bytes_raw() == key.private_bytes_raw()
+    with pytest.raises(CredentialsError, match="'private_key' is not an Ed25519 private key"):
+        load_key(pem.replace("PRIVATE KEY", "PUBLIC KEY"))
+
+
+def test_the_wire_knows_the_states_a_request_ends_in() -> None:
+    from legionrm.client.wire import ENDED
+    from legionrm.models import FINAL_STATES
+
+    assert ENDED == FINAL_STATES
+
+
+def test_a_connection_closed_between_calls_is_opened_anew(gateway) -> None:
+    """Keep-alive: calls share one connection; after close() (or the gateway closing it) the next call reconnects."""
+    with gateway.client("ann") as c:
+        assert c.list() == [] and c.list() == []
+        first = c.wire._connection()
+        c.close()
+        assert c.whoami().user == "ann" and c.wire._connection() is not first

@@ -1,0 +1,255 @@
+"""The gateway's calls as JSON documents: one signed HTTP call each, no pydantic.
+
+:class:`Wire` holds the route table: each user verb is one method answering
+the gateway's JSON as it came (a ``dict``, or a list of them).  The CLI prints
+from these documents (:mod:`legionrm.cli.front`), so ``legionrm list`` imports
+no model; :class:`~legionrm.client.client.Client` turns the same documents
+into the gateway's pydantic models for Python programs.
+
+HTTP is the standard library's ``http.client``: one keep-alive connection
+per thread (a connection the gateway closed while idle is opened anew before
+the next call), each call signed (:mod:`legionrm.client.signing`).  An https
+gateway is reached only if its certificate's SHA-256 fingerprint is the one
+pinned in the credentials.  A refusal raises a
+:class:`~legionrm.client.errors.GatewayError` subclass carrying its code.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import select
+import ssl
+import threading
+import time
+from typing import Any, Self
+from urllib.parse import quote, urlencode, urlsplit
+
+from legionrm import codes
+from legionrm.client.credentials import Credentials, find, fingerprint
+from legionrm.client.errors import ConnectionFailedError, GatewayError, error_for
+from legionrm.client.signing import RequestSigner, load_key
+from legionrm.protocol import API_PREFIX, AS_HEADER
+
+Doc = dict[str, Any]
+Request = dict[str, Any] | str
+
+ENDED = ("completed", "failed", "cancelled")
+"""The states a request ends in (:data:`legionrm.models.FINAL_STATES`; a test holds them equal)."""
+RESULT_GRACE_S = 10.0
+"""How long ``wait`` waits, after a request ended, for its runs' exit code."""
+
+
+class Wire:
+    """A user's connection to the gateway named in their credentials (see the module doc).
+    ``as_user``: an administrator's calls made as that user (refused for anyone else)."""
+
+    def __init__(self, credentials: Credentials, *, as_user: str | None = None, timeout: float = 60.0) -> None:
+        self.credentials, self.as_user, self.timeout = credentials, as_user, timeout
+        self.user = credentials.user
+        self._signer = RequestSigner(credentials.user, load_key(credentials.private_key_pem, credentials.path))
+        url = urlsplit(credentials.url)
+        self._https = url.scheme == "https"
+        self._host, self._port = url.hostname or "127.0.0.1", url.port or (443 if self._https else 80)
+        self._prefix = url.path.rstrip("/") + API_PREFIX
+        self._tls = _pinned(credentials) if self._https else None
+        self._local = threading.local()
+        self._open: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_credentials(cls, path: str | os.PathLike[str] | None = None, **kw: Any) -> Self:
+        """The connection of the credentials file at ``path``, or found where a client looks (see
+        :func:`legionrm.client.credentials.find`)."""
+        return cls(find(path), **kw)
+
+    def close(self) -> None:
+        """Close every thread's connection (a later call opens a new one)."""
+        with self._lock:
+            conns, self._open = self._open, []
+        for c in conns:
+            c.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # --- one call ----------------------------------------------------------------------------
+
+    def call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
+        """One signed call of ``path`` (under ``/api/v1``); the answer's JSON, or the error it carries
+        raised.  ``body``: JSON bytes, a JSON-able mapping, or a pydantic model (sent without its defaults)."""
+        content = _content(body)
+        query = urlencode({k: v for k, v in (params or {}).items() if v is not None}, quote_via=quote)
+        target = self._prefix + path + (f"?{query}" if query else "")
+        headers = {"Accept": "application/json", **self._signer.headers(method, target, content, self.as_user)}
+        if content:
+            headers["Content-Type"] = "application/json"
+        if self.as_user:
+            headers[AS_HEADER] = self.as_user
+        conn = self._connection()
+        try:
+            conn.request(method, target, body=content or None, headers=headers)
+            resp = conn.getresponse()
+            data = resp.read()
+        except (OSError, http.client.HTTPException) as exc:
+            self._forget(conn)
+            raise ConnectionFailedError(codes.CLIENT_UNREACHABLE, f"cannot reach the gateway at "
+                                        f"{self.credentials.url}: {exc or type(exc).__name__}") from None
+        if resp.will_close:
+            self._forget(conn)
+        try:
+            doc = json.loads(data) if data else None
+        except ValueError:
+            doc = None
+        if 200 <= resp.status < 300:
+            return doc
+        if isinstance(doc, dict) and "code" in doc:
+            raise error_for(resp.status, doc["code"], str(doc.get("reason", "")), str(doc.get("by", "gateway")))
+        raise error_for(resp.status, codes.HTTP_STATUS.of(str(resp.status)), resp.reason or "no answer")
+
+    def _connection(self) -> http.client.HTTPConnection:
+        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+        if conn is not None and (conn.sock is None or select.select([conn.sock], [], [], 0)[0]):
+            self._forget(conn)  # closed (by close()), or readable while idle: the gateway closed it
+            conn = None
+        if conn is None:
+            conn = (http.client.HTTPSConnection(self._host, self._port, timeout=self.timeout, context=self._tls)
+                    if self._https else http.client.HTTPConnection(self._host, self._port, timeout=self.timeout))
+            self._local.conn = conn
+            with self._lock:
+                self._open.append(conn)
+        return conn
+
+    def _forget(self, conn: http.client.HTTPConnection) -> None:
+        conn.close()
+        self._local.conn = None
+        with self._lock:
+            if conn in self._open:
+                self._open.remove(conn)
+
+    # --- requests (each answers the gateway's JSON) ---------------------------------------------
+
+    def submit(self, request: Request, *, set: dict[str, str] | None = None, id: str | None = None) -> Doc:
+        """``POST /requests``: a ``SubmitResult``."""
+        body: Doc = {**request_fields(request), **({"set": dict(set)} if set else {}), **({"id": id} if id else {})}
+        return self.call("POST", "/requests", body)  # type: ignore[no-any-return]
+
+    def list(self, user: str | None = None, state: str | None = None) -> list[Doc]:
+        """``GET /requests``: each a ``RequestInfo``, oldest first."""
+        return list(self.call("GET", "/requests", params={"user": user, "state": state})["requests"])
+
+    def show(self, request_id: str) -> Doc:
+        """``GET /requests/{id}``: a ``RequestInfo``."""
+        return self.call("GET", f"/requests/{segment(request_id)}")  # type: ignore[no-any-return]
+
+    def cancel(self, request_id: str, reason: str = "cancelled by its user") -> Doc:
+        return self.call("POST", f"/requests/{segment(request_id)}/cancel", {"reason": reason})  # type: ignore[no-any-return]
+
+    def cancel_many(self, ids: tuple[str, ...] | list[str] = (), *, user: str | None = None, state: str | None = None,
+                    reason: str = "cancelled by its user") -> Doc:
+        """``POST /requests/cancel``: a ``CancelResult``."""
+        body = {"ids": list(ids), "user": user, "state": state, "reason": reason}
+        return self.call("POST", "/requests/cancel", {k: v for k, v in body.items() if v})  # type: ignore[no-any-return]
+
+    def wait(self, request_id: str, *, timeout: float | None = None, poll_s: float = 0.5,
+             until: tuple[str, ...] = ENDED) -> Doc:
+        """Poll until the request is in one of ``until`` (default: ended); raises
+        :class:`GatewayError` ``wait.timeout`` after ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        ended_at: float | None = None
+        while True:
+            info = self.show(request_id)
+            if info["state"] in until:
+                # an ended run's exit code reaches the book a moment after its request ends
+                # (its host reports it on the next watch): wait up to RESULT_GRACE_S for it
+                ended = info["state"] in ENDED
+                ended_at = ended_at or time.monotonic()
+                if (not ended or info.get("exit_code") is not None or not info.get("instances")
+                        or info["state"] == "cancelled" or time.monotonic() - ended_at > RESULT_GRACE_S
+                        or (deadline is not None and time.monotonic() >= deadline)):
+                    return info
+            if deadline is not None and time.monotonic() >= deadline:
+                raise GatewayError(codes.WAIT_TIMEOUT, f"{request_id} is still {info['state']} after {timeout:g} s")
+            time.sleep(poll_s)
+
+    def events(self, request_id: str, cursor: int = 0) -> list[Doc]:
+        """The request's status events after ``cursor`` (each event's ``seq`` is the next cursor)."""
+        return list(self.call("GET", f"/requests/{segment(request_id)}/events", params={"cursor": cursor})["events"])
+
+    def logs(self, request_id: str) -> Doc:
+        """``GET /requests/{id}/logs``: ``{"id", "stdout", "stderr"}``."""
+        return self.call("GET", f"/requests/{segment(request_id)}/logs")  # type: ignore[no-any-return]
+
+    # --- the system -----------------------------------------------------------------------------
+
+    def query(self, mil: str, include_unavailable: bool = False) -> Doc:
+        body: Doc = {"mil": mil, **({"include_unavailable": True} if include_unavailable else {})}
+        return self.call("POST", "/query", body)  # type: ignore[no-any-return]
+
+    def explain(self, request: Request, hosts: tuple[str, ...] | list[str] = ()) -> Doc:
+        """``POST /plan``: a ``PlanResult``."""
+        return self.call("POST", "/plan", {**request_fields(request), **({"hosts": list(hosts)} if hosts else {})})  # type: ignore[no-any-return]
+
+    def hosts(self) -> Doc:
+        return self.call("GET", "/hosts")  # type: ignore[no-any-return]
+
+    def pools(self) -> Doc:
+        return self.call("GET", "/pools")  # type: ignore[no-any-return]
+
+    def status(self) -> Doc:
+        return self.call("GET", "/status")  # type: ignore[no-any-return]
+
+    def whoami(self) -> Doc:
+        return self.call("GET", "/whoami")  # type: ignore[no-any-return]
+
+    def users(self) -> list[Doc]:
+        """Every user (administrators)."""
+        return list(self.call("GET", "/users")["users"])
+
+    def remove_user(self, name: str) -> None:
+        """Remove ``name``: their next call is refused (administrators)."""
+        self.call("DELETE", f"/users/{segment(name)}")
+
+
+def segment(text: str) -> str:
+    """``text`` as one path segment (a request id with a ``/`` cannot reach another route)."""
+    return quote(text, safe="")
+
+
+def request_fields(request: Request) -> Doc:
+    """A submit's or plan's request: ``{"toml": text}`` or ``{"request": tables}``."""
+    if isinstance(request, str):
+        return {"toml": request}
+    if isinstance(request, dict):
+        return {"request": request}
+    raise TypeError(f"a request is a dict shaped like a request file or its TOML text, not {type(request).__name__}")
+
+
+def _content(body: Any) -> bytes:
+    if body is None:
+        return b""
+    if isinstance(body, bytes):
+        return body
+    if hasattr(body, "model_dump_json"):  # a pydantic model (the typed Client's bodies)
+        return str(body.model_dump_json(exclude_defaults=True)).encode()
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def _pinned(c: Credentials) -> ssl.SSLContext:
+    """For an https gateway: trust exactly its certificate, once its fingerprint is the pinned one."""
+    parts = urlsplit(c.url)
+    try:
+        pem = ssl.get_server_certificate((parts.hostname or "", parts.port or 443), timeout=10)
+    except OSError as exc:
+        raise ConnectionFailedError(codes.CLIENT_UNREACHABLE, f"cannot reach the gateway at {c.url}: {exc}") from None
+    got = fingerprint(ssl.PEM_cert_to_DER_cert(pem))
+    if got != c.fingerprint:
+        raise ConnectionFailedError(codes.CLIENT_FINGERPRINT, f"the gateway at {c.url} shows certificate {got}, not the "
+                                    f"pinned {c.fingerprint}: refusing to talk to it")
+    ctx = ssl.create_default_context(cadata=pem)
+    ctx.check_hostname = False  # the pinned certificate itself is the only trust anchor
+    return ctx
