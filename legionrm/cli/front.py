@@ -1,6 +1,6 @@
 """The user verbs, through the front door: each is one or a few signed calls to the gateway.
 
-``submit list show (--follow) wait logs explain cancel hosts pools status`` talk to
+``submit list show (--follow) wait logs history explain cancel hosts pools status`` talk to
 the gateway with the user's credentials (``--credentials FILE``, else
 ``$LEGIONRM_CREDENTIALS``, ``~/.legionrm/credentials``, or on the head the
 home's administrator credentials); ``--as USER`` makes an administrator's
@@ -13,6 +13,7 @@ little more than Python's start and one HTTP round trip
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 import time
@@ -207,6 +208,35 @@ def cli_logs(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(out.stdout)
         sys.stderr.write(out.stderr)
+    return 0
+
+
+HISTORY_FIELDS = ("instance_id", "request_id", "user", "group", "pool", "class_name", "scheduler", "host", "cpus",
+                  "memory_gb", "start", "end", "state", "exit_code", "cpu_s", "max_rss_kb")
+"""``history --csv``'s columns, in order (every field of an accounting record)."""
+
+
+def cli_history(args: argparse.Namespace) -> int:
+    """``legionrm history [--user U] [--since T] [--until T] [--state S] [--json|--csv]``: one
+    record per finished instance, as ``sacct`` lists them (a user's own; an administrator's: all)."""
+    records = client(args).history(args.user, args.since, args.until, args.state)
+    if args.json:
+        print(json.dumps({"records": [r.model_dump(mode="json") for r in records]}, indent=2))
+    elif args.csv:
+        w = csv.writer(sys.stdout)
+        w.writerow(HISTORY_FIELDS)
+        for r in records:
+            w.writerow(["" if (v := getattr(r, f)) is None else v for f in HISTORY_FIELDS])
+    elif not records:
+        print("no finished instances" + (f" in state {args.state}" if args.state else ""))
+    else:
+        print(columns(("instance", "request", "user", "class", "host", "cpus", "start", "elapsed", "state", "exit",
+                       "cpu s", "max rss MB"),
+                      [(r.instance_id, r.request_id, r.user, r.class_name, r.host, f"{r.cpus:g}",
+                        time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.start)), f"{r.end - r.start:.1f}s",
+                        r.state, "-" if r.exit_code is None else r.exit_code, f"{r.cpu_s:.2f}",
+                        f"{r.max_rss_kb / 1024:.1f}") for r in records],
+                      right=("cpus", "elapsed", "exit", "cpu s", "max rss MB")))
     return 0
 
 

@@ -38,6 +38,7 @@ from legionrm.models.api import (
     CancelResult,
     EventList,
     GatewayStatus,
+    HistoryList,
     HostList,
     LogsResult,
     PlanBody,
@@ -50,6 +51,7 @@ from legionrm.models.api import (
     SubmitResult,
 )
 from legionrm.models.requests import FINAL_STATES, RequestInfo, StatusEvent
+from legionrm.models.work import AccountRecord
 from legionrm.models.schedules import ScheduleSuite
 
 M = TypeVar("M", bound=BaseModel)
@@ -171,6 +173,13 @@ class Client:
 
     def logs(self, request_id: str) -> LogsResult:
         return self._as(LogsResult, self.call("GET", f"/requests/{_seg(request_id)}/logs"))
+
+    def history(self, user: str | None = None, since: float | None = None, until: float | None = None,
+                state: str | None = None) -> list[AccountRecord]:
+        """Finished instances' accounting records that ended in ``[since, until]`` (seconds since
+        the epoch), by end time: the caller's own (an administrator's: everyone's, or ``user``'s)."""
+        doc = self.call("GET", "/history", params={"user": user, "since": since, "until": until, "state": state})
+        return list(self._as(HistoryList, doc).records)
 
     # --- the system -----------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from legionrm.models.base import QueryResult
 from legionrm.models.elastic import SchedulerStatus
 from legionrm.models.requests import RequestInfo, StatusEvent
 from legionrm.models.schedules import SchedulerResponse, ScheduleSuite
+from legionrm.models.work import AccountRecord
 
 API_PREFIX = "/api/v1"
 """Every path of this version of the API starts here."""
@@ -106,6 +107,13 @@ class LogsResult(Body):
     id: str
     stdout: str = ""
     stderr: str = ""
+
+
+class HistoryList(Body):
+    """``GET /api/v1/history``: finished instances' accounting records, by end time
+    (a user's own; an administrator's: everyone's)."""
+
+    records: tuple[AccountRecord, ...] = ()
 
 
 class QueryBody(Body):
