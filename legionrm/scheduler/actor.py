@@ -285,10 +285,26 @@ class SchedulerActor(WorkCalls):
         # the door every user-facing call goes through (open without a home: no authentication)
         self.door = SchedulerDoor(self.core, Guard.for_home(auth_home, by=SCHEDULER) if auth_home else None,
                                   mobility=self.mobility)
+        self._classes_adopt()
         self.runner = CycleRunner(self.cycle)
         self.runner.start()
         self._ticking = threading.Event()
         threading.Thread(target=self._tick_loop, args=(tick_s,), name="scheduler-tick", daemon=True).start()
+
+    def _classes_adopt(self) -> None:
+        """Booted on a kept book: each class actor (new, its count empty) counts again the running
+        instances of its class the book holds; the watch ends, and the class forgets, any that
+        did not survive.  A class that does not answer is the audit's ``class.count`` to show."""
+        running = self.core.book.running_instances()
+        for name, handle in self._class_actors.items():
+            refs = [r for r in running if r.class_name == name]
+            if not refs:
+                continue
+            try:
+                ray.get(handle.adopt.remote(refs, proof=signed(self._signer, "adopt", {"refs": refs},
+                                                               to=class_name(name))), timeout=CALL_TIMEOUT_S)
+            except ray.exceptions.RayError:
+                log.warning("class %s did not take back its %d running instances", name, len(refs), exc_info=True)
 
     def _remote_enactor(self, handle: Any, approve: str) -> RemoteEnactor:
         """The Enactor actor ``handle``, its enactments confirmed by this actor's ``approve`` method
