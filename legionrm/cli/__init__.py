@@ -175,8 +175,12 @@ def build_parser() -> argparse.ArgumentParser:
     wt.add_argument("id", help="the request id")
     wt.add_argument("--timeout", type=float, default=None, metavar="S", help="give up after S seconds")
     gateway_flags(wt)
-    lg = add("logs", "a request's output")
+    lg = add("logs", "a request's output (the tail the runner kept): stdout to stdout, stderr to stderr")
     lg.add_argument("id", help="the request id")
+    lg.add_argument("--follow", action="store_true", help="then print what comes until the request ends (Ctrl-C stops)")
+    lg.add_argument("--stderr", action="store_true", help="only its stderr (to stdout)")
+    lg.add_argument("--instance", metavar="N", help="which instance: its number from 0 in start order, or its id "
+                                                    "(default: the only one)")
     gateway_flags(lg)
     ca = add("cancel", "cancel requests: stop their instances, book everything back")
     ca.add_argument("ids", nargs="*", metavar="ID", help="request ids")

@@ -202,13 +202,31 @@ def cli_wait(args: argparse.Namespace) -> int:
 
 
 def cli_logs(args: argparse.Namespace) -> int:
-    out = client(args).logs(args.id)
-    if args.json:
-        print(out.model_dump_json())
-    else:
-        sys.stdout.write(out.stdout)
-        sys.stderr.write(out.stderr)
-    return 0
+    """``legionrm logs ID [--follow] [--stderr] [--instance N]``: stdout to stdout and stderr to
+    stderr (``--stderr``: only stderr, to stdout); ``--follow`` prints what comes until the request
+    ended (Ctrl-C stops)."""
+    c = client(args)
+    instance = int(args.instance) if args.instance is not None and args.instance.isdigit() else args.instance
+    streams = ("stderr",) if args.stderr else ("stdout", "stderr")
+    shown = {s: 0 for s in streams}
+    try:
+        while True:
+            out = c.logs(args.id, instance)
+            if args.json:
+                print(out.model_dump_json())
+                return 0
+            for s in streams:
+                text = getattr(out, s)
+                if len(text) < shown[s]:  # trimmed under its cap meanwhile: its new tail in full
+                    shown[s] = 0
+                (sys.stdout if s == "stdout" or args.stderr else sys.stderr).write(text[shown[s]:])
+                shown[s] = len(text)
+            sys.stdout.flush()
+            if not args.follow or c.show(args.id).state in FINAL_STATES:
+                return 0
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        return 130
 
 
 HISTORY_FIELDS = ("instance_id", "request_id", "user", "group", "pool", "class_name", "scheduler", "host", "cpus",

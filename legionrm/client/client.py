@@ -171,8 +171,10 @@ class Client:
         doc = self.call("GET", f"/requests/{_seg(request_id)}/events", params={"cursor": cursor})
         return list(self._as(EventList, doc).events)
 
-    def logs(self, request_id: str) -> LogsResult:
-        return self._as(LogsResult, self.call("GET", f"/requests/{_seg(request_id)}/logs"))
+    def logs(self, request_id: str, instance: int | str | None = None) -> LogsResult:
+        """A request's output (the tail its node's runner kept) of its ``instance`` (a number from 0
+        in start order, or an id; default its only one)."""
+        return self._as(LogsResult, self.call("GET", f"/requests/{_seg(request_id)}/logs", params={"instance": instance}))
 
     def history(self, user: str | None = None, since: float | None = None, until: float | None = None,
                 state: str | None = None) -> list[AccountRecord]:
