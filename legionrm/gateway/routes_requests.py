@@ -169,6 +169,7 @@ async def logs(request: web.Request) -> web.Response:
         texts[stream] = bytes(data).decode("utf-8", "replace")
     return answer(LogsResult(id=rid, stdout=texts["stdout"], stderr=texts["stderr"]))
 
+
 async def history(request: web.Request) -> web.Response:
     """Finished instances' records (``legionrm history``), ``?user=&since=&until=&state=`` (times in
     seconds since the epoch); a user's own, an administrator's anyone's (the Scheduler's door judges)."""
