@@ -1,9 +1,8 @@
 """Fixtures for tests that act as other OS accounts (reference/notes/os-accounts.md).
 
 * ``os_accounts``: two throwaway accounts, made with ``useradd -M -s /bin/bash``
-  and removed at the end of the session; ``{"alice": name, "bob": name}``.
-  Each pytest-xdist worker makes its own pair (the worker's id in the
-  names), so one worker's cleanup never removes another's accounts.
+  and removed at the end of the session; ``{"alice": name, "bob": name}``
+  (names with this session's pid: sessions side by side keep their own).
   Skips (saying why) when the tests do not run as root or ``useradd`` is missing.
 * ``work_python``: an interpreter every account can run: a venv made from
   Debian's ``/usr/bin/python3.11`` in a world-readable directory under /tmp,
@@ -17,6 +16,8 @@ tests/conftest.py loads this module as a plugin: any test may ask for them.
 from __future__ import annotations
 
 import os
+import pwd
+import re
 import shutil
 import subprocess
 import tempfile
@@ -27,13 +28,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEM_PYTHON = "/usr/bin/python3.11"
-# one pair per pytest-xdist worker (gw0, gw1, ...): useradd names stay under 32 characters
-_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
-ACCOUNTS = {who: f"lrmtest-{who}" + (f"-{_WORKER}" if _WORKER else "") for who in ("alice", "bob")}
+LEFT = re.compile(r"lrmt(\d+)-(alice|bob)")
+"""The accounts' names: this session's pid in them, so that test sessions running side by side on one
+machine never remove each other's accounts."""
 
 
-def _exists(name: str) -> bool:
-    return subprocess.run(["id", name], capture_output=True).returncode == 0
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
 
 
 @pytest.fixture(scope="session")
@@ -42,14 +49,16 @@ def os_accounts() -> Iterator[dict[str, str]]:
         pytest.skip("creating OS accounts needs root (these tests run work as other accounts)")
     if shutil.which("useradd") is None:
         pytest.skip("useradd is not installed")
-    for name in ACCOUNTS.values():
-        if _exists(name):  # left by a session that died before its cleanup
-            subprocess.run(["userdel", name], capture_output=True)
+    for p in pwd.getpwall():  # left by a session that died before its cleanup
+        if (m := LEFT.fullmatch(p.pw_name)) and not _alive(int(m.group(1))):
+            subprocess.run(["userdel", p.pw_name], capture_output=True)
+    accounts = {who: f"lrmt{os.getpid()}-{who}" for who in ("alice", "bob")}
+    for name in accounts.values():
         subprocess.run(["useradd", "-M", "-s", "/bin/bash", name], check=True, capture_output=True)
     try:
-        yield dict(ACCOUNTS)
+        yield accounts
     finally:
-        for name in ACCOUNTS.values():
+        for name in accounts.values():
             subprocess.run(["userdel", name], capture_output=True)
 
 

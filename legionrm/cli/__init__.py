@@ -48,7 +48,7 @@ COMMANDS: dict[str, str] = {
     "examples": "legionrm.cli.examples:cli_main",
     "completion": "legionrm.cli.completion:cli_main",
     "user": "legionrm.cli.users:cli_user",
-    "history": "legionrm.cli.work:cli_history",
+    "history": "legionrm.cli.front:cli_history",
 }
 
 OFFLINE: dict[str, tuple[str, str]] = {
@@ -200,8 +200,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     wt.add_argument("id", help="the request id")
     wt.add_argument("--timeout", type=float, default=None, metavar="S", help="give up after S seconds")
     gateway_flags(wt)
-    lg = add("logs", "a request's output")
+    lg = add("logs", "a request's output (the tail the runner kept): stdout to stdout, stderr to stderr")
     lg.add_argument("id", help="the request id")
+    lg.add_argument("--follow", action="store_true", help="then print what comes until the request ends (Ctrl-C stops)")
+    lg.add_argument("--stderr", action="store_true", help="only its stderr (to stdout)")
+    lg.add_argument("--instance", metavar="N", help="which instance: its number from 0 in start order, or its id "
+                                                    "(default: the only one)")
     gateway_flags(lg)
     ca = add("cancel", "cancel requests: stop their instances, book everything back")
     ca.add_argument("ids", nargs="*", metavar="ID", help="request ids")
@@ -247,13 +251,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     ex.add_argument("dir", help="where to copy them (created; existing files are not overwritten)")
     json_flag(ex)
 
-    hi = add("history", "finished instances, one record each: who, where, when, how it ended, what it used "
-                        "(on the head, as the service)")
+    hi = add("history", "finished instances, one record each: who, where, when, how it ended, what it used")
     hi.add_argument("--user", help="only this user's (a user sees only their own)")
     hi.add_argument("--since", type=when, metavar="T", help="ended at or after T: epoch seconds, ISO date/time, or 2h, 7d ago")
     hi.add_argument("--until", type=when, metavar="T", help="ended at or before T (as --since)")
     hi.add_argument("--state", choices=END_STATES, help="only instances that ended so")
-    address(hi)
+    hi.add_argument("--credentials", metavar="FILE", help=CREDENTIALS_HELP)
+    hi.add_argument("--as", dest="as_user", metavar="USER", help="act as USER (administrators only; refused for others)")
     fmt = hi.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help=JSON_HELP)
     fmt.add_argument("--csv", action="store_true", help="print the records as CSV, one header row")

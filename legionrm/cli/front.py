@@ -1,6 +1,6 @@
 """The user verbs, through the front door: each is one or a few signed calls to the gateway.
 
-``submit list show (--follow) wait logs explain cancel hosts pools status`` talk to
+``submit list show (--follow) wait logs history explain cancel hosts pools status`` talk to
 the gateway with the user's credentials (``--credentials FILE``, else
 ``$LEGIONRM_CREDENTIALS``, ``~/.legionrm/credentials``, or on the head the
 home's administrator credentials); ``--as USER`` makes an administrator's
@@ -16,6 +16,7 @@ same documents).
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 import time
@@ -207,12 +208,59 @@ def cli_wait(args: argparse.Namespace) -> int:
 
 
 def cli_logs(args: argparse.Namespace) -> int:
-    out = client(args).logs(args.id)
+    """``legionrm logs ID [--follow] [--stderr] [--instance N]``: stdout to stdout and stderr to
+    stderr (``--stderr``: only stderr, to stdout); ``--follow`` prints what comes until the request
+    ended (Ctrl-C stops)."""
+    c = client(args)
+    instance = int(args.instance) if args.instance is not None and args.instance.isdigit() else args.instance
+    streams = ("stderr",) if args.stderr else ("stdout", "stderr")
+    shown = {s: 0 for s in streams}
+    try:
+        while True:
+            out = c.logs(args.id, instance)
+            if args.json:
+                print(json.dumps(out))
+                return 0
+            for s in streams:
+                text = str(out.get(s, ""))
+                if len(text) < shown[s]:  # trimmed under its cap meanwhile: its new tail in full
+                    shown[s] = 0
+                (sys.stdout if s == "stdout" or args.stderr else sys.stderr).write(text[shown[s]:])
+                shown[s] = len(text)
+            sys.stdout.flush()
+            if not args.follow or c.show(args.id)["state"] in ENDED:
+                return 0
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        return 130
+
+
+HISTORY_FIELDS = ("instance_id", "request_id", "user", "group", "pool", "class_name", "scheduler", "host", "cpus",
+                  "memory_gb", "start", "end", "state", "exit_code", "cpu_s", "max_rss_kb")
+"""``history --csv``'s columns, in order (every field of an accounting record)."""
+
+
+def cli_history(args: argparse.Namespace) -> int:
+    """``legionrm history [--user U] [--since T] [--until T] [--state S] [--json|--csv]``: one
+    record per finished instance, as ``sacct`` lists them (a user's own; an administrator's: all)."""
+    records = client(args).history(args.user, args.since, args.until, args.state)
     if args.json:
-        print(json.dumps(out))
+        print(json.dumps({"records": records}, indent=2))
+    elif args.csv:
+        w = csv.writer(sys.stdout)
+        w.writerow(HISTORY_FIELDS)
+        for r in records:
+            w.writerow(["" if (v := r.get(f)) is None else v for f in HISTORY_FIELDS])
+    elif not records:
+        print("no finished instances" + (f" in state {args.state}" if args.state else ""))
     else:
-        sys.stdout.write(out.get("stdout", ""))
-        sys.stderr.write(out.get("stderr", ""))
+        print(columns(("instance", "request", "user", "class", "host", "cpus", "start", "elapsed", "state", "exit",
+                       "cpu s", "max rss MB"),
+                      [(r["instance_id"], r["request_id"], r["user"], r["class_name"], r["host"], f"{r['cpus']:g}",
+                        time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["start"])),
+                        f"{r['end'] - r['start']:.1f}s", r["state"], "-" if r.get("exit_code") is None else
+                        r["exit_code"], f"{r['cpu_s']:.2f}", f"{r['max_rss_kb'] / 1024:.1f}") for r in records],
+                      right=("cpus", "elapsed", "exit", "cpu s", "max rss MB")))
     return 0
 
 

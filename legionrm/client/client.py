@@ -36,6 +36,7 @@ from legionrm.models.api import (
     SubmitResult,
 )
 from legionrm.models.requests import FINAL_STATES, RequestInfo, StatusEvent
+from legionrm.models.work import AccountRecord
 from legionrm.models.schedules import ScheduleSuite
 
 M = TypeVar("M", bound=BaseModel)
@@ -109,8 +110,16 @@ class Client:
         """The request's status events after ``cursor`` (each event's ``seq`` is the next cursor)."""
         return [self._as(StatusEvent, d) for d in self.wire.events(request_id, cursor)]
 
-    def logs(self, request_id: str) -> LogsResult:
-        return self._as(LogsResult, self.wire.logs(request_id))
+    def logs(self, request_id: str, instance: int | str | None = None) -> LogsResult:
+        """A request's output (the tail its node's runner kept) of its ``instance`` (a number from 0
+        in start order, or an id; default its only one)."""
+        return self._as(LogsResult, self.wire.logs(request_id, instance))
+
+    def history(self, user: str | None = None, since: float | None = None, until: float | None = None,
+                state: str | None = None) -> list[AccountRecord]:
+        """Finished instances' accounting records that ended in ``[since, until]`` (seconds since
+        the epoch), by end time: the caller's own (an administrator's: everyone's, or ``user``'s)."""
+        return [self._as(AccountRecord, d) for d in self.wire.history(user, since, until, state)]
 
     # --- the system -----------------------------------------------------------------------------
 

@@ -180,9 +180,18 @@ class Wire:
         """The request's status events after ``cursor`` (each event's ``seq`` is the next cursor)."""
         return list(self.call("GET", f"/requests/{segment(request_id)}/events", params={"cursor": cursor})["events"])
 
-    def logs(self, request_id: str) -> Doc:
-        """``GET /requests/{id}/logs``: ``{"id", "stdout", "stderr"}``."""
-        return self.call("GET", f"/requests/{segment(request_id)}/logs")  # type: ignore[no-any-return]
+    def logs(self, request_id: str, instance: int | str | None = None) -> Doc:
+        """``GET /requests/{id}/logs[?instance=N|ID]``: ``{"id", "stdout", "stderr"}`` of one of its
+        instances (a number from 0 in start order, or an id; default its only one)."""
+        return self.call("GET", f"/requests/{segment(request_id)}/logs",  # type: ignore[no-any-return]
+                         params={"instance": instance})
+
+    def history(self, user: str | None = None, since: float | None = None, until: float | None = None,
+                state: str | None = None) -> list[Doc]:
+        """``GET /history``: the finished instances' accounting records (the caller's own; an
+        administrator's: everyone's, or ``user``'s), by end time."""
+        doc = self.call("GET", "/history", params={"user": user, "since": since, "until": until, "state": state})
+        return list(doc["records"])
 
     # --- the system -----------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""The request routes: submit, list, show, cancel, logs (``/api/v1/requests...``).
+"""The request routes: submit, list, show, cancel, logs (``/api/v1/requests...``), and the
+accounting records of finished instances (``/api/v1/history``).
 
 A submitted request is a request file's tables (or its TOML text) with
 ``--set`` overrides; its ``[identity]``, when present, must name the caller
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import tomllib
-from typing import Any
+from typing import Any, get_args
 
 from aiohttp import web
 
@@ -18,13 +19,14 @@ from legionrm import codes
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.errors import ConfigError
 from legionrm.gateway.door import PLANE, answer, body_of, refusal, status_of, user_of
-from legionrm.models import SchedulingRequest
+from legionrm.models import SchedulingRequest, WorkEnd
 from legionrm.models.api import (
     API_PREFIX,
     ApiError,
     CancelBody,
     CancelResult,
     EventList,
+    HistoryList,
     LogsResult,
     RequestList,
     SubmitBody,
@@ -45,6 +47,7 @@ def add(app: web.Application) -> None:
     r.add_post(f"{API_PREFIX}/requests/{{id}}/cancel", cancel_one)
     r.add_get(f"{API_PREFIX}/requests/{{id}}/logs", logs)
     r.add_get(f"{API_PREFIX}/requests/{{id}}/events", events)
+    r.add_get(f"{API_PREFIX}/history", history)
 
 
 def request_from(doc: dict[str, Any] | None, toml: str | None, overrides: dict[str, str], rid: str | None,
@@ -165,3 +168,19 @@ async def logs(request: web.Request) -> web.Response:
                                                                    "stream": stream, "offset": 0, "limit": 1 << 20})
         texts[stream] = bytes(data).decode("utf-8", "replace")
     return answer(LogsResult(id=rid, stdout=texts["stdout"], stderr=texts["stderr"]))
+
+
+async def history(request: web.Request) -> web.Response:
+    """Finished instances' records (``legionrm history``), ``?user=&since=&until=&state=`` (times in
+    seconds since the epoch); a user's own, an administrator's anyone's (the Scheduler's door judges)."""
+    q = request.query
+    ask: dict[str, Any] = {"user": q.get("user") or None, "state": q.get("state") or None}
+    if ask["state"] is not None and ask["state"] not in get_args(WorkEnd):
+        return refusal(422, codes.REQUEST_INVALID, f"state {ask['state']!r} is not one of {', '.join(get_args(WorkEnd))}")
+    for key in ("since", "until"):
+        try:
+            ask[key] = float(q[key]) if q.get(key) else None
+        except ValueError:
+            return refusal(422, codes.REQUEST_INVALID, f"{key} must be seconds since the epoch, not {q[key]!r}")
+    records = await request.app[PLANE].call(user_of(request), "scheduler", "history", ask)
+    return answer(HistoryList(records=tuple(records)))

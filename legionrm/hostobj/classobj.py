@@ -178,6 +178,22 @@ class ClassObject:
         with self._lock:
             return [item[0] for item in self._instances.values()]
 
+    def adopt(self, refs: Sequence[InstanceRef]) -> int:
+        """Count again running instances of this class it did not create (a system booted anew on
+        a kept request book: the hosts kept them, this object starts empty).  Their host is resolved
+        by name (one it cannot reach is left out); their vault use is the vault's own record.
+        Idempotent; returns how many it did not count before."""
+        n = 0
+        with self._lock:
+            for ref in refs:
+                if ref.class_name != self.name or ref.instance_id in self._instances:
+                    continue
+                port = self._resolve(self._hosts, ref.host, "host")
+                if not isinstance(port, Refusal):
+                    self._instances[ref.instance_id] = (ref, port, None, None)
+                    n += 1
+        return n
+
     def implementation_for(self, host_port: Any, host: str) -> str | None | Refusal:
         """The entry point an instance on ``host`` runs: the first of the
         class's implementations that fits the host's attributes (arch, OS,

@@ -26,6 +26,7 @@ from legionrm.protocol import (  # re-exported (__all__)
     MAX_SKEW_S,
     SIGNATURE_LABEL,
 )
+from legionrm.models.work import AccountRecord
 
 
 class Body(BaseModel):
@@ -100,6 +101,13 @@ class LogsResult(Body):
     id: str
     stdout: str = ""
     stderr: str = ""
+
+
+class HistoryList(Body):
+    """``GET /api/v1/history``: finished instances' accounting records, by end time
+    (a user's own; an administrator's: everyone's)."""
+
+    records: tuple[AccountRecord, ...] = ()
 
 
 class QueryBody(Body):

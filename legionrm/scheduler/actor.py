@@ -290,6 +290,21 @@ class SchedulerActor(WorkCalls):
         self._ticking = threading.Event()
         threading.Thread(target=self._tick_loop, args=(tick_s,), name="scheduler-tick", daemon=True).start()
 
+    def _classes_adopt(self) -> None:
+        """Booted on a kept book: each class actor (new, its count empty) counts again the running
+        instances of its class the book holds; the watch ends, and the class forgets, any that
+        did not survive.  A class that does not answer is the audit's ``class.count`` to show."""
+        running = self.core.book.running_instances()
+        for name, handle in self._class_actors.items():
+            refs = [r for r in running if r.class_name == name]
+            if not refs:
+                continue
+            try:
+                ray.get(handle.adopt.remote(refs, proof=signed(self._signer, "adopt", {"refs": refs},
+                                                               to=class_name(name))), timeout=CALL_TIMEOUT_S)
+            except Exception:  # noqa: BLE001 - the audit shows what a class does not count
+                log.warning("class %s did not take back its %d running instances", name, len(refs), exc_info=True)
+
     def _remote_enactor(self, handle: Any, approve: str) -> RemoteEnactor:
         """The Enactor actor ``handle``, its enactments confirmed by this actor's ``approve`` method
         (the Scheduler's approval, or ``approve_growth`` for the elastic cycle's)."""
@@ -325,7 +340,9 @@ class SchedulerActor(WorkCalls):
 
     def _tick_loop(self, every_s: float) -> None:
         """Watch instances and re-plan the queue on a timer, off the actor's
-        call threads (so approvals never wait for a free thread)."""
+        call threads (so approvals never wait for a free thread).  First the
+        class actors take back what the book runs (before any tick stops one)."""
+        self._classes_adopt()
         while not self._ticking.wait(every_s):
             try:
                 self.core.tick()

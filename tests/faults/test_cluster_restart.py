@@ -171,6 +171,15 @@ def test_a_second_boot_on_the_same_home_answers_from_every_resource(ray_cluster,
         assert after["before-wait"] in ("pending", "admitted", "placing", "running")  # restored from the book
         if how == "killed":  # its host kept what it granted: the work is found again
             assert after["before-run"] == "running"
+            # and its class object, new, counts it again (else the audit finds class.count)
+            from legionrm.system import call
+            from legionrm.testing import eventually
+
+            def miscounted() -> list:
+                findings = call(again.scheduler.audit.remote(proof=again.signer.sign("audit", {}, to="scheduler")))
+                return [f for f in findings if f.code == "class.count"]
+
+            assert eventually(miscounted, lambda got: not got, timeout_s=60, every_s=1) == []
         assert set(before) <= set(after)
         private = [(str(p), oct(m)) for d in ("home", "state") for p, m in exposed(tmp_path / d)]
         assert private == []  # the registry, keys, state stores (-wal, -shm): the service's alone

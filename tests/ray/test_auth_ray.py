@@ -234,6 +234,7 @@ def stranger_calls(system: Any, work: dict[str, Any]) -> dict[tuple[str, str], t
                                              None),
         ("ClassActor", "destroy_instance"): (c, {"instance_id": iid, "reason": "x"}, None),
         ("ClassActor", "instance_stopped"): (c, {"instance_id": iid}, None),
+        ("ClassActor", "adopt"): (c, {"refs": []}, None),
         ("ClassActor", "list_instances"): (c, {}, None),
         ("SchedulerActor", "scheduleObjects"): (sc, {"request": req}, None),
         ("SchedulerActor", "submit_elastic"): (sc, {"request": work["mal_job"]}, None),

@@ -139,3 +139,81 @@ def test_a_user_with_no_os_account_is_refused_at_submit(live) -> None:
     users, _, _ = live
     got = submit(users["carol"], "run-carol", "carol", command="true")
     assert not got.ok and got.failures[0].code == "auth.no_os_user" and "\n" not in got.message
+
+
+def test_a_walltime_end_is_timed_out_and_leaves_no_process_behind(live) -> None:
+    from legionrm.hostobj.runner.files import session_members
+
+    users, _, state = live
+    got = users["alice"].schedule(SchedulingRequest(request_id="run-wall", identity=Identity(user="alice"), objects=(
+        ObjectRequest(class_name="Command", cpus=1, memory_gb=0.2, walltime_s=3,
+                      args={"command": "sleep 600 & sleep 600"}),)))
+    assert got.ok, got.message
+    pid = int((state / "runs" / "ray-a" / got.instances[0].instance_id / "pid").read_text())
+    info = ended(users["alice"], "run-wall")
+    assert info.instances[0].result.state == "timed_out", info
+    assert session_members(pid) == []
+
+
+def test_from_inside_the_work_connecting_to_a_token_ray_fails(os_accounts, tmp_path) -> None:
+    """A Ray head with token auth (as ``legionrm up`` starts one): alice's work, started by the
+    runner as a host starts it, cannot call its GCS (no token: Ray refuses); given a copy of the
+    token it could, so the token is what stands between work and Ray, and work never has it (its
+    environment is scrubbed and the service's home is unreadable: the tests above)."""
+    import signal
+    import subprocess
+    import sys
+
+    import ray
+
+    from legionrm.cli.updown import free_port, port_open
+    from legionrm.hostobj.runner import Account, Runner, RunnerSettings, Work
+
+    site = str(Path(ray.__file__).parents[1])
+    temp = Path(tempfile.mkdtemp(prefix="lrm-tok-", dir="/tmp"))  # short: socket paths are capped
+    temp.chmod(0o755)
+    token = temp / "token"
+    token.write_text(os.urandom(32).hex())
+    port = free_port()
+    head = subprocess.Popen([sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", f"--port={port}",
+                             "--include-dashboard=false", "--num-cpus=0", f"--temp-dir={temp / 'r'}",
+                             "--node-ip-address=127.0.0.1", "--disable-usage-stats"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                            env={**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)})
+    runner = Runner(RunnerSettings(log_dir=tmp_path / "runs", work_root=tmp_path / "work", kill_grace_s=2.0))
+    probe = ("import sys\ntry:\n    from ray._raylet import GcsClient\nexcept ImportError:\n    sys.exit('no ray')\n"
+             f"try:\n    print('answered', len(GcsClient(address='127.0.0.1:{port}').internal_kv_keys(b'', None, timeout=20)))\n"
+             "except Exception as exc:\n    print('refused', type(exc).__name__)\n")
+    alice = Account.named(os_accounts["alice"])
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while not port_open(f"127.0.0.1:{port}") and time.monotonic() < deadline:
+            assert head.poll() is None, "the token-auth Ray head exited"
+            time.sleep(0.2)
+        time.sleep(2)  # the GCS takes the port before it answers
+        for iid, env in (("no-token", {}), ("given-token", {"RAY_AUTH_MODE": "token",
+                                                            "RAY_AUTH_TOKEN_PATH": str(token)})):
+            token.chmod(0o644 if env else 0o600)
+            run = runner.start(Work(iid, command=f"/usr/bin/python3.11 -c \"{probe}\"",
+                                    env={"PYTHONPATH": site, **env}), alice)
+            run.wait(WAIT_S)
+            said = runner.output(iid)[0].decode() + runner.output(iid, "stderr")[0].decode()
+            if "no ray" in said:
+                pytest.skip(f"OS account {alice.name} cannot import ray from {site}: it cannot reach Ray at all")
+            if env:
+                assert "answered" in said, said  # the probe works: with the token, the GCS answers
+            else:
+                assert "refused AuthenticationError" in said and "answered" not in said, said
+    finally:
+        runner.stop_all("cancelled")
+        os.killpg(head.pid, signal.SIGTERM)  # the head's whole process group: every Ray process it started
+        try:
+            head.wait(10)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            os.killpg(head.pid, signal.SIGKILL)  # what SIGTERM left (a raylet, an agent)
+        except ProcessLookupError:
+            pass
+        head.wait()
+        shutil.rmtree(temp, ignore_errors=True)

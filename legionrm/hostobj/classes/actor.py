@@ -159,6 +159,12 @@ class ClassActor:
         self.views.require_system(proof, "instance_stopped", {"instance_id": instance_id})
         return self.core.instance_stopped(instance_id)
 
+    def adopt(self, refs: list[InstanceRef], proof: Any = None) -> int:
+        """Count again the running instances of this class a Scheduler booted anew on its kept
+        book still runs (see ``ClassObject.adopt``): the Scheduler only."""
+        self.views.require_system(proof, "adopt", {"refs": refs})
+        return self.core.adopt(refs)
+
     def list_instances(self, proof: Any = None) -> list[InstanceRef]:
         """The instances this class created (a user's own only)."""
         return own(self.views.viewer(proof, "list_instances", {}), self.core.list_instances(), lambda i: i.user)

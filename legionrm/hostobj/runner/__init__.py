@@ -14,6 +14,9 @@ instance with :class:`subprocess.Popen`:
   token, no ``LEGIONRM_HOME``);
 - in a work directory of its own (``<work_root>/<instance>``, owned by the
   account, 0700) as its cwd, with umask 077;
+- in a cgroup (v2) of its own where the node allows it
+  (:mod:`~legionrm.hostobj.runner.cgroup`), so a process that left the run's
+  session is still ended with it;
 - with the grant's limits: ``RLIMIT_AS`` from ``memory_gb``, ``RLIMIT_CPU``
   from ``walltime_s`` (times the cores granted), and its cpu affinity set to
   as many cores as were granted (when the node has more).  These are set in a
@@ -41,7 +44,7 @@ at :attr:`RunnerSettings.output_cap` bytes with its tail kept.
 
 Ends: a stop (cancel, preemption, walltime, the node going away) sends
 SIGTERM to the whole process group, then SIGKILL after ``kill_grace_s``; when
-the leader has ended, whatever is left in its session is ended the same way,
+the leader has ended, whatever is left in its session or its cgroup is ended the same way,
 so no process of the run is left behind.  The exit status and rusage come
 from :func:`os.wait4`.
 
@@ -50,6 +53,7 @@ Pure: no Ray.  Thread-safe.
 Modules: :mod:`~legionrm.hostobj.runner.process` (the runner),
 :mod:`~legionrm.hostobj.runner.accounts` (OS accounts),
 :mod:`~legionrm.hostobj.runner.files` (outputs, results, sessions),
+:mod:`~legionrm.hostobj.runner.cgroup` (a run's cgroup),
 :mod:`~legionrm.hostobj.runner.owner` (whose account, and when none),
 :mod:`~legionrm.hostobj.runner.instances` (a host object's runs).
 """

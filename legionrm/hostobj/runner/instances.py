@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping
 from legionrm.homefs import write_private
 from legionrm.hostobj.policies import import_object
 from legionrm.hostobj.runner.accounts import Account, RunError
+from legionrm.hostobj.runner.cgroup import Cgroup
 from legionrm.hostobj.runner.files import session_members
 from legionrm.hostobj.runner.process import Runner, Work, stop_state
 from legionrm.models import InstanceRef, ReservationToken, WorkResult
@@ -112,6 +113,10 @@ class WorkInstances:
                 os.kill(p, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        try:  # and what left its session, in its cgroup
+            Cgroup(pid_file.with_name("cgroup").read_text()).remove()
+        except OSError:
+            pass
         if self.runner.result(instance_id) is None:
             at = pid_file.stat().st_mtime
             lost = WorkResult(instance_id=instance_id, state="node_lost", started_at=at, ended_at=time.time(),

@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping
 
 from legionrm.homefs import private_dir, write_private
 from legionrm.hostobj.runner.accounts import Account, RunError
+from legionrm.hostobj.runner.cgroup import Cgroup, cgroup_root
 from legionrm.hostobj.runner.files import OUTPUT_CAP, STREAMS, kept_result, read_output, session_members, trim
 from legionrm.models import WorkEnd, WorkResult
 
@@ -107,13 +108,16 @@ class RunnerSettings:
     """Where a runner keeps outputs (``log_dir``: under the service's state
     directory) and work directories (``work_root``: somewhere every account
     can reach, never under the service's home), which interpreter runs
-    functions, and how long a stopped run has between SIGTERM and SIGKILL."""
+    functions, how long a stopped run has between SIGTERM and SIGKILL, and
+    whether each run gets a cgroup of its own where the node allows it
+    (:mod:`~legionrm.hostobj.runner.cgroup`)."""
 
     log_dir: Path
     work_root: Path = field(default_factory=default_work_root)
     python: str = sys.executable
     kill_grace_s: float = 10.0
     output_cap: int = OUTPUT_CAP
+    cgroups: bool = True
 
 
 def scrubbed_env(work: Work, account: Account, workdir: Path) -> dict[str, str]:
@@ -133,12 +137,18 @@ except (OSError, AttributeError):  # not Linux: the leader does not die with the
 PR_SET_PDEATHSIG = 1
 
 
-def _limits(memory_bytes: int, cpu_s: int, cores: tuple[int, ...]) -> Callable[[], None]:
-    """The child's limits, set between the switch of account and the exec (see the module)."""
-    setrlimit, setaffinity, prctl = resource.setrlimit, os.sched_setaffinity, _PRCTL
+def _limits(memory_bytes: int, cpu_s: int, cores: tuple[int, ...], cgroup_fd: int | None) -> Callable[[], None]:
+    """The child's limits, set between the switch of account and the exec (see the module);
+    first it joins its cgroup through ``cgroup_fd`` (see :mod:`~legionrm.hostobj.runner.cgroup`)."""
+    setrlimit, setaffinity, prctl, write = resource.setrlimit, os.sched_setaffinity, _PRCTL, os.write
     as_, cpu, kill = resource.RLIMIT_AS, resource.RLIMIT_CPU, int(signal.SIGKILL)
 
     def apply() -> None:
+        if cgroup_fd is not None:
+            try:
+                write(cgroup_fd, b"0")
+            except OSError:  # not joined: its session alone is what a stop ends
+                pass
         if prctl is not None:  # the host's process dies (the node's host actor is killed): so does the leader
             prctl(PR_SET_PDEATHSIG, kill)
         if memory_bytes:
@@ -190,8 +200,9 @@ class Run:
     """One started instance: its process, and its result once it ended."""
 
     def __init__(self, work: Work, account: Account, proc: subprocess.Popen[bytes], value_fd: int | None,
-                 out_dir: Path, settings: RunnerSettings, on_end: Callable[[Run], None]) -> None:
-        self.work, self.account, self.proc, self.out_dir = work, account, proc, out_dir
+                 out_dir: Path, settings: RunnerSettings, on_end: Callable[[Run], None],
+                 cgroup: Cgroup | None = None) -> None:
+        self.work, self.account, self.proc, self.out_dir, self.cgroup = work, account, proc, out_dir, cgroup
         self.settings = settings
         self.pid = proc.pid
         self.started_at = time.time()
@@ -238,21 +249,30 @@ class Run:
             return False
         return True
 
+    def left(self) -> list[int]:
+        """The run's live processes: those of its session, and of its cgroup (one that left the session)."""
+        return sorted(set(session_members(self.pid)) | set(self.cgroup.members() if self.cgroup else ()))
+
     def _sweep(self) -> None:
-        """End what is left of the run's session after its leader ended (a
-        process it left in the background): SIGTERM, then SIGKILL."""
+        """End what is left of the run after its leader ended (a process it
+        left in the background, in its session or not): SIGTERM, then
+        SIGKILL; then its cgroup goes."""
         for sig in (signal.SIGTERM, signal.SIGKILL):
-            pids = session_members(self.pid)
+            pids = self.left()
             if not pids:
-                return
+                break
             for pid in pids:
                 try:
                     os.kill(pid, sig)
                 except ProcessLookupError:
                     pass
+            if sig == signal.SIGKILL and self.cgroup is not None:
+                self.cgroup.kill()  # and whatever they forked meanwhile
             end = time.monotonic() + (self.settings.kill_grace_s if sig == signal.SIGTERM else 5)
-            while session_members(self.pid) and time.monotonic() < end:
+            while self.left() and time.monotonic() < end:
                 time.sleep(0.05)
+        if self.cgroup is not None:
+            self.cgroup.remove()
 
     def _read_value(self) -> dict[str, Any]:
         if self._value_fd is None:
@@ -309,6 +329,7 @@ class Runner:
         self._results: dict[str, WorkResult] = {}
         self._cores: dict[str, tuple[int, ...]] = {}
         self._watching = False
+        self._cgroup_root: Path | None = cgroup_root() if settings.cgroups else None
 
     # --- starting ---------------------------------------------------------------
 
@@ -328,8 +349,10 @@ class Runner:
             self._cores[work.instance_id] = cores
         cpu_s = math.ceil(work.walltime_s * max(1, len(cores) or math.ceil(work.cpus))) if work.walltime_s else 0
         mem = int(work.memory_gb * GB)
+        cgroup = Cgroup.make(self._cgroup_root, f"{os.getpid()}-{work.instance_id}") if self._cgroup_root else None
         limits = _limits(_capped(resource.RLIMIT_AS, mem) if mem else 0,
-                         _capped(resource.RLIMIT_CPU, cpu_s) if cpu_s else 0, cores)
+                         _capped(resource.RLIMIT_CPU, cpu_s) if cpu_s else 0, cores,
+                         cgroup.join_fd if cgroup is not None else None)
         who: dict[str, Any] = {} if account.is_service else dict(user=account.uid, group=account.gid,
                                                                   extra_groups=list(account.groups))
         outs = [os.open(out_dir / n, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC, 0o600) for n in STREAMS]
@@ -343,14 +366,20 @@ class Runner:
                 os.close(value_r)
             with self._lock:
                 self._cores.pop(work.instance_id, None)
+            if cgroup is not None:
+                cgroup.remove()
             raise RunError(f"cannot start {argv[0]} as OS account {account.name!r}: {exc}") from None
         finally:
             for fd in outs:
                 os.close(fd)
+            if cgroup is not None:
+                cgroup.joined()
             if value_w is not None:
                 os.close(value_w)
         write_private(out_dir / "pid", str(proc.pid))  # a later process of the host finds what this one left
-        run = Run(work, account, proc, value_r, out_dir, s, self._ended)
+        if cgroup is not None:
+            write_private(out_dir / "cgroup", str(cgroup.path))
+        run = Run(work, account, proc, value_r, out_dir, s, self._ended, cgroup)
         with self._lock:
             if not run.ended:  # else its end is booked already
                 self._runs[work.instance_id] = run

@@ -45,7 +45,7 @@ METHODS: dict[str, dict[str, str]] = {
                    "put_state": SYSTEM, "get_state": SYSTEM, "delete_state": SYSTEM, "stored": SYSTEM},
     "ClassActor": {"ping": OPEN, "add_resources": ADMIN, "create_instance": ENACTOR, "create_instances": ENACTOR,
                    "destroy_instance": OWN,
-                   "instance_stopped": SYSTEM, "list_instances": VIEW},
+                   "instance_stopped": SYSTEM, "adopt": SYSTEM, "list_instances": VIEW},
     "SchedulerActor": {
         "ping": OPEN, "authenticated": OPEN, "getCollection": OPEN, "getEnactor": OPEN,
         "scheduleObjects": USER, "submit_elastic": USER,

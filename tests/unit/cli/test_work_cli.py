@@ -13,6 +13,7 @@ import pytest
 from legionrm.cli import END_STATES, when
 from legionrm.cli.front import exit_status, request_json, request_rows
 from legionrm.models import InstanceInfo, RequestInfo, WorkEnd, WorkResult
+from legionrm.models.api import LogsResult
 
 
 def info(state: str, code: int | None) -> dict:
@@ -58,3 +59,34 @@ def test_epoch_and_iso_times_are_read_and_a_bad_one_says_what_is_accepted() -> N
 
 def test_history_offers_every_end_state() -> None:
     assert END_STATES == get_args(WorkEnd)
+
+
+class FakeLogs:
+    """Output that grows by one line a call; the request ends on the third."""
+
+    def __init__(self) -> None:
+        self.calls: list[object] = []
+
+    def logs(self, request_id: str, instance: object = None) -> LogsResult:
+        self.calls.append(instance)
+        n = len(self.calls)
+        return LogsResult(id=request_id, stdout="".join(f"out{i}\n" for i in range(n)), stderr="".join(f"err{i}\n" for i in range(1, n + 1)))
+
+    def show(self, request_id: str) -> RequestInfo:
+        return RequestInfo(id=request_id, user="alice", state="completed" if len(self.calls) >= 3 else "running")
+
+
+@pytest.mark.parametrize("argv, out, err, instances", [
+    (["logs", "r1"], "out0\n", "err1\n", [None]),
+    (["logs", "r1", "--stderr", "--instance", "2"], "err1\n", "", [2]),
+    (["logs", "r1", "--follow", "--instance", "h~i1"], "out0\nout1\nout2\n", "err1\nerr2\nerr3\n", ["h~i1"] * 3),
+], ids=["once", "stderr-of-instance-2", "follow-until-it-ends"])
+def test_logs_prints_each_stream_once_and_follows_until_the_end(monkeypatch, capsys, argv, out, err, instances) -> None:
+    from legionrm.cli import front, main
+
+    fake = FakeLogs()
+    monkeypatch.setattr(front, "client", lambda args: fake)
+    monkeypatch.setattr(front.time, "sleep", lambda s: None)
+    assert main(argv) == 0
+    got = capsys.readouterr()
+    assert (got.out, got.err, fake.calls) == (out, err, instances)

@@ -38,6 +38,26 @@ def test_submit_list_show_cancel(ann, capsys) -> None:
     assert "cancelled" in capsys.readouterr().out
 
 
+def test_history_through_the_gateway(ann, gateway, capsys) -> None:
+    """``history`` holds only a credentials file: the record of the cancelled instance, as a table,
+    JSON and CSV; with ``--state`` that matches none, says so."""
+    run, request = ann
+    assert run("submit", request, "--id", "h-1")[0] == 0 and run("cancel", "h-1")[0] == 0
+    for _ in range(2):  # the Scheduler writes the records of ended instances every other tick
+        gateway.system.tick()
+    capsys.readouterr()
+    assert run("history")[0] == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0].split()[:3] == ["instance", "request", "user"] and rows[1].split()[1:3] == ["h-1", "ann"]
+    assert run("history", "--json")[0] == 0
+    assert [(r["request_id"], r["state"]) for r in json.loads(capsys.readouterr().out)["records"]] == [("h-1", "cancelled")]
+    assert run("history", "--csv", "--since", "1h")[0] == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("instance_id,request_id,user") and ",h-1,ann," in lines[1]
+    assert run("history", "--state", "completed")[0] == 0
+    assert capsys.readouterr().out.strip() == "no finished instances in state completed"
+
+
 @pytest.mark.parametrize("verb", ["hosts", "pools", "status"])
 def test_views(ann, capsys, verb) -> None:
     run, _ = ann

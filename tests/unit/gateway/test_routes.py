@@ -154,3 +154,24 @@ def test_oversize_and_over_rate(make_gateway) -> None:
     with pytest.raises(RateLimitedError) as e2:
         ann.list()
     assert e2.value.code == "rate.limited" and e2.value.status == 429
+
+
+def test_history_is_each_users_own_and_an_admins_all(gateway) -> None:
+    """``GET /api/v1/history``: the records of finished instances, filtered as asked; a user sees their own
+    (asking for another's is refused), an administrator everyone's."""
+    ann, bob, admin = gateway.client("ann"), gateway.client("bob"), gateway.client(ADMIN)
+    for c in (ann, bob):
+        c.cancel(c.submit(WORKER).id)
+    for _ in range(2):  # the Scheduler writes the records of ended instances every other tick
+        gateway.system.tick()
+    mine = ann.history()
+    assert [r.user for r in mine] == ["ann"] and mine[0].state == "cancelled" and mine[0].cpus == 1
+    assert {r.user for r in admin.history()} == {"ann", "bob"} and [r.user for r in admin.history(user="bob")] == ["bob"]
+    assert ann.history(state="completed") == [] and ann.history(since=mine[0].end + 1) == []
+    assert [r.instance_id for r in ann.history(until=mine[0].end)] == [mine[0].instance_id]
+    with pytest.raises(LegionError) as e:
+        ann.history(user="bob")
+    assert e.value.code == "auth.not_owner"
+    with pytest.raises(BadRequestError) as bad:
+        ann.history(state="sleeping")
+    assert bad.value.code == "request.invalid"

@@ -199,3 +199,16 @@ def test_the_vault_actually_used_is_the_one_the_host_checks(vault: str | None, f
     else:
         assert isinstance(out, Refusal) and out.code == code, out
         assert h.list_instances() == [] and vaults[from_vault].list_uses() == {}  # the space was given back
+
+
+def test_a_class_object_booted_anew_adopts_what_runs_and_can_stop_it() -> None:
+    """A system booted on a kept book: the hosts kept an instance, a fresh class object counts it again
+    (once; not another class's, not one on a host it cannot reach) and a destroy stops it on its host."""
+    g, v, foo = setup()
+    ref = foo.create_instance("batch1", None, reserve(g, "batch1", "a"))
+    again = ClassObject("Foo", hosts={n: g for n in g.names()}, vaults={"v1": v})
+    other = ref.model_copy(update={"instance_id": "x~1", "class_name": "Bar"})
+    lost = ref.model_copy(update={"instance_id": "x~2", "host": "gone1"})
+    assert again.adopt([ref, other, lost]) == 1 and again.adopt([ref]) == 0
+    assert [r.instance_id for r in again.list_instances()] == [ref.instance_id]
+    assert again.destroy_instance(ref.instance_id) and g.list_instances() == []

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from legionrm.hostobj.runner.accounts import Account, RunError
+from legionrm.hostobj.runner.cgroup import CGROUP_DIR, Cgroup
 from legionrm.hostobj.runner.files import read_output, session_members, trim
 from legionrm.hostobj.runner.process import Runner, RunnerSettings, Work, stop_state
 
@@ -133,6 +135,53 @@ def test_every_end_leaves_no_process_of_the_session(runner: Runner, command: str
     assert session_members(run.pid) == []
 
 
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+def test_the_grants_limits_are_applied(runner: Runner) -> None:
+    """Address space from memory_gb, cpu time from walltime_s (times the cores), cpu affinity to as
+    many cores as granted (when the node has more), and a cgroup of its own (where the node allows),
+    read from inside the run."""
+    run = runner.start(Work("lim", command="cat /proc/self/limits; grep Cpus_allowed_list /proc/self/status; "
+                                           "grep ^0:: /proc/self/cgroup", cpus=1, memory_gb=0.5, walltime_s=30.0),
+                       Account.service())
+    assert run.wait(30).state == "completed"
+    text = out(runner, "lim")
+    limits = {line[:26].strip(): line[26:].split()[:2] for line in text.splitlines() if line.startswith("Max ")}
+    assert limits["Max address space"] == [str(1 << 29)] * 2
+    assert limits["Max cpu time"] == ["30", "35"]  # the soft limit sends SIGXCPU, the hard one SIGKILL
+    allowed = next(line.split(":")[1].strip() for line in text.splitlines() if line.startswith("Cpus_allowed_list"))
+    if len(os.sched_getaffinity(0)) > 1:
+        assert allowed.isdigit() and int(allowed) in os.sched_getaffinity(0)  # one core of the node's
+    if runner._cgroup_root is not None:
+        assert text.rstrip().endswith(f"/{CGROUP_DIR}/{os.getpid()}-lim")
+        assert not (runner._cgroup_root / f"{os.getpid()}-lim").exists()  # gone with the run
+
+
+@pytest.mark.parametrize("how, who", [("cancel", "service"), ("leader-exits", "service"), ("cancel", "alice")],
+                         ids=["cancel", "leader-exits", "cancel-as-another-account"])
+def test_a_process_that_left_its_session_is_ended_through_its_cgroup(runner: Runner, how: str, who: str,
+                                                                     request: pytest.FixtureRequest) -> None:
+    """``setsid`` takes a process out of the run's session and process group, not out of its cgroup
+    (which a run of another account joins too, before its first instruction)."""
+    if runner._cgroup_root is None:
+        pytest.skip("no writable cgroup v2 with cgroup.kill here: a run is ended through its session alone")
+    account = Account.service() if who == "service" else Account.named(request.getfixturevalue("os_accounts")[who])
+    run = runner.start(Work(f"esc-{how}", command="setsid sleep 600 & echo $!" + ("; sleep 600" if how == "cancel" else "")),
+                       account)
+    deadline = time.monotonic() + 30
+    while not out(runner, f"esc-{how}").strip() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    escaped = int(out(runner, f"esc-{how}"))
+    res = run.stop("cancelled") if how == "cancel" else run.wait(60)
+    assert res.state == ("cancelled" if how == "cancel" else "completed")
+    assert not alive(escaped) and run.left() == []
+
+
 def test_a_function_returns_its_value_as_json(runner: Runner) -> None:
     run = runner.start(Work("f1", function="os.path:join", args=("a", "b")), Account.service())
     res = run.wait(60)
@@ -194,7 +243,6 @@ def test_a_run_dies_with_the_process_of_its_host(tmp_path: Path) -> None:
     leader itself started may stay: the orphan sweep of the host's next process ends that)."""
     import signal
     import subprocess
-    import time
 
     code = ("import sys, time; from pathlib import Path; from legionrm.hostobj.runner.accounts import Account; "
             "from legionrm.hostobj.runner import Runner, RunnerSettings, Work; "
@@ -212,3 +260,6 @@ def test_a_run_dies_with_the_process_of_its_host(tmp_path: Path) -> None:
     while session_members(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert session_members(pid) == []
+    left = tmp_path / "logs" / "d1" / "cgroup"
+    if left.exists():  # what the next process of the host does with the cgroup this one left
+        assert Cgroup(left.read_text()).remove()
