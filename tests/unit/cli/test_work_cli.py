@@ -67,13 +67,16 @@ class FakeLogs:
     def __init__(self) -> None:
         self.calls: list[object] = []
 
-    def logs(self, request_id: str, instance: object = None) -> LogsResult:
+    def logs(self, request_id: str, instance: object = None) -> dict:
+        """As the gateway answers (the CLI's Wire returns the JSON, checked here against the model)."""
         self.calls.append(instance)
         n = len(self.calls)
-        return LogsResult(id=request_id, stdout="".join(f"out{i}\n" for i in range(n)), stderr="".join(f"err{i}\n" for i in range(1, n + 1)))
+        return LogsResult(id=request_id, stdout="".join(f"out{i}\n" for i in range(n)),
+                          stderr="".join(f"err{i}\n" for i in range(1, n + 1))).model_dump(mode="json")
 
-    def show(self, request_id: str) -> RequestInfo:
-        return RequestInfo(id=request_id, user="alice", state="completed" if len(self.calls) >= 3 else "running")
+    def show(self, request_id: str) -> dict:
+        state = "completed" if len(self.calls) >= 3 else "running"
+        return RequestInfo(id=request_id, user="alice", state=state).model_dump(mode="json")
 
 
 @pytest.mark.parametrize("argv, out, err, instances", [
