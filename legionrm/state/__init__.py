@@ -11,7 +11,7 @@ their running processes, pool charges and the stops owed.  SQLite in WAL
 mode: a crash leaves every committed transition, and a reader never blocks
 the writer.  A write that fails raises :class:`StoreFault` (``state.disk_full``
 or ``state.io_error``, with the path) with nothing written; the fault seam
-:mod:`legionrm.state.faults` is where tests make writes fail.
+:mod:`legionrm.faults` is where tests make writes fail.
 
 May import: :mod:`legionrm.models`, :mod:`legionrm.errors`, the standard
 library.  Never Ray, an engine or the command line.

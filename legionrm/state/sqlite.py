@@ -10,7 +10,7 @@ A write either commits or raises :class:`StoreFault` (``state.disk_full`` or
 written: the caller applies a change only after its write returned, so a
 failed write leaves memory as it was.  A commit that failed is reported as
 itself, never as the rollback that followed it.  Every write passes the fault
-seam (:mod:`legionrm.state.faults`), where the tests inject full disks, I/O
+seam (:mod:`legionrm.faults`), where the tests inject full disks, I/O
 errors and crashes.
 
 Bounded files: SQLite checkpoints the log every :data:`WAL_AUTOCHECKPOINT`
@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable
 from legionrm import codes
 from legionrm.errors import LegionError
 from legionrm.homefs import private_file
-from legionrm.state import faults
+from legionrm import faults
 
 WAL_AUTOCHECKPOINT = 100
 """Pages (4 KB each) the write-ahead log may hold before SQLite checkpoints it (its default: 1000)."""
