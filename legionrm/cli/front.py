@@ -310,6 +310,9 @@ def cli_status(args: argparse.Namespace) -> int:
         print(f"  ! {e}")
     up = sum(h.state != "off" for h in hosts)
     print(f"{len(hosts)} hosts you may use, {up} available")
+    degraded = [h for h in hosts if h.degraded]
+    if degraded:  # they answer and beat, but grant nothing new until their state file takes writes again
+        print(f"  ! {len(degraded)} degraded ({', '.join(h.name for h in degraded[:5])}): {degraded[0].degraded}")
     if st.answering is not None:  # an administrator: every resource the system booted answers, or why not
         a = st.answering
         print(Answering(total=a["total"], silent=tuple(a["not_answering"]),
@@ -320,6 +323,10 @@ def cli_status(args: argparse.Namespace) -> int:
               + ("; requests " + ", ".join(f"{k} {v}" for k, v in sorted(s.requests.items())) if s.requests else ""))
         if s.pools:
             print(pool_lines(s.pools))
+        if s.store:
+            print(f"store {s.store['path']}: {s.store['bytes'] / 1024:.0f} KB")
+            if s.store.get("fault"):
+                print(f"  ! {s.store['fault']}")
     return 0
 
 

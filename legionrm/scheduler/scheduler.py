@@ -293,7 +293,10 @@ class Scheduler:
                     self._classes_forget(iid)
         self._settle()
         if self._ticks % RESULT_SWEEP_TICKS == 0:
-            self.results.sweep()
+            try:
+                self.results.sweep()
+            except StoreFault as fault:  # the records not written are written by a later sweep
+                log.warning("accounting records wait for the store: %s", fault)
         if self.book.store is not None:
             self.book.store.maintain()  # an idle store's write-ahead log is truncated
         self.replan()  # once, for every end this tick saw

@@ -100,7 +100,6 @@ class SqliteFile:
         except (OSError, sqlite3.Error) as exc:
             raise StateError(f"cannot open the {what} {target}: {exc}") from None
         self._lock = threading.Lock()
-        self._dirty = False  # written since the last truncating checkpoint
         self._checked = time.monotonic()
 
     @property
@@ -129,7 +128,6 @@ class SqliteFile:
                 self.fault = fault_of(exc, self.what, self.where)
                 raise self.fault from None
             self.fault = None
-            self._dirty = True
         faults.hit(self.where, "applied")  # a fault test's crash: written, never applied
         self.maintain()
 
@@ -138,20 +136,23 @@ class SqliteFile:
             return self._db.execute(sql, args).fetchall()
 
     def maintain(self, force: bool = False) -> bool:
-        """Truncate the write-ahead log to nothing when it was written and
-        :data:`CHECKPOINT_EVERY_S` passed (``force``: now); True when it did.
-        A checkpoint that cannot run now (a reader, a full disk) waits for the next call."""
+        """Truncate the write-ahead log to nothing when it holds anything (this
+        store's writes or another's on the same file) and :data:`CHECKPOINT_EVERY_S`
+        passed since the last look (``force``: now); True when it did.  A
+        checkpoint that cannot finish now (a reader, a full disk) waits for a later call."""
         now = time.monotonic()
-        if self.path is None or not self._dirty or (not force and now - self._checked < CHECKPOINT_EVERY_S):
+        if self.path is None or (not force and now - self._checked < CHECKPOINT_EVERY_S):
+            return False
+        self._checked = now
+        wal = Path(f"{self.path}-wal")
+        if not wal.exists() or wal.stat().st_size == 0:
             return False
         with self._lock:
-            self._checked = now
             try:
                 busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
             except sqlite3.Error as exc:
                 log.warning("%s %s: checkpoint failed: %s", self.what, self.path, exc)
                 return False
-            self._dirty = bool(busy)
             return not busy
 
     def size(self) -> int:
