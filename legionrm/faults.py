@@ -35,6 +35,7 @@ class _Rule:
     fault: Fault
     match: str
     times: int | None  # None: every write until the rule is lifted
+    after: int = 0  # writes let through first
 
 
 _rules: list[_Rule] = []
@@ -42,10 +43,10 @@ _lock = threading.Lock()
 
 
 @contextmanager
-def inject(fault: Fault, match: str = "", times: int | None = None) -> Iterator[None]:
+def inject(fault: Fault, match: str = "", times: int | None = None, after: int = 0) -> Iterator[None]:
     """While the block runs, writes to a path containing ``match`` meet ``fault``
-    (the next ``times`` of them; None: all)."""
-    rule = _Rule(fault, match, times)
+    (the next ``times`` of them, None: all; the first ``after`` of them pass)."""
+    rule = _Rule(fault, match, times, after)
     with _lock:
         _rules.append(rule)
     try:
@@ -62,6 +63,9 @@ def _due(path: str, stage: str) -> Fault | None:
     with _lock:
         for rule in _rules:
             if rule.match in path and (rule.fault == "crash") == (stage == "applied"):
+                if rule.after > 0:
+                    rule.after -= 1
+                    continue
                 if rule.times is not None:
                     rule.times -= 1
                     if rule.times <= 0:

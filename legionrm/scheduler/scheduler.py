@@ -322,8 +322,8 @@ class Scheduler:
                 if entry.state in ("admitted", "placing"):
                     with self.queue.claim(entry.id) as claimed:
                         if claimed and entry.state in ("admitted", "placing"):
-                            self.accounts.release(entry.id)
                             self.book.move(entry, "pending", "back in the queue: a write of its attempt failed")
+                            self.accounts.release(entry.id)
                 elif entry.state == "running" and entry.instances and not entry.holds_objects():
                     last = max(entry.instances.values(), key=lambda i: i.ended_at or 0.0)
                     if self.book.finish(entry, "failed" if entry.failed_work() else "completed", last.reason):
@@ -358,12 +358,13 @@ class Scheduler:
         try:
             return self._try(entry)
         except StoreFault as fault:
-            self.accounts.release(entry.id)
             if entry.state in ("admitted", "placing"):  # back to the queue, if the store takes it already
                 try:
                     self.book.move(entry, "pending", str(fault)[:500])
                 except StoreFault:
-                    pass  # the tick settles it (see _settle)
+                    pass  # it keeps its pool charge, as the store says; the tick settles it (see _settle)
+            if entry.state not in ("admitted", "placing"):
+                self.accounts.release(entry.id)
             failure = PlacementFailure(key="*", resource=self.name, code=fault.code, reason=str(fault), stage="plan")
             return SchedulerResponse(request_id=entry.id, ok=False, failures=(failure,), message=str(fault),
                                      state=entry.state)
@@ -428,7 +429,10 @@ class Scheduler:
                 self._ahead.release(entry.draft(state="reserved", held=result))
             raise
         if self.queue.cancel_asked(request.request_id):
-            self.cancel(request.request_id)
+            try:
+                self.cancel(request.request_id)
+            except StoreFault as fault:  # it runs on: the caller's cancel is answered by the state it sees
+                log.warning("the cancel of %s waits for the store: %s", request.request_id, fault)
         return self._succeeded(entry, active + list(result.instances), len(plan.masters), result, prefix)
 
     def _fresh_plan(self, request: SchedulingRequest) -> Plan | None:
