@@ -396,7 +396,6 @@ class Scheduler:
         try:
             plan = self.planner.make_schedules(request, self._collection.get().snapshot())
             if not plan.ok:
-                self.accounts.release(request.request_id)
                 return self._refused(entry, plan.failures, 0)
             self.book.move(entry, "placing", f"enacting {len(plan.masters)} master schedule(s)")
             ahead = ahead_of(request, self._clock())  # a future start: reserve now, start then
@@ -408,12 +407,11 @@ class Scheduler:
         except StoreFault:
             raise
         except Exception as exc:  # (a BaseException ends the process: a restart's recover puts it back)
-            self.accounts.release(request.request_id)
             if not entry.final:
                 self.book.move(entry, "failed", f"{type(exc).__name__}: {exc}"[:300])
+            self.accounts.release(request.request_id)
             raise
         if not result.ok:
-            self.accounts.release(request.request_id)
             failures = [f for a in result.attempts for f in a.failures]
             return self._refused(entry, failures, len(plan.masters), result)
         prefix = f"master {result.master + 1} of {len(plan.masters)}: "
@@ -456,6 +454,8 @@ class Scheduler:
                            failures=failures, earliest_start=self.book.next_end())
         if entry.final and not request_cancelled:
             self.accounts.book_back(entry)
+        else:  # written: its pool charge (if it had one) goes only now
+            self.accounts.release(entry.id)
         return SchedulerResponse(request_id=entry.id, ok=False, failures=failures, masters=masters,
                                  enact=result, message=msg, state=entry.state)
 

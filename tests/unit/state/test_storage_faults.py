@@ -35,7 +35,7 @@ from legionrm.models import (
 )
 from legionrm.objstate import DirectoryShelf
 from legionrm.scheduler.wiring import pool_gate
-from legionrm.state import HostStore, RequestStore, StoreFault
+from legionrm.state import RequestStore, StoreFault
 from legionrm.testing import FakeClock
 from tests.unit.scheduler.test_lifecycle import books_balance, cluster, req
 from tests.unit.scheduler.test_restart import restarted
@@ -76,6 +76,7 @@ SITES = [
     Site("placing", lambda s, c: s.scheduler.scheduleObjects(req("b", count=1, cpus=2)), 2, "b"),
     Site("start (instances attached)", lambda s, c: s.scheduler.scheduleObjects(req("b", count=1, cpus=2)), 3, "b"),
     Site("reservation ahead", lambda s, c: s.scheduler.scheduleObjects(ahead("b", c() + 3600)), 3, "b"),
+    Site("refused (back to the queue)", lambda s, c: s.scheduler.scheduleObjects(req("b", count=2)), 1, "b"),
     Site("cancel", lambda s, c: s.scheduler.cancel("a")),
     Site("end (walltime)", lambda s, c: (c.advance(51), s.tick())[1]),
 ]
@@ -144,6 +145,8 @@ def test_a_failed_write_changes_nothing_and_names_its_cause(tmp_path: Path, site
     if site.new is not None:
         if site.after == 0:
             s.scheduler.scheduleObjects(ahead(site.new, clock() + 3600) if "ahead" in site.name else req(site.new, cpus=2))
+        clock.advance(51)  # "a" ends: room for what waits
+        s.tick()
         s.tick()
         assert s.scheduler.request_info(site.new).state in ("running", "reserved")
     consistent(s, db)
