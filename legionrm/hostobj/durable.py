@@ -194,12 +194,22 @@ class Keeper:
         if isinstance(out, list):
             return [self._take_back(x, fault) for x in out]
         if isinstance(out, ReservationToken) and (host := self.hosts.get(out.issuer)) is not None:
+            if out.token_id in self._durable(host.name):
+                return out  # a grant written before (asked again): it stands
             host.cancel_reservation(out.token_id)
         elif isinstance(out, InstanceRef) and (host := self.hosts.get(out.host)) is not None:
+            if out.instance_id in self._durable(host.name):
+                return out
             host.stop_object(out.instance_id, "its host could not write its state")
         else:
             return out
         return Refusal(code=fault.code, reason=str(fault), by=host.name)
+
+    def _durable(self, name: str) -> set[str]:
+        """The token and instance ids the last written state of host ``name`` holds."""
+        body = json.loads(self._written.get(name) or "{}")
+        return ({r["token"]["token_id"] for r in body.get("reservations", ())}
+                | {i["ref"]["instance_id"] for i in body.get("instances", ())})
 
     def _degrade(self, why: str | None) -> None:
         for host in self.hosts.values():

@@ -205,6 +205,15 @@ def test_a_host_refuses_what_it_cannot_write_and_keeps_beating(tmp_path: Path, f
     assert isinstance(keeper.kept(h.make_reservation(ask("r3"))), ReservationToken)
 
 
+def test_a_grant_written_before_stands_when_asked_again_on_a_full_disk(tmp_path: Path) -> None:
+    h, keeper = open_host(tmp_path / "h.db", FakeClock())
+    first, second = keeper.kept([h.make_reservation(ask("r1")), h.make_reservation(ask("r2"))])
+    with faults.inject("full", "h.db"):
+        assert keeper.kept(h.cancel_reservation(second.token_id)) is True  # a release stays done, written later
+        assert keeper.kept([h.make_reservation(ask("r1"))]) == [first]  # the Enactor asks again: the same grant
+    assert booked(h) == [first.token_id]
+
+
 def test_a_host_crash_after_its_write_keeps_every_acknowledged_grant(tmp_path: Path) -> None:
     clock = FakeClock()
     h, keeper = open_host(tmp_path / "h.db", clock)
