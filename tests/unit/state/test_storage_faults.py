@@ -152,6 +152,20 @@ def test_a_failed_write_changes_nothing_and_names_its_cause(tmp_path: Path, site
     consistent(s, db)
 
 
+def test_status_says_the_store_is_full_and_where_and_how_big(tmp_path: Path) -> None:
+    from legionrm.scheduler.door import status_for
+
+    s, _ = home(tmp_path)
+    with faults.inject("full", "scheduler.db"):
+        with pytest.raises(StoreFault):
+            s.scheduler.scheduleObjects(req("b", cpus=2))
+        store = status_for(s.scheduler, None, None).store  # a read: it works on a full disk
+    assert store["path"] == str(tmp_path / "scheduler.db") and store["bytes"] > 0
+    assert store["fault"].startswith(f"{codes.STATE_DISK_FULL}: cannot write the state store {tmp_path}")
+    s.scheduler.scheduleObjects(req("b", cpus=2))
+    assert "fault" not in status_for(s.scheduler, None, None).store  # a write succeeded: it says so no more
+
+
 @pytest.mark.parametrize("site", SITES, ids=[s.name for s in SITES])
 def test_a_crash_between_write_and_apply_loses_nothing_acknowledged(tmp_path: Path, site: Site) -> None:
     s, clock = home(tmp_path)
