@@ -150,6 +150,10 @@ STATE_QUOTA = code("state.quota", "the user's stored state would pass the vault'
 STATE_SAVE_FAILED = code("state.save_failed", "the instance could not save its state (its hooks raised, or it is gone)")
 STATE_RESTORE_FAILED = code("state.restore_failed", "the new instance could not take its state back")
 STATE_INVALID = code("state.invalid", "a bad object id or state value")
+STATE_DISK_FULL = code("state.disk_full", "a state store could not be written: its filesystem is full (the "
+                       "message names the path); nothing changed, retry once space is freed")
+STATE_IO_ERROR = code("state.io_error", "a state store could not be written: the disk reported an I/O error "
+                      "(the message names the path); nothing changed")
 
 # --- owner policies (owner hooks may use any policy.* code of their own) ---------------------------
 POLICY = code("policy", "a generic owner veto (or an owner hook that raised or answered nonsense)")

@@ -86,9 +86,12 @@ def decode(text: AttrValue | None) -> Steps | None:
     return Steps(dims, times, usage)
 
 
-WITHDRAWN = ("next_event", CALENDAR, CALENDAR_STEPS)
+DEGRADED = "degraded"
+"""The attribute a resource whose state file cannot be written carries (the
+fault, one line): it still answers and beats, but grants nothing new."""
+WITHDRAWN = ("next_event", CALENDAR, CALENDAR_STEPS, DEGRADED)
 """Attributes a resource publishes only while they hold (a booking ahead, a
-calendar that changes after now): a heartbeat without one withdraws it."""
+calendar that changes after now, a failing state file): a heartbeat without one withdraws it."""
 
 
 def beat(attrs: Mapping[str, AttrValue]) -> dict[str, AttrValue | None]:

@@ -366,6 +366,9 @@ def cli_status(args: argparse.Namespace) -> int:
         print(f"  ! {e}")
     up = sum(h["state"] != "off" for h in hosts)
     print(f"{len(hosts)} hosts you may use, {up} available")
+    degraded = [h for h in hosts if h.get("degraded")]
+    if degraded:  # they answer and beat, but grant nothing new until their state file takes writes again
+        print(f"  ! {len(degraded)} degraded ({', '.join(h['name'] for h in degraded[:5])}): {degraded[0]['degraded']}")
     if st.get("answering") is not None:  # an administrator: every resource the system booted answers, or why not
         print(answering_line(st["answering"]))
     s = st.get("scheduler")
@@ -375,6 +378,11 @@ def cli_status(args: argparse.Namespace) -> int:
               + ("; requests " + ", ".join(f"{k} {v}" for k, v in sorted(reqs.items())) if reqs else ""))
         if s.get("pools"):
             print(pool_lines(s["pools"]))
+        store = s.get("store")
+        if store:
+            print(f"store {store['path']}: {store['bytes'] / 1024:.0f} KB")
+            if store.get("fault"):
+                print(f"  ! {store['fault']}")
     return 0
 
 

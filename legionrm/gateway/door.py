@@ -27,6 +27,7 @@ from legionrm.errors import ConfigError, LegionError, SchedulingError
 from legionrm.gateway.plane import ControlPlane, Unavailable
 from legionrm.gateway.signatures import Refused, SignatureCheck
 from legionrm.models.api import API_PREFIX, AS_HEADER, ApiError, Caller
+from legionrm.state import StoreFault
 
 log = logging.getLogger("legionrm.gateway")
 
@@ -83,6 +84,8 @@ def status_of(exc: BaseException) -> tuple[int, str, str, str]:
         return 503, Unavailable.code, str(exc), "gateway"
     if isinstance(exc, SchedulingError) and str(exc).startswith("no request"):
         return 404, codes.REQUEST_UNKNOWN, str(exc), "scheduler"
+    if isinstance(exc, StoreFault):  # the disk is full or failing: nothing was written, try again later
+        return (507 if exc.code == codes.STATE_DISK_FULL else 503), exc.code, str(exc), "state"
     if isinstance(exc, (ConfigError, AuthError)):
         return 400, type(exc).__name__, str(exc), "gateway"
     if isinstance(exc, LegionError):

@@ -30,6 +30,7 @@ from legionrm.gateway.door import (
     user_of,
 )
 from legionrm.gateway.openapi import openapi
+from legionrm.heartbeat import DEGRADED
 from legionrm.gateway.routes_requests import request_from
 from legionrm.models import ResourceRecord
 from legionrm.models.api import (
@@ -113,7 +114,8 @@ def host_row(r: ResourceRecord, pool_of: dict[str, str]) -> HostRow:
 
     return HostRow(name=r.name, state=str(a.get("state", "unknown")) if r.available else "off",
                    cpus_free=num("free_cpus"), cpus_total=num("cpus"), memory_gb=num("memory_gb"), load=num("load"),
-                   owner_policy=str(a.get("policy", "")), pool=pool_of.get(r.name, r.nodepool or ""))
+                   owner_policy=str(a.get("policy", "")), pool=pool_of.get(r.name, r.nodepool or ""),
+                   degraded=str(a.get(DEGRADED) or ""))
 
 
 async def hosts(request: web.Request) -> web.Response:

@@ -66,10 +66,9 @@ class _Beating:
     _keeper: Keeper | None = None
 
     def _kept(self, out: Any) -> Any:
-        """``out``, once what the resources granted is written to the state file (if any)."""
-        if self._keeper is not None:
-            self._keeper.save()
-        return out
+        """``out``, once what the resources granted is written to the state file
+        (if any); a grant the file could not take is refused instead (:meth:`Keeper.kept`)."""
+        return self._keeper.kept(out) if self._keeper is not None else out
 
     def _start_beat(self, beat: Any, interval: float) -> None:
         self._stop = threading.Event()

@@ -10,7 +10,11 @@ node's actors) then re-attaches them (its ``reattach``), ending those that
 died with the old process.
 :class:`Keeper` writes the durable states of a group's hosts to a
 :class:`~legionrm.state.HostStore` after every call that may change them
-(only the rows that changed) and reloads them on start.
+(only the rows that changed) and reloads them on start.  What a call granted
+is handed out only once written (:meth:`Keeper.kept`): when the write fails
+(a full disk), the grant is taken back and refused with the fault's code,
+the hosts are marked degraded (their heartbeats say so and go on), and every
+later save tries again until one succeeds.
 
 :meth:`Durable.cancel_requests` cancels the grants a caller gave up on (a reservation call
 that timed out, an Enactor that died mid-enactment): a granted reservation
@@ -27,8 +31,8 @@ import threading
 from typing import Any, Iterable, Mapping
 
 from legionrm.hostobj.records import Reservation, public
-from legionrm.models import InstanceRef, ReservationRequest, ReservationToken
-from legionrm.state import HostStore
+from legionrm.models import InstanceRef, Refusal, ReservationRequest, ReservationToken
+from legionrm.state import HostStore, StoreFault
 
 FORMAT = 1
 
@@ -140,7 +144,7 @@ class Keeper:
                 reattach()
         if any(back.values()):
             log.warning("%s restarted: %d reservation(s) reloaded", ", ".join(sorted(back)), sum(back.values()))
-        keeper.save()
+        keeper.kept(None)
         return keeper
 
     def restore(self) -> dict[str, int]:
@@ -150,14 +154,63 @@ class Keeper:
             host = self.hosts.get(name)
             if host is not None:
                 out[name] = host.restore_durable(body)
-        self.save()
+        self.kept(None)
         return out
 
     def save(self) -> int:
-        """Write the hosts whose state changed since the last save; returns how many."""
+        """Write the hosts whose state changed since the last save; returns
+        how many.  A write that fails raises :class:`StoreFault` and marks
+        every host degraded; the next save that succeeds clears it (and an
+        idle one truncates the store's log)."""
         with self._lock:
             bodies = {n: json.dumps(h.durable_state(), sort_keys=True) for n, h in self.hosts.items()}
             changed = {n: b for n, b in bodies.items() if self._written.get(n) != b}
-            self.store.put_many(changed)
+            try:
+                self.store.put_many(changed)
+            except StoreFault as fault:
+                self._degrade(str(fault))
+                raise
             self._written.update(changed)
+            self._degrade(None)
+            if not changed:
+                self.store.maintain()
             return len(changed)
+
+    def kept(self, out: Any) -> Any:
+        """``out`` (what a call answered), once the hosts' states are written.
+        When the write fails, each grant in ``out`` (a token, a started
+        instance) is taken back and answered with a :class:`Refusal` of the
+        fault's code instead, so nothing is handed out that a restart would
+        forget; anything else (a release, an expiry) stays done and a later
+        save writes it.  Never raises :class:`StoreFault`."""
+        try:
+            self.save()
+        except StoreFault as fault:
+            log.warning("%s", fault)
+            return self._take_back(out, fault)
+        return out
+
+    def _take_back(self, out: Any, fault: StoreFault) -> Any:
+        if isinstance(out, list):
+            return [self._take_back(x, fault) for x in out]
+        if isinstance(out, ReservationToken) and (host := self.hosts.get(out.issuer)) is not None:
+            if out.token_id in self._durable(host.name):
+                return out  # a grant written before (asked again): it stands
+            host.cancel_reservation(out.token_id)
+        elif isinstance(out, InstanceRef) and (host := self.hosts.get(out.host)) is not None:
+            if out.instance_id in self._durable(host.name):
+                return out
+            host.stop_object(out.instance_id, "its host could not write its state")
+        else:
+            return out
+        return Refusal(code=fault.code, reason=str(fault), by=host.name)
+
+    def _durable(self, name: str) -> set[str]:
+        """The token and instance ids the last written state of host ``name`` holds."""
+        body = json.loads(self._written.get(name) or "{}")
+        return ({r["token"]["token_id"] for r in body.get("reservations", ())}
+                | {i["ref"]["instance_id"] for i in body.get("instances", ())})
+
+    def _degrade(self, why: str | None) -> None:
+        for host in self.hosts.values():
+            host.degraded = why

@@ -25,7 +25,7 @@ from typing import Any, Callable, ClassVar, Mapping
 import numpy as np
 
 from legionrm import codes
-from legionrm.heartbeat import MAX_STEPS, Publisher, beat
+from legionrm.heartbeat import DEGRADED, MAX_STEPS, Publisher, beat
 from legionrm.hostobj import tokens
 from legionrm.hostobj.calendar import Calendar, State
 from legionrm.hostobj.durable import Durable
@@ -56,6 +56,9 @@ class ResourceObject(Durable):
 
     kind: ClassVar[ResourceKind] = "host"
     dims: ClassVar[tuple[str, ...]] = ("cpus", "memory_gb", "gpus")
+    degraded: str | None = None
+    """Why this resource's state file cannot be written now (its keeper sets it;
+    heartbeats carry it as ``degraded``); None while writes succeed."""
 
     def __init__(
         self,
@@ -336,6 +339,8 @@ class ResourceObject(Durable):
             attrs.setdefault(key, value)
         if error is not None:
             attrs["owner_attributes_error"] = error
+        if self.degraded:
+            attrs[DEGRADED] = self.degraded
         return attrs
 
     def _policy_count(self) -> int:

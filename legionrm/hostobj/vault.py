@@ -41,6 +41,7 @@ from legionrm.models import (
     Resources,
 )
 from legionrm.objstate import GB, MemoryShelf, StateShelf, check_object_id
+from legionrm.state.sqlite import fault_of
 
 
 class VaultObject(ResourceObject):
@@ -172,9 +173,12 @@ class VaultObject(ResourceObject):
             return self._refuse(codes.CAPACITY, f"state of {object_id!r} is {size} bytes; {max(free, 0):.0f} bytes are free")
         try:
             self.shelf.put(object_id, bytes(data))
-        except OSError as exc:
+        except OSError as exc:  # the old state (if any) is still on the shelf: booked again, as it was
             self._unbook_state(object_id)
-            return self._refuse(codes.RESOURCE_ERROR, f"the shelf could not write {object_id!r}: {exc}")
+            if old is not None:
+                self._book_state(object_id, *old)
+            fault = fault_of(exc, f"shelf of vault {self.name}", getattr(exc, "filename", None) or getattr(self.shelf, "root", object_id))
+            return self._refuse(fault.code, str(fault))
         return size
 
     @public

@@ -140,6 +140,8 @@ class HostRow(Body):
     load: float | None = None
     owner_policy: str = ""
     pool: str = ""
+    degraded: str = ""
+    """Why the host cannot write its state file now (it answers, grants nothing new); empty when it can."""
 
 
 class HostList(Body):

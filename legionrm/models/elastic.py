@@ -111,3 +111,6 @@ class SchedulerStatus(Frozen):
     elastic: dict[str, ElasticJobStatus] = Field(default_factory=dict)
     pools: dict[str, dict[str, Any]] = Field(default_factory=dict)
     requests: dict[str, int] = Field(default_factory=dict)  # state -> how many requests are in it
+    store: dict[str, Any] = Field(default_factory=dict)
+    """Its state store: ``path``, ``bytes`` on disk and, while its writes fail, ``fault`` (one line
+    naming the code and the file); empty without a store."""

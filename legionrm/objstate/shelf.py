@@ -5,7 +5,8 @@
 under a directory (the default shelf of a vault: a directory on its node),
 written atomically (a temporary file in the same directory, flushed and
 ``fsync``-ed, then renamed over the old one), so a crash leaves either the
-old state or the new one, never half of one; :class:`MemoryShelf` keeps
+old state or the new one, never half of one (a full disk raises OSError and
+leaves the old one); :class:`MemoryShelf` keeps
 them in a dict (tests, in-process systems).  Any blob service can stand
 behind the same five methods.  Shelves do no accounting: capacity, quotas
 and pairing are the vault's (:class:`~legionrm.hostobj.vault.VaultObject`).
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from legionrm.homefs import private_dir
+from legionrm.faults import hit
 
 GB = 1024**3
 """Bytes in one ``storage_gb`` unit."""
@@ -115,10 +117,12 @@ class DirectoryShelf:
                     f.write(data)
                     f.flush()
                     os.fsync(f.fileno())
+                hit(str(path), "write", file=True)  # the fault tests' full disk or I/O error
                 os.replace(tmp, path)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
                 raise
+        hit(str(path), "applied")  # the fault tests' crash: written, not yet booked
         return len(data)
 
     def get(self, object_id: str) -> bytes | None:

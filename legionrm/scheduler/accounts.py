@@ -25,6 +25,7 @@ from legionrm.models import PlacementFailure, Refusal, Resources, SchedulingRequ
 from legionrm.scheduler.ports import PoolGate, SnapshotSource, Swappable
 from legionrm.scheduler.requests import Entry, RequestBook
 from legionrm.scheduler.sharegate import ShareGate
+from legionrm.state import StoreFault
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +158,10 @@ class Accounts:
         for entry in book.entries():
             if entry.state in ("admitted", "placing"):
                 self.release(entry.id)
-                book.move(entry, "pending", "the scheduler restarted while placing it")
+                try:
+                    book.move(entry, "pending", "the scheduler restarted while placing it")
+                except StoreFault as fault:  # a full disk at restart: the Scheduler's tick settles it later
+                    log.warning("request %s stays %s for now: %s", entry.id, entry.state, fault)
             elif entry.state in ("running", "reserved"):  # a reservation ahead holds its pool allocation too
                 shaped, _ = self.shape(entry.request)
                 self.release(entry.id)

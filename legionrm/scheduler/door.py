@@ -61,6 +61,7 @@ from legionrm.models import (
 from legionrm.scheduler.confirm import refused_at_door
 from legionrm.scheduler.mobility import Mobility
 from legionrm.scheduler.scheduler import Scheduler
+from legionrm.state import SqliteFile
 
 
 class SchedulerDoor:
@@ -298,10 +299,19 @@ def status_for(core: Any, last: CycleReport | None, user: str | None) -> Schedul
         elastic={k: j.model_copy(update={"instances": ()}) for k, j in (last.jobs if last else {}).items()},
         pools={path: {k: v for k, v in entry.items() if k in ("entitlement", "allocation")}
                for path, entry in (report() if report else {}).items()},
+        store=store_status(core.book.store, core.results.store),
     )
     if user is None:
         return full
     return own_status(full, user, list(core.instances.values()), _count_states(core.list_requests(user)))
+
+
+def store_status(store: SqliteFile | None, *others: SqliteFile | None) -> dict[str, Any]:
+    """``store``'s path and size, and the first fault of it or ``others`` (files beside it) while writes fail."""
+    if store is None:
+        return {}
+    fault = next((s.fault for s in (store, *others) if s is not None and s.fault is not None), None)
+    return {"path": store.where, "bytes": store.size(), **({"fault": str(fault)} if fault is not None else {})}
 
 
 def _count_states(infos: list[Any]) -> dict[str, int]:

@@ -10,6 +10,9 @@ does not allow raises :class:`SchedulingError`, so a bug cannot silently
 resurrect a finished request.
 
 :class:`RequestBook` is plain data with a lock; the Scheduler drives it.
+Every change is written to its store first and made in memory only once
+the write succeeded (:meth:`RequestBook.save` raises
+:class:`~legionrm.state.StoreFault` otherwise, and the entry is as it was).
 Every change it records is also told, as a
 :class:`~legionrm.models.StatusEvent`, to its ``listener`` (the Scheduler's
 trigger registry): the one place status events come from.
@@ -17,6 +20,7 @@ trigger registry): the one place status events come from.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
@@ -109,6 +113,11 @@ class Entry:
         codes = [i.result.exit_code for i in self.instances.values() if i.result and i.result.exit_code is not None]
         return next((c for c in codes if c != 0), 0) if codes else None
 
+    def draft(self, **changes: object) -> "Entry":
+        """A copy to change and write before this entry becomes it (its lists and maps copied)."""
+        return dataclasses.replace(self, **{"history": list(self.history), "instances": dict(self.instances),
+                                            "refs": dict(self.refs), **changes})
+
     def info(self) -> RequestInfo:
         objs = self.request.objects
         return RequestInfo(
@@ -124,9 +133,11 @@ class Entry:
 class RequestBook:
     """Every request a Scheduler was given, by id.  Thread-safe.
 
-    With a ``store``, every change is written to it before the call returns
-    (so before the Scheduler acts on it), and the book starts with what the
-    store holds: a restarted Scheduler knows every request it had."""
+    With a ``store``, every change is written to it before the book or the
+    entry shows it (so before the Scheduler acts on it; a write that fails
+    raises :class:`~legionrm.state.StoreFault` and changes nothing), and the
+    book starts with what the store holds: a restarted Scheduler knows every
+    request it had."""
 
     def __init__(self, clock: Callable[[], float], store: RequestStore | None = None,
                  listener: Callable[[StatusEvent], object] | None = None) -> None:
@@ -158,6 +169,11 @@ class RequestBook:
                            history=entry.history, instances=entry.instances, refs=entry.refs,
                            failures=entry.failures, earliest_start=entry.earliest_start, attempts=entry.attempts,
                            held=entry.held)
+
+    def _commit(self, entry: Entry, draft: Entry) -> None:
+        """Write ``draft`` (what ``entry`` is to become), then make ``entry`` it."""
+        self.save(draft)
+        vars(entry).update(vars(draft))
 
     # --- reading ------------------------------------------------------------
 
@@ -203,40 +219,64 @@ class RequestBook:
             now = self.clock()
             entry = Entry(request=request, submitted=now)
             entry.history.append(RequestEvent(at=now, state="pending", reason="submitted"))
+            self.save(entry)  # a write that fails leaves no trace: the id stays free
             self._entries[request.request_id] = entry
-            self.save(entry)
             self.tell(entry, "pending", "submitted")
             return entry
 
-    def move(self, entry: Entry, state: RequestState, reason: str = "") -> None:
-        """Record a transition (a no-op when already in ``state`` with the same
-        reason, so a re-planned pending request does not fill its history)."""
+    def move(self, entry: Entry, state: RequestState, reason: str = "", **changes: object) -> None:
+        """Record a transition, with ``changes`` to the entry's other fields
+        (``failures``, ``earliest_start``) written with it.  A no-op when
+        already in ``state`` with the same reason, so a re-planned pending
+        request does not fill its history (its ``changes`` are only noted in memory)."""
         with self._lock:
             if entry.state == state and entry.reason == reason:
+                vars(entry).update(changes)
                 return
             if entry.state != state and state not in ALLOWED[entry.state]:
                 raise SchedulingError(f"request {entry.id!r} cannot go from {entry.state} to {state}")
+            draft = entry.draft(state=state, reason=reason, **changes)
             if state == "pending" and self._retry_of(entry, reason):
                 # the same "not now" as before: the attempt leaves no trace in the history
-                while entry.history[-1].state != "pending":
-                    entry.history.pop()
-                entry.state, entry.reason = state, reason
-                self.save(entry)
+                while draft.history[-1].state != "pending":
+                    draft.history.pop()
+                self._commit(entry, draft)
                 return
-            entry.state, entry.reason = state, reason
-            entry.history.append(RequestEvent(at=self.clock(), state=state, reason=reason))
-            if len(entry.history) > HISTORY_LIMIT:
-                del entry.history[HISTORY_LIMIT // 2]
-            self.save(entry)
+            self._event(draft, state, reason)
+            self._commit(entry, draft)
             self.tell(entry, STATUS_OF[state], reason)
 
-    def finish(self, entry: Entry, state: RequestState, reason: str) -> bool:
-        """Move a live request to a final ``state``; False (and no change)
-        when it already ended (a cancel and an end can race)."""
+    def _event(self, draft: Entry, state: RequestState, reason: str) -> None:
+        draft.history.append(RequestEvent(at=self.clock(), state=state, reason=reason))
+        if len(draft.history) > HISTORY_LIMIT:
+            del draft.history[HISTORY_LIMIT // 2]
+
+    def cancel(self, entry: Entry, reason: str) -> list[InstanceRef] | None:
+        """End a live request's running instances (``stopped``) and cancel it,
+        in one write; returns the instances to stop now (None, and no change,
+        when it already ended)."""
+        with self._lock:
+            if entry.final:
+                return None
+            live, now = entry.live_instances(), self.clock()
+            draft = entry.draft(state="cancelled", reason=reason)
+            for iid in live:
+                draft.instances[iid] = draft.instances[iid].model_copy(
+                    update={"state": "stopped", "ended_at": now, "reason": reason})
+            self._event(draft, "cancelled", reason)
+            self._commit(entry, draft)
+            for iid in live:
+                self.tell(entry, INSTANCE_STATUS["stopped"], reason, iid)
+            self.tell(entry, STATUS_OF["cancelled"], reason)
+            return [entry.refs[i] for i in live if i in entry.refs]
+
+    def finish(self, entry: Entry, state: RequestState, reason: str, **changes: object) -> bool:
+        """Move a live request to a final ``state`` (with ``changes``); False
+        (and no change) when it already ended (a cancel and an end can race)."""
         with self._lock:
             if entry.final:
                 return False
-            self.move(entry, state, reason)
+            self.move(entry, state, reason, **changes)
             return True
 
     @staticmethod
@@ -250,18 +290,30 @@ class RequestBook:
                 return False
         return False
 
-    def attach(self, entry: Entry, instances: Iterable[InstanceRef]) -> None:
-        """The request's instances started."""
+    def attach(self, entry: Entry, instances: Iterable[InstanceRef], state: RequestState | None = None,
+               reason: str = "", **changes: object) -> None:
+        """The request's instances started; with ``state``, the request moves
+        there (with ``changes``) in the same write."""
         refs = list(instances)
         with self._lock:
+            draft = entry.draft(**changes)
+            moved = state is not None and state != entry.state
+            if moved:
+                assert state is not None
+                if state not in ALLOWED[entry.state]:
+                    raise SchedulingError(f"request {entry.id!r} cannot go from {entry.state} to {state}")
+                draft.state, draft.reason = state, reason
+                self._event(draft, state, reason)
             for ref in refs:
-                entry.refs[ref.instance_id] = ref
-                entry.instances[ref.instance_id] = InstanceInfo(id=ref.instance_id, host=ref.host,
+                draft.refs[ref.instance_id] = ref
+                draft.instances[ref.instance_id] = InstanceInfo(id=ref.instance_id, host=ref.host,
                                                                 started_at=ref.started_at)
-                self._by_instance[ref.instance_id] = entry.id
-            self.save(entry)
+            self._commit(entry, draft)
+            self._by_instance.update({ref.instance_id: entry.id for ref in refs})
             for ref in refs:
                 self.tell(entry, "started", f"on {ref.host}", ref.instance_id)
+            if moved:
+                self.tell(entry, STATUS_OF[entry.state], reason)
 
     def current(self, object_id: str) -> tuple[Entry, InstanceInfo] | None:
         """The copy an object is now (running or inert), found by the object's
@@ -277,11 +329,13 @@ class RequestBook:
     def set_instance(self, entry: Entry, info: InstanceInfo, ref: InstanceRef | None = None) -> None:
         """Write one instance's info (and its ref: a new copy of an object is attached)."""
         with self._lock:
-            entry.instances[info.id] = info
+            draft = entry.draft()
+            draft.instances[info.id] = info
             if ref is not None:
-                entry.refs[ref.instance_id] = ref
+                draft.refs[ref.instance_id] = ref
+            self._commit(entry, draft)
+            if ref is not None:
                 self._by_instance[ref.instance_id] = entry.id
-            self.save(entry)
 
     def end_instance(self, instance_id: str, state: str, reason: str, result: WorkResult | None = None
                      ) -> Entry | None:
@@ -295,9 +349,10 @@ class RequestBook:
             info = entry.instances[instance_id]
             if info.state != "running":
                 return None
-            entry.instances[instance_id] = info.model_copy(
+            draft = entry.draft()
+            draft.instances[instance_id] = info.model_copy(
                 update={"state": state, "ended_at": self.clock(), "reason": reason, "result": result})
-            self.save(entry)
+            self._commit(entry, draft)
             self.tell(entry, INSTANCE_STATUS.get(state, "ended"), reason, instance_id)
             return entry
 
@@ -307,8 +362,9 @@ class RequestBook:
         with self._lock:
             info = entry.instances.get(instance_id)
             if info is not None and info.result is None:
-                entry.instances[instance_id] = info.model_copy(update={"result": result})
-                self.save(entry)
+                draft = entry.draft()
+                draft.instances[instance_id] = info.model_copy(update={"result": result})
+                self._commit(entry, draft)
 
 
 def queue_order(pending: Iterable[Entry], priority: Mapping[str, int], weight: Mapping[str, float],

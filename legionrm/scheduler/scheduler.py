@@ -61,6 +61,7 @@ from legionrm.scheduler.queue import RequestQueue
 from legionrm.scheduler.replan import enact_with_replans
 from legionrm.scheduler.requests import Entry, RequestBook
 from legionrm.scheduler.watch import Results, end_reason, sweep_orphans
+from legionrm.state import StoreFault
 
 ORPHAN_SWEEP_TICKS = 10
 """Every how many ticks the hosts are swept for instances nobody knows."""
@@ -93,6 +94,14 @@ class Scheduler:
     (their actors, their hosts, their walltimes) and re-plans when one ended.
     Every account (pool allocation, allotment, host calendar, class count) is
     booked back in :meth:`Accounts.book_back`, the one place that gives back.
+
+    Write first, then act: every change is in the book's store before
+    anything acts on it.  A write that fails (:class:`StoreFault`: the disk
+    is full or failing) leaves the book as it was and undoes what the
+    attempt did outside it (instances it started, its pool charge); a
+    submit whose first write failed raises it (the id stays free), a later
+    one answers ``pending`` with the fault as its failure.  :meth:`tick`
+    settles what such a failure left half way once writes succeed again.
 
     Built by :func:`legionrm.scheduler.wiring.wire` from the cluster's
     :class:`SchedulerSettings`; ``activator`` places an inert object anew
@@ -212,12 +221,13 @@ class Scheduler:
         if self.queue.under_way(entry):  # the attempt under way finishes first; its result is stopped at once
             self.queue.ask_cancel(request_id)
             return entry.info()
-        self._ahead.release(entry)  # a reserved request's advance reservations (none held: nothing)
-        for iid in entry.live_instances():
-            # ended in the book first, so the watch never takes the stop for an end of its own
-            self.book.end_instance(iid, "stopped", reason)
-            self.enactment.stop(entry.refs[iid], reason)
-        if self.book.finish(entry, "cancelled", reason):
+        before = entry.draft()  # as it was: a reserved request's advance reservations go after the write
+        # ended in the book first (one write), so the watch never takes a stop for an end of its own
+        stopping = self.book.cancel(entry, reason)
+        if stopping is not None:
+            self._ahead.release(before)  # (none held: nothing)
+            for ref in stopping:
+                self.enactment.stop(ref, reason)
             self.accounts.book_back(entry)
         self.replan()
         return entry.info()
@@ -264,9 +274,9 @@ class Scheduler:
         for ref in running:
             entry = self.book.owner_of(ref.instance_id)
             wall = entry.walltime(ref.class_name) if entry is not None else None
-            if wall is not None and now >= ref.started_at + wall:
-                self.enactment.stop(ref, "walltime")
-                ended += self.instance_ended(ref.instance_id, "walltime", replan=False)
+            if wall is not None and now >= ref.started_at + wall and self._ended(ref.instance_id, "walltime"):
+                ended += 1
+                self.enactment.stop(ref, "walltime")  # written first, then stopped
         self.accounts.follow_capacity()
         self._ticks += 1
         if self._ticks % ORPHAN_SWEEP_TICKS == 1:
@@ -277,14 +287,50 @@ class Scheduler:
             seen = self._watch.check(running)
             results = self.results.fetch([r for r in running if seen.get(r.instance_id, ("running",))[0] != "running"])
             for iid, (state, reason) in seen.items():
-                if state != "running":
+                if state != "running" and self._ended(iid, reason, "lost" if state == "lost" else "ended",
+                                                      results.get(iid)):
+                    ended += 1
                     self._classes_forget(iid)
-                    ended += self.instance_ended(iid, reason, "lost" if state == "lost" else "ended", replan=False,
-                                                 result=results.get(iid))
+        self._settle()
         if self._ticks % RESULT_SWEEP_TICKS == 0:
-            self.results.sweep()
+            try:
+                self.results.sweep()
+            except StoreFault as fault:  # the records not written are written by a later sweep
+                log.warning("accounting records wait for the store: %s", fault)
+        if self.book.store is not None:
+            self.book.store.maintain()  # an idle store's write-ahead log is truncated
         self.replan()  # once, for every end this tick saw
         return ended
+
+    def _ended(self, instance_id: str, reason: str, state: str = "ended", result: WorkResult | None = None) -> bool:
+        """:meth:`instance_ended` for the tick: an end the store cannot write now
+        stays running in the book, and the next tick sees it again."""
+        try:
+            return self.instance_ended(instance_id, reason, state, replan=False, result=result)
+        except StoreFault as fault:
+            log.warning("the end of instance %s is not written yet: %s", instance_id, fault)
+            return False
+
+    def _settle(self) -> None:
+        """What a failed write left half way, settled once writes succeed: a
+        request caught ``admitted`` or ``placing`` with no attempt under way
+        goes back to the queue (its pool charge given back), and a running
+        request whose instances all ended finishes (its accounts booked back).
+        A write that still fails waits for the next tick."""
+        for entry in self.book.entries():
+            try:
+                if entry.state in ("admitted", "placing"):
+                    with self.queue.claim(entry.id) as claimed:
+                        if claimed and entry.state in ("admitted", "placing"):
+                            self.book.move(entry, "pending", "back in the queue: a write of its attempt failed")
+                            self.accounts.release(entry.id)
+                elif entry.state == "running" and entry.instances and not entry.holds_objects():
+                    last = max(entry.instances.values(), key=lambda i: i.ended_at or 0.0)
+                    if self.book.finish(entry, "failed" if entry.failed_work() else "completed", last.reason):
+                        self.accounts.book_back(entry)
+            except StoreFault as fault:
+                log.warning("settling request %s waits for the store: %s", entry.id, fault)
+                return
 
     def _start_due(self, now: float) -> None:
         """Reserved requests whose start has come start (:class:`AheadStarts`), one attempt at a time."""
@@ -306,7 +352,24 @@ class Scheduler:
     # --- one attempt ------------------------------------------------------------
 
     def _attempt(self, entry: Entry) -> SchedulerResponse:
-        """Admit, plan and enact ``entry`` once; leaves it running, pending or failed."""
+        """Admit, plan and enact ``entry`` once; leaves it running, pending or
+        failed.  A write that fails undoes what the attempt did and answers
+        with the fault (the request stays where its last write left it)."""
+        try:
+            return self._try(entry)
+        except StoreFault as fault:
+            if entry.state in ("admitted", "placing"):  # back to the queue, if the store takes it already
+                try:
+                    self.book.move(entry, "pending", str(fault)[:500])
+                except StoreFault:
+                    pass  # it keeps its pool charge, as the store says; the tick settles it (see _settle)
+            if entry.state not in ("admitted", "placing"):
+                self.accounts.release(entry.id)
+            failure = PlacementFailure(key="*", resource=self.name, code=fault.code, reason=str(fault), stage="plan")
+            return SchedulerResponse(request_id=entry.id, ok=False, failures=(failure,), message=str(fault),
+                                     state=entry.state)
+
+    def _try(self, entry: Entry) -> SchedulerResponse:
         request = entry.request
         entry.attempts += 1
         active, unknown = activation(request.activate, self.instances, self.name, self._activator)
@@ -333,7 +396,6 @@ class Scheduler:
         try:
             plan = self.planner.make_schedules(request, self._collection.get().snapshot())
             if not plan.ok:
-                self.accounts.release(request.request_id)
                 return self._refused(entry, plan.failures, 0)
             self.book.move(entry, "placing", f"enacting {len(plan.masters)} master schedule(s)")
             ahead = ahead_of(request, self._clock())  # a future start: reserve now, start then
@@ -342,23 +404,33 @@ class Scheduler:
                 request, plan, lambda p, n: self.enactment.enact(request, p, n, ahead, timeout, entry.attempts),
                 self._fresh_plan,
                 lambda why: self.book.move(entry, "placing", why))
-        except BaseException as exc:
-            self.accounts.release(request.request_id)
+        except StoreFault:
+            raise
+        except Exception as exc:  # (a BaseException ends the process: a restart's recover puts it back)
             if not entry.final:
                 self.book.move(entry, "failed", f"{type(exc).__name__}: {exc}"[:300])
+            self.accounts.release(request.request_id)
             raise
         if not result.ok:
-            self.accounts.release(request.request_id)
             failures = [f for a in result.attempts for f in a.failures]
             return self._refused(entry, failures, len(plan.masters), result)
         prefix = f"master {result.master + 1} of {len(plan.masters)}: "
-        if ahead is not None:
-            prefix = self._ahead.reserve(entry, result, len(plan.masters))
-        else:
-            self.book.attach(entry, result.instances)
-            self.book.move(entry, "running", prefix[:-2])
+        try:
+            if ahead is not None:
+                prefix = self._ahead.reserve(entry, result, len(plan.masters))
+            else:
+                self.book.attach(entry, result.instances, "running", prefix[:-2])
+        except StoreFault:  # nothing the book does not know keeps running (or reserved)
+            for ref in result.instances:
+                self.enactment.stop(ref, "its request could not be written")
+            if ahead is not None:
+                self._ahead.release(entry.draft(state="reserved", held=result))
+            raise
         if self.queue.cancel_asked(request.request_id):
-            self.cancel(request.request_id)
+            try:
+                self.cancel(request.request_id)
+            except StoreFault as fault:  # it runs on: the caller's cancel is answered by the state it sees
+                log.warning("the cancel of %s waits for the store: %s", request.request_id, fault)
         return self._succeeded(entry, active + list(result.instances), len(plan.masters), result, prefix)
 
     def _fresh_plan(self, request: SchedulingRequest) -> Plan | None:
@@ -369,20 +441,21 @@ class Scheduler:
         """Not now: back to the queue (``pending``, with the first reason) if
         the request waits and nothing rules it out for good; else failed."""
         failures = tuple(failures)
-        entry.failures = failures
         msg = "; ".join(f"{f.key} on {f.resource or '-'}: {f.code}: {f.reason}" for f in failures[:5]) or "no schedule"
         never = [f for f in failures if f.code in NEVER or f.lasting]
         if request_cancelled := self.queue.cancel_asked(entry.id):
-            self.book.move(entry, "cancelled", "cancelled while placing")
+            self.book.move(entry, "cancelled", "cancelled while placing", failures=failures)
         elif never or not entry.request.wait or entry.attempts >= self._settings.max_attempts:
             why = (f"{never[0].code}: {never[0].reason}" if never else
                    msg if not entry.request.wait else f"gave up after {entry.attempts} attempts: {msg}")
-            self.book.move(entry, "failed", why[:500])
+            self.book.move(entry, "failed", why[:500], failures=failures)
         else:
-            entry.earliest_start = self.book.next_end()
-            self.book.move(entry, "pending", f"{failures[0].code}: {failures[0].reason}"[:500] if failures else msg)
+            self.book.move(entry, "pending", f"{failures[0].code}: {failures[0].reason}"[:500] if failures else msg,
+                           failures=failures, earliest_start=self.book.next_end())
         if entry.final and not request_cancelled:
             self.accounts.book_back(entry)
+        else:  # written: its pool charge (if it had one) goes only now
+            self.accounts.release(entry.id)
         return SchedulerResponse(request_id=entry.id, ok=False, failures=failures, masters=masters,
                                  enact=result, message=msg, state=entry.state)
 

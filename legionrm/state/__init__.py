@@ -9,7 +9,9 @@ reservations, instances, vault uses);
 :class:`~legionrm.state.elastic.ElasticStore` the elastic cycle's jobs,
 their running processes, pool charges and the stops owed.  SQLite in WAL
 mode: a crash leaves every committed transition, and a reader never blocks
-the writer.
+the writer.  A write that fails raises :class:`StoreFault` (``state.disk_full``
+or ``state.io_error``, with the path) with nothing written; the fault seam
+:mod:`legionrm.faults` is where tests make writes fail.
 
 May import: :mod:`legionrm.models`, :mod:`legionrm.errors`, the standard
 library.  Never Ray, an engine or the command line.
@@ -19,5 +21,7 @@ from legionrm.state.accounting import AccountingStore
 from legionrm.state.elastic import ElasticStore, StoredElasticJob, StoredShare, StoredStop
 from legionrm.state.hosts import HostStore
 from legionrm.state.requests import RequestStore, StoredRequest
+from legionrm.state.sqlite import SqliteFile, StateError, StoreFault
 
-__all__ = ["AccountingStore", "ElasticStore", "HostStore", "RequestStore", "StoredElasticJob", "StoredRequest", "StoredShare", "StoredStop"]
+__all__ = ["AccountingStore", "ElasticStore", "HostStore", "RequestStore", "StoredElasticJob", "SqliteFile", "StateError",
+           "StoreFault", "StoredRequest", "StoredShare", "StoredStop"]

@@ -1,65 +1,166 @@
-"""What every state store shares: one SQLite file in WAL mode, one table of
-``(key, body)`` rows, one connection behind a lock.  :class:`KeyedStore`
-opens it (creating it 0600 and its folder 0700: the home is the service's),
-writes rows in one transaction, reads them all back, counts and closes; a
-store is opened where it is used, never shipped to another process."""
+"""What every state store shares: one SQLite file in WAL mode, one connection
+behind a lock.  :class:`SqliteFile` opens it (creating it 0600 and its folder
+0700: the home is the service's), writes in one transaction, checkpoints and
+truncates its write-ahead log, and says how big it is and whether its last
+write failed; :class:`KeyedStore` adds one table of ``(key, body)`` rows.  A
+store is opened where it is used, never shipped to another process.
+
+A write either commits or raises :class:`StoreFault` (``state.disk_full`` or
+``state.io_error``, naming the file and SQLite's own words) with nothing
+written: the caller applies a change only after its write returned, so a
+failed write leaves memory as it was.  A commit that failed is reported as
+itself, never as the rollback that followed it.  Every write passes the fault
+seam (:mod:`legionrm.faults`), where the tests inject full disks, I/O
+errors and crashes.
+
+Bounded files: SQLite checkpoints the log every :data:`WAL_AUTOCHECKPOINT`
+pages and cuts it back to :data:`JOURNAL_SIZE_LIMIT`; :meth:`SqliteFile.maintain`
+(after writes, and on the owners' idle timers) truncates it to nothing once
+:data:`CHECKPOINT_EVERY_S` passed, so an idle system's files stay small.
+"""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
+import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
+from legionrm import codes
 from legionrm.errors import LegionError
 from legionrm.homefs import private_file
+from legionrm import faults
+
+WAL_AUTOCHECKPOINT = 100
+"""Pages (4 KB each) the write-ahead log may hold before SQLite checkpoints it (its default: 1000)."""
+JOURNAL_SIZE_LIMIT = 256 * 1024
+"""Bytes a write-ahead log is cut back to after each checkpoint."""
+CHECKPOINT_EVERY_S = 10.0
+"""How often, at most, a store that was written truncates its log to nothing."""
+
+log = logging.getLogger(__name__)
+
+_FULL = 13  # SQLITE_FULL (its primary code; extended codes keep it in the low byte)
 
 
 class StateError(LegionError):
     """The state store cannot be opened or read."""
 
 
-class KeyedStore:
-    """``(key, body)`` rows in table ``table`` of the SQLite file ``path``.
-    ``what`` names the store in errors ("state store", "host state store")."""
+class StoreFault(StateError):
+    """A write the store could not make (``code``: ``state.disk_full`` or
+    ``state.io_error``); nothing of it was written.  One line: the code, the
+    file and the cause as the disk gave it."""
 
-    def __init__(self, path: str | Path, table: str, key: str, what: str) -> None:
-        self.path = Path(path)
-        self._table, self._key, self.what = table, key, what
+    def __init__(self, code: str, what: str, path: str, cause: str) -> None:
+        self.code, self.what, self.path, self.cause = code, what, path, cause
+        super().__init__(f"{code}: cannot write the {what} {path}: {cause}")
+
+    def __reduce__(self) -> Any:  # crosses Ray as itself
+        return (StoreFault, (self.code, self.what, self.path, self.cause))
+
+
+def fault_of(exc: BaseException, what: str, path: str | Path) -> StoreFault:
+    """The :class:`StoreFault` a failed write's ``exc`` (SQLite's or the OS's) means."""
+    if isinstance(exc, StoreFault):
+        return exc
+    if isinstance(exc, OSError):
+        full = exc.errno in (28, 122)  # ENOSPC, EDQUOT
+        cause = exc.strerror or str(exc)
+    else:
+        full = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF == _FULL or "full" in str(exc)
+        cause = str(exc)
+    return StoreFault(codes.STATE_DISK_FULL if full else codes.STATE_IO_ERROR, what, str(path), cause)
+
+
+class SqliteFile:
+    """The SQLite file ``path`` (None: in memory, gone with the process), named
+    ``what`` in errors ("state store", "host state store"), with ``schema``
+    (statements run once it is open)."""
+
+    def __init__(self, path: str | Path | None, what: str, schema: Iterable[str] = ()) -> None:
+        self.path = Path(path) if path is not None else None
+        self.what = what
+        self.fault: StoreFault | None = None
+        """The last write's failure (None once a write succeeds again): what ``status`` shows."""
+        target = ":memory:" if path is None else str(path)
         try:
-            private_file(self.path)  # 0600 before SQLite opens it: its -wal and -shm files take its mode
-            self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: a commit survives a process crash
-            self._db.execute(f"CREATE TABLE IF NOT EXISTS {table} ({key} TEXT PRIMARY KEY, body TEXT NOT NULL)")
+            if self.path is not None:
+                private_file(self.path)  # 0600 before SQLite opens it: its -wal and -shm files take its mode
+            self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
+            if self.path is not None:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: a commit survives a process crash
+                self._db.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT}")
+                self._db.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
+            for statement in schema:
+                self._db.execute(statement)
         except (OSError, sqlite3.Error) as exc:
-            raise StateError(f"cannot open the {what} {self.path}: {exc}") from None
+            raise StateError(f"cannot open the {what} {target}: {exc}") from None
         self._lock = threading.Lock()
+        self._checked = time.monotonic()
 
-    def _put_rows(self, rows: Iterable[tuple[str, str]], delete: Iterable[str] = ()) -> None:
-        """Write (replace) each ``(key, body)`` row and delete the rows keyed
-        ``delete`` (unknown keys are ignored), all in one transaction."""
-        rows, gone = list(rows), [(k,) for k in delete]
-        if not rows and not gone:
-            return
+    @property
+    def where(self) -> str:
+        return str(self.path) if self.path is not None else ":memory:"
+
+    def _write(self, work: Callable[[sqlite3.Connection], object]) -> None:
+        """Run ``work`` in one transaction and commit it, or raise
+        :class:`StoreFault` with nothing written (SQLite may have rolled back
+        already: the commit's own error is the one raised)."""
         with self._lock:
-            self._db.execute("BEGIN")
             try:
-                self._db.executemany(f"INSERT OR REPLACE INTO {self._table} ({self._key}, body) VALUES (?, ?)", rows)
-                self._db.executemany(f"DELETE FROM {self._table} WHERE {self._key} = ?", gone)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    work(self._db)
+                    faults.hit(self.where, "write")
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    if self._db.in_transaction:
+                        try:
+                            self._db.execute("ROLLBACK")
+                        except sqlite3.Error:  # the write's error is the one to report
+                            pass
+                    raise
+            except (sqlite3.Error, OSError) as exc:
+                self.fault = fault_of(exc, self.what, self.where)
+                raise self.fault from None
+            self.fault = None
+        faults.hit(self.where, "applied")  # a fault test's crash: written, never applied
+        self.maintain()
 
-    def _rows(self) -> list[tuple[str, str]]:
-        """Every ``(key, body)`` row."""
+    def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
         with self._lock:
-            return self._db.execute(f"SELECT {self._key}, body FROM {self._table}").fetchall()
+            return self._db.execute(sql, args).fetchall()
 
-    def __len__(self) -> int:
+    def maintain(self, force: bool = False) -> bool:
+        """Truncate the write-ahead log to nothing when it holds anything (this
+        store's writes or another's on the same file) and :data:`CHECKPOINT_EVERY_S`
+        passed since the last look (``force``: now); True when it did.  A
+        checkpoint that cannot finish now (a reader, a full disk) waits for a later call."""
+        now = time.monotonic()
+        if self.path is None or (not force and now - self._checked < CHECKPOINT_EVERY_S):
+            return False
+        self._checked = now
+        wal = Path(f"{self.path}-wal")
+        if not wal.exists() or wal.stat().st_size == 0:
+            return False
         with self._lock:
-            return int(self._db.execute(f"SELECT COUNT(*) FROM {self._table}").fetchone()[0])
+            try:
+                busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            except sqlite3.Error as exc:
+                log.warning("%s %s: checkpoint failed: %s", self.what, self.path, exc)
+                return False
+            return not busy
+
+    def size(self) -> int:
+        """Bytes the store's files hold on disk (the database, its log and its index)."""
+        if self.path is None:
+            return 0
+        return sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm"))
+                   if p.exists())
 
     def close(self) -> None:
         with self._lock:
@@ -67,3 +168,32 @@ class KeyedStore:
 
     def __getstate__(self) -> Any:  # a store is opened where it is used, never shipped
         raise TypeError(f"a {type(self).__name__} is not picklable: pass its path")
+
+
+class KeyedStore(SqliteFile):
+    """``(key, body)`` rows in table ``table`` of the SQLite file ``path``.
+    ``what`` names the store in errors ("state store", "host state store")."""
+
+    def __init__(self, path: str | Path, table: str, key: str, what: str) -> None:
+        super().__init__(path, what, [f"CREATE TABLE IF NOT EXISTS {table} ({key} TEXT PRIMARY KEY, body TEXT NOT NULL)"])
+        self._table, self._key = table, key
+
+    def _put_rows(self, rows: Iterable[tuple[str, str]], delete: Iterable[str] = ()) -> None:
+        """Write (replace) each ``(key, body)`` row and delete the rows keyed
+        ``delete`` (unknown keys are ignored), all in one transaction."""
+        rows, gone = list(rows), [(k,) for k in delete]
+        if not rows and not gone:
+            return
+
+        def work(db: sqlite3.Connection) -> None:
+            db.executemany(f"INSERT OR REPLACE INTO {self._table} ({self._key}, body) VALUES (?, ?)", rows)
+            db.executemany(f"DELETE FROM {self._table} WHERE {self._key} = ?", gone)
+
+        self._write(work)
+
+    def _rows(self) -> list[tuple[str, str]]:
+        """Every ``(key, body)`` row."""
+        return self._read(f"SELECT {self._key}, body FROM {self._table}")
+
+    def __len__(self) -> int:
+        return int(self._read(f"SELECT COUNT(*) FROM {self._table}")[0][0])

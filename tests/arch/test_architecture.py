@@ -28,7 +28,7 @@ ENGINES = ("legionrm.scheduler.fairshare", "legionrm.scheduler.placement", "legi
 # -> collection -> mil -> models/errors.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.codes", "legionrm.protocol"),  # the one registry of codes, the gateway's wire protocol: import nothing of legionrm's
-    ("legionrm.models", "legionrm.errors", "legionrm.homefs", "legionrm.scheduler", "legionrm.version",
+    ("legionrm.models", "legionrm.errors", "legionrm.homefs", "legionrm.faults", "legionrm.scheduler", "legionrm.version",
      "legionrm.scheduler.ahead", "legionrm.events"),  # legionrm.scheduler and the new packages: their docstring map only
     ("legionrm.mil", "legionrm.tomlio", "legionrm.heartbeat", "legionrm.events.triggers", "legionrm.testing",
      "legionrm.state", "legionrm.metrics", "legionrm.dashboard", "legionrm.auth", "legionrm.objstate",

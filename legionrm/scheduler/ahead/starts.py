@@ -56,9 +56,9 @@ class AheadStarts:
         """Keep ``result``'s tokens with ``entry`` and move it to ``reserved``;
         returns the message prefix of the Scheduler's answer."""
         hosts = ",".join(sorted({p.host for p in result.placements}))
-        entry.held = result
         when = utc(entry.request.start or 0.0)
-        self.book.move(entry, "reserved", f"reserved on {hosts} from {when} (master {(result.master or 0) + 1} of {masters})")
+        self.book.move(entry, "reserved", f"reserved on {hosts} from {when} (master {(result.master or 0) + 1} of {masters})",
+                       held=result)
         return f"reserved on {hosts}, starts at {when}: "
 
     def due(self, entries: Iterable[Entry], now: float) -> list[Entry]:
@@ -89,9 +89,8 @@ class AheadStarts:
                                      state=entry.state)
         if not result.ok:
             return self._fail(entry, [f for a in result.attempts for f in a.failures])
-        entry.held = None  # its tokens now belong to its instances
-        self.book.attach(entry, result.instances)
-        self.book.move(entry, "running", f"started at its start time {utc(start)}")
+        # its tokens now belong to its instances; a write that fails leaves them to the orphan sweep
+        self.book.attach(entry, result.instances, "running", f"started at its start time {utc(start)}", held=None)
         where = ", ".join(f"{i.instance_id}@{i.host}" for i in result.instances)
         return SchedulerResponse(request_id=entry.id, ok=True, instances=result.instances, enact=result,
                                  message=f"started: {where}", state=entry.state)
@@ -120,9 +119,8 @@ class AheadStarts:
             vault_tokens=held.vault_tokens, args=args, release=release)
 
     def _fail(self, entry: Entry, failures: list[PlacementFailure]) -> SchedulerResponse:
-        entry.failures = tuple(failures)
         msg = "; ".join(f"{f.key} on {f.resource or '-'}: {f.code}: {f.reason}" for f in failures[:5]) or "start failed"
-        if self.book.finish(entry, "failed", f"at its start time: {msg}"[:500]):
+        if self.book.finish(entry, "failed", f"at its start time: {msg}"[:500], failures=tuple(failures)):
             self.book_back(entry)
         return SchedulerResponse(request_id=entry.id, ok=False, failures=tuple(failures), message=msg,
                                  state=entry.state)

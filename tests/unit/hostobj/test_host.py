@@ -270,7 +270,8 @@ def test_join_heartbeat_leave() -> None:
     h.make_reservation(req())
     attrs = h.heartbeat()
     # what the host published, and the attributes it publishes only while they hold withdrawn (None)
-    assert sink.calls[-1] == ("update", "h1", {"next_event": None, "calendar": None, "calendar_steps": None, **attrs})
+    assert sink.calls[-1] == ("update", "h1", {"next_event": None, "calendar": None, "calendar_steps": None,
+                                              "degraded": None, **attrs})
     assert attrs["free_cpus"] == 2 and attrs["load"] == 0.5 and attrs["reservations"] == 1 and attrs["state"] == "busy"
     h.shutdown()
     h.leave()
