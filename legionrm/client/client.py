@@ -49,6 +49,7 @@ from legionrm.models.api import (
     SubmitBody,
     SubmitResult,
 )
+from legionrm.models.priority import PrioReport, ShareReport, UpdateBody
 from legionrm.models.requests import FINAL_STATES, RequestInfo, StatusEvent
 from legionrm.models.schedules import ScheduleSuite
 
@@ -171,6 +172,33 @@ class Client:
 
     def logs(self, request_id: str) -> LogsResult:
         return self._as(LogsResult, self.call("GET", f"/requests/{_seg(request_id)}/logs"))
+
+    # --- the queue --------------------------------------------------------------------------------
+
+    def hold(self, request_id: str) -> RequestInfo:
+        """Hold a pending request: it waits, unconsidered, until released."""
+        return self._as(RequestInfo, self.call("POST", f"/requests/{_seg(request_id)}/hold"))
+
+    def release(self, request_id: str) -> RequestInfo:
+        return self._as(RequestInfo, self.call("POST", f"/requests/{_seg(request_id)}/release"))
+
+    def update(self, request_id: str, *, priority: int | None = None, qos: str | None = None,
+               clear_priority: bool = False) -> RequestInfo:
+        """Set a pending request's fixed priority or its QoS (administrators)."""
+        body = UpdateBody(priority=priority, qos=qos, clear_priority=clear_priority)
+        return self._as(RequestInfo, self.call("POST", f"/requests/{_seg(request_id)}/update", body))
+
+    def top(self, request_id: str) -> RequestInfo:
+        """Put a pending request first (administrators)."""
+        return self._as(RequestInfo, self.call("POST", f"/requests/{_seg(request_id)}/top"))
+
+    def share(self) -> ShareReport:
+        """The fair-share tree, as ``sshare`` shows it."""
+        return self._as(ShareReport, self.call("GET", "/share"))
+
+    def prio(self) -> PrioReport:
+        """Each pending request's priority factors, as ``sprio`` shows them."""
+        return self._as(PrioReport, self.call("GET", "/prio"))
 
     # --- the system -----------------------------------------------------------------------------
 

@@ -1,4 +1,6 @@
-"""The request routes: submit, list, show, cancel, logs (``/api/v1/requests...``).
+"""The request routes: submit, list, show, cancel, logs (``/api/v1/requests...``); the queue's
+hold, release, update and top (``/api/v1/requests/ID/hold``...), and its views, the fair-share
+tree and the pending requests' priorities (``/api/v1/share``, ``/api/v1/prio``).
 
 A submitted request is a request file's tables (or its TOML text) with
 ``--set`` overrides; its ``[identity]``, when present, must name the caller
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import tomllib
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from aiohttp import web
 
@@ -30,6 +32,7 @@ from legionrm.models.api import (
     SubmitBody,
     SubmitResult,
 )
+from legionrm.models.priority import UpdateBody
 from legionrm.request_file import parse_request
 from legionrm.tomlio import loads_toml
 
@@ -45,6 +48,11 @@ def add(app: web.Application) -> None:
     r.add_post(f"{API_PREFIX}/requests/{{id}}/cancel", cancel_one)
     r.add_get(f"{API_PREFIX}/requests/{{id}}/logs", logs)
     r.add_get(f"{API_PREFIX}/requests/{{id}}/events", events)
+    for verb in ("hold", "release", "top"):
+        r.add_post(f"{API_PREFIX}/requests/{{id}}/{verb}", queue_verb(verb))
+    r.add_post(f"{API_PREFIX}/requests/{{id}}/update", update)
+    r.add_get(f"{API_PREFIX}/share", share)
+    r.add_get(f"{API_PREFIX}/prio", prio)
 
 
 def request_from(doc: dict[str, Any] | None, toml: str | None, overrides: dict[str, str], rid: str | None,
@@ -165,3 +173,30 @@ async def logs(request: web.Request) -> web.Response:
                                                                    "stream": stream, "offset": 0, "limit": 1 << 20})
         texts[stream] = bytes(data).decode("utf-8", "replace")
     return answer(LogsResult(id=rid, stdout=texts["stdout"], stderr=texts["stderr"]))
+
+
+def queue_verb(verb: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """``hold`` / ``release`` (the request's owner or an administrator) or ``top`` (administrators)."""
+
+    async def handle(request: web.Request) -> web.Response:
+        return answer(await request.app[PLANE].call(user_of(request), "scheduler", verb,
+                                                     {"request_id": request.match_info["id"]}))
+
+    handle.__name__ = verb
+    return handle
+
+
+async def update(request: web.Request) -> web.Response:
+    """An administrator sets a pending request's fixed priority, or its QoS."""
+    body: UpdateBody = await body_of(request, UpdateBody)
+    return answer(await request.app[PLANE].call(user_of(request), "scheduler", "update", {
+        "request_id": request.match_info["id"], "priority": body.priority, "qos": body.qos,
+        "clear_priority": body.clear_priority}))
+
+
+async def share(request: web.Request) -> web.Response:
+    return answer(await request.app[PLANE].call(user_of(request), "scheduler", "share", {}))
+
+
+async def prio(request: web.Request) -> web.Response:
+    return answer(await request.app[PLANE].call(user_of(request), "scheduler", "prio", {}))

@@ -39,7 +39,8 @@ def decayed_cpu_seconds(cpus: float, start: float, end: float, now: float, half_
     if half_life_s <= 0:
         return cpus * (end - start)
     k = math.log(2.0) / half_life_s
-    return cpus * (math.exp(-k * (now - end)) - math.exp(-k * (now - start))) / k
+    # 2^(-(now-end)/H) * (1 - 2^(-(end-start)/H)) / k, with expm1: exact for short stretches too
+    return cpus * math.exp(-k * (now - end)) * -math.expm1(-k * (end - start)) / k
 
 
 @dataclass(frozen=True)
