@@ -143,7 +143,7 @@ class SitePolicy:
                 why = self.blocked(e, limits)
                 rows.append(PrioRow(id=e.id, user=e.user, qos=self.qos_of(e.request), priority=f.priority, age=f.age,
                                     fairshare=f.fairshare, qos_factor=f.qos, size=f.size, fixed=f.fixed,
-                                    hold=e.request.hold, blocked=f"{why.code}: {why.reason}" if why else ""))
+                                    hold=e.request.hold, blocked=f"{why.code}: {why.reason}" if why is not None else ""))
         return PrioReport(weights=dataclasses.asdict(self.formula.weights), rows=tuple(rows))
 
 
