@@ -65,6 +65,7 @@ from legionrm.models import (
 )
 from legionrm.models.priority import PrioReport, ShareReport
 from legionrm.scheduler.confirm import refused_at_door
+from legionrm.scheduler.priority import QueueControl
 from legionrm.scheduler.mobility import Mobility
 from legionrm.scheduler.scheduler import Scheduler
 
@@ -75,6 +76,7 @@ class SchedulerDoor:
     def __init__(self, core: Scheduler, guard: Guard | None = None, enactor: str = ENACTOR,
                  mobility: Mobility | None = None) -> None:
         self.core, self.guard, self.enactor, self.mobility = core, guard, enactor, mobility
+        self.control = QueueControl(core.book, core.queue.site, core.replan)  # hold, release, update, top
 
     @property
     def open(self) -> bool:
@@ -160,31 +162,31 @@ class SchedulerDoor:
 
     def hold(self, request_id: str, proof: Any = None) -> RequestInfo:
         admin = self._owner_or_admin(proof, "hold", {"request_id": request_id})
-        return self.core.control.hold(request_id, admin)
+        return self.control.hold(request_id, admin)
 
     def release(self, request_id: str, proof: Any = None) -> RequestInfo:
         admin = self._owner_or_admin(proof, "release", {"request_id": request_id})
-        return self.core.control.release(request_id, admin)
+        return self.control.release(request_id, admin)
 
     def update(self, request_id: str, priority: int | None = None, qos: str | None = None,
                clear_priority: bool = False, proof: Any = None) -> RequestInfo:
         args = {"request_id": request_id, "priority": priority, "qos": qos, "clear_priority": clear_priority}
         self.require_admin(proof, "update", args, "update a request")
-        return self.core.control.update(request_id, priority, qos, clear_priority)
+        return self.control.update(request_id, priority, qos, clear_priority)
 
     def top(self, request_id: str, proof: Any = None) -> RequestInfo:
         self.require_admin(proof, "top", {"request_id": request_id}, "put a request on top")
-        return self.core.control.top(request_id)
+        return self.control.top(request_id)
 
     def share(self, proof: Any = None) -> ShareReport:
         """The fair-share tree (a user: the groups and their own row)."""
         user = self.view_user(proof, "share", {})
-        return self.core.site.share_report(self.core.book.entries(), user)
+        return self.core.queue.site.share_report(self.core.book.entries(), user)
 
     def prio(self, proof: Any = None) -> PrioReport:
         """Each pending request's priority factors (a user: their own requests)."""
         user = self.view_user(proof, "prio", {})
-        return self.core.site.prio_report(self.core.book.entries(), user)
+        return self.core.queue.site.prio_report(self.core.book.entries(), user)
 
     # --- objects: deactivate / migrate (their owner or an admin) -----------------------------
 

@@ -62,7 +62,7 @@ from legionrm.scheduler.ports import (
     SnapshotSource,
     Swappable,
 )
-from legionrm.scheduler.priority import QueueControl, SitePolicy, site_settings
+from legionrm.scheduler.priority import SitePolicy, site_settings
 from legionrm.scheduler.queue import RequestQueue
 from legionrm.scheduler.replan import enact_with_replans
 from legionrm.scheduler.requests import Entry, RequestBook
@@ -136,11 +136,9 @@ class Scheduler:
         self._clock = clock
         # runs' results and accounting records (none kept without a store)
         self.results = results if results is not None else Results(book, lambda: watch, None, self.name, clock)
-        # the site's order and limits (QoS, fair share over the accounting records), and its hand on the queue
-        self.site = SitePolicy(site_settings(settings.cluster), self.results.store, clock,
-                               settings.cluster.capacity().cpus)
-        self.queue = RequestQueue(book, self.site)
-        self.control = QueueControl(book, self.site, self.replan)
+        # the site's order and limits (QoS, fair share over the accounting records): queue.site
+        self.queue = RequestQueue(book, SitePolicy(site_settings(settings.cluster), self.results.store, clock,
+                                                   settings.cluster.capacity().cpus))
         self._ahead = AheadStarts(book, enactment.enactor, book_back=accounts.book_back)  # starts ahead
         self._ticks = 0
         if book.store is not None:  # restarted: each request's past back in its stream, before any live event
@@ -198,7 +196,7 @@ class Scheduler:
         validate_request(request, self._clock())
         refusal = self.accounts.refuse_owner(request)
         if refusal is None:
-            refusal = self.site.refuse(request)
+            refusal = self.queue.site.refuse(request)
         if refusal is not None:  # refused at submit, never queued: no account for its work, or no QoS for it
             return refused_at_door(request, refusal)
         # claimed before the queue can see it, so a re-plan never races its first attempt

@@ -16,7 +16,7 @@ from legionrm.errors import ConfigError
 from legionrm.inprocess import LocalSystem
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
 from legionrm.scheduler.door import SchedulerDoor
-from legionrm.scheduler.priority import QueueError, site_settings
+from legionrm.scheduler.priority import QueueControl, QueueError, site_settings
 from legionrm.testing import FakeClock
 
 QOS = [
@@ -38,6 +38,11 @@ def cluster(hosts: int = 2, cpus: int = 4, **fairshare: Any) -> Any:
 def system(**kw: Any) -> tuple[LocalSystem, FakeClock]:
     clock = FakeClock()
     return LocalSystem(cluster(**kw), clock=clock), clock
+
+
+def control(s: LocalSystem) -> QueueControl:
+    """The hand on the queue an open door gives (the door decides who may use it)."""
+    return SchedulerDoor(s.scheduler).control
 
 
 def req(rid: str, user: str = "bob", cpus: float = 4, count: int = 1, walltime: float | None = None,
@@ -76,7 +81,7 @@ def test_a_class_gives_its_default_qos_and_the_qos_priority_orders_the_queue() -
     clock.advance(5)  # older, but of a lower QoS
     s.scheduler.scheduleObjects(req("urgent", user="alice", cls="Urgent"))
     assert [e.id for e in s.scheduler.queue.order()] == ["urgent", "plain"]
-    assert {r.id: r.qos for r in s.scheduler.site.prio_report(s.scheduler.book.entries()).rows} == {
+    assert {r.id: r.qos for r in s.scheduler.queue.site.prio_report(s.scheduler.book.entries()).rows} == {
         "urgent": "high", "plain": "normal"}
 
 
@@ -116,7 +121,7 @@ def test_past_the_pending_limit_a_request_waits_unconsidered_until_the_older_one
     assert s.scheduler.scheduleObjects(req("a", qos="few")).failures[0].code != codes.QOS_MAX_PENDING_PER_USER
     r = s.scheduler.scheduleObjects(req("x", qos="few"))
     assert (r.state, r.failures[0].code) == ("pending", codes.QOS_MAX_PENDING_PER_USER)
-    assert [p.blocked.split(":")[0] for p in s.scheduler.site.prio_report(s.scheduler.book.entries()).rows] == [
+    assert [p.blocked.split(":")[0] for p in s.scheduler.queue.site.prio_report(s.scheduler.book.entries()).rows] == [
         "", codes.QOS_MAX_PENDING_PER_USER]
     s.scheduler.cancel("fill")
     assert s.scheduler.request_info("a").state == "running"
@@ -137,12 +142,12 @@ def test_the_running_cpus_limit_counts_what_starts_in_the_same_pass() -> None:
 def test_an_administrator_moves_a_request_over_a_limit_to_another_qos() -> None:
     s, _ = system()
     s.scheduler.scheduleObjects(req("x", qos="short", walltime=600))
-    info = s.scheduler.control.update("x", qos="normal")
+    info = control(s).update("x", qos="normal")
     assert info.state == "running" and info.qos == "normal"
     with pytest.raises(QueueError, match="only a pending request"):
-        s.scheduler.control.update("x", priority=5)
+        control(s).update("x", priority=5)
     with pytest.raises(QueueError) as e:
-        s.scheduler.control.hold("x", admin=True)
+        control(s).hold("x", admin=True)
     assert e.value.code == codes.QUEUE_NOT_PENDING
 
 
@@ -150,12 +155,12 @@ def test_hold_keeps_a_request_out_of_the_queue_until_released() -> None:
     s, _ = system()
     assert s.scheduler.scheduleObjects(req("fill", user="carol", count=2)).ok
     s.scheduler.scheduleObjects(req("x"))
-    info = s.scheduler.control.hold("x", admin=False)
+    info = control(s).hold("x", admin=False)
     assert (info.state, info.hold) == ("pending", "user") and info.reason.startswith(codes.QUEUE_HELD)
     assert s.scheduler.queue.order() == []
     s.scheduler.cancel("fill")  # room frees: a held request does not start
     assert s.scheduler.request_info("x").state == "pending"
-    info = s.scheduler.control.release("x", admin=False)
+    info = control(s).release("x", admin=False)
     assert (info.state, info.hold) == ("running", None)
 
 
@@ -163,10 +168,10 @@ def test_submitted_held_waits_and_an_admin_hold_is_the_admins_to_release() -> No
     s, _ = system()
     r = s.scheduler.scheduleObjects(req("x", hold="user"))
     assert (r.state, r.failures[0].code) == ("pending", codes.QUEUE_HELD)
-    s.scheduler.control.hold("x", admin=True)
+    control(s).hold("x", admin=True)
     with pytest.raises(AuthRefusedError):
-        s.scheduler.control.release("x", admin=False)
-    assert s.scheduler.control.release("x", admin=True).state == "running"
+        control(s).release("x", admin=False)
+    assert control(s).release("x", admin=True).state == "running"
 
 
 def test_update_priority_and_top_put_a_request_first() -> None:
@@ -176,14 +181,14 @@ def test_update_priority_and_top_put_a_request_first() -> None:
         s.scheduler.scheduleObjects(req(rid))
         clock.advance(1)
     assert [e.id for e in s.scheduler.queue.order()] == ["a", "b", "c"]
-    s.scheduler.control.top("c")
+    control(s).top("c")
     assert [e.id for e in s.scheduler.queue.order()] == ["c", "a", "b"]
-    s.scheduler.control.update("a", priority=-1)
+    control(s).update("a", priority=-1)
     assert [e.id for e in s.scheduler.queue.order()] == ["c", "b", "a"]
-    s.scheduler.control.update("c", clear_priority=True)
+    control(s).update("c", clear_priority=True)
     assert [e.id for e in s.scheduler.queue.order()] == ["b", "c", "a"]
     with pytest.raises(QueueError):
-        s.scheduler.control.update("b", qos="gold")
+        control(s).update("b", qos="gold")
 
 
 class _Guard:
@@ -240,12 +245,12 @@ def test_finished_work_is_remembered_and_decays() -> None:
     clock.advance(51)
     s.tick()
     s.scheduler.results.sweep()
-    rows = {r.user: r for r in s.scheduler.site.share_report(s.scheduler.book.entries()).rows if r.user}
+    rows = {r.user: r for r in s.scheduler.queue.site.share_report(s.scheduler.book.entries()).rows if r.user}
     assert rows["bob"].raw_usage == pytest.approx(4 * 50, rel=0.05)
     first = rows["bob"].decayed_usage
     clock.advance(100)  # one half-life
     s.tick()  # the hosts beat again
-    rows = {r.user: r for r in s.scheduler.site.share_report(s.scheduler.book.entries()).rows if r.user}
+    rows = {r.user: r for r in s.scheduler.queue.site.share_report(s.scheduler.book.entries()).rows if r.user}
     assert rows["bob"].decayed_usage == pytest.approx(first / 2)
     assert rows["bob"].raw_usage == pytest.approx(4 * 50, rel=0.05)
     # bob ran yesterday, carol never: carol goes first though she came later
