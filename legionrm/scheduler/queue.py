@@ -38,11 +38,11 @@ class RequestQueue:
 
     def order(self) -> list[Entry]:
         """The pending requests that are not held, in the order they go next (highest priority first)."""
-        return [e for e, _ in self.site.rank(self._book.entries())]
+        return self.site.order(self._book.entries())
 
     def blocked(self, entry: Entry) -> Refusal | None:
         """Why ``entry`` may not be tried now (held, or over a QoS limit); None: it may."""
-        return self.site.blocked(entry, self.site.limits(self._book.entries()))
+        return self.site.blocked(entry, self.site.limits(self._book.entries(), entry.user))
 
     @contextmanager
     def claim(self, request_id: str) -> Iterator[bool]:
@@ -88,7 +88,7 @@ class RequestQueue:
                 self._dirty.clear()
                 entries = self._book.entries()
                 limits = self.site.limits(entries)  # counted once a pass; each start is added as it happens
-                for entry, _ in self.site.rank(entries):
+                for entry in self.site.order(entries):
                     with self.claim(entry.id) as claimed:  # one attempt at a time per request
                         if not claimed or entry.state != "pending":
                             continue

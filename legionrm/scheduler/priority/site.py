@@ -19,7 +19,7 @@ from legionrm import codes
 from legionrm.models import AccountRecord, Refusal, SchedulingRequest
 from legionrm.models.priority import PrioReport, PrioRow, ShareReport
 from legionrm.scheduler.priority.limits import Ask, QosLimits
-from legionrm.scheduler.priority.multifactor import Factors, PendingJob, factors, rank
+from legionrm.scheduler.priority.multifactor import Factors, PendingJob, factors, order, rank
 from legionrm.scheduler.priority.settings import SiteSettings
 from legionrm.scheduler.priority.sharetree import ShareTree
 from legionrm.scheduler.priority.usage import Usage, UsageLedger, Use
@@ -46,6 +46,7 @@ class SitePolicy:
         self._ledger = UsageLedger(settings.half_life_s)
         self._row = 0
         self._lock = threading.Lock()
+        self._jobs: dict[str, tuple[SchedulingRequest, PendingJob]] = {}
 
     # --- a request's QoS -----------------------------------------------------------------
 
@@ -85,32 +86,61 @@ class SitePolicy:
                 self._ledger.add((Use(r.user, r.cpus, r.start, r.end) for r in got), now)
             return self._ledger.usage(now, _running(entries))
 
-    def fairshare(self, entries: list[Entry], now: float) -> dict[str, float]:
+    def fairshare(self, entries: list[Entry], now: float, users: Iterable[str] | None = None) -> dict[str, float]:
+        """Each user's fair-share factor (of ``users``, default every user in ``entries``, and all with usage)."""
         usage = self.usage(entries, now)
-        return self.tree.factors({u: v.decayed for u, v in usage.items()}, (e.user for e in entries))
+        every = {e.user for e in entries} if users is None else set(users)
+        return self.tree.factors({u: v.decayed for u, v in usage.items()}, every)
 
     # --- the order and the limits ----------------------------------------------------------
 
     def job(self, entry: Entry) -> PendingJob:
+        """What the formula needs of ``entry`` (kept while its request is the same object)."""
+        cached = self._jobs.get(entry.id)
+        if cached is not None and cached[0] is entry.request:
+            return cached[1]
         q = self.settings.qos.get(self.qos_of(entry.request))
-        return PendingJob(entry.id, entry.user, entry.submitted, entry.cpus(), q.priority if q else 0,
-                          entry.request.priority)
+        job = PendingJob(entry.id, entry.user, entry.submitted, entry.cpus(), q.priority if q else 0,
+                         entry.request.priority)
+        self._jobs[entry.id] = (entry.request, job)
+        return job
+
+    def order(self, entries: list[Entry], now: float | None = None) -> list[Entry]:
+        """The pending requests that are not held, in the order they go next (:func:`order`: as columns)."""
+        now = self._clock() if now is None else now
+        pending = [e for e in entries if e.state == "pending" and e.request.hold is None]
+        live = {e.id for e in pending}
+        for rid in [r for r in self._jobs if r not in live]:  # only what waits is kept
+            self._jobs.pop(rid, None)
+        fs = self.fairshare(entries, now, {e.user for e in pending})
+        return [pending[i] for i in order([self.job(e) for e in pending], fs, now, self.formula)]
 
     def rank(self, entries: list[Entry], now: float | None = None) -> list[tuple[Entry, Factors]]:
         """The pending requests that are not held, in the order they go next, with their factors."""
         now = self._clock() if now is None else now
         pending = {e.id: e for e in entries if e.state == "pending" and e.request.hold is None}
-        ranked = rank((self.job(e) for e in pending.values()), self.fairshare(entries, now), now, self.formula)
+        fs = self.fairshare(entries, now, {e.user for e in pending.values()})
+        ranked = rank((self.job(e) for e in pending.values()), fs, now, self.formula)
         return [(pending[f.id], f) for f in ranked]
 
-    def limits(self, entries: list[Entry]) -> QosLimits:
-        """The QoS limits over ``entries`` as they stand (held requests do not count as waiting)."""
+    def limits(self, entries: list[Entry], user: str | None = None) -> QosLimits:
+        """The QoS limits over ``entries`` as they stand (held requests do not count as waiting); of
+        ``user``'s only if given.  Only QoS with a per-user limit are counted (none: nothing is)."""
+        per_user = {n for n, q in self.settings.qos.items()
+                    if q.max_running_cpus_per_user is not None or q.max_pending_per_user is not None}
         held: dict[tuple[str, str], float] = {}
-        for e in entries:
-            if e.state in HOLDING:
-                key = (e.user, self.qos_of(e.request))
-                held[key] = held.get(key, 0.0) + e.cpus()
-        pending = (self.ask(e) for e in entries if e.state == "pending" and e.request.hold is None)
+        pending: list[Ask] = []
+        if per_user:
+            for e in entries:
+                if (user is not None and e.user != user) or (e.state not in HOLDING and e.state != "pending"):
+                    continue
+                qos = self.qos_of(e.request)
+                if qos not in per_user:
+                    continue
+                if e.state in HOLDING:
+                    held[(e.user, qos)] = held.get((e.user, qos), 0.0) + e.cpus()
+                elif e.request.hold is None:
+                    pending.append(self.ask(e))
         return QosLimits(self.settings.qos, held, pending)
 
     def blocked(self, entry: Entry, limits: QosLimits) -> Refusal | None:

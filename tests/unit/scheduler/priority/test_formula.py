@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from legionrm.scheduler.priority import Formula, Group, PendingJob, ShareTree, UsageLedger, Use, Weights, factors, rank
+from legionrm.scheduler.priority.multifactor import order
 from legionrm.scheduler.priority.sharetree import factor
 from legionrm.scheduler.priority.usage import decay, decayed_cpu_seconds
 
@@ -58,6 +59,11 @@ def test_the_order_is_total_and_deterministic(js: list[PendingJob], fs: dict[str
     assert [f.id for f in first] == [f.id for f in again]  # whatever order they came in
     for a, b in zip(first, first[1:]):  # strictly ordered: no two jobs tie
         assert (-a.priority, a.submitted, a.id) < (-b.priority, b.submitted, b.id)
+
+
+@given(jobs, shares, st.floats(0, 1000))
+def test_the_order_as_columns_is_the_ranks_order(js: list[PendingJob], fs: dict[str, float], now: float) -> None:
+    assert [js[i].id for i in order(js, fs, now, F)] == [f.id for f in rank(js, fs, now, F)]
 
 
 @pytest.mark.parametrize("cpus, start, end, now, half, want", [
