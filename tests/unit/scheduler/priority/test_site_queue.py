@@ -15,6 +15,7 @@ from legionrm.config import parse_cluster
 from legionrm.errors import ConfigError
 from legionrm.inprocess import LocalSystem
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
+from legionrm.request_file import load_request
 from legionrm.scheduler.door import SchedulerDoor
 from legionrm.scheduler.priority import QueueControl, QueueError, site_settings
 from legionrm.testing import FakeClock
@@ -259,3 +260,8 @@ def test_finished_work_is_remembered_and_decays() -> None:
     clock.advance(1)
     s.scheduler.scheduleObjects(req("c", user="carol"))
     assert [e.id for e in s.scheduler.queue.order()] == ["c", "b"]
+
+
+def test_a_request_file_chooses_its_qos_and_may_come_held() -> None:
+    r = load_request("examples/requests/debug.toml", user="ann")
+    assert (r.qos, r.hold, r.priority) == ("debug", "user", None)
