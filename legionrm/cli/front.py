@@ -64,7 +64,7 @@ def request_json(info: RequestInfo) -> dict[str, Any]:
         "instances": [{"id": i.id, "host": i.host, "state": i.state,
                        "exit_code": i.result.exit_code if i.result else None} for i in info.instances],
         "submitted": info.submitted, "earliest_start": info.earliest_start, "start": info.start,
-        "exit_code": info.exit_code,
+        "exit_code": info.exit_code, "qos": info.qos, "hold": info.hold,
     }
 
 
@@ -184,6 +184,8 @@ def cli_show(args: argparse.Namespace) -> int:
         return 0
     print(f"{info.id} {info.state} ({info.user}, {info.count} x {','.join(info.classes)}, pool {info.pool})"
           + (f": {info.reason}" if info.reason else ""))
+    if info.qos or info.hold:
+        print(f"  qos {info.qos or '(its class default)'}" + (f", held by {info.hold}" if info.hold else ""))
     if info.start is not None:
         print(f"  start {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(info.start))} ({starts(info, time.time())})")
     for e in info.history:

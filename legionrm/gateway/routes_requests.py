@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import copy
 import tomllib
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 

@@ -65,8 +65,8 @@ from legionrm.models import (
 )
 from legionrm.models.priority import PrioReport, ShareReport
 from legionrm.scheduler.confirm import refused_at_door
-from legionrm.scheduler.priority import QueueControl
 from legionrm.scheduler.mobility import Mobility
+from legionrm.scheduler.priority import QueueControl
 from legionrm.scheduler.scheduler import Scheduler
 
 

@@ -20,7 +20,7 @@ out in docs/priority.md.  No Ray anywhere here.
 
 from legionrm.scheduler.priority.control import QueueControl, QueueError
 from legionrm.scheduler.priority.limits import Ask, QosLimits
-from legionrm.scheduler.priority.multifactor import Factors, Formula, PendingJob, Weights, factors, rank
+from legionrm.scheduler.priority.multifactor import Factors, Formula, PendingJob, Weights, factors, order, rank
 from legionrm.scheduler.priority.settings import Group, Qos, SiteSettings, site_settings
 from legionrm.scheduler.priority.sharetree import ShareTree
 from legionrm.scheduler.priority.site import SitePolicy
@@ -28,4 +28,4 @@ from legionrm.scheduler.priority.usage import Usage, UsageLedger, Use, decayed_c
 
 __all__ = ["Ask", "Factors", "Formula", "Group", "PendingJob", "Qos", "QosLimits", "QueueControl", "QueueError",
            "ShareTree", "SitePolicy", "SiteSettings", "Usage", "UsageLedger", "Use", "Weights", "decayed_cpu_seconds",
-           "factors", "rank", "site_settings"]
+           "factors", "order", "rank", "site_settings"]

@@ -19,7 +19,8 @@ door's business (:mod:`legionrm.scheduler.door`).  Pure: no Ray.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from legionrm import codes
 from legionrm.auth.errors import AuthRefusedError

@@ -16,8 +16,8 @@ Pure: no Ray.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 from legionrm import codes
 from legionrm.models import Refusal

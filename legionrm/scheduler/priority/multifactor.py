@@ -21,8 +21,8 @@ positions, computed as columns (the queue's every pass); a simulator
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 

@@ -82,7 +82,7 @@ class SiteSettings:
     class_qos: dict[str, str] = field(default_factory=dict)
     groups: tuple[Group, ...] = ()
     half_life_s: float = DEFAULT_HALF_LIFE_S
-    formula: Formula = Formula()
+    formula: Formula = field(default_factory=Formula)
 
     def qos_name(self, class_name: str | None, chosen: str | None = None) -> str:
         """The QoS of a request that chose ``chosen`` (None: none) whose first object is of ``class_name``."""

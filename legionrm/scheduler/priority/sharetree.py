@@ -19,7 +19,7 @@ more usage never raises a user's factor.  Pure: no Ray.
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from legionrm.models.priority import ShareRow
 from legionrm.scheduler.priority.settings import DEFAULT_GROUP, Group

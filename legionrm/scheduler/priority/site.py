@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import Callable, Iterable, Protocol
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from legionrm import codes
 from legionrm.models import AccountRecord, Refusal, SchedulingRequest

@@ -19,8 +19,8 @@ records).  Pure: no Ray.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 
 def decay(value: float, dt: float, half_life_s: float) -> float:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from legionrm.scheduler.priority import Formula, Group, PendingJob, ShareTree, UsageLedger, Use, Weights, factors, rank
-from legionrm.scheduler.priority.multifactor import order
+from legionrm.scheduler.priority import Formula, Group, PendingJob, ShareTree, UsageLedger, Use, Weights, factors, order, rank
 from legionrm.scheduler.priority.sharetree import factor
 from legionrm.scheduler.priority.usage import decay, decayed_cpu_seconds
 
@@ -57,7 +57,7 @@ def test_the_order_is_total_and_deterministic(js: list[PendingJob], fs: dict[str
     rnd.shuffle(shuffled)
     again = rank(shuffled, fs, 150.0, F)
     assert [f.id for f in first] == [f.id for f in again]  # whatever order they came in
-    for a, b in zip(first, first[1:]):  # strictly ordered: no two jobs tie
+    for a, b in itertools.pairwise(first):  # strictly ordered: no two jobs tie
         assert (-a.priority, a.submitted, a.id) < (-b.priority, b.submitted, b.id)
 
 
