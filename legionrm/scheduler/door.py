@@ -76,7 +76,14 @@ class SchedulerDoor:
     def __init__(self, core: Scheduler, guard: Guard | None = None, enactor: str = ENACTOR,
                  mobility: Mobility | None = None) -> None:
         self.core, self.guard, self.enactor, self.mobility = core, guard, enactor, mobility
-        self.control = QueueControl(core.book, core.queue.site, core.replan)  # hold, release, update, top
+        self._control: QueueControl | None = None
+
+    @property
+    def control(self) -> QueueControl:
+        """Hold, release, update and top over the core's queue (made on first use)."""
+        if self._control is None:
+            self._control = QueueControl(self.core.book, self.core.queue.site, self.core.replan)
+        return self._control
 
     @property
     def open(self) -> bool:
