@@ -111,7 +111,7 @@ class SitePolicy:
         now = self._clock() if now is None else now
         pending = [e for e in entries if e.state == "pending" and e.request.hold is None]
         live = {e.id for e in pending}
-        for rid in [r for r in self._jobs if r not in live]:  # only what waits is kept
+        for rid in [r for r in list(self._jobs) if r not in live]:  # only what waits is kept (list: a snapshot)
             self._jobs.pop(rid, None)
         fs = self.fairshare(entries, now, {e.user for e in pending})
         return [pending[i] for i in order([self.job(e) for e in pending], fs, now, self.formula)]
