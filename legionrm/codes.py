@@ -198,6 +198,17 @@ RESPOOL_INVALID = code("respool.invalid", "the gang held killed tasks: they were
 DUCC_CLASS_UNKNOWN = code("ducc.class_unknown", "no DUCC class of that name")
 DUCC_USER = code("ducc.user", "the user may not use that DUCC class")
 DUCC_ALLOTMENT = code("ducc.allotment", "the user's shares would pass the DUCC allotment")
+REQUEST_PRIORITY = code("request.priority", "a request that is not an administrator's sets priority or weight: "
+                        "the site sets them (QoS, fair share)")
+QOS_UNKNOWN = code("qos.unknown", "no QoS of that name in the cluster file")
+QOS_DENIED = code("qos.denied", "the user may not choose that QoS (its users and groups)")
+QOS_MAX_WALLTIME_S = code("qos.max_walltime_s", "a walltime over its QoS's max_walltime_s: it waits (pending)")
+QOS_MAX_RUNNING_CPUS_PER_USER = code("qos.max_running_cpus_per_user",
+                                     "its user's running cpus in the QoS would pass the limit: it waits (pending)")
+QOS_MAX_PENDING_PER_USER = code("qos.max_pending_per_user",
+                                "more of its user's requests wait in the QoS than the limit: it waits unconsidered")
+QUEUE_HELD = code("queue.held", "the request is held: it waits until released")
+QUEUE_NOT_PENDING = code("queue.not_pending", "hold, release, update and top act on pending requests only")
 
 # --- the Scheduler, the Enactor and reservations ahead ----------------------------------------------
 ACTIVATE_UNKNOWN = code("activate.unknown", "no object of that name runs or rests inert")

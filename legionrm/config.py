@@ -1,8 +1,8 @@
 """The cluster file -> validated models.
 
 Every problem is a :class:`ConfigError` naming the file, the table (with its
-index, ``host[3]``) and the key.  The file's ``[fairshare]`` and ``[[pool]]``
-tables are checked by the engines' own builders (every rule lives once, in
+index, ``host[3]``) and the key.  The file's ``[fairshare]``, ``[[pool]]`` and
+``[[qos]]`` tables are checked by the engines' own builders (every rule lives once, in
 its engine); nothing built here is kept.
 """
 
@@ -28,6 +28,8 @@ from legionrm.models import (
 )
 from legionrm.scheduler.fairshare import core_for_cluster
 from legionrm.scheduler.pools import parse_pools, tree_for_cluster
+from legionrm.scheduler.priority import site_settings
+from legionrm.scheduler.priority.settings import SITE_KEYS
 from legionrm.tomlio import (
     MAX_AMOUNT,
     MAX_EXPANDED,
@@ -159,7 +161,7 @@ def _check_builds(build: Any, spec: Any, *, file: str, where: str) -> None:
 
 def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec:
     """Validate a parsed cluster document; raises ConfigError naming the place."""
-    check_keys(doc, ("collection", "host", "vault", "class", "fairshare", "pool", "runner"), file=file, where="")
+    check_keys(doc, ("collection", "host", "vault", "class", "fairshare", "pool", "runner", "qos"), file=file, where="")
     coll = expect(doc, "collection", dict, {}, file=file, where="collection")
     check_keys(coll, CollectionSettings.model_fields, file=file, where="collection")
     bounded(coll, "heartbeat_interval_s", float, None, file=file, where="collection", lo=0, lo_open=True, hi=MAX_INTERVAL_S)
@@ -219,8 +221,8 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
     classes: list[ClassSpec] = []
     for i, t in enumerate(tables(doc, "class", file)):
         where = f"class[{i}]"
-        check_keys(t, ("name", "implementation", "implementations", "host_list", "max_instances", "policy", "policy_args"),
-                   file=file, where=where)
+        check_keys(t, ("name", "implementation", "implementations", "host_list", "max_instances", "policy", "policy_args",
+                       "qos"), file=file, where=where)
         name = require(t, "name", str, file=file, where=where)
         if any(c.name == name for c in classes):
             raise ConfigError(f"class {name!r} is defined twice", file=file, table=where, key="name")
@@ -233,6 +235,7 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
             max_instances=bounded(t, "max_instances", int, None, file=file, where=where, lo=0),
             policy=policy,
             policy_args=args,
+            qos=expect(t, "qos", str, None, file=file, where=where),
         ), file=file, where=where))
         _check_builds(build_class, classes[-1], file=file, where=where)
     fairshare = expect(doc, "fairshare", dict, {}, file=file, where="fairshare")
@@ -243,13 +246,15 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
     check_keys(runner, RunnerSpec.model_fields, file=file, where="runner")
     spec = model(ClusterSpec, dict(source=file, collection=settings, hosts=tuple(hosts), vaults=tuple(vaults),
                                    classes=tuple(classes), fairshare=fairshare, pools=pools,
+                                   qos=tuple(tables(doc, "qos", file)),
                                    runner=model(RunnerSpec, runner, file=file, where="runner")), file=file, where="")
     core_for_cluster(spec)  # its classes, nodepools and settings are checked now, not when the scheduler starts
     tree_for_cluster(spec)  # and so are the pools, against the cluster's capacity
+    site_settings(spec)  # and the QoS tables, the shares and the priority weights
     return spec
 
 
-FAIRSHARE_KEYS = ("interval_s", "rm", "nodepool", "class", "user")
+FAIRSHARE_KEYS = ("interval_s", "rm", "nodepool", "class", "user", *SITE_KEYS)
 
 
 def _capacity(attrs: dict[str, Any], key: str, typ: type, *, file: str, where: str) -> None:

@@ -9,6 +9,10 @@ The file is a :class:`~legionrm.models.SchedulingRequest` with one
     start_in = 3600                   # optional: start in an hour (or start = 2026-11-24T09:00:00Z,
                                       # or seconds since the epoch): an advance reservation
     walltime_s = 1800                 # optional: every object's walltime unless it gives its own
+    qos = "normal"                    # optional: a [[qos]] of the cluster file (default: the class's)
+    hold = true                       # optional: submit held; `legionrm release ID` lets it go
+    # priority = 100                  # administrators only (as an object's priority or weight):
+                                      # anyone else's request that sets one is refused (request.priority)
 
     [identity]                        # optional through the gateway: the signer is the user
     user = "alice"
@@ -51,7 +55,8 @@ from legionrm.tomlio import (
     tables,
 )
 
-TOP_KEYS = ("request_id", "pool", "activate", "identity", "object", "wait", "start", "start_in", "walltime_s")
+TOP_KEYS = ("request_id", "pool", "activate", "identity", "object", "wait", "start", "start_in", "walltime_s", "qos",
+            "priority", "hold")
 NUMBERS = {"count": int, "cpus": float, "memory_gb": float, "gpus": int, "storage_gb": float, "walltime_s": float,
            "priority": int, "weight": float}
 """The numeric keys of an ``[[object]]`` table (a boolean is not a number; nan and inf are refused)."""
@@ -115,6 +120,8 @@ def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | N
         request_id=rid, identity=identity, pool=expect(doc, "pool", str, "/", file=file, where=""),
         wait=expect(doc, "wait", bool, True, file=file, where=""),
         objects=tuple(objects), activate=tuple(activate), start=start, walltime_s=walltime,
+        qos=expect(doc, "qos", str, None, file=file, where=""), priority=expect(doc, "priority", int, None, file=file, where=""),
+        hold="user" if expect(doc, "hold", bool, False, file=file, where="") else None,
     ), file=file, where="")
 
 

@@ -49,6 +49,12 @@ COMMANDS: dict[str, str] = {
     "completion": "legionrm.cli.completion:cli_main",
     "user": "legionrm.cli.users:cli_user",
     "history": "legionrm.cli.front:cli_history",
+    "hold": "legionrm.cli.front:cli_queue",
+    "release": "legionrm.cli.front:cli_queue",
+    "update": "legionrm.cli.front:cli_queue",
+    "top": "legionrm.cli.front:cli_queue",
+    "share": "legionrm.cli.front:cli_share",
+    "prio": "legionrm.cli.front:cli_prio",
 }
 
 OFFLINE: dict[str, tuple[str, str]] = {
@@ -212,6 +218,21 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     ca.add_argument("--user", help="every request of this user you may cancel")
     ca.add_argument("--state", help="every request in this state you may cancel")
     gateway_flags(ca)
+    for name, what in (("hold", "hold pending requests: they wait, unconsidered, until released (yours, or any: admin)"),
+                       ("release", "release held requests (yours: only your own hold; admin: any)"),
+                       ("top", "put pending requests first in the queue (administrators)"),
+                       ("update", "set pending requests' priority or QoS (administrators)")):
+        qv = add(name, what)
+        qv.add_argument("ids", nargs="+", metavar="ID", help="request ids")
+        if name == "update":
+            qv.add_argument("--priority", metavar="N", type=_priority,
+                            help="a fixed priority replacing the formula's (none: back to the formula)")
+            qv.add_argument("--qos", metavar="NAME", help="move it to this QoS")
+        gateway_flags(qv)
+    sr = add("share", "the fair-share tree: shares, raw and decayed usage, factors (as sshare)")
+    gateway_flags(sr)
+    pr = add("prio", "each pending request's priority and its factors, in queue order (as sprio)")
+    gateway_flags(pr)
     ho = add("hosts", "the hosts you may use: state, cpus free/total, memory, load, owner policy, pool")
     gateway_flags(ho)
     for name, what, flag in (("deactivate", "save a running object's state to a vault and stop it (it stays, inert)", None),
@@ -277,6 +298,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     co = add("completion", "print a shell completion script: eval \"$(legionrm completion bash)\"")
     co.add_argument("shell", choices=("bash", "zsh"), help="the shell to complete in")
     return p
+
+
+def _priority(text: str) -> str:
+    """``update --priority``: a whole number, or ``none``."""
+    if text != "none":
+        try:
+            int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number (or none)") from None
+    return text
 
 
 def _positive(text: str) -> int:

@@ -1,6 +1,7 @@
 """The user verbs, through the front door: each is one or a few signed calls to the gateway.
 
-``submit list show (--follow) wait logs history explain cancel hosts pools status`` talk to
+``submit list show (--follow) wait logs history explain cancel hosts pools status``, the queue's
+``hold release update top`` and its views ``share prio`` talk to
 the gateway with the user's credentials (``--credentials FILE``, else
 ``$LEGIONRM_CREDENTIALS``, ``~/.legionrm/credentials``, or on the head the
 home's administrator credentials); ``--as USER`` makes an administrator's
@@ -63,7 +64,8 @@ def request_json(info: Doc) -> dict[str, Any]:
         "instances": [{"id": i["id"], "host": i["host"], "state": i["state"],
                        "exit_code": (i.get("result") or {}).get("exit_code")} for i in info.get("instances", ())],
         "submitted": info.get("submitted", 0.0), "earliest_start": info.get("earliest_start"),
-        "start": info.get("start"), "exit_code": info.get("exit_code"),
+        "start": info.get("start"), "exit_code": info.get("exit_code"), "qos": info.get("qos"),
+        "hold": info.get("hold"),
     }
 
 
@@ -132,6 +134,10 @@ def cli_submit(args: argparse.Namespace) -> int:
         failures = r.get("failures") or ()
         print(f"{rid}: " + (info["state"] if info else f"pending, waits in the queue "
                             f"({failures[0]['code'] if failures else 'queued'}); `legionrm show {rid}`"))
+    elif result["state"] == "refused" and len(r.get("failures") or ()) == 1:  # refused at submit: what and why
+        f = r["failures"][0]
+        print(f"{rid}: refused by {f.get('resource') or '-'}: {f['code']}: {f['reason']}")
+        return 1
     else:
         print(f"{rid}: not scheduled ({r.get('masters', 0)} master schedules tried)")
         for f in r.get("failures", ()):
@@ -184,6 +190,8 @@ def cli_show(args: argparse.Namespace) -> int:
         return 0
     print(f"{info['id']} {info['state']} ({info['user']}, {info['count']} x {','.join(info['classes'])}, "
           f"pool {info['pool']})" + (f": {info['reason']}" if info.get("reason") else ""))
+    if info.get("qos") or info.get("hold"):
+        print(f"  qos {info.get('qos') or '(its class default)'}" + (f", held by {info['hold']}" if info.get("hold") else ""))
     if info.get("start") is not None:
         print(f"  start {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(info['start']))} "
               f"({starts(info, time.time())})")
@@ -280,6 +288,85 @@ def cli_cancel(args: argparse.Namespace) -> int:
         if not cancelled and not refused:
             print("nothing to cancel")
     return 1 if refused else 0
+
+
+# --- the queue: hold / release / update / top, share / prio ---------------------------------------
+
+
+def typed(args: argparse.Namespace) -> Any:
+    """The typed Python :class:`~legionrm.client.client.Client` (pydantic results), for the verbs
+    whose answers are printed from their models; the everyday verbs use the lean :func:`client`."""
+    from legionrm.client.client import Client
+
+    return Client.from_credentials(getattr(args, "credentials", None), as_user=getattr(args, "as_user", None))
+
+
+def cli_queue(args: argparse.Namespace) -> int:
+    """``legionrm hold|release|top ID...`` and ``legionrm update ID... --priority N|--qos Q``: one
+    line per request, its state and reason; exit 1 when any was refused."""
+    from legionrm.client.errors import GatewayError
+
+    c = typed(args)
+    refused = 0
+    for rid in args.ids:
+        try:
+            if args.command == "update":
+                if args.priority is None and args.qos is None:
+                    raise ConfigError("give --priority N (or none: back to the formula) and/or --qos NAME", file="update")
+                prio = None if args.priority in (None, "none") else int(args.priority)
+                info = c.update(rid, priority=prio, qos=args.qos, clear_priority=args.priority == "none")
+            else:
+                info = getattr(c, args.command)(rid)
+        except GatewayError as exc:
+            refused += 1
+            print(json.dumps({"id": rid, "code": exc.code, "reason": exc.reason}) if args.json
+                  else f"{rid}: refused: {exc.code}: {exc.reason}")
+            continue
+        print(json.dumps(request_json(info.model_dump(mode="json"))) if args.json else f"{info.id}: {info.state}"
+              + (f" (held by {info.hold})" if info.hold else "") + (f": {info.reason}" if info.reason else ""))
+    return 1 if refused else 0
+
+
+def share_lines(rows: Iterable[Any]) -> str:
+    """The fair-share tree as ``sshare`` prints it: a group, then its users indented."""
+    return columns(("group/user", "shares", "norm shares", "raw usage", "decayed usage", "norm usage", "factor"),
+                   [(r.group if r.user is None else f"  {r.user}", f"{r.shares:g}", f"{r.norm_shares:.4f}",
+                     f"{r.raw_usage:.0f}", f"{r.decayed_usage:.0f}", f"{r.norm_usage:.4f}", f"{r.factor:.4f}")
+                    for r in rows],
+                   right=("shares", "norm shares", "raw usage", "decayed usage", "norm usage", "factor"))
+
+
+def cli_share(args: argparse.Namespace) -> int:
+    """``legionrm share``: shares, raw and decayed usage (cpu-seconds) and the fair-share factor."""
+    report = typed(args).share()
+    if args.json:
+        print(report.model_dump_json(indent=2))
+    else:
+        print(f"usage in cpu-seconds; half-life {report.half_life_s / 86_400:g} days"
+              if report.half_life_s > 0 else "usage in cpu-seconds; no decay")
+        print(share_lines(report.rows) if report.rows else "no users yet")
+    return 0
+
+
+def prio_lines(report: Any) -> str:
+    """Each pending request's priority and its weighted factors, as ``sprio`` prints them."""
+    w = report.weights
+    return columns(("id", "user", "qos", "priority", "age", "fairshare", "qos_f", "size", "note"),
+                   [(r.id, r.user, r.qos, f"{r.priority:.0f}" + ("*" if r.fixed else ""), f"{w.get('age', 0) * r.age:.0f}",
+                     f"{w.get('fairshare', 0) * r.fairshare:.0f}", f"{w.get('qos', 0) * r.qos_factor:.0f}",
+                     f"{w.get('size', 0) * r.size:.0f}", r.blocked or "-") for r in report.rows],
+                   right=("priority", "age", "fairshare", "qos_f", "size"))
+
+
+def cli_prio(args: argparse.Namespace) -> int:
+    """``legionrm prio``: the pending requests in queue order, each priority and its weighted factors
+    (``*``: an administrator's fixed priority), then the held ones."""
+    report = typed(args).prio()
+    if args.json:
+        print(report.model_dump_json(indent=2))
+    else:
+        print(prio_lines(report) if report.rows else "no pending requests")
+    return 0
 
 
 # --- explain / hosts / pools / status ----------------------------------------------------------

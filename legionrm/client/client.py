@@ -35,6 +35,7 @@ from legionrm.models.api import (
     QueryResult,
     SubmitResult,
 )
+from legionrm.models.priority import PrioReport, ShareReport, UpdateBody
 from legionrm.models.requests import FINAL_STATES, RequestInfo, StatusEvent
 from legionrm.models.work import AccountRecord
 from legionrm.models.schedules import ScheduleSuite
@@ -120,6 +121,33 @@ class Client:
         """Finished instances' accounting records that ended in ``[since, until]`` (seconds since
         the epoch), by end time: the caller's own (an administrator's: everyone's, or ``user``'s)."""
         return [self._as(AccountRecord, d) for d in self.wire.history(user, since, until, state)]
+
+    # --- the queue --------------------------------------------------------------------------------
+
+    def hold(self, request_id: str) -> RequestInfo:
+        """Hold a pending request: it waits, unconsidered, until released."""
+        return self._as(RequestInfo, self.call("POST", f"/requests/{_seg(request_id)}/hold"))
+
+    def release(self, request_id: str) -> RequestInfo:
+        return self._as(RequestInfo, self.call("POST", f"/requests/{_seg(request_id)}/release"))
+
+    def update(self, request_id: str, *, priority: int | None = None, qos: str | None = None,
+               clear_priority: bool = False) -> RequestInfo:
+        """Set a pending request's fixed priority or its QoS (administrators)."""
+        body = UpdateBody(priority=priority, qos=qos, clear_priority=clear_priority)
+        return self._as(RequestInfo, self.call("POST", f"/requests/{_seg(request_id)}/update", body))
+
+    def top(self, request_id: str) -> RequestInfo:
+        """Put a pending request first (administrators)."""
+        return self._as(RequestInfo, self.call("POST", f"/requests/{_seg(request_id)}/top"))
+
+    def share(self) -> ShareReport:
+        """The fair-share tree, as ``sshare`` shows it."""
+        return self._as(ShareReport, self.call("GET", "/share"))
+
+    def prio(self) -> PrioReport:
+        """Each pending request's priority factors, as ``sprio`` shows them."""
+        return self._as(PrioReport, self.call("GET", "/prio"))
 
     # --- the system -----------------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ from legionrm.models.api import (
     SubmitBody,
     SubmitResult,
 )
+from legionrm.models.priority import PrioReport, ShareReport, UpdateBody
 from legionrm.version import __version__
 
 Route = tuple[str, str, type[BaseModel] | None, type[BaseModel] | None, str]
@@ -47,6 +48,12 @@ ROUTES: tuple[Route, ...] = (
     ("get", "/requests/{id}/events", None, EventList, "Its status changes after ?cursor= (show --follow)"),
     ("get", "/requests/{id}/logs", None, LogsResult, "A request's output, as its node's runner kept it (?instance=N)"),
     ("get", "/history", None, HistoryList, "Finished instances' accounting records, ?user=&since=&until=&state="),
+    ("post", "/requests/{id}/hold", None, RequestInfo, "Hold a pending request (its owner or an administrator)"),
+    ("post", "/requests/{id}/release", None, RequestInfo, "Release a held request (an owner: only their own hold)"),
+    ("post", "/requests/{id}/update", UpdateBody, RequestInfo, "Set a pending request's priority or QoS (administrators)"),
+    ("post", "/requests/{id}/top", None, RequestInfo, "Put a pending request first (administrators)"),
+    ("get", "/share", None, ShareReport, "The fair-share tree: shares, raw and decayed usage, factors (sshare)"),
+    ("get", "/prio", None, PrioReport, "Each pending request's priority factors (sprio)"),
     ("post", "/query", QueryBody, QueryResult, "A MIL query, answered as the caller"),
     ("post", "/plan", PlanBody, PlanResult, "Plan without enacting (get_candidate_placements, explain)"),
     ("get", "/hosts", None, HostList, "The hosts the caller may use"),

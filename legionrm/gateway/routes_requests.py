@@ -1,5 +1,7 @@
-"""The request routes: submit, list, show, cancel, logs (``/api/v1/requests...``), and the
-accounting records of finished instances (``/api/v1/history``).
+"""The request routes: submit, list, show, cancel, logs (``/api/v1/requests...``); the
+accounting records of finished instances (``/api/v1/history``); the queue's hold, release,
+update and top (``/api/v1/requests/ID/hold``...), and its views, the fair-share tree and the
+pending requests' priorities (``/api/v1/share``, ``/api/v1/prio``).
 
 A submitted request is a request file's tables (or its TOML text) with
 ``--set`` overrides; its ``[identity]``, when present, must name the caller
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import tomllib
+from collections.abc import Awaitable, Callable
 from typing import Any, get_args
 
 from aiohttp import web
@@ -32,6 +35,7 @@ from legionrm.models.api import (
     SubmitBody,
     SubmitResult,
 )
+from legionrm.models.priority import UpdateBody
 from legionrm.request_file import parse_request
 from legionrm.tomlio import loads_toml
 
@@ -48,6 +52,11 @@ def add(app: web.Application) -> None:
     r.add_get(f"{API_PREFIX}/requests/{{id}}/logs", logs)
     r.add_get(f"{API_PREFIX}/requests/{{id}}/events", events)
     r.add_get(f"{API_PREFIX}/history", history)
+    for verb in ("hold", "release", "top"):
+        r.add_post(f"{API_PREFIX}/requests/{{id}}/{verb}", queue_verb(verb))
+    r.add_post(f"{API_PREFIX}/requests/{{id}}/update", update)
+    r.add_get(f"{API_PREFIX}/share", share)
+    r.add_get(f"{API_PREFIX}/prio", prio)
 
 
 def request_from(doc: dict[str, Any] | None, toml: str | None, overrides: dict[str, str], rid: str | None,
@@ -184,3 +193,30 @@ async def history(request: web.Request) -> web.Response:
             return refusal(422, codes.REQUEST_INVALID, f"{key} must be seconds since the epoch, not {q[key]!r}")
     records = await request.app[PLANE].call(user_of(request), "scheduler", "history", ask)
     return answer(HistoryList(records=tuple(records)))
+
+
+def queue_verb(verb: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """``hold`` / ``release`` (the request's owner or an administrator) or ``top`` (administrators)."""
+
+    async def handle(request: web.Request) -> web.Response:
+        return answer(await request.app[PLANE].call(user_of(request), "scheduler", verb,
+                                                     {"request_id": request.match_info["id"]}))
+
+    handle.__name__ = verb
+    return handle
+
+
+async def update(request: web.Request) -> web.Response:
+    """An administrator sets a pending request's fixed priority, or its QoS."""
+    body: UpdateBody = await body_of(request, UpdateBody)
+    return answer(await request.app[PLANE].call(user_of(request), "scheduler", "update", {
+        "request_id": request.match_info["id"], "priority": body.priority, "qos": body.qos,
+        "clear_priority": body.clear_priority}))
+
+
+async def share(request: web.Request) -> web.Response:
+    return answer(await request.app[PLANE].call(user_of(request), "scheduler", "share", {}))
+
+
+async def prio(request: web.Request) -> web.Response:
+    return answer(await request.app[PLANE].call(user_of(request), "scheduler", "prio", {}))

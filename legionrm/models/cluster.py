@@ -71,6 +71,7 @@ class ClassSpec(Frozen):
     max_instances: int | None = Field(None, ge=0, le=2**63 - 1)
     policy: str | None = None
     policy_args: dict = Field(default_factory=dict)
+    qos: str | None = None  # the QoS of a request whose first object is of this class and that chooses none
 
 
 class CollectionSettings(Frozen):
@@ -132,6 +133,7 @@ class ClusterSpec(Frozen):
     fairshare: dict[str, Any] = Field(default_factory=dict)  # the [fairshare] table, checked (scheduler.wiring.core_for_cluster)
     pools: tuple[PoolSpec, ...] = ()  # the [[pool]] tables (scheduler.wiring.pool_gate); none: no admission control
     runner: RunnerSpec = RunnerSpec()  # the [runner] table
+    qos: tuple[dict[str, Any], ...] = ()  # the [[qos]] tables, checked (scheduler.priority.site_settings)
 
     def default_pool(self) -> str | None:
         """The path of the pool marked ``default``, if any."""

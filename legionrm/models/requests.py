@@ -134,6 +134,10 @@ class RequestInfo(Frozen):
     exit_code: int | None = None
     """The work's exit code: the first non-zero of its instances' runs, else 0
     (``128 + signal`` for a run a signal ended); None until a run's result is known."""
+    qos: str | None = None
+    """The QoS it chose (None: its class's default)."""
+    hold: str | None = None
+    """``user`` or ``admin`` while held."""
 
 
 class HeldReservation(Frozen):

@@ -128,6 +128,13 @@ class SchedulingRequest(Frozen):
     walltime_s: float | None = Field(None, gt=0, le=MAX_WALLTIME_S, allow_inf_nan=False)
     """The walltime of every object request that gives none of its own.  A
     request with a ``start`` needs a walltime for every object request."""
+    qos: str | None = Field(None, min_length=1, max_length=200)
+    """The quality of service it chooses (a ``[[qos]]`` of the cluster file); None: its class's default."""
+    priority: int | None = Field(None, ge=-MAX_PRIORITY, le=MAX_PRIORITY)
+    """An administrator's fixed priority: replaces the multifactor formula's
+    (:mod:`legionrm.scheduler.priority.multifactor`).  Anyone else's request that sets it is refused."""
+    hold: Literal["user", "admin"] | None = None
+    """Held (by its user or by an administrator): it waits, unconsidered, until released."""
 
     @model_validator(mode="after")
     def _walltimes(self) -> "SchedulingRequest":

@@ -16,6 +16,9 @@ The Legion scheduler itself (this package's modules):
 * ``ahead``: requests reserved ahead of time, started by the clock;
 * ``mobility``: objects deactivated, activated and migrated;
 * ``sharegate``: the fair-share core's class rules applied to one request;
+* ``priority``: who goes next, as the site sets it: QoS tables and limits,
+  fair-share usage decayed with a half-life, the multifactor formula, holds
+  (it reads the book's entries; the queue and the door use it);
 * ``ports``: the Protocols of its collaborators; ``wiring``: the one place
   a Scheduler and its collaborators are built, from the cluster's settings;
   ``actor``: the Ray shell.

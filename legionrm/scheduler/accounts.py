@@ -17,7 +17,7 @@ restarted pool owner forgot.  Pure: no Ray.
 from __future__ import annotations
 
 import logging
-from typing import Callable, Mapping
+from typing import Callable
 
 from legionrm import codes
 from legionrm.collection.collection import CollectionSnapshot
@@ -90,10 +90,6 @@ class Accounts:
     def shape(self, request: SchedulingRequest) -> tuple[SchedulingRequest, list[PlacementFailure]]:
         """The request as its DUCC classes shape it (unchanged without classes)."""
         return self.shares.shape(request) if self.shares is not None else (request, [])
-
-    def class_order(self) -> tuple[Mapping[str, int], Mapping[str, float]]:
-        """The DUCC classes' (priority, weight) by class name, for the queue's order."""
-        return self.shares.class_order() if self.shares is not None else ({}, {})
 
     def refuse_owner(self, request: SchedulingRequest) -> Refusal | None:
         """Why the request's user has no OS account its work could run as here (None: it has one, or

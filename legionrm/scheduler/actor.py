@@ -364,6 +364,29 @@ class SchedulerActor(WorkCalls):
     def cancel(self, request_id: str, reason: str = "cancelled by its user", proof: Any = None) -> RequestInfo:
         return self.door.cancel(request_id, reason, proof)
 
+    # --- the queue (see the door: who may call which) -------------------------------------------
+
+    def hold(self, request_id: str, proof: Any = None) -> RequestInfo:
+        return self.door.hold(request_id, proof)
+
+    def release(self, request_id: str, proof: Any = None) -> RequestInfo:
+        return self.door.release(request_id, proof)
+
+    def update(self, request_id: str, priority: int | None = None, qos: str | None = None, clear_priority: bool = False,
+               proof: Any = None) -> RequestInfo:
+        return self.door.update(request_id, priority, qos, clear_priority, proof)
+
+    def top(self, request_id: str, proof: Any = None) -> RequestInfo:
+        return self.door.top(request_id, proof)
+
+    @ray.method(concurrency_group="control")
+    def share(self, proof: Any = None) -> Any:
+        return self.door.share(proof)
+
+    @ray.method(concurrency_group="control")
+    def prio(self, proof: Any = None) -> Any:
+        return self.door.prio(proof)
+
     # --- objects: deactivate / migrate (activate: scheduleObjects with ``activate``) -----------
 
     def deactivate(self, object_id: str, reason: str = "deactivated by its user", proof: Any = None

@@ -8,6 +8,11 @@ over the call's name and its arguments; the door verifies it with its
 - ``scheduleObjects``: the request's identity is replaced by the verified
   caller's (their name and the registry's groups, never what the request
   claims); ``activate`` may name only the caller's own instances;
+- ``scheduleObjects`` of anyone but an administrator that sets ``priority``
+  or ``weight`` is refused (``request.priority``): the site sets them;
+- ``hold`` / ``release``: the request's owner or an admin (an owner releases
+  only their own hold); ``update`` / ``top``: administrators only;
+  ``share`` / ``prio``: a user sees their own rows;
 - ``list_requests``: a user sees only their own requests (an admin all);
 - ``request_info`` / ``cancel``: only the request's owner (or an admin);
 - ``deactivate`` / ``activate`` / ``migrate`` / ``object_status`` of an object: only the
@@ -58,8 +63,10 @@ from legionrm.models import (
     SchedulingRequest,
     StatusEvent,
 )
+from legionrm.models.priority import PrioReport, ShareReport
 from legionrm.scheduler.confirm import refused_at_door
 from legionrm.scheduler.mobility import Mobility
+from legionrm.scheduler.priority import QueueControl
 from legionrm.scheduler.scheduler import Scheduler
 from legionrm.state import SqliteFile
 
@@ -70,6 +77,14 @@ class SchedulerDoor:
     def __init__(self, core: Scheduler, guard: Guard | None = None, enactor: str = ENACTOR,
                  mobility: Mobility | None = None) -> None:
         self.core, self.guard, self.enactor, self.mobility = core, guard, enactor, mobility
+        self._control: QueueControl | None = None
+
+    @property
+    def control(self) -> QueueControl:
+        """Hold, release, update and top over the core's queue (made on first use)."""
+        if self._control is None:
+            self._control = QueueControl(self.core.book, self.core.queue.site, self.core.replan)
+        return self._control
 
     @property
     def open(self) -> bool:
@@ -88,6 +103,15 @@ class SchedulerDoor:
         if isinstance(who, Refusal):
             return refused_at_door(request, who)
         request = request.model_copy(update={"identity": who.identity(request.identity.class_name)})
+        if not who.is_admin:  # the site sets priority: a user's own priority or weight would jump the queue
+            field = user_priority(request)
+            if field is not None:
+                return refused_at_door(request, Refusal(
+                    code=codes.REQUEST_PRIORITY, by="scheduler",
+                    reason=f"{field}: only an administrator sets a request's priority or weight; "
+                           "the site sets them (choose a qos)"), key=field)
+            if request.hold is not None:
+                request = request.model_copy(update={"hold": "user"})
         for iid in request.activate:
             entry = self.core.book.owner_of(iid)
             if entry is not None and not (ok := may_act_on(who, entry.user, admin_may=True)):
@@ -133,6 +157,44 @@ class SchedulerDoor:
         if who is not None:
             raise_if_refused(may_act_on(who, self.core.request_info(request_id).user, admin_may=True))
         return self.core.cancel(request_id, reason)
+
+    # --- the queue: hold and release (its owner or an admin), update and top (an admin) ----------
+
+    def _owner_or_admin(self, proof: Any, call: str, args: dict[str, Any]) -> bool:
+        """May the caller act on ``args["request_id"]``?  Raises if not; True for an administrator (or an open door)."""
+        who = self.caller(proof, call, args)
+        if who is None:
+            return True
+        raise_if_refused(may_act_on(who, self.core.request_info(args["request_id"]).user, admin_may=True))
+        return who.is_admin
+
+    def hold(self, request_id: str, proof: Any = None) -> RequestInfo:
+        admin = self._owner_or_admin(proof, "hold", {"request_id": request_id})
+        return self.control.hold(request_id, admin)
+
+    def release(self, request_id: str, proof: Any = None) -> RequestInfo:
+        admin = self._owner_or_admin(proof, "release", {"request_id": request_id})
+        return self.control.release(request_id, admin)
+
+    def update(self, request_id: str, priority: int | None = None, qos: str | None = None,
+               clear_priority: bool = False, proof: Any = None) -> RequestInfo:
+        args = {"request_id": request_id, "priority": priority, "qos": qos, "clear_priority": clear_priority}
+        self.require_admin(proof, "update", args, "update a request")
+        return self.control.update(request_id, priority, qos, clear_priority)
+
+    def top(self, request_id: str, proof: Any = None) -> RequestInfo:
+        self.require_admin(proof, "top", {"request_id": request_id}, "put a request on top")
+        return self.control.top(request_id)
+
+    def share(self, proof: Any = None) -> ShareReport:
+        """The fair-share tree (a user: the groups and their own row)."""
+        user = self.view_user(proof, "share", {})
+        return self.core.queue.site.share_report(self.core.book.entries(), user)
+
+    def prio(self, proof: Any = None) -> PrioReport:
+        """Each pending request's priority factors (a user: their own requests)."""
+        user = self.view_user(proof, "prio", {})
+        return self.core.queue.site.prio_report(self.core.book.entries(), user)
 
     # --- objects: deactivate / migrate (their owner or an admin) -----------------------------
 
@@ -353,3 +415,15 @@ def own_report(report: CycleReport, user: str | None) -> CycleReport:
         "refused": tuple(c for c in report.refused if c.user == user),
         "hosts": {h: s for h, s in report.hosts.items() if h in hosts},
         "needy": tuple(j for j in report.needy if j in jobs)})
+
+
+def user_priority(request: SchedulingRequest) -> str | None:
+    """The first place ``request`` sets a priority or a weight itself (``priority``,
+    ``object[0].weight``), or None: only an administrator's request may."""
+    if request.priority is not None:
+        return "priority"
+    for i, obj in enumerate(request.objects):
+        for name in ("priority", "weight"):
+            if getattr(obj, name) is not None:
+                return f"object[{i}].{name}"
+    return None

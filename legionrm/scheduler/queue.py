@@ -1,9 +1,11 @@
 """The Scheduler's queue: the requests that wait, in the order they go next,
 and the one attempt each may have under way.
 
-:meth:`RequestQueue.order` lists the pending requests by
-:func:`~legionrm.scheduler.requests.queue_order` (priority, the user's
-running share, age).  :meth:`RequestQueue.claim` gives a request to one
+:meth:`RequestQueue.order` lists the pending requests that are not held by
+the site's multifactor priority (:class:`~legionrm.scheduler.priority.SitePolicy`:
+QoS, fair share with memory, age, size); :meth:`RequestQueue.replan` skips a
+request over a limit of its QoS (:meth:`RequestQueue.blocked`) and keeps it
+pending with the limit as its reason.  :meth:`RequestQueue.claim` gives a request to one
 attempt at a time (a re-plan never races a first attempt); a cancel that
 comes while an attempt holds it is remembered (:meth:`ask_cancel`) and
 carried out when the attempt ends.  :meth:`RequestQueue.replan` runs the
@@ -15,19 +17,19 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterator
 
-from legionrm.scheduler.requests import Entry, RequestBook, queue_order
+from legionrm.models import Refusal
+from legionrm.scheduler.priority import SitePolicy
+from legionrm.scheduler.requests import Entry, RequestBook
 
 
 class RequestQueue:
-    """The pending requests of ``book``; ``class_order`` gives the DUCC
-    classes' (priority, weight) by class name.  Thread-safe."""
+    """The pending requests of ``book``, in the order and under the limits of ``site``.  Thread-safe."""
 
-    def __init__(self, book: RequestBook,
-                 class_order: Callable[[], tuple[Mapping[str, int], Mapping[str, float]]]) -> None:
+    def __init__(self, book: RequestBook, site: SitePolicy) -> None:
         self._book = book
-        self._class_order = class_order
+        self.site = site
         self._lock = threading.Lock()
         self._replan_lock = threading.Lock()
         self._dirty = threading.Event()
@@ -35,15 +37,12 @@ class RequestQueue:
         self._cancel_asked: set[str] = set()
 
     def order(self) -> list[Entry]:
-        """The pending requests in the order they go next (:func:`queue_order`)."""
-        entries = self._book.entries()
-        pending = [e for e in entries if e.state == "pending"]
-        usage: dict[str, float] = {}
-        for e in entries:
-            if e.state == "running":
-                usage[e.user] = usage.get(e.user, 0.0) + e.cpus()
-        prio, weight = self._class_order()
-        return queue_order(pending, prio, weight, usage)
+        """The pending requests that are not held, in the order they go next (highest priority first)."""
+        return self.site.order(self._book.entries())
+
+    def blocked(self, entry: Entry) -> Refusal | None:
+        """Why ``entry`` may not be tried now (held, or over a QoS limit); None: it may."""
+        return self.site.blocked(entry, self.site.limits(self._book.entries(), entry.user))
 
     @contextmanager
     def claim(self, request_id: str) -> Iterator[bool]:
@@ -75,10 +74,11 @@ class RequestQueue:
             return True
         return False
 
-    def replan(self, attempt: Callable[[Entry], bool]) -> int:
+    def replan(self, attempt: Callable[[Entry], bool], wait: Callable[[Entry, Refusal], object]) -> int:
         """Give every pending request, in order, one more ``attempt`` (True:
-        it started); returns how many started.  If a re-plan is running
-        already, this asks it to go round once more and returns 0."""
+        it started), or, when it is over a QoS limit, ``wait`` with the limit;
+        returns how many started.  If a re-plan is running already, this asks
+        it to go round once more and returns 0."""
         self._dirty.set()
         if not self._replan_lock.acquire(blocking=False):
             return 0
@@ -86,10 +86,18 @@ class RequestQueue:
         try:
             while self._dirty.is_set():
                 self._dirty.clear()
-                for entry in self.order():
+                entries = self._book.entries()
+                limits = self.site.limits(entries)  # counted once a pass; each start is added as it happens
+                for entry in self.site.order(entries):
                     with self.claim(entry.id) as claimed:  # one attempt at a time per request
-                        if claimed and entry.state == "pending":
-                            started += attempt(entry)
+                        if not claimed or entry.state != "pending":
+                            continue
+                        why = self.site.blocked(entry, limits)
+                        if why is not None:
+                            wait(entry, why)
+                        elif attempt(entry):
+                            limits.started(self.site.ask(entry))
+                            started += 1
         finally:
             self._replan_lock.release()
         return started

@@ -1,5 +1,5 @@
 """The life of a request: states, transitions with time and reason, the
-instances it owns, and the order in which waiting requests go next.
+instances it owns.
 
 ``pending -> admitted -> placing -> running -> completed | failed | cancelled``
 (a request with a future start goes ``placing -> reserved -> running``: its
@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable
 
 from legionrm.errors import SchedulingError
 from legionrm.events.triggers import INSTANCE_STATUS, STATUS_OF
@@ -101,7 +101,7 @@ class Entry:
         return next((o.walltime_s for o in self.request.objects if o.class_name == class_name), None)
 
     def cpus(self) -> float:
-        """The cpus this request asks for in all (its weight in the queue's fair share)."""
+        """The cpus this request asks for in all (its size in the queue's priority)."""
         return sum(o.count * o.cpus for o in self.request.objects)
 
     def failed_work(self) -> bool:
@@ -126,7 +126,7 @@ class Entry:
             pool=self.request.pool, submitted=self.submitted, earliest_start=self.earliest_start,
             start=self.request.start,
             instances=tuple(self.instances.values()), failures=self.failures, history=tuple(self.history),
-            exit_code=self.exit_code(),
+            exit_code=self.exit_code(), qos=self.request.qos, hold=self.request.hold,
         )
 
 
@@ -366,22 +366,3 @@ class RequestBook:
                 draft.instances[instance_id] = info.model_copy(update={"result": result})
                 self._commit(entry, draft)
 
-
-def queue_order(pending: Iterable[Entry], priority: Mapping[str, int], weight: Mapping[str, float],
-                usage: Mapping[str, float]) -> list[Entry]:
-    """Who goes next among waiting requests, as DUCC orders its work: by
-    priority first (lower number first; a request's priority is its objects'
-    best, else its DUCC class's, else 0), then by weighted fair share between
-    users (the user whose running cpus divided by their weight is smallest
-    goes first; a class's weight applies to its requests, default 1), then by
-    age.  ``priority`` and ``weight`` map DUCC class names to theirs;
-    ``usage`` maps a user to the cpus their running requests hold."""
-
-    def key(e: Entry) -> tuple[int, float, float, str]:
-        objs = e.request.objects
-        prios = [o.priority if o.priority is not None else priority.get(o.ducc_class or "", 0) for o in objs]
-        weights = [o.weight if o.weight is not None else weight.get(o.ducc_class or "", 1.0) for o in objs]
-        w = max(weights, default=1.0)
-        return (min(prios, default=0), usage.get(e.user, 0.0) / w, e.submitted, e.id)
-
-    return sorted(pending, key=key)

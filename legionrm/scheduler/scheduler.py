@@ -2,6 +2,10 @@
 
 ``scheduleObjects(request)`` runs, in order:
 
+0. the site's queue (:mod:`legionrm.scheduler.priority`): an unknown QoS, or
+   one its user may not choose, is refused at submit; a held request, or one
+   over a limit of its QoS, waits pending with the reason; waiting requests
+   go in the order of the multifactor priority (QoS, fair share, age, size);
 1. how much (:mod:`legionrm.scheduler.sharegate`, when the cluster has DUCC
    classes): each object request's class narrows where it may run, fills
    its priority and weight, and charges non-preemptable work to its user's
@@ -39,6 +43,7 @@ from legionrm.models import (
     InstanceRef,
     ObjectRequest,
     PlacementFailure,
+    Refusal,
     RequestInfo,
     SchedulerResponse,
     SchedulerSettings,
@@ -57,6 +62,7 @@ from legionrm.scheduler.ports import (
     SnapshotSource,
     Swappable,
 )
+from legionrm.scheduler.priority import SitePolicy, site_settings
 from legionrm.scheduler.queue import RequestQueue
 from legionrm.scheduler.replan import enact_with_replans
 from legionrm.scheduler.requests import Entry, RequestBook
@@ -139,7 +145,9 @@ class Scheduler:
         self._clock = clock
         # runs' results and accounting records (none kept without a store)
         self.results = results if results is not None else Results(book, lambda: watch, None, self.name, clock)
-        self.queue = RequestQueue(book, accounts.class_order)
+        # the site's order and limits (QoS, fair share over the accounting records): queue.site
+        self.queue = RequestQueue(book, SitePolicy(site_settings(settings.cluster), self.results.store, clock,
+                                                   settings.cluster.capacity().cpus))
         self._ahead = AheadStarts(book, enactment.enactor, book_back=accounts.book_back)  # starts ahead
         self._ticks = 0
         if book.store is not None:  # restarted: each request's past back in its stream, before any live event
@@ -196,19 +204,23 @@ class Scheduler:
         idempotent (it starts instances); a repeated request id is refused."""
         validate_request(request, self._clock())
         refusal = self.accounts.refuse_owner(request)
-        if refusal is not None:  # refused at submit, never queued: nothing here can give it an account
+        if refusal is None:
+            refusal = self.queue.site.refuse(request)
+        if refusal is not None:  # refused at submit, never queued: no account for its work, or no QoS for it
             return refused_at_door(request, refusal)
         # claimed before the queue can see it, so a re-plan never races its first attempt
         with self.queue.claim(request.request_id) as claimed:
             if not claimed:
                 raise SchedulingError(f"request id {request.request_id!r} was already scheduled")
-            return self._attempt(self.book.add(request))
+            entry = self.book.add(request)
+            why = self.queue.blocked(entry)
+            return self._attempt(entry) if why is None else self._wait(entry, why)
 
     def replan(self) -> int:
         """Try every pending request again, in queue order; returns how many
         started.  Called on events (and by :meth:`tick`).  If a re-plan is
         already running, this asks it to go round once more and returns 0."""
-        return self.queue.replan(lambda entry: self._attempt(entry).ok)
+        return self.queue.replan(lambda entry: self._attempt(entry).ok, self._wait)
 
     def cancel(self, request_id: str, reason: str = "cancelled by its user") -> RequestInfo:
         """End ``request_id``: a pending request leaves the queue; a running
@@ -458,6 +470,11 @@ class Scheduler:
             self.accounts.release(entry.id)
         return SchedulerResponse(request_id=entry.id, ok=False, failures=failures, masters=masters,
                                  enact=result, message=msg, state=entry.state)
+
+    def _wait(self, entry: Entry, why: Refusal) -> SchedulerResponse:
+        """Not tried now: held, or over a limit of its QoS (pending, with that as its reason)."""
+        return self._refused(entry, [PlacementFailure(key="*", resource=why.by, code=why.code, reason=why.reason,
+                                                      stage="plan")], 0)
 
     def _succeeded(self, entry: Entry, instances: list[InstanceRef], masters: int,
                    result: EnactResult | None, prefix: str) -> SchedulerResponse:

@@ -23,8 +23,10 @@ class decides, as in DUCC:
   shares (``ceil(memory / quantum)`` quanta of its top nodepool).  A request
   is a gang: all its instances fit under the allotment or none is placed,
   with DUCC's own text (``ducc.allotment``);
-* **priority and weight**: an object request that gives neither takes its
-  class's (the pools' admission orders by priority).
+* **priority and weight**: an object request takes its class's (the pools'
+  admission orders by priority); only an administrator's request may give
+  its own (the Scheduler's door refuses anyone else's: ``request.priority``).
+  The queue's order is the site's (:mod:`legionrm.scheduler.priority`).
 
 :meth:`ShareGate.shape` is pure (it is also what ``make_schedules`` and
 ``explain`` see); :meth:`ShareGate.admit` charges the allotment and
@@ -83,11 +85,6 @@ class ShareGate:
         return cls(core.classes, core.tree, users=core.users, settings=core.settings)
 
     # --- the rules ----------------------------------------------------------------
-
-    def class_order(self) -> tuple[dict[str, int], dict[str, float]]:
-        """Each DUCC class's priority and weight (the queue's order)."""
-        cs = self.classes.classes
-        return {n: c.priority for n, c in cs.items()}, {n: c.weight for n, c in cs.items()}
 
     def class_of(self, obj: ObjectRequest) -> ResourceClass | Refusal | None:
         """The class ``obj`` names (None when it names none); a Refusal for an unknown name."""

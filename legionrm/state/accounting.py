@@ -3,8 +3,9 @@
 A table ``accounting`` in the Scheduler's SQLite file (or in memory), one row
 per instance id (a record written twice keeps the first), with the columns
 ``legionrm history`` filters on (user, end, state) and the whole
-:class:`~legionrm.models.AccountRecord` as JSON.  What the fair-share usage
-reads too.  Thread-safe (one connection behind a lock); a failed write raises
+:class:`~legionrm.models.AccountRecord` as JSON.  The queue's fair-share usage
+reads each record once, in the order written (:meth:`AccountingStore.after`).
+Thread-safe (one connection behind a lock); a failed write raises
 :class:`~legionrm.state.sqlite.StoreFault` with nothing written.
 """
 
@@ -48,3 +49,9 @@ class AccountingStore(SqliteFile):
                + " ORDER BY ended, instance_id LIMIT ?")
         rows = self._read(sql, (*args, limit))
         return [AccountRecord.model_validate_json(r[0]) for r in rows]
+
+    def after(self, row: int = 0, limit: int = 10_000) -> tuple[int, list[AccountRecord]]:
+        """Up to ``limit`` records written after row ``row``, in the order written, and the last
+        row read (``row`` when none): a reader that passes it back reads each record once."""
+        rows = self._read("SELECT rowid, body FROM accounting WHERE rowid > ? ORDER BY rowid LIMIT ?", (row, limit))
+        return (rows[-1][0] if rows else row), [AccountRecord.model_validate_json(r[1]) for r in rows]

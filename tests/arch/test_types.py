@@ -23,6 +23,7 @@ CORE = (
     "legionrm/scheduler/placement",
     "legionrm/scheduler/pools",
     "legionrm/scheduler/elastic",
+    "legionrm/scheduler/priority",
     "legionrm/objstate/shelf.py",
     "legionrm/objstate/hooks.py",
 )

@@ -64,3 +64,16 @@ def test_the_dashboard_state_answers_without_errors(door) -> None:
     url, _ = door
     view = httpx.get(url + "/api/state", params={"key": "k"}, timeout=30).json()
     assert view["errors"] == [] and view["hosts"]
+
+
+def test_the_queue_on_ray_refuses_a_users_priority_and_shows_share_and_prio(door) -> None:
+    _, paths = door
+    alice = Client.from_credentials(paths["alice"])
+    r = alice.submit({**WORKER, "priority": 5})
+    assert (r.ok, r.state, r.response.failures[0].code) == (False, "refused", "request.priority")
+    held = alice.submit({**WORKER, "hold": True})
+    assert (held.state, alice.show(held.id).hold) == ("pending", "user")
+    assert [(p.id, p.hold) for p in alice.prio().rows] == [(held.id, "user")]
+    assert alice.release(held.id).state == "running"
+    assert alice.cancel(held.id).state == "cancelled"
+    assert alice.share().half_life_s == 604_800 and all(row.user in (None, "alice") for row in alice.share().rows)

@@ -55,7 +55,7 @@ METHODS: dict[str, dict[str, str]] = {
         "object_status": OWN, "status_changes": VIEW, "register_trigger": OWN, "remove_trigger": OWN, "events_since": OWN, "complete_elastic": OWN, "update_elastic": OWN,
         "approve": ENACTOR, "approve_growth": ENACTOR,
         "audit": ADMIN, "tick": ADMIN, "run_cycle": ADMIN, "stop_cycle": ADMIN, "setCollection": ADMIN,
-        "setEnactor": ADMIN,
+        "setEnactor": ADMIN, "hold": OWN, "release": OWN, "update": ADMIN, "top": ADMIN, "share": VIEW, "prio": VIEW,
     },
     "PoolActor": {"ping": OPEN, "admit": SYSTEM, "release": SYSTEM, "held": SYSTEM, "set_capacity": SYSTEM,
                   "report": ANY, "capacity": ANY},

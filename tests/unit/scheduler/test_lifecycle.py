@@ -23,7 +23,7 @@ from legionrm.models import (
 )
 from legionrm.models.cluster import PoolResourceSpec
 from legionrm.scheduler.audit import audit, views_of
-from legionrm.scheduler.requests import ALLOWED, RequestBook, queue_order
+from legionrm.scheduler.requests import ALLOWED, RequestBook
 from legionrm.scheduler.wiring import pool_gate
 from legionrm.testing import FakeClock
 
@@ -175,18 +175,15 @@ def test_transitions_the_table_forbids_are_refused() -> None:
                 book.move(e, state, "back from the dead")
 
 
-def test_queue_goes_by_priority_then_weighted_usage_then_age() -> None:
-    book = RequestBook(FakeClock())
-    a = book.add(req("a", user="heavy"))
-    b = book.add(req("b", user="light"))
-    c = book.add(SchedulingRequest(request_id="c", identity=Identity(user="heavy"), objects=(
-        ObjectRequest(class_name="W", priority=-1),)))
-    order = queue_order([a, b, c], {}, {}, {"heavy": 8.0, "light": 1.0})
-    assert [e.id for e in order] == ["c", "b", "a"]
-    # a weight of 10 for heavy's class makes its usage count for less than light's
-    d = book.add(SchedulingRequest(request_id="d", identity=Identity(user="heavy"), objects=(
-        ObjectRequest(class_name="W", ducc_class="gold"),)))
-    assert [e.id for e in queue_order([b, d], {}, {"gold": 10.0}, {"heavy": 8.0, "light": 1.0})] == ["d", "b"]
+def test_queue_goes_by_fair_share_then_age() -> None:
+    """What runs now counts in fair share: a user holding the cluster waits behind one who holds nothing."""
+    s, clock = system()
+    s.scheduler.scheduleObjects(req("run", count=2, user="heavy"))
+    for rid, user in (("a", "heavy"), ("b", "light"), ("c", "heavy")):
+        s.scheduler.scheduleObjects(req(rid, user=user))
+        clock.advance(1)
+    clock.advance(60)  # the running work's usage builds up
+    assert [e.id for e in s.scheduler.queue.order()] == ["b", "a", "c"]
 
 
 steps = st.lists(st.one_of(

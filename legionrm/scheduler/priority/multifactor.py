@@ -1,0 +1,128 @@
+"""The multifactor priority: one formula orders every waiting request.
+
+For a pending job ``j`` of user ``u`` at time ``now``::
+
+    priority(j) = W_qos       * qos(j)        qos(j)  = qos_priority(j) / max qos priority   (0 when all are 0)
+                + W_fairshare * F(u)          F(u)    = 2^(-U(u) / S(u))                      (sharetree)
+                + W_age       * age(j)        age(j)  = min(now - submitted, max_age_s) / max_age_s
+                + W_size      * size(j)       size(j) = min(cpus(j) / total_cpus, 1)          (0 without cpus)
+
+Every factor lies in ``[0, 1]``, so each weight is the most its factor can
+add (Slurm's ``PriorityWeight*``).  An administrator's ``fixed`` priority
+(``legionrm update --priority N``, ``legionrm top``) replaces the sum.
+Higher goes first; ties go to the older submission, then the smaller id:
+:func:`rank` is a total, deterministic order.
+
+Pure functions over plain values (no Ray, no book): :func:`rank` gives each
+job's factors in order (``legionrm prio``), :func:`order` the same order as
+positions, computed as columns (the queue's every pass); a simulator
+(``legionrm simulate --swf``) may call either with its own jobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Weights:
+    """The most each factor adds to a priority (``[fairshare.weights]``)."""
+
+    qos: float = 10_000.0
+    fairshare: float = 10_000.0
+    age: float = 1_000.0
+    size: float = 1_000.0
+
+
+@dataclass(frozen=True)
+class Formula:
+    """The formula's constants: the weights, the age at which the age factor
+    is full, the highest QoS priority (the QoS factor's 1), and the cluster's
+    cpus (the size factor's 1; 0: no size factor)."""
+
+    weights: Weights = Weights()
+    max_age_s: float = 7 * 86_400.0
+    max_qos_priority: int = 0
+    total_cpus: float = 0.0
+
+
+@dataclass(frozen=True)
+class PendingJob:
+    """What the formula needs of one waiting request."""
+
+    id: str
+    user: str
+    submitted: float
+    cpus: float = 0.0
+    qos_priority: int = 0
+    fixed: int | None = None
+    """An administrator's priority: replaces the formula's sum."""
+
+
+@dataclass(frozen=True)
+class Factors:
+    """One job's factors (each in ``[0, 1]``) and its priority."""
+
+    id: str
+    user: str
+    submitted: float
+    priority: float
+    qos: float
+    fairshare: float
+    age: float
+    size: float
+    fixed: bool = False
+
+
+def factors(job: PendingJob, fairshare: float, now: float, formula: Formula) -> Factors:
+    """``job``'s factors and priority at ``now``, its user's fair-share factor being ``fairshare``."""
+    w = formula.weights
+    qos = min(1.0, max(0.0, job.qos_priority / formula.max_qos_priority)) if formula.max_qos_priority > 0 else 0.0
+    fs = min(1.0, max(0.0, fairshare))
+    age = min(1.0, max(0.0, now - job.submitted) / formula.max_age_s) if formula.max_age_s > 0 else 0.0
+    size = min(1.0, max(0.0, job.cpus) / formula.total_cpus) if formula.total_cpus > 0 else 0.0
+    total = w.qos * qos + w.fairshare * fs + w.age * age + w.size * size
+    if job.fixed is not None:
+        return Factors(job.id, job.user, job.submitted, float(job.fixed), qos, fs, age, size, True)
+    return Factors(job.id, job.user, job.submitted, total, qos, fs, age, size)
+
+
+def order_key(f: Factors) -> tuple[float, float, str]:
+    """Higher priority first, then the older, then the smaller id."""
+    return (-f.priority, f.submitted, f.id)
+
+
+def rank(jobs: Iterable[PendingJob], fairshare: Mapping[str, float], now: float, formula: Formula) -> list[Factors]:
+    """Every job's factors, in the order the jobs go next (see the module).
+    ``fairshare`` maps a user to their factor; a user it lacks has used
+    nothing (factor 1)."""
+    return sorted((factors(j, fairshare.get(j.user, 1.0), now, formula) for j in jobs), key=order_key)
+
+
+def order(jobs: Sequence[PendingJob], fairshare: Mapping[str, float], now: float, formula: Formula) -> list[int]:
+    """The positions in ``jobs`` in the order :func:`rank` gives (the same
+    formula and ties), computed as numpy columns: the queue's hot path."""
+    n = len(jobs)
+    if n == 0:
+        return []
+    w = formula.weights
+    sub = np.fromiter((j.submitted for j in jobs), float, n)
+    cpus = np.fromiter((j.cpus for j in jobs), float, n)
+    qp = np.fromiter((j.qos_priority for j in jobs), float, n)
+    fs = np.clip(np.fromiter((fairshare.get(j.user, 1.0) for j in jobs), float, n), 0.0, 1.0)
+    qos = np.clip(qp / formula.max_qos_priority, 0.0, 1.0) if formula.max_qos_priority > 0 else np.zeros(n)
+    age = (np.clip(np.maximum(now - sub, 0.0) / formula.max_age_s, 0.0, 1.0) if formula.max_age_s > 0
+           else np.zeros(n))
+    size = np.clip(np.maximum(cpus, 0.0) / formula.total_cpus, 0.0, 1.0) if formula.total_cpus > 0 else np.zeros(n)
+    prio = w.qos * qos + w.fairshare * fs + w.age * age + w.size * size
+    for i, j in enumerate(jobs):
+        if j.fixed is not None:
+            prio[i] = float(j.fixed)
+    ids = np.array([j.id for j in jobs], dtype=object)
+    id_rank = np.argsort(ids, kind="stable")  # ids as ranks: lexsort takes numbers
+    id_pos = np.empty(n, dtype=np.int64)
+    id_pos[id_rank] = np.arange(n)
+    return [int(i) for i in np.lexsort((id_pos, sub, -prio))]

@@ -1,0 +1,192 @@
+"""The site's queue policy over a Scheduler's request book: :class:`SitePolicy`.
+
+It joins the pure parts to the book's entries: which QoS a request is in
+(:mod:`~legionrm.scheduler.priority.settings`), its users' usage from the
+accounting records and what runs now (:mod:`~legionrm.scheduler.priority.usage`),
+the fair-share factors (:mod:`~legionrm.scheduler.priority.sharetree`), the
+order (:func:`~legionrm.scheduler.priority.multifactor.rank`) and the QoS limits
+(:mod:`~legionrm.scheduler.priority.limits`); and it answers ``legionrm share``
+and ``legionrm prio``.  Thread-safe.  Pure: no Ray.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable, Iterable
+from typing import Protocol
+
+from legionrm import codes
+from legionrm.models import AccountRecord, Refusal, SchedulingRequest
+from legionrm.models.priority import PrioReport, PrioRow, ShareReport
+from legionrm.scheduler.priority.limits import Ask, QosLimits
+from legionrm.scheduler.priority.multifactor import Factors, PendingJob, factors, order, rank
+from legionrm.scheduler.priority.settings import SiteSettings
+from legionrm.scheduler.priority.sharetree import ShareTree
+from legionrm.scheduler.priority.usage import Usage, UsageLedger, Use
+from legionrm.scheduler.requests import Entry
+
+HOLDING = ("admitted", "placing", "reserved", "running")
+"""The states in which a request holds (or is taking) its cpus: they count against its QoS's limits."""
+
+
+class RecordSource(Protocol):
+    def after(self, row: int = 0, limit: int = 10_000) -> tuple[int, list[AccountRecord]]: ...
+
+
+class SitePolicy:
+    """The queue policy of ``settings`` over the records of ``records`` (None:
+    only what runs counts), at ``clock``'s time, on a cluster of ``total_cpus``."""
+
+    def __init__(self, settings: SiteSettings, records: RecordSource | None, clock: Callable[[], float],
+                 total_cpus: float = 0.0) -> None:
+        self.settings = settings
+        self.formula = dataclasses.replace(settings.formula, total_cpus=total_cpus)
+        self.tree = ShareTree(settings.groups)
+        self._records, self._clock = records, clock
+        self._ledger = UsageLedger(settings.half_life_s)
+        self._row = 0
+        self._lock = threading.Lock()
+        self._jobs: dict[str, tuple[SchedulingRequest, PendingJob]] = {}
+
+    # --- a request's QoS -----------------------------------------------------------------
+
+    def qos_of(self, request: SchedulingRequest) -> str:
+        """The QoS ``request`` chose, else its first object's class's, else the site's default."""
+        first = request.objects[0].class_name if request.objects else None
+        return self.settings.qos_name(first, request.qos)
+
+    def refuse(self, request: SchedulingRequest) -> Refusal | None:
+        """Why ``request`` cannot be queued at all: its QoS is unknown, or not
+        its user's to choose (an administrator may move a request to any QoS)."""
+        name = self.qos_of(request)
+        q = self.settings.qos.get(name)
+        if q is None:
+            return Refusal(code=codes.QOS_UNKNOWN, by="qos",
+                           reason=f"no QoS {name!r} (known: {', '.join(sorted(self.settings.qos))})")
+        if request.qos is not None and not q.admits(request.identity.user, request.identity.groups):
+            return Refusal(code=codes.QOS_DENIED, by="qos",
+                           reason=f"user {request.identity.user!r} may not choose QoS {name!r}")
+        return None
+
+    def ask(self, entry: Entry) -> Ask:
+        walls = [o.walltime_s for o in entry.request.objects if o.walltime_s is not None]
+        return Ask(entry.id, entry.user, self.qos_of(entry.request), entry.submitted, entry.cpus(),
+                   max(walls) if walls else None)
+
+    # --- usage and fair share --------------------------------------------------------------
+
+    def usage(self, entries: Iterable[Entry], now: float | None = None) -> dict[str, Usage]:
+        """Each user's raw and decayed cpu-seconds: finished work (records read once each) and running work."""
+        now = self._clock() if now is None else now
+        with self._lock:
+            while self._records is not None:
+                self._row, got = self._records.after(self._row)
+                if not got:
+                    break
+                self._ledger.add((Use(r.user, r.cpus, r.start, r.end) for r in got), now)
+            return self._ledger.usage(now, _running(entries))
+
+    def fairshare(self, entries: list[Entry], now: float, users: Iterable[str] | None = None) -> dict[str, float]:
+        """Each user's fair-share factor (of ``users``, default every user in ``entries``, and all with usage)."""
+        usage = self.usage(entries, now)
+        every = {e.user for e in entries} if users is None else set(users)
+        return self.tree.factors({u: v.decayed for u, v in usage.items()}, every)
+
+    # --- the order and the limits ----------------------------------------------------------
+
+    def job(self, entry: Entry) -> PendingJob:
+        """What the formula needs of ``entry`` (kept while its request is the same object)."""
+        cached = self._jobs.get(entry.id)
+        if cached is not None and cached[0] is entry.request:
+            return cached[1]
+        q = self.settings.qos.get(self.qos_of(entry.request))
+        job = PendingJob(entry.id, entry.user, entry.submitted, entry.cpus(), q.priority if q else 0,
+                         entry.request.priority)
+        self._jobs[entry.id] = (entry.request, job)
+        return job
+
+    def order(self, entries: list[Entry], now: float | None = None) -> list[Entry]:
+        """The pending requests that are not held, in the order they go next (:func:`order`: as columns)."""
+        now = self._clock() if now is None else now
+        pending = [e for e in entries if e.state == "pending" and e.request.hold is None]
+        live = {e.id for e in pending}
+        for rid in [r for r in list(self._jobs) if r not in live]:  # only what waits is kept (list: a snapshot)
+            self._jobs.pop(rid, None)
+        fs = self.fairshare(entries, now, {e.user for e in pending})
+        return [pending[i] for i in order([self.job(e) for e in pending], fs, now, self.formula)]
+
+    def rank(self, entries: list[Entry], now: float | None = None) -> list[tuple[Entry, Factors]]:
+        """The pending requests that are not held, in the order they go next, with their factors."""
+        now = self._clock() if now is None else now
+        pending = {e.id: e for e in entries if e.state == "pending" and e.request.hold is None}
+        fs = self.fairshare(entries, now, {e.user for e in pending.values()})
+        ranked = rank((self.job(e) for e in pending.values()), fs, now, self.formula)
+        return [(pending[f.id], f) for f in ranked]
+
+    def limits(self, entries: list[Entry], user: str | None = None) -> QosLimits:
+        """The QoS limits over ``entries`` as they stand (held requests do not count as waiting); of
+        ``user``'s only if given.  Only QoS with a per-user limit are counted (none: nothing is)."""
+        per_user = {n for n, q in self.settings.qos.items()
+                    if q.max_running_cpus_per_user is not None or q.max_pending_per_user is not None}
+        held: dict[tuple[str, str], float] = {}
+        pending: list[Ask] = []
+        if per_user:
+            for e in entries:
+                if (user is not None and e.user != user) or (e.state not in HOLDING and e.state != "pending"):
+                    continue
+                qos = self.qos_of(e.request)
+                if qos not in per_user:
+                    continue
+                if e.state in HOLDING:
+                    held[(e.user, qos)] = held.get((e.user, qos), 0.0) + e.cpus()
+                elif e.request.hold is None:
+                    pending.append(self.ask(e))
+        return QosLimits(self.settings.qos, held, pending)
+
+    def blocked(self, entry: Entry, limits: QosLimits) -> Refusal | None:
+        """Why ``entry`` may not be tried now: held, or over a limit of its QoS (None: it may)."""
+        if entry.request.hold is not None:
+            who = "its user" if entry.request.hold == "user" else "an administrator"
+            return Refusal(code=codes.QUEUE_HELD, by="queue", reason=f"held by {who}: `legionrm release {entry.id}`")
+        return limits.blocked(self.ask(entry))
+
+    # --- views ------------------------------------------------------------------------------
+
+    def share_report(self, entries: list[Entry], user: str | None = None) -> ShareReport:
+        """The fair-share tree (``legionrm share``); for ``user``: the groups and their own row."""
+        rows = self.tree.rows(self.usage(entries), (e.user for e in entries))
+        if user is not None:
+            rows = [r for r in rows if r.user is None or r.user == user]
+        return ShareReport(half_life_s=self.settings.half_life_s, rows=tuple(rows))
+
+    def prio_report(self, entries: list[Entry], user: str | None = None) -> PrioReport:
+        """Each pending request's factors (``legionrm prio``), in queue order, then the held ones; of ``user`` only if given."""
+        now = self._clock()
+        limits = self.limits(entries)
+        ranked = self.rank(entries, now)
+        fs = self.fairshare(entries, now)
+        held = [(e, factors(self.job(e), fs.get(e.user, 1.0), now, self.formula)) for e in entries
+                if e.state == "pending" and e.request.hold is not None]
+        rows = []
+        for e, f in ranked + sorted(held, key=lambda p: (p[0].submitted, p[0].id)):
+            if user is None or e.user == user:
+                why = self.blocked(e, limits)
+                rows.append(PrioRow(id=e.id, user=e.user, qos=self.qos_of(e.request), priority=f.priority, age=f.age,
+                                    fairshare=f.fairshare, qos_factor=f.qos, size=f.size, fixed=f.fixed,
+                                    hold=e.request.hold, blocked=f"{why.code}: {why.reason}" if why is not None else ""))
+        return PrioReport(weights=dataclasses.asdict(self.formula.weights), rows=tuple(rows))
+
+
+def _running(entries: Iterable[Entry]) -> list[Use]:
+    """What runs now, as stretches of cpus from each instance's start."""
+    out = []
+    for e in entries:
+        if e.state != "running":
+            continue
+        cpus = {o.class_name: o.cpus for o in reversed(e.request.objects)}  # a class's first object wins
+        for iid in e.live_instances():
+            ref = e.refs.get(iid)
+            if ref is not None:
+                out.append(Use(e.user, cpus.get(ref.class_name, 0.0), ref.started_at, float("inf")))
+    return out
