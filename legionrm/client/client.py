@@ -23,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 from legionrm import codes
 from legionrm.client.credentials import Credentials, find
 from legionrm.client.errors import GatewayError
-from legionrm.client.wire import Request, Wire
+from legionrm.client.wire import Request, Wire, segment
 from legionrm.models.api import (
     Caller,
     CancelResult,
@@ -126,20 +126,20 @@ class Client:
 
     def hold(self, request_id: str) -> RequestInfo:
         """Hold a pending request: it waits, unconsidered, until released."""
-        return self._as(RequestInfo, self.call("POST", f"/requests/{_seg(request_id)}/hold"))
+        return self._as(RequestInfo, self.call("POST", f"/requests/{segment(request_id)}/hold"))
 
     def release(self, request_id: str) -> RequestInfo:
-        return self._as(RequestInfo, self.call("POST", f"/requests/{_seg(request_id)}/release"))
+        return self._as(RequestInfo, self.call("POST", f"/requests/{segment(request_id)}/release"))
 
     def update(self, request_id: str, *, priority: int | None = None, qos: str | None = None,
                clear_priority: bool = False) -> RequestInfo:
         """Set a pending request's fixed priority or its QoS (administrators)."""
         body = UpdateBody(priority=priority, qos=qos, clear_priority=clear_priority)
-        return self._as(RequestInfo, self.call("POST", f"/requests/{_seg(request_id)}/update", body))
+        return self._as(RequestInfo, self.call("POST", f"/requests/{segment(request_id)}/update", body))
 
     def top(self, request_id: str) -> RequestInfo:
         """Put a pending request first (administrators)."""
-        return self._as(RequestInfo, self.call("POST", f"/requests/{_seg(request_id)}/top"))
+        return self._as(RequestInfo, self.call("POST", f"/requests/{segment(request_id)}/top"))
 
     def share(self) -> ShareReport:
         """The fair-share tree, as ``sshare`` shows it."""

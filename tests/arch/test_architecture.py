@@ -73,6 +73,8 @@ LAZY = {
     ("legionrm.cli.simulate", "matplotlib.pyplot"): "same",
     ("legionrm.cli.front", "legionrm.collection.answering"): "pydantic models, only for an administrator's `status`",
     ("legionrm.cli.front", "legionrm.models"): "same",
+    ("legionrm.cli.front", "legionrm.client.client"): "the typed Client (pydantic), only for the queue verbs and views",
+    ("legionrm.cli.front", "legionrm.client.errors"): "same",
 }
 """Imports inside a function, allowed on purpose (heavy, optional, lazy)."""
 
