@@ -351,6 +351,7 @@ class Scheduler:
             self.accounts.release(request.request_id)
             failures = [f for a in result.attempts for f in a.failures]
             return self._refused(entry, failures, len(plan.masters), result)
+        entry.failures = tuple(f for a in result.attempts for f in a.failures)  # the vetoes met on the way (`show`)
         prefix = f"master {result.master + 1} of {len(plan.masters)}: "
         if ahead is not None:
             prefix = self._ahead.reserve(entry, result, len(plan.masters))

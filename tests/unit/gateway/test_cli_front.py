@@ -73,3 +73,17 @@ def test_the_cli_module_imports_neither_ray_nor_numpy() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_show_lists_the_vetoes_a_placed_request_met(ann, capsys) -> None:
+    """examples/requests/workers.toml: lab1's owner vetoes the first master schedule, a delta wins;
+    ``show`` says so even though the request runs."""
+    from pathlib import Path
+
+    run, _ = ann
+    example = str(Path(__file__).resolve().parents[3] / "examples" / "requests" / "workers.toml")
+    assert run("submit", example, "--id", "big", "--json")[0] == 0
+    assert json.loads(capsys.readouterr().out)["ok"]
+    assert run("show", "big")[0] == 0
+    out = capsys.readouterr().out
+    assert "big running" in out and "vetoes and refusals met" in out and "policy." in out, out
