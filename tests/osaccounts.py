@@ -1,13 +1,19 @@
 """Fixtures for tests that act as other OS accounts (reference/notes/os-accounts.md).
 
 * ``os_accounts``: two throwaway accounts, made with ``useradd -M -s /bin/bash``
-  and removed at the end of the session; ``{"alice": name, "bob": name}``.
+  and removed at the end of the session; ``{"alice": name, "bob": name}``
+  (``lrmtest<pid>-alice``: sessions side by side keep their own).
   Skips (saying why) when the tests do not run as root or ``useradd`` is missing.
 * ``work_python``: an interpreter every account can run: a venv made from
   Debian's ``/usr/bin/python3.11`` in a world-readable directory under /tmp,
   with this tree's ``legionrm`` installed (``--no-deps``: the function form
   needs nothing else; pip's cache is reused).  Removed at the end.  Skips when
   that interpreter is missing.
+* ``client_python``: that same venv with what legionrm's client and CLI need
+  (httpx, http-message-signatures, pydantic, cryptography and what they
+  need), copied from this interpreter's own installs (the same versions;
+  offline, in about a second).  The service's venv cannot be run by the
+  accounts (os-accounts.md), so a user's CLI runs from here.
 
 tests/conftest.py loads this module as a plugin: any test may ask for them.
 """
@@ -18,18 +24,16 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEM_PYTHON = "/usr/bin/python3.11"
-ACCOUNTS = {"alice": "lrmtest-alice", "bob": "lrmtest-bob"}
-
-
-def _exists(name: str) -> bool:
-    return subprocess.run(["id", name], capture_output=True).returncode == 0
+PREFIX = "lrmtest"
+"""Accounts are named ``lrmtest<pid>-alice``: sessions running side by side (several
+checkouts on one machine) never remove each other's accounts."""
 
 
 @pytest.fixture(scope="session")
@@ -38,15 +42,28 @@ def os_accounts() -> Iterator[dict[str, str]]:
         pytest.skip("creating OS accounts needs root (these tests run work as other accounts)")
     if shutil.which("useradd") is None:
         pytest.skip("useradd is not installed")
-    for name in ACCOUNTS.values():
-        if _exists(name):  # left by a session that died before its cleanup
-            subprocess.run(["userdel", name], capture_output=True)
+    for name in _left_behind():  # by a session that died before its cleanup
+        subprocess.run(["userdel", name], capture_output=True)
+    accounts = {who: f"{PREFIX}{os.getpid()}-{who}" for who in ("alice", "bob")}
+    for name in accounts.values():
         subprocess.run(["useradd", "-M", "-s", "/bin/bash", name], check=True, capture_output=True)
     try:
-        yield dict(ACCOUNTS)
+        yield accounts
     finally:
-        for name in ACCOUNTS.values():
+        for name in accounts.values():
             subprocess.run(["userdel", name], capture_output=True)
+
+
+def _left_behind() -> list[str]:
+    """Test accounts whose session (the pid in their name) is gone."""
+    out = []
+    for line in Path("/etc/passwd").read_text().splitlines():
+        name = line.split(":", 1)[0]
+        if name.startswith(PREFIX) and "-" in name:
+            pid = name[len(PREFIX):].split("-", 1)[0]
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                out.append(name)
+    return out
 
 
 @pytest.fixture(scope="session")
@@ -71,3 +88,47 @@ def work_python() -> Iterator[str]:
         yield str(venv / "bin" / "python")
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+CLIENT_NEEDS = ("httpx", "http-message-signatures", "pydantic", "cryptography")
+"""What ``legionrm.client`` and the CLI's gateway verbs import beyond legionrm itself."""
+
+
+def _needed(names: tuple[str, ...]) -> list:  # of importlib.metadata.Distribution
+    """The distributions ``names`` need, themselves included (their requirements without extras)."""
+    from importlib.metadata import distribution
+
+    from packaging.requirements import Requirement
+
+    seen: dict = {}
+    todo = list(names)
+    while todo:
+        dist = distribution(todo.pop())
+        key = dist.metadata["Name"].lower().replace("_", "-")
+        if key in seen:
+            continue
+        seen[key] = dist
+        for text in dist.requires or ():
+            req = Requirement(text)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return list(seen.values())
+
+
+@pytest.fixture(scope="session")
+def client_python(work_python: str) -> str:
+    venv = Path(work_python).parent.parent
+    site = next(venv.glob("lib/python3*/site-packages"))
+    for dist in _needed(CLIENT_NEEDS):
+        for f in dist.files or ():
+            src = Path(dist.locate_file(f))
+            if ".." in f.parts or not src.is_file():  # scripts beside the interpreter: not needed
+                continue
+            (site / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, site / f)
+    subprocess.run(["chmod", "-R", "a+rX", str(venv)], check=True)
+    got = subprocess.run([work_python, "-c", "import legionrm.client.client, legionrm.cli.front"],
+                         capture_output=True, text=True)
+    if got.returncode != 0:
+        pytest.fail(f"the client does not import in the accounts' venv: {got.stderr[-2000:]}")
+    return work_python

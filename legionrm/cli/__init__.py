@@ -16,7 +16,7 @@ import os
 import re
 import sys
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from legionrm.cli.errors import describe
 from legionrm.version import __version__
@@ -243,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     us.add_argument("--role", action="append", choices=("user", "owner", "admin"), help="a role (repeatable)")
     us.add_argument("--os-user", metavar="ACCOUNT",
                     help="the OS account the user's work runs as (default: the account of the same name)")
-    json_flag(us)
+    gateway_flags(us)
 
     co = add("completion", "print a shell completion script: eval \"$(legionrm completion bash)\"")
     co.add_argument("shell", choices=("bash", "zsh"), help="the shell to complete in")
@@ -315,7 +315,7 @@ def _run(args: argparse.Namespace) -> int:
         return 130
     except BrokenPipeError:
         raise  # main's to handle, as when the final flush meets it
-    except Exception as exc:  # noqa: BLE001 -- every failure goes through describe(); a bug re-raises
+    except Exception as exc:
         failure = describe(exc)
         if failure is None:
             raise

@@ -8,7 +8,8 @@ import io
 import os
 import shutil
 import sys
-from typing import Any, Iterable, TextIO
+from collections.abc import Iterable
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.table import Table

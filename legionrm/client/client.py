@@ -48,6 +48,11 @@ from legionrm.models.api import (
     RequestList,
     SubmitBody,
     SubmitResult,
+    UserAddBody,
+    UserAdded,
+    UserList,
+    UserRemoved,
+    UserRow,
 )
 from legionrm.models.requests import FINAL_STATES, RequestInfo, StatusEvent
 from legionrm.models.schedules import ScheduleSuite
@@ -198,13 +203,21 @@ class Client:
     def whoami(self) -> Caller:
         return self._as(Caller, self.call("GET", "/whoami"))
 
-    def users(self) -> list[dict[str, Any]]:
-        """Every user (administrators)."""
-        return list(self.call("GET", "/users")["users"])
+    # --- users (administrators) ---------------------------------------------------------------------
 
-    def remove_user(self, name: str) -> None:
+    def users(self) -> list[UserRow]:
+        """Every user (administrators)."""
+        return list(self._as(UserList, self.call("GET", "/users")).users)
+
+    def add_user(self, name: str, *, groups: tuple[str, ...] | list[str] = (), roles: tuple[str, ...] | list[str] = ("user",),
+                 os_user: str | None = None) -> UserAdded:
+        """Add ``name``; the gateway writes their credentials file in the service's home and says where."""
+        body = UserAddBody(name=name, groups=tuple(groups), roles=tuple(roles), os_user=os_user)
+        return self._as(UserAdded, self.call("POST", "/users", body))
+
+    def remove_user(self, name: str) -> UserRemoved:
         """Remove ``name``: their next call is refused (administrators)."""
-        self.call("DELETE", f"/users/{_seg(name)}")
+        return self._as(UserRemoved, self.call("DELETE", f"/users/{_seg(name)}"))
 
 
 def _seg(text: str) -> str:

@@ -12,6 +12,7 @@ client that speaks the standard can call legionrm (see
 from __future__ import annotations
 
 import secrets
+from datetime import datetime
 from typing import Any
 
 from cryptography.hazmat.primitives import serialization
@@ -52,8 +53,9 @@ class RequestSigner:
         self.user = user
         self._signer = HTTPMessageSigner(signature_algorithm=algorithms.ED25519, key_resolver=_OneKey(key))
 
-    def sign(self, request: Any, body: bytes) -> None:
-        """Add ``Content-Digest``, ``Signature-Input`` and ``Signature`` to ``request`` (in place)."""
+    def sign(self, request: Any, body: bytes, created: datetime | None = None) -> None:
+        """Add ``Content-Digest``, ``Signature-Input`` and ``Signature`` to ``request`` (in place),
+        signed now (or at ``created``)."""
         covered = COVERED + (("legionrm-as",) if AS_HEADER in request.headers else ())
-        self._signer.sign(request, key_id=self.user, nonce=secrets.token_hex(16), label=SIGNATURE_LABEL,
+        self._signer.sign(request, key_id=self.user, nonce=secrets.token_hex(16), label=SIGNATURE_LABEL, created=created,
                           covered_component_ids=tuple(c for c in covered if c != "content-digest"), body=body)

@@ -24,10 +24,11 @@ from pathlib import Path
 from aiohttp import web
 
 from legionrm import metrics
-from legionrm.dashboard.view import WAITING
-from legionrm.gateway import pages, tls
+from legionrm.gateway import tls
 from legionrm.gateway.app import make_app
 from legionrm.gateway.control import RayControlPlane
+from legionrm.gateway.dashboard import pages
+from legionrm.gateway.dashboard.view import WAITING
 from legionrm.gateway.serve import (
     DEFAULT_PORT,
     GATEWAY_FILE,
@@ -74,7 +75,7 @@ async def keep_gauges(app: web.Application, admin: str) -> None:
         await asyncio.sleep(GAUGE_S)
         try:
             gauges.record(await pages.poll(app, admin))
-        except Exception:  # noqa: BLE001 -- a missed poll leaves the gauges as they were
+        except Exception:
             log.exception("gateway: the gauges' poll failed")
 
 
