@@ -16,7 +16,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable, Sequence
+from typing import Callable, Sequence
 
 from legionrm.cli.errors import describe
 from legionrm.version import __version__
@@ -315,7 +315,7 @@ def _run(args: argparse.Namespace) -> int:
         return 130
     except BrokenPipeError:
         raise  # main's to handle, as when the final flush meets it
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 -- every failure goes through describe(); a bug re-raises
         failure = describe(exc)
         if failure is None:
             raise

@@ -16,9 +16,8 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable
 
 from legionrm.client.client import Client
 from legionrm.collection.answering import Answering

@@ -8,8 +8,7 @@ import io
 import os
 import shutil
 import sys
-from collections.abc import Iterable
-from typing import Any, TextIO
+from typing import Any, Iterable, TextIO
 
 from rich.console import Console
 from rich.table import Table

@@ -12,9 +12,8 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Iterable, Protocol
 
 from rich.table import Table
 
@@ -216,7 +215,7 @@ class ShellSession:
             if line.startswith("\\"):
                 return self._command(line)
             return render(result_table(self.backend.query(line, self.caller, self.include_unavailable)))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 -- a LegionError, or one an actor raised (unwrapped)
             failure = describe(exc)
             if failure is None:
                 raise
