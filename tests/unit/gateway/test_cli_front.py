@@ -136,3 +136,14 @@ def test_hosts_prints_name_state_cpus_memory_load_owner_policy_pool(ann, capsys)
     assert run("hosts", "--json")[0] == 0
     row = json.loads(capsys.readouterr().out)["hosts"][0]
     assert {"name", "state", "cpus_free", "cpus_total", "memory_gb", "load", "owner_policy", "pool"} <= set(row)
+
+
+def test_user_add_os_user_and_list_through_the_gateway(gateway, capsys) -> None:
+    admin = ["--credentials", str(gateway.admin_path), "--json"]
+    assert main(["user", "add", "ann", "--os-user", "ann_unix", *admin]) == 0
+    added = json.loads(capsys.readouterr().out)
+    assert added["os_user"] == "ann_unix" and added["credentials"].endswith("/auth/users/ann.credentials")
+    assert main(["user", "list", *admin]) == 0
+    users = {u["name"]: u["os_user"] for u in json.loads(capsys.readouterr().out)["users"]}
+    assert users["ann"] == "ann_unix" and users[ADMIN] == ADMIN
+    assert main(["user", "remove", "ann", *admin]) == 0 and json.loads(capsys.readouterr().out) == {"removed": "ann"}
