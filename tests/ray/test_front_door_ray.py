@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from legionrm.client.signing import RequestSigner, load_key
 pytestmark = pytest.mark.ray
 START_S = 60.0
 USERS = ("alice", "bob")
+OTHER = {"alice": "bob", "bob": "alice"}
 ECHO = textwrap.dedent("""\
     [[object]]
     class_name = "Command"
@@ -141,21 +143,25 @@ def _json(got: subprocess.CompletedProcess[str], code: int = 0) -> Any:
 
 
 def test_the_cli_as_each_account(front: Front) -> None:
-    ids: dict[str, str] = {}
-    for user in USERS:
+    def session(user: str) -> str:
+        """Submit (and wait), logs, list, show, wait; a sleep submitted and cancelled; the first id."""
         done = _json(front.cli(user, "submit", "echo.toml", "--wait", "--json"))
         assert done["ok"] and done["state"] == "completed" and done["exit_code"] == 0, done
-        ids[user] = done["id"]
-        logs = front.cli(user, "logs", ids[user])
+        rid = done["id"]
+        logs = front.cli(user, "logs", rid)
         assert logs.returncode == 0 and logs.stdout == f"hello from {front.accounts[user]}\n", logs
-        assert [r["id"] for r in _json(front.cli(user, "list", "--json"))["requests"]] == [ids[user]]
-        assert _json(front.cli(user, "show", ids[user], "--json"))["user"] == user
-        assert _json(front.cli(user, "wait", ids[user], "--json"))["state"] == "completed"
+        assert [r["id"] for r in _json(front.cli(user, "list", "--json"))["requests"]] == [rid]
+        assert _json(front.cli(user, "show", rid, "--json"))["user"] == user
+        assert _json(front.cli(user, "wait", rid, "--json"))["state"] == "completed"
         sleeper = _json(front.cli(user, "submit", "echo.toml", "--set", "object.0.args.command=sleep 600", "--json"))
         assert sleeper["ok"], sleeper
         gone = _json(front.cli(user, "cancel", sleeper["id"], "--json"))
         assert [i["state"] for i in gone["cancelled"]] == ["cancelled"] and not gone["refused"]
-    for user, other in (USERS, USERS[::-1]):
+        return rid
+
+    with ThreadPoolExecutor(len(USERS)) as pool:  # the two accounts side by side
+        ids = dict(zip(USERS, pool.map(session, USERS)))
+    for user, other in OTHER.items():
         theirs = front.cli(user, "logs", ids[other])
         assert theirs.returncode == 2 and "auth.not_owner" in theirs.stderr and theirs.stderr.count("\n") == 1
         refused = _json(front.cli(user, "cancel", ids[other], "--json"), 1)
@@ -191,8 +197,10 @@ def test_the_python_client_as_each_account(front: Front) -> None:
     ids: dict[str, str] = {}
     for user in USERS:  # a request of each, for the other to be refused
         ids[user] = _json(front.cli(user, "submit", "echo.toml", "--json"))["id"]
-    for user, other in (USERS, USERS[::-1]):
-        got = _json(front.run(user, front.python, "-c", CLIENT, ids[other]))
+    with ThreadPoolExecutor(len(USERS)) as pool:
+        runs = dict(zip(USERS, pool.map(lambda u: front.run(u, front.python, "-c", CLIENT, ids[OTHER[u]]), USERS)))
+    for user, other in OTHER.items():
+        got = _json(runs[user])
         assert (got["wait"], got["show"], got["cancel"]) == ("completed", user, "cancelled"), got
         assert got["logs"] == f"client of {front.accounts[user]}\n" and got["id"] in got["list"]
         assert ids[other] not in got["list"] and got["modules"] == []
