@@ -246,6 +246,7 @@ REQUEST_UNKNOWN = code("request.unknown", "no request of that id")
 RATE_LIMITED = code("rate.limited", "the user is over their rate of calls to the gateway (HTTP 429)")
 USER_SELF = code("user.self", "an administrator cannot remove themselves")
 USER_UNKNOWN = code("user.unknown", "no user of that name in the registry")
+USER_EXISTS = code("user.exists", "a user of that name is already registered (user add)")
 SYSTEM_UNAVAILABLE = code("system.unavailable",
                           "the control plane behind the gateway did not answer (an actor is dead, or it timed out)")
 CLIENT_UNREACHABLE = code("client.unreachable", "the client could not reach the gateway")

@@ -19,6 +19,7 @@ writes the home), so a file some library creates on its own is private too.
 from __future__ import annotations
 
 import fnmatch
+import getpass
 import os
 import stat
 from collections.abc import Iterator
@@ -136,3 +137,13 @@ def tighten(home: str | os.PathLike[str]) -> int:
             os.chmod(path, DIR_MODE if path.is_dir() else mode & 0o700)
             changed += 1
     return changed
+
+
+def login_name() -> str:
+    """This process's login name (``admin`` where there is none: containers): whose the home's own
+    credentials are, for ``up``, ``user`` and a client on the head.  Here, not in :mod:`legionrm.auth`,
+    so the client finds it without importing the auth package."""
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 -- no login name (containers)
+        return "admin"

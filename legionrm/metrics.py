@@ -100,7 +100,7 @@ def set_pending(by_pool: dict[str, int]) -> None:
 
 @_safely
 def set_pools(rows: Iterable[dict[str, Any]]) -> None:
-    """Pool rows as :func:`legionrm.dashboard.view.pool_rows` gives them."""
+    """Pool rows as :func:`legionrm.gateway.dashboard.view.pool_rows` gives them."""
     for row in rows:
         for dim, v in row["resources"].items():
             _get("entitlement").set(v["entitlement"], {"pool": row["pool"], "resource": dim})
@@ -109,7 +109,7 @@ def set_pools(rows: Iterable[dict[str, Any]]) -> None:
 
 @_safely
 def set_processes(rows: Iterable[dict[str, Any]]) -> None:
-    """Share rows as :func:`legionrm.dashboard.view.share_rows` gives them."""
+    """Share rows as :func:`legionrm.gateway.dashboard.view.share_rows` gives them."""
     for row in rows:
         _get("processes").set(row["processes"], {"user": row["user"], "ducc_class": row["class"]})
 
@@ -122,7 +122,7 @@ def set_host_load(rows: Iterable[dict[str, Any]]) -> None:
 
 
 class ViewGauges:
-    """Sets the gauges from each dashboard view (:func:`legionrm.dashboard.view.build_view`):
+    """Sets the gauges from each dashboard view (:func:`legionrm.gateway.dashboard.view.build_view`):
     a pool or user that went away is set to 0, and each request's queue wait is recorded once."""
 
     def __init__(self, waiting: tuple[str, ...]) -> None:

@@ -2,13 +2,18 @@
 
 * ``os_accounts``: two throwaway accounts, made with ``useradd -M -s /bin/bash``
   and removed at the end of the session; ``{"alice": name, "bob": name}``
-  (names with this session's pid: sessions side by side keep their own).
+  (``lrmtest<pid>-alice``: sessions side by side keep their own).
   Skips (saying why) when the tests do not run as root or ``useradd`` is missing.
 * ``work_python``: an interpreter every account can run: a venv made from
   Debian's ``/usr/bin/python3.11`` in a world-readable directory under /tmp,
   with this tree's ``legionrm`` installed (``--no-deps``: the function form
   needs nothing else; pip's cache is reused).  Removed at the end.  Skips when
   that interpreter is missing.
+* ``client_python``: that same venv with what legionrm's client and CLI need
+  (httpx, http-message-signatures, pydantic, cryptography and what they
+  need), copied from this interpreter's own installs (the same versions;
+  offline, in about a second).  The service's venv cannot be run by the
+  accounts (os-accounts.md), so a user's CLI runs from here.
 
 tests/conftest.py loads this module as a plugin: any test may ask for them.
 """
@@ -16,31 +21,19 @@ tests/conftest.py loads this module as a plugin: any test may ask for them.
 from __future__ import annotations
 
 import os
-import pwd
-import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEM_PYTHON = "/usr/bin/python3.11"
-LEFT = re.compile(r"lrmt(\d+)-(alice|bob)")
-"""The accounts' names: this session's pid in them, so that test sessions running side by side on one
-machine never remove each other's accounts."""
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
+PREFIX = "lrmtest"
+"""Accounts are named ``lrmtest<pid>-alice``: sessions running side by side (several
+checkouts on one machine) never remove each other's accounts."""
 
 
 @pytest.fixture(scope="session")
@@ -49,10 +42,9 @@ def os_accounts() -> Iterator[dict[str, str]]:
         pytest.skip("creating OS accounts needs root (these tests run work as other accounts)")
     if shutil.which("useradd") is None:
         pytest.skip("useradd is not installed")
-    for p in pwd.getpwall():  # left by a session that died before its cleanup
-        if (m := LEFT.fullmatch(p.pw_name)) and not _alive(int(m.group(1))):
-            subprocess.run(["userdel", p.pw_name], capture_output=True)
-    accounts = {who: f"lrmt{os.getpid()}-{who}" for who in ("alice", "bob")}
+    for name in _left_behind():  # by a session that died before its cleanup
+        subprocess.run(["userdel", name], capture_output=True)
+    accounts = {who: f"{PREFIX}{os.getpid()}-{who}" for who in ("alice", "bob")}
     for name in accounts.values():
         subprocess.run(["useradd", "-M", "-s", "/bin/bash", name], check=True, capture_output=True)
     try:
@@ -60,6 +52,18 @@ def os_accounts() -> Iterator[dict[str, str]]:
     finally:
         for name in accounts.values():
             subprocess.run(["userdel", name], capture_output=True)
+
+
+def _left_behind() -> list[str]:
+    """Test accounts whose session (the pid in their name) is gone."""
+    out = []
+    for line in Path("/etc/passwd").read_text().splitlines():
+        name = line.split(":", 1)[0]
+        if name.startswith(PREFIX) and "-" in name:
+            pid = name[len(PREFIX):].split("-", 1)[0]
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                out.append(name)
+    return out
 
 
 @pytest.fixture(scope="session")
@@ -84,3 +88,47 @@ def work_python() -> Iterator[str]:
         yield str(venv / "bin" / "python")
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+CLIENT_NEEDS = ("httpx", "http-message-signatures", "pydantic", "cryptography")
+"""What ``legionrm.client`` and the CLI's gateway verbs import beyond legionrm itself."""
+
+
+def _needed(names: tuple[str, ...]) -> list:  # of importlib.metadata.Distribution
+    """The distributions ``names`` need, themselves included (their requirements without extras)."""
+    from importlib.metadata import distribution
+
+    from packaging.requirements import Requirement
+
+    seen: dict = {}
+    todo = list(names)
+    while todo:
+        dist = distribution(todo.pop())
+        key = dist.metadata["Name"].lower().replace("_", "-")
+        if key in seen:
+            continue
+        seen[key] = dist
+        for text in dist.requires or ():
+            req = Requirement(text)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return list(seen.values())
+
+
+@pytest.fixture(scope="session")
+def client_python(work_python: str) -> str:
+    venv = Path(work_python).parent.parent
+    site = next(venv.glob("lib/python3*/site-packages"))
+    for dist in _needed(CLIENT_NEEDS):
+        for f in dist.files or ():
+            src = Path(dist.locate_file(f))
+            if ".." in f.parts or not src.is_file():  # scripts beside the interpreter: not needed
+                continue
+            (site / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, site / f)
+    subprocess.run(["chmod", "-R", "a+rX", str(venv)], check=True)
+    got = subprocess.run([work_python, "-c", "import legionrm.client.client, legionrm.cli.front"],
+                         capture_output=True, text=True)
+    if got.returncode != 0:
+        pytest.fail(f"the client does not import in the accounts' venv: {got.stderr[-2000:]}")
+    return work_python

@@ -30,7 +30,6 @@ Nothing here imports Ray.
 
 from __future__ import annotations
 
-import getpass
 import os
 import threading
 import time
@@ -50,7 +49,7 @@ from legionrm.auth.keys import (
 from legionrm.auth.principals import Principal, agent_principal
 from legionrm.auth.proof import CallProof, CallSigner, VerifiedCaller, Verifier
 from legionrm.auth.registry import Registry
-from legionrm.homefs import private_dir
+from legionrm.homefs import login_name, private_dir
 from legionrm.models import Refusal
 
 AUTH_DIR = "auth"
@@ -216,13 +215,6 @@ def host_attestations(home: str | os.PathLike[str], *, by: str = "host") -> Atte
 def new_agent_key() -> Any:  # for tests: a key not in any registry
     return generate_private_key()
 
-
-def login_name() -> str:
-    """This process's login name (``admin`` where there is none: containers)."""
-    try:
-        return getpass.getuser()
-    except Exception:  # no login name (containers)
-        return "admin"
 
 
 __all__ = ["AuthRefusedError", "Guard", "ReloadingRegistry", "ensure_home", "load_agent", "load_user",

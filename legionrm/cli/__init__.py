@@ -293,7 +293,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     us.add_argument("--role", action="append", choices=("user", "owner", "admin"), help="a role (repeatable)")
     us.add_argument("--os-user", metavar="ACCOUNT",
                     help="the OS account the user's work runs as (default: the account of the same name)")
-    json_flag(us)
+    gateway_flags(us)
 
     co = add("completion", "print a shell completion script: eval \"$(legionrm completion bash)\"")
     co.add_argument("shell", choices=("bash", "zsh"), help="the shell to complete in")

@@ -37,18 +37,19 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, redirect_stdout
 from pathlib import Path
-from typing import Any, Iterator, TextIO
+from typing import Any, TextIO
 
 import ray
 from rich.console import Console
 
 from legionrm.auth.guard import auth_home, login_name
 from legionrm.auth.registry import Registry
-from legionrm.cli.users import write_credentials
 from legionrm.config import load_cluster
 from legionrm.errors import LegionError, ResourcesSilentError, SystemNotRunningError
+from legionrm.gateway.routes_users import write_credentials
 from legionrm.gateway.serve import DEFAULT_PORT, LOOPBACK
 from legionrm.homefs import (
     open_private,

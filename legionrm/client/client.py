@@ -34,6 +34,11 @@ from legionrm.models.api import (
     PoolList,
     QueryResult,
     SubmitResult,
+    UserAddBody,
+    UserAdded,
+    UserList,
+    UserRemoved,
+    UserRow,
 )
 from legionrm.models.priority import PrioReport, ShareReport, UpdateBody
 from legionrm.models.requests import FINAL_STATES, RequestInfo, StatusEvent
@@ -175,10 +180,18 @@ class Client:
     def whoami(self) -> Caller:
         return self._as(Caller, self.wire.whoami())
 
-    def users(self) -> list[dict[str, Any]]:
-        """Every user (administrators)."""
-        return self.wire.users()
+    # --- users (administrators) ---------------------------------------------------------------------
 
-    def remove_user(self, name: str) -> None:
+    def users(self) -> list[UserRow]:
+        """Every user (administrators)."""
+        return list(self._as(UserList, self.call("GET", "/users")).users)
+
+    def add_user(self, name: str, *, groups: tuple[str, ...] | list[str] = (), roles: tuple[str, ...] | list[str] = ("user",),
+                 os_user: str | None = None) -> UserAdded:
+        """Add ``name``; the gateway writes their credentials file in the service's home and says where."""
+        body = UserAddBody(name=name, groups=tuple(groups), roles=tuple(roles), os_user=os_user)
+        return self._as(UserAdded, self.call("POST", "/users", body))
+
+    def remove_user(self, name: str) -> UserRemoved:
         """Remove ``name``: their next call is refused (administrators)."""
-        self.wire.remove_user(name)
+        return self._as(UserRemoved, self.call("DELETE", f"/users/{segment(name)}"))

@@ -23,7 +23,6 @@ that group or others may read is refused, as a key file is.
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import os
 import stat
@@ -33,7 +32,7 @@ from typing import Any, NamedTuple
 
 from legionrm.client.errors import CredentialsError
 from legionrm.client.signing import key_pem
-from legionrm.homefs import write_private
+from legionrm.homefs import login_name, write_private
 
 FORMAT_VERSION = 1
 ENV = "LEGIONRM_CREDENTIALS"
@@ -115,12 +114,6 @@ def read(path: str | os.PathLike[str]) -> Credentials:
                        fingerprint=fp, path=where)
 
 
-def _login() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # noqa: BLE001 -- no login name (containers)
-        return "admin"
-
 
 def candidates(explicit: str | os.PathLike[str] | None = None) -> list[Path]:
     """Where a client looks, in order (see the module doc)."""
@@ -131,7 +124,7 @@ def candidates(explicit: str | os.PathLike[str] | None = None) -> list[Path]:
         return [Path(os.environ[ENV])]
     out.append(Path.home() / ".legionrm" / "credentials")
     home = Path(os.environ.get("LEGIONRM_HOME", str(Path.home() / ".legionrm")))
-    out.append(home / "auth" / "users" / f"{os.environ.get('LEGIONRM_USER') or _login()}{SUFFIX}")
+    out.append(home / "auth" / "users" / f"{os.environ.get('LEGIONRM_USER') or login_name()}{SUFFIX}")
     return out
 
 

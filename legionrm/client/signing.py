@@ -21,6 +21,7 @@ import binascii
 import hashlib
 import secrets
 import time
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -99,9 +100,10 @@ class RequestSigner:
         return {"Content-Digest": digest, "Signature-Input": f"{SIGNATURE_LABEL}={params}",
                 "Signature": f"{SIGNATURE_LABEL}=:{signature}:"}
 
-    def sign(self, request: Any, body: bytes) -> None:
+    def sign(self, request: Any, body: bytes, created: datetime | None = None) -> None:
         """Add the three fields to ``request`` in place (anything with ``method``, ``url`` and
-        ``headers``, e.g. an ``httpx.Request``)."""
+        ``headers``, e.g. an ``httpx.Request``), signed now (or at ``created``)."""
         url = urlsplit(str(request.url))
         target = url.path + (f"?{url.query}" if url.query else "")
-        request.headers.update(self.headers(request.method, target, body, request.headers.get(AS_HEADER)))
+        request.headers.update(self.headers(request.method, target, body, request.headers.get(AS_HEADER),
+                                            created=None if created is None else int(created.timestamp())))

@@ -14,7 +14,8 @@ from aiohttp import web
 
 from legionrm.auth.guard import ReloadingRegistry, auth_home
 from legionrm.auth.registry import Registry
-from legionrm.gateway import pages, routes_requests, routes_system
+from legionrm.gateway import routes
+from legionrm.gateway.dashboard import pages
 from legionrm.gateway.door import PLANE, PRINCIPALS, SETTINGS, door
 from legionrm.gateway.plane import ControlPlane
 from legionrm.gateway.signatures import (
@@ -29,16 +30,15 @@ def make_app(plane: ControlPlane, home: str | os.PathLike[str], *, max_body: int
              info: dict[str, Any] | None = None) -> web.Application:
     """The gateway over ``plane``, its users those of ``home``'s registry (see the module doc).
     With ``dashboard_user`` (an administrator) it also serves the dashboard's pages to whoever
-    holds ``dashboard_key`` (:mod:`legionrm.gateway.pages`); without, the API alone."""
+    holds ``dashboard_key`` (:mod:`legionrm.gateway.dashboard.pages`); without, the API alone."""
     principals = ReloadingRegistry(Registry(auth_home(home)))
     check = SignatureCheck(principals, rate=rate)
-    app = web.Application(middlewares=[door(check, max_body)], client_max_size=max_body)
+    app = web.Application(middlewares=[door(check, max_body, routes.open_paths())], client_max_size=max_body)
     app[PLANE] = plane
     app[PRINCIPALS] = principals
     app[SETTINGS] = {"home": str(home), "info": dict(info or {}), "dashboard_user": dashboard_user,
                      "dashboard_key": dashboard_key}
-    routes_requests.add(app)
-    routes_system.add(app)
+    routes.add(app)
     if dashboard_user is not None:
         pages.add(app)
 

@@ -1,8 +1,9 @@
 """The door on every ``/api/v1`` call, and the one shape of its answers.
 
 Its middleware (:func:`door`) checks every
-call but ``/api/v1/openapi.json`` and ``/api/v1/health``
-(:class:`~legionrm.gateway.signatures.SignatureCheck`), turns ``--as USER``
+call but the open ones (``/api/v1/openapi.json`` and ``/api/v1/health``: the
+route table's unsigned rows, :func:`legionrm.gateway.routes.open_paths`) with
+:class:`~legionrm.gateway.signatures.SignatureCheck`, turns ``--as USER``
 (the ``Legionrm-As`` header) into that user for an administrator and into
 ``auth.forbidden`` for anyone else, and turns every failure into one
 :class:`~legionrm.models.api.ApiError` body with its HTTP status, never a
@@ -31,8 +32,6 @@ from legionrm.state import StoreFault
 
 log = logging.getLogger("legionrm.gateway")
 
-OPEN_PATHS = (f"{API_PREFIX}/openapi.json", f"{API_PREFIX}/health")
-"""The only paths answered without a signature: the API's description and a liveness check."""
 PLANE: web.AppKey[ControlPlane] = web.AppKey("plane", ControlPlane)  # type: ignore[type-abstract]
 PRINCIPALS: web.AppKey[ReloadingRegistry] = web.AppKey("principals", ReloadingRegistry)
 SETTINGS: web.AppKey[dict[str, Any]] = web.AppKey("settings", dict)
@@ -93,13 +92,14 @@ def status_of(exc: BaseException) -> tuple[int, str, str, str]:
     return 500, "internal", f"{type(exc).__name__}: {exc}", "gateway"
 
 
-def door(check: SignatureCheck, max_body: int) -> Any:
-    """The middleware: sign-in of every API call (see the module doc) and one error shape."""
+def door(check: SignatureCheck, max_body: int, open_paths: frozenset[str]) -> Any:
+    """The middleware: sign-in of every API call but those to ``open_paths`` (see the module doc) and one
+    error shape."""
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
-            if request.path.startswith(API_PREFIX) and request.path not in OPEN_PATHS:
+            if request.path.startswith(API_PREFIX) and request.path not in open_paths:
                 if (request.content_length or 0) > max_body:
                     raise Refused(413, codes.REQUEST_TOO_LARGE, f"the body is {request.content_length} bytes; "
                                   f"the gateway takes at most {max_body}")
@@ -139,8 +139,14 @@ def _caller(request: web.Request, principal: Any, principals: ReloadingRegistry)
 
 
 def require_admin(request: web.Request, action: str) -> Caller:
-    """The caller, if an administrator; else ``auth.forbidden``."""
+    """The caller, if an administrator; else ``auth.forbidden``.  An administrator acting ``--as``
+    another user has that user's roles here (``--as`` is never ignored)."""
     c = caller_of(request)
-    if "admin" not in c.roles:
-        raise AuthRefusedError(codes.AUTH_FORBIDDEN, f"only an administrator may {action}; {c.user!r} is not one", "gateway")
+    roles = c.roles
+    if c.acting_as:
+        target = request.app[PRINCIPALS].principal(c.acting_as)
+        roles = target.roles if target is not None else ()
+    if "admin" not in roles:
+        who = c.acting_as or c.user
+        raise AuthRefusedError(codes.AUTH_FORBIDDEN, f"only an administrator may {action}; {who!r} is not one", "gateway")
     return c

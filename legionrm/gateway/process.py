@@ -24,10 +24,11 @@ from pathlib import Path
 from aiohttp import web
 
 from legionrm import metrics
-from legionrm.dashboard.view import WAITING
-from legionrm.gateway import pages, tls
+from legionrm.gateway import tls
 from legionrm.gateway.app import make_app
 from legionrm.gateway.control import RayControlPlane
+from legionrm.gateway.dashboard import pages
+from legionrm.gateway.dashboard.view import WAITING
 from legionrm.gateway.serve import (
     DEFAULT_PORT,
     GATEWAY_FILE,

@@ -24,7 +24,6 @@ from legionrm.errors import ConfigError
 from legionrm.gateway.door import PLANE, answer, body_of, refusal, status_of, user_of
 from legionrm.models import SchedulingRequest, WorkEnd
 from legionrm.models.api import (
-    API_PREFIX,
     ApiError,
     CancelBody,
     CancelResult,
@@ -40,23 +39,6 @@ from legionrm.request_file import parse_request
 from legionrm.tomlio import loads_toml
 
 STATES = ("pending", "admitted", "placing", "reserved", "running", "completed", "failed", "cancelled")
-
-
-def add(app: web.Application) -> None:
-    r = app.router
-    r.add_post(f"{API_PREFIX}/requests", submit)
-    r.add_get(f"{API_PREFIX}/requests", list_requests)
-    r.add_post(f"{API_PREFIX}/requests/cancel", cancel_many)
-    r.add_get(f"{API_PREFIX}/requests/{{id}}", show)
-    r.add_post(f"{API_PREFIX}/requests/{{id}}/cancel", cancel_one)
-    r.add_get(f"{API_PREFIX}/requests/{{id}}/logs", logs)
-    r.add_get(f"{API_PREFIX}/requests/{{id}}/events", events)
-    r.add_get(f"{API_PREFIX}/history", history)
-    for verb in ("hold", "release", "top"):
-        r.add_post(f"{API_PREFIX}/requests/{{id}}/{verb}", queue_verb(verb))
-    r.add_post(f"{API_PREFIX}/requests/{{id}}/update", update)
-    r.add_get(f"{API_PREFIX}/share", share)
-    r.add_get(f"{API_PREFIX}/prio", prio)
 
 
 def request_from(doc: dict[str, Any] | None, toml: str | None, overrides: dict[str, str], rid: str | None,

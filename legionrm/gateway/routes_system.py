@@ -1,9 +1,9 @@
-"""The routes about the system: who am I, status, hosts, pools, MIL queries, plans, users.
+"""The routes about the system: health, who am I, status, hosts, pools, MIL queries, plans.
 
-``/api/v1/health`` and ``/api/v1/openapi.json`` are open; everything else is
-signed (the door in :mod:`legionrm.gateway.app`).  Users see the hosts their
-access allows (the Collection answers their query as them); administrators
-list and remove users (a removed user is refused from their next call on).
+``/api/v1/health`` is open; everything else is signed (the door,
+:mod:`legionrm.gateway.door`; the table, :mod:`legionrm.gateway.routes`).
+Users see the hosts their access allows (the Collection answers their query
+as them); an administrator sees them all, the unavailable too.
 """
 
 from __future__ import annotations
@@ -14,28 +14,22 @@ from pathlib import Path
 
 from aiohttp import web
 
-from legionrm import codes
-from legionrm.auth.errors import UnknownPrincipalError
 from legionrm.collection.answering import Answering, answering
 from legionrm.gateway.door import (
     PLANE,
-    PRINCIPALS,
     SETTINGS,
     answer,
     body_of,
     caller_of,
-    refusal,
-    require_admin,
     status_of,
     user_of,
 )
-from legionrm.gateway.openapi import openapi
 from legionrm.heartbeat import DEGRADED
 from legionrm.gateway.routes_requests import request_from
 from legionrm.models import ResourceRecord
 from legionrm.models.api import (
-    API_PREFIX,
     GatewayStatus,
+    Health,
     HostList,
     HostRow,
     PlanBody,
@@ -46,26 +40,8 @@ from legionrm.models.api import (
 from legionrm.version import __version__
 
 
-def add(app: web.Application) -> None:
-    r = app.router
-    r.add_get(f"{API_PREFIX}/health", health)
-    r.add_get(f"{API_PREFIX}/openapi.json", describe)
-    r.add_get(f"{API_PREFIX}/whoami", whoami)
-    r.add_get(f"{API_PREFIX}/status", status)
-    r.add_get(f"{API_PREFIX}/hosts", hosts)
-    r.add_get(f"{API_PREFIX}/pools", pools)
-    r.add_post(f"{API_PREFIX}/query", query)
-    r.add_post(f"{API_PREFIX}/plan", plan)
-    r.add_get(f"{API_PREFIX}/users", users)
-    r.add_delete(f"{API_PREFIX}/users/{{name}}", remove_user)
-
-
 async def health(request: web.Request) -> web.Response:
-    return web.json_response({"ok": True, "version": __version__})
-
-
-async def describe(request: web.Request) -> web.Response:
-    return web.json_response(openapi())
+    return answer(Health(version=__version__))
 
 
 async def whoami(request: web.Request) -> web.Response:
@@ -148,21 +124,3 @@ async def plan(request: web.Request) -> web.Response:
         plane.call(user, "scheduler", "make_schedules", {"request": req}),
         *(plane.call(user, "scheduler", "explain", {"request": req, "host": h}) for h in body.hosts))
     return answer(PlanResult(suite=suite, hosts=dict(zip(body.hosts, why))))
-
-
-async def users(request: web.Request) -> web.Response:
-    require_admin(request, "list users")
-    return web.json_response({"users": [{"name": u.name, "groups": list(u.groups), "roles": list(u.roles)}
-                                        for u in request.app[PRINCIPALS].fresh().list_users()]})
-
-
-async def remove_user(request: web.Request) -> web.Response:
-    require_admin(request, "remove users")
-    name = request.match_info["name"]
-    if name == caller_of(request).user:
-        return refusal(409, codes.USER_SELF, "an administrator cannot remove themselves")
-    try:
-        request.app[PRINCIPALS].fresh().remove_user(name)
-    except UnknownPrincipalError as exc:
-        return refusal(404, codes.USER_UNKNOWN, str(exc))
-    return web.json_response({"removed": name})

@@ -164,6 +164,48 @@ class GatewayStatus(Body):
     not (``{"total", "not_answering", "refusals"}``, :class:`legionrm.collection.answering.Answering`)."""
 
 
+class Health(Body):
+    """``GET /health`` (open): the gateway answers, and its version."""
+
+    ok: bool = True
+    version: str
+
+
+class UserRow(Body):
+    """One user as ``user list`` shows them."""
+
+    name: str
+    groups: tuple[str, ...] = ()
+    roles: tuple[str, ...] = ()
+    os_user: str
+    """The OS account their work runs as (by default the account of their own name)."""
+
+
+class UserList(Body):
+    users: tuple[UserRow, ...] = ()
+
+
+class UserAddBody(Body):
+    """``POST /users`` (administrators): ``legionrm user add NAME [--group G]... [--role R]... [--os-user A]``."""
+
+    name: str = Field(min_length=1, max_length=64)
+    groups: tuple[str, ...] = ()
+    roles: tuple[str, ...] = ("user",)
+    os_user: str | None = Field(None, min_length=1, max_length=64)
+
+
+class UserAdded(Body):
+    """The user added, and where the gateway wrote their credentials file (0600, in the service's
+    home: the administrator hands it to the user; the key itself never crosses the wire)."""
+
+    user: UserRow
+    credentials: str
+
+
+class UserRemoved(Body):
+    removed: str
+
+
 __all__ = [
     "API_PREFIX",
     "AS_HEADER",
@@ -187,4 +229,10 @@ __all__ = [
     "RequestList",
     "SubmitBody",
     "SubmitResult",
+    "Health",
+    "UserAddBody",
+    "UserAdded",
+    "UserList",
+    "UserRemoved",
+    "UserRow",
 ]

@@ -426,6 +426,7 @@ class Scheduler:
         if not result.ok:
             failures = [f for a in result.attempts for f in a.failures]
             return self._refused(entry, failures, len(plan.masters), result)
+        entry.failures = tuple(f for a in result.attempts for f in a.failures)  # the vetoes met on the way (`show`)
         prefix = f"master {result.master + 1} of {len(plan.masters)}: "
         try:
             if ahead is not None:

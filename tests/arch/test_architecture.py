@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.models", "legionrm.errors", "legionrm.homefs", "legionrm.faults", "legionrm.scheduler", "legionrm.version",
      "legionrm.scheduler.ahead", "legionrm.events"),  # legionrm.scheduler and the new packages: their docstring map only
     ("legionrm.mil", "legionrm.tomlio", "legionrm.heartbeat", "legionrm.events.triggers", "legionrm.testing",
-     "legionrm.state", "legionrm.metrics", "legionrm.dashboard", "legionrm.auth", "legionrm.objstate",
+     "legionrm.state", "legionrm.metrics", "legionrm.auth", "legionrm.objstate",
      "legionrm.client"),  # client: models/errors, homefs and HTTP only
     # auth: models/errors only; objstate: its pure store and hooks
     ("legionrm.collection", "legionrm.naming", "legionrm.objstate.actor", "legionrm.events.actor"),
@@ -52,7 +52,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.scheduler.door", "legionrm.scheduler.wiring"),
     ("legionrm.scheduler.audit",),
     ("legionrm.scheduler.actor", "legionrm.inprocess"),
-    ("legionrm.system", "legionrm.dashboard.server"),
+    ("legionrm.system",),
     ("legionrm.gateway",),  # the front door: over the control plane (system), under the CLI
     ("legionrm.cli",),
     ("legionrm",),  # the root package: the public surface, above all it re-exports
@@ -62,7 +62,7 @@ EXACT = ("legionrm", "legionrm.scheduler", "legionrm.scheduler.ahead", "legionrm
 """Packages placed by their ``__init__`` alone: a new module inside them needs a layer of its own."""
 
 RAY_SHELLS = ("legionrm.system", "legionrm.naming", "legionrm.hostobj.ray_node", "legionrm.cli", "legionrm.metrics",
-              "legionrm.dashboard.server", "legionrm.gateway.control")
+              "legionrm.gateway.control")
 """Besides every ``*.actor`` module: where Ray may be imported."""
 
 LAZY = {

@@ -27,7 +27,9 @@ def live(ray_cluster):
     from legionrm.auth import Registry
     from legionrm.auth.guard import auth_home, ensure_home, signer_for
     from legionrm.config import load_cluster
-    from legionrm.dashboard.server import start_dashboard
+    from legionrm.gateway.app import make_app
+    from legionrm.gateway.control import RayControlPlane
+    from legionrm.gateway.serve import in_thread
     from legionrm.hostobj.actor import spawn_host
     from legionrm.models import AccessPolicy, HostSpec
     from legionrm.system import boot
@@ -40,19 +42,18 @@ def live(ray_cluster):
         reg.add_user(u)
     system = boot(load_cluster(), heartbeat_s=0.5, auth_home=home)
     signers = {u: signer_for(home, u) for u in ("alice", "mallory", "visitor", "ops")}
-    # one lone host actor (the host of a Ray node's kind), owned by genomics, and the dashboard
+    # one lone host actor (the host of a Ray node's kind), owned by genomics, and the gateway's dashboard
     EXTRA["home"] = home
     EXTRA["solo"] = spawn_host(HostSpec(name="solo1", nodepool="bigmem", attributes={"cpus": 4, "memory_gb": 8},
                                         access=AccessPolicy(allow_groups=("genomics",))),
                                collection=system.collection, heartbeat_s=0.5, auth_home=home)
-    EXTRA["dashboard"], EXTRA["url"] = start_dashboard(
-        {"collection": system.collection, "scheduler": system.scheduler, "enactor": system.enactor}, {},
-        detached=False, name="dashboard-auth-test", poll_s=0.5, auth_home=home, signer=signers["ops"])
+    served = in_thread(make_app(RayControlPlane(home), home, dashboard_user="ops", dashboard_key="k"))
+    EXTRA["url"] = served.__enter__() + "/?key=k"
     try:
         yield system, signers
     finally:
-        for h in (EXTRA.pop("solo"), EXTRA.pop("dashboard")):
-            ray.kill(h)
+        served.__exit__(None, None, None)
+        ray.kill(EXTRA.pop("solo"))
         dataclasses.replace(system, signer=signers["ops"]).shutdown()
         shutil.rmtree(home, ignore_errors=True)
 
@@ -160,7 +161,7 @@ def stranger_calls(system: Any, work: dict[str, Any]) -> dict[tuple[str, str], t
     grr = rr.model_copy(update={"resource": work["host"]})
     req = work["mal_request"]
     solo, g, v, c = EXTRA["solo"], work["group"], system.vaults["vault-uva"], system.classes["Worker"]
-    sc, pools, coll, en, dash = system.scheduler, system.pools, system.collection, system.enactor, EXTRA["dashboard"]
+    sc, pools, coll, en = system.scheduler, system.pools, system.collection, system.enactor
     iid, tid, rid, job = work["iid"], work["tid"], work["rid"], work["job"]
     fake = ResourceRecord(name="batch1", kind="host", attributes={"arch": "sparc"})
     stop = {"items": [iid], "reason": "x"}
@@ -311,15 +312,12 @@ def stranger_calls(system: Any, work: dict[str, Any]) -> dict[tuple[str, str], t
                                            {"name": "bigmem1", "batched": False}),
         ("EnactorActor", "add_class"): (en, {"name": "Worker", "handle": coll}, {"name": "Worker"}),
         ("EnactorActor", "stats"): (en, {}, None),
-        ("DashboardActor", "start"): (dash, {"host": "127.0.0.1", "port": 0}, None),
-        ("DashboardActor", "stop"): (dash, {}, None),
-        ("DashboardActor", "poll"): (dash, {}, None),
     }
 
 
 AUDIENCE = {"HostActor": "solo1", "HostGroupActor": "hostgroup:bigmem", "VaultActor": "vault-uva",
             "ClassActor": "class:Worker", "SchedulerActor": "scheduler", "PoolActor": "pools",
-            "CollectionActor": "collection", "EnactorActor": "enactor", "DashboardActor": "dashboard"}
+            "CollectionActor": "collection", "EnactorActor": "enactor"}
 """Whom each actor of :func:`stranger_calls` hears: the stranger signs for the right actor, so its role speaks."""
 
 

@@ -20,3 +20,13 @@ def test_query_session_script_runs_and_answers() -> None:
     visitor = text.split("querying as user visitor", 1)[1]
     assert visitor.lstrip().startswith("0 of 14 resources match")  # the GPU hosts deny the visitor
     assert "desk1: does not match" in text
+
+
+def test_the_example_request_files_leave_request_id_out() -> None:
+    """Each submit of an example gets a fresh id (a fixed one would conflict on the second submit)."""
+    import tomllib
+
+    files = sorted((EXAMPLES / "requests").glob("*.toml"))
+    assert files
+    for f in files:
+        assert "request_id" not in tomllib.loads(f.read_text()), f.name

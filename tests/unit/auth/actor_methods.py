@@ -65,6 +65,5 @@ METHODS: dict[str, dict[str, str]] = {
                         "retrieve_all_attributes": VIEW, "snapshot": VIEW, "names": VIEW, "refused_writes": ADMIN},
     "EnactorActor": {"ping": OPEN, "enact_schedule": ENACTOR, "start_reserved": ENACTOR, "add_group": ADMIN, "add_resource": ADMIN,
                      "add_class": ADMIN, "stats": ANY},
-    "DashboardActor": {"ping": OPEN, "address": OPEN, "start": ADMIN, "stop": ADMIN, "poll": ADMIN},
 }
 """Actor class name -> public method -> role."""

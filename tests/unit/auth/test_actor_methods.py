@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from legionrm.collection.actor import CollectionActor
-from legionrm.dashboard.server import DashboardActor
 from legionrm.enactor.actor import EnactorActor
 from legionrm.hostobj.actor import ClassActor, HostActor, HostGroupActor, VaultActor
 from legionrm.scheduler.actor import PoolActor, SchedulerActor
@@ -21,8 +20,7 @@ from tests.unit.auth.actor_methods import METHODS, OPEN, ROLES
 
 ROOT = Path(__file__).resolve().parents[3] / "legionrm"
 ACTORS = {c.__ray_actor_class__.__name__: c.__ray_actor_class__ for c in (
-    HostActor, HostGroupActor, VaultActor, ClassActor, SchedulerActor, PoolActor, CollectionActor, EnactorActor,
-    DashboardActor)}
+    HostActor, HostGroupActor, VaultActor, ClassActor, SchedulerActor, PoolActor, CollectionActor, EnactorActor)}
 
 
 def public_methods(cls: type) -> set[str]:

@@ -161,15 +161,3 @@ def test_a_users_os_account_is_kept_checked_and_changed(tmp_path) -> None:
     for bad in ("Root!", "a b", "x" * 40, ""):
         with pytest.raises((InvalidNameError, ValueError), match="OS account"):
             reg.add_user(f"u{len(bad)}", os_user=bad)
-
-
-def test_user_add_os_user_on_the_command_line(tmp_path, monkeypatch, capsys) -> None:
-    from legionrm.cli import main
-
-    monkeypatch.setenv("LEGIONRM_HOME", str(tmp_path))
-    monkeypatch.setenv("LEGIONRM_USER", "ops")
-    assert main(["user", "add", "ann", "--os-user", "ann_unix", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out.splitlines()[-1])["os_user"] == "ann_unix"
-    assert main(["user", "list", "--json"]) == 0
-    users = {u["name"]: u["os_user"] for u in json.loads(capsys.readouterr().out)["users"]}
-    assert users["ann"] == "ann_unix" and users["ops"] == "ops"

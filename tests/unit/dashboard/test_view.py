@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 
-from legionrm.dashboard import Poll, build_view
-from legionrm.dashboard.view import events, pool_rows, share_rows
+from legionrm.gateway.dashboard.view import Poll, build_view, events, pool_rows, share_rows
 from legionrm.models import (
     CycleReport,
     ElasticChange,

@@ -93,3 +93,77 @@ def test_the_cli_module_imports_neither_ray_nor_numpy() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_show_lists_the_vetoes_a_placed_request_met(ann, capsys) -> None:
+    """examples/requests/workers.toml: lab1's owner vetoes the first master schedule, a delta wins;
+    ``show`` says so even though the request runs."""
+    from pathlib import Path
+
+    run, _ = ann
+    example = str(Path(__file__).resolve().parents[3] / "examples" / "requests" / "workers.toml")
+    assert run("submit", example, "--id", "big", "--json")[0] == 0
+    assert json.loads(capsys.readouterr().out)["ok"]
+    assert run("show", "big")[0] == 0
+    out = capsys.readouterr().out
+    assert "big running" in out and "vetoes and refusals met" in out and "policy." in out, out
+
+
+GATEWAY_VERBS = [("submit", "{request}"), ("list",), ("show", "x"), ("wait", "x"), ("logs", "x"), ("cancel", "x"),
+                 ("explain", "{request}"), ("query", "true"), ("hosts",), ("pools",), ("status",), ("user", "list"),
+                 ("user", "add", "zed"), ("user", "remove", "ann")]
+"""Every verb that goes through the gateway (``shell`` is the query's, interactive)."""
+
+
+@pytest.mark.parametrize("argv", GATEWAY_VERBS, ids=lambda a: " ".join(a[:2]).replace("{request}", "FILE"))
+def test_as_is_refused_for_a_user_on_every_verb_never_ignored(ann, capsys, argv) -> None:
+    run, request = ann
+    argv = tuple(a.format(request=request) for a in argv)
+    assert run(*argv, "--as", ADMIN, "--json")[0] == 2
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "auth.forbidden"
+
+
+def test_as_works_for_an_administrator_and_takes_that_users_role(gateway, tmp_path, capsys) -> None:
+    admin = str(gateway.admin_path)
+    request = tmp_path / "w.toml"
+    request.write_text(WORKER)
+    gateway.credentials("ann")
+    assert main(["submit", str(request), "--id", "ann-1", "--as", "ann", "--json", "--credentials", admin]) == 0
+    capsys.readouterr()
+    assert main(["list", "--as", "ann", "--format", "{id} {user}", "--credentials", admin]) == 0
+    assert capsys.readouterr().out.split() == ["ann-1", "ann"]
+    assert main(["user", "list", "--as", "ann", "--json", "--credentials", admin]) == 2  # ann is no administrator
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "auth.forbidden"
+    assert main(["user", "list", "--json", "--credentials", admin]) == 0
+    assert "ann" in {u["name"] for u in json.loads(capsys.readouterr().out)["users"]}
+
+
+def test_every_verb_has_json() -> None:
+    from legionrm.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    lacking = sorted(name for name, p in sub.choices.items()
+                     if name not in ("shell", "completion", "demo") and "--json" not in p._option_string_actions)
+    assert lacking == []
+
+
+def test_hosts_prints_name_state_cpus_memory_load_owner_policy_pool(ann, capsys) -> None:
+    run, _ = ann
+    assert run("hosts")[0] == 0
+    header = capsys.readouterr().out.splitlines()[0].split("  ")
+    assert [h.strip() for h in header if h.strip()] == ["name", "state", "cpus free/total", "memory GB", "load",
+                                                        "owner policy", "pool"]
+    assert run("hosts", "--json")[0] == 0
+    row = json.loads(capsys.readouterr().out)["hosts"][0]
+    assert {"name", "state", "cpus_free", "cpus_total", "memory_gb", "load", "owner_policy", "pool"} <= set(row)
+
+
+def test_user_add_os_user_and_list_through_the_gateway(gateway, capsys) -> None:
+    admin = ["--credentials", str(gateway.admin_path), "--json"]
+    assert main(["user", "add", "ann", "--os-user", "ann_unix", *admin]) == 0
+    added = json.loads(capsys.readouterr().out)
+    assert added["os_user"] == "ann_unix" and added["credentials"].endswith("/auth/users/ann.credentials")
+    assert main(["user", "list", *admin]) == 0
+    users = {u["name"]: u["os_user"] for u in json.loads(capsys.readouterr().out)["users"]}
+    assert users["ann"] == "ann_unix" and users[ADMIN] == ADMIN
+    assert main(["user", "remove", "ann", *admin]) == 0 and json.loads(capsys.readouterr().out) == {"removed": "ann"}

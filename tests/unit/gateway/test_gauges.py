@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from legionrm import metrics
-from legionrm.dashboard.view import WAITING
+from legionrm.gateway.dashboard.view import WAITING
 
 
 @pytest.fixture

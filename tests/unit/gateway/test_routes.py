@@ -112,14 +112,31 @@ def test_query_hosts_pools_status_plan(gateway) -> None:
 
 def test_users_admin_only_and_removal_is_at_once(gateway) -> None:
     bob = gateway.client("bob")
-    with pytest.raises(ForbiddenError):
-        bob.users()
+    for call in (bob.users, lambda: bob.add_user("eve"), lambda: bob.remove_user(ADMIN)):
+        with pytest.raises(ForbiddenError) as e:
+            call()
+        assert e.value.code == "auth.forbidden"
     admin = gateway.client(ADMIN)
-    assert {"bob", ADMIN} <= {u["name"] for u in admin.users()}
+    assert {"bob", ADMIN} <= {u.name for u in admin.users()}
     admin.remove_user("bob")
     with pytest.raises(AuthenticationError) as e:
         bob.list()
     assert e.value.code == "auth.unknown_user"
+
+
+def test_user_add_writes_the_credentials_the_new_user_calls_with(gateway) -> None:
+    from legionrm.client.client import Client
+
+    admin = gateway.client(ADMIN)
+    added = admin.add_user("dora", groups=["lab"], os_user="dora_unix")
+    assert (added.user.name, added.user.groups, added.user.os_user) == ("dora", ("lab",), "dora_unix")
+    path = gateway.home / "auth" / "users" / "dora.credentials"
+    assert added.credentials == str(path) and path.stat().st_mode & 0o777 == 0o600
+    assert Client.from_credentials(path).whoami().user == "dora"
+    with pytest.raises(LegionError) as e:
+        admin.add_user("dora")
+    assert e.value.code == "user.exists"
+    assert admin.remove_user("dora").removed == "dora" and not path.exists()
 
 
 def test_unsigned_calls_and_open_paths(gateway) -> None:
@@ -128,6 +145,28 @@ def test_unsigned_calls_and_open_paths(gateway) -> None:
     doc = httpx.get(gateway.url + "/api/v1/openapi.json").json()
     assert doc["openapi"].startswith("3.") and "/api/v1/requests" in doc["paths"]
     assert {"SubmitBody", "SubmitResult", "RequestInfo", "ApiError"} <= set(doc["components"]["schemas"])
+
+
+def test_every_route_is_served_and_described_with_its_models(gateway) -> None:
+    """One table (gateway/routes.py) makes both the router and the description: every row is in
+    openapi.json with its body and answer models, every signed route answers unsigned calls with
+    auth.unsigned (it is served, behind the door), and nothing is described that is not in the table."""
+    from legionrm.gateway.routes import ROUTES
+
+    doc = httpx.get(gateway.url + "/api/v1/openapi.json").json()
+    schemas = doc["components"]["schemas"]
+    assert {(p, m.upper()) for p, ops in doc["paths"].items() for m in ops} == {(r.url_path, r.method) for r in ROUTES}
+    for r in ROUTES:
+        op = doc["paths"][r.url_path][r.method.lower()]
+        answer = op["responses"][str(r.status)].get("content", {}).get("application/json", {}).get("schema", {})
+        assert answer.get("$ref") == (f"#/components/schemas/{r.result.__name__}" if r.result else None), r.path
+        body = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
+        assert body.get("$ref") == (f"#/components/schemas/{r.body.__name__}" if r.body else None), r.path
+        assert all(m.__name__ in schemas for m in (r.body, r.result) if m is not None)
+        assert ("security" in op) == r.signed
+        if r.signed:
+            got = httpx.request(r.method, gateway.url + r.url_path.replace("{id}", "x").replace("{name}", "x"))
+            assert got.json()["code"] == "auth.unsigned", r.path
 
 
 def test_the_dashboard_pages(gateway) -> None:

@@ -5,7 +5,7 @@ The page shows every host and everyone's work, so it is the administrator's:
 keeps as an HTTP-only cookie for its own fetches of ``/api/state``.  Each
 poll makes the same calls as the API, through the same control plane, signed
 by the gateway acting for that administrator; a part that fails is one line
-in the view's ``errors`` (:func:`legionrm.dashboard.view.build_view`).
+in the view's ``errors`` (:func:`legionrm.gateway.dashboard.view.build_view`).
 ``up --no-dashboard`` leaves these pages out; the API stays.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from legionrm import codes
-from legionrm.dashboard.view import Poll, build_view
+from legionrm.gateway.dashboard.view import Poll, build_view
 from legionrm.gateway.door import PLANE, SETTINGS, refusal, status_of
 
 KEY_COOKIE = "legionrm_dashboard_key"
@@ -52,7 +52,7 @@ def _refused(request: web.Request) -> web.Response | None:
 async def page(request: web.Request) -> web.Response:
     if (refused := _refused(request)) is not None:
         return refused
-    text = resources.files("legionrm.dashboard").joinpath("page.html").read_text(encoding="utf-8")
+    text = resources.files("legionrm.gateway.dashboard").joinpath("page.html").read_text(encoding="utf-8")
     out = web.Response(text=text, content_type="text/html", headers={"Cache-Control": "no-store"})
     out.set_cookie(KEY_COOKIE, request.app[SETTINGS]["dashboard_key"], httponly=True, samesite="Strict")
     return out
