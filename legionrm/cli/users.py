@@ -21,13 +21,13 @@ import json
 
 from legionrm import codes
 from legionrm.auth.errors import AuthRefusedError
-from legionrm.cli.front import client
+from legionrm.cli.front import typed
 
 
 def cli_user(args: argparse.Namespace) -> int:
     if args.action in ("add", "remove") and not args.name:
         raise AuthRefusedError(codes.CLI_USAGE, f"user {args.action} needs a NAME", "cli")
-    c = client(args)
+    c = typed(args)  # administrators: the typed Client (its answers are printed from the models)
     if args.action == "add":
         roles = set(args.role or ("user",)) | ({"admin"} if args.admin else set())
         added = c.add_user(args.name, groups=sorted(set(args.group or ())), roles=sorted(roles), os_user=args.os_user)

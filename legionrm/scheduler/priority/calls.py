@@ -15,17 +15,17 @@ class QueueCalls:
 
     def hold(self, request_id: str, proof: Any = None) -> RequestInfo:
         """Hold a pending request (its owner or an administrator)."""
-        return self.door.hold(request_id, proof)  # type: ignore[no-any-return]
+        return self.door.hold(request_id, proof)
 
     def release(self, request_id: str, proof: Any = None) -> RequestInfo:
         """Release a held request (an owner: only their own hold)."""
-        return self.door.release(request_id, proof)  # type: ignore[no-any-return]
+        return self.door.release(request_id, proof)
 
     def update(self, request_id: str, priority: int | None = None, qos: str | None = None,
                clear_priority: bool = False, proof: Any = None) -> RequestInfo:
         """Set a pending request's fixed priority or its QoS (administrators)."""
-        return self.door.update(request_id, priority, qos, clear_priority, proof)  # type: ignore[no-any-return]
+        return self.door.update(request_id, priority, qos, clear_priority, proof)
 
     def top(self, request_id: str, proof: Any = None) -> RequestInfo:
         """Put a pending request first (administrators)."""
-        return self.door.top(request_id, proof)  # type: ignore[no-any-return]
+        return self.door.top(request_id, proof)
