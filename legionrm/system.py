@@ -407,58 +407,72 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
     hb = heartbeat_s or spec.collection.heartbeat_interval_s
     coll = CollectionActor.options(**control_plane(COLLECTION, detached=detached)).remote(spec.collection, **auth)
     system = System(spec=spec, collection=coll, detached=detached)
-    node_hosts = set(ray_nodes or ())
-    specs = {h.name: h for h in spec.hosts}
-    for name, hosts in host_groups(spec).items():
-        hosts = [h for h in hosts if h.name not in node_hosts]
-        if hosts:  # with a state dir a group keeps what its hosts granted, so it may restart
-            system.groups[name] = spawn_host_group(
-                name, hosts, collection=coll, heartbeat_s=hb, detached=detached,
-                state_path=str(Path(state_dir) / f"hostgroup-{name}.db") if state_dir is not None else None,
-                restarts=RESTARTS if state_dir is not None else 0, **auth)
-    # with a state dir every host and vault keeps what it granted, so it may restart too
-    keep = (lambda f: {"state_path": str(Path(state_dir) / f), "restarts": RESTARTS}) if state_dir is not None else (
-        lambda f: {})
-    for host, node_id in (ray_nodes or {}).items():
-        system.nodes[host] = spawn_ray_node_host(
-            node_id, specs.get(host) or HostSpec(name=host), collection=coll, heartbeat_s=hb, detached=detached,
-            runner=spec.runner, log_dir=str(Path(state_dir) / "runs" / host) if state_dir is not None else None,
-            **keep(f"host-{host}.db"), **auth)
-    pinned = node_vaults(ray_nodes or {}, {v.name for v in spec.vaults}) if node_vaults_too else {}
-    for v in [*spec.vaults, *(v for v, _ in pinned.values())]:
-        system.vaults[v.name] = spawn_vault(v, collection=coll, heartbeat_s=hb, detached=detached, **auth,
-                                            shelf_dir=str(Path(state_dir) / f"vault-{v.name}") if state_dir else None,
-                                            node_id=pinned[v.name][1] if v.name in pinned else None,
-                                            **keep(f"vault-{v.name}.db"))
-    carriers = {h.name: system.groups[g] for g, hosts in host_groups(spec).items() for h in hosts
-                if h.name not in node_hosts}
-    carriers.update(system.nodes)
-    for c in spec.classes:
-        system.classes[c.name] = spawn_class(c, hosts=carriers, vaults=system.vaults, detached=detached, **auth)
-    # the Enactor keeps nothing between calls, the Scheduler reloads its state store and the
-    # pool owner is charged again by the Scheduler: those three may restart
-    system.enactor = EnactorActor.options(**control_plane(ENACTOR, detached=detached, restarts=RESTARTS)).remote(
-        groups=system.groups, resources={**system.nodes, **system.vaults}, batched=list({**system.nodes, **system.vaults}),
-        classes=system.classes, **auth,
-    )
-    system.pools = PoolActor.options(**control_plane(POOLS, detached=detached, restarts=RESTARTS)).remote(
-        pool_gate(spec), **auth)  # one owner: every scheduler shares it
-    store = str(Path(state_dir) / "scheduler.db") if state_dir is not None else None
-    system.scheduler = SchedulerActor.options(**control_plane(SCHEDULER, detached=detached, restarts=RESTARTS)).remote(
-        coll, system.enactor, list(spec.classes), pool_owner=system.pools, cluster=spec, carriers=carriers,
-        state_path=store, vault_actors=system.vaults,
-        class_actors=system.classes, **auth)
-    system.resources = tuple(sorted({*carriers, *system.vaults}))
-    call([h.ping.remote() for h in system.handles()])
-    if home is not None:
-        system.signer = signer_if(True, home) if _has_key(home) else None
-    if home is None or system.signer is not None:  # (a driver without a key here cannot ask)
-        await_answers(system)  # every resource has joined, so the first query sees them all
+    try:
+        node_hosts = set(ray_nodes or ())
+        specs = {h.name: h for h in spec.hosts}
+        for name, hosts in host_groups(spec).items():
+            hosts = [h for h in hosts if h.name not in node_hosts]
+            if hosts:  # with a state dir a group keeps what its hosts granted, so it may restart
+                system.groups[name] = spawn_host_group(
+                    name, hosts, collection=coll, heartbeat_s=hb, detached=detached,
+                    state_path=str(Path(state_dir) / f"hostgroup-{name}.db") if state_dir is not None else None,
+                    restarts=RESTARTS if state_dir is not None else 0, **auth)
+        # with a state dir every host and vault keeps what it granted, so it may restart too
+        keep = (lambda f: {"state_path": str(Path(state_dir) / f), "restarts": RESTARTS}) if state_dir is not None else (
+            lambda f: {})
+        for host, node_id in (ray_nodes or {}).items():
+            system.nodes[host] = spawn_ray_node_host(
+                node_id, specs.get(host) or HostSpec(name=host), collection=coll, heartbeat_s=hb, detached=detached,
+                runner=spec.runner, log_dir=str(Path(state_dir) / "runs" / host) if state_dir is not None else None,
+                **keep(f"host-{host}.db"), **auth)
+        pinned = node_vaults(ray_nodes or {}, {v.name for v in spec.vaults}) if node_vaults_too else {}
+        for v in [*spec.vaults, *(v for v, _ in pinned.values())]:
+            system.vaults[v.name] = spawn_vault(v, collection=coll, heartbeat_s=hb, detached=detached, **auth,
+                                                shelf_dir=str(Path(state_dir) / f"vault-{v.name}") if state_dir else None,
+                                                node_id=pinned[v.name][1] if v.name in pinned else None,
+                                                **keep(f"vault-{v.name}.db"))
+        carriers = {h.name: system.groups[g] for g, hosts in host_groups(spec).items() for h in hosts
+                    if h.name not in node_hosts}
+        carriers.update(system.nodes)
+        for c in spec.classes:
+            system.classes[c.name] = spawn_class(c, hosts=carriers, vaults=system.vaults, detached=detached, **auth)
+        # the Enactor keeps nothing between calls, the Scheduler reloads its state store and the
+        # pool owner is charged again by the Scheduler: those three may restart
+        system.enactor = EnactorActor.options(**control_plane(ENACTOR, detached=detached, restarts=RESTARTS)).remote(
+            groups=system.groups, resources={**system.nodes, **system.vaults}, batched=list({**system.nodes, **system.vaults}),
+            classes=system.classes, **auth,
+        )
+        system.pools = PoolActor.options(**control_plane(POOLS, detached=detached, restarts=RESTARTS)).remote(
+            pool_gate(spec), **auth)  # one owner: every scheduler shares it
+        store = str(Path(state_dir) / "scheduler.db") if state_dir is not None else None
+        system.scheduler = SchedulerActor.options(**control_plane(SCHEDULER, detached=detached, restarts=RESTARTS)).remote(
+            coll, system.enactor, list(spec.classes), pool_owner=system.pools, cluster=spec, carriers=carriers,
+            state_path=store, vault_actors=system.vaults,
+            class_actors=system.classes, **auth)
+        system.resources = tuple(sorted({*carriers, *system.vaults}))
+        call([h.ping.remote() for h in system.handles()])
+        if home is not None:
+            system.signer = signer_if(True, home) if _has_key(home) else None
+        if home is None or system.signer is not None:  # (a driver without a key here cannot ask)
+            await_answers(system)  # every resource has joined, so the first query sees them all
+    except BaseException:
+        _abandon(system)  # a boot that failed half way leaves no named actor to block the next one
+        raise
     return system
 
 
 JOIN_WAIT_S = 30.0
 """How long boot waits for every resource to join the Collection."""
+
+
+def _abandon(system: System) -> None:
+    """Kill every actor a failed boot created (no restart), so their names are free again."""
+    for h in system.handles():
+        if h is not None:
+            try:
+                ray.kill(h, no_restart=True)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
 
 
 def answers(system: System) -> Answering:
