@@ -75,10 +75,22 @@ class RequestQueue:
             return True
         return False
 
-    def replan(self, attempt: Callable[[Entry], bool]) -> int:
-        """Give every pending request, in order, one more ``attempt`` (True:
-        it started); returns how many started.  If a re-plan is running
-        already, this asks it to go round once more and returns 0."""
+    def try_claimed(self, entry: Entry, attempt: Callable[[Entry], bool]) -> bool | None:
+        """``attempt(entry)`` under its claim: True it started, False not now,
+        None not tried (another attempt holds it, or it no longer waits)."""
+        with self.claim(entry.id) as claimed:  # one attempt at a time per request
+            if claimed and entry.state == "pending":
+                return bool(attempt(entry))
+        return None
+
+    def replan(self, attempt: Callable[[Entry], bool] | None = None, *,
+               walk: Callable[[list[Entry]], int] | None = None,
+               order: Callable[[], list[Entry]] | None = None) -> int:
+        """Give the pending requests, in ``order`` (default :meth:`order`),
+        one more pass: ``walk`` (the backfill rules) or, without one, an
+        ``attempt`` each (True: it started); returns how many started.  If a
+        re-plan is running already, this asks it to go round once more and
+        returns 0."""
         self._dirty.set()
         if not self._replan_lock.acquire(blocking=False):
             return 0
@@ -86,10 +98,12 @@ class RequestQueue:
         try:
             while self._dirty.is_set():
                 self._dirty.clear()
-                for entry in self.order():
-                    with self.claim(entry.id) as claimed:  # one attempt at a time per request
-                        if claimed and entry.state == "pending":
-                            started += attempt(entry)
+                entries = (order or self.order)()
+                if walk is not None:
+                    started += walk(entries)
+                else:
+                    assert attempt is not None
+                    started += sum(bool(self.try_claimed(e, attempt)) for e in entries)
         finally:
             self._replan_lock.release()
         return started

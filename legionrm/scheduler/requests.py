@@ -51,6 +51,9 @@ ALLOWED: dict[RequestState, frozenset[RequestState]] = {
 }
 """Which state may follow which (final states have no successor)."""
 
+LIVE_STATES: tuple[RequestState, ...] = ("admitted", "placing", "reserved", "running")
+"""The states a request may hold instances in (a final one has given them all back)."""
+
 HISTORY_LIMIT = 64
 """Transitions kept per request: a request re-planned many times keeps its
 first transitions and its latest ones, never an unbounded list."""
@@ -135,6 +138,7 @@ class RequestBook:
         self._lock = threading.RLock()
         self._entries: dict[str, Entry] = {}
         self._by_instance: dict[str, str] = {}
+        self._by_state: dict[str, dict[str, Entry]] = {}  # state -> its requests: a pass reads only the live ones
         self.listener = listener
         """Told of every transition and every instance start and end (see the module)."""
         for item in store.load() if store is not None else ():
@@ -143,6 +147,7 @@ class RequestBook:
                           failures=item.failures, earliest_start=item.earliest_start, attempts=item.attempts,
                           held=item.held)
             self._entries[entry.id] = entry
+            self._by_state.setdefault(entry.state, {})[entry.id] = entry
             self._by_instance.update({iid: entry.id for iid in entry.instances})
 
     def tell(self, entry: Entry, status: EventStatus, reason: str, object_id: str | None = None) -> None:
@@ -171,13 +176,19 @@ class RequestBook:
         with self._lock:
             return list(self._entries.values())
 
+    def in_state(self, state: RequestState) -> list[Entry]:
+        """The requests in ``state`` now (read from an index, not a scan of every request)."""
+        with self._lock:
+            return list(self._by_state.get(state, {}).values())
+
     def owner_of(self, instance_id: str) -> Entry | None:
         rid = self._by_instance.get(instance_id)
         return self._entries.get(rid) if rid is not None else None
 
     def running_instances(self) -> list[InstanceRef]:
         with self._lock:
-            return [e.refs[i] for e in self._entries.values() for i in e.live_instances() if i in e.refs]
+            live = [e for st in LIVE_STATES for e in self._by_state.get(st, {}).values()]
+            return [e.refs[i] for e in live for i in e.live_instances() if i in e.refs]
 
     def next_end(self) -> float | None:
         """The first time a running instance's walltime ends: no waiting
@@ -204,6 +215,7 @@ class RequestBook:
             entry = Entry(request=request, submitted=now)
             entry.history.append(RequestEvent(at=now, state="pending", reason="submitted"))
             self._entries[request.request_id] = entry
+            self._by_state.setdefault("pending", {})[entry.id] = entry
             self.save(entry)
             self.tell(entry, "pending", "submitted")
             return entry
@@ -220,9 +232,11 @@ class RequestBook:
                 # the same "not now" as before: the attempt leaves no trace in the history
                 while entry.history[-1].state != "pending":
                     entry.history.pop()
+                self._index(entry, state)
                 entry.state, entry.reason = state, reason
                 self.save(entry)
                 return
+            self._index(entry, state)
             entry.state, entry.reason = state, reason
             entry.history.append(RequestEvent(at=self.clock(), state=state, reason=reason))
             if len(entry.history) > HISTORY_LIMIT:
@@ -238,6 +252,12 @@ class RequestBook:
                 return False
             self.move(entry, state, reason)
             return True
+
+    def _index(self, entry: Entry, state: RequestState) -> None:
+        """Move ``entry`` to ``state``'s index (before its state changes)."""
+        if entry.state != state:
+            self._by_state.get(entry.state, {}).pop(entry.id, None)
+            self._by_state.setdefault(state, {})[entry.id] = entry
 
     @staticmethod
     def _retry_of(entry: Entry, reason: str) -> bool:

@@ -29,7 +29,7 @@ with Ray adapters.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from legionrm import codes
 from legionrm.errors import SchedulingError
@@ -47,9 +47,11 @@ from legionrm.models import (
 )
 from legionrm.scheduler.accounts import Accounts
 from legionrm.scheduler.ahead.starts import AheadStarts
+from legionrm.scheduler.backfill import Backfill, profile_of, with_walltime
 from legionrm.scheduler.confirm import Activator, activation, refused_at_door, validate_request
 from legionrm.scheduler.enactment import Enactment
 from legionrm.scheduler.planner import Plan, Planner
+from legionrm.scheduler.planning.holds import Hold
 from legionrm.scheduler.planning.window import ahead_of
 from legionrm.scheduler.ports import (
     EnactorPort,
@@ -131,6 +133,8 @@ class Scheduler:
         # runs' results and accounting records (none kept without a store)
         self.results = results if results is not None else Results(book, lambda: watch, None, self.name, clock)
         self.queue = RequestQueue(book, accounts.class_order)
+        self._queue_spec = settings.cluster.queue
+        self.backfill = Backfill(self._queue_spec.policy, self._queue_spec.backfill_depth, profile=self._profile)
         self._ahead = AheadStarts(book, enactment.enactor, book_back=accounts.book_back)  # starts ahead
         self._ticks = 0
         if book.store is not None:  # restarted: each request's past back in its stream, before any live event
@@ -178,13 +182,20 @@ class Scheduler:
 
     # --- the main call --------------------------------------------------------
 
-    def scheduleObjects(self, request: SchedulingRequest) -> SchedulerResponse:
+    def scheduleObjects(self, request: SchedulingRequest, *, try_now: bool = True) -> SchedulerResponse:
         """Admit, plan and enact ``request``.  Returns ok with the instances
         started (state ``running``); else not ok with every placement's
         failure, the request either ``pending`` (it waits in the queue and is
         placed when capacity frees; only when ``request.wait``) or
         ``failed`` (it can never run, or it asked not to wait).  Not
-        idempotent (it starts instances); a repeated request id is refused."""
+        idempotent (it starts instances); a repeated request id is refused.
+
+        A request that waits is tried now only if the queue's pass would try
+        it here (:meth:`Backfill.gate`: it delays no reserved start and
+        strict order puts nobody before it); ``try_now=False`` only queues
+        it for the next pass.  Work without a walltime gets the queue's
+        ``default_walltime_s``."""
+        request = with_walltime(request, self._queue_spec.default_walltime_s)
         validate_request(request, self._clock())
         refusal = self.accounts.refuse_owner(request)
         if refusal is not None:  # refused at submit, never queued: nothing here can give it an account
@@ -193,13 +204,43 @@ class Scheduler:
         with self.queue.claim(request.request_id) as claimed:
             if not claimed:
                 raise SchedulingError(f"request id {request.request_id!r} was already scheduled")
-            return self._attempt(self.book.add(request))
+            entry = self.book.add(request)
+            holds = self.backfill.gate(entry, self._order()) if try_now else None
+            if holds is not None:
+                return self._attempt(entry, holds)
+            if request.wait:
+                return self._queued(entry, self._behind() if try_now else "queued for the next pass")
+            return self._refused(entry, [PlacementFailure(key="*", resource="queue", code=codes.QUEUE_BEHIND,
+                                                          reason=self._behind(), stage="plan")], 0)
 
     def replan(self) -> int:
         """Try every pending request again, in queue order; returns how many
         started.  Called on events (and by :meth:`tick`).  If a re-plan is
         already running, this asks it to go round once more and returns 0."""
-        return self.queue.replan(lambda entry: self._attempt(entry).ok)
+        return self.queue.replan(walk=lambda order: self.backfill.walk(order, self._try_with), order=self._order)
+
+    def _try_with(self, entry: Entry, holds: Sequence[Hold]) -> bool | None:
+        return self.queue.try_claimed(entry, lambda e: self._attempt(e, holds).ok)
+
+    def _order(self) -> list[Entry]:
+        """The pending requests in the order a pass takes them: the site's
+        (:meth:`RequestQueue.order`) or, with ``[queue] order = "submit"``, submission order."""
+        if self._queue_spec.order == "site":
+            return self.queue.order()
+        return sorted(self.book.in_state("pending"), key=lambda e: (e.submitted, e.id))
+
+    def _profile(self):  # noqa: ANN202 - a Profile (see legionrm.scheduler.backfill)
+        """The hosts' cpus over time for one pass: the snapshot's free cpus, given back as walltimes end."""
+        return profile_of(self._collection.get().snapshot(), self.book.in_state("running"))
+
+    def _behind(self) -> str:
+        return ("requests before it wait, and the queue is strict first come, first served"
+                if self.backfill.mode == "fcfs" else "starting it now would delay a reserved start")
+
+    def _queued(self, entry: Entry, why: str) -> SchedulerResponse:
+        """``entry`` waits for the next pass without an attempt now."""
+        self.book.move(entry, "pending", f"{codes.QUEUE_BEHIND}: {why}")
+        return SchedulerResponse(request_id=entry.id, ok=False, message=why, state=entry.state)
 
     def cancel(self, request_id: str, reason: str = "cancelled by its user") -> RequestInfo:
         """End ``request_id``: a pending request leaves the queue; a running
@@ -223,8 +264,12 @@ class Scheduler:
         return entry.info()
 
     def request_info(self, request_id: str) -> RequestInfo:
-        """One request's whole story (``legionrm show``).  SchedulingError if unknown."""
-        return self._entry(request_id).info()
+        """One request's whole story (``legionrm show``), with its reserved
+        start while it waits at the top of the queue.  SchedulingError if unknown."""
+        entry = self._entry(request_id)
+        info = entry.info()
+        reserved = self.backfill.reserved.get(entry.id) if entry.state == "pending" else None
+        return info if reserved is None else info.model_copy(update={"reserved_start": reserved})
 
     def list_requests(self, user: str | None = None, state: str | None = None) -> list[RequestInfo]:
         """Requests, oldest first (``legionrm list``)."""
@@ -305,8 +350,9 @@ class Scheduler:
 
     # --- one attempt ------------------------------------------------------------
 
-    def _attempt(self, entry: Entry) -> SchedulerResponse:
-        """Admit, plan and enact ``entry`` once; leaves it running, pending or failed."""
+    def _attempt(self, entry: Entry, holds: Sequence[Hold] = ()) -> SchedulerResponse:
+        """Admit, plan and enact ``entry`` once, keeping ``holds`` (the
+        queue's reserved starts); leaves it running, pending or failed."""
         request = entry.request
         entry.attempts += 1
         active, unknown = activation(request.activate, self.instances, self.name, self._activator)
@@ -331,7 +377,7 @@ class Scheduler:
                 key="*", resource=refusal.by, code=refusal.code, reason=refusal.reason, stage="plan")], 0)
         self.book.move(entry, "admitted", f"admitted to pool {request.pool}")
         try:
-            plan = self.planner.make_schedules(request, self._collection.get().snapshot())
+            plan = self.planner.make_schedules(request, self._collection.get().snapshot(), holds)
             if not plan.ok:
                 self.accounts.release(request.request_id)
                 return self._refused(entry, plan.failures, 0)
@@ -340,7 +386,7 @@ class Scheduler:
             timeout = None if ahead is None else self._ahead.timeout(self.enactment.token_timeout_s)
             plan, result = enact_with_replans(
                 request, plan, lambda p, n: self.enactment.enact(request, p, n, ahead, timeout, entry.attempts),
-                self._fresh_plan,
+                lambda r: self._fresh_plan(r, holds),
                 lambda why: self.book.move(entry, "placing", why))
         except BaseException as exc:
             self.accounts.release(request.request_id)
@@ -361,8 +407,9 @@ class Scheduler:
             self.cancel(request.request_id)
         return self._succeeded(entry, active + list(result.instances), len(plan.masters), result, prefix)
 
-    def _fresh_plan(self, request: SchedulingRequest) -> Plan | None:
-        return plan if (plan := self.planner.make_schedules(request, self._collection.get().snapshot())).ok else None
+    def _fresh_plan(self, request: SchedulingRequest, holds: Sequence[Hold] = ()) -> Plan | None:
+        plan = self.planner.make_schedules(request, self._collection.get().snapshot(), holds)
+        return plan if plan.ok else None
 
     def _refused(self, entry: Entry, failures: Any, masters: int, result: EnactResult | None = None
                  ) -> SchedulerResponse:
