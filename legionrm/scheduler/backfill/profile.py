@@ -205,10 +205,15 @@ def usage_of(entry: Entry, profile: Profile) -> Usage:
 
 
 def profile_of(snap: CollectionSnapshot, running: Iterable[Entry]) -> Profile:
-    """The profile of the snapshot's hosts: free cpus as they reported,
-    given back as each of the ``running`` requests' walltime ends."""
+    """The profile of the snapshot's hosts: free cpus as they reported, or
+    less where the ``running`` requests hold more than the report shows (it
+    predates their start), given back as each one's walltime ends."""
     base = base_table(snap)
     profile = Profile(float(snap.now), [str(n) for n in base.names], base.cpus, base.free_cpus)
-    for entry in running:
-        profile.release(usage_of(entry, profile))
+    usages = [usage_of(entry, profile) for entry in running]
+    held = np.zeros(len(profile.names))
+    for u in usages:
+        np.add.at(held, list(u.hosts), u.cpus)
+        profile.release(u)
+    profile.free = np.minimum(profile.free, np.maximum(profile.total - held, 0.0))
     return profile
