@@ -81,6 +81,9 @@ class Backfill:
 
     def walk(self, order: Sequence[Entry], attempt: Attempt) -> int:
         """One pass over ``order`` (see the module); returns how many started."""
+        if not order:
+            self.reserved = {}
+            return 0
         base = self._profile()
         blocked: list[Entry] = []
         holds, reserved = self._holds(base, blocked)

@@ -61,6 +61,7 @@ class Profile:
         self.free = np.minimum(np.maximum(np.asarray(free, dtype=float), 0.0), self.total)
         self._events: list[tuple[float, int, float]] = []  # (time, host, +cpus back / -cpus taken)
         self._steps: tuple[np.ndarray, np.ndarray] | None = None
+        self._bounds: dict[int, tuple[Hold, np.ndarray, np.ndarray]] = {}
         for u in usages:
             self.release(u)
 
@@ -121,14 +122,22 @@ class Profile:
 
     def limit(self, holds: Sequence[Hold], end: float) -> np.ndarray:
         """The cpus free now to work that ends at ``end``, the ``holds`` kept."""
-        free = self.free.copy()
+        free = self.free
         for hold in holds:
-            if end > hold.start:
-                for host, spare in hold.spare.items():
-                    i = self.index.get(host)
-                    if i is not None:
-                        free[i] = min(free[i], spare)
+            if end > hold.start and hold.spare:
+                idx, spare = self._bound(hold)
+                free = free.copy() if free is self.free else free
+                free[idx] = np.minimum(free[idx], spare)
         return free
+
+    def _bound(self, hold: Hold) -> tuple[np.ndarray, np.ndarray]:
+        """A hold's hosts (as positions) and spares, worked out once per hold."""
+        got = self._bounds.get(id(hold))
+        if got is None or got[0] is not hold:
+            pairs = [(self.index[h], v) for h, v in hold.spare.items() if h in self.index]
+            got = (hold, np.array([i for i, _ in pairs], dtype=np.int64), np.array([v for _, v in pairs], dtype=float))
+            self._bounds[id(hold)] = got
+        return got[1], got[2]
 
     def fits_now(self, demand: Demand, walltime: float | None, holds: Sequence[Hold] = ()) -> bool:
         """Does ``demand`` fit in the cpus free now, without breaking ``holds``?"""
@@ -189,19 +198,22 @@ def place(free: np.ndarray, demand: Demand, order: np.ndarray | None = None) -> 
 
 
 def usage_of(entry: Entry, profile: Profile) -> Usage:
-    """The cpus a running ``entry`` holds per host, until its walltime ends."""
-    hosts, cpus, ends = [], [], []
+    """The cpus a running ``entry`` holds per host, until its walltime ends
+    (an instance's cpus and walltime are its class's first object request's)."""
+    objs: dict[str, tuple[float, float]] = {}
+    for o in reversed(entry.request.objects):
+        objs[o.class_name] = (o.cpus, o.walltime_s if o.walltime_s is not None else INF)
+    hosts, cpus, end = [], [], -INF
     for iid in entry.live_instances():
         ref = entry.refs.get(iid)
         i = profile.index.get(ref.host) if ref is not None else None
         if ref is None or i is None:
             continue
-        obj = next((o for o in entry.request.objects if o.class_name == ref.class_name), None)
-        wall = obj.walltime_s if obj is not None else None
+        c, wall = objs.get(ref.class_name, (0.0, INF))
         hosts.append(i)
-        cpus.append(obj.cpus if obj is not None else 0.0)
-        ends.append(ref.started_at + wall if wall is not None else float("inf"))
-    return Usage(tuple(hosts), tuple(cpus), max(ends, default=float("inf")))
+        cpus.append(c)
+        end = max(end, ref.started_at + wall)
+    return Usage(tuple(hosts), tuple(cpus), end if hosts else INF)
 
 
 def profile_of(snap: CollectionSnapshot, running: Iterable[Entry]) -> Profile:
