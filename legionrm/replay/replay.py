@@ -88,7 +88,7 @@ def request_of(job: Job, cpus_per_host: int) -> SchedulingRequest:
         objects.append(ObjectRequest(class_name=WHOLE, count=whole, cpus=cpus_per_host, memory_gb=0, walltime_s=wall))
     if rest:
         objects.append(ObjectRequest(class_name=PART, count=1, cpus=rest, memory_gb=0, walltime_s=wall))
-    return SchedulingRequest(request_id=f"job{job.number}", identity=Identity(user=f"u{job.user}", groups=(f"g{job.group}",)),
+    return SchedulingRequest(request_id=f"job{job.number:010d}", identity=Identity(user=f"u{job.user}", groups=(f"g{job.group}",)),
                              objects=tuple(objects))
 
 
@@ -111,7 +111,7 @@ def replay(jobs: Sequence[Job], hosts: int, cpus_per_host: int, policy: str | Qu
     system = LocalSystem(spec, clock=clock, settings=SchedulerSettings(
         cluster=spec, max_masters=1, max_deltas=0, max_attempts=10**9))
     sched = system.scheduler
-    by_id = {f"job{j.number}": j for j in jobs}
+    by_id = {f"job{j.number:010d}": j for j in jobs}
     out = Replay()
     ends: list[tuple[float, str]] = []  # (time, request id)
     changed: set[str] = set()
