@@ -14,8 +14,9 @@ walltime.  At each time point, in order:
 
 A job ends at its start plus its run time, or at its walltime if that is
 shorter (the Scheduler stops work at its walltime).  The hosts report to the
-Collection as soon as anything starts or stops on them, so every attempt of
-a pass plans over what is really free.
+Collection when work on them ends (what the Scheduler started since, it
+counts itself: :meth:`~legionrm.scheduler.backfill.Profile.unreported`), so
+every attempt of a pass plans over what is really free.
 
 The policies (:data:`POLICIES`) are the ``[queue]`` table's: ``fcfs`` and
 ``easy`` take the jobs in submission order; ``site`` is the queue as the
@@ -126,12 +127,8 @@ def replay(jobs: Sequence[Job], hosts: int, cpus_per_host: int, policy: str | Qu
         entry = sched.book.get(event.request_id)
         if entry is None:
             return
-        if event.object_id is not None:  # an instance started: its host reports before the next attempt
-            ref = entry.refs.get(event.object_id)
-            if ref is not None:
-                changed.add(ref.host)
+        if event.object_id is not None:
             return
-        report()
         job = by_id[event.request_id]
         end = clock.now + min(job.run, max(job.requested, 1.0))
         heapq.heappush(ends, (end, event.request_id))

@@ -47,7 +47,7 @@ from legionrm.models import (
 )
 from legionrm.scheduler.accounts import Accounts
 from legionrm.scheduler.ahead.starts import AheadStarts
-from legionrm.scheduler.backfill import Backfill, profile_of, with_walltime
+from legionrm.scheduler.backfill import Backfill, UsageCache, profile_of, with_walltime
 from legionrm.scheduler.confirm import Activator, activation, refused_at_door, validate_request
 from legionrm.scheduler.enactment import Enactment
 from legionrm.scheduler.planner import Plan, Planner
@@ -134,6 +134,7 @@ class Scheduler:
         self.results = results if results is not None else Results(book, lambda: watch, None, self.name, clock)
         self.queue = RequestQueue(book, accounts.class_order)
         self._queue_spec = settings.cluster.queue
+        self._usages = UsageCache()  # running requests' cpus per host, between passes
         self.backfill = Backfill(self._queue_spec.policy, self._queue_spec.backfill_depth, profile=self._profile)
         self._ahead = AheadStarts(book, enactment.enactor, book_back=accounts.book_back)  # starts ahead
         self._ticks = 0
@@ -231,7 +232,7 @@ class Scheduler:
 
     def _profile(self):  # noqa: ANN202 - a Profile (see legionrm.scheduler.backfill)
         """The hosts' cpus over time for one pass: the snapshot's free cpus, given back as walltimes end."""
-        return profile_of(self._collection.get().snapshot(), self.book.in_state("running"))
+        return profile_of(self._collection.get().snapshot(), self.book.in_state("running"), self._usages)
 
     def _behind(self) -> str:
         return ("requests before it wait, and the queue is strict first come, first served"

@@ -11,7 +11,7 @@ The holds themselves, and how the planner keeps them, are in
 """
 
 from legionrm.scheduler.backfill.policy import Backfill, Mode, demand_of, walltime_of, with_walltime
-from legionrm.scheduler.backfill.profile import Profile, Usage, profile_of, usage_of
+from legionrm.scheduler.backfill.profile import Profile, Usage, UsageCache, profile_of, usage_of
 
-__all__ = ["Backfill", "Mode", "Profile", "Usage", "demand_of", "profile_of", "usage_of", "walltime_of",
+__all__ = ["Backfill", "Mode", "Profile", "Usage", "UsageCache", "demand_of", "profile_of", "usage_of", "walltime_of",
            "with_walltime"]

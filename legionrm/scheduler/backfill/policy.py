@@ -20,7 +20,9 @@ order puts before it), else it waits for the next pass.
 
 Cpus of requests that cannot fit now are never planned (no attempt is
 spent on them); the planner gets the holds and keeps every placement within
-them.  Pure; no Ray.
+them, and one more for what this Scheduler started since the hosts last
+reported (:meth:`Profile.unreported`), so a pass never plans two requests
+onto the same free cpus.  Pure; no Ray.
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ class Backfill:
             request = entry.request
             wall = walltime_of(request)
             fits = base.fits_now(demand_of(request), wall, holds)
-            outcome = attempt(entry, tuple(holds)) if fits else False
+            outcome = attempt(entry, (*holds, *base.unreported())) if fits else False
             if outcome:
                 started += 1
                 base.add(usage_of(entry, base))
@@ -118,13 +120,15 @@ class Backfill:
         pos = next((i for i, e in enumerate(order) if e is entry), len(order))
         ahead = [e for e in order[:pos] if e.state == "pending" and e is not entry]
         if self.mode == "greedy" or not ahead:
-            return ()
+            return self._profile().unreported() if ahead else ()
         if self.mode == "fcfs":
             return None
         base = self._profile()
         blocked = [e for e in ahead if not base.fits_now(demand_of(e.request), walltime_of(e.request))][:self.depth]
         holds, _ = self._holds(base, blocked)
-        return tuple(holds) if base.fits_now(demand_of(entry.request), walltime_of(entry.request), holds) else None
+        if not base.fits_now(demand_of(entry.request), walltime_of(entry.request), holds):
+            return None
+        return (*holds, *base.unreported())
 
     def _holds(self, base: Profile, blocked: Sequence[Entry]) -> tuple[list[Hold], list[Reserved]]:
         """The reservations of ``blocked``, in order, over a copy of ``base``."""

@@ -59,15 +59,28 @@ class Profile:
         self.index = {n: i for i, n in enumerate(self.names)}
         self.total = np.asarray(total, dtype=float)
         self.free = np.minimum(np.maximum(np.asarray(free, dtype=float), 0.0), self.total)
+        self.reported = self.free.copy()
+        """What the hosts last reported free (``free`` is never more)."""
         self._events: list[tuple[float, int, float]] = []  # (time, host, +cpus back / -cpus taken)
         self._steps: tuple[np.ndarray, np.ndarray] | None = None
         self._bounds: dict[int, tuple[Hold, np.ndarray, np.ndarray]] = {}
         for u in usages:
             self.release(u)
 
+    def unreported(self) -> tuple[Hold, ...]:
+        """A hold on the cpus taken since the hosts last reported (the
+        running work the report predates, and what :meth:`add` counted):
+        for the planner, whose host table is the report (none when the
+        report is current)."""
+        taken = np.flatnonzero(self.free < self.reported - EPS)
+        if not len(taken):
+            return ()
+        return (Hold("", -INF, {self.names[i]: float(self.free[i]) for i in taken.tolist()}),)
+
     def copy(self) -> "Profile":
         """A copy to add to without changing this one."""
         other = Profile(self.now, self.names, self.total, self.free)
+        other.reported = self.reported
         other._events = list(self._events)
         return other
 
@@ -216,13 +229,34 @@ def usage_of(entry: Entry, profile: Profile) -> Usage:
     return Usage(tuple(hosts), tuple(cpus), end if hosts else INF)
 
 
-def profile_of(snap: CollectionSnapshot, running: Iterable[Entry]) -> Profile:
+class UsageCache:
+    """Each running request's :class:`Usage`, kept between passes while its
+    live instances and the host set stay the same (a pass then reads only
+    what changed)."""
+
+    def __init__(self) -> None:
+        self._names: list[str] = []
+        self._usages: dict[str, tuple[int, Usage]] = {}
+
+    def usages(self, profile: Profile, running: Iterable[Entry]) -> list[Usage]:
+        if profile.names != self._names:
+            self._names, self._usages = profile.names, {}
+        kept: dict[str, tuple[int, Usage]] = {}
+        for entry in running:
+            live = len(entry.live_instances())
+            got = self._usages.get(entry.id)
+            kept[entry.id] = got if got is not None and got[0] == live else (live, usage_of(entry, profile))
+        self._usages = kept
+        return [u for _, u in kept.values()]
+
+
+def profile_of(snap: CollectionSnapshot, running: Iterable[Entry], cache: UsageCache | None = None) -> Profile:
     """The profile of the snapshot's hosts: free cpus as they reported, or
     less where the ``running`` requests hold more than the report shows (it
     predates their start), given back as each one's walltime ends."""
     base = base_table(snap)
     profile = Profile(float(snap.now), [str(n) for n in base.names], base.cpus, base.free_cpus)
-    usages = [usage_of(entry, profile) for entry in running]
+    usages = (cache or UsageCache()).usages(profile, running)
     held = np.zeros(len(profile.names))
     for u in usages:
         np.add.at(held, list(u.hosts), u.cpus)
