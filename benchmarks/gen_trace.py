@@ -3,7 +3,7 @@ Lublin–Feitelson model (Lublin & Feitelson 2003, "The workload on parallel
 supercomputers: modeling the characteristics of rigid jobs"), with users and
 walltime estimates worse than the run times.
 
-    .venv/bin/python benchmarks/gen_trace.py [--jobs 10000] [--procs 1024] [--load 0.9] [--seed 26] [-o FILE]
+    .venv/bin/python benchmarks/gen_trace.py [--jobs 10000] [--procs 1024] [--load 0.75] [--seed 26] [-o FILE]
 
 The shape, from the model's published structure (parameters rounded):
 
@@ -81,7 +81,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jobs", type=int, default=10_000)
     ap.add_argument("--procs", type=int, default=1024)
-    ap.add_argument("--load", type=float, default=0.9)
+    ap.add_argument("--load", type=float, default=0.75)
     ap.add_argument("--seed", type=int, default=26)
     ap.add_argument("-o", "--out", default=str(Path(__file__).parent / "traces" / "lublin_1024.swf"))
     a = ap.parse_args()

@@ -24,6 +24,7 @@ from rich.table import Table
 
 from legionrm.cli.output import show, table
 from legionrm.errors import ConfigError, SchedulingError
+from legionrm.replay import read, replay, summary
 from legionrm.scheduler.fairshare import CycleResult, DuccCore, load_scenario, run
 
 DEFAULT_CYCLES = 8
@@ -111,8 +112,6 @@ def plot(results: list[CycleResult], core: DuccCore, path: str, title: str) -> N
 def cli_swf(args: argparse.Namespace) -> int:
     """``simulate --swf``: replay the trace, print the summary (``--json``: one
     object), write each job's start and end (``--starts``)."""
-    from legionrm.replay import read, replay, summary  # the in-process system, only for a replay
-
     trace = read(args.swf, limit=args.jobs)
     if not trace.jobs:
         raise ConfigError("the trace has no job to replay", file=args.swf)

@@ -53,7 +53,7 @@ class Profile:
     (already counted in ``free``) with its end."""
 
     def __init__(self, now: float, names: Sequence[str], total: np.ndarray, free: np.ndarray,
-                 usages: Iterable[Usage] = ()) -> None:
+                 usages: Iterable[Usage] = (), events: Iterable[tuple[float, int, float]] = ()) -> None:
         self.now = now
         self.names = list(names)
         self.index = {n: i for i, n in enumerate(self.names)}
@@ -61,7 +61,7 @@ class Profile:
         self.free = np.minimum(np.maximum(np.asarray(free, dtype=float), 0.0), self.total)
         self.reported = self.free.copy()
         """What the hosts last reported free (``free`` is never more)."""
-        self._events: list[tuple[float, int, float]] = []  # (time, host, +cpus back / -cpus taken)
+        self._events: list[tuple[float, int, float]] = list(events)  # (time, host, +cpus back / -cpus taken)
         self._steps: tuple[np.ndarray, np.ndarray] | None = None
         self._bounds: dict[int, tuple[Hold, np.ndarray, np.ndarray]] = {}
         for u in usages:
@@ -79,9 +79,8 @@ class Profile:
 
     def copy(self) -> "Profile":
         """A copy to add to without changing this one."""
-        other = Profile(self.now, self.names, self.total, self.free)
+        other = Profile(self.now, self.names, self.total, self.free, events=self._events)
         other.reported = self.reported
-        other._events = list(self._events)
         return other
 
     def release(self, usage: Usage) -> None:
