@@ -179,6 +179,9 @@ def cli_show(args: argparse.Namespace) -> int:
           + (f": {info.reason}" if info.reason else ""))
     if info.start is not None:
         print(f"  start {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(info.start))} ({starts(info, time.time())})")
+    if info.reserved_start is not None:
+        print(f"  reserved start {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(info.reserved_start))} "
+              f"(the queue keeps its cpus; in {_age(time.time(), info.reserved_start)})")
     for e in info.history:
         print(f"  +{e.at - info.submitted:8.2f}s  {e.state:<10} {e.reason}")
     for i in info.instances:
