@@ -47,7 +47,7 @@ from legionrm.models import (
 )
 from legionrm.scheduler.accounts import Accounts
 from legionrm.scheduler.ahead.starts import AheadStarts
-from legionrm.scheduler.backfill import Backfill, UsageCache, profile_of, with_walltime
+from legionrm.scheduler.backfill import Backfill, Profile, UsageCache, profile_of, with_walltime
 from legionrm.scheduler.confirm import Activator, activation, refused_at_door, validate_request
 from legionrm.scheduler.enactment import Enactment
 from legionrm.scheduler.planner import Plan, Planner
@@ -230,7 +230,7 @@ class Scheduler:
             return self.queue.order()
         return sorted(self.book.in_state("pending"), key=lambda e: (e.submitted, e.id))
 
-    def _profile(self):  # noqa: ANN202 - a Profile (see legionrm.scheduler.backfill)
+    def _profile(self) -> Profile:
         """The hosts' cpus over time for one pass: the snapshot's free cpus, given back as walltimes end."""
         return profile_of(self._collection.get().snapshot(), self.book.in_state("running"), self._usages)
 

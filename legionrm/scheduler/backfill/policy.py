@@ -42,6 +42,13 @@ Attempt = Callable[[Entry, Sequence[Hold]], "bool | None"]
 now, None not tried (another attempt holds it)."""
 
 
+def outside(request: SchedulingRequest) -> bool:
+    """Requests the pass rules leave alone: one with a start of its own (an
+    advance reservation, planned over its window) or with nothing to place
+    (it only activates objects).  They are tried as they come."""
+    return request.start is not None or not request.objects
+
+
 def with_walltime(request: SchedulingRequest, default_s: float | None) -> SchedulingRequest:
     """``request`` with ``default_s`` as the walltime of every object request
     that gives none (unchanged without a default, or when all give one)."""
@@ -94,8 +101,7 @@ class Backfill:
             if entry.state != "pending":
                 continue
             request = entry.request
-            wall = walltime_of(request)
-            fits = base.fits_now(demand_of(request), wall, holds)
+            fits = outside(request) or base.fits_now(demand_of(request), walltime_of(request), holds)
             outcome = attempt(entry, (*holds, *base.unreported())) if fits else False
             if outcome:
                 started += 1
@@ -103,6 +109,8 @@ class Backfill:
                 holds, reserved = self._holds(base, blocked)  # the reservations again, from what now runs
                 continue
             if outcome is None:
+                continue
+            if outside(request):
                 continue
             if self.mode == "fcfs":
                 break
@@ -117,6 +125,8 @@ class Backfill:
         None when it must wait for the next pass (strict order puts a waiting
         request before it, or it cannot fit now within the reservations of
         those before it)."""
+        if outside(entry.request):
+            return ()
         pos = next((i for i, e in enumerate(order) if e is entry), len(order))
         ahead = [e for e in order[:pos] if e.state == "pending" and e is not entry]
         if self.mode == "greedy" or not ahead:
@@ -124,7 +134,8 @@ class Backfill:
         if self.mode == "fcfs":
             return None
         base = self._profile()
-        blocked = [e for e in ahead if not base.fits_now(demand_of(e.request), walltime_of(e.request))][:self.depth]
+        blocked = [e for e in ahead if not outside(e.request)
+                   and not base.fits_now(demand_of(e.request), walltime_of(e.request))][:self.depth]
         holds, _ = self._holds(base, blocked)
         if not base.fits_now(demand_of(entry.request), walltime_of(entry.request), holds):
             return None

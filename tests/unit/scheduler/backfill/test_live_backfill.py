@@ -92,3 +92,12 @@ def test_work_without_a_walltime_gets_the_default() -> None:
     clock.advance(31)
     s.tick()
     assert s.scheduler.request_info("a").state == "completed"  # stopped at the default walltime
+
+
+def test_an_advance_reservation_is_not_held_back_by_the_queue() -> None:
+    s, clock = system()
+    s.scheduler.scheduleObjects(req("a", "alice", 8, 10))
+    s.scheduler.scheduleObjects(req("big", "bob", 8, 10))
+    ahead = SchedulingRequest(request_id="later", identity=Identity(user="carol"), start=clock() + 100, objects=(
+        ObjectRequest(class_name="W", cpus=8, memory_gb=1, walltime_s=10),))
+    assert s.scheduler.scheduleObjects(ahead).state == "reserved"
