@@ -3,8 +3,8 @@ makespan and Jain's fairness index over users.  Pure."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

@@ -27,8 +27,8 @@ site configures it (its priority order and EASY with its
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from legionrm.inprocess import LocalSystem
 from legionrm.models import (

@@ -12,9 +12,9 @@ cancelled-before-start jobs), and counted.  Pure.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from legionrm.errors import ConfigError
 

@@ -27,8 +27,9 @@ onto the same free cpus.  Pure; no Ray.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Literal, Sequence
+from typing import Literal
 
 from legionrm.models import SchedulingRequest
 from legionrm.scheduler.backfill.profile import Demand, Profile, usage_of

@@ -20,8 +20,8 @@ the planner's).  Pure; no Ray.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -77,7 +77,7 @@ class Profile:
             return ()
         return (Hold("", -INF, {self.names[i]: float(self.free[i]) for i in taken.tolist()}),)
 
-    def copy(self) -> "Profile":
+    def copy(self) -> Profile:
         """A copy to add to without changing this one."""
         other = Profile(self.now, self.names, self.total, self.free, events=self._events)
         other.reported = self.reported

@@ -12,8 +12,8 @@ object request.  Pure; no Ray.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 from legionrm.scheduler.planning.pipeline import HostTable
 

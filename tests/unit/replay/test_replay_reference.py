@@ -47,7 +47,7 @@ def reference(jobs: list[Job], procs: int, easy: bool) -> dict[int, tuple[float,
             i += 1
 
         # 3. one pass
-        def start(job: Job) -> None:
+        def start(job: Job, t: float = t) -> None:
             nonlocal free
             end = t + min(job.run, job.requested)
             running.append((end, t + job.requested, job.procs, job.number))

@@ -9,7 +9,15 @@ import random
 import pytest
 
 from legionrm.inprocess import LocalSystem
-from legionrm.models import ClassSpec, ClusterSpec, HostSpec, Identity, ObjectRequest, QueueSpec, SchedulingRequest
+from legionrm.models import (
+    ClassSpec,
+    ClusterSpec,
+    HostSpec,
+    Identity,
+    ObjectRequest,
+    QueueSpec,
+    SchedulingRequest,
+)
 from legionrm.testing import FakeClock
 
 
