@@ -65,6 +65,7 @@ from legionrm.scheduler.audit import audit
 from legionrm.scheduler.door import SchedulerDoor, own_report, status_for
 from legionrm.scheduler.elastic import CycleRunner, HostStopper
 from legionrm.scheduler.ports import PoolGate
+from legionrm.scheduler.priority.calls import QueueCalls
 from legionrm.scheduler.watch import HostWatch
 from legionrm.scheduler.watch.calls import WorkCalls
 from legionrm.scheduler.wiring import SchedulerPorts, wire
@@ -243,7 +244,7 @@ class RemotePoolGate:
 
 
 @ray.remote(num_cpus=0, max_concurrency=8, concurrency_groups={"control": 4})
-class SchedulerActor(WorkCalls):
+class SchedulerActor(WorkCalls, QueueCalls):
     """``cluster`` (optional) brings the ``[fairshare]`` policy for the elastic
     cycle; ``carriers`` maps host names to the actors that carry them and
     ``class_actors`` class names to class actors, for stopping instances."""
@@ -364,20 +365,7 @@ class SchedulerActor(WorkCalls):
     def cancel(self, request_id: str, reason: str = "cancelled by its user", proof: Any = None) -> RequestInfo:
         return self.door.cancel(request_id, reason, proof)
 
-    # --- the queue (see the door: who may call which) -------------------------------------------
-
-    def hold(self, request_id: str, proof: Any = None) -> RequestInfo:
-        return self.door.hold(request_id, proof)
-
-    def release(self, request_id: str, proof: Any = None) -> RequestInfo:
-        return self.door.release(request_id, proof)
-
-    def update(self, request_id: str, priority: int | None = None, qos: str | None = None, clear_priority: bool = False,
-               proof: Any = None) -> RequestInfo:
-        return self.door.update(request_id, priority, qos, clear_priority, proof)
-
-    def top(self, request_id: str, proof: Any = None) -> RequestInfo:
-        return self.door.top(request_id, proof)
+    # --- the queue (see the door: who may call which; hold/release/update/top: QueueCalls) ---------
 
     @ray.method(concurrency_group="control")
     def share(self, proof: Any = None) -> Any:
