@@ -121,6 +121,8 @@ RESOURCE_KIND = family("resource.", "kind", "the host has too little of that res
 REQUEST_CONFLICT = code("request.conflict", "a request id reused with a different request")
 REQUEST_INVALID = code("request.invalid", "a request no resource could grant (a start that is not a finite time)")
 REQUEST_TOO_BIG = code("request.too_big", "asks more than the whole cluster has ever held")
+QUEUE_BEHIND = code("queue.behind", "waits for the next pass: starting it now would delay a reserved start, or strict "
+                    "first come, first served puts waiting requests before it")
 VAULT_INCOMPATIBLE = code("vault.incompatible", "host and vault are not paired")
 VAULT_NONE = code("vault.none", "no vault serving the host can hold the object's state for this caller")
 

@@ -251,8 +251,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                     help="also say why this host would or would not be used, by the filter or ranker that decided (repeatable)")
     gateway_flags(xp)
 
-    si = add("simulate", "run the fair-share core over a scenario file (no Ray)")
-    si.add_argument("scenario", help="a DUCC scenario TOML file (e.g. examples/scenarios/ducc_s10_doubling.toml)")
+    si = add("simulate", "run the fair-share core over a scenario file, or replay a workload trace (--swf), no Ray")
+    si.add_argument("scenario", nargs="?",
+                    help="a DUCC scenario TOML file (e.g. examples/scenarios/ducc_s10_doubling.toml)")
+    si.add_argument("--swf", metavar="FILE", help="replay this Standard Workload Format trace through the Scheduler")
+    si.add_argument("--jobs", type=_positive, metavar="N", help="--swf: the trace's first N jobs")
+    si.add_argument("--hosts", type=_positive, metavar="N",
+                    help="--swf: simulated hosts (default: enough for the trace's largest job)")
+    si.add_argument("--cpus-per-host", type=_positive, default=1, metavar="C", help="--swf: cpus per host (default 1)")
+    si.add_argument("--policy", choices=("fcfs", "easy", "site"), default="easy",
+                    help="--swf: the queue's policy (default easy)")
+    si.add_argument("--starts", metavar="OUT.csv", help="--swf: write job,submit,start,end,procs per job")
     si.add_argument("--cycles", type=_positive, metavar="N",
                     help="cycles to run (default: the scenario's own `cycles`, else its events' last cycle, else 8)")
     si.add_argument("--summary", action="store_true", help="one line per cycle instead of the full tables")

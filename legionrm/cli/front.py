@@ -195,6 +195,9 @@ def cli_show(args: argparse.Namespace) -> int:
     if info.get("start") is not None:
         print(f"  start {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(info['start']))} "
               f"({starts(info, time.time())})")
+    if info.get("reserved_start") is not None:
+        print(f"  reserved start {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(info['reserved_start']))} "
+              f"(the queue keeps its cpus; in {_age(time.time(), info['reserved_start'])})")
     for e in info.get("history", ()):
         print(f"  +{e['at'] - info['submitted']:8.2f}s  {e['state']:<10} {e.get('reason', '')}")
     for i in info.get("instances", ()):

@@ -1,6 +1,11 @@
 """``legionrm simulate SCENARIO [--cycles N] [--summary] [--plot FILE.png] [--json]``:
 the fair-share core over a scenario file, offline (no Ray).
 
+``legionrm simulate --swf FILE [--jobs N] [--hosts N] [--cpus-per-host C]
+[--policy fcfs|easy|site] [--starts OUT.csv] [--json]``: a workload trace
+replayed through the real Scheduler in simulated time
+(:mod:`legionrm.replay`; docs/backfill.md).
+
 The number of cycles is the scenario's own when not given: a ``--cycles N``
 its comments name ("Run with --cycles 8"), else the last cycle an arrival or
 event happens in (at least 8 when there are none past the first), else 8.
@@ -19,6 +24,7 @@ from rich.table import Table
 
 from legionrm.cli.output import show, table
 from legionrm.errors import ConfigError, SchedulingError
+from legionrm.replay import read, replay, summary
 from legionrm.scheduler.fairshare import CycleResult, DuccCore, load_scenario, run
 
 DEFAULT_CYCLES = 8
@@ -103,8 +109,45 @@ def plot(results: list[CycleResult], core: DuccCore, path: str, title: str) -> N
     plt.close(fig)
 
 
+def cli_swf(args: argparse.Namespace) -> int:
+    """``simulate --swf``: replay the trace, print the summary (``--json``: one
+    object), write each job's start and end (``--starts``)."""
+    trace = read(args.swf, limit=args.jobs)
+    if not trace.jobs:
+        raise ConfigError("the trace has no job to replay", file=args.swf)
+    cpus = args.cpus_per_host
+    hosts = args.hosts or -(-max(j.procs for j in trace.jobs) // cpus)
+    result = replay(trace.jobs, hosts, cpus, args.policy)
+    doc = summary(args.policy, result.outcomes, hosts * cpus)
+    if args.starts:
+        lines = ["job,submit,start,end,procs"] + [
+            f"{o.job},{o.submit:g},{o.start:g},{o.end:g},{o.procs}" for o in sorted(result.outcomes, key=lambda o: o.job)]
+        try:
+            Path(args.starts).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot write: {exc.strerror}", file=args.starts) from None
+    left_out = len(trace.jobs) - len(result.outcomes)
+    if args.json:
+        print(json.dumps(doc))
+    else:
+        t = table(f"{Path(args.swf).name}: {len(result.outcomes)} jobs on {hosts} hosts x {cpus} cpus, "
+                  f"policy {args.policy}", ("measure", "value"), right=("value",))
+        for k, v in doc.items():
+            if k != "policy":
+                t.add_row(k, str(v))
+        show(t)
+        if left_out or trace.skipped:
+            print(f"left out: {trace.skipped} jobs without processors or run time, "
+                  f"{left_out} larger than the cluster", file=sys.stderr)
+    return 0
+
+
 def cli_main(args: argparse.Namespace) -> int:
     """Entry point of ``legionrm simulate``."""
+    if getattr(args, "swf", None):
+        return cli_swf(args)
+    if not getattr(args, "scenario", None):
+        raise ConfigError("give a scenario file, or --swf FILE to replay a trace", file="simulate")
     cycles = getattr(args, "cycles", None)
     if cycles is not None and cycles < 1:
         raise ConfigError(f"--cycles must be at least 1, not {cycles}")

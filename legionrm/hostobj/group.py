@@ -191,13 +191,15 @@ class HostGroup:
     def records(self) -> list[ResourceRecord]:
         return [h.record() for h in self._hosts.values()]
 
-    def heartbeat(self) -> dict[str, dict[str, AttrValue]]:
-        """Every host's dynamic attributes, pushed to the sink in one
+    def heartbeat(self, names: Iterable[str] | None = None) -> dict[str, dict[str, AttrValue]]:
+        """Every host's dynamic attributes (or only those of the hosts
+        ``names`` that this group carries), pushed to the sink in one
         ``update_many`` call when the sink has one (the Collection actor does),
         else one ``update`` per host."""
-        attrs = {name: h.dynamic_attributes() for name, h in self._hosts.items()}
+        hosts = self._hosts if names is None else {n: self._hosts[n] for n in names if n in self._hosts}
+        attrs = {name: h.dynamic_attributes() for name, h in hosts.items()}
         batch: Callable[[list[tuple[str, dict[str, AttrValue | None]]]], Any] | None = getattr(self.sink, "update_many", None)
-        not_joined = [h for h in self._hosts.values() if not h.joined]
+        not_joined = [h for h in hosts.values() if not h.joined]
         for h in not_joined:
             h.join()
         joined = [(n, beat(a)) for n, a in attrs.items() if self._hosts[n] not in not_joined]

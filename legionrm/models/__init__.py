@@ -28,6 +28,7 @@ from legionrm.models.cluster import (  # noqa: F401
     ImplementationSpec,
     PoolResourceSpec,
     PoolSpec,
+    QueueSpec,
     RunnerSpec,
     VaultSpec,
 )
@@ -143,6 +144,7 @@ __all__ = [
     "SchedulingRequest",
     "StartRequest",
     "VaultSpec",
+    "QueueSpec",
     "RunnerSpec",
     "WorkEnd",
     "AccountRecord",

@@ -122,6 +122,22 @@ class RunnerSpec(Frozen):
     output_cap_mb: float = Field(1.0, gt=0, le=1024, allow_inf_nan=False)
 
 
+class QueueSpec(Frozen):
+    """The ``[queue]`` table: how a scheduling pass walks the waiting
+    requests (:mod:`legionrm.scheduler.backfill`; docs/backfill.md).
+    ``policy``: ``easy`` (backfill that never delays the reserved starts of
+    the first ``backfill_depth`` blocked requests), ``fcfs`` (the first
+    blocked request blocks everything behind it) or ``greedy`` (whatever
+    fits goes).  ``order``: ``site`` (the queue's priority order) or
+    ``submit`` (submission order).  ``default_walltime_s``: the walltime of
+    work that gives none (None: it holds its cpus for ever)."""
+
+    policy: Literal["easy", "fcfs", "greedy"] = "easy"
+    backfill_depth: int = Field(1, ge=0, le=1000)
+    order: Literal["site", "submit"] = "site"
+    default_walltime_s: float | None = Field(None, gt=0, le=10 * 366 * 86_400.0, allow_inf_nan=False)
+
+
 class ClusterSpec(Frozen):
     """A whole cluster file, validated."""
 
@@ -134,6 +150,7 @@ class ClusterSpec(Frozen):
     pools: tuple[PoolSpec, ...] = ()  # the [[pool]] tables (scheduler.wiring.pool_gate); none: no admission control
     runner: RunnerSpec = RunnerSpec()  # the [runner] table
     qos: tuple[dict[str, Any], ...] = ()  # the [[qos]] tables, checked (scheduler.priority.site_settings)
+    queue: QueueSpec = QueueSpec()  # the [queue] table
 
     def default_pool(self) -> str | None:
         """The path of the pool marked ``default``, if any."""

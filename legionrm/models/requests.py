@@ -128,6 +128,9 @@ class RequestInfo(Frozen):
     walltime end among what runs); None when nothing running has a walltime."""
     start: float | None = None
     """The start time the request asked for (None: as soon as possible)."""
+    reserved_start: float | None = None
+    """For a pending request at the top of the queue: the start the queue
+    reserved for it (EASY backfill: no later work may delay it)."""
     instances: tuple[InstanceInfo, ...] = ()
     failures: tuple[PlacementFailure, ...] = ()
     history: tuple[RequestEvent, ...] = Field(default_factory=tuple)

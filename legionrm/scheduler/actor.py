@@ -65,8 +65,8 @@ from legionrm.scheduler.audit import audit
 from legionrm.scheduler.door import SchedulerDoor, own_report, status_for
 from legionrm.scheduler.elastic import CycleRunner, HostStopper
 from legionrm.scheduler.ports import PoolGate
-from legionrm.scheduler.watch import HostWatch
 from legionrm.scheduler.priority.calls import QueueCalls
+from legionrm.scheduler.watch import HostWatch
 from legionrm.scheduler.watch.calls import WorkCalls
 from legionrm.scheduler.wiring import SchedulerPorts, wire
 from legionrm.state import AccountingStore, ElasticStore, RequestStore

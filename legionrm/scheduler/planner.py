@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -50,6 +50,7 @@ from legionrm.models import (
     SchedulingRequest,
 )
 from legionrm.scheduler.planning.engine_feed import EngineFeed
+from legionrm.scheduler.planning.holds import Hold, held_table
 from legionrm.scheduler.planning.pipeline import (
     INF,
     DEFAULT_FILTERS,
@@ -198,8 +199,11 @@ class Planner:
         op = self._object_plan(obj, caller, snap, base_table(snap), [])
         return [str(n) for n in op.ranked.names] if op.ranked is not None else []
 
-    def make_schedules(self, request: SchedulingRequest, snap: CollectionSnapshot) -> Plan:
+    def make_schedules(self, request: SchedulingRequest, snap: CollectionSnapshot,
+                       holds: Sequence[Hold] = ()) -> Plan:
         """The ranked master schedules for ``request`` (not enacted).  Pure.
+        ``holds``: the cpus the queue keeps for reserved starts
+        (:func:`~legionrm.scheduler.planning.holds.held_table`).
 
         A planner built with its classes refuses, before any host is looked
         at, every object request whose class is not one of them
@@ -212,7 +216,8 @@ class Planner:
         vaults = vault_table(snap)
         keys = keys_of(request)
         ahead = ahead_of(request, float(snap.now))  # a future start: hosts free over its window, not now
-        objects = [self._object_plan(o, request.identity, snap, base, k, ahead) for o, k in zip(request.objects, keys)]
+        objects = [self._object_plan(o, request.identity, snap, base, k, ahead, holds)
+                   for o, k in zip(request.objects, keys)]
         failures: list[PlacementFailure] = []
         for op in objects:
             if op.ranked is None or len(op.ranked) == 0:
@@ -273,7 +278,7 @@ class Planner:
 
     def _object_plan(
         self, obj: ObjectRequest, caller: Identity, snap: CollectionSnapshot, base: HostTable, keys: list[str],
-        ahead: float | None = None,
+        ahead: float | None = None, holds: Sequence[Hold] = (),
     ) -> ObjectPlan:
         ident = Identity(user=caller.user, class_name=obj.class_name, groups=caller.groups)
         text = f'$kind == "host" and ({obj.constraint})'
@@ -288,6 +293,7 @@ class Planner:
         ]
         ctx = PlanContext(obj, self.classes.get(obj.class_name), float(snap.now) if ahead is None else ahead, snap)
         table = base if ahead is None else window_table(base, snap, ahead, ahead + (obj.walltime_s or INF))
+        table = held_table(table, holds, ctx.now + (obj.walltime_s or INF))  # reserved starts are not delayed
         outcome = run_filters(ctx, table.take(np.flatnonzero(accepting)), self.filters)
         outcome.drops[:0] = [d for d in query_drops if len(d[0])]
         # the base table is in name order, and the filters keep the order

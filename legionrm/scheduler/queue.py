@@ -3,9 +3,10 @@ and the one attempt each may have under way.
 
 :meth:`RequestQueue.order` lists the pending requests that are not held by
 the site's multifactor priority (:class:`~legionrm.scheduler.priority.SitePolicy`:
-QoS, fair share with memory, age, size); :meth:`RequestQueue.replan` skips a
-request over a limit of its QoS (:meth:`RequestQueue.blocked`) and keeps it
-pending with the limit as its reason.  :meth:`RequestQueue.claim` gives a request to one
+QoS, fair share with memory, age, size); a pass of :meth:`RequestQueue.replan`
+(the backfill rules, :mod:`legionrm.scheduler.backfill`) tries them through a
+:class:`PassGate`, which skips a request over a limit of its QoS
+(:meth:`RequestQueue.blocked`) and keeps it pending with the limit as its reason.  :meth:`RequestQueue.claim` gives a request to one
 attempt at a time (a re-plan never races a first attempt); a cancel that
 comes while an attempt holds it is remembered (:meth:`ask_cancel`) and
 carried out when the attempt ends.  :meth:`RequestQueue.replan` runs the
@@ -17,19 +18,26 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Literal
 
 from legionrm.models import Refusal
 from legionrm.scheduler.priority import SitePolicy
+from legionrm.scheduler.priority.limits import QosLimits
 from legionrm.scheduler.requests import Entry, RequestBook
+
+Walk = Callable[[list[Entry], "PassGate"], int]
+"""One pass over the waiting requests in order, each tried through the gate; returns how many started."""
 
 
 class RequestQueue:
-    """The pending requests of ``book``, in the order and under the limits of ``site``.  Thread-safe."""
+    """The pending requests of ``book``, in the order and under the limits of
+    ``site``; ``by="submit"`` takes them in submission order instead (the
+    ``[queue]`` table's ``order``).  Thread-safe."""
 
-    def __init__(self, book: RequestBook, site: SitePolicy) -> None:
+    def __init__(self, book: RequestBook, site: SitePolicy, by: Literal["site", "submit"] = "site") -> None:
         self._book = book
         self.site = site
+        self.by = by
         self._lock = threading.Lock()
         self._replan_lock = threading.Lock()
         self._dirty = threading.Event()
@@ -37,8 +45,15 @@ class RequestQueue:
         self._cancel_asked: set[str] = set()
 
     def order(self) -> list[Entry]:
-        """The pending requests that are not held, in the order they go next (highest priority first)."""
-        return self.site.order(self._book.entries())
+        """The pending requests that are not held, in the order they go next
+        (highest priority first; ``by="submit"``: oldest first)."""
+        return self._order(self._book.entries())
+
+    def _order(self, entries: list[Entry]) -> list[Entry]:
+        if self.by == "site":
+            return self.site.order(entries)
+        return sorted((e for e in self._book.in_state("pending") if e.request.hold is None),
+                      key=lambda e: (e.submitted, e.id))
 
     def blocked(self, entry: Entry) -> Refusal | None:
         """Why ``entry`` may not be tried now (held, or over a QoS limit); None: it may."""
@@ -74,11 +89,18 @@ class RequestQueue:
             return True
         return False
 
-    def replan(self, attempt: Callable[[Entry], bool], wait: Callable[[Entry, Refusal], object]) -> int:
-        """Give every pending request, in order, one more ``attempt`` (True:
-        it started), or, when it is over a QoS limit, ``wait`` with the limit;
-        returns how many started.  If a re-plan is running already, this asks
-        it to go round once more and returns 0."""
+    def ready(self, order: list[Entry]) -> list[Entry]:
+        """``order`` without the requests over a limit of their QoS now (they
+        neither start nor keep others waiting)."""
+        limits = self.site.limits(self._book.entries())
+        return [e for e in order if self.site.blocked(e, limits) is None]
+
+    def replan(self, walk: Walk, wait: Callable[[Entry, Refusal], object]) -> int:
+        """One more pass over the pending requests, in :meth:`order`: ``walk`` (the backfill rules) tries them through the
+        pass's :class:`PassGate`, which keeps a request over a QoS limit
+        waiting (``wait`` with the limit); returns how many started.  If a
+        re-plan is running already, this asks it to go round once more and
+        returns 0."""
         self._dirty.set()
         if not self._replan_lock.acquire(blocking=False):
             return 0
@@ -87,17 +109,42 @@ class RequestQueue:
             while self._dirty.is_set():
                 self._dirty.clear()
                 entries = self._book.entries()
-                limits = self.site.limits(entries)  # counted once a pass; each start is added as it happens
-                for entry in self.site.order(entries):
-                    with self.claim(entry.id) as claimed:  # one attempt at a time per request
-                        if not claimed or entry.state != "pending":
-                            continue
-                        why = self.site.blocked(entry, limits)
-                        if why is not None:
-                            wait(entry, why)
-                        elif attempt(entry):
-                            limits.started(self.site.ask(entry))
-                            started += 1
+                gate = PassGate(self, self.site.limits(entries), wait)  # limits counted once a pass
+                started += walk(self._order(entries), gate)
         finally:
             self._replan_lock.release()
         return started
+
+
+class PassGate:
+    """One re-plan pass's QoS limits (counted once; each start is added as
+    it happens): every try of the pass goes through it, under the request's claim."""
+
+    def __init__(self, queue: RequestQueue, limits: QosLimits, wait: Callable[[Entry, Refusal], object]) -> None:
+        self._queue, self._limits, self._wait = queue, limits, wait
+
+    def held_back(self, entry: Entry) -> bool:
+        """True when ``entry`` is over a limit of its QoS now: it waits
+        (``wait``, pending with the limit as its reason) and the pass goes
+        past it (no reserved start, nobody kept waiting behind it)."""
+        with self._queue.claim(entry.id) as claimed:
+            return claimed and entry.state == "pending" and self._waits(entry)
+
+    def attempt(self, entry: Entry, attempt: Callable[[Entry], bool]) -> bool | None:
+        """``attempt(entry)`` under its claim: True it started, False not now,
+        None not tried (another attempt holds it, it no longer waits, or it
+        is over a QoS limit)."""
+        with self._queue.claim(entry.id) as claimed:  # one attempt at a time per request
+            if not claimed or entry.state != "pending" or self._waits(entry):
+                return None
+            if not attempt(entry):
+                return False
+            self._limits.started(self._queue.site.ask(entry))
+            return True
+
+    def _waits(self, entry: Entry) -> bool:
+        """(Under ``entry``'s claim.)  Over a QoS limit: it waits, with the limit as its reason."""
+        why = self._queue.site.blocked(entry, self._limits)
+        if why is not None:
+            self._wait(entry, why)
+        return why is not None

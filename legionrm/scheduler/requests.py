@@ -55,6 +55,9 @@ ALLOWED: dict[RequestState, frozenset[RequestState]] = {
 }
 """Which state may follow which (final states have no successor)."""
 
+LIVE_STATES: tuple[RequestState, ...] = ("admitted", "placing", "reserved", "running")
+"""The states a request may hold instances in (a final one has given them all back)."""
+
 HISTORY_LIMIT = 64
 """Transitions kept per request: a request re-planned many times keeps its
 first transitions and its latest ones, never an unbounded list."""
@@ -146,6 +149,7 @@ class RequestBook:
         self._lock = threading.RLock()
         self._entries: dict[str, Entry] = {}
         self._by_instance: dict[str, str] = {}
+        self._by_state: dict[str, dict[str, Entry]] = {}  # state -> its requests: a pass reads only the live ones
         self.listener = listener
         """Told of every transition and every instance start and end (see the module)."""
         for item in store.load() if store is not None else ():
@@ -154,6 +158,7 @@ class RequestBook:
                           failures=item.failures, earliest_start=item.earliest_start, attempts=item.attempts,
                           held=item.held)
             self._entries[entry.id] = entry
+            self._by_state.setdefault(entry.state, {})[entry.id] = entry
             self._by_instance.update({iid: entry.id for iid in entry.instances})
 
     def tell(self, entry: Entry, status: EventStatus, reason: str, object_id: str | None = None) -> None:
@@ -173,6 +178,7 @@ class RequestBook:
     def _commit(self, entry: Entry, draft: Entry) -> None:
         """Write ``draft`` (what ``entry`` is to become), then make ``entry`` it."""
         self.save(draft)
+        self._index(entry, draft.state)
         vars(entry).update(vars(draft))
 
     # --- reading ------------------------------------------------------------
@@ -187,13 +193,19 @@ class RequestBook:
         with self._lock:
             return list(self._entries.values())
 
+    def in_state(self, state: RequestState) -> list[Entry]:
+        """The requests in ``state`` now (read from an index, not a scan of every request)."""
+        with self._lock:
+            return list(self._by_state.get(state, {}).values())
+
     def owner_of(self, instance_id: str) -> Entry | None:
         rid = self._by_instance.get(instance_id)
         return self._entries.get(rid) if rid is not None else None
 
     def running_instances(self) -> list[InstanceRef]:
         with self._lock:
-            return [e.refs[i] for e in self._entries.values() for i in e.live_instances() if i in e.refs]
+            live = [e for st in LIVE_STATES for e in self._by_state.get(st, {}).values()]
+            return [e.refs[i] for e in live for i in e.live_instances() if i in e.refs]
 
     def next_end(self) -> float | None:
         """The first time a running instance's walltime ends: no waiting
@@ -221,6 +233,7 @@ class RequestBook:
             entry.history.append(RequestEvent(at=now, state="pending", reason="submitted"))
             self.save(entry)  # a write that fails leaves no trace: the id stays free
             self._entries[request.request_id] = entry
+            self._by_state.setdefault("pending", {})[entry.id] = entry
             self.tell(entry, "pending", "submitted")
             return entry
 
@@ -278,6 +291,12 @@ class RequestBook:
                 return False
             self.move(entry, state, reason, **changes)
             return True
+
+    def _index(self, entry: Entry, state: RequestState) -> None:
+        """Move ``entry`` to ``state``'s index (before its state changes)."""
+        if entry.state != state:
+            self._by_state.get(entry.state, {}).pop(entry.id, None)
+            self._by_state.setdefault(state, {})[entry.id] = entry
 
     @staticmethod
     def _retry_of(entry: Entry, reason: str) -> bool:

@@ -33,7 +33,7 @@ with Ray adapters.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from legionrm import codes
 from legionrm.errors import SchedulingError
@@ -52,9 +52,11 @@ from legionrm.models import (
 )
 from legionrm.scheduler.accounts import Accounts
 from legionrm.scheduler.ahead.starts import AheadStarts
+from legionrm.scheduler.backfill import Backfill, Profile, UsageCache, profile_of, with_walltime
 from legionrm.scheduler.confirm import Activator, activation, refused_at_door, validate_request
 from legionrm.scheduler.enactment import Enactment
 from legionrm.scheduler.planner import Plan, Planner
+from legionrm.scheduler.planning.holds import Hold
 from legionrm.scheduler.planning.window import ahead_of
 from legionrm.scheduler.ports import (
     EnactorPort,
@@ -63,7 +65,7 @@ from legionrm.scheduler.ports import (
     Swappable,
 )
 from legionrm.scheduler.priority import SitePolicy, site_settings
-from legionrm.scheduler.queue import RequestQueue
+from legionrm.scheduler.queue import PassGate, RequestQueue
 from legionrm.scheduler.replan import enact_with_replans
 from legionrm.scheduler.requests import Entry, RequestBook
 from legionrm.scheduler.watch import Results, end_reason, sweep_orphans
@@ -146,8 +148,11 @@ class Scheduler:
         # runs' results and accounting records (none kept without a store)
         self.results = results if results is not None else Results(book, lambda: watch, None, self.name, clock)
         # the site's order and limits (QoS, fair share over the accounting records): queue.site
+        self._queue_spec = settings.cluster.queue
         self.queue = RequestQueue(book, SitePolicy(site_settings(settings.cluster), self.results.store, clock,
-                                                   settings.cluster.capacity().cpus))
+                                                   settings.cluster.capacity().cpus), self._queue_spec.order)
+        self._usages = UsageCache()  # running requests' cpus per host, between passes
+        self.backfill = Backfill(self._queue_spec.policy, self._queue_spec.backfill_depth, profile=self._profile)
         self._ahead = AheadStarts(book, enactment.enactor, book_back=accounts.book_back)  # starts ahead
         self._ticks = 0
         if book.store is not None:  # restarted: each request's past back in its stream, before any live event
@@ -195,13 +200,20 @@ class Scheduler:
 
     # --- the main call --------------------------------------------------------
 
-    def scheduleObjects(self, request: SchedulingRequest) -> SchedulerResponse:
+    def scheduleObjects(self, request: SchedulingRequest, *, try_now: bool = True) -> SchedulerResponse:
         """Admit, plan and enact ``request``.  Returns ok with the instances
         started (state ``running``); else not ok with every placement's
         failure, the request either ``pending`` (it waits in the queue and is
         placed when capacity frees; only when ``request.wait``) or
         ``failed`` (it can never run, or it asked not to wait).  Not
-        idempotent (it starts instances); a repeated request id is refused."""
+        idempotent (it starts instances); a repeated request id is refused.
+
+        A request that waits is tried now only if the queue's pass would try
+        it here (:meth:`Backfill.gate`: it delays no reserved start and
+        strict order puts nobody before it); ``try_now=False`` only queues
+        it for the next pass.  Work without a walltime gets its QoS's
+        ``max_walltime_s``, else the queue's ``default_walltime_s``."""
+        request = with_walltime(request, self.queue.site.max_walltime(request) or self._queue_spec.default_walltime_s)
         validate_request(request, self._clock())
         refusal = self.accounts.refuse_owner(request)
         if refusal is None:
@@ -214,13 +226,39 @@ class Scheduler:
                 raise SchedulingError(f"request id {request.request_id!r} was already scheduled")
             entry = self.book.add(request)
             why = self.queue.blocked(entry)
-            return self._attempt(entry) if why is None else self._wait(entry, why)
+            if why is not None:  # held, or over a limit of its QoS: it waits
+                return self._wait(entry, why)
+            holds = self.backfill.gate(entry, self.queue.ready(self.queue.order())) if try_now else None
+            if holds is not None:
+                return self._attempt(entry, holds)
+            if request.wait:
+                return self._queued(entry, self._behind() if try_now else "queued for the next pass")
+            return self._refused(entry, [PlacementFailure(key="*", resource="queue", code=codes.QUEUE_BEHIND,
+                                                          reason=self._behind(), stage="plan")], 0)
 
     def replan(self) -> int:
         """Try every pending request again, in queue order; returns how many
         started.  Called on events (and by :meth:`tick`).  If a re-plan is
         already running, this asks it to go round once more and returns 0."""
-        return self.queue.replan(lambda entry: self._attempt(entry).ok, self._wait)
+        return self.queue.replan(self._walk, self._wait)
+
+    def _walk(self, order: list[Entry], gate: PassGate) -> int:
+        """One pass of the backfill rules over ``order``, each attempt under the pass's QoS limits."""
+        return self.backfill.walk(order, lambda e, holds: gate.attempt(e, lambda x: self._attempt(x, holds).ok),
+                                  skip=gate.held_back)
+
+    def _profile(self) -> Profile:
+        """The hosts' cpus over time for one pass: the snapshot's free cpus, given back as walltimes end."""
+        return profile_of(self._collection.get().snapshot(), self.book.in_state("running"), self._usages)
+
+    def _behind(self) -> str:
+        return ("requests before it wait, and the queue is strict first come, first served"
+                if self.backfill.mode == "fcfs" else "starting it now would delay a reserved start")
+
+    def _queued(self, entry: Entry, why: str) -> SchedulerResponse:
+        """``entry`` waits for the next pass without an attempt now."""
+        self.book.move(entry, "pending", f"{codes.QUEUE_BEHIND}: {why}")
+        return SchedulerResponse(request_id=entry.id, ok=False, message=why, state=entry.state)
 
     def cancel(self, request_id: str, reason: str = "cancelled by its user") -> RequestInfo:
         """End ``request_id``: a pending request leaves the queue; a running
@@ -245,8 +283,12 @@ class Scheduler:
         return entry.info()
 
     def request_info(self, request_id: str) -> RequestInfo:
-        """One request's whole story (``legionrm show``).  SchedulingError if unknown."""
-        return self._entry(request_id).info()
+        """One request's whole story (``legionrm show``), with its reserved
+        start while it waits at the top of the queue.  SchedulingError if unknown."""
+        entry = self._entry(request_id)
+        info = entry.info()
+        reserved = self.backfill.reserved.get(entry.id) if entry.state == "pending" else None
+        return info if reserved is None else info.model_copy(update={"reserved_start": reserved})
 
     def list_requests(self, user: str | None = None, state: str | None = None) -> list[RequestInfo]:
         """Requests, oldest first (``legionrm list``)."""
@@ -363,12 +405,13 @@ class Scheduler:
 
     # --- one attempt ------------------------------------------------------------
 
-    def _attempt(self, entry: Entry) -> SchedulerResponse:
-        """Admit, plan and enact ``entry`` once; leaves it running, pending or
-        failed.  A write that fails undoes what the attempt did and answers
-        with the fault (the request stays where its last write left it)."""
+    def _attempt(self, entry: Entry, holds: Sequence[Hold] = ()) -> SchedulerResponse:
+        """Admit, plan and enact ``entry`` once, keeping ``holds`` (the
+        queue's reserved starts); leaves it running, pending or failed.  A
+        write that fails undoes what the attempt did and answers with the
+        fault (the request stays where its last write left it)."""
         try:
-            return self._try(entry)
+            return self._try(entry, holds)
         except StoreFault as fault:
             if entry.state in ("admitted", "placing"):  # back to the queue, if the store takes it already
                 try:
@@ -381,7 +424,7 @@ class Scheduler:
             return SchedulerResponse(request_id=entry.id, ok=False, failures=(failure,), message=str(fault),
                                      state=entry.state)
 
-    def _try(self, entry: Entry) -> SchedulerResponse:
+    def _try(self, entry: Entry, holds: Sequence[Hold]) -> SchedulerResponse:
         request = entry.request
         entry.attempts += 1
         active, unknown = activation(request.activate, self.instances, self.name, self._activator)
@@ -406,7 +449,7 @@ class Scheduler:
                 key="*", resource=refusal.by, code=refusal.code, reason=refusal.reason, stage="plan")], 0)
         self.book.move(entry, "admitted", f"admitted to pool {request.pool}")
         try:
-            plan = self.planner.make_schedules(request, self._collection.get().snapshot())
+            plan = self.planner.make_schedules(request, self._collection.get().snapshot(), holds)
             if not plan.ok:
                 return self._refused(entry, plan.failures, 0)
             self.book.move(entry, "placing", f"enacting {len(plan.masters)} master schedule(s)")
@@ -414,7 +457,7 @@ class Scheduler:
             timeout = None if ahead is None else self._ahead.timeout(self.enactment.token_timeout_s)
             plan, result = enact_with_replans(
                 request, plan, lambda p, n: self.enactment.enact(request, p, n, ahead, timeout, entry.attempts),
-                self._fresh_plan,
+                lambda r: self._fresh_plan(r, holds),
                 lambda why: self.book.move(entry, "placing", why))
         except StoreFault:
             raise
@@ -446,8 +489,9 @@ class Scheduler:
                 log.warning("the cancel of %s waits for the store: %s", request.request_id, fault)
         return self._succeeded(entry, active + list(result.instances), len(plan.masters), result, prefix)
 
-    def _fresh_plan(self, request: SchedulingRequest) -> Plan | None:
-        return plan if (plan := self.planner.make_schedules(request, self._collection.get().snapshot())).ok else None
+    def _fresh_plan(self, request: SchedulingRequest, holds: Sequence[Hold] = ()) -> Plan | None:
+        plan = self.planner.make_schedules(request, self._collection.get().snapshot(), holds)
+        return plan if plan.ok else None
 
     def _refused(self, entry: Entry, failures: Any, masters: int, result: EnactResult | None = None
                  ) -> SchedulerResponse:

@@ -45,13 +45,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.scheduler.planning.engine_feed",),
     ("legionrm.scheduler.planning",),
     ("legionrm.scheduler.planner",),
-    ("legionrm.scheduler.sharegate", "legionrm.scheduler.ahead.starts"),
+    ("legionrm.scheduler.sharegate", "legionrm.scheduler.ahead.starts", "legionrm.scheduler.backfill"),
     ("legionrm.scheduler.accounts", "legionrm.scheduler.enactment"),  # the Scheduler's parts
     ("legionrm.scheduler.scheduler",),
     ("legionrm.scheduler.mobility",),
     ("legionrm.scheduler.door", "legionrm.scheduler.wiring"),
     ("legionrm.scheduler.audit",),
     ("legionrm.scheduler.actor", "legionrm.inprocess"),
+    ("legionrm.replay",),  # trace replay: over the in-process system
     ("legionrm.system",),
     ("legionrm.gateway",),  # the front door: over the control plane (system), under the CLI
     ("legionrm.cli",),

@@ -88,3 +88,18 @@ def test_bundled_cluster_pools_fit_its_capacity() -> None:
 )
 def test_pool_gate_follows_the_cluster_file(doc, gate_type) -> None:
     assert type(pool_gate(parse_cluster(doc))) is gate_type
+
+
+def test_the_queue_table() -> None:
+    spec = parse_cluster({"queue": {"policy": "fcfs", "backfill_depth": 2, "default_walltime_s": 600}})
+    assert (spec.queue.policy, spec.queue.backfill_depth, spec.queue.default_walltime_s) == ("fcfs", 2, 600)
+    assert parse_cluster({}).queue.policy == "easy"
+
+
+@pytest.mark.parametrize("queue, key", [({"policy": "lifo"}, "policy"), ({"depth": 1}, "depth"),
+                                        ({"backfill_depth": -1}, "backfill_depth")],
+                         ids=["unknown-policy", "unknown-key", "negative-depth"])
+def test_a_bad_queue_table_names_its_key(queue, key) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_cluster({"queue": queue}, file="c.toml")
+    assert "queue" in str(err.value) and key in str(err.value)

@@ -56,6 +56,11 @@ class SitePolicy:
         first = request.objects[0].class_name if request.objects else None
         return self.settings.qos_name(first, request.qos)
 
+    def max_walltime(self, request: SchedulingRequest) -> float | None:
+        """The ``max_walltime_s`` of ``request``'s QoS (None: it has none, or the QoS is unknown)."""
+        q = self.settings.qos.get(self.qos_of(request))
+        return q.max_walltime_s if q is not None else None
+
     def refuse(self, request: SchedulingRequest) -> Refusal | None:
         """Why ``request`` cannot be queued at all: its QoS is unknown, or not
         its user's to choose (an administrator may move a request to any QoS)."""

@@ -1,0 +1,163 @@
+"""A trace replayed through the real Scheduler, in simulated time.
+
+The in-process system (:class:`~legionrm.inprocess.LocalSystem`) is built
+with ``hosts`` simulated hosts of ``cpus_per_host`` cpus each and a clock
+the replay moves.  A job of ``p`` processors is one request: ``p //
+cpus_per_host`` whole-host instances (class ``Job``) and one instance of the
+rest (class ``JobPart``), each with the job's requested time as its
+walltime.  At each time point, in order:
+
+1. the jobs ending then are released (their instances stop on their hosts
+   and the Scheduler is told, as its watch would);
+2. the jobs submitted then are queued (``scheduleObjects(..., try_now=False)``);
+3. one scheduling pass runs (``Scheduler.replan``).
+
+A job ends at its start plus its run time, or at its walltime if that is
+shorter (the Scheduler stops work at its walltime).  The hosts report to the
+Collection when work on them ends (what the Scheduler started since, it
+counts itself: :meth:`~legionrm.scheduler.backfill.Profile.unreported`), so
+every attempt of a pass plans over what is really free.
+
+The policies (:data:`POLICIES`) are the ``[queue]`` table's: ``fcfs`` and
+``easy`` take the jobs in submission order; ``site`` is the queue as the
+site configures it (its priority order and EASY with its
+``backfill_depth``).  Pure of Ray.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from legionrm.inprocess import LocalSystem
+from legionrm.models import (
+    ClassSpec,
+    ClusterSpec,
+    CollectionSettings,
+    HostSpec,
+    Identity,
+    ObjectRequest,
+    QueueSpec,
+    SchedulerSettings,
+    SchedulingRequest,
+    StatusEvent,
+)
+from legionrm.replay.metrics import Outcome
+from legionrm.replay.swf import Job
+
+POLICIES: dict[str, QueueSpec] = {
+    "fcfs": QueueSpec(policy="fcfs", order="submit"),
+    "easy": QueueSpec(policy="easy", backfill_depth=1, order="submit"),
+    "site": QueueSpec(),
+}
+"""Each policy's ``[queue]`` table."""
+
+WHOLE, PART = "Job", "JobPart"
+FULL_REPORT_S = 100 * 86_400.0
+"""Every host reports at least this often in simulated time (a host whose
+reports stop goes stale after 1,000 days of silence)."""
+EPOCH = 1_000_000_000.0
+"""Simulated time starts here (a trace's time 0), so times are plausible epochs."""
+
+
+@dataclass
+class Replay:
+    """What a replay gives back: each job's outcome, and each job's first
+    reserved start (EASY's shadow time when it first reached the top); times
+    in seconds of the trace."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
+    reserved: dict[int, float] = field(default_factory=dict)
+
+
+def cluster(hosts: int, cpus_per_host: int, queue: QueueSpec) -> ClusterSpec:
+    """The simulated cluster: ``hosts`` alike hosts, the two job classes, ``queue``."""
+    return ClusterSpec(
+        # the hosts report whenever they change, and all of them every FULL_REPORT_S
+        collection=CollectionSettings(heartbeat_interval_s=86_400.0, stale_after=1000),
+        hosts=tuple(HostSpec(name=f"n{i:05d}", attributes={"cpus": cpus_per_host, "memory_gb": 1e6})
+                    for i in range(hosts)),
+        classes=(ClassSpec(name=WHOLE), ClassSpec(name=PART)), queue=queue)
+
+
+def request_of(job: Job, cpus_per_host: int) -> SchedulingRequest:
+    whole, rest = divmod(job.procs, cpus_per_host)
+    wall = max(job.requested, 1.0)
+    objects = []
+    if whole:
+        objects.append(ObjectRequest(class_name=WHOLE, count=whole, cpus=cpus_per_host, memory_gb=0, walltime_s=wall))
+    if rest:
+        objects.append(ObjectRequest(class_name=PART, count=1, cpus=rest, memory_gb=0, walltime_s=wall))
+    return SchedulingRequest(request_id=f"job{job.number:010d}", identity=Identity(user=f"u{job.user}", groups=(f"g{job.group}",)),
+                             objects=tuple(objects))
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = EPOCH
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def replay(jobs: Sequence[Job], hosts: int, cpus_per_host: int, policy: str | QueueSpec = "easy",
+           progress: Callable[[int, int], None] | None = None) -> Replay:
+    """Replay ``jobs`` (see the module).  A job larger than the cluster is
+    refused by the Scheduler (``request.too_big``) and left out."""
+    queue = POLICIES[policy] if isinstance(policy, str) else policy
+    clock = _Clock()
+    spec = cluster(hosts, cpus_per_host, queue)
+    # simulated hosts never veto: one master without deltas is all a plan needs
+    system = LocalSystem(spec, clock=clock, settings=SchedulerSettings(
+        cluster=spec, max_masters=1, max_deltas=0, max_attempts=10**9))
+    sched = system.scheduler
+    by_id = {f"job{j.number:010d}": j for j in jobs}
+    out = Replay()
+    ends: list[tuple[float, str]] = []  # (time, request id)
+    changed: set[str] = set()
+
+    def report() -> None:
+        if changed:
+            for group in system.groups.values():  # one batched report per host group
+                group.heartbeat(sorted(changed))
+            changed.clear()
+
+    def seen(event: StatusEvent) -> None:
+        entry = sched.book.get(event.request_id)
+        if entry is None:
+            return
+        if event.object_id is not None:
+            return
+        job = by_id[event.request_id]
+        end = clock.now + min(job.run, max(job.requested, 1.0))
+        heapq.heappush(ends, (end, event.request_id))
+        out.outcomes.append(Outcome(job.number, job.submit, clock.now - EPOCH, end - EPOCH, job.procs, job.user))
+
+    sched.triggers.register("*", ["started"], seen)
+    order = sorted(jobs, key=lambda j: (j.submit, j.number))
+    i, full = 0, EPOCH
+    while i < len(order) or ends:
+        t = min(EPOCH + order[i].submit if i < len(order) else float("inf"), ends[0][0] if ends else float("inf"))
+        clock.now = t
+        if t - full > FULL_REPORT_S:
+            system.heartbeat()
+            full = t
+        while ends and ends[0][0] <= t:
+            _, rid = heapq.heappop(ends)
+            entry = sched.book.get(rid)
+            for iid in entry.live_instances() if entry is not None else ():
+                ref = entry.refs[iid]
+                sched.enactment.stop(ref, "ended")
+                sched.instance_ended(iid, "ended", replan=False)
+                changed.add(ref.host)
+        report()
+        while i < len(order) and EPOCH + order[i].submit <= t:
+            sched.scheduleObjects(request_of(order[i], cpus_per_host), try_now=False)
+            i += 1
+        sched.replan()
+        for rid, start in sched.backfill.reserved.items():
+            out.reserved.setdefault(by_id[rid].number, start - EPOCH)
+        if progress is not None:
+            progress(i, len(order))
+    return out
