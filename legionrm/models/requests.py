@@ -134,6 +134,8 @@ class RequestInfo(Frozen):
     exit_code: int | None = None
     """The work's exit code: the first non-zero of its instances' runs, else 0
     (``128 + signal`` for a run a signal ended); None until a run's result is known."""
+    archived: bool = False
+    """It finished and left the live book: this is what the durable history keeps of it."""
 
 
 class HeldReservation(Frozen):
@@ -165,3 +167,5 @@ class AuditFinding(Frozen):
     code: str
     subject: str
     detail: str
+    repaired: str = ""
+    """What ``audit --repair`` did about it (empty: nothing, or no repair was asked)."""

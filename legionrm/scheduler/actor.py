@@ -52,6 +52,7 @@ from legionrm.models import (
     StatusChange,
     StatusEvent,
 )
+from legionrm.models.api import RequestList
 from legionrm.naming import (
     ENACTOR,
     POOLS,
@@ -340,6 +341,10 @@ class SchedulerActor(WorkCalls):
 
     def list_requests(self, user: str | None = None, state: str | None = None, proof: Any = None) -> list[RequestInfo]:
         return self.door.list_requests(user, state, proof)
+
+    def list_page(self, user: str | None = None, state: str | None = None, every: bool = False,
+                  limit: int | None = None, cursor: str | None = None, proof: Any = None) -> RequestList:
+        return self.door.list_page(user, state, every, limit, cursor, proof)
 
     def request_info(self, request_id: str, proof: Any = None) -> RequestInfo:
         return self.door.request_info(request_id, proof)

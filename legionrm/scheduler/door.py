@@ -58,6 +58,7 @@ from legionrm.models import (
     SchedulingRequest,
     StatusEvent,
 )
+from legionrm.models.api import RequestList
 from legionrm.scheduler.confirm import refused_at_door
 from legionrm.scheduler.mobility import Mobility
 from legionrm.scheduler.scheduler import Scheduler
@@ -96,6 +97,13 @@ class SchedulerDoor:
     def list_requests(self, user: str | None = None, state: str | None = None, proof: Any = None) -> list[RequestInfo]:
         who = self.caller(proof, "list_requests", {"user": user, "state": state})
         return self.core.list_requests(self.own_user(who, user), state)
+
+    def list_page(self, user: str | None = None, state: str | None = None, every: bool = False,
+                  limit: int | None = None, cursor: str | None = None, proof: Any = None) -> RequestList:
+        """One page of ``legionrm list`` (:meth:`Scheduler.list_page`); a user sees only their own."""
+        who = self.caller(proof, "list_page", {"user": user, "state": state, "every": every, "limit": limit,
+                                               "cursor": cursor})
+        return self.core.list_page(self.own_user(who, user), state, every=every, limit=limit, cursor=cursor)
 
     def own_user(self, who: VerifiedCaller | None, user: str | None) -> str | None:
         """Whose work a view shows: a plain user only their own (asking for another's: ``auth.not_owner``)."""
@@ -190,7 +198,7 @@ class SchedulerDoor:
         info = self.core.request_info(request_id)
         if who is not None:
             raise_if_refused(may_act_on(who, info.user, admin_may=True))
-        return self.core.triggers.events_since(request_id, cursor)
+        return self.core.events_since(request_id, cursor)
 
     # --- administration ----------------------------------------------------------------
 
@@ -293,7 +301,7 @@ def status_for(core: Any, last: CycleReport | None, user: str | None) -> Schedul
         hosts[inst.host] = hosts.get(inst.host, 0) + 1
     report = getattr(core.accounts.pools, "report", None)
     full = SchedulerStatus(
-        requests=_count_states(core.list_requests()),
+        requests=core.book.count_states(),
         instances=sum(hosts.values()), hosts=hosts, last_cycle=last.cycle if last else 0,
         elastic={k: j.model_copy(update={"instances": ()}) for k, j in (last.jobs if last else {}).items()},
         pools={path: {k: v for k, v in entry.items() if k in ("entitlement", "allocation")}
@@ -301,14 +309,7 @@ def status_for(core: Any, last: CycleReport | None, user: str | None) -> Schedul
     )
     if user is None:
         return full
-    return own_status(full, user, list(core.instances.values()), _count_states(core.list_requests(user)))
-
-
-def _count_states(infos: list[Any]) -> dict[str, int]:
-    states: dict[str, int] = {}
-    for info in infos:
-        states[info.state] = states.get(info.state, 0) + 1
-    return states
+    return own_status(full, user, list(core.instances.values()), core.book.count_states(user))
 
 
 def own_status(status: SchedulerStatus, user: str | None, instances: list[InstanceRef],

@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 from legionrm import codes
 from legionrm.errors import SchedulingError
-from legionrm.events.triggers import Triggers, past_events
+from legionrm.events.triggers import Triggers, past_events, replayed
 from legionrm.models import (
     EnactResult,
     InstanceRef,
@@ -43,8 +43,10 @@ from legionrm.models import (
     SchedulerResponse,
     SchedulerSettings,
     SchedulingRequest,
+    StatusEvent,
     WorkResult,
 )
+from legionrm.models.api import RequestList
 from legionrm.scheduler.accounts import Accounts
 from legionrm.scheduler.ahead.starts import AheadStarts
 from legionrm.scheduler.confirm import Activator, activation, refused_at_door, validate_request
@@ -65,7 +67,10 @@ from legionrm.scheduler.watch import Results, end_reason, sweep_orphans
 ORPHAN_SWEEP_TICKS = 10
 """Every how many ticks the hosts are swept for instances nobody knows."""
 RESULT_SWEEP_TICKS = 2
-"""Every how many ticks runs' late results are fetched and accounting records written."""
+"""Every how many ticks runs' late results are fetched, accounting records
+written, and the finished requests so accounted leave the live book."""
+MAX_PAGE = 1000
+"""The most requests one page of ``list --all`` gives."""
 
 log = logging.getLogger(__name__)
 
@@ -223,12 +228,31 @@ class Scheduler:
         return entry.info()
 
     def request_info(self, request_id: str) -> RequestInfo:
-        """One request's whole story (``legionrm show``).  SchedulingError if unknown."""
+        """One request's whole story (``legionrm show``), from the live book or
+        the durable history (then ``archived``).  SchedulingError if unknown."""
         return self._entry(request_id).info()
 
     def list_requests(self, user: str | None = None, state: str | None = None) -> list[RequestInfo]:
-        """Requests, oldest first (``legionrm list``)."""
+        """The live and recent requests, oldest first."""
         return self.book.list(user, state)
+
+    def list_page(self, user: str | None = None, state: str | None = None, *, every: bool = False,
+                  limit: int | None = None, cursor: str | None = None) -> RequestList:
+        """One page of ``legionrm list``: the live and recent requests (``every``:
+        each one the history keeps, at most :data:`MAX_PAGE` a page), oldest
+        first, after ``cursor`` (the last page's ``next``).  SchedulingError for a bad cursor."""
+        if every:
+            limit = min(limit or MAX_PAGE, MAX_PAGE)
+        entries, after = self.book.page(user, state, every=every, after=cursor_key(cursor), limit=limit)
+        return RequestList(requests=tuple(e.info() for e in entries),
+                           next=None if after is None else f"{after[0]!r}/{after[1]}")
+
+    def events_since(self, request_id: str, cursor: int = 0) -> list[StatusEvent]:
+        """``request_id``'s status events after ``cursor``: as they were fired, or, for a
+        request that left the live book, rebuilt from its history.  SchedulingError if unknown."""
+        if self.triggers.has_stream(request_id):
+            return self.triggers.events_since(request_id, cursor)
+        return [e for e in replayed(past_events(self.request_info(request_id))) if e.seq > cursor]
 
     # --- ends -------------------------------------------------------------------
 
@@ -283,6 +307,8 @@ class Scheduler:
                                                  result=results.get(iid))
         if self._ticks % RESULT_SWEEP_TICKS == 0:
             self.results.sweep()
+            for rid in self.book.settle(self.results.settled()):  # accounted: they leave the live book
+                self.triggers.forget(rid)
         self.replan()  # once, for every end this tick saw
         return ended
 
@@ -309,7 +335,8 @@ class Scheduler:
         """Admit, plan and enact ``entry`` once; leaves it running, pending or failed."""
         request = entry.request
         entry.attempts += 1
-        active, unknown = activation(request.activate, self.instances, self.name, self._activator)
+        running = {i: ref for i in request.activate if (ref := self.book.running_ref(i)) is not None}
+        active, unknown = activation(request.activate, running, self.name, self._activator)
         if unknown:
             return self._refused(entry, unknown, 0)
         if not request.objects:
@@ -395,7 +422,7 @@ class Scheduler:
     # --- helpers --------------------------------------------------------------
 
     def _entry(self, request_id: str) -> Entry:
-        entry = self.book.get(request_id)
+        entry = self.book.find(request_id)
         if entry is None:
             raise SchedulingError(f"no request {request_id!r} is known to scheduler {self.name!r}")
         return entry
@@ -406,3 +433,17 @@ class Scheduler:
         entry = self.book.owner_of(instance_id)
         if entry is not None and instance_id in entry.refs:
             self.enactment.stop(entry.refs[instance_id], "ended")
+
+
+def cursor_key(cursor: str | None) -> tuple[float, str] | None:
+    """The key a ``list`` page's cursor (``<submitted>/<id>``) names; SchedulingError when it names none."""
+    if not cursor:
+        return None
+    when, sep, rid = cursor.partition("/")
+    try:
+        at = float(when)
+    except ValueError:
+        at = float("nan")
+    if not sep or not rid or at != at:
+        raise SchedulingError(f"cursor {cursor!r} is not one a page of `legionrm list` gave (<time>/<id>)")
+    return at, rid
