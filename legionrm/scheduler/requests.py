@@ -414,6 +414,24 @@ class RequestBook:
         while self._recent and (len(self._recent) > self.keep or next(iter(self._recent.values())).ended() < since):
             self._recent.popitem(last=False)
 
+    def durable_diff(self) -> list[tuple[str, Entry | None, StoredRequest | None]]:
+        """Where the store's live table and this book disagree: (id, the book's
+        entry or None, the stored request or None) for each request missing on
+        one side or in another state (its own, or an instance's) there.  Read
+        under the book's lock, so a change under way is never half seen.  []
+        without a store."""
+        if self.store is None:
+            return []
+        with self._lock:
+            stored = {item.request.request_id: item for item in self.store.load()}
+            out = []
+            for rid in sorted(set(stored) | set(self._entries)):
+                e, item = self._entries.get(rid), stored.get(rid)
+                if (e is None or item is None or e.state != item.state
+                        or {k: v.state for k, v in e.instances.items()} != {k: v.state for k, v in item.instances.items()}):
+                    out.append((rid, e, item))
+            return out
+
     def adopt(self, item: StoredRequest) -> Entry:
         """Take ``item`` (a live request the store holds and this book does not) into the book as it is stored."""
         with self._lock:
