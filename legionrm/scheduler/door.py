@@ -42,7 +42,7 @@ from legionrm.auth import VerifiedCaller, may_act_on, require_admin
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.auth.guard import ENACTOR, Guard, raise_if_refused
 from legionrm.errors import SchedulingError
-from legionrm.events.triggers import EVERY, Subscriber
+from legionrm.events.triggers import EVERY, Subscriber, past_events, replayed
 from legionrm.models import (
     AccountRecord,
     CycleReport,
@@ -198,7 +198,7 @@ class SchedulerDoor:
         info = self.core.request_info(request_id)
         if who is not None:
             raise_if_refused(may_act_on(who, info.user, admin_may=True))
-        return self.core.events_since(request_id, cursor)
+        return events_since(self.core, request_id, cursor)
 
     # --- administration ----------------------------------------------------------------
 
@@ -291,6 +291,14 @@ class SchedulerDoor:
     def instances(self, proof: Any = None) -> list[InstanceRef]:
         user = self.view_user(proof, "instances", {})
         return [i for i in self.core.instances.values() if user is None or i.user == user]
+
+
+def events_since(core: Scheduler, request_id: str, cursor: int = 0) -> list[StatusEvent]:
+    """``request_id``'s status events after ``cursor``: as they were fired, or, for a request
+    that left the live book, rebuilt from its history.  SchedulingError if unknown."""
+    if core.triggers.has_stream(request_id):
+        return core.triggers.events_since(request_id, cursor)
+    return [e for e in replayed(past_events(core.request_info(request_id))) if e.seq > cursor]
 
 
 def status_for(core: Any, last: CycleReport | None, user: str | None) -> SchedulerStatus:

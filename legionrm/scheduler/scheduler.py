@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 from legionrm import codes
 from legionrm.errors import SchedulingError
-from legionrm.events.triggers import Triggers, past_events, replayed
+from legionrm.events.triggers import Triggers, past_events
 from legionrm.models import (
     EnactResult,
     InstanceRef,
@@ -43,7 +43,6 @@ from legionrm.models import (
     SchedulerResponse,
     SchedulerSettings,
     SchedulingRequest,
-    StatusEvent,
     WorkResult,
 )
 from legionrm.models.api import RequestList
@@ -246,13 +245,6 @@ class Scheduler:
         entries, after = self.book.page(user, state, every=every, after=cursor_key(cursor), limit=limit)
         return RequestList(requests=tuple(e.info() for e in entries),
                            next=None if after is None else f"{after[0]!r}/{after[1]}")
-
-    def events_since(self, request_id: str, cursor: int = 0) -> list[StatusEvent]:
-        """``request_id``'s status events after ``cursor``: as they were fired, or, for a
-        request that left the live book, rebuilt from its history.  SchedulingError if unknown."""
-        if self.triggers.has_stream(request_id):
-            return self.triggers.events_since(request_id, cursor)
-        return [e for e in replayed(past_events(self.request_info(request_id))) if e.seq > cursor]
 
     # --- ends -------------------------------------------------------------------
 

@@ -129,7 +129,7 @@ class RequestStore(KeyedStore):
 
     def finished_counts(self, *, user: str | None = None, recent: tuple[float, int] | None = None) -> dict[str, int]:
         """How many settled requests (of ``user``; ``recent`` as in :meth:`finished_page`) are in each state."""
-        source, args = "requests_finished", []
+        source, args = "requests_finished", list[object]()
         if recent is not None:
             source = "(SELECT * FROM requests_finished WHERE ended >= ? ORDER BY ended DESC, id DESC LIMIT ?)"
             args = [recent[0], recent[1]]
@@ -140,7 +140,8 @@ class RequestStore(KeyedStore):
 
 
 def _where(user: str | None, state: str | None, after: tuple[float, str] | None) -> tuple[str, list[object]]:
-    clauses, args = [], []
+    clauses: list[str] = []
+    args: list[object] = []
     if user is not None:
         clauses.append("user = ?")
         args.append(user)

@@ -11,6 +11,7 @@ import pytest
 from legionrm.errors import ConfigError, SchedulingError
 from legionrm.config import parse_cluster
 from legionrm.inprocess import LocalSystem
+from legionrm.scheduler.door import events_since
 from legionrm.models import ClusterSpec, SchedulerSettings, SchedulerTable
 from legionrm.scheduler.wiring import pool_gate
 from legionrm.state import RequestStore
@@ -44,7 +45,7 @@ def test_settled_requests_leave_the_live_book_and_the_history_keeps_them(tmp_pat
     assert not s.scheduler.triggers.has_stream("a")
     info = s.scheduler.request_info("a")
     assert (info.state, info.archived) == ("cancelled", True)
-    assert [e.status for e in s.scheduler.events_since("a")][-2:] == ["ended", "cancelled"]
+    assert [e.status for e in events_since(s.scheduler, "a")][-2:] == ["ended", "cancelled"]
     assert [i.id for i in s.scheduler.list_requests()] == ["b", "c", "live"]  # the last 2 finished, then live
     assert s.scheduler.book.count_states() == {"cancelled": 2, "running": 1}
     every = s.scheduler.list_page(every=True, limit=2)
