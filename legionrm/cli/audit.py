@@ -19,7 +19,7 @@ def cli_audit(args: argparse.Namespace) -> int:
     init_connect(getattr(args, "address", None) or "auto")
     scheduler = require_actor(SCHEDULER)
     repair = bool(getattr(args, "repair", False))
-    proof = proof_for(scheduler, "audit", {"repair": repair}, to=SCHEDULER)
+    proof = proof_for(scheduler, "audit", {"repair": True} if repair else {}, to=SCHEDULER)
     findings: list[AuditFinding] = call(scheduler.audit.remote(repair, proof=proof), 60)
     if args.json:
         print(json.dumps({"findings": [f.model_dump() for f in findings]}, indent=2))

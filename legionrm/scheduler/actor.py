@@ -405,7 +405,7 @@ class SchedulerActor(WorkCalls):
         host, vault and class actor (each with a timeout); a resource that
         cannot be asked is itself a finding.  With ``repair``, each finding
         comes back with what was done about it (:func:`~legionrm.scheduler.audit.repair`)."""
-        self.door.require_admin(proof, "audit", {"repair": repair}, "audit")
+        self.door.require_admin(proof, "audit", {"repair": True} if repair else {}, "audit")
         handles = _unique({**self._carriers, **self._vaults})
         s = self._signer
         refs = {hid: h.audit_views.remote(proof=signed(s, "audit_views", {}, to=name))
