@@ -24,6 +24,7 @@ from legionrm.models import (
     HostSpec,
     ImplementationSpec,
     RunnerSpec,
+    SchedulerTable,
     VaultSpec,
 )
 from legionrm.scheduler.fairshare import core_for_cluster
@@ -161,7 +162,8 @@ def _check_builds(build: Any, spec: Any, *, file: str, where: str) -> None:
 
 def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec:
     """Validate a parsed cluster document; raises ConfigError naming the place."""
-    check_keys(doc, ("collection", "host", "vault", "class", "fairshare", "pool", "runner", "qos"), file=file, where="")
+    check_keys(doc, ("collection", "host", "vault", "class", "fairshare", "pool", "runner", "qos", "scheduler"),
+               file=file, where="")
     coll = expect(doc, "collection", dict, {}, file=file, where="collection")
     check_keys(coll, CollectionSettings.model_fields, file=file, where="collection")
     bounded(coll, "heartbeat_interval_s", float, None, file=file, where="collection", lo=0, lo_open=True, hi=MAX_INTERVAL_S)
@@ -244,10 +246,16 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
     pools = parse_pools(doc, file=file, allow_default=True)
     runner = expect(doc, "runner", dict, {}, file=file, where="runner")
     check_keys(runner, RunnerSpec.model_fields, file=file, where="runner")
+    sched = expect(doc, "scheduler", dict, {}, file=file, where="scheduler")
+    check_keys(sched, SchedulerTable.model_fields, file=file, where="scheduler")
+    bounded(sched, "history_keep_s", float, None, file=file, where="scheduler", lo=0, hi=366 * 86_400.0)
+    bounded(sched, "history_keep", int, None, file=file, where="scheduler", lo=0, hi=10_000_000)
     spec = model(ClusterSpec, dict(source=file, collection=settings, hosts=tuple(hosts), vaults=tuple(vaults),
                                    classes=tuple(classes), fairshare=fairshare, pools=pools,
                                    qos=tuple(tables(doc, "qos", file)),
-                                   runner=model(RunnerSpec, runner, file=file, where="runner")), file=file, where="")
+                                   runner=model(RunnerSpec, runner, file=file, where="runner"),
+                                   scheduler=model(SchedulerTable, sched, file=file, where="scheduler")),
+                 file=file, where="")
     core_for_cluster(spec)  # its classes, nodepools and settings are checked now, not when the scheduler starts
     tree_for_cluster(spec)  # and so are the pools, against the cluster's capacity
     site_settings(spec)  # and the QoS tables, the shares and the priority weights

@@ -29,6 +29,7 @@ from legionrm.models.cluster import (  # noqa: F401
     PoolResourceSpec,
     PoolSpec,
     RunnerSpec,
+    SchedulerTable,
     VaultSpec,
 )
 from legionrm.models.elastic import (  # noqa: F401
@@ -144,6 +145,7 @@ __all__ = [
     "StartRequest",
     "VaultSpec",
     "RunnerSpec",
+    "SchedulerTable",
     "WorkEnd",
     "AccountRecord",
     "WorkResult",

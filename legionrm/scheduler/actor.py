@@ -52,6 +52,7 @@ from legionrm.models import (
     StatusChange,
     StatusEvent,
 )
+from legionrm.models.api import RequestList
 from legionrm.naming import (
     ENACTOR,
     POOLS,
@@ -62,6 +63,7 @@ from legionrm.naming import (
 )
 from legionrm.objstate.actor import RayStatePort
 from legionrm.scheduler.audit import audit
+from legionrm.scheduler.audit import repair as repair_findings
 from legionrm.scheduler.door import SchedulerDoor, own_report, status_for
 from legionrm.scheduler.elastic import CycleRunner, HostStopper
 from legionrm.scheduler.ports import PoolGate
@@ -359,6 +361,10 @@ class SchedulerActor(WorkCalls, QueueCalls):
     def list_requests(self, user: str | None = None, state: str | None = None, proof: Any = None) -> list[RequestInfo]:
         return self.door.list_requests(user, state, proof)
 
+    def list_page(self, user: str | None = None, state: str | None = None, every: bool = False,
+                  limit: int | None = None, cursor: str | None = None, proof: Any = None) -> RequestList:
+        return self.door.list_page(user, state, every, limit, cursor, proof)
+
     def request_info(self, request_id: str, proof: Any = None) -> RequestInfo:
         return self.door.request_info(request_id, proof)
 
@@ -422,11 +428,12 @@ class SchedulerActor(WorkCalls, QueueCalls):
         return self.core.tick()
 
     @ray.method(concurrency_group="control")
-    def audit(self, proof: Any = None) -> list[AuditFinding]:
+    def audit(self, repair: bool = False, proof: Any = None) -> list[AuditFinding]:
         """The auditor over the live system (an administrator's): one batched call per host group,
         host, vault and class actor (each with a timeout); a resource that
-        cannot be asked is itself a finding."""
-        self.door.require_admin(proof, "audit", {}, "audit")
+        cannot be asked is itself a finding.  With ``repair``, each finding
+        comes back with what was done about it (:func:`~legionrm.scheduler.audit.repair`)."""
+        self.door.require_admin(proof, "audit", {"repair": True} if repair else {}, "audit")
         handles = _unique({**self._carriers, **self._vaults})
         s = self._signer
         refs = {hid: h.audit_views.remote(proof=signed(s, "audit_views", {}, to=name))
@@ -447,8 +454,25 @@ class SchedulerActor(WorkCalls, QueueCalls):
             except ray.exceptions.RayError as exc:
                 findings.append(AuditFinding(code=codes.RESOURCE_UNREACHABLE, subject=f"class:{name}",
                                              detail=f"{type(exc).__name__}"))
-        return findings + audit(self.core, views, classes, also_running=self.cycle.instance_ids(),
-                                elastic=self.cycle.charged_jobs())
+        findings += audit(self.core, views, classes, also_running=self.cycle.instance_ids(),
+                          elastic=self.cycle.charged_jobs())
+        return repair_findings(self.core, findings, views, self._cancel_reservation) if repair else findings
+
+    def _cancel_reservation(self, resource: str, token_id: str) -> bool:
+        """Cancel one reservation at the actor that carries ``resource`` (the auditor's repair)."""
+        try:
+            if (vault := self._vaults.get(resource)) is not None:  # one resource: by its token id
+                return ray.get(vault.cancel_reservation.remote(token_id, proof=signed(
+                    self._signer, "cancel_reservation", {"token": token_id}, to=resource)), timeout=WATCH_TIMEOUT_S) is True
+            carrier = self._carriers.get(resource)  # a host or host group actor: (host, token id)
+            if carrier is None:
+                return False
+            items = [(resource, token_id)]
+            got = ray.get(carrier.cancel_reservations.remote(items, proof=signed(
+                self._signer, "cancel_reservations", {"items": items}, to=resource)), timeout=WATCH_TIMEOUT_S)
+        except ray.exceptions.RayError:
+            return False
+        return bool(got) and got[0] is True
 
     def scheduleObjects(self, request: SchedulingRequest, proof: Any = None) -> SchedulerResponse:
         return self.door.scheduleObjects(request, proof)
