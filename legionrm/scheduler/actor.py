@@ -52,7 +52,6 @@ from legionrm.models import (
     StatusChange,
     StatusEvent,
 )
-from legionrm.models.api import RequestList
 from legionrm.naming import (
     ENACTOR,
     POOLS,
@@ -69,7 +68,7 @@ from legionrm.scheduler.elastic import CycleRunner, HostStopper
 from legionrm.scheduler.ports import PoolGate
 from legionrm.scheduler.watch import HostWatch
 from legionrm.scheduler.priority.calls import QueueCalls
-from legionrm.scheduler.watch.calls import WorkCalls
+from legionrm.scheduler.watch.calls import HistoryCalls, WorkCalls
 from legionrm.scheduler.wiring import SchedulerPorts, wire
 from legionrm.state import AccountingStore, ElasticStore, RequestStore
 
@@ -246,7 +245,7 @@ class RemotePoolGate:
 
 
 @ray.remote(num_cpus=0, max_concurrency=8, concurrency_groups={"control": 4})
-class SchedulerActor(WorkCalls, QueueCalls):
+class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls):
     """``cluster`` (optional) brings the ``[fairshare]`` policy for the elastic
     cycle; ``carriers`` maps host names to the actors that carry them and
     ``class_actors`` class names to class actors, for stopping instances."""
@@ -361,10 +360,6 @@ class SchedulerActor(WorkCalls, QueueCalls):
     def list_requests(self, user: str | None = None, state: str | None = None, proof: Any = None) -> list[RequestInfo]:
         return self.door.list_requests(user, state, proof)
 
-    def list_page(self, user: str | None = None, state: str | None = None, every: bool = False,
-                  limit: int | None = None, cursor: str | None = None, proof: Any = None) -> RequestList:
-        return self.door.list_page(user, state, every, limit, cursor, proof)
-
     def request_info(self, request_id: str, proof: Any = None) -> RequestInfo:
         return self.door.request_info(request_id, proof)
 
@@ -430,9 +425,8 @@ class SchedulerActor(WorkCalls, QueueCalls):
     @ray.method(concurrency_group="control")
     def audit(self, repair: bool = False, proof: Any = None) -> list[AuditFinding]:
         """The auditor over the live system (an administrator's): one batched call per host group,
-        host, vault and class actor (each with a timeout); a resource that
-        cannot be asked is itself a finding.  With ``repair``, each finding
-        comes back with what was done about it (:func:`~legionrm.scheduler.audit.repair`)."""
+        host, vault and class actor (each with a timeout); a resource that cannot be asked is itself a
+        finding.  ``repair``: each comes back with what was done about it (:func:`~legionrm.scheduler.audit.repair`)."""
         self.door.require_admin(proof, "audit", {"repair": True} if repair else {}, "audit")
         handles = _unique({**self._carriers, **self._vaults})
         s = self._signer
@@ -457,22 +451,6 @@ class SchedulerActor(WorkCalls, QueueCalls):
         findings += audit(self.core, views, classes, also_running=self.cycle.instance_ids(),
                           elastic=self.cycle.charged_jobs())
         return repair_findings(self.core, findings, views, self._cancel_reservation) if repair else findings
-
-    def _cancel_reservation(self, resource: str, token_id: str) -> bool:
-        """Cancel one reservation at the actor that carries ``resource`` (the auditor's repair)."""
-        try:
-            if (vault := self._vaults.get(resource)) is not None:  # one resource: by its token id
-                return ray.get(vault.cancel_reservation.remote(token_id, proof=signed(
-                    self._signer, "cancel_reservation", {"token": token_id}, to=resource)), timeout=WATCH_TIMEOUT_S) is True
-            carrier = self._carriers.get(resource)  # a host or host group actor: (host, token id)
-            if carrier is None:
-                return False
-            items = [(resource, token_id)]
-            got = ray.get(carrier.cancel_reservations.remote(items, proof=signed(
-                self._signer, "cancel_reservations", {"items": items}, to=resource)), timeout=WATCH_TIMEOUT_S)
-        except ray.exceptions.RayError:
-            return False
-        return bool(got) and got[0] is True
 
     def scheduleObjects(self, request: SchedulingRequest, proof: Any = None) -> SchedulerResponse:
         return self.door.scheduleObjects(request, proof)

@@ -70,8 +70,8 @@ def _repair_one(s: Scheduler, f: AuditFinding, views: list[ResourceAudit],
         with s.queue.claim(f.subject) as claimed:
             if entry is None or entry.state not in ("admitted", "placing") or not claimed:
                 return "nothing: it had changed already"
+            s.book.move(entry, "pending", f"{WHY}: nothing was placing it")  # written first
             s.accounts.release(entry.id)
-            s.book.move(entry, "pending", f"{WHY}: nothing was placing it")
         return "gave back its allocation and put it back in the queue"
     if f.code == codes.BOOK_DURABLE:
         return _durable(s, f.subject)
