@@ -33,6 +33,7 @@ from legionrm.models.api import (
     PlanResult,
     PoolList,
     QueryResult,
+    RequestList,
     SubmitResult,
     UserAddBody,
     UserAdded,
