@@ -364,11 +364,13 @@ class Scheduler:
     def _settle_finished(self) -> None:
         """The finished requests accounted (:meth:`Results.settled`) leave the live book, each
         written to the history first; a write that fails waits for a later sweep."""
+        done = self.results.settled()
         try:
-            settled = self.book.settle(self.results.settled())
-        except StoreFault as fault:
+            settled = set(self.book.settle(done))
+        except StoreFault as fault:  # their instances stay accounted: a later sweep settles them
             log.warning("finished requests stay in the live book until the store writes: %s", fault)
             return
+        self.results.forget(e for e in done if e.id in settled)
         for rid in settled:
             self.triggers.forget(rid)
 

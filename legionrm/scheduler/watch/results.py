@@ -14,7 +14,7 @@ in the :class:`~legionrm.state.AccountingStore`, once its result is known
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from legionrm.errors import SchedulingError
 from legionrm.hostobj.runner.process import stop_state
@@ -114,12 +114,13 @@ class Results:
 
     def settled(self) -> list[Entry]:
         """The finished requests of the book whose every instance has its
-        accounting record: they may leave the live book.  Their instances are
-        forgotten here (the book will not show them again)."""
-        done = [e for e in self.book.entries() if e.final and all(i in self._accounted for i in e.instances)]
-        for e in done:
+        accounting record: they may leave the live book (then :meth:`forget` them)."""
+        return [e for e in self.book.entries() if e.final and all(i in self._accounted for i in e.instances)]
+
+    def forget(self, entries: Iterable[Entry]) -> None:
+        """Forget the instances of ``entries``, which left the live book (it will not show them again)."""
+        for e in entries:
             self._accounted.difference_update(e.instances)
-        return done
 
     def history(self, *, user: str | None = None, since: float | None = None, until: float | None = None,
                 state: str | None = None, limit: int = 100_000) -> list[AccountRecord]:
