@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from functools import partial
 from typing import Any, Callable
 
 import ray
@@ -24,7 +25,7 @@ from legionrm.collection.actor import RemoteCollection
 from legionrm.enactor.mapping import attest_schedules
 from legionrm.events.actor import ActorCallback
 from legionrm.homefs import private_umask
-from legionrm.hostobj.actor import WATCH_TIMEOUT_S, RemoteCarrier, RemoteHostPort
+from legionrm.hostobj.actor import WATCH_TIMEOUT_S, RemoteCarrier, RemoteHostPort, cancel_reservation_at
 from legionrm.hostobj.runner.owner import owner_gate
 from legionrm.models import (
     AuditFinding,
@@ -428,8 +429,7 @@ class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls):
         host, vault and class actor (each with a timeout); a resource that cannot be asked is itself a
         finding.  ``repair``: each comes back with what was done about it (:func:`~legionrm.scheduler.audit.repair`)."""
         self.door.require_admin(proof, "audit", {"repair": True} if repair else {}, "audit")
-        handles = _unique({**self._carriers, **self._vaults})
-        s = self._signer
+        handles, s = _unique({**self._carriers, **self._vaults}), self._signer
         refs = {hid: h.audit_views.remote(proof=signed(s, "audit_views", {}, to=name))
                 for hid, (name, h) in handles.items()}
         class_refs = {n: h.list_instances.remote(proof=signed(s, "list_instances", {}, to=class_name(n)))
@@ -450,7 +450,8 @@ class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls):
                                              detail=f"{type(exc).__name__}"))
         findings += audit(self.core, views, classes, also_running=self.cycle.instance_ids(),
                           elastic=self.cycle.charged_jobs())
-        return repair_findings(self.core, findings, views, self._cancel_reservation) if repair else findings
+        return repair_findings(self.core, findings, views, partial(cancel_reservation_at, self._vaults, self._carriers,
+                                                                   self._signer)) if repair else findings
 
     def scheduleObjects(self, request: SchedulingRequest, proof: Any = None) -> SchedulerResponse:
         return self.door.scheduleObjects(request, proof)

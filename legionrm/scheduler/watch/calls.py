@@ -1,6 +1,6 @@
 """The Scheduler actor's calls about what work left: a run's output
 (``legionrm logs``) and the accounting records (``legionrm history``)
-(:class:`WorkCalls`); the book's pages and the repair's cancels (:class:`HistoryCalls`).
+(:class:`WorkCalls`); the book's pages (:class:`HistoryCalls`).
 Mixins of :class:`~legionrm.scheduler.actor.SchedulerActor`; each call
 goes through its door (:class:`~legionrm.scheduler.door.SchedulerDoor`)."""
 
@@ -8,10 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import ray
-
-from legionrm.auth import signed
-from legionrm.hostobj.actor import WATCH_TIMEOUT_S
 from legionrm.models import AccountRecord
 from legionrm.models.api import RequestList
 
@@ -33,31 +29,11 @@ class WorkCalls:
 
 class HistoryCalls:
     """The actor's calls about the book's history: ``legionrm list``'s pages
-    (live, recent and, with ``every``, archived requests) and the reservations
-    the auditor's repair cancels at the actors that hold them."""
+    (live, recent and, with ``every``, archived requests)."""
 
     door: Any
-    _vaults: dict[str, Any]
-    _carriers: dict[str, Any]
-    _signer: Any
 
     def list_page(self, user: str | None = None, state: str | None = None, every: bool = False,
                   limit: int | None = None, cursor: str | None = None, proof: Any = None) -> RequestList:
         """One page of ``legionrm list`` (a user: their own)."""
         return self.door.list_page(user, state, every, limit, cursor, proof)  # type: ignore[no-any-return]
-
-    def _cancel_reservation(self, resource: str, token_id: str) -> bool:
-        """Cancel one reservation at the actor that carries ``resource`` (the auditor's repair)."""
-        try:
-            if (vault := self._vaults.get(resource)) is not None:  # one resource: by its token id
-                return ray.get(vault.cancel_reservation.remote(token_id, proof=signed(
-                    self._signer, "cancel_reservation", {"token": token_id}, to=resource)), timeout=WATCH_TIMEOUT_S) is True
-            carrier = self._carriers.get(resource)  # a host or host group actor: (host, token id)
-            if carrier is None:
-                return False
-            items = [(resource, token_id)]
-            got = ray.get(carrier.cancel_reservations.remote(items, proof=signed(
-                self._signer, "cancel_reservations", {"items": items}, to=resource)), timeout=WATCH_TIMEOUT_S)
-        except ray.exceptions.RayError:
-            return False
-        return bool(got) and got[0] is True
