@@ -426,8 +426,7 @@ class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls):
     @ray.method(concurrency_group="control")
     def audit(self, repair: bool = False, proof: Any = None) -> list[AuditFinding]:
         """The auditor over the live system (an administrator's): one batched call per host group,
-        host, vault and class actor (each with a timeout); a resource that cannot be asked is itself a
-        finding.  ``repair``: each comes back with what was done about it (:func:`~legionrm.scheduler.audit.repair`)."""
+        host, vault and class actor (each with a timeout); a resource that cannot be asked is itself a finding."""
         self.door.require_admin(proof, "audit", {"repair": True} if repair else {}, "audit")
         handles, s = _unique({**self._carriers, **self._vaults}), self._signer
         refs = {hid: h.audit_views.remote(proof=signed(s, "audit_views", {}, to=name))

@@ -85,7 +85,8 @@ SITES = [
 def memory(s: LocalSystem) -> dict[str, Any]:
     """What the Scheduler's memory says: each request's state and instances, the pool charges, the hosts' instances."""
     return {
-        "book": {i.id: (i.state, tuple((x.id, x.state) for x in i.instances)) for i in s.scheduler.list_requests()},
+        # the live book (a settled request left it, and the store's live table, for the history)
+        "book": {e.id: (e.state, tuple((k, x.state) for k, x in e.instances.items())) for e in s.scheduler.book.entries()},
         "pools": sorted(s.scheduler.accounts.pools.held()),
         "running": sorted(r.instance_id for g in s.groups.values() for r in g.list_instances()),
     }
