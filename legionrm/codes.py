@@ -241,6 +241,9 @@ RESERVATION_UNHELD = code("reservation.unheld", "audit: a reservation held or op
 CLASS_COUNT = code("class.count", "audit: a class counts other instances than the Scheduler runs")
 POOL_ALLOCATION = code("pool.allocation", "audit: pool allocations differ from the admitted requests")
 ALLOTMENT_HELD = code("allotment.held", "audit: a DUCC allotment held by a request that is not admitted")
+REQUEST_RUNNING_ENDED = code("request.running_ended", "audit: a request still running whose instances have all ended")
+REQUEST_UNPLACED = code("request.unplaced", "audit: a request admitted or placing that no attempt is placing")
+BOOK_DURABLE = code("book.durable", "audit: the durable request book differs from the Scheduler's live one")
 
 # --- the gateway (the HTTP front door) and its client ------------------------------------------------
 REQUEST_TOO_LARGE = code("request.too_large", "a body over the gateway's size limit (HTTP 413)")

@@ -25,6 +25,7 @@ from legionrm.models import (
     ImplementationSpec,
     QueueSpec,
     RunnerSpec,
+    SchedulerTable,
     VaultSpec,
 )
 from legionrm.scheduler.fairshare import core_for_cluster
@@ -162,7 +163,7 @@ def _check_builds(build: Any, spec: Any, *, file: str, where: str) -> None:
 
 def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec:
     """Validate a parsed cluster document; raises ConfigError naming the place."""
-    check_keys(doc, ("collection", "host", "vault", "class", "fairshare", "pool", "runner", "qos", "queue"),
+    check_keys(doc, ("collection", "host", "vault", "class", "fairshare", "pool", "runner", "qos", "queue", "scheduler"),
                file=file, where="")
     coll = expect(doc, "collection", dict, {}, file=file, where="collection")
     check_keys(coll, CollectionSettings.model_fields, file=file, where="collection")
@@ -248,11 +249,17 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
     check_keys(runner, RunnerSpec.model_fields, file=file, where="runner")
     queue = expect(doc, "queue", dict, {}, file=file, where="queue")
     check_keys(queue, QueueSpec.model_fields, file=file, where="queue")
+    sched = expect(doc, "scheduler", dict, {}, file=file, where="scheduler")
+    check_keys(sched, SchedulerTable.model_fields, file=file, where="scheduler")
+    bounded(sched, "history_keep_s", float, None, file=file, where="scheduler", lo=0, hi=366 * 86_400.0)
+    bounded(sched, "history_keep", int, None, file=file, where="scheduler", lo=0, hi=10_000_000)
     spec = model(ClusterSpec, dict(source=file, collection=settings, hosts=tuple(hosts), vaults=tuple(vaults),
                                    classes=tuple(classes), fairshare=fairshare, pools=pools,
                                    qos=tuple(tables(doc, "qos", file)),
                                    runner=model(RunnerSpec, runner, file=file, where="runner"),
-                                   queue=model(QueueSpec, queue, file=file, where="queue")), file=file, where="")
+                                   queue=model(QueueSpec, queue, file=file, where="queue"),
+                                   scheduler=model(SchedulerTable, sched, file=file, where="scheduler")),
+                 file=file, where="")
     core_for_cluster(spec)  # its classes, nodepools and settings are checked now, not when the scheduler starts
     tree_for_cluster(spec)  # and so are the pools, against the cluster's capacity
     site_settings(spec)  # and the QoS tables, the shares and the priority weights

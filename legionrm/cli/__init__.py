@@ -184,15 +184,21 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sm.add_argument("--wait-timeout", type=float, default=600.0, metavar="S", help="give up following after S seconds")
     gateway_flags(sm)
 
-    au = add("audit", "check the running system's books: capacity, instances, reservations, pool allocations")
+    au = add("audit", "check the running system's books: requests against their instances, capacity, "
+                      "reservations, pool allocations, the durable book against the live one")
+    au.add_argument("--repair", action="store_true", help="fix what can be fixed, saying what was done")
     address(au)
     json_flag(au)
 
-    ls = add("list", "requests you may see, oldest first")
+    ls = add("list", "requests you may see, oldest first: the live and recent ones (--all: every one kept)")
     ls.add_argument("--user", help="only this user's requests")
     ls.add_argument("--state", choices=["pending", "admitted", "placing", "reserved", "running", "completed", "failed",
                                         "cancelled"],
                     help="only requests in this state")
+    ls.add_argument("--all", action="store_true",
+                    help="every request the history keeps, not only the live and recent ones (1000 a page at most)")
+    ls.add_argument("--limit", type=int, metavar="N", help="at most N requests a page (then: --cursor the one it prints)")
+    ls.add_argument("--cursor", metavar="C", help="the page after the one that printed this cursor")
     ls.add_argument("--watch", type=float, nargs="?", const=2.0, metavar="S", help="show it again every S seconds (2)")
     ls.add_argument("--format", metavar="FMT", help="one line per request, e.g. '{id} {state} {user}' (list --json's fields)")
     gateway_flags(ls)

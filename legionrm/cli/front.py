@@ -153,13 +153,17 @@ def cli_submit(args: argparse.Namespace) -> int:
 
 
 def cli_list(args: argparse.Namespace) -> int:
-    """``legionrm list [--user U] [--state S] [--watch] [--format FMT] [--json]``; ``--format`` is a
-    Python format over ``list --json``'s fields, e.g. ``'{id} {state}'``."""
+    """``legionrm list [--user U] [--state S] [--all] [--limit N] [--cursor C] [--watch] [--format FMT]
+    [--json]``: the live and recent requests (``--all``: every one kept), a page at a time with
+    ``--limit``; ``--format`` is a Python format over ``list --json``'s fields, e.g. ``'{id} {state}'``."""
     c = client(args)
     while True:
-        infos = c.list(args.user, args.state)
+        page = c.list_page(args.user, args.state, all=getattr(args, "all", False), limit=getattr(args, "limit", None),
+                           cursor=getattr(args, "cursor", None))
+        infos, after = list(page.get("requests", ())), page.get("next")
+        more = f"more: legionrm list{' --all' if getattr(args, 'all', False) else ''} --cursor {after}" if after else ""
         if args.json:
-            text = json.dumps({"requests": [request_json(i) for i in infos]}, indent=2)
+            text = json.dumps({"requests": [request_json(i) for i in infos], "next": after}, indent=2)
         elif args.format:
             try:
                 text = "\n".join(args.format.format(**request_json(i)) for i in infos)
@@ -169,6 +173,7 @@ def cli_list(args: argparse.Namespace) -> int:
         else:
             text = request_rows(infos, time.time()) if infos else (
                 "no requests" + (f" in state {args.state}" if args.state else ""))
+            text += f"\n{more}" if more else ""
         if not args.watch:
             print(text)
             return 0
@@ -190,6 +195,9 @@ def cli_show(args: argparse.Namespace) -> int:
         return 0
     print(f"{info['id']} {info['state']} ({info['user']}, {info['count']} x {','.join(info['classes'])}, "
           f"pool {info['pool']})" + (f": {info['reason']}" if info.get("reason") else ""))
+    if info.get("archived"):
+        print("  archived: it finished and left the live book; this is what the history keeps "
+              "(its instances' accounting: legionrm history)")
     if info.get("qos") or info.get("hold"):
         print(f"  qos {info.get('qos') or '(its class default)'}" + (f", held by {info['hold']}" if info.get("hold") else ""))
     if info.get("start") is not None:

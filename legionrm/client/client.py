@@ -33,6 +33,7 @@ from legionrm.models.api import (
     PlanResult,
     PoolList,
     QueryResult,
+    RequestList,
     SubmitResult,
     UserAddBody,
     UserAdded,
@@ -90,9 +91,17 @@ class Client:
 
     schedule_objects = submit  # Legion's name for it
 
-    def list(self, user: str | None = None, state: str | None = None) -> list[RequestInfo]:
-        """The requests the caller may see (their own; an administrator's: everyone's), oldest first."""
-        return [self._as(RequestInfo, d) for d in self.wire.list(user, state)]
+    def list(self, user: str | None = None, state: str | None = None, *, all: bool = False,
+             limit: int | None = None, cursor: str | None = None) -> list[RequestInfo]:
+        """The requests the caller may see (their own; an administrator's: everyone's), oldest first:
+        the live and recent ones (``all``: every one the history keeps); one page of them (see :meth:`list_page`)."""
+        return list(self.list_page(user, state, all=all, limit=limit, cursor=cursor).requests)
+
+    def list_page(self, user: str | None = None, state: str | None = None, *, all: bool = False,
+                  limit: int | None = None, cursor: str | None = None) -> RequestList:
+        """One page of :meth:`list`: at most ``limit`` requests after ``cursor``; its ``next`` is
+        the cursor of the page after it (None: no more)."""
+        return self._as(RequestList, self.wire.list_page(user, state, all=all, limit=limit, cursor=cursor))
 
     def show(self, request_id: str) -> RequestInfo:
         """One request: its state, history, instances and the vetoes it met (``failures``)."""

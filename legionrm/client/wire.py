@@ -138,9 +138,18 @@ class Wire:
         body: Doc = {**request_fields(request), **({"set": dict(set)} if set else {}), **({"id": id} if id else {})}
         return self.call("POST", "/requests", body)  # type: ignore[no-any-return]
 
-    def list(self, user: str | None = None, state: str | None = None) -> list[Doc]:
-        """``GET /requests``: each a ``RequestInfo``, oldest first."""
-        return list(self.call("GET", "/requests", params={"user": user, "state": state})["requests"])
+    def list(self, user: str | None = None, state: str | None = None, *, all: bool = False,
+             limit: int | None = None, cursor: str | None = None) -> list[Doc]:
+        """``GET /requests``: each a ``RequestInfo``, oldest first (one page: see :meth:`list_page`)."""
+        return list(self.list_page(user, state, all=all, limit=limit, cursor=cursor)["requests"])
+
+    def list_page(self, user: str | None = None, state: str | None = None, *, all: bool = False,
+                  limit: int | None = None, cursor: str | None = None) -> Doc:
+        """``GET /requests?all=&limit=&cursor=``: a ``RequestList``, the live and recent requests
+        (``all``: every one the history keeps), at most ``limit`` after ``cursor``; its ``next`` is
+        the cursor of the page after it (None: no more)."""
+        params = {"user": user, "state": state, "all": "1" if all else None, "limit": limit, "cursor": cursor}
+        return self.call("GET", "/requests", params=params)  # type: ignore[no-any-return]
 
     def show(self, request_id: str) -> Doc:
         """``GET /requests/{id}``: a ``RequestInfo``."""

@@ -90,6 +90,17 @@ def past_events(info: RequestInfo) -> list[StatusEvent]:
     return [e for _, _, e in sorted(out, key=lambda t: (t[0], t[1]))]  # stable within a rank
 
 
+def replayed(events: Iterable[StatusEvent]) -> list[StatusEvent]:
+    """``events`` (:func:`past_events`) stamped as a clocked registry stamps
+    them (the millisecond of each, or one past the one before): the stream of
+    a request that left the live book, with about the numbers it was fired with."""
+    seq, out = 0, []
+    for e in events:
+        seq = max(seq + 1, int(e.at * 1000))
+        out.append(e.model_copy(update={"seq": seq}))
+    return out
+
+
 @dataclass
 class Trigger:
     id: str
@@ -210,6 +221,15 @@ class Triggers:
         """The next sequence number (under the lock)."""
         self._seq = max(self._seq + 1, int(at * 1000)) if self.clocked else self._seq + 1
         return self._seq
+
+    def has_stream(self, request_id: str) -> bool:
+        """Does the registry keep events of ``request_id``?"""
+        return request_id in self._streams
+
+    def forget(self, request_id: str) -> bool:
+        """Drop the events kept of ``request_id`` (it left the live book); False when none were kept."""
+        with self._lock:
+            return self._streams.pop(request_id, None) is not None
 
     def events_since(self, request_id: str, cursor: int = 0) -> list[StatusEvent]:
         """The kept events of ``request_id`` after sequence number ``cursor``, oldest first."""

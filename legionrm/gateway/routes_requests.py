@@ -94,11 +94,20 @@ async def submit(request: web.Request) -> web.Response:
 
 
 async def list_requests(request: web.Request) -> web.Response:
-    user, state = request.query.get("user") or None, request.query.get("state") or None
+    """The live and recent requests (``?all=1``: every one the history keeps), ``?limit=N`` a page,
+    ``?cursor=C`` the page after the one whose ``next`` was C."""
+    q = request.query
+    user, state = q.get("user") or None, q.get("state") or None
     if state is not None and state not in STATES:
         return refusal(422, codes.REQUEST_INVALID, f"state {state!r} is not one of {', '.join(STATES)}")
-    infos = await request.app[PLANE].call(user_of(request), "scheduler", "list_requests", {"user": user, "state": state})
-    return answer(RequestList(requests=tuple(infos)))
+    limit_text = q.get("limit")
+    if limit_text is not None and not (limit_text.isdigit() and 0 < int(limit_text) <= 100_000):
+        return refusal(422, codes.REQUEST_INVALID, f"limit {limit_text!r} is not a whole number from 1 to 100000")
+    every = q.get("all", "").lower() in ("1", "true", "yes")
+    page = await request.app[PLANE].call(user_of(request), "scheduler", "list_page", {
+        "user": user, "state": state, "every": every, "limit": int(limit_text) if limit_text else None,
+        "cursor": q.get("cursor") or None})
+    return answer(page if isinstance(page, RequestList) else RequestList.model_validate(page))
 
 
 async def show(request: web.Request) -> web.Response:

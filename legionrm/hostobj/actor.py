@@ -483,3 +483,22 @@ def spawn_class(
     """A ClassActor, named ``class:<name>``; ``hosts`` maps host name -> carrier handle."""
     return ClassActor.options(**_opts(class_name(spec.name), detached)).remote(spec, dict(hosts or {}), dict(vaults or {}),
                                                                                auth_home=auth_home)
+
+
+def cancel_reservation_at(vaults: dict[str, Any], carriers: dict[str, Any], signer: Any, resource: str,
+                          token_id: str) -> bool:
+    """Cancel one reservation at the actor of ``vaults`` or ``carriers`` that carries ``resource``,
+    signed by ``signer`` (the auditor's repair); False when it could not."""
+    try:
+        if (vault := vaults.get(resource)) is not None:  # one resource: by its token id
+            return ray.get(vault.cancel_reservation.remote(token_id, proof=signed(
+                signer, "cancel_reservation", {"token": token_id}, to=resource)), timeout=WATCH_TIMEOUT_S) is True
+        carrier = carriers.get(resource)  # a host or host group actor: (host, token id)
+        if carrier is None:
+            return False
+        items = [(resource, token_id)]
+        got = ray.get(carrier.cancel_reservations.remote(items, proof=signed(
+            signer, "cancel_reservations", {"items": items}, to=resource)), timeout=WATCH_TIMEOUT_S)
+    except ray.exceptions.RayError:
+        return False
+    return bool(got) and got[0] is True

@@ -30,6 +30,7 @@ from legionrm.models.cluster import (  # noqa: F401
     PoolSpec,
     QueueSpec,
     RunnerSpec,
+    SchedulerTable,
     VaultSpec,
 )
 from legionrm.models.elastic import (  # noqa: F401
@@ -146,6 +147,7 @@ __all__ = [
     "VaultSpec",
     "QueueSpec",
     "RunnerSpec",
+    "SchedulerTable",
     "WorkEnd",
     "AccountRecord",
     "WorkResult",

@@ -73,7 +73,11 @@ class SubmitResult(Body):
 
 
 class RequestList(Body):
+    """``GET /requests``: the live and recent requests (``?all=1``: every one kept), oldest first;
+    ``?limit=N`` per page, and ``next`` the cursor of the next page (None: this was the last)."""
+
     requests: tuple[RequestInfo, ...] = ()
+    next: str | None = None
 
 
 class EventList(Body):

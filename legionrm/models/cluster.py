@@ -138,6 +138,17 @@ class QueueSpec(Frozen):
     default_walltime_s: float | None = Field(None, gt=0, le=10 * 366 * 86_400.0, allow_inf_nan=False)
 
 
+class SchedulerTable(Frozen):
+    """The ``[scheduler]`` table of the cluster file: how long finished
+    requests stay in the live book.  A finished request leaves it (its
+    accounting records stay: ``legionrm history``) once it ended more than
+    ``history_keep_s`` ago or more than ``history_keep`` requests ended after
+    it; ``legionrm list`` shows the live and recent ones, ``list --all`` every one kept."""
+
+    history_keep_s: float = Field(86_400.0, ge=0, le=366 * 86_400.0, allow_inf_nan=False)
+    history_keep: int = Field(1000, ge=0, le=10_000_000)
+
+
 class ClusterSpec(Frozen):
     """A whole cluster file, validated."""
 
@@ -151,6 +162,7 @@ class ClusterSpec(Frozen):
     runner: RunnerSpec = RunnerSpec()  # the [runner] table
     qos: tuple[dict[str, Any], ...] = ()  # the [[qos]] tables, checked (scheduler.priority.site_settings)
     queue: QueueSpec = QueueSpec()  # the [queue] table
+    scheduler: SchedulerTable = SchedulerTable()  # the [scheduler] table: the live book's history
 
     def default_pool(self) -> str | None:
         """The path of the pool marked ``default``, if any."""
@@ -189,6 +201,16 @@ class SchedulerSettings(Frozen):
     orphan_grace_s: float = Field(60.0, ge=0, allow_inf_nan=False)  # an unknown instance younger than this is no orphan yet
     max_masters: int = Field(3, ge=1)  # the planner's ranked master schedules per request
     max_deltas: int = Field(8, ge=0)  # and delta schedules per master
+
+    @property
+    def history_keep_s(self) -> float:
+        """How long a finished request stays in the live book (the ``[scheduler]`` table's)."""
+        return self.cluster.scheduler.history_keep_s
+
+    @property
+    def history_keep(self) -> int:
+        """How many finished requests the live book keeps at most (the ``[scheduler]`` table's)."""
+        return self.cluster.scheduler.history_keep
 
     @property
     def cycle_interval_s(self) -> float:

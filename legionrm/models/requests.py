@@ -141,6 +141,8 @@ class RequestInfo(Frozen):
     """The QoS it chose (None: its class's default)."""
     hold: str | None = None
     """``user`` or ``admin`` while held."""
+    archived: bool = False
+    """It finished and left the live book: this is what the durable history keeps of it."""
 
 
 class HeldReservation(Frozen):
@@ -172,3 +174,5 @@ class AuditFinding(Frozen):
     code: str
     subject: str
     detail: str
+    repaired: str = ""
+    """What ``audit --repair`` did about it (empty: nothing, or no repair was asked)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from functools import partial
 from typing import Any, Callable
 
 import ray
@@ -24,7 +25,7 @@ from legionrm.collection.actor import RemoteCollection
 from legionrm.enactor.mapping import attest_schedules
 from legionrm.events.actor import ActorCallback
 from legionrm.homefs import private_umask
-from legionrm.hostobj.actor import WATCH_TIMEOUT_S, RemoteCarrier, RemoteHostPort
+from legionrm.hostobj.actor import WATCH_TIMEOUT_S, RemoteCarrier, RemoteHostPort, cancel_reservation_at
 from legionrm.hostobj.runner.owner import owner_gate
 from legionrm.models import (
     AuditFinding,
@@ -62,12 +63,13 @@ from legionrm.naming import (
 )
 from legionrm.objstate.actor import RayStatePort
 from legionrm.scheduler.audit import audit
+from legionrm.scheduler.audit import repair as repair_findings
 from legionrm.scheduler.door import SchedulerDoor, own_report, status_for
 from legionrm.scheduler.elastic import CycleRunner, HostStopper
 from legionrm.scheduler.ports import PoolGate
 from legionrm.scheduler.priority.calls import QueueCalls
 from legionrm.scheduler.watch import HostWatch
-from legionrm.scheduler.watch.calls import WorkCalls
+from legionrm.scheduler.watch.calls import HistoryCalls, WorkCalls
 from legionrm.scheduler.wiring import SchedulerPorts, wire
 from legionrm.state import AccountingStore, ElasticStore, RequestStore
 
@@ -244,7 +246,7 @@ class RemotePoolGate:
 
 
 @ray.remote(num_cpus=0, max_concurrency=8, concurrency_groups={"control": 4})
-class SchedulerActor(WorkCalls, QueueCalls):
+class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls):
     """``cluster`` (optional) brings the ``[fairshare]`` policy for the elastic
     cycle; ``carriers`` maps host names to the actors that carry them and
     ``class_actors`` class names to class actors, for stopping instances."""
@@ -422,13 +424,11 @@ class SchedulerActor(WorkCalls, QueueCalls):
         return self.core.tick()
 
     @ray.method(concurrency_group="control")
-    def audit(self, proof: Any = None) -> list[AuditFinding]:
+    def audit(self, repair: bool = False, proof: Any = None) -> list[AuditFinding]:
         """The auditor over the live system (an administrator's): one batched call per host group,
-        host, vault and class actor (each with a timeout); a resource that
-        cannot be asked is itself a finding."""
-        self.door.require_admin(proof, "audit", {}, "audit")
-        handles = _unique({**self._carriers, **self._vaults})
-        s = self._signer
+        host, vault and class actor (each with a timeout); a resource that cannot be asked is itself a finding."""
+        self.door.require_admin(proof, "audit", {"repair": True} if repair else {}, "audit")
+        handles, s = _unique({**self._carriers, **self._vaults}), self._signer
         refs = {hid: h.audit_views.remote(proof=signed(s, "audit_views", {}, to=name))
                 for hid, (name, h) in handles.items()}
         class_refs = {n: h.list_instances.remote(proof=signed(s, "list_instances", {}, to=class_name(n)))
@@ -447,8 +447,10 @@ class SchedulerActor(WorkCalls, QueueCalls):
             except ray.exceptions.RayError as exc:
                 findings.append(AuditFinding(code=codes.RESOURCE_UNREACHABLE, subject=f"class:{name}",
                                              detail=f"{type(exc).__name__}"))
-        return findings + audit(self.core, views, classes, also_running=self.cycle.instance_ids(),
-                                elastic=self.cycle.charged_jobs())
+        findings += audit(self.core, views, classes, also_running=self.cycle.instance_ids(),
+                          elastic=self.cycle.charged_jobs())
+        return repair_findings(self.core, findings, views, partial(cancel_reservation_at, self._vaults, self._carriers,
+                                                                   self._signer)) if repair else findings
 
     def scheduleObjects(self, request: SchedulingRequest, proof: Any = None) -> SchedulerResponse:
         return self.door.scheduleObjects(request, proof)

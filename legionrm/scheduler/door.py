@@ -47,7 +47,7 @@ from legionrm.auth import VerifiedCaller, may_act_on, require_admin
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.auth.guard import ENACTOR, Guard, raise_if_refused
 from legionrm.errors import SchedulingError
-from legionrm.events.triggers import EVERY, Subscriber
+from legionrm.events.triggers import EVERY, Subscriber, past_events, replayed
 from legionrm.models import (
     AccountRecord,
     CycleReport,
@@ -63,6 +63,7 @@ from legionrm.models import (
     SchedulingRequest,
     StatusEvent,
 )
+from legionrm.models.api import RequestList
 from legionrm.models.priority import PrioReport, ShareReport
 from legionrm.scheduler.confirm import refused_at_door
 from legionrm.scheduler.mobility import Mobility
@@ -121,6 +122,13 @@ class SchedulerDoor:
     def list_requests(self, user: str | None = None, state: str | None = None, proof: Any = None) -> list[RequestInfo]:
         who = self.caller(proof, "list_requests", {"user": user, "state": state})
         return self.core.list_requests(self.own_user(who, user), state)
+
+    def list_page(self, user: str | None = None, state: str | None = None, every: bool = False,
+                  limit: int | None = None, cursor: str | None = None, proof: Any = None) -> RequestList:
+        """One page of ``legionrm list`` (:meth:`Scheduler.list_page`); a user sees only their own."""
+        who = self.caller(proof, "list_page", {"user": user, "state": state, "every": every, "limit": limit,
+                                               "cursor": cursor})
+        return self.core.list_page(self.own_user(who, user), state, every=every, limit=limit, cursor=cursor)
 
     def own_user(self, who: VerifiedCaller | None, user: str | None) -> str | None:
         """Whose work a view shows: a plain user only their own (asking for another's: ``auth.not_owner``)."""
@@ -253,7 +261,7 @@ class SchedulerDoor:
         info = self.core.request_info(request_id)
         if who is not None:
             raise_if_refused(may_act_on(who, info.user, admin_may=True))
-        return self.core.triggers.events_since(request_id, cursor)
+        return events_since(self.core, request_id, cursor)
 
     # --- administration ----------------------------------------------------------------
 
@@ -348,6 +356,14 @@ class SchedulerDoor:
         return [i for i in self.core.instances.values() if user is None or i.user == user]
 
 
+def events_since(core: Scheduler, request_id: str, cursor: int = 0) -> list[StatusEvent]:
+    """``request_id``'s status events after ``cursor``: as they were fired, or, for a request
+    that left the live book, rebuilt from its history.  SchedulingError if unknown."""
+    if core.triggers.has_stream(request_id):
+        return core.triggers.events_since(request_id, cursor)
+    return [e for e in replayed(past_events(core.request_info(request_id))) if e.seq > cursor]
+
+
 def status_for(core: Any, last: CycleReport | None, user: str | None) -> SchedulerStatus:
     """The operators' summary of Scheduler ``core`` (``legionrm status``) with
     the elastic cycle's ``last`` report, as ``user`` may see it (None: all).  Read-only."""
@@ -356,7 +372,7 @@ def status_for(core: Any, last: CycleReport | None, user: str | None) -> Schedul
         hosts[inst.host] = hosts.get(inst.host, 0) + 1
     report = getattr(core.accounts.pools, "report", None)
     full = SchedulerStatus(
-        requests=_count_states(core.list_requests()),
+        requests=core.book.count_states(),
         instances=sum(hosts.values()), hosts=hosts, last_cycle=last.cycle if last else 0,
         elastic={k: j.model_copy(update={"instances": ()}) for k, j in (last.jobs if last else {}).items()},
         pools={path: {k: v for k, v in entry.items() if k in ("entitlement", "allocation")}
@@ -365,7 +381,7 @@ def status_for(core: Any, last: CycleReport | None, user: str | None) -> Schedul
     )
     if user is None:
         return full
-    return own_status(full, user, list(core.instances.values()), _count_states(core.list_requests(user)))
+    return own_status(full, user, list(core.instances.values()), core.book.count_states(user))
 
 
 def store_status(store: SqliteFile | None, *others: SqliteFile | None) -> dict[str, Any]:
@@ -375,12 +391,6 @@ def store_status(store: SqliteFile | None, *others: SqliteFile | None) -> dict[s
     fault = next((s.fault for s in (store, *others) if s is not None and s.fault is not None), None)
     return {"path": store.where, "bytes": store.size(), **({"fault": str(fault)} if fault is not None else {})}
 
-
-def _count_states(infos: list[Any]) -> dict[str, int]:
-    states: dict[str, int] = {}
-    for info in infos:
-        states[info.state] = states.get(info.state, 0) + 1
-    return states
 
 
 def own_status(status: SchedulerStatus, user: str | None, instances: list[InstanceRef],

@@ -78,6 +78,11 @@ class RequestQueue:
         with self._lock:
             return entry.state in ("admitted", "placing") or entry.id in self._attempting
 
+    def attempting(self, request_id: str) -> bool:
+        """Does an attempt hold ``request_id`` now?"""
+        with self._lock:
+            return request_id in self._attempting
+
     def ask_cancel(self, request_id: str) -> None:
         """Cancel ``request_id`` once the attempt under way ends."""
         self._cancel_asked.add(request_id)

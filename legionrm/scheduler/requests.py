@@ -10,6 +10,11 @@ does not allow raises :class:`SchedulingError`, so a bug cannot silently
 resurrect a finished request.
 
 :class:`RequestBook` is plain data with a lock; the Scheduler drives it.
+It holds live work: a finished request whose accounting is written leaves it
+(:meth:`RequestBook.settle`) for the store's durable history (without a
+store: for a bounded memory of the recent ones), so its memory and every
+scan over it follow what runs and waits now, never everything ever
+submitted.  :meth:`RequestBook.find` and :meth:`RequestBook.page` read both.
 Every change is written to its store first and made in memory only once
 the write succeeded (:meth:`RequestBook.save` raises
 :class:`~legionrm.state.StoreFault` otherwise, and the entry is as it was).
@@ -22,7 +27,9 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Callable, Iterable
 
 from legionrm.errors import SchedulingError
@@ -41,7 +48,7 @@ from legionrm.models import (
     StatusEvent,
     WorkResult,
 )
-from legionrm.state import RequestStore
+from legionrm.state import RequestStore, StoredRequest
 
 ALLOWED: dict[RequestState, frozenset[RequestState]] = {
     "pending": frozenset({"admitted", "failed", "cancelled"}),
@@ -79,6 +86,8 @@ class Entry:
     attempts: int = 0
     held: EnactResult | None = None
     """A reserved request's advance reservations (placements and tokens)."""
+    archived: bool = False
+    """Read back from the durable history: it left the live book (a copy; changing it changes nothing)."""
 
     @property
     def id(self) -> str:
@@ -129,8 +138,20 @@ class Entry:
             pool=self.request.pool, submitted=self.submitted, earliest_start=self.earliest_start,
             start=self.request.start,
             instances=tuple(self.instances.values()), failures=self.failures, history=tuple(self.history),
-            exit_code=self.exit_code(), qos=self.request.qos, hold=self.request.hold,
+            exit_code=self.exit_code(), qos=self.request.qos, hold=self.request.hold, archived=self.archived,
         )
+
+    def ended(self) -> float:
+        """When it reached its last state (its last transition's time)."""
+        return self.history[-1].at if self.history else self.submitted
+
+    @classmethod
+    def of(cls, item: StoredRequest, archived: bool = False) -> Entry:
+        """The entry a stored request describes."""
+        return cls(request=item.request, submitted=item.submitted, state=item.state,  # type: ignore[arg-type]
+                   reason=item.reason, history=item.history, instances=item.instances, refs=item.refs,
+                   failures=item.failures, earliest_start=item.earliest_start, attempts=item.attempts,
+                   held=item.held, archived=archived)
 
 
 class RequestBook:
@@ -143,20 +164,21 @@ class RequestBook:
     request it had."""
 
     def __init__(self, clock: Callable[[], float], store: RequestStore | None = None,
-                 listener: Callable[[StatusEvent], object] | None = None) -> None:
+                 listener: Callable[[StatusEvent], object] | None = None, *,
+                 keep_s: float = 86_400.0, keep: int = 1000) -> None:
         self.clock = clock
         self.store = store
+        self.keep_s, self.keep = keep_s, keep
+        """The recent finished requests: those that ended at most ``keep_s`` ago, the last ``keep`` of them."""
         self._lock = threading.RLock()
-        self._entries: dict[str, Entry] = {}
+        self._entries: dict[str, Entry] = {}  # live work, and finished requests not yet settled
         self._by_instance: dict[str, str] = {}
         self._by_state: dict[str, dict[str, Entry]] = {}  # state -> its requests: a pass reads only the live ones
+        self._recent: OrderedDict[str, Entry] = OrderedDict()  # without a store: the recent settled ones
         self.listener = listener
         """Told of every transition and every instance start and end (see the module)."""
         for item in store.load() if store is not None else ():
-            entry = Entry(request=item.request, submitted=item.submitted, state=item.state,  # type: ignore[arg-type]
-                          reason=item.reason, history=item.history, instances=item.instances, refs=item.refs,
-                          failures=item.failures, earliest_start=item.earliest_start, attempts=item.attempts,
-                          held=item.held)
+            entry = Entry.of(item)
             self._entries[entry.id] = entry
             self._by_state.setdefault(entry.state, {})[entry.id] = entry
             self._by_instance.update({iid: entry.id for iid in entry.instances})
@@ -184,7 +206,22 @@ class RequestBook:
     # --- reading ------------------------------------------------------------
 
     def get(self, request_id: str) -> Entry | None:
-        return self._entries.get(request_id)
+        """A request of the live book (or, without a store, a recent finished one), else None."""
+        return self._entries.get(request_id) or self._recent.get(request_id)
+
+    def find(self, request_id: str) -> Entry | None:
+        """:meth:`get`, else the request as the store's history keeps it (``archived``), else None."""
+        entry = self.get(request_id)
+        if entry is None and self.store is not None and (item := self.store.finished(request_id)) is not None:
+            entry = Entry.of(item, archived=True)
+        return entry
+
+    def running_ref(self, instance_id: str) -> InstanceRef | None:
+        """The running instance ``instance_id`` (None: unknown or ended)."""
+        entry = self.owner_of(instance_id)
+        if entry is None or entry.instances[instance_id].state != "running":
+            return None
+        return entry.refs.get(instance_id)
 
     def __contains__(self, request_id: str) -> bool:
         return request_id in self._entries
@@ -216,10 +253,50 @@ class RequestBook:
         return min(ends, default=None)
 
     def list(self, user: str | None = None, state: str | None = None) -> list[RequestInfo]:
-        """Requests, oldest first, optionally of one user and in one state."""
+        """The live and recent requests, oldest first, optionally of one user and in one state."""
+        return [e.info() for e in self.page(user, state)[0]]
+
+    def page(self, user: str | None = None, state: str | None = None, *, every: bool = False,
+             after: tuple[float, str] | None = None, limit: int | None = None
+             ) -> tuple[list[Entry], tuple[float, str] | None]:
+        """Requests oldest first (by submit time, then id): the live ones and
+        the recent finished ones (``every``: each one the history keeps), of
+        ``user``, in ``state``, after the key ``after``, at most ``limit``;
+        and the key to go on after (None: there are no more)."""
+        def key(e: Entry) -> tuple[float, str]:
+            return (e.submitted, e.id)
+
+        def wanted(e: Entry) -> bool:
+            return ((user is None or e.user == user) and (state is None or e.state == state)
+                    and (after is None or key(e) > after))
+
         with self._lock:
-            return [e.info() for e in sorted(self._entries.values(), key=lambda e: (e.submitted, e.id))
-                    if (user is None or e.user == user) and (state is None or e.state == state)]
+            self._trim()
+            mine = sorted((e for e in chain(self._entries.values(), self._recent.values()) if wanted(e)), key=key)
+        more = None if limit is None else limit + 1
+        found: dict[str, Entry] = {}
+        if self.store is not None and state not in ("pending", "admitted", "placing", "reserved", "running"):
+            recent = None if every else (self.clock() - self.keep_s, self.keep)
+            for item in self.store.finished_page(user=user, state=state, after=after, limit=more or 10_000_000,
+                                                 recent=recent):
+                found[item.request.request_id] = Entry.of(item, archived=True)
+        found.update((e.id, e) for e in mine[:more])  # the live book's own copy first
+        out = sorted(found.values(), key=key)
+        if limit is not None and len(out) > limit:
+            return out[:limit], key(out[limit - 1])
+        return out, None
+
+    def count_states(self, user: str | None = None) -> dict[str, int]:
+        """How many live and recent requests (of ``user``) are in each state."""
+        counts: dict[str, int] = {}
+        with self._lock:
+            for e in chain(self._entries.values(), self._recent.values()):
+                if user is None or e.user == user:
+                    counts[e.state] = counts.get(e.state, 0) + 1
+        if self.store is not None:
+            for st, n in self.store.finished_counts(user=user, recent=(self.clock() - self.keep_s, self.keep)).items():
+                counts[st] = counts.get(st, 0) + n
+        return counts
 
     # --- writing ------------------------------------------------------------
 
@@ -384,4 +461,58 @@ class RequestBook:
                 draft = entry.draft()
                 draft.instances[instance_id] = info.model_copy(update={"result": result})
                 self._commit(entry, draft)
+
+    # --- leaving the live book ----------------------------------------------------
+
+    def settle(self, entries: Iterable[Entry]) -> list[str]:
+        """The finished ``entries`` (their accounting written) leave the live
+        book: with a store, for its durable history, in one transaction;
+        without, for the bounded memory of recent ones.  Returns their ids."""
+        with self._lock:
+            done = [e for e in entries if e.final and self._entries.get(e.id) is e]
+            if not done:
+                return []
+            if self.store is not None:
+                self.store.settle({e.id: e.ended() for e in done})
+            for e in done:
+                del self._entries[e.id]
+                self._by_state.get(e.state, {}).pop(e.id, None)
+                for iid in e.instances:
+                    self._by_instance.pop(iid, None)
+                if self.store is None:
+                    self._recent[e.id] = e
+            self._trim()
+            return [e.id for e in done]
+
+    def _trim(self) -> None:
+        """Without a store: forget the settled requests past the recent ones (under the lock)."""
+        since = self.clock() - self.keep_s
+        while self._recent and (len(self._recent) > self.keep or next(iter(self._recent.values())).ended() < since):
+            self._recent.popitem(last=False)
+
+    def durable_diff(self) -> list[tuple[str, Entry | None, StoredRequest | None]]:
+        """Where the store's live table and this book disagree: (id, the book's
+        entry or None, the stored request or None) for each request missing on
+        one side or in another state (its own, or an instance's) there.  Read
+        under the book's lock, so a change under way is never half seen.  []
+        without a store."""
+        if self.store is None:
+            return []
+        with self._lock:
+            stored = {item.request.request_id: item for item in self.store.load()}
+            out = []
+            for rid in sorted(set(stored) | set(self._entries)):
+                e, item = self._entries.get(rid), stored.get(rid)
+                if (e is None or item is None or e.state != item.state
+                        or {k: v.state for k, v in e.instances.items()} != {k: v.state for k, v in item.instances.items()}):
+                    out.append((rid, e, item))
+            return out
+
+    def adopt(self, item: StoredRequest) -> Entry:
+        """Take ``item`` (a live request the store holds and this book does not) into the book as it is stored."""
+        with self._lock:
+            entry = self._entries[item.request.request_id] = Entry.of(item)
+            self._by_state.setdefault(entry.state, {})[entry.id] = entry
+            self._by_instance.update({iid: entry.id for iid in entry.instances})
+            return entry
 

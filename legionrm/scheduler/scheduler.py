@@ -50,6 +50,7 @@ from legionrm.models import (
     SchedulingRequest,
     WorkResult,
 )
+from legionrm.models.api import RequestList
 from legionrm.scheduler.accounts import Accounts
 from legionrm.scheduler.ahead.starts import AheadStarts
 from legionrm.scheduler.backfill import Backfill, Profile, UsageCache, profile_of, with_walltime
@@ -74,7 +75,10 @@ from legionrm.state import StoreFault
 ORPHAN_SWEEP_TICKS = 10
 """Every how many ticks the hosts are swept for instances nobody knows."""
 RESULT_SWEEP_TICKS = 2
-"""Every how many ticks runs' late results are fetched and accounting records written."""
+"""Every how many ticks runs' late results are fetched, accounting records
+written, and the finished requests so accounted leave the live book."""
+MAX_PAGE = 1000
+"""The most requests one page of ``list --all`` gives."""
 
 log = logging.getLogger(__name__)
 
@@ -283,16 +287,28 @@ class Scheduler:
         return entry.info()
 
     def request_info(self, request_id: str) -> RequestInfo:
-        """One request's whole story (``legionrm show``), with its reserved
-        start while it waits at the top of the queue.  SchedulingError if unknown."""
+        """One request's whole story (``legionrm show``), from the live book or
+        the durable history (then ``archived``), with its reserved start while
+        it waits at the top of the queue.  SchedulingError if unknown."""
         entry = self._entry(request_id)
         info = entry.info()
         reserved = self.backfill.reserved.get(entry.id) if entry.state == "pending" else None
         return info if reserved is None else info.model_copy(update={"reserved_start": reserved})
 
     def list_requests(self, user: str | None = None, state: str | None = None) -> list[RequestInfo]:
-        """Requests, oldest first (``legionrm list``)."""
+        """The live and recent requests, oldest first."""
         return self.book.list(user, state)
+
+    def list_page(self, user: str | None = None, state: str | None = None, *, every: bool = False,
+                  limit: int | None = None, cursor: str | None = None) -> RequestList:
+        """One page of ``legionrm list``: the live and recent requests (``every``:
+        each one the history keeps, at most :data:`MAX_PAGE` a page), oldest
+        first, after ``cursor`` (the last page's ``next``).  SchedulingError for a bad cursor."""
+        if every:
+            limit = min(limit or MAX_PAGE, MAX_PAGE)
+        entries, after = self.book.page(user, state, every=every, after=cursor_key(cursor), limit=limit)
+        return RequestList(requests=tuple(e.info() for e in entries),
+                           next=None if after is None else f"{after[0]!r}/{after[1]}")
 
     # --- ends -------------------------------------------------------------------
 
@@ -351,6 +367,7 @@ class Scheduler:
                 self.results.sweep()
             except StoreFault as fault:  # the records not written are written by a later sweep
                 log.warning("accounting records wait for the store: %s", fault)
+            self._settle_finished()
         if self.book.store is not None:
             self.book.store.maintain()  # an idle store's write-ahead log is truncated
         self.replan()  # once, for every end this tick saw
@@ -385,6 +402,19 @@ class Scheduler:
             except StoreFault as fault:
                 log.warning("settling request %s waits for the store: %s", entry.id, fault)
                 return
+
+    def _settle_finished(self) -> None:
+        """The finished requests accounted (:meth:`Results.settled`) leave the live book, each
+        written to the history first; a write that fails waits for a later sweep."""
+        done = self.results.settled()
+        try:
+            settled = set(self.book.settle(done))
+        except StoreFault as fault:  # their instances stay accounted: a later sweep settles them
+            log.warning("finished requests stay in the live book until the store writes: %s", fault)
+            return
+        self.results.forget(e for e in done if e.id in settled)
+        for rid in settled:
+            self.triggers.forget(rid)
 
     def _start_due(self, now: float) -> None:
         """Reserved requests whose start has come start (:class:`AheadStarts`), one attempt at a time."""
@@ -427,7 +457,8 @@ class Scheduler:
     def _try(self, entry: Entry, holds: Sequence[Hold]) -> SchedulerResponse:
         request = entry.request
         entry.attempts += 1
-        active, unknown = activation(request.activate, self.instances, self.name, self._activator)
+        running = {i: ref for i in request.activate if (ref := self.book.running_ref(i)) is not None}
+        active, unknown = activation(request.activate, running, self.name, self._activator)
         if unknown:
             return self._refused(entry, unknown, 0)
         if not request.objects:
@@ -530,7 +561,7 @@ class Scheduler:
     # --- helpers --------------------------------------------------------------
 
     def _entry(self, request_id: str) -> Entry:
-        entry = self.book.get(request_id)
+        entry = self.book.find(request_id)
         if entry is None:
             raise SchedulingError(f"no request {request_id!r} is known to scheduler {self.name!r}")
         return entry
@@ -541,3 +572,17 @@ class Scheduler:
         entry = self.book.owner_of(instance_id)
         if entry is not None and instance_id in entry.refs:
             self.enactment.stop(entry.refs[instance_id], "ended")
+
+
+def cursor_key(cursor: str | None) -> tuple[float, str] | None:
+    """The key a ``list`` page's cursor (``<submitted>/<id>``) names; SchedulingError when it names none."""
+    if not cursor:
+        return None
+    when, sep, rid = cursor.partition("/")
+    try:
+        at = float(when)
+    except ValueError:
+        at = float("nan")
+    if not sep or not rid or at != at:
+        raise SchedulingError(f"cursor {cursor!r} is not one a page of `legionrm list` gave (<time>/<id>)")
+    return at, rid

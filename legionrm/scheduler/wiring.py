@@ -99,7 +99,8 @@ def wire(settings: SchedulerSettings, ports: SchedulerPorts) -> Wired:
     see its instances.  Raises ConfigError for a bad ``[fairshare]`` table."""
     clock, cluster = ports.clock, settings.cluster
     triggers = Triggers(clocked=True)  # status events: every change the book records is fired there
-    book = RequestBook(clock, ports.store, listener=triggers.fire)
+    book = RequestBook(clock, ports.store, listener=triggers.fire, keep_s=settings.history_keep_s,
+                       keep=settings.history_keep)
     collection: Swappable[SnapshotSource] = Swappable(ports.collection)
     planner = Planner({c.name: c for c in cluster.classes}, max_masters=settings.max_masters,
                       max_deltas=settings.max_deltas, clock=clock)

@@ -240,6 +240,8 @@ def stranger_calls(system: Any, work: dict[str, Any]) -> dict[tuple[str, str], t
         ("SchedulerActor", "scheduleObjects"): (sc, {"request": req}, None),
         ("SchedulerActor", "submit_elastic"): (sc, {"request": work["mal_job"]}, None),
         ("SchedulerActor", "list_requests"): (sc, {"user": None, "state": None}, None),
+        ("SchedulerActor", "list_page"): (sc, {"user": None, "state": None, "every": False, "limit": None,
+                                               "cursor": None}, None),
         ("SchedulerActor", "instances"): (sc, {}, None),
         ("SchedulerActor", "status"): (sc, {}, None),
         ("SchedulerActor", "cycle_reports"): (sc, {"after": 0, "timeout_s": 0.0}, None),

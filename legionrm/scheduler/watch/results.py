@@ -14,7 +14,7 @@ in the :class:`~legionrm.state.AccountingStore`, once its result is known
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from legionrm.errors import SchedulingError
 from legionrm.hostobj.runner.process import stop_state
@@ -71,7 +71,9 @@ class Results:
                  scheduler: str, clock: Callable[[], float]) -> None:
         self.book, self.watch, self.scheduler, self.clock = book, watch, scheduler, clock
         self.store = store if store is not None else AccountingStore()
-        self._accounted = self.store.ids()
+        # the recorded instances of the live book only: a settled request's leave with it (bounded memory)
+        live = {iid for e in book.entries() for iid in e.instances}
+        self._accounted = self.store.ids() & live
 
     def fetch(self, refs: list[InstanceRef]) -> dict[str, WorkResult]:
         """The results the hosts hold of these instances' runs (none asked for what runs no work)."""
@@ -110,6 +112,16 @@ class Results:
         self._accounted.update(r.instance_id for r in records)
         return len(records)
 
+    def settled(self) -> list[Entry]:
+        """The finished requests of the book whose every instance has its
+        accounting record: they may leave the live book (then :meth:`forget` them)."""
+        return [e for e in self.book.entries() if e.final and all(i in self._accounted for i in e.instances)]
+
+    def forget(self, entries: Iterable[Entry]) -> None:
+        """Forget the instances of ``entries``, which left the live book (it will not show them again)."""
+        for e in entries:
+            self._accounted.difference_update(e.instances)
+
     def history(self, *, user: str | None = None, since: float | None = None, until: float | None = None,
                 state: str | None = None, limit: int = 100_000) -> list[AccountRecord]:
         """The records (``legionrm history``), by end time."""
@@ -118,7 +130,7 @@ class Results:
     def instance(self, request_id: str, instance: int | str | None = None) -> tuple[Entry, InstanceRef]:
         """A request's instance by its number (0 first, in start order), its
         id, or the only one it has.  SchedulingError when there is none such."""
-        entry = self.book.get(request_id)
+        entry = self.book.find(request_id)
         if entry is None:
             raise SchedulingError(f"no request {request_id!r} is known to scheduler {self.scheduler!r}")
         refs = list(entry.refs.values())

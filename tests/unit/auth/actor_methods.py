@@ -49,7 +49,7 @@ METHODS: dict[str, dict[str, str]] = {
     "SchedulerActor": {
         "ping": OPEN, "authenticated": OPEN, "getCollection": OPEN, "getEnactor": OPEN,
         "scheduleObjects": USER, "submit_elastic": USER,
-        "list_requests": VIEW, "instances": VIEW, "status": VIEW, "cycle_reports": VIEW, "make_schedules": VIEW,
+        "list_requests": VIEW, "list_page": VIEW, "instances": VIEW, "status": VIEW, "cycle_reports": VIEW, "make_schedules": VIEW,
         "explain": VIEW, "getCandidatePlacements": VIEW, "history": VIEW, "logs": OWN,
         "request_info": OWN, "cancel": OWN, "deactivate": OWN, "activate": OWN, "migrate": OWN,
         "object_status": OWN, "status_changes": VIEW, "register_trigger": OWN, "remove_trigger": OWN, "events_since": OWN, "complete_elastic": OWN, "update_elastic": OWN,

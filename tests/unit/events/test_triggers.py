@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from legionrm.errors import SchedulingError
 from legionrm.events.triggers import EVERY, STATUSES, Triggers
 from legionrm.inprocess import LocalSystem
+from legionrm.scheduler.door import events_since
 from legionrm.models import (
     ClassSpec,
     ClusterSpec,
@@ -161,7 +162,7 @@ def test_the_scheduler_fires_every_transition_of_a_reserved_request() -> None:
     assert [(e.status, e.object_id) for e in mine.got] == [
         ("reserved", None), ("started", iid), ("started", None), ("migrated", iid), ("ended", iid), ("ended", None)]
     assert others.got == []
-    stream = s.scheduler.triggers.events_since("r1")
+    stream = events_since(s.scheduler, "r1")
     assert [e.status for e in stream][:4] == ["pending", "admitted", "placing", "reserved"]
     assert [e.seq for e in stream] == sorted(e.seq for e in stream)
 
@@ -244,15 +245,15 @@ def test_a_restarted_scheduler_streams_each_requests_past_from_its_book(tmp_path
     s.scheduler.instance_ended(lost, "the host is gone", "lost")
 
     def seen(sched, rid: str, cursor: int = 0) -> list[tuple]:
-        return [(e.status, e.object_id, e.reason, e.at) for e in sched.triggers.events_since(rid, cursor)]
+        return [(e.status, e.object_id, e.reason, e.at) for e in events_since(sched, rid, cursor)]
 
     live = {rid: seen(s.scheduler, rid) for rid in ("run", "big")}
     assert [st for st, *_ in live["run"]][-2:] == ["ended", "ended"] and ("host_lost", lost) in [
         (st, o) for st, o, *_ in live["big"]]
     new = restarted(s, RequestStore(tmp_path / "r.db"))
     assert {rid: seen(new, rid) for rid in ("run", "big")} == live
-    assert seen(new, "nosuch") == []
-    last = new.triggers.events_since("big")[-1].seq
+    assert new.triggers.events_since("nosuch") == []
+    last = events_since(new, "big")[-1].seq
     clock.advance(1)
     new.cancel("big", "done")
     assert [st for st, *_ in seen(new, "big", last)] == ["ended", "cancelled"]  # its other instance, then itself
@@ -290,13 +291,13 @@ def test_a_cursor_from_before_a_restart_neither_repeats_nor_skips(tmp_path) -> N
     s.scheduler.book.move(entry, "admitted", "admitted to pool /")
     clock.advance(0.5)
     s.scheduler.book.move(entry, "placing", "enacting 1 master schedule(s)")
-    seen = s.scheduler.triggers.events_since("x")
+    seen = events_since(s.scheduler, "x")
     cursor = seen[-1].seq  # the follower saw "placing"
     clock.advance(2)
     new = restarted(s, RequestStore(tmp_path / "r.db"))  # it puts "x" back in the queue
-    after = new.triggers.events_since("x", cursor)
+    after = events_since(new, "x", cursor)
     assert [(e.status, e.reason) for e in after] == [("pending", "the scheduler restarted while placing it")]
-    assert [e.seq for e in new.triggers.events_since("x")][:len(seen)] == [e.seq for e in seen]  # the same numbers
+    assert [e.seq for e in events_since(new, "x")][:len(seen)] == [e.seq for e in seen]  # the same numbers
 
 
 def test_an_objects_moves_are_read_back_from_its_copies() -> None:

@@ -85,7 +85,8 @@ SITES = [
 def memory(s: LocalSystem) -> dict[str, Any]:
     """What the Scheduler's memory says: each request's state and instances, the pool charges, the hosts' instances."""
     return {
-        "book": {i.id: (i.state, tuple((x.id, x.state) for x in i.instances)) for i in s.scheduler.list_requests()},
+        # the live book (a settled request left it, and the store's live table, for the history)
+        "book": {e.id: (e.state, tuple((k, x.state) for k, x in e.instances.items())) for e in s.scheduler.book.entries()},
         "pools": sorted(s.scheduler.accounts.pools.held()),
         "running": sorted(r.instance_id for g in s.groups.values() for r in g.list_instances()),
     }
@@ -96,7 +97,7 @@ def durable(path: Path) -> dict[str, tuple[str, tuple[tuple[str, str], ...]]]:
             for r in RequestStore(path).load()}
 
 
-def consistent(s: LocalSystem, path: Path, audit: bool = True) -> None:
+def consistent(s: LocalSystem, path: Path, audit: bool = True, half_done: bool = False) -> None:
     """The book is its store; the pools charge what the book admitted; the hosts run only what the book runs."""
     mem = memory(s)
     assert mem["book"] == durable(path)
@@ -104,7 +105,10 @@ def consistent(s: LocalSystem, path: Path, audit: bool = True) -> None:
     assert mem["pools"] == sorted(i.id for i in book if i.state in ("admitted", "placing", "running", "reserved"))
     # nothing runs that the book does not know (an end the host saw itself may wait for the store to be written)
     assert set(mem["running"]) <= {x.id for i in book for x in i.instances if x.state == "running"}
-    assert not audit or books_balance(s) == []
+    # while writes fail, an attempt the write stopped may stay admitted/placing with nothing placing
+    # it: the auditor names it (request.unplaced) and the first tick that can write settles it
+    allowed = (codes.REQUEST_UNPLACED,) if half_done else ()
+    assert not audit or [f for f in books_balance(s) if not f.startswith(allowed)] == []
 
 
 def code_of(answer: Any) -> str | None:
@@ -133,12 +137,12 @@ def test_a_failed_write_changes_nothing_and_names_its_cause(tmp_path: Path, site
             assert str(db) in str(answer if isinstance(answer, StoreFault) else answer.failures[0].reason)
             assert "rollback" not in str(answer) and "Traceback" not in str(answer)
         lagging = site.name == "end (walltime)"  # the host ended it itself: the book says so once it can write
-        consistent(s, db, audit=not lagging)
+        consistent(s, db, audit=not lagging, half_done=True)
         if site.new is None or site.after == 0:  # not a trace (the id stays free); the host's own end aside
             assert {k: v for k, v in memory(s).items() if not lagging or k != "running"} == \
                    {k: v for k, v in before.items() if not lagging or k != "running"}
         s.tick()  # still full: the tick serves on, and settles nothing it cannot write
-        consistent(s, db, audit=not lagging)
+        consistent(s, db, audit=not lagging, half_done=True)
     # space is back: the same objects carry on, with no restart
     s.tick()
     consistent(s, db)

@@ -1,9 +1,11 @@
-"""The auditor: do the accounts agree with what runs?
+"""The auditor's look at what the Scheduler books against: hosts, vaults,
+class objects, pools and allotments.
 
 :func:`audit` compares a Scheduler's requests with the hosts, vaults, class
-objects, pools and allotments it books against, and returns every
-disagreement as a :class:`Finding` (empty: the books balance).  It reads;
-it changes nothing.  Checked:
+objects, pools and allotments it books against, and with its own books
+(:mod:`~legionrm.scheduler.audit.books`), and returns every disagreement as
+a :class:`Finding` (empty: the books balance).  It reads; it changes
+nothing (:mod:`~legionrm.scheduler.audit.repair` does).  Checked here:
 
 * ``host.over_capacity``: no host's calendar holds more than its capacity now;
 * ``instance.orphan``: every instance a host runs belongs to a running
@@ -18,8 +20,10 @@ it changes nothing.  Checked:
 * ``resource.unreachable``: a carrier that could not be asked (Ray only);
 * ``pool.allocation``: the pools hold allocations exactly for the requests
   admitted and not finished; ``allotment.held`` likewise for DUCC allotments;
-  with nothing admitted, every pool's allocation is zero; given the elastic
-  jobs, the pools hold an ``elastic:<job>`` allocation exactly for each.
+  with nothing admitted, every pool's allocation is zero; with no elastic
+  allocation, the root pool's cpus are those its admitted requests ask for;
+  given the elastic jobs, the pools hold an ``elastic:<job>`` allocation
+  exactly for each.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import Any, Iterable, Mapping
 
 from legionrm import codes
 from legionrm.models import AuditFinding, ResourceAudit
+from legionrm.scheduler.audit.books import book_findings
 from legionrm.scheduler.scheduler import Scheduler
 
 EPS = 1e-6
@@ -85,7 +90,7 @@ def audit(scheduler: Scheduler, resources: Iterable[ResourceAudit], classes: Map
             out.append(AuditFinding(code=codes.CLASS_COUNT, subject=name,
                                     detail=f"counts {sorted(have)}, the scheduler runs {sorted(want)}"))
     out.extend(_accounts(scheduler, None if elastic is None else set(elastic)))
-    return out
+    return book_findings(scheduler) + out
 
 
 def _accounts(scheduler: Scheduler, elastic: set[str] | None = None) -> list[AuditFinding]:
@@ -107,12 +112,19 @@ def _accounts(scheduler: Scheduler, elastic: set[str] | None = None) -> list[Aud
             out.append(AuditFinding(code=codes.POOL_ALLOCATION, subject=rid, detail="holds a pool allocation but is not admitted"))
         for rid in sorted(active - charged):
             out.append(AuditFinding(code=codes.POOL_ALLOCATION, subject=rid, detail="is admitted but holds no pool allocation"))
+        report = scheduler.accounts.pools.report()
         if not held():
-            for path, entry in scheduler.accounts.pools.report().items():
+            for path, entry in report.items():
                 alloc = entry.get("allocation", {})
                 if any(abs(float(v)) > EPS for v in alloc.values()):
                     out.append(AuditFinding(code=codes.POOL_ALLOCATION, subject=path,
                                             detail=f"allocation {alloc} with nothing admitted"))
+        elif "/" in report and len(charged) == len(held()):  # no elastic allocation: the cpus are the book's
+            booked = float(report["/"].get("allocation", {}).get("cpu", 0.0))
+            asked = sum(e.cpus() for rid in charged & active if (e := scheduler.book.get(rid)) is not None)
+            if abs(booked - asked) > EPS:
+                out.append(AuditFinding(code=codes.POOL_ALLOCATION, subject="/",
+                                        detail=f"books {booked:g} cpus; the requests it admitted ask for {asked:g}"))
     if scheduler.accounts.shares is not None:
         for rid in sorted(set(scheduler.accounts.shares.charged()) - active):
             out.append(AuditFinding(code=codes.ALLOTMENT_HELD, subject=rid, detail="holds a DUCC allotment but is not admitted"))
