@@ -70,6 +70,7 @@ from legionrm.scheduler.queue import PassGate, RequestQueue
 from legionrm.scheduler.replan import enact_with_replans
 from legionrm.scheduler.requests import Entry, RequestBook
 from legionrm.scheduler.watch import Results, end_reason, sweep_orphans
+from legionrm.scheduler.watch.settle import cursor_key, page_cursor, settle_finished, settle_half_done
 from legionrm.state import StoreFault
 
 ORPHAN_SWEEP_TICKS = 10
@@ -307,8 +308,7 @@ class Scheduler:
         if every:
             limit = min(limit or MAX_PAGE, MAX_PAGE)
         entries, after = self.book.page(user, state, every=every, after=cursor_key(cursor), limit=limit)
-        return RequestList(requests=tuple(e.info() for e in entries),
-                           next=None if after is None else f"{after[0]!r}/{after[1]}")
+        return RequestList(requests=tuple(e.info() for e in entries), next=page_cursor(after))
 
     # --- ends -------------------------------------------------------------------
 
@@ -361,13 +361,13 @@ class Scheduler:
                                                       results.get(iid)):
                     ended += 1
                     self._classes_forget(iid)
-        self._settle()
+        settle_half_done(self)
         if self._ticks % RESULT_SWEEP_TICKS == 0:
             try:
                 self.results.sweep()
             except StoreFault as fault:  # the records not written are written by a later sweep
                 log.warning("accounting records wait for the store: %s", fault)
-            self._settle_finished()
+            settle_finished(self)
         if self.book.store is not None:
             self.book.store.maintain()  # an idle store's write-ahead log is truncated
         self.replan()  # once, for every end this tick saw
@@ -381,40 +381,6 @@ class Scheduler:
         except StoreFault as fault:
             log.warning("the end of instance %s is not written yet: %s", instance_id, fault)
             return False
-
-    def _settle(self) -> None:
-        """What a failed write left half way, settled once writes succeed: a
-        request caught ``admitted`` or ``placing`` with no attempt under way
-        goes back to the queue (its pool charge given back), and a running
-        request whose instances all ended finishes (its accounts booked back).
-        A write that still fails waits for the next tick."""
-        for entry in self.book.entries():
-            try:
-                if entry.state in ("admitted", "placing"):
-                    with self.queue.claim(entry.id) as claimed:
-                        if claimed and entry.state in ("admitted", "placing"):
-                            self.book.move(entry, "pending", "back in the queue: a write of its attempt failed")
-                            self.accounts.release(entry.id)
-                elif entry.state == "running" and entry.instances and not entry.holds_objects():
-                    last = max(entry.instances.values(), key=lambda i: i.ended_at or 0.0)
-                    if self.book.finish(entry, "failed" if entry.failed_work() else "completed", last.reason):
-                        self.accounts.book_back(entry)
-            except StoreFault as fault:
-                log.warning("settling request %s waits for the store: %s", entry.id, fault)
-                return
-
-    def _settle_finished(self) -> None:
-        """The finished requests accounted (:meth:`Results.settled`) leave the live book, each
-        written to the history first; a write that fails waits for a later sweep."""
-        done = self.results.settled()
-        try:
-            settled = set(self.book.settle(done))
-        except StoreFault as fault:  # their instances stay accounted: a later sweep settles them
-            log.warning("finished requests stay in the live book until the store writes: %s", fault)
-            return
-        self.results.forget(e for e in done if e.id in settled)
-        for rid in settled:
-            self.triggers.forget(rid)
 
     def _start_due(self, now: float) -> None:
         """Reserved requests whose start has come start (:class:`AheadStarts`), one attempt at a time."""
@@ -447,7 +413,7 @@ class Scheduler:
                 try:
                     self.book.move(entry, "pending", str(fault)[:500])
                 except StoreFault:
-                    pass  # it keeps its pool charge, as the store says; the tick settles it (see _settle)
+                    pass  # it keeps its pool charge, as the store says; the tick settles it (see settle_half_done)
             if entry.state not in ("admitted", "placing"):
                 self.accounts.release(entry.id)
             failure = PlacementFailure(key="*", resource=self.name, code=fault.code, reason=str(fault), stage="plan")
@@ -573,16 +539,3 @@ class Scheduler:
         if entry is not None and instance_id in entry.refs:
             self.enactment.stop(entry.refs[instance_id], "ended")
 
-
-def cursor_key(cursor: str | None) -> tuple[float, str] | None:
-    """The key a ``list`` page's cursor (``<submitted>/<id>``) names; SchedulingError when it names none."""
-    if not cursor:
-        return None
-    when, sep, rid = cursor.partition("/")
-    try:
-        at = float(when)
-    except ValueError:
-        at = float("nan")
-    if not sep or not rid or at != at:
-        raise SchedulingError(f"cursor {cursor!r} is not one a page of `legionrm list` gave (<time>/<id>)")
-    return at, rid

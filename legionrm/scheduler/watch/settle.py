@@ -1,0 +1,72 @@
+"""Settling the request book on each tick, and the cursor of a ``list`` page.
+
+:func:`settle_half_done` finishes what a failed write left half way, once
+writes succeed again; :func:`settle_finished` moves the finished requests
+whose instances are accounted out of the live book into the durable history.
+Both take the Scheduler core (its ``book``, ``queue``, ``accounts``,
+``results`` and ``triggers``) and are idempotent: a write that fails waits
+for the next tick.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from legionrm.errors import SchedulingError
+from legionrm.state import StoreFault
+
+log = logging.getLogger(__name__)
+
+
+def settle_half_done(core: Any) -> None:
+    """A request caught ``admitted`` or ``placing`` with no attempt under way
+    goes back to the queue (its pool charge given back), and a running
+    request whose instances all ended finishes (its accounts booked back)."""
+    for entry in core.book.entries():
+        try:
+            if entry.state in ("admitted", "placing"):
+                with core.queue.claim(entry.id) as claimed:
+                    if claimed and entry.state in ("admitted", "placing"):
+                        core.book.move(entry, "pending", "back in the queue: a write of its attempt failed")
+                        core.accounts.release(entry.id)
+            elif entry.state == "running" and entry.instances and not entry.holds_objects():
+                last = max(entry.instances.values(), key=lambda i: i.ended_at or 0.0)
+                if core.book.finish(entry, "failed" if entry.failed_work() else "completed", last.reason):
+                    core.accounts.book_back(entry)
+        except StoreFault as fault:
+            log.warning("settling request %s waits for the store: %s", entry.id, fault)
+            return
+
+
+def settle_finished(core: Any) -> None:
+    """The finished requests accounted (``Results.settled``) leave the live book, each
+    written to the history first; a write that fails waits for a later sweep."""
+    done = core.results.settled()
+    try:
+        settled = set(core.book.settle(done))
+    except StoreFault as fault:  # their instances stay accounted: a later sweep settles them
+        log.warning("finished requests stay in the live book until the store writes: %s", fault)
+        return
+    core.results.forget(e for e in done if e.id in settled)
+    for rid in settled:
+        core.triggers.forget(rid)
+
+
+def cursor_key(cursor: str | None) -> tuple[float, str] | None:
+    """The key a ``list`` page's cursor (``<submitted>/<id>``) names; SchedulingError when it names none."""
+    if not cursor:
+        return None
+    when, sep, rid = cursor.partition("/")
+    try:
+        at = float(when)
+    except ValueError:
+        at = float("nan")
+    if not sep or not rid or at != at:
+        raise SchedulingError(f"cursor {cursor!r} is not one a page of `legionrm list` gave (<time>/<id>)")
+    return at, rid
+
+
+def page_cursor(after: tuple[float, str] | None) -> str | None:
+    """The cursor of the page after the one that ended at key ``after`` (None: it was the last)."""
+    return None if after is None else f"{after[0]!r}/{after[1]}"
