@@ -69,6 +69,7 @@ from legionrm.scheduler.confirm import refused_at_door
 from legionrm.scheduler.mobility import Mobility
 from legionrm.scheduler.priority import QueueControl
 from legionrm.scheduler.scheduler import Scheduler
+from legionrm.scheduler.watch.settle import list_page
 from legionrm.state import SqliteFile
 
 
@@ -125,10 +126,10 @@ class SchedulerDoor:
 
     def list_page(self, user: str | None = None, state: str | None = None, every: bool = False,
                   limit: int | None = None, cursor: str | None = None, proof: Any = None) -> RequestList:
-        """One page of ``legionrm list`` (:meth:`Scheduler.list_page`); a user sees only their own."""
+        """One page of ``legionrm list`` (:func:`~legionrm.scheduler.watch.settle.list_page`); a user sees only their own."""
         who = self.caller(proof, "list_page", {"user": user, "state": state, "every": every, "limit": limit,
                                                "cursor": cursor})
-        return self.core.list_page(self.own_user(who, user), state, every=every, limit=limit, cursor=cursor)
+        return list_page(self.core, self.own_user(who, user), state, every=every, limit=limit, cursor=cursor)
 
     def own_user(self, who: VerifiedCaller | None, user: str | None) -> str | None:
         """Whose work a view shows: a plain user only their own (asking for another's: ``auth.not_owner``)."""

@@ -50,7 +50,6 @@ from legionrm.models import (
     SchedulingRequest,
     WorkResult,
 )
-from legionrm.models.api import RequestList
 from legionrm.scheduler.accounts import Accounts
 from legionrm.scheduler.ahead.starts import AheadStarts
 from legionrm.scheduler.backfill import Backfill, Profile, UsageCache, profile_of, with_walltime
@@ -70,7 +69,7 @@ from legionrm.scheduler.queue import PassGate, RequestQueue
 from legionrm.scheduler.replan import enact_with_replans
 from legionrm.scheduler.requests import Entry, RequestBook
 from legionrm.scheduler.watch import Results, end_reason, sweep_orphans
-from legionrm.scheduler.watch.settle import cursor_key, page_cursor, settle_finished, settle_half_done
+from legionrm.scheduler.watch.settle import settle_finished, settle_half_done
 from legionrm.state import StoreFault
 
 ORPHAN_SWEEP_TICKS = 10
@@ -78,7 +77,6 @@ ORPHAN_SWEEP_TICKS = 10
 RESULT_SWEEP_TICKS = 2
 """Every how many ticks runs' late results are fetched, accounting records
 written, and the finished requests so accounted leave the live book."""
-MAX_PAGE = 1000
 """The most requests one page of ``list --all`` gives."""
 
 log = logging.getLogger(__name__)
@@ -299,16 +297,6 @@ class Scheduler:
     def list_requests(self, user: str | None = None, state: str | None = None) -> list[RequestInfo]:
         """The live and recent requests, oldest first."""
         return self.book.list(user, state)
-
-    def list_page(self, user: str | None = None, state: str | None = None, *, every: bool = False,
-                  limit: int | None = None, cursor: str | None = None) -> RequestList:
-        """One page of ``legionrm list``: the live and recent requests (``every``:
-        each one the history keeps, at most :data:`MAX_PAGE` a page), oldest
-        first, after ``cursor`` (the last page's ``next``).  SchedulingError for a bad cursor."""
-        if every:
-            limit = min(limit or MAX_PAGE, MAX_PAGE)
-        entries, after = self.book.page(user, state, every=every, after=cursor_key(cursor), limit=limit)
-        return RequestList(requests=tuple(e.info() for e in entries), next=page_cursor(after))
 
     # --- ends -------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Settling the request book on each tick, and the cursor of a ``list`` page.
+"""Settling the request book on each tick, and the pages of ``legionrm list``.
 
 :func:`settle_half_done` finishes what a failed write left half way, once
 writes succeed again; :func:`settle_finished` moves the finished requests
@@ -14,9 +14,13 @@ import logging
 from typing import Any
 
 from legionrm.errors import SchedulingError
+from legionrm.models.api import RequestList
 from legionrm.state import StoreFault
 
 log = logging.getLogger(__name__)
+
+MAX_PAGE = 1000
+"""The most requests one page of ``list --all`` holds."""
 
 
 def settle_half_done(core: Any) -> None:
@@ -51,6 +55,18 @@ def settle_finished(core: Any) -> None:
     core.results.forget(e for e in done if e.id in settled)
     for rid in settled:
         core.triggers.forget(rid)
+
+
+def list_page(core: Any, user: str | None = None, state: str | None = None, *, every: bool = False,
+              limit: int | None = None, cursor: str | None = None) -> RequestList:
+    """One page of ``legionrm list`` from the Scheduler core's book: the live
+    and recent requests (``every``: each one the history keeps, at most
+    :data:`MAX_PAGE` a page), oldest first, after ``cursor`` (the last page's
+    ``next``).  Pure read.  SchedulingError for a bad cursor."""
+    if every:
+        limit = min(limit or MAX_PAGE, MAX_PAGE)
+    entries, after = core.book.page(user, state, every=every, after=cursor_key(cursor), limit=limit)
+    return RequestList(requests=tuple(e.info() for e in entries), next=page_cursor(after))
 
 
 def cursor_key(cursor: str | None) -> tuple[float, str] | None:
