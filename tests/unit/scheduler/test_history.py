@@ -14,6 +14,7 @@ from legionrm.inprocess import LocalSystem
 from legionrm.scheduler.door import events_since
 from legionrm.models import ClusterSpec, SchedulerSettings, SchedulerTable
 from legionrm.scheduler.wiring import pool_gate
+from legionrm.scheduler.watch.settle import list_page
 from legionrm.state import RequestStore
 from legionrm.testing import FakeClock
 from tests.unit.scheduler.test_lifecycle import cluster, req
@@ -48,11 +49,11 @@ def test_settled_requests_leave_the_live_book_and_the_history_keeps_them(tmp_pat
     assert [e.status for e in events_since(s.scheduler, "a")][-2:] == ["ended", "cancelled"]
     assert [i.id for i in s.scheduler.list_requests()] == ["b", "c", "live"]  # the last 2 finished, then live
     assert s.scheduler.book.count_states() == {"cancelled": 2, "running": 1}
-    every = s.scheduler.list_page(every=True, limit=2)
+    every = list_page(s.scheduler, every=True, limit=2)
     assert [i.id for i in every.requests] == ["a", "b"] and every.next
-    rest = s.scheduler.list_page(every=True, limit=2, cursor=every.next)
+    rest = list_page(s.scheduler, every=True, limit=2, cursor=every.next)
     assert [i.id for i in rest.requests] == ["c", "live"] and rest.next is None
-    assert [i.id for i in s.scheduler.list_page(state="cancelled", every=True).requests] == ["a", "b", "c"]
+    assert [i.id for i in list_page(s.scheduler, state="cancelled", every=True).requests] == ["a", "b", "c"]
     assert s.scheduler.results.history(user="alice")  # the accounting records stay
 
 
@@ -63,7 +64,7 @@ def test_the_recent_window_follows_time(tmp_path) -> None:
     s.tick()  # the hosts report again
     run_and_finish(s, clock, ["new"])
     assert [i.id for i in s.scheduler.list_requests()] == ["new"]
-    assert [i.id for i in s.scheduler.list_page(every=True).requests] == ["old", "new"]
+    assert [i.id for i in list_page(s.scheduler, every=True).requests] == ["old", "new"]
 
 
 def test_a_restart_reads_live_work_only(tmp_path) -> None:
@@ -99,7 +100,7 @@ def test_the_accounted_instances_are_forgotten_with_their_request(tmp_path) -> N
 def test_a_bad_cursor_is_named(cursor: str) -> None:
     s, _ = system()
     with pytest.raises(SchedulingError, match="cursor"):
-        s.scheduler.list_page(cursor=cursor)
+        list_page(s.scheduler, cursor=cursor)
 
 
 @pytest.mark.parametrize("table,ok", [
