@@ -19,11 +19,8 @@ install: $(STAMP)
 demo: $(STAMP)
 	RAY_AUTH_MODE=disabled $(BIN)/legionrm demo
 
-# Three workers: tests/ray and tests/faults whole in one (one Ray cluster, see
-# tests/conftest.py), the unit tests spread over the others.
-# The suite spends most of its time waiting on Ray and subprocesses.
 test: $(STAMP)
-	RAY_AUTH_MODE=disabled $(BIN)/python -m pytest -n 3 --dist loadgroup
+	RAY_AUTH_MODE=disabled $(BIN)/python -m pytest
 
 # Every benchmark prints target, measured and OK/SHORT per line and appends
 # them to BENCH_SUMMARY; the one-screen summary of all of them comes last, and

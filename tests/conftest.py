@@ -65,22 +65,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-# Under pytest-xdist (``make test``: ``-n 3 --dist loadgroup``) the Ray tests
-# (tests/ray and tests/faults) run whole in one worker, on its one lean
-# cluster, while the unit tests spread over the other workers.  One cluster:
-# two at once (one of them in a `legionrm up`) loaded the 2-core machine past
-# 30 and Ray's own startup timed out.
-_RAY_GROUPS = ("ray", "faults")
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the test ids
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        parts = Path(str(item.fspath)).relative_to(REPO).parts
-        if len(parts) > 1 and parts[0] == "tests" and parts[1] in _RAY_GROUPS:
-            item.add_marker(pytest.mark.xdist_group("ray"))
-
-
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator["object"]:
     os.environ["RAY_AUTH_MODE"] = "disabled"
