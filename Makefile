@@ -19,11 +19,8 @@ install: $(STAMP)
 demo: $(STAMP)
 	RAY_AUTH_MODE=disabled $(BIN)/legionrm demo
 
-# Three workers: tests/ray whole in one, tests/faults whole in another (one Ray
-# cluster each, see tests/conftest.py), the unit tests spread over all three.
-# The suite spends most of its time waiting on Ray and subprocesses.
 test: $(STAMP)
-	RAY_AUTH_MODE=disabled $(BIN)/python -m pytest -n 3 --dist loadgroup
+	RAY_AUTH_MODE=disabled $(BIN)/python -m pytest
 
 # Every benchmark prints target, measured and OK/SHORT per line and appends
 # them to BENCH_SUMMARY; the one-screen summary of all of them comes last, and

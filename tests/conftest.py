@@ -65,20 +65,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-# Under pytest-xdist (``make test``: ``-n 3 --dist loadgroup``) each folder of
-# Ray tests runs whole in one worker, on that worker's one lean cluster: two
-# clusters at most, while the unit tests spread over every worker.
-_RAY_GROUPS = ("ray", "faults")
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the test ids
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        parts = Path(str(item.fspath)).relative_to(REPO).parts
-        if len(parts) > 1 and parts[0] == "tests" and parts[1] in _RAY_GROUPS:
-            item.add_marker(pytest.mark.xdist_group(parts[1]))
-
-
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator["object"]:
     os.environ["RAY_AUTH_MODE"] = "disabled"
