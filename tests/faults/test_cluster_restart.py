@@ -118,11 +118,13 @@ def _capacity(system) -> dict[str, float]:
     return {r.name: float(r.attributes.get("cpus", 0)) for r in system.query("true").records}
 
 
-def _states(system) -> dict[str, str]:
+def _states(system, why: bool = False) -> dict[str, str]:
+    """Each request's state (with ``why``: and its reason, so a failed assertion says what happened)."""
     from legionrm.system import call
 
     proof = system.signer.sign("list_requests", {"user": None, "state": None}, to="scheduler")
-    return {i.id: i.state for i in call(system.scheduler.list_requests.remote(None, None, proof=proof))}
+    return {i.id: f"{i.state}: {i.reason}" if why else i.state
+            for i in call(system.scheduler.list_requests.remote(None, None, proof=proof))}
 
 
 def _kill_whole(system) -> None:
@@ -168,7 +170,7 @@ def test_a_second_boot_on_the_same_home_answers_from_every_resource(ray_cluster,
     with _booted(spec, tmp_path) as again:
         _answers_whole(again, capacity)
         after = _states(again)
-        assert after["before-wait"] in ("pending", "admitted", "placing", "running")  # restored from the book
+        assert after["before-wait"] in ("pending", "admitted", "placing", "running"), _states(again, why=True)
         if how == "killed":  # its host kept what it granted: the work is found again
             assert after["before-run"] == "running"
             # and its class object, new, counts it again (else the audit finds class.count)
