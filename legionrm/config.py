@@ -24,6 +24,7 @@ from legionrm.models import (
     HostSpec,
     ImplementationSpec,
     RunnerSpec,
+    SchedulerSpec,
     VaultSpec,
 )
 from legionrm.scheduler.fairshare import core_for_cluster
@@ -159,7 +160,8 @@ def _check_builds(build: Any, spec: Any, *, file: str, where: str) -> None:
 
 def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec:
     """Validate a parsed cluster document; raises ConfigError naming the place."""
-    check_keys(doc, ("collection", "host", "vault", "class", "fairshare", "pool", "runner"), file=file, where="")
+    check_keys(doc, ("collection", "host", "vault", "class", "fairshare", "pool", "runner", "scheduler"),
+               file=file, where="")
     coll = expect(doc, "collection", dict, {}, file=file, where="collection")
     check_keys(coll, CollectionSettings.model_fields, file=file, where="collection")
     bounded(coll, "heartbeat_interval_s", float, None, file=file, where="collection", lo=0, lo_open=True, hi=MAX_INTERVAL_S)
@@ -219,8 +221,8 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
     classes: list[ClassSpec] = []
     for i, t in enumerate(tables(doc, "class", file)):
         where = f"class[{i}]"
-        check_keys(t, ("name", "implementation", "implementations", "host_list", "max_instances", "policy", "policy_args"),
-                   file=file, where=where)
+        check_keys(t, ("name", "implementation", "implementations", "host_list", "max_instances", "policy", "policy_args",
+                       "scheduler"), file=file, where=where)
         name = require(t, "name", str, file=file, where=where)
         if any(c.name == name for c in classes):
             raise ConfigError(f"class {name!r} is defined twice", file=file, table=where, key="name")
@@ -233,6 +235,7 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
             max_instances=bounded(t, "max_instances", int, None, file=file, where=where, lo=0),
             policy=policy,
             policy_args=args,
+            scheduler=expect(t, "scheduler", str, None, file=file, where=where),
         ), file=file, where=where))
         _check_builds(build_class, classes[-1], file=file, where=where)
     fairshare = expect(doc, "fairshare", dict, {}, file=file, where="fairshare")
@@ -241,8 +244,9 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
     pools = parse_pools(doc, file=file, allow_default=True)
     runner = expect(doc, "runner", dict, {}, file=file, where="runner")
     check_keys(runner, RunnerSpec.model_fields, file=file, where="runner")
+    schedulers = _schedulers(doc, hosts, classes, file=file)
     spec = model(ClusterSpec, dict(source=file, collection=settings, hosts=tuple(hosts), vaults=tuple(vaults),
-                                   classes=tuple(classes), fairshare=fairshare, pools=pools,
+                                   classes=tuple(classes), fairshare=fairshare, pools=pools, schedulers=schedulers,
                                    runner=model(RunnerSpec, runner, file=file, where="runner")), file=file, where="")
     core_for_cluster(spec)  # its classes, nodepools and settings are checked now, not when the scheduler starts
     tree_for_cluster(spec)  # and so are the pools, against the cluster's capacity
@@ -250,6 +254,43 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
 
 
 FAIRSHARE_KEYS = ("interval_s", "rm", "nodepool", "class", "user")
+MAX_SCHEDULERS = 64
+"""The most ``[[scheduler]]`` tables (each is an actor)."""
+
+
+def _schedulers(doc: dict[str, Any], hosts: list[HostSpec], classes: list[ClassSpec], *,
+                file: str) -> tuple[SchedulerSpec, ...]:
+    """The ``[[scheduler]]`` tables: unique names, nodepools some host is in, a
+    constraint that parses; a class may name only one of them."""
+    out: list[SchedulerSpec] = []
+    pools = {h.nodepool for h in hosts if h.nodepool}
+    found = tables(doc, "scheduler", file)
+    if len(found) > MAX_SCHEDULERS:
+        raise ConfigError(f"more than {MAX_SCHEDULERS} schedulers", file=file, table=f"scheduler[{MAX_SCHEDULERS}]")
+    for i, t in enumerate(found):
+        where = f"scheduler[{i}]"
+        check_keys(t, ("name", "nodepools", "constraint"), file=file, where=where)
+        name = require(t, "name", str, file=file, where=where)
+        if any(s.name == name for s in out):
+            raise ConfigError(f"scheduler {name!r} is defined twice", file=file, table=where, key="name")
+        nodepools = _names(t, "nodepools", file=file, where=where)
+        for p in nodepools:
+            if p not in pools:
+                raise ConfigError(f"no host is in nodepool {p!r} (hosts' nodepools: {', '.join(sorted(pools)) or 'none'})",
+                                  file=file, table=where, key="nodepools")
+        constraint = expect(t, "constraint", str, "true", file=file, where=where)
+        try:
+            parse_mil(constraint)
+        except Exception as exc:
+            raise ConfigError(f"bad constraint: {exc}", file=file, table=where, key="constraint") from None
+        out.append(model(SchedulerSpec, dict(name=name, nodepools=nodepools, constraint=constraint), file=file,
+                         where=where))
+    names = {s.name for s in out} or {SchedulerSpec().name}
+    for i, c in enumerate(classes):
+        if c.scheduler is not None and c.scheduler not in names:
+            raise ConfigError(f"no scheduler {c.scheduler!r} (schedulers: {', '.join(sorted(names))})", file=file,
+                              table=f"class[{i}]", key="scheduler")
+    return tuple(out)
 
 
 def _capacity(attrs: dict[str, Any], key: str, typ: type, *, file: str, where: str) -> None:

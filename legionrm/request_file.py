@@ -9,6 +9,7 @@ The file is a :class:`~legionrm.models.SchedulingRequest` with one
     start_in = 3600                   # optional: start in an hour (or start = 2026-11-24T09:00:00Z,
                                       # or seconds since the epoch): an advance reservation
     walltime_s = 1800                 # optional: every object's walltime unless it gives its own
+    scheduler = "gpu"                 # optional: the scheduler to place it (default: its class's, else the first)
 
     [identity]                        # optional through the gateway: the signer is the user
     user = "alice"
@@ -51,7 +52,8 @@ from legionrm.tomlio import (
     tables,
 )
 
-TOP_KEYS = ("request_id", "pool", "activate", "identity", "object", "wait", "start", "start_in", "walltime_s")
+TOP_KEYS = ("request_id", "pool", "activate", "identity", "object", "wait", "start", "start_in", "walltime_s",
+            "scheduler")
 NUMBERS = {"count": int, "cpus": float, "memory_gb": float, "gpus": int, "storage_gb": float, "walltime_s": float,
            "priority": int, "weight": float}
 """The numeric keys of an ``[[object]]`` table (a boolean is not a number; nan and inf are refused)."""
@@ -113,6 +115,7 @@ def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | N
         request_id=rid, identity=identity, pool=expect(doc, "pool", str, "/", file=file, where=""),
         wait=expect(doc, "wait", bool, True, file=file, where=""),
         objects=tuple(objects), activate=tuple(activate), start=start, walltime_s=walltime,
+        scheduler=expect(doc, "scheduler", str, None, file=file, where=""),
     ), file=file, where="")
 
 

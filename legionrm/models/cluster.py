@@ -71,6 +71,7 @@ class ClassSpec(Frozen):
     max_instances: int | None = Field(None, ge=0, le=2**63 - 1)
     policy: str | None = None
     policy_args: dict = Field(default_factory=dict)
+    scheduler: str | None = Field(None, min_length=1, max_length=64)  # the scheduler its requests go to (None: the default)
 
 
 class CollectionSettings(Frozen):
@@ -121,6 +122,28 @@ class RunnerSpec(Frozen):
     output_cap_mb: float = Field(1.0, gt=0, le=1024, allow_inf_nan=False)
 
 
+SCHEDULER_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
+"""A scheduler's name: it becomes the Ray actor ``scheduler:NAME``."""
+DEFAULT_SCHEDULER = "default"
+"""The one scheduler of a cluster file without ``[[scheduler]]`` tables."""
+
+
+class SchedulerSpec(Frozen):
+    """One ``[[scheduler]]`` table: a scheduler and the hosts it serves, by
+    ``nodepools`` (none: every nodepool) and a MIL ``constraint`` (both must
+    hold).  Schedulers may share hosts; the hosts arbitrate between them."""
+
+    name: str = Field(DEFAULT_SCHEDULER, pattern=SCHEDULER_NAME)
+    nodepools: tuple[str, ...] = ()
+    constraint: str = Field("true", max_length=4000)
+
+    def serves(self) -> str:
+        """The MIL that picks the resources this scheduler plans over: every
+        vault, and the hosts of its nodepools that meet its constraint."""
+        pools = " or ".join(f'$nodepool == "{p}"' for p in self.nodepools) or "true"
+        return f'$kind != "host" or (({pools}) and ({self.constraint}))'
+
+
 class ClusterSpec(Frozen):
     """A whole cluster file, validated."""
 
@@ -132,6 +155,20 @@ class ClusterSpec(Frozen):
     fairshare: dict[str, Any] = Field(default_factory=dict)  # the [fairshare] table, checked (scheduler.wiring.core_for_cluster)
     pools: tuple[PoolSpec, ...] = ()  # the [[pool]] tables (scheduler.wiring.pool_gate); none: no admission control
     runner: RunnerSpec = RunnerSpec()  # the [runner] table
+    schedulers: tuple[SchedulerSpec, ...] = ()  # the [[scheduler]] tables; none: one scheduler, "default"
+
+    def scheduler_specs(self) -> tuple[SchedulerSpec, ...]:
+        """The schedulers this cluster runs, the default first (never empty)."""
+        return self.schedulers or (SchedulerSpec(),)
+
+    def scheduler_of(self, requested: str | None, class_names: tuple[str, ...] = ()) -> str:
+        """The scheduler a request goes to: the one it names, else the one its
+        first class object names, else the default (the first).  The name is
+        not checked here (the gateway refuses an unknown one)."""
+        if requested:
+            return requested
+        named = {c.name: c.scheduler for c in self.classes if c.scheduler}
+        return next((named[c] for c in class_names if c in named), self.scheduler_specs()[0].name)
 
     def default_pool(self) -> str | None:
         """The path of the pool marked ``default``, if any."""

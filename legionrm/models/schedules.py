@@ -124,6 +124,9 @@ class SchedulingRequest(Frozen):
     walltime_s: float | None = Field(None, gt=0, le=MAX_WALLTIME_S, allow_inf_nan=False)
     """The walltime of every object request that gives none of its own.  A
     request with a ``start`` needs a walltime for every object request."""
+    scheduler: str | None = Field(None, min_length=1, max_length=64)
+    """The scheduler this request is for (its top-level ``scheduler = "NAME"``);
+    None: the one its class object names, else the cluster's default."""
 
     @model_validator(mode="after")
     def _walltimes(self) -> "SchedulingRequest":

@@ -3,7 +3,9 @@
 :func:`audit` compares a Scheduler's requests with the hosts, vaults, class
 objects, pools and allotments it books against, and returns every
 disagreement as a :class:`Finding` (empty: the books balance).  It reads;
-it changes nothing.  Checked:
+it changes nothing.  With several schedulers, each audits the instances and
+reservations it issued (:func:`~legionrm.scheduler.several.issued_by`) and
+the pool allocations it holds.  Checked:
 
 * ``host.over_capacity``: no host's calendar holds more than its capacity now;
 * ``instance.orphan``: every instance a host runs belongs to a running
@@ -62,10 +64,12 @@ def audit(scheduler: Scheduler, resources: Iterable[ResourceAudit], classes: Map
                                     detail=f"uses {list(v.used)} of {list(v.capacity)}"))
         for ref in v.instances:
             on_hosts[ref.instance_id] = v.name
-            if ref.instance_id not in known:
+            if ref.instance_id not in known and scheduler.issued(ref.scheduler):
                 out.append(AuditFinding(code=codes.INSTANCE_ORPHAN, subject=ref.instance_id,
                                         detail=f"runs on {v.name} for no running request"))
         for r in v.reservations:
+            if not scheduler.issued(r.issuer):  # another scheduler's: it audits its own
+                continue
             if r.holders:
                 # a host's holders are instance ids (a vault's are its own use ids)
                 if v.kind == "host" and not set(r.holders) & known:
@@ -107,7 +111,7 @@ def _accounts(scheduler: Scheduler, elastic: set[str] | None = None) -> list[Aud
             out.append(AuditFinding(code=codes.POOL_ALLOCATION, subject=rid, detail="holds a pool allocation but is not admitted"))
         for rid in sorted(active - charged):
             out.append(AuditFinding(code=codes.POOL_ALLOCATION, subject=rid, detail="is admitted but holds no pool allocation"))
-        if not held():
+        if not getattr(scheduler.accounts.pools, "held_all", held)():  # nobody, of any scheduler
             for path, entry in scheduler.accounts.pools.report().items():
                 alloc = entry.get("allocation", {})
                 if any(abs(float(v)) > EPS for v in alloc.values()):

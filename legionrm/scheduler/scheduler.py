@@ -60,6 +60,7 @@ from legionrm.scheduler.ports import (
 from legionrm.scheduler.queue import RequestQueue
 from legionrm.scheduler.replan import enact_with_replans
 from legionrm.scheduler.requests import Entry, RequestBook
+from legionrm.scheduler.several import issued_by
 from legionrm.scheduler.watch import Results, end_reason, sweep_orphans
 
 ORPHAN_SWEEP_TICKS = 10
@@ -116,6 +117,7 @@ class Scheduler:
         clock: Callable[[], float],
     ) -> None:
         self.name = settings.name
+        self.issued = issued_by(settings.name, settings.cluster)  # whose reservations are this scheduler's own
         self._settings = settings
         self.orphan_grace_s = settings.orphan_grace_s  # a live system's may be lowered (the fault tests do)
         self._collection = collection
@@ -301,7 +303,7 @@ class Scheduler:
         """Stop what hosts run that nobody knows (see :func:`~legionrm.scheduler.watch.orphans`); returns their ids."""
         also = self._also_running() if self._also_running is not None else set()
         return sweep_orphans(self._watch, self.book, also, self._clock() - self.orphan_grace_s,
-                             self.enactment.stop)
+                             self.enactment.stop, self.issued)
 
     # --- one attempt ------------------------------------------------------------
 

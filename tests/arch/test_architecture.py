@@ -38,7 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.hostobj", "legionrm.enactor"),
     ENGINES[:3] + ("legionrm.scheduler.planning.pipeline", "legionrm.scheduler.ports", "legionrm.scheduler.requests",
                    "legionrm.scheduler.confirm", "legionrm.scheduler.replan"),
-    ("legionrm.scheduler.watch", "legionrm.scheduler.queue"),
+    ("legionrm.scheduler.watch", "legionrm.scheduler.queue", "legionrm.scheduler.several"),
     ("legionrm.scheduler.elastic", "legionrm.scheduler.planning.snaptables", "legionrm.config", "legionrm.request_file",
      "legionrm.scheduler.planning.window"),
     ("legionrm.scheduler.planning.engine_feed",),
@@ -49,7 +49,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.scheduler.scheduler",),
     ("legionrm.scheduler.mobility",),
     ("legionrm.scheduler.door", "legionrm.scheduler.wiring"),
-    ("legionrm.scheduler.audit",),
+    ("legionrm.scheduler.audit", "legionrm.scheduler.several.actor"),
     ("legionrm.scheduler.actor", "legionrm.inprocess"),
     ("legionrm.system", "legionrm.dashboard.server"),
     ("legionrm.gateway",),  # the front door: over the control plane (system), under the CLI
