@@ -36,8 +36,10 @@ from legionrm.models.api import (
     Caller,
     CancelBody,
     CancelResult,
+    DrainBody,
     EventList,
     GatewayStatus,
+    HostDrained,
     HostList,
     LogsResult,
     PlanBody,
@@ -46,6 +48,7 @@ from legionrm.models.api import (
     QueryBody,
     QueryResult,
     RequestList,
+    SchedulerList,
     SubmitBody,
     SubmitResult,
 )
@@ -191,6 +194,18 @@ class Client:
 
     def pools(self) -> PoolList:
         return self._as(PoolList, self.call("GET", "/pools"))
+
+    def schedulers(self) -> SchedulerList:
+        """Every scheduler of the system, what it serves and its queue (the default first)."""
+        return self._as(SchedulerList, self.call("GET", "/schedulers"))
+
+    def drain(self, host: str, reason: str) -> HostDrained:
+        """Drain ``host``: it finishes its work and takes no new work (administrators)."""
+        return self._as(HostDrained, self.call("POST", f"/hosts/{_seg(host)}/drain", DrainBody(reason=reason)))
+
+    def resume(self, host: str) -> HostDrained:
+        """Let a drained ``host`` take new work again (administrators)."""
+        return self._as(HostDrained, self.call("POST", f"/hosts/{_seg(host)}/resume"))
 
     def status(self) -> GatewayStatus:
         return self._as(GatewayStatus, self.call("GET", "/status"))

@@ -26,10 +26,11 @@ from legionrm.auth.guard import GATEWAY, load_agent
 from legionrm.auth.proof import CallSigner
 from legionrm.errors import SystemNotRunningError
 from legionrm.gateway.plane import Unavailable
-from legionrm.naming import COLLECTION, ENACTOR, POOLS, SCHEDULER, named_actor
+from legionrm.naming import COLLECTION, ENACTOR, POOLS, named_actor, scheduler_name
+from legionrm.scheduler.several import Roster
 from legionrm.system import init_connect
 
-NAMES = {"scheduler": SCHEDULER, "collection": COLLECTION, "pools": POOLS, "enactor": ENACTOR}
+NAMES = {"collection": COLLECTION, "pools": POOLS, "enactor": ENACTOR}
 CALL_TIMEOUT_S = 60.0
 
 
@@ -46,19 +47,38 @@ class RayControlPlane:
                 raise SystemNotRunningError(f"no system is up in {home} (no up.json): `legionrm up` first") from None
             init_connect(address)
         self.timeout_s = timeout_s
+        self.home = Path(home)
         self._handles: dict[str, Any] = {}
 
-    def _handle(self, target: str) -> Any:
-        handle = self._handles.get(target)
+    def roster(self) -> Roster:
+        """The system's schedulers as ``up`` (or the last ``reload``) wrote them in ``up.json``."""
+        try:
+            return Roster.from_json(json.loads((self.home / "up.json").read_text()).get("roster"))
+        except (OSError, ValueError, AttributeError):
+            return Roster()
+
+    def _actor(self, target: str) -> str:
+        """The actor's name: ``scheduler`` is the default scheduler, ``scheduler:NAME`` that one."""
+        if target == "scheduler":
+            return scheduler_name(self.roster().default)
+        if target.startswith("scheduler:"):
+            return target
+        if target not in NAMES:
+            raise Unavailable(f"no {target!r} is running in this system")
+        return NAMES[target]
+
+    def _handle(self, actor: str) -> Any:
+        handle = self._handles.get(actor)
         if handle is None:
-            if target not in NAMES or (handle := named_actor(NAMES[target])) is None:
-                raise Unavailable(f"no {target!r} is running in this system")
-            self._handles[target] = handle
+            if (handle := named_actor(actor)) is None:
+                raise Unavailable(f"no {actor!r} is running in this system")
+            self._handles[actor] = handle
         return handle
 
     async def call(self, user: str, target: str, method: str, args: dict[str, Any]) -> Any:
-        proof = self.signer.acting(user).sign(method, args, to=NAMES.get(target, target))
-        handle = self._handle(target)
+        actor = self._actor(target)
+        proof = self.signer.acting(user).sign(method, args, to=actor)
+        handle = self._handle(actor)
         try:
             ref = getattr(handle, method).remote(**args, proof=proof)
             return await asyncio.wait_for(asyncio.wrap_future(ref.future()), self.timeout_s)
@@ -68,7 +88,7 @@ class RayControlPlane:
                 raise cause from None
             raise Unavailable(f"{target}.{method} failed: {str(exc).strip().splitlines()[-1]}") from None
         except RayActorError:
-            self._handles.pop(target, None)  # a restarted actor is found again by name
+            self._handles.pop(actor, None)  # a restarted actor is found again by name
             raise Unavailable(f"the {target} actor is dead or unreachable") from None
         except (TimeoutError, GetTimeoutError):
             raise Unavailable(f"{target}.{method} did not answer within {self.timeout_s:g} s") from None

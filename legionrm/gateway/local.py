@@ -19,7 +19,9 @@ from legionrm.auth.proof import CallSigner
 from legionrm.collection.door import CollectionDoor
 from legionrm.errors import SchedulingError
 from legionrm.inprocess import LocalSystem
+from legionrm.models import SchedulerSpec
 from legionrm.scheduler.door import SchedulerDoor, status_for
+from legionrm.scheduler.several import Roster
 
 
 class LocalPlane:
@@ -30,12 +32,18 @@ class LocalPlane:
         self.signer = CallSigner(load_agent(home, GATEWAY), time.time)
         self.doors: dict[str, Any] = {
             "scheduler": _SchedulerFacade(SchedulerDoor(system.scheduler, Guard.for_home(home, by="scheduler"),
-                                                        mobility=system.mobility)),
+                                                        mobility=system.mobility), system),
             "collection": CollectionDoor(system.collection, Guard.for_home(home, by="collection")),
             "enactor": _EnactorFacade(system),
         }
 
+    def roster(self) -> Roster:
+        """Its one scheduler (named as its Scheduler is) and the classes' choices."""
+        return Roster((SchedulerSpec(name=self.system.scheduler.name),), Roster.of(self.system.spec).by_class)
+
     async def call(self, user: str, target: str, method: str, args: dict[str, Any]) -> Any:
+        if target == f"scheduler:{self.system.scheduler.name}":
+            target = "scheduler"
         door = self.doors.get(target)
         if door is None:
             raise SchedulingError(f"this system has no {target!r}")
@@ -49,8 +57,18 @@ class LocalPlane:
 class _SchedulerFacade:
     """The Scheduler door plus the calls the Ray actor adds to it (``status``)."""
 
-    def __init__(self, door: SchedulerDoor) -> None:
-        self.door = door
+    def __init__(self, door: SchedulerDoor, system: LocalSystem) -> None:
+        self.door, self.system = door, system
+
+    def drain(self, host: str, reason: str | None, proof: Any = None) -> bool:
+        """As the actor's: drain (or, with None, resume) ``host``, an administrator's; its heartbeat follows."""
+        self.door.require_admin(proof, "drain", {"host": host, "reason": reason}, "vary_hosts")
+        h = self.system.host(host)
+        if h is None:
+            return False
+        h.drain(reason) if reason is not None else h.resume()
+        self.system.heartbeat()
+        return True
 
     def status(self, proof: Any = None) -> Any:
         return status_for(self.door.core, None, self.door.view_user(proof, "status", {}))

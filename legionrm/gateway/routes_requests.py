@@ -17,7 +17,8 @@ from aiohttp import web
 from legionrm import codes
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.errors import ConfigError
-from legionrm.gateway.door import PLANE, answer, body_of, refusal, status_of, user_of
+from legionrm.gateway.door import answer, body_of, refusal, status_of, user_of
+from legionrm.gateway.routes_schedulers import each, find, on, routed
 from legionrm.models import SchedulingRequest
 from legionrm.models.api import (
     API_PREFIX,
@@ -94,7 +95,7 @@ def set_key(doc: dict[str, Any], dotted: str, text: str) -> None:
 async def submit(request: web.Request) -> web.Response:
     body: SubmitBody = await body_of(request, SubmitBody)
     req = request_from(body.request, body.toml, body.set, body.id, user_of(request))
-    response = await request.app[PLANE].call(user_of(request), "scheduler", "scheduleObjects", {"request": req})
+    response = await on(request, routed(request, req), "scheduleObjects", {"request": req})
     return answer(SubmitResult(id=response.request_id, ok=response.ok, state=response.state, response=response),
                   201 if response.ok or response.state == "pending" else 200)  # 200: answered, not taken
 
@@ -103,18 +104,24 @@ async def list_requests(request: web.Request) -> web.Response:
     user, state = request.query.get("user") or None, request.query.get("state") or None
     if state is not None and state not in STATES:
         return refusal(422, codes.REQUEST_INVALID, f"state {state!r} is not one of {', '.join(STATES)}")
-    infos = await request.app[PLANE].call(user_of(request), "scheduler", "list_requests", {"user": user, "state": state})
-    return answer(RequestList(requests=tuple(infos)))
+    return answer(RequestList(requests=tuple(await _listed(request, user, state))))
+
+
+async def _listed(request: web.Request, user: str | None, state: str | None) -> list[Any]:
+    """The requests every scheduler holds (a scheduler that does not answer is left out; with one, it raises)."""
+    got = await each(request, "list_requests", {"user": user, "state": state})
+    if len(got) == 1 and isinstance(got[0][1], BaseException):
+        raise got[0][1]
+    return [info for _, infos in got if not isinstance(infos, BaseException) for info in infos]
 
 
 async def show(request: web.Request) -> web.Response:
-    info = await request.app[PLANE].call(user_of(request), "scheduler", "request_info",
-                                         {"request_id": request.match_info["id"]})
+    info = await find(request, "request_info", {"request_id": request.match_info["id"]})
     return answer(info)
 
 
 async def _cancel(request: web.Request, rid: str, reason: str) -> Any:
-    return await request.app[PLANE].call(user_of(request), "scheduler", "cancel", {"request_id": rid, "reason": reason})
+    return await find(request, "cancel", {"request_id": rid, "reason": reason})
 
 
 async def cancel_one(request: web.Request) -> web.Response:
@@ -127,8 +134,7 @@ async def cancel_many(request: web.Request) -> web.Response:
     body: CancelBody = await body_of(request, CancelBody)
     ids = list(body.ids)
     if not ids and (body.user or body.state):
-        infos = await request.app[PLANE].call(user_of(request), "scheduler", "list_requests",
-                                              {"user": body.user, "state": body.state})
+        infos = await _listed(request, body.user, body.state)
         ids = [i.id for i in infos if i.state not in ("completed", "failed", "cancelled")]
     done, refused = [], {}
     for rid in ids:
@@ -146,8 +152,7 @@ async def events(request: web.Request) -> web.Response:
         cursor = int(request.query.get("cursor", "0"))
     except ValueError:
         return refusal(422, codes.REQUEST_INVALID, "cursor must be a whole number")
-    got = await request.app[PLANE].call(user_of(request), "scheduler", "events_since",
-                                        {"request_id": request.match_info["id"], "cursor": cursor})
+    got = await find(request, "events_since", {"request_id": request.match_info["id"], "cursor": cursor})
     return answer(EventList(events=tuple(got)))
 
 
@@ -158,10 +163,10 @@ async def logs(request: web.Request) -> web.Response:
     instance: int | str | None = q.get("instance")
     if isinstance(instance, str) and instance.isdigit():
         instance = int(instance)
-    plane, user, rid = request.app[PLANE], user_of(request), request.match_info["id"]
+    rid = request.match_info["id"]
     texts: dict[str, str] = {}
     for stream in ("stdout", "stderr"):
-        data, _, _ = await plane.call(user, "scheduler", "logs", {"request_id": rid, "instance": instance,
-                                                                   "stream": stream, "offset": 0, "limit": 1 << 20})
+        data, _, _ = await find(request, "logs", {"request_id": rid, "instance": instance,
+                                                  "stream": stream, "offset": 0, "limit": 1 << 20})
         texts[stream] = bytes(data).decode("utf-8", "replace")
     return answer(LogsResult(id=rid, stdout=texts["stdout"], stderr=texts["stderr"]))

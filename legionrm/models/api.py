@@ -138,10 +138,38 @@ class HostRow(Body):
     load: float | None = None
     owner_policy: str = ""
     pool: str = ""
+    drained: str | None = None  # why an administrator drained it (None: it takes new work)
 
 
 class HostList(Body):
     hosts: tuple[HostRow, ...] = ()
+
+
+class SchedulerRow(Body):
+    """One line of ``legionrm schedulers``: a scheduler, what it serves, its queue."""
+
+    name: str
+    default: bool = False
+    nodepools: tuple[str, ...] = ()
+    constraint: str = "true"
+    requests: dict[str, int] = Field(default_factory=dict)  # state -> how many (the caller's own, for a user)
+    instances: int = 0
+    error: str | None = None  # it did not answer: why
+
+
+class SchedulerList(Body):
+    schedulers: tuple[SchedulerRow, ...] = ()
+
+
+class DrainBody(Body):
+    """``POST /hosts/{name}/drain``: why (shown by ``hosts``)."""
+
+    reason: str = Field(..., min_length=1, max_length=500)
+
+
+class HostDrained(Body):
+    host: str
+    drained: str | None = None
 
 
 class PoolList(Body):

@@ -107,6 +107,14 @@ class PoolSpec(Frozen):
     default: bool = False
 
 
+class PoolChange(Frozen):
+    """One live change to a running system's pools (``legionrm reload``, ``legionrm pools
+    create|update|delete``): ``spec`` is the pool as it should be (for a delete, its path)."""
+
+    op: Literal["create", "update", "delete"]
+    spec: PoolSpec
+
+
 class RunnerSpec(Frozen):
     """The ``[runner]`` table: how ``Command`` work runs on the Ray nodes
     (legionrm.hostobj.runner; docs/runner.md).  ``run_as = "service"`` runs
@@ -160,15 +168,6 @@ class ClusterSpec(Frozen):
     def scheduler_specs(self) -> tuple[SchedulerSpec, ...]:
         """The schedulers this cluster runs, the default first (never empty)."""
         return self.schedulers or (SchedulerSpec(),)
-
-    def scheduler_of(self, requested: str | None, class_names: tuple[str, ...] = ()) -> str:
-        """The scheduler a request goes to: the one it names, else the one its
-        first class object names, else the default (the first).  The name is
-        not checked here (the gateway refuses an unknown one)."""
-        if requested:
-            return requested
-        named = {c.name: c.scheduler for c in self.classes if c.scheduler}
-        return next((named[c] for c in class_names if c in named), self.scheduler_specs()[0].name)
 
     def default_pool(self) -> str | None:
         """The path of the pool marked ``default``, if any."""

@@ -9,6 +9,7 @@
 Pure: no Ray.
 """
 
+from legionrm.scheduler.several.route import Roster
 from legionrm.scheduler.several.served import ServedCollection, issued_by
 
-__all__ = ["ServedCollection", "issued_by"]
+__all__ = ["Roster", "ServedCollection", "issued_by"]

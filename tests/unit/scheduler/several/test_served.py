@@ -10,7 +10,7 @@ from legionrm.errors import ConfigError
 from legionrm.inprocess import LocalSystem
 from legionrm.models import ClusterSpec, Identity, ObjectRequest, SchedulerSettings, SchedulingRequest
 from legionrm.scheduler.audit import audit, views_of
-from legionrm.scheduler.several import issued_by
+from legionrm.scheduler.several import Roster, issued_by
 from legionrm.scheduler.wiring import wire
 from legionrm.testing import FakeClock
 
@@ -70,11 +70,13 @@ def test_who_issued_an_instance(issuer: str, name: str, mine: bool) -> None:
     assert issued_by(name, parse_cluster(DOC))(issuer) is mine
 
 
-@pytest.mark.parametrize("request_names, classes, want", [
-    (None, (), "one"), ("big", (), "big"), (None, ("G",), "two"), ("one", ("G",), "one"),
-], ids=["default-is-first", "named", "class-names-one", "request-wins"])
-def test_which_scheduler_a_request_goes_to(request_names, classes, want) -> None:
-    assert parse_cluster(DOC).scheduler_of(request_names, classes) == want
+@pytest.mark.parametrize("named, cls, want", [
+    (None, "W", "one"), ("big", "W", "big"), (None, "G", "two"), ("one", "G", "one"), ("ghost", "W", "scheduler.unknown"),
+], ids=["default-is-first", "named", "class-names-one", "request-wins", "unknown"])
+def test_which_scheduler_a_request_goes_to(named, cls, want) -> None:
+    roster = Roster.from_json(Roster.of(parse_cluster(DOC)).as_json())  # as the gateway reads it from up.json
+    got = roster.route(req("r", cls=cls, scheduler=named))
+    assert (got if isinstance(got, str) else got.code) == want
 
 
 def test_a_cluster_without_scheduler_tables_has_one_default() -> None:
