@@ -44,9 +44,12 @@ from legionrm.models.api import (
     LogsResult,
     PlanBody,
     PlanResult,
+    PoolEditBody,
     PoolList,
     QueryBody,
     QueryResult,
+    Reloaded,
+    ReloadBody,
     RequestList,
     SchedulerList,
     SubmitBody,
@@ -202,6 +205,14 @@ class Client:
     def drain(self, host: str, reason: str) -> HostDrained:
         """Drain ``host``: it finishes its work and takes no new work (administrators)."""
         return self._as(HostDrained, self.call("POST", f"/hosts/{_seg(host)}/drain", DrainBody(reason=reason)))
+
+    def reload(self, toml: str, source: str = "cluster") -> Reloaded:
+        """Apply a cluster file's pools and schedulers to the running system, all or nothing (administrators)."""
+        return self._as(Reloaded, self.call("POST", "/reload", ReloadBody(toml=toml, source=source)))
+
+    def edit_pool(self, op: str, pool: dict[str, Any]) -> Reloaded:
+        """``op`` (create, update, delete) one pool: its ``[[pool]]`` table, or for a delete its path (administrators)."""
+        return self._as(Reloaded, self.call("POST", "/pools", PoolEditBody(op=op, pool=pool)))  # type: ignore[arg-type]
 
     def resume(self, host: str) -> HostDrained:
         """Let a drained ``host`` take new work again (administrators)."""

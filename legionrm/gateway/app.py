@@ -14,7 +14,7 @@ from aiohttp import web
 
 from legionrm.auth.guard import ReloadingRegistry, auth_home
 from legionrm.auth.registry import Registry
-from legionrm.gateway import pages, routes_requests, routes_schedulers, routes_system
+from legionrm.gateway import pages, routes_reload, routes_requests, routes_schedulers, routes_system
 from legionrm.gateway.door import PLANE, PRINCIPALS, SETTINGS, door
 from legionrm.gateway.plane import ControlPlane
 from legionrm.gateway.signatures import (
@@ -40,6 +40,7 @@ def make_app(plane: ControlPlane, home: str | os.PathLike[str], *, max_body: int
     routes_requests.add(app)
     routes_system.add(app)
     routes_schedulers.add(app)
+    routes_reload.add(app)
     if dashboard_user is not None:
         pages.add(app)
 

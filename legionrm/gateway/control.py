@@ -24,7 +24,10 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from legionrm.auth.guard import GATEWAY, load_agent
 from legionrm.auth.proof import CallSigner
-from legionrm.errors import SystemNotRunningError
+from legionrm.config import load_cluster
+from legionrm.errors import ConfigError, SystemNotRunningError
+from legionrm.homefs import write_private
+from legionrm.models import ClusterSpec
 from legionrm.gateway.plane import Unavailable
 from legionrm.naming import COLLECTION, ENACTOR, POOLS, named_actor, scheduler_name
 from legionrm.scheduler.several import Roster
@@ -52,10 +55,30 @@ class RayControlPlane:
 
     def roster(self) -> Roster:
         """The system's schedulers as ``up`` (or the last ``reload``) wrote them in ``up.json``."""
+        return Roster.from_json(self._state().get("roster"))
+
+    def _state(self) -> dict[str, Any]:
         try:
-            return Roster.from_json(json.loads((self.home / "up.json").read_text()).get("roster"))
-        except (OSError, ValueError, AttributeError):
-            return Roster()
+            state = json.loads((self.home / "up.json").read_text())
+        except (OSError, ValueError):
+            return {}
+        return state if isinstance(state, dict) else {}
+
+    def cluster(self) -> ClusterSpec | None:
+        """The cluster file the system runs (``up``'s, or the last ``reload``'s); None when it cannot be read."""
+        try:
+            return load_cluster(self._state().get("cluster"))
+        except (OSError, ConfigError):
+            return None
+
+    def record_reload(self, text: str, roster: Roster) -> None:
+        """After a reload: its cluster file is the one the system runs (kept in the home, 0600),
+        and its schedulers the roster (both in ``up.json``)."""
+        path = self.home / "cluster.toml"
+        write_private(path, text)
+        state = self._state()
+        state.update(cluster=str(path), roster=roster.as_json())
+        write_private(self.home / "up.json", json.dumps(state, indent=2))
 
     def _actor(self, target: str) -> str:
         """The actor's name: ``scheduler`` is the default scheduler, ``scheduler:NAME`` that one."""

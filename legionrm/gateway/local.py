@@ -19,7 +19,9 @@ from legionrm.auth.proof import CallSigner
 from legionrm.collection.door import CollectionDoor
 from legionrm.errors import SchedulingError
 from legionrm.inprocess import LocalSystem
-from legionrm.models import SchedulerSpec
+from legionrm.auth.actordoor import ActorDoor
+from legionrm.models import ClusterSpec, PoolChange, PoolSpec, Refusal, SchedulerSpec
+from legionrm.scheduler.pools import refused_or_reconfigured, specs_of
 from legionrm.scheduler.door import SchedulerDoor, status_for
 from legionrm.scheduler.several import Roster
 
@@ -35,11 +37,17 @@ class LocalPlane:
                                                         mobility=system.mobility), system),
             "collection": CollectionDoor(system.collection, Guard.for_home(home, by="collection")),
             "enactor": _EnactorFacade(system),
+            "pools": _PoolsFacade(system, ActorDoor(Guard.for_home(home, by="pools"), "pools")),
         }
 
     def roster(self) -> Roster:
-        """Its one scheduler (named as its Scheduler is) and the classes' choices."""
-        return Roster((SchedulerSpec(name=self.system.scheduler.name),), Roster.of(self.system.spec).by_class)
+        """Its one scheduler (as the cluster file describes it) and the classes' choices."""
+        name, spec = self.system.scheduler.name, self.system.spec
+        mine = next((s for s in spec.scheduler_specs() if s.name == name), SchedulerSpec(name=name))
+        return Roster((mine,), Roster.of(spec).by_class)
+
+    def cluster(self) -> ClusterSpec:
+        return self.system.spec
 
     async def call(self, user: str, target: str, method: str, args: dict[str, Any]) -> Any:
         if target == f"scheduler:{self.system.scheduler.name}":
@@ -79,6 +87,28 @@ class _SchedulerFacade:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.door, name)
+
+
+class _PoolsFacade:
+    """The pool owner's live changes, as the actor answers them, over the Scheduler's own gate."""
+
+    def __init__(self, system: LocalSystem, door: ActorDoor) -> None:
+        self.system, self.door = system, door
+
+    def specs(self, proof: Any = None) -> list[PoolSpec]:
+        self.door.caller(proof, "specs", {})
+        return list(specs_of(self.system.scheduler.accounts.pools))
+
+    def reconfigure(self, changes: list[PoolChange], default_pool: str | None | bool = False,
+                    proof: Any = None) -> Refusal | None:
+        self.door.require_system(proof, "reconfigure", {"changes": changes, "default_pool": default_pool},
+                                 admin=True, agents=())
+        accounts = self.system.scheduler.accounts
+        new = refused_or_reconfigured(accounts.pools, changes, self.system.spec.capacity(), default_pool)
+        if isinstance(new, Refusal):
+            return new
+        accounts.pools = new
+        return None
 
 
 class _EnactorFacade:

@@ -11,7 +11,7 @@ from their JSON schemas.  The control plane's own types (a request's
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -170,6 +170,26 @@ class DrainBody(Body):
 class HostDrained(Body):
     host: str
     drained: str | None = None
+
+
+class ReloadBody(Body):
+    """``POST /reload``: a cluster file's text (and its name, for the messages)."""
+
+    toml: str = Field(..., max_length=4 << 20)
+    source: str = Field("cluster", max_length=4096)
+
+
+class PoolEditBody(Body):
+    """``POST /pools``: one pool created, updated (its ``[[pool]]`` table) or deleted (its ``path``)."""
+
+    op: Literal["create", "update", "delete"]
+    pool: dict[str, Any]
+
+
+class Reloaded(Body):
+    """What a reload (or one pool's change) changed, one line each (none: nothing to do)."""
+
+    changes: tuple[str, ...] = ()
 
 
 class PoolList(Body):

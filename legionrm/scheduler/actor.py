@@ -44,6 +44,7 @@ from legionrm.models import (
     ScheduleProposal,
     SchedulerResponse,
     SchedulerSettings,
+    SchedulerSpec,
     SchedulerStatus,
     ScheduleSuite,
     SchedulingRequest,
@@ -63,6 +64,7 @@ from legionrm.scheduler.audit import audit
 from legionrm.scheduler.door import SchedulerDoor, own_report, status_for
 from legionrm.scheduler.elastic import CycleRunner, HostStopper
 from legionrm.scheduler.ports import PoolGate
+from legionrm.scheduler.several import ServedCollection
 from legionrm.scheduler.several.actor import PoolActor, RemotePoolGate  # noqa: F401 - re-exported (system.py)
 from legionrm.scheduler.watch import HostWatch
 from legionrm.scheduler.watch.calls import WorkCalls
@@ -321,6 +323,15 @@ class SchedulerActor(WorkCalls):
         self.door.require_admin(proof, "drain", {"host": host, "reason": reason}, "vary_hosts")
         handle = self._carriers.get(host) or named_actor(host_name(host))
         return handle is not None and RemoteCarrier(handle, self._signer, host).set_drain(host, reason)
+
+    @ray.method(concurrency_group="control")
+    def serve(self, spec: SchedulerSpec, proof: Any = None) -> None:
+        """Plan over the hosts ``spec`` serves from now on (``legionrm reload``): an administrator's."""
+        self.door.require_admin(proof, "serve", {"spec": spec}, "vary_hosts")
+        current = self.core.getCollection()
+        served = ServedCollection(getattr(current, "source", current), spec)
+        self.core.setCollection(served)
+        self.cycle.collection = served
 
     def tick(self, proof: Any = None) -> int:
         """Watch and re-plan now (normally the timer does): an administrator's."""

@@ -15,10 +15,12 @@ from __future__ import annotations
 import copy
 from typing import Any, Iterable, Mapping
 
-from legionrm.errors import AdmissionError, PoolRuleError
-from legionrm.models import PoolChange, PoolSpec
+from legionrm import codes
+from legionrm.errors import AdmissionError, PoolRuleError, PoolValidationError
+from legionrm.models import PoolChange, PoolSpec, Refusal, Resources
 from legionrm.scheduler.pools.gate import RespoolGate, capacity_vector
 from legionrm.scheduler.pools.spec import build_tree, pool_config
+from legionrm.scheduler.pools.vec import as_dict
 
 
 def _depth(path: str) -> int:
@@ -28,18 +30,19 @@ def _depth(path: str) -> int:
 def changes_between(old: Iterable[PoolSpec], new: Iterable[PoolSpec]) -> list[PoolChange]:
     """What turns the pools ``old`` into ``new``: every pool of ``old`` not in
     ``new`` deleted (children first), every pool of ``new`` created or, where
-    its table differs, updated (parents first)."""
+    its configuration differs (kinds left out count as their defaults), updated
+    (parents first).  Which pool is the default is not a change here."""
     before, after = {p.path: p for p in old}, {p.path: p for p in new}
     out = [PoolChange(op="delete", spec=before[p]) for p in sorted(set(before) - set(after), key=_depth, reverse=True)]
     for path in sorted(after, key=_depth):
         if path not in before:
             out.append(PoolChange(op="create", spec=after[path]))
-        elif after[path] != before[path]:
+        elif pool_config(after[path]).with_defaults() != pool_config(before[path]).with_defaults():
             out.append(PoolChange(op="update", spec=after[path]))
     return out
 
 
-def reconfigured(gate: Any, changes: Iterable[PoolChange], capacity: Mapping[str, float] | None = None,
+def reconfigured(gate: Any, changes: Iterable[PoolChange], capacity: Resources | Mapping[str, float] | None = None,
                  default_pool: str | None | bool = False) -> RespoolGate:
     """A new gate: ``gate`` (a :class:`RespoolGate`, or any gate of a system
     without pools, replaced by a tree over ``capacity``) with ``changes``
@@ -49,7 +52,8 @@ def reconfigured(gate: Any, changes: Iterable[PoolChange], capacity: Mapping[str
     if isinstance(gate, RespoolGate):
         new = copy.deepcopy(gate)
     else:
-        new = RespoolGate(build_tree((), capacity or {}), capacity or {})
+        cap = as_dict(capacity_vector(capacity or {}))
+        new = RespoolGate(build_tree((), cap), cap)
     tree = new.tree
     for ch in changes:
         if ch.op == "create":
@@ -66,6 +70,15 @@ def reconfigured(gate: Any, changes: Iterable[PoolChange], capacity: Mapping[str
     new.default_pool = default if isinstance(default, str) else None
     tree.compute_entitlement(capacity_vector(new.capacity))
     return new
+
+
+def refused_or_reconfigured(gate: Any, changes: Iterable[PoolChange], capacity: Resources | Mapping[str, float] | None,
+                            default_pool: str | None | bool = False) -> RespoolGate | Refusal:
+    """:func:`reconfigured`, with a refusal as a value: ``reload.refused`` by ``pools``, its one line the validator's."""
+    try:
+        return reconfigured(gate, changes, capacity, default_pool)
+    except (PoolValidationError, AdmissionError) as exc:
+        return Refusal(code=codes.RELOAD_REFUSED, by="pools", reason=str(exc).splitlines()[0])
 
 
 def specs_of(gate: Any) -> tuple[PoolSpec, ...]:

@@ -16,8 +16,9 @@ from legionrm.auth import CallSigner, signed
 from legionrm.auth.actordoor import ActorDoor
 from legionrm.auth.guard import SCHEDULER as SCHEDULER_AGENT
 from legionrm.auth.guard import Guard
-from legionrm.models import Refusal, Resources, SchedulingRequest
+from legionrm.models import PoolChange, PoolSpec, Refusal, Resources, SchedulingRequest
 from legionrm.naming import POOLS
+from legionrm.scheduler.pools import refused_or_reconfigured, specs_of
 from legionrm.scheduler.ports import PoolGate
 
 CALL_TIMEOUT_S = 120.0
@@ -35,6 +36,7 @@ class PoolActor:
         self.gate = gate
         self.door = ActorDoor(Guard.for_home(auth_home, by=POOLS) if auth_home else None, "pools")
         self.admitted_by: dict[str, str] = {}  # request id -> the scheduler that admitted it (each audits its own)
+        self.last_capacity: Resources | None = None
 
     def ping(self) -> str:
         return "ok"
@@ -72,9 +74,28 @@ class PoolActor:
 
     def set_capacity(self, capacity: Resources, proof: Any = None) -> None:
         self.door.require_system(proof, "set_capacity", {"capacity": capacity}, admin=True, agents=(SCHEDULER_AGENT,))
+        self.last_capacity = capacity  # what a first pool of a system without pools is entitled from
         set_capacity = getattr(self.gate, "set_capacity", None)
         if callable(set_capacity):
             set_capacity(capacity)
+
+    def specs(self, proof: Any = None) -> list[PoolSpec]:
+        """The pools as they run now (after every live change), parents first."""
+        self.door.caller(proof, "specs", {})
+        return list(specs_of(self.gate))
+
+    def reconfigure(self, changes: list[PoolChange], default_pool: str | None | bool = False,
+                    proof: Any = None) -> Refusal | None:
+        """Apply ``changes`` (and the ``default_pool``; False keeps it), all or nothing, through the
+        pool validators (an administrator's): None when applied, else ``reload.refused`` and
+        the pools exactly as they were."""
+        self.door.require_system(proof, "reconfigure", {"changes": changes, "default_pool": default_pool},
+                                 admin=True, agents=())
+        new = refused_or_reconfigured(self.gate, changes, self.last_capacity, default_pool)
+        if isinstance(new, Refusal):
+            return new
+        self.gate = new
+        return None
 
 
 class RemotePoolGate:

@@ -73,3 +73,8 @@ def test_a_system_without_pools_gets_its_first_pool() -> None:
     new = reconfigured(OpenGate(), [PoolChange(op="create", spec=pool("/p", 4, default=True))], CAP, default_pool="/p")
     assert new.admit(req("r", "/")) is None and new.held() == {"r": "/p"}
     assert new.admit(req("big", "/p", cpus=8)).code.startswith("respool")
+
+
+def test_the_pools_as_they_run_compare_equal_to_the_file_they_came_from() -> None:
+    specs = (pool("/a", 8, default=True), pool("/b", 4))
+    assert changes_between(specs_of(gate(*specs)), specs) == []
