@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -257,9 +258,9 @@ def _num(v: float | None, fmt: str = "g") -> str:
 
 
 def host_lines(hosts: tuple[HostRow, ...]) -> str:
-    return columns(("name", "state", "cpus free/total", "memory GB", "load", "owner policy", "pool"),
+    return columns(("name", "state", "cpus free/total", "memory GB", "load", "owner policy", "pool", "drained"),
                    [(h.name, h.state, f"{_num(h.cpus_free)}/{_num(h.cpus_total)}", _num(h.memory_gb),
-                     _num(h.load, ".2f"), h.owner_policy or "-", h.pool or "-") for h in hosts],
+                     _num(h.load, ".2f"), h.owner_policy or "-", h.pool or "-", h.drained or "-") for h in hosts],
                    right=("cpus free/total", "memory GB", "load"))
 
 
@@ -267,6 +268,82 @@ def cli_hosts(args: argparse.Namespace) -> int:
     hosts = client(args).hosts().hosts
     print(json.dumps({"hosts": [h.model_dump() for h in hosts]}, indent=2) if args.json else
           host_lines(hosts) if hosts else "no hosts you may use")
+    return 0
+
+
+# --- several schedulers, drain, live changes (administrators) -----------------------------------
+
+
+def cli_schedulers(args: argparse.Namespace) -> int:
+    """``legionrm schedulers``: each scheduler, what it serves, its queue."""
+    rows = client(args).schedulers().schedulers
+    if args.json:
+        print(json.dumps({"schedulers": [r.model_dump() for r in rows]}, indent=2))
+        return 0
+    print(columns(("name", "serves", "pending", "running", "instances", "note"), [(
+        r.name + (" (default)" if r.default else ""),
+        ", ".join(r.nodepools) + (" and " if r.nodepools and r.constraint != "true" else "")
+        + (r.constraint if r.constraint != "true" or not r.nodepools else "") if r.nodepools or r.constraint != "true"
+        else "every host", r.requests.get("pending", 0), r.requests.get("running", 0), r.instances, r.error or "")
+        for r in rows], right=("pending", "running", "instances")))
+    return 0
+
+
+def cli_drain(args: argparse.Namespace) -> int:
+    """``legionrm drain HOST --reason TEXT`` / ``legionrm resume HOST``."""
+    c = client(args)
+    done = c.drain(args.host, args.reason) if args.command == "drain" else c.resume(args.host)
+    print(done.model_dump_json() if args.json else
+          f"{done.host} drained: {done.drained}" if done.drained else f"{done.host} takes new work again")
+    return 0
+
+
+def _print_changes(changes: tuple[str, ...], as_json: bool) -> None:
+    print(json.dumps({"changes": list(changes)}) if as_json else "\n".join(changes) or "nothing to change")
+
+
+def cli_reload(args: argparse.Namespace) -> int:
+    """``legionrm reload [--cluster FILE]``: the file's pools and schedulers applied live, all or nothing."""
+    path = Path(args.cluster) if args.cluster else _running_cluster()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the cluster file: {exc.strerror}", file=str(path)) from None
+    _print_changes(client(args).reload(text, str(path)).changes, args.json)
+    return 0
+
+
+def _running_cluster() -> Path:
+    """The cluster file the running system was started from (``up.json`` in the home), else the bundled one."""
+    from legionrm.config import default_cluster_path  # (no numpy on the other verbs' path)
+
+    home = Path(os.environ.get("LEGIONRM_HOME", str(Path.home() / ".legionrm")))
+    try:
+        source = json.loads((home / "up.json").read_text()).get("cluster")
+    except (OSError, ValueError):
+        source = None
+    return Path(source) if source else default_cluster_path()
+
+
+def cli_pool_edit(args: argparse.Namespace) -> int:
+    """``legionrm pools create|update PATH KIND=RESERVATION:LIMIT[:SHARE]... [--default]``, ``pools delete PATH``."""
+    if not args.rest:
+        raise ConfigError(f"pools {args.file} needs the pool's path, e.g. /research", file="command line")
+    path, kinds = args.rest[0], args.rest[1:]
+    table: dict[str, Any] = {"path": path}
+    for item in kinds:
+        kind, _, nums = item.partition("=")
+        parts = nums.split(":")
+        try:
+            values = [float(x) for x in parts]
+        except ValueError:
+            values = []
+        if not kind or not 2 <= len(values) <= 3:
+            raise ConfigError(f"{item!r} is not KIND=RESERVATION:LIMIT[:SHARE] (cpu=0:4)", file="command line")
+        table[kind] = dict(zip(("reservation", "limit", "share"), values))
+    if getattr(args, "default", False):
+        table["default"] = True
+    _print_changes(client(args).edit_pool(args.file, table).changes, args.json)
     return 0
 
 

@@ -5,6 +5,8 @@ after) and says why in one line."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from legionrm.client.errors import GatewayError as ClientError
@@ -120,3 +122,23 @@ def test_schedulers_lists_each_with_its_queue(gateway) -> None:
     rows = gateway.client(ADMIN).schedulers().schedulers
     assert [(r.name, r.default) for r in rows] == [("default", True)]
     assert rows[0].requests.get("running") == 1
+
+
+def test_the_admin_verbs_on_the_command_line(gateway, tmp_path, capsys) -> None:
+    from legionrm.cli import main
+
+    creds = ["--credentials", str(gateway.admin_path)]
+    cluster = tmp_path / "c.toml"
+    cluster.write_text(cluster_text(POOLS))
+    assert main(["reload", "--cluster", str(cluster), *creds]) == 0 and "pool create /fast" in capsys.readouterr().out
+    assert main(["pools", "create", "/tiny", "cpu=0:1", "memory=0:1024", *creds]) == 0
+    assert capsys.readouterr().out.strip() == "pool create /tiny"
+    assert main(["pools", "update", "/tiny", "cpu=5:1", *creds]) == 2  # reservation past its limit
+    err = capsys.readouterr().err
+    assert "reload.refused" in err and err.count("\n") == 1
+    assert main(["pools", "delete", "/tiny", "--json", *creds]) == 0
+    assert json.loads(capsys.readouterr().out) == {"changes": ["pool delete /tiny"]}
+    assert main(["drain", "lab1", "--reason", "fan noise", *creds]) == 0 and "fan noise" in capsys.readouterr().out
+    assert main(["hosts", *creds]) == 0 and "fan noise" in capsys.readouterr().out
+    assert main(["resume", "lab1", *creds]) == 0 and "new work" in capsys.readouterr().out
+    assert main(["schedulers", *creds]) == 0 and "default (default)" in capsys.readouterr().out
