@@ -76,6 +76,7 @@ from legionrm.naming import (  # noqa: E402
     vault_name,
 )
 from legionrm.scheduler.actor import PoolActor, SchedulerActor  # noqa: E402
+from legionrm.scheduler.several import Roster  # noqa: E402
 from legionrm.scheduler.wiring import pool_gate  # noqa: E402
 
 RESTARTS = 10
@@ -522,6 +523,15 @@ def connect(address: str = "auto") -> System:
                   schedulers={n: h for n, h in schedulers.items() if h is not None},
                   pools=named_actor(POOLS), enactor=require_actor(ENACTOR), detached=True,
                   signer=signer_for_actor(scheduler))
+
+
+def scheduler_names() -> list[str]:
+    """The running system's schedulers' names, the default first (as ``up`` wrote them in ``up.json``)."""
+    try:
+        roster = json.loads(STATE_FILE.read_text()).get("roster")
+    except (OSError, ValueError, AttributeError):
+        roster = None
+    return Roster.from_json(roster).names
 
 
 def connect_collection(address: str = "auto") -> RemoteCollection:

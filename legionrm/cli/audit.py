@@ -9,14 +9,17 @@ import argparse
 import json
 
 from legionrm.models import AuditFinding
-from legionrm.naming import SCHEDULER, require_actor
-from legionrm.system import call, init_connect, proof_for
+from legionrm.naming import require_actor, scheduler_name
+from legionrm.system import call, init_connect, proof_for, scheduler_names
 
 
 def cli_audit(args: argparse.Namespace) -> int:
     init_connect(getattr(args, "address", None) or "auto")
-    scheduler = require_actor(SCHEDULER)
-    findings: list[AuditFinding] = call(scheduler.audit.remote(proof=proof_for(scheduler, "audit", {}, to=SCHEDULER)), 60)
+    findings: list[AuditFinding] = []
+    for name in scheduler_names():  # each audits what it issued (and the hosts' capacity)
+        scheduler = require_actor(scheduler_name(name))
+        proof = proof_for(scheduler, "audit", {}, to=scheduler_name(name))
+        findings += [f for f in call(scheduler.audit.remote(proof=proof), 60) if f not in findings]
     if args.json:
         print(json.dumps({"findings": [f.model_dump() for f in findings]}, indent=2))
     elif not findings:

@@ -18,10 +18,24 @@ from aiohttp import web
 
 from legionrm import codes
 from legionrm.errors import SchedulingError
-from legionrm.gateway.door import PLANE, answer, body_of, require_admin, status_of, user_of
+from legionrm.gateway.door import (
+    PLANE,
+    answer,
+    body_of,
+    require_admin,
+    status_of,
+    user_of,
+)
+from legionrm.gateway.plane import Unavailable
 from legionrm.gateway.signatures import Refused
 from legionrm.models import Refusal, SchedulingRequest
-from legionrm.models.api import API_PREFIX, DrainBody, HostDrained, SchedulerList, SchedulerRow
+from legionrm.models.api import (
+    API_PREFIX,
+    DrainBody,
+    HostDrained,
+    SchedulerList,
+    SchedulerRow,
+)
 from legionrm.scheduler.several import Roster
 
 
@@ -53,15 +67,20 @@ def routed(request: web.Request, req: SchedulingRequest) -> str:
 
 async def find(request: web.Request, method: str, args: dict[str, Any]) -> Any:
     """``method`` on the scheduler that holds the request ``args`` names: each is asked in
-    turn, the default first, until one knows it (else what the last one said)."""
-    names = roster(request).names
-    for i, name in enumerate(names):
+    turn, the default first, until one knows it.  A scheduler that does not answer is
+    passed over; when none knows it, what one that answered said (else that none answered)."""
+    said: Exception | None = None
+    down: Exception | None = None
+    for name in roster(request).names:
         try:
             return await on(request, name, method, args)
         except SchedulingError as exc:
-            if i == len(names) - 1 or not str(exc).startswith("no request"):
+            if not str(exc).startswith("no request"):
                 raise
-    raise AssertionError("a roster is never empty")
+            said = exc
+        except Unavailable as exc:
+            down = exc
+    raise said or down or AssertionError("a roster is never empty")
 
 
 async def each(request: web.Request, method: str, args: dict[str, Any]) -> list[tuple[str, Any]]:

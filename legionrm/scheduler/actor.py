@@ -79,7 +79,7 @@ CALL_TIMEOUT_S = 120.0
 class RemoteEnactor:
     """``enact_schedule`` on an Enactor actor, with this scheduler as approver."""
 
-    def __init__(self, handle: Any, approver: tuple[Any, str] | None = None, *, signer: CallSigner | None = None,
+    def __init__(self, handle: Any, approver: tuple[Any, ...] | None = None, *, signer: CallSigner | None = None,
                  abandon: Callable[[str], object] | None = None) -> None:
         self.handle = handle
         self.approver = approver
@@ -183,6 +183,7 @@ class SchedulerActor(WorkCalls):
         self._carriers = dict(carriers or {})
         self._vaults = dict(vault_actors or {})
         self._class_actors = dict(class_actors or {})
+        self._actor_name = scheduler_name(name)  # whom the Enactor's approvals are made out to
         self.auth_home = auth_home
         # the Scheduler signs its own calls (Collection, Enactor, pools, hosts) as the scheduler agent
         self._signer = CallSigner(load_agent(auth_home, SCHEDULER_AGENT), time.time) if auth_home else None
@@ -222,7 +223,8 @@ class SchedulerActor(WorkCalls):
         """The Enactor actor ``handle``, its enactments confirmed by this actor's ``approve`` method
         (the Scheduler's approval, or ``approve_growth`` for the elastic cycle's)."""
         self_handle = ray.get_runtime_context().current_actor
-        return RemoteEnactor(handle, (self_handle, approve), signer=self._signer, abandon=self._abandon_enactment)
+        return RemoteEnactor(handle, (self_handle, approve, self._actor_name), signer=self._signer,
+                             abandon=self._abandon_enactment)
 
     def _abandon_enactment(self, request_id: str) -> int:
         """Ask every host, host group and vault to cancel the unheld
