@@ -280,12 +280,14 @@ def cli_schedulers(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"schedulers": [r.model_dump() for r in rows]}, indent=2))
         return 0
+    def serves(r: Any) -> str:
+        where = ", ".join(r.nodepools) or "every nodepool"
+        return where if r.constraint == "true" else f"{where} where {r.constraint}"
+
     print(columns(("name", "serves", "pending", "running", "instances", "note"), [(
-        r.name + (" (default)" if r.default else ""),
-        ", ".join(r.nodepools) + (" and " if r.nodepools and r.constraint != "true" else "")
-        + (r.constraint if r.constraint != "true" or not r.nodepools else "") if r.nodepools or r.constraint != "true"
-        else "every host", r.requests.get("pending", 0), r.requests.get("running", 0), r.instances, r.error or "")
-        for r in rows], right=("pending", "running", "instances")))
+        r.name + (" (default)" if r.default else ""), serves(r), r.requests.get("pending", 0),
+        r.requests.get("running", 0), r.instances, r.error or "") for r in rows],
+        right=("pending", "running", "instances")))
     return 0
 
 
@@ -314,15 +316,16 @@ def cli_reload(args: argparse.Namespace) -> int:
 
 
 def _running_cluster() -> Path:
-    """The cluster file the running system was started from (``up.json`` in the home), else the bundled one."""
-    from legionrm.config import default_cluster_path  # (no numpy on the other verbs' path)
-
+    """The cluster file the running system runs (``up.json`` in the home: ``up``'s, or the last reload's)."""
     home = Path(os.environ.get("LEGIONRM_HOME", str(Path.home() / ".legionrm")))
     try:
         source = json.loads((home / "up.json").read_text()).get("cluster")
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         source = None
-    return Path(source) if source else default_cluster_path()
+    if not source:
+        raise ConfigError("the cluster file the system runs is not known here: give --cluster FILE",
+                          file=str(home / "up.json"))
+    return Path(source)
 
 
 def cli_pool_edit(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ from typing import Any
 
 from rich.table import Table
 
+from legionrm.cli.front import cli_pool_edit
 from legionrm.cli.output import show, table
 from legionrm.config import load_cluster
 from legionrm.errors import ConfigError
@@ -64,8 +65,6 @@ EDITS = ("create", "update", "delete")
 def cli_main(args: argparse.Namespace) -> int:
     """Entry point for ``legionrm pools``; LegionErrors propagate to cli (exit 2)."""
     if args.file in EDITS:
-        from legionrm.cli.front import cli_pool_edit
-
         return cli_pool_edit(args)
     result = run_cluster(args.file) if is_cluster_file(args.file) else run_file(args.file)
     if args.json:

@@ -14,7 +14,13 @@ from aiohttp import web
 
 from legionrm.auth.guard import ReloadingRegistry, auth_home
 from legionrm.auth.registry import Registry
-from legionrm.gateway import pages, routes_reload, routes_requests, routes_schedulers, routes_system
+from legionrm.gateway import (
+    pages,
+    routes_reload,
+    routes_requests,
+    routes_schedulers,
+    routes_system,
+)
 from legionrm.gateway.door import PLANE, PRINCIPALS, SETTINGS, door
 from legionrm.gateway.plane import ControlPlane
 from legionrm.gateway.signatures import (

@@ -26,9 +26,9 @@ from legionrm.auth.guard import GATEWAY, load_agent
 from legionrm.auth.proof import CallSigner
 from legionrm.config import load_cluster
 from legionrm.errors import ConfigError, SystemNotRunningError
+from legionrm.gateway.plane import Unavailable
 from legionrm.homefs import write_private
 from legionrm.models import ClusterSpec
-from legionrm.gateway.plane import Unavailable
 from legionrm.naming import COLLECTION, ENACTOR, POOLS, named_actor, scheduler_name
 from legionrm.scheduler.several import Roster
 from legionrm.system import init_connect

@@ -14,15 +14,15 @@ import os
 import time
 from typing import Any
 
+from legionrm.auth.actordoor import ActorDoor
 from legionrm.auth.guard import GATEWAY, Guard, load_agent
 from legionrm.auth.proof import CallSigner
 from legionrm.collection.door import CollectionDoor
 from legionrm.errors import SchedulingError
 from legionrm.inprocess import LocalSystem
-from legionrm.auth.actordoor import ActorDoor
 from legionrm.models import ClusterSpec, PoolChange, PoolSpec, Refusal, SchedulerSpec
-from legionrm.scheduler.pools import refused_or_reconfigured, specs_of
 from legionrm.scheduler.door import SchedulerDoor, status_for
+from legionrm.scheduler.pools import refused_or_reconfigured, specs_of
 from legionrm.scheduler.several import Roster
 
 

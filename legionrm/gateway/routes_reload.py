@@ -17,7 +17,14 @@ from aiohttp import web
 
 from legionrm import codes
 from legionrm.config import parse_cluster
-from legionrm.gateway.door import PLANE, answer, body_of, refusal, require_admin, user_of
+from legionrm.gateway.door import (
+    PLANE,
+    answer,
+    body_of,
+    refusal,
+    require_admin,
+    user_of,
+)
 from legionrm.gateway.routes_schedulers import on, roster
 from legionrm.gateway.signatures import Refused
 from legionrm.models import PoolChange, PoolSpec, Refusal

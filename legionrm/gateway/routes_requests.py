@@ -18,6 +18,7 @@ from legionrm import codes
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.errors import ConfigError
 from legionrm.gateway.door import answer, body_of, refusal, status_of, user_of
+from legionrm.gateway.plane import Unavailable
 from legionrm.gateway.routes_schedulers import each, find, on, routed
 from legionrm.models import SchedulingRequest
 from legionrm.models.api import (
@@ -108,10 +109,13 @@ async def list_requests(request: web.Request) -> web.Response:
 
 
 async def _listed(request: web.Request, user: str | None, state: str | None) -> list[Any]:
-    """The requests every scheduler holds (a scheduler that does not answer is left out; with one, it raises)."""
+    """The requests every scheduler holds; a scheduler that does not answer is left out, unless none does
+    (a refusal, or any other error, is raised as it came)."""
     got = await each(request, "list_requests", {"user": user, "state": state})
-    if len(got) == 1 and isinstance(got[0][1], BaseException):
-        raise got[0][1]
+    errors = [r for _, r in got if isinstance(r, BaseException)]
+    for exc in errors:
+        if not isinstance(exc, Unavailable) or len(errors) == len(got):
+            raise exc
     return [info for _, infos in got if not isinstance(infos, BaseException) for info in infos]
 
 

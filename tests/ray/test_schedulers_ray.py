@@ -65,7 +65,9 @@ def two(ray_cluster):
     alice = Registry(auth_home(home)).add_user("alice").private_key
     spec = parse_cluster(loads_toml(CLUSTER), file="two.toml")
     system = boot(spec, heartbeat_s=0.5, auth_home=home)
-    (Path(home) / "up.json").write_text(json.dumps({"roster": Roster.of(spec).as_json()}))
+    (Path(home) / "two.toml").write_text(CLUSTER)
+    (Path(home) / "up.json").write_text(json.dumps({"roster": Roster.of(spec).as_json(),
+                                                    "cluster": str(Path(home) / "two.toml")}))
     app = make_app(RayControlPlane(home), home)
     ops = signer_for(home, "ops")
     try:
@@ -110,6 +112,33 @@ def test_a_drained_host_takes_no_new_work(two) -> None:
     r = alice.submit({**worker("two"), "wait": False}, id="s-drained")
     assert not r.ok and "refused by drained (host.drained)" in r.response.message, r.response
     ops.resume(free)
+
+
+POOLS = """
+[[pool]]
+path = "/fast"
+cpu = { limit = 2 }
+memory = { limit = 4096 }
+
+[[pool]]
+path = "/slow"
+cpu = { limit = 1 }
+memory = { limit = 4096 }
+"""
+
+
+def test_a_pool_created_by_reload_admits_work_at_once_and_a_refused_update_changes_nothing(two) -> None:
+    _, users, _ = two
+    alice, ops = users["alice"], users["ops"]
+    assert set(ops.reload(CLUSTER + POOLS, "two.toml").changes) == {"pool create /fast", "pool create /slow"}
+    r = alice.submit({**worker("two"), "pool": "/fast"}, id="s-fast")
+    assert r.ok and alice.show("s-fast").pool == "/fast", r.response
+    before = ops.pools().pools
+    with pytest.raises(Exception) as err:  # a reservation past its limit: the validators say no
+        ops.edit_pool("update", {"path": "/slow", "cpu": {"reservation": 9, "limit": 1}})
+    assert getattr(err.value, "code", "") == "reload.refused" and "/slow" in str(err.value)
+    assert ops.pools().pools == before
+    alice.cancel("s-fast")
 
 
 def test_killing_one_scheduler_leaves_the_others_instances_running(two) -> None:
