@@ -245,7 +245,7 @@ CREDENTIALS = code("credentials", "no usable credentials file (missing, unreadab
 
 # --- several schedulers, drained hosts, live reconfiguration (issue 27) ------------------------------
 HOST_DRAINED = code("host.drained", "the host is drained by an administrator: it finishes its work and takes no new work")
-SCHEDULER_UNKNOWN = code("scheduler.unknown", "the request (or its class) names no scheduler this system runs")
+REQUEST_NO_SCHEDULER = code("request.no_scheduler", "the request (or its class) names no scheduler this system runs")
 RELOAD_REFUSED = code("reload.refused", "a live change the validators refused: nothing was changed")
 
 # --- the command line (--json's error.code; else the legionrm error class's name) -------------------

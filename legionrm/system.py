@@ -464,7 +464,7 @@ def spawn_scheduler(name: str, system: System, carriers: dict[str, Any], state_d
     """The scheduler ``name`` of ``system`` as the actor ``scheduler:NAME`` (its requests in
     ``scheduler.db`` for the default, ``scheduler-NAME.db`` for the others, under ``state_dir``)."""
     spec = system.spec
-    db = "scheduler.db" if name == spec.scheduler_specs()[0].name else f"scheduler-{name}.db"
+    db = f"{SCHEDULER}.db" if name == spec.scheduler_specs()[0].name else f"{SCHEDULER}-{name}.db"
     return SchedulerActor.options(**control_plane(scheduler_name(name), detached=system.detached,
                                                   restarts=RESTARTS)).remote(
         system.collection, system.enactor, list(spec.classes), pool_owner=system.pools, cluster=spec, name=name,

@@ -58,7 +58,7 @@ async def on(request: web.Request, name: str, method: str, args: dict[str, Any])
 
 
 def routed(request: web.Request, req: SchedulingRequest) -> str:
-    """The scheduler ``req`` goes to; a 422 ``scheduler.unknown`` when it names none of the system's."""
+    """The scheduler ``req`` goes to; a 422 ``request.no_scheduler`` when it names none of the system's."""
     to = roster(request).route(req)
     if isinstance(to, Refusal):
         raise Refused(422, to.code, to.reason)

@@ -96,7 +96,7 @@ def test_each_request_goes_to_its_scheduler_and_is_found_by_the_gateway(two) -> 
     assert rows["one"].default and rows["one"].requests.get("running") == 1 and rows["two"].instances == 1
     with pytest.raises(Exception) as err:
         alice.submit(worker("ghost"))
-    assert getattr(err.value, "code", "") == "scheduler.unknown"
+    assert getattr(err.value, "code", "") == "request.no_scheduler"
 
 
 def test_a_drained_host_takes_no_new_work(two) -> None:

@@ -62,12 +62,12 @@ def reconfigured(gate: Any, changes: Iterable[PoolChange], capacity: Resources |
             tree.update(ch.spec.path, pool_config(ch.spec))
         else:
             tree.delete(ch.spec.path)
-    default = new.default_pool if default_pool is False else default_pool
+    default = new.default_pool if default_pool is False else default_pool if isinstance(default_pool, str) else None
     if default is not None and tree.find(default) is None:
         raise PoolRuleError(f"resource pool ({default}) not found", path=default, rule="default")
     if default is not None and not tree.get(default).is_leaf:
         raise AdmissionError(f"default pool {default} is not a leaf node")
-    new.default_pool = default if isinstance(default, str) else None
+    new.default_pool = default
     tree.compute_entitlement(capacity_vector(new.capacity))
     return new
 

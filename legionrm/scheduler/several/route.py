@@ -46,11 +46,11 @@ class Roster:
 
     def route(self, request: SchedulingRequest) -> str | Refusal:
         """The scheduler ``request`` goes to: the one it names, else the one its
-        first class object names, else the default; ``scheduler.unknown`` when
+        first class object names, else the default; ``request.no_scheduler`` when
         the name is none of this system's."""
         want = request.scheduler or next((self.by_class[o.class_name] for o in request.objects
                                           if o.class_name in self.by_class), self.default)
         if want not in self.names:
-            return Refusal(code=codes.SCHEDULER_UNKNOWN, by="gateway",
+            return Refusal(code=codes.REQUEST_NO_SCHEDULER, by="gateway",
                            reason=f"no scheduler {want!r} in this system (schedulers: {', '.join(self.names)})")
         return want

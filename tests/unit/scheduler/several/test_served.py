@@ -71,7 +71,7 @@ def test_who_issued_an_instance(issuer: str, name: str, mine: bool) -> None:
 
 
 @pytest.mark.parametrize("named, cls, want", [
-    (None, "W", "one"), ("big", "W", "big"), (None, "G", "two"), ("one", "G", "one"), ("ghost", "W", "scheduler.unknown"),
+    (None, "W", "one"), ("big", "W", "big"), (None, "G", "two"), ("one", "G", "one"), ("ghost", "W", "request.no_scheduler"),
 ], ids=["default-is-first", "named", "class-names-one", "request-wins", "unknown"])
 def test_which_scheduler_a_request_goes_to(named, cls, want) -> None:
     roster = Roster.from_json(Roster.of(parse_cluster(DOC)).as_json())  # as the gateway reads it from up.json
