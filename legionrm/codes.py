@@ -262,6 +262,11 @@ HTTP_STATUS = family("http.", "status", "an HTTP error status with no code of le
 WAIT_TIMEOUT = code("wait.timeout", "a request did not end within the time a wait allowed")
 CREDENTIALS = code("credentials", "no usable credentials file (missing, unreadable, readable by others, malformed)")
 
+# --- several schedulers, drained hosts, live reconfiguration (issue 27) ------------------------------
+HOST_DRAINED = code("host.drained", "the host is drained by an administrator: it finishes its work and takes no new work")
+REQUEST_NO_SCHEDULER = code("request.no_scheduler", "the request (or its class) names no scheduler this system runs")
+RELOAD_REFUSED = code("reload.refused", "a live change the validators refused: nothing was changed")
+
 # --- the command line (--json's error.code; else the legionrm error class's name) -------------------
 CLI_TIMEOUT = code("timeout", "the running system did not answer in time", "cli")
 CLI_ACTOR_DIED = code("actor_died", "a legionrm actor died (or is unreachable)", "cli")

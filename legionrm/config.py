@@ -25,7 +25,7 @@ from legionrm.models import (
     ImplementationSpec,
     QueueSpec,
     RunnerSpec,
-    SchedulerTable,
+    SchedulerSpec,
     VaultSpec,
 )
 from legionrm.scheduler.fairshare import core_for_cluster
@@ -225,7 +225,7 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
     for i, t in enumerate(tables(doc, "class", file)):
         where = f"class[{i}]"
         check_keys(t, ("name", "implementation", "implementations", "host_list", "max_instances", "policy", "policy_args",
-                       "qos"), file=file, where=where)
+                       "qos", "scheduler"), file=file, where=where)
         name = require(t, "name", str, file=file, where=where)
         if any(c.name == name for c in classes):
             raise ConfigError(f"class {name!r} is defined twice", file=file, table=where, key="name")
@@ -239,6 +239,7 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
             policy=policy,
             policy_args=args,
             qos=expect(t, "qos", str, None, file=file, where=where),
+            scheduler=expect(t, "scheduler", str, None, file=file, where=where),
         ), file=file, where=where))
         _check_builds(build_class, classes[-1], file=file, where=where)
     fairshare = expect(doc, "fairshare", dict, {}, file=file, where="fairshare")
@@ -249,16 +250,14 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
     check_keys(runner, RunnerSpec.model_fields, file=file, where="runner")
     queue = expect(doc, "queue", dict, {}, file=file, where="queue")
     check_keys(queue, QueueSpec.model_fields, file=file, where="queue")
-    sched = expect(doc, "scheduler", dict, {}, file=file, where="scheduler")
-    check_keys(sched, SchedulerTable.model_fields, file=file, where="scheduler")
-    bounded(sched, "history_keep_s", float, None, file=file, where="scheduler", lo=0, hi=366 * 86_400.0)
-    bounded(sched, "history_keep", int, None, file=file, where="scheduler", lo=0, hi=10_000_000)
+    bounded(queue, "history_keep_s", float, None, file=file, where="queue", lo=0, hi=366 * 86_400.0)
+    bounded(queue, "history_keep", int, None, file=file, where="queue", lo=0, hi=10_000_000)
+    schedulers = _schedulers(doc, hosts, classes, file=file)
     spec = model(ClusterSpec, dict(source=file, collection=settings, hosts=tuple(hosts), vaults=tuple(vaults),
                                    classes=tuple(classes), fairshare=fairshare, pools=pools,
-                                   qos=tuple(tables(doc, "qos", file)),
+                                   qos=tuple(tables(doc, "qos", file)), schedulers=schedulers,
                                    runner=model(RunnerSpec, runner, file=file, where="runner"),
-                                   queue=model(QueueSpec, queue, file=file, where="queue"),
-                                   scheduler=model(SchedulerTable, sched, file=file, where="scheduler")),
+                                   queue=model(QueueSpec, queue, file=file, where="queue")),
                  file=file, where="")
     core_for_cluster(spec)  # its classes, nodepools and settings are checked now, not when the scheduler starts
     tree_for_cluster(spec)  # and so are the pools, against the cluster's capacity
@@ -267,6 +266,47 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
 
 
 FAIRSHARE_KEYS = ("interval_s", "rm", "nodepool", "class", "user", *SITE_KEYS)
+MAX_SCHEDULERS = 64
+"""The most ``[[scheduler]]`` tables (each is an actor)."""
+
+
+def _schedulers(doc: dict[str, Any], hosts: list[HostSpec], classes: list[ClassSpec], *,
+                file: str) -> tuple[SchedulerSpec, ...]:
+    """The ``[[scheduler]]`` tables: unique names, nodepools some host is in, a
+    constraint that parses; a class may name only one of them."""
+    out: list[SchedulerSpec] = []
+    pools = {h.nodepool for h in hosts if h.nodepool}
+    found = tables(doc, "scheduler", file)
+    if len(found) > MAX_SCHEDULERS:
+        raise ConfigError(f"more than {MAX_SCHEDULERS} schedulers", file=file, table=f"scheduler[{MAX_SCHEDULERS}]")
+    for i, t in enumerate(found):
+        where = f"scheduler[{i}]"
+        for key in ("history_keep_s", "history_keep"):
+            if key in t:  # a [scheduler] table of before several schedulers
+                raise ConfigError("belongs in the [queue] table ([[scheduler]] tables are schedulers)", file=file,
+                                  table=where, key=key)
+        check_keys(t, ("name", "nodepools", "constraint"), file=file, where=where)
+        name = require(t, "name", str, file=file, where=where)
+        if any(s.name == name for s in out):
+            raise ConfigError(f"scheduler {name!r} is defined twice", file=file, table=where, key="name")
+        nodepools = _names(t, "nodepools", file=file, where=where)
+        for p in nodepools:
+            if p not in pools:
+                raise ConfigError(f"no host is in nodepool {p!r} (hosts' nodepools: {', '.join(sorted(pools)) or 'none'})",
+                                  file=file, table=where, key="nodepools")
+        constraint = expect(t, "constraint", str, "true", file=file, where=where)
+        try:
+            parse_mil(constraint)
+        except Exception as exc:
+            raise ConfigError(f"bad constraint: {exc}", file=file, table=where, key="constraint") from None
+        out.append(model(SchedulerSpec, dict(name=name, nodepools=nodepools, constraint=constraint), file=file,
+                         where=where))
+    names = {s.name for s in out} or {SchedulerSpec().name}
+    for i, c in enumerate(classes):
+        if c.scheduler is not None and c.scheduler not in names:
+            raise ConfigError(f"no scheduler {c.scheduler!r} (schedulers: {', '.join(sorted(names))})", file=file,
+                              table=f"class[{i}]", key="scheduler")
+    return tuple(out)
 
 
 def _capacity(attrs: dict[str, Any], key: str, typ: type, *, file: str, where: str) -> None:

@@ -66,7 +66,8 @@ class LocalSystem:
             c.name: build_class(c, hosts=self.carrier, vaults=self.vaults) for c in spec.classes
         }
         self.resource_port = InProcessPort.of([*self.groups.values(), *self.vaults.values()], list(self.classes.values()))
-        wired = wire(settings or SchedulerSettings(cluster=spec), self.scheduler_ports(pools, store))
+        default = SchedulerSettings(cluster=spec, name=spec.scheduler_specs()[0].name)  # the cluster's first scheduler
+        wired = wire(settings or default, self.scheduler_ports(pools, store))
         self.scheduler, self.mobility = wired.scheduler, wired.mobility
         self.enactor: Enactor = self.scheduler.getEnactor()
 

@@ -39,6 +39,11 @@ def control_plane(name: str, *, detached: bool, restarts: int = 0) -> dict[str, 
     return opts
 
 
+def scheduler_name(name: str) -> str:
+    """The actor of the scheduler ``name`` (a ``[[scheduler]]`` table; ``default`` without one)."""
+    return f"{SCHEDULER}:{name}"
+
+
 def host_name(host: str) -> str:
     """The actor of one host object (a real Ray node, or a host of its own)."""
     return f"host:{host}"

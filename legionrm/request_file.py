@@ -13,6 +13,7 @@ The file is a :class:`~legionrm.models.SchedulingRequest` with one
     hold = true                       # optional: submit held; `legionrm release ID` lets it go
     # priority = 100                  # administrators only (as an object's priority or weight):
                                       # anyone else's request that sets one is refused (request.priority)
+    scheduler = "gpu"                 # optional: the scheduler to place it (default: its class's, else the first)
 
     [identity]                        # optional through the gateway: the signer is the user
     user = "alice"
@@ -56,7 +57,7 @@ from legionrm.tomlio import (
 )
 
 TOP_KEYS = ("request_id", "pool", "activate", "identity", "object", "wait", "start", "start_in", "walltime_s", "qos",
-            "priority", "hold")
+            "priority", "hold", "scheduler")
 NUMBERS = {"count": int, "cpus": float, "memory_gb": float, "gpus": int, "storage_gb": float, "walltime_s": float,
            "priority": int, "weight": float}
 """The numeric keys of an ``[[object]]`` table (a boolean is not a number; nan and inf are refused)."""
@@ -122,6 +123,7 @@ def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | N
         objects=tuple(objects), activate=tuple(activate), start=start, walltime_s=walltime,
         qos=expect(doc, "qos", str, None, file=file, where=""), priority=expect(doc, "priority", int, None, file=file, where=""),
         hold="user" if expect(doc, "hold", bool, False, file=file, where="") else None,
+        scheduler=expect(doc, "scheduler", str, None, file=file, where=""),
     ), file=file, where="")
 
 

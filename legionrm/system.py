@@ -72,6 +72,7 @@ from legionrm.naming import (  # noqa: E402
     kill_named,
     named_actor,
     require_actor,
+    scheduler_name,
     vault_name,
 )
 from legionrm.scheduler.actor import PoolActor, SchedulerActor  # noqa: E402
@@ -240,7 +241,7 @@ class System:
 
     spec: ClusterSpec
     collection: Any
-    scheduler: Any = None
+    scheduler: Any = None  # the default scheduler (the first), as ``schedulers[name]``
     enactor: Any = None
     pools: Any = None  # the PoolActor every scheduler admits through
     groups: dict[str, Any] = field(default_factory=dict)
@@ -250,14 +251,15 @@ class System:
     detached: bool = False
     signer: CallSigner | None = None  # signs each call as this driver's user (None: the system checks nobody)
     resources: tuple[str, ...] = ()  # every host and vault booted: what the Collection should hold
+    schedulers: dict[str, Any] = field(default_factory=dict)  # every scheduler actor by name, the default first
 
     def handles(self) -> list[Any]:
-        return [self.scheduler, self.enactor, self.pools, *self.classes.values(), *self.nodes.values(),
+        return [*self.schedulers.values(), self.enactor, self.pools, *self.classes.values(), *self.nodes.values(),
                 *self.groups.values(), *self.vaults.values(), self.collection]
 
     def names(self) -> list[str]:
         """The named actors of this system (what `legionrm down` kills)."""
-        return ([SCHEDULER, ENACTOR, POOLS, COLLECTION] + [group_name(g) for g in self.groups]
+        return ([*map(scheduler_name, self.schedulers), ENACTOR, POOLS, COLLECTION] + [group_name(g) for g in self.groups]
                 + [vault_name(v) for v in self.vaults] + [class_name(c) for c in self.classes]
                 + [host_name(n) for n in self.nodes])
 
@@ -319,9 +321,10 @@ class System:
     def shutdown(self) -> None:
         """Stop every actor of this system, instances first, and any instance
         actor of its Ray-node hosts still running after them (idempotent)."""
-        if self.scheduler is not None:
+        for name, handle in self.schedulers.items():
             try:
-                call(self.scheduler.stop_cycle.remote(proof=signed(self.signer, "stop_cycle", {}, to=SCHEDULER)), 10)
+                proof = signed(self.signer, "stop_cycle", {}, to=scheduler_name(name))
+                call(handle.stop_cycle.remote(proof=proof), 10)
             except Exception:  # already gone
                 pass
         carriers = [*self.nodes.items(), *((group_name(g), h) for g, h in self.groups.items())]
@@ -444,11 +447,9 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
         )
         system.pools = PoolActor.options(**control_plane(POOLS, detached=detached, restarts=RESTARTS)).remote(
             pool_gate(spec), **auth)  # one owner: every scheduler shares it
-        store = str(Path(state_dir) / "scheduler.db") if state_dir is not None else None
-        system.scheduler = SchedulerActor.options(**control_plane(SCHEDULER, detached=detached, restarts=RESTARTS)).remote(
-            coll, system.enactor, list(spec.classes), pool_owner=system.pools, cluster=spec, carriers=carriers,
-            state_path=store, vault_actors=system.vaults,
-            class_actors=system.classes, **auth)
+        for s in spec.scheduler_specs():  # the default (first) keeps scheduler.db: a single scheduler restarts on it
+            system.schedulers[s.name] = spawn_scheduler(s.name, system, carriers, state_dir, **auth)
+        system.scheduler = next(iter(system.schedulers.values()))
         system.resources = tuple(sorted({*carriers, *system.vaults}))
         call([h.ping.remote() for h in system.handles()])
         if home is not None:
@@ -459,6 +460,19 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
         _abandon(system)  # a boot that failed half way leaves no named actor to block the next one
         raise
     return system
+
+
+def spawn_scheduler(name: str, system: System, carriers: dict[str, Any], state_dir: str | Path | None,
+                    **auth: Any) -> Any:
+    """The scheduler ``name`` of ``system`` as the actor ``scheduler:NAME`` (its requests in
+    ``scheduler.db`` for the default, ``scheduler-NAME.db`` for the others, under ``state_dir``)."""
+    spec = system.spec
+    db = f"{SCHEDULER}.db" if name == spec.scheduler_specs()[0].name else f"{SCHEDULER}-{name}.db"
+    return SchedulerActor.options(**control_plane(scheduler_name(name), detached=system.detached,
+                                                  restarts=RESTARTS)).remote(
+        system.collection, system.enactor, list(spec.classes), pool_owner=system.pools, cluster=spec, name=name,
+        carriers=carriers, state_path=str(Path(state_dir) / db) if state_dir is not None else None,
+        vault_actors=system.vaults, class_actors=system.classes, **auth)
 
 
 JOIN_WAIT_S = 30.0
@@ -515,8 +529,11 @@ def connect(address: str = "auto") -> System:
     Raises SystemNotRunningError when there is none."""
     init_connect(address)
     source = json.loads(STATE_FILE.read_text()).get("cluster") if STATE_FILE.exists() else None
-    scheduler = require_actor(SCHEDULER)
-    return System(spec=load_cluster(source), collection=require_actor(COLLECTION), scheduler=scheduler,
+    spec = load_cluster(source)
+    schedulers = {s.name: named_actor(scheduler_name(s.name)) for s in spec.scheduler_specs()}
+    scheduler = require_actor(scheduler_name(spec.scheduler_specs()[0].name))
+    return System(spec=spec, collection=require_actor(COLLECTION), scheduler=scheduler,
+                  schedulers={n: h for n, h in schedulers.items() if h is not None},
                   pools=named_actor(POOLS), enactor=require_actor(ENACTOR), detached=True,
                   signer=signer_for_actor(scheduler))
 

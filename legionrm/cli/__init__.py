@@ -55,6 +55,10 @@ COMMANDS: dict[str, str] = {
     "top": "legionrm.cli.front:cli_queue",
     "share": "legionrm.cli.front:cli_share",
     "prio": "legionrm.cli.front:cli_prio",
+    "schedulers": "legionrm.cli.several.schedulers:cli_schedulers",
+    "drain": "legionrm.cli.several.schedulers:cli_drain",
+    "resume": "legionrm.cli.several.schedulers:cli_drain",
+    "reload": "legionrm.cli.several.reload:cli_reload",
 }
 
 OFFLINE: dict[str, tuple[str, str]] = {
@@ -278,10 +282,29 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     pl.add_argument("scenario", help="a placement scenario TOML file (e.g. examples/scenarios/place_seed.toml)")
     json_flag(pl)
 
-    po = add("pools", "the running system's pools; or, given a FILE, validate pools and admit once (no Ray)")
+    po = add("pools", "the running system's pools; given a FILE, validate pools and admit once (no Ray); "
+                      "`pools create|update PATH KIND=RES:LIMIT[:SHARE]... [--default]` or `pools delete PATH` "
+                      "change one pool live (administrators)")
     po.add_argument("file", nargs="?", help="a pool file (examples/scenarios/pools_basic.toml) or a cluster file with "
-                    "[[pool]] tables: offline")
+                    "[[pool]] tables: offline; or create, update, delete")
+    po.add_argument("rest", nargs="*", metavar="PATH KIND=RES:LIMIT",
+                    help="the pool's path, then per kind (cpu, memory MB, disk MB, gpu) reservation:limit[:share]")
+    po.add_argument("--default", action="store_true", help="the pool takes requests that name no pool")
     gateway_flags(po)
+
+    sc = add("schedulers", "the system's schedulers: what each serves (nodepools, constraint) and its queue")
+    gateway_flags(sc)
+    for verb, what in (("drain", "drain a host: it finishes its work and takes no new work (administrators)"),
+                       ("resume", "let a drained host take new work again (administrators)")):
+        dr = add(verb, what)
+        dr.add_argument("host", help="the host's name (as `legionrm hosts` shows it)")
+        if verb == "drain":
+            dr.add_argument("--reason", required=True, metavar="TEXT", help="why (shown by `legionrm hosts`)")
+        gateway_flags(dr)
+    rl = add("reload", "apply a cluster file's pools and schedulers to the running system, all or nothing "
+                       "(administrators); a refused change changes nothing and says why")
+    rl.add_argument("--cluster", metavar="FILE", help="the cluster file (default: the one the system runs)")
+    gateway_flags(rl)
 
     ex = add("examples", "copy the bundled examples (programs, request files, scenarios) into a directory")
     ex.add_argument("dir", help="where to copy them (created; existing files are not overwritten)")

@@ -11,16 +11,19 @@ import argparse
 import json
 
 from legionrm.models import AuditFinding
-from legionrm.naming import SCHEDULER, require_actor
-from legionrm.system import call, init_connect, proof_for
+from legionrm.naming import require_actor, scheduler_name
+from legionrm.scheduler.several import Roster
+from legionrm.system import STATE_FILE, call, init_connect, proof_for
 
 
 def cli_audit(args: argparse.Namespace) -> int:
     init_connect(getattr(args, "address", None) or "auto")
-    scheduler = require_actor(SCHEDULER)
     repair = bool(getattr(args, "repair", False))
-    proof = proof_for(scheduler, "audit", {"repair": True} if repair else {}, to=SCHEDULER)
-    findings: list[AuditFinding] = call(scheduler.audit.remote(repair, proof=proof), 60)
+    findings: list[AuditFinding] = []
+    for name in Roster.from_state(STATE_FILE).names:  # each audits (and repairs) what it issued, and the hosts' capacity
+        scheduler = require_actor(scheduler_name(name))
+        proof = proof_for(scheduler, "audit", {"repair": True} if repair else {}, to=scheduler_name(name))
+        findings += [f for f in call(scheduler.audit.remote(repair, proof=proof), 60) if f not in findings]
     if args.json:
         print(json.dumps({"findings": [f.model_dump() for f in findings]}, indent=2))
     elif not findings:

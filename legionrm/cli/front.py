@@ -411,11 +411,11 @@ def _num(v: float | None, fmt: str = "g") -> str:
 
 
 def host_lines(hosts: list[Doc]) -> str:
-    """``legionrm hosts``' table of ``HostRow`` documents."""
-    return columns(("name", "state", "cpus free/total", "memory GB", "load", "owner policy", "pool"),
+    """``legionrm hosts``' table of ``HostRow`` documents (``drained``: why an administrator drained it)."""
+    return columns(("name", "state", "cpus free/total", "memory GB", "load", "owner policy", "pool", "drained"),
                    [(h["name"], h["state"], f"{_num(h.get('cpus_free'))}/{_num(h.get('cpus_total'))}",
                      _num(h.get("memory_gb")), _num(h.get("load"), ".2f"), h.get("owner_policy") or "-",
-                     h.get("pool") or "-") for h in hosts],
+                     h.get("pool") or "-", h.get("drained") or "-") for h in hosts],
                    right=("cpus free/total", "memory GB", "load"))
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from rich.table import Table
 
+from legionrm.cli.several.reload import cli_pool_edit
 from legionrm.cli.output import show, table
 from legionrm.config import load_cluster
 from legionrm.errors import ConfigError
@@ -57,8 +58,14 @@ def render(result: dict[str, Any]) -> Table:
     return t
 
 
+EDITS = ("create", "update", "delete")
+"""``legionrm pools create|update|delete ...``: one pool of the running system, through the gateway."""
+
+
 def cli_main(args: argparse.Namespace) -> int:
     """Entry point for ``legionrm pools``; LegionErrors propagate to cli (exit 2)."""
+    if args.file in EDITS:
+        return cli_pool_edit(args)
     result = run_cluster(args.file) if is_cluster_file(args.file) else run_file(args.file)
     if args.json:
         print(json.dumps({"units": UNITS, **result}, indent=2))

@@ -15,15 +15,16 @@ from legionrm.models import (
     Refusal,
     RequestInfo,
 )
-from legionrm.naming import SCHEDULER, require_actor
-from legionrm.system import call, init_connect, proof_for
+from legionrm.naming import SCHEDULER, require_actor, scheduler_name
+from legionrm.scheduler.several import Roster
+from legionrm.system import STATE_FILE, call, init_connect, proof_for
 
 CALL_TIMEOUT_S = 30.0
 
 
 def scheduler_for(args: argparse.Namespace) -> Any:
     init_connect(getattr(args, "address", None) or "auto")
-    return require_actor(SCHEDULER)
+    return require_actor(scheduler_name(Roster.from_state(STATE_FILE).default))  # the default (it hears "scheduler")
 
 
 def request_info(scheduler: Any, request_id: str) -> RequestInfo:

@@ -59,6 +59,7 @@ from legionrm.homefs import (
     write_private,
 )
 from legionrm.naming import instance_actor_names, kill_named
+from legionrm.scheduler.several import Roster
 from legionrm.system import (
     STATE_FILE,
     boot,
@@ -222,6 +223,7 @@ def cli_up(args: argparse.Namespace) -> int:
                     raise UpError(f"{exc}; up stopped everything it started and may be run again "
                                   f"(the resources' own logs: {state.get('ray_logs') or log})") from None
                 state["actors"] = system.names()
+                state["roster"] = Roster.of(spec).as_json()  # the schedulers, the default first (the gateway routes by it)
                 state["resources"] = list(system.resources)  # what `status` expects to answer
                 state["ray_hosts"] = sorted(system.nodes)
                 state["vaults"] = sorted(system.vaults)  # the file's, and each Ray node's own

@@ -28,12 +28,15 @@ from legionrm.models.api import (
     Caller,
     CancelResult,
     GatewayStatus,
+    HostDrained,
     HostList,
     LogsResult,
     PlanResult,
     PoolList,
     QueryResult,
+    Reloaded,
     RequestList,
+    SchedulerList,
     SubmitResult,
     UserAddBody,
     UserAdded,
@@ -182,6 +185,26 @@ class Client:
 
     def pools(self) -> PoolList:
         return self._as(PoolList, self.wire.pools())
+
+    def schedulers(self) -> SchedulerList:
+        """Every scheduler of the system, what it serves and its queue (the default first)."""
+        return self._as(SchedulerList, self.wire.schedulers())
+
+    def drain(self, host: str, reason: str) -> HostDrained:
+        """Drain ``host``: it finishes its work and takes no new work (administrators)."""
+        return self._as(HostDrained, self.wire.drain(host, reason))
+
+    def resume(self, host: str) -> HostDrained:
+        """Let a drained ``host`` take new work again (administrators)."""
+        return self._as(HostDrained, self.wire.resume(host))
+
+    def reload(self, toml: str, source: str = "cluster") -> Reloaded:
+        """Apply a cluster file's pools and schedulers to the running system, all or nothing (administrators)."""
+        return self._as(Reloaded, self.wire.reload(toml, source))
+
+    def edit_pool(self, op: str, pool: dict[str, Any]) -> Reloaded:
+        """``op`` (create, update, delete) one pool: its ``[[pool]]`` table, or for a delete its path (administrators)."""
+        return self._as(Reloaded, self.wire.edit_pool(op, pool))
 
     def status(self) -> GatewayStatus:
         return self._as(GatewayStatus, self.wire.status())

@@ -221,6 +221,26 @@ class Wire:
     def status(self) -> Doc:
         return self.call("GET", "/status")  # type: ignore[no-any-return]
 
+    def schedulers(self) -> Doc:
+        """``GET /schedulers``: a ``SchedulerList``, the default first."""
+        return self.call("GET", "/schedulers")  # type: ignore[no-any-return]
+
+    def drain(self, host: str, reason: str) -> Doc:
+        """``POST /hosts/{name}/drain``: a ``HostDrained`` (administrators)."""
+        return self.call("POST", f"/hosts/{segment(host)}/drain", {"reason": reason})  # type: ignore[no-any-return]
+
+    def resume(self, host: str) -> Doc:
+        """``POST /hosts/{name}/resume``: a ``HostDrained`` (administrators)."""
+        return self.call("POST", f"/hosts/{segment(host)}/resume")  # type: ignore[no-any-return]
+
+    def reload(self, toml: str, source: str = "cluster") -> Doc:
+        """``POST /reload``: a ``Reloaded``, the changes made (administrators)."""
+        return self.call("POST", "/reload", {"toml": toml, "source": source})  # type: ignore[no-any-return]
+
+    def edit_pool(self, op: str, pool: dict[str, Any]) -> Doc:
+        """``POST /pools``: create, update or delete one pool; a ``Reloaded`` (administrators)."""
+        return self.call("POST", "/pools", {"op": op, "pool": pool})  # type: ignore[no-any-return]
+
     def whoami(self) -> Doc:
         return self.call("GET", "/whoami")  # type: ignore[no-any-return]
 

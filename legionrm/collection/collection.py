@@ -86,12 +86,22 @@ class CollectionSnapshot:
         records: Mapping[str, ResourceRecord],
         policies: tuple[AccessPolicy, ...],
         now: float,
+        served: str | None = None,
     ) -> None:
         self.table = table
         self._records = records
         self._policies = policies
         self.now = now
+        self._served = served
         self._alive_mask: np.ndarray | None = None
+
+    def served(self, text: str) -> "CollectionSnapshot":
+        """This view as one scheduler sees it: the resources not matching the
+        MIL ``text`` are unavailable (a scheduler serving some nodepools plans
+        over their hosts alone).  Raises MILError on a bad ``text``."""
+        compile_query(text)
+        both = text if self._served is None else f"({self._served}) and ({text})"
+        return CollectionSnapshot(self.table, self._records, self._policies, self.now, both)
 
     def __len__(self) -> int:
         return len(self._records)
@@ -122,7 +132,10 @@ class CollectionSnapshot:
         if self._alive_mask is None:
             expires = self.numeric(_EXPIRES, None, -np.inf)
             off = self.numeric(_OFF, None, 0.0) != 0
-            self._alive_mask = (expires >= self.now) & ~off
+            alive = (expires >= self.now) & ~off
+            if self._served is not None:
+                alive &= compile_query(self._served).mask(self.table)
+            self._alive_mask = alive
         return self._alive_mask
 
     def rows(self, text: str = "true", caller: Caller = None, include_unavailable: bool = False) -> np.ndarray:

@@ -305,11 +305,12 @@ class EnactorActor:
         self.core = Enactor(self.port, name=name, min_token_life_s=min_token_life_s)
         self.door = ActorDoor(Guard.for_home(auth_home, by=ENACTOR_ACTOR) if auth_home else None, "enactor")
 
-    async def enact_schedule(self, request: EnactRequest, approver: tuple[Handle, str] | None = None,
-                             proof: Any = None) -> EnactResult:
+    async def enact_schedule(self, request: EnactRequest, approver: tuple[Handle, str] | tuple[Handle, str, str]
+                             | None = None, proof: Any = None) -> EnactResult:
         """Legion's ``enact_schedule``: see :meth:`Enactor.enact_schedule`.  With
         authentication, only the Scheduler asks (its proof over the request and the
-        approving method), and always with itself as approver."""
+        approving method), and always with itself as approver: ``(handle, method)``,
+        or ``(handle, method, its actor's name)`` (``scheduler:NAME``: whom the approval's proof is for)."""
         if self._signer is not None:
             if approver is None:
                 raise AuthRefusedError(codes.AUTH_FORBIDDEN, "enact_schedule needs the Scheduler as approver; "
@@ -360,12 +361,13 @@ APPROVAL_TIMEOUT_S = 30.0
 """How long the Enactor waits for the Scheduler's confirmation before declining itself."""
 
 
-def _remote_approver(handle: Handle, method: str, signer: CallSigner | None = None) -> Approver:
+def _remote_approver(handle: Handle, method: str, to: str = SCHEDULER_ACTOR, *,
+                     signer: CallSigner | None = None) -> Approver:
     def approve(proposal: ScheduleProposal) -> bool | Refusal:
         try:
             if signer is None:
                 return ray.get(getattr(handle, method).remote(proposal), timeout=APPROVAL_TIMEOUT_S)
-            proof = signer.sign(method, {"proposal": proposal}, to=SCHEDULER_ACTOR)
+            proof = signer.sign(method, {"proposal": proposal}, to=to)
             return ray.get(getattr(handle, method).remote(proposal, proof=proof), timeout=APPROVAL_TIMEOUT_S)
         except ray.exceptions.GetTimeoutError:
             return Refusal(code=codes.APPROVAL_TIMEOUT, by="enactor",

@@ -24,12 +24,16 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from legionrm.auth.guard import GATEWAY, load_agent
 from legionrm.auth.proof import CallSigner
-from legionrm.errors import SystemNotRunningError
+from legionrm.config import load_cluster
+from legionrm.errors import ConfigError, SystemNotRunningError
 from legionrm.gateway.plane import Unavailable
-from legionrm.naming import COLLECTION, ENACTOR, POOLS, SCHEDULER, named_actor
+from legionrm.homefs import write_private
+from legionrm.models import ClusterSpec
+from legionrm.naming import COLLECTION, ENACTOR, POOLS, named_actor, scheduler_name
+from legionrm.scheduler.several import Roster
 from legionrm.system import init_connect
 
-NAMES = {"scheduler": SCHEDULER, "collection": COLLECTION, "pools": POOLS, "enactor": ENACTOR}
+NAMES = {"collection": COLLECTION, "pools": POOLS, "enactor": ENACTOR}
 CALL_TIMEOUT_S = 60.0
 
 
@@ -46,19 +50,58 @@ class RayControlPlane:
                 raise SystemNotRunningError(f"no system is up in {home} (no up.json): `legionrm up` first") from None
             init_connect(address)
         self.timeout_s = timeout_s
+        self.home = Path(home)
         self._handles: dict[str, Any] = {}
 
-    def _handle(self, target: str) -> Any:
-        handle = self._handles.get(target)
+    def roster(self) -> Roster:
+        """The system's schedulers as ``up`` (or the last ``reload``) wrote them in ``up.json``."""
+        return Roster.from_json(self._state().get("roster"))
+
+    def _state(self) -> dict[str, Any]:
+        try:
+            state = json.loads((self.home / "up.json").read_text())
+        except (OSError, ValueError):
+            return {}
+        return state if isinstance(state, dict) else {}
+
+    def cluster(self) -> ClusterSpec | None:
+        """The cluster file the system runs (``up``'s, or the last ``reload``'s); None when it cannot be read."""
+        try:
+            return load_cluster(self._state().get("cluster"))
+        except (OSError, ConfigError):
+            return None
+
+    def record_reload(self, text: str, roster: Roster) -> None:
+        """After a reload: its cluster file is the one the system runs (kept in the home, 0600),
+        and its schedulers the roster (both in ``up.json``)."""
+        path = self.home / "cluster.toml"
+        write_private(path, text)
+        state = self._state()
+        state.update(cluster=str(path), roster=roster.as_json())
+        write_private(self.home / "up.json", json.dumps(state, indent=2))
+
+    def _actor(self, target: str) -> str:
+        """The actor's name: ``scheduler`` is the default scheduler, ``scheduler:NAME`` that one."""
+        if target == "scheduler":
+            return scheduler_name(self.roster().default)
+        if target.startswith("scheduler:"):
+            return target
+        if target not in NAMES:
+            raise Unavailable(f"no {target!r} is running in this system")
+        return NAMES[target]
+
+    def _handle(self, actor: str) -> Any:
+        handle = self._handles.get(actor)
         if handle is None:
-            if target not in NAMES or (handle := named_actor(NAMES[target])) is None:
-                raise Unavailable(f"no {target!r} is running in this system")
-            self._handles[target] = handle
+            if (handle := named_actor(actor)) is None:
+                raise Unavailable(f"no {actor!r} is running in this system")
+            self._handles[actor] = handle
         return handle
 
     async def call(self, user: str, target: str, method: str, args: dict[str, Any]) -> Any:
-        proof = self.signer.acting(user).sign(method, args, to=NAMES.get(target, target))
-        handle = self._handle(target)
+        actor = self._actor(target)
+        proof = self.signer.acting(user).sign(method, args, to=actor)
+        handle = self._handle(actor)
         try:
             ref = getattr(handle, method).remote(**args, proof=proof)
             return await asyncio.wait_for(asyncio.wrap_future(ref.future()), self.timeout_s)
@@ -68,7 +111,7 @@ class RayControlPlane:
                 raise cause from None
             raise Unavailable(f"{target}.{method} failed: {str(exc).strip().splitlines()[-1]}") from None
         except RayActorError:
-            self._handles.pop(target, None)  # a restarted actor is found again by name
+            self._handles.pop(actor, None)  # a restarted actor is found again by name
             raise Unavailable(f"the {target} actor is dead or unreachable") from None
         except (TimeoutError, GetTimeoutError):
             raise Unavailable(f"{target}.{method} did not answer within {self.timeout_s:g} s") from None

@@ -14,12 +14,16 @@ import os
 import time
 from typing import Any
 
+from legionrm.auth.actordoor import ActorDoor
 from legionrm.auth.guard import GATEWAY, Guard, load_agent
 from legionrm.auth.proof import CallSigner
 from legionrm.collection.door import CollectionDoor
 from legionrm.errors import SchedulingError
 from legionrm.inprocess import LocalSystem
+from legionrm.models import ClusterSpec, PoolChange, PoolSpec, Refusal, SchedulerSpec
 from legionrm.scheduler.door import SchedulerDoor, status_for
+from legionrm.scheduler.pools import refused_or_reconfigured, specs_of
+from legionrm.scheduler.several import Roster
 
 
 class LocalPlane:
@@ -30,12 +34,24 @@ class LocalPlane:
         self.signer = CallSigner(load_agent(home, GATEWAY), time.time)
         self.doors: dict[str, Any] = {
             "scheduler": _SchedulerFacade(SchedulerDoor(system.scheduler, Guard.for_home(home, by="scheduler"),
-                                                        mobility=system.mobility)),
+                                                        mobility=system.mobility), system),
             "collection": CollectionDoor(system.collection, Guard.for_home(home, by="collection")),
             "enactor": _EnactorFacade(system),
+            "pools": _PoolsFacade(system, ActorDoor(Guard.for_home(home, by="pools"), "pools")),
         }
 
+    def roster(self) -> Roster:
+        """Its one scheduler (as the cluster file describes it) and the classes' choices."""
+        name, spec = self.system.scheduler.name, self.system.spec
+        mine = next((s for s in spec.scheduler_specs() if s.name == name), SchedulerSpec(name=name))
+        return Roster((mine,), Roster.of(spec).by_class)
+
+    def cluster(self) -> ClusterSpec:
+        return self.system.spec
+
     async def call(self, user: str, target: str, method: str, args: dict[str, Any]) -> Any:
+        if target == f"scheduler:{self.system.scheduler.name}":
+            target = "scheduler"
         door = self.doors.get(target)
         if door is None:
             raise SchedulingError(f"this system has no {target!r}")
@@ -49,8 +65,18 @@ class LocalPlane:
 class _SchedulerFacade:
     """The Scheduler door plus the calls the Ray actor adds to it (``status``)."""
 
-    def __init__(self, door: SchedulerDoor) -> None:
-        self.door = door
+    def __init__(self, door: SchedulerDoor, system: LocalSystem) -> None:
+        self.door, self.system = door, system
+
+    def drain(self, host: str, reason: str | None, proof: Any = None) -> bool:
+        """As the actor's: drain (or, with None, resume) ``host``, an administrator's; its heartbeat follows."""
+        self.door.require_admin(proof, "drain", {"host": host, "reason": reason}, "vary_hosts")
+        h = self.system.host(host)
+        if h is None:
+            return False
+        h.drain(reason) if reason is not None else h.resume()
+        self.system.heartbeat()
+        return True
 
     def status(self, proof: Any = None) -> Any:
         return status_for(self.door.core, None, self.door.view_user(proof, "status", {}))
@@ -61,6 +87,28 @@ class _SchedulerFacade:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.door, name)
+
+
+class _PoolsFacade:
+    """The pool owner's live changes, as the actor answers them, over the Scheduler's own gate."""
+
+    def __init__(self, system: LocalSystem, door: ActorDoor) -> None:
+        self.system, self.door = system, door
+
+    def specs(self, proof: Any = None) -> list[PoolSpec]:
+        self.door.caller(proof, "specs", {})
+        return list(specs_of(self.system.scheduler.accounts.pools))
+
+    def reconfigure(self, changes: list[PoolChange], default_pool: str | None | bool = False,
+                    proof: Any = None) -> Refusal | None:
+        self.door.require_system(proof, "reconfigure", {"changes": changes, "default_pool": default_pool},
+                                 admin=True, agents=())
+        accounts = self.system.scheduler.accounts
+        new = refused_or_reconfigured(accounts.pools, changes, self.system.spec.capacity(), default_pool)
+        if isinstance(new, Refusal):
+            return new
+        accounts.pools = new
+        return None
 
 
 class _EnactorFacade:

@@ -5,7 +5,8 @@ the door the rows it lets through unsigned, and :mod:`legionrm.gateway.openapi`
 describes the same rows, so a route cannot be served without being described
 (or described without being served).  The handlers live by area:
 :mod:`~legionrm.gateway.routes_requests`, :mod:`~legionrm.gateway.routes_system`,
-:mod:`~legionrm.gateway.routes_users`.
+:mod:`~legionrm.gateway.routes_users`, and for several schedulers and live changes
+:mod:`legionrm.gateway.several`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from pydantic import BaseModel
 from legionrm.gateway import routes_requests as rq
 from legionrm.gateway import routes_system as sy
 from legionrm.gateway import routes_users as us
+from legionrm.gateway.several import reload as rl
+from legionrm.gateway.several import schedulers as sc
 from legionrm.gateway.openapi import openapi
 from legionrm.models import QueryResult, RequestInfo
 from legionrm.models.priority import PrioReport, ShareReport, UpdateBody
@@ -27,17 +30,23 @@ from legionrm.models.api import (
     Caller,
     CancelBody,
     CancelResult,
+    DrainBody,
     EventList,
     GatewayStatus,
     Health,
     HistoryList,
+    HostDrained,
     HostList,
     LogsResult,
     PlanBody,
     PlanResult,
+    PoolEditBody,
     PoolList,
     QueryBody,
+    ReloadBody,
+    Reloaded,
     RequestList,
+    SchedulerList,
     SubmitBody,
     SubmitResult,
     UserAddBody,
@@ -103,6 +112,15 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/plan", sy.plan, PlanBody, PlanResult, "Plan without enacting (get_candidate_placements, explain)"),
     Route("GET", "/hosts", sy.hosts, None, HostList, "The hosts the caller may use"),
     Route("GET", "/pools", sy.pools, None, PoolList, "The resource pools"),
+    Route("POST", "/pools", rl.edit_pool, PoolEditBody, Reloaded,
+          "Create, update or delete one pool, through the pool validators (administrators)"),
+    Route("POST", "/reload", rl.reload, ReloadBody, Reloaded,
+          "Apply a cluster file's pools and schedulers without a restart, all or nothing (administrators)"),
+    Route("GET", "/schedulers", sc.schedulers, None, SchedulerList, "The system's schedulers, what each serves, its queue"),
+    Route("POST", "/hosts/{name}/drain", sc.drain, DrainBody, HostDrained,
+          "Drain a host: it finishes its work and takes no new work (administrators)"),
+    Route("POST", "/hosts/{name}/resume", sc.resume, None, HostDrained,
+          "Let a drained host take new work again (administrators)"),
     Route("GET", "/status", sy.status, None, GatewayStatus, "The gateway and the Scheduler's summary"),
     Route("GET", "/users", us.users, None, UserList, "Every user (administrators)"),
     Route("POST", "/users", us.add_user, UserAddBody, UserAdded,

@@ -22,7 +22,9 @@ from legionrm import codes
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.errors import ConfigError
 from legionrm.gateway.door import PLANE, answer, body_of, refusal, status_of, user_of
-from legionrm.models import SchedulingRequest, WorkEnd
+from legionrm.gateway.plane import Unavailable
+from legionrm.gateway.several.schedulers import each, find, on, routed
+from legionrm.models import RequestInfo, SchedulingRequest, WorkEnd
 from legionrm.models.api import (
     ApiError,
     CancelBody,
@@ -34,8 +36,9 @@ from legionrm.models.api import (
     SubmitBody,
     SubmitResult,
 )
-from legionrm.models.priority import UpdateBody
+from legionrm.models.priority import PrioReport, UpdateBody
 from legionrm.request_file import parse_request
+from legionrm.scheduler.watch.settle import page_cursor
 from legionrm.tomlio import loads_toml
 
 STATES = ("pending", "admitted", "placing", "reserved", "running", "completed", "failed", "cancelled")
@@ -88,7 +91,7 @@ def set_key(doc: dict[str, Any], dotted: str, text: str) -> None:
 async def submit(request: web.Request) -> web.Response:
     body: SubmitBody = await body_of(request, SubmitBody)
     req = request_from(body.request, body.toml, body.set, body.id, user_of(request))
-    response = await request.app[PLANE].call(user_of(request), "scheduler", "scheduleObjects", {"request": req})
+    response = await on(request, routed(request, req), "scheduleObjects", {"request": req})
     return answer(SubmitResult(id=response.request_id, ok=response.ok, state=response.state, response=response),
                   201 if response.ok or response.state == "pending" else 200)  # 200: answered, not taken
 
@@ -103,21 +106,54 @@ async def list_requests(request: web.Request) -> web.Response:
     limit_text = q.get("limit")
     if limit_text is not None and not (limit_text.isdigit() and 0 < int(limit_text) <= 100_000):
         return refusal(422, codes.REQUEST_INVALID, f"limit {limit_text!r} is not a whole number from 1 to 100000")
-    every = q.get("all", "").lower() in ("1", "true", "yes")
-    page = await request.app[PLANE].call(user_of(request), "scheduler", "list_page", {
-        "user": user, "state": state, "every": every, "limit": int(limit_text) if limit_text else None,
+    limit = int(limit_text) if limit_text else None
+    pages = await _answered(request, "list_page", {
+        "user": user, "state": state, "every": q.get("all", "").lower() in ("1", "true", "yes"), "limit": limit,
         "cursor": q.get("cursor") or None})
-    return answer(page if isinstance(page, RequestList) else RequestList.model_validate(page))
+    return answer(merged_page([p if isinstance(p, RequestList) else RequestList.model_validate(p) for p in pages],
+                              limit))
+
+
+def merged_page(pages: list[RequestList], limit: int | None) -> RequestList:
+    """One page of ``list`` from each scheduler's page after the same cursor, in the book's order
+    (submit time, then id; every scheduler orders and pages by it): up to the first ``limit``, and
+    no further than the end of any page that has more after it (what comes next there may come
+    before the others' later requests), with the cursor after the last one given when there is more."""
+    def key(i: RequestInfo) -> tuple[float, str]:
+        return (i.submitted, i.id)
+
+    ends = [key(p.requests[-1]) for p in pages if p.next is not None and p.requests]
+    infos = sorted((i for p in pages for i in p.requests if not ends or key(i) <= min(ends)), key=key)
+    more = bool(ends)
+    if limit is not None and len(infos) > limit:
+        infos, more = infos[:limit], True
+    return RequestList(requests=tuple(infos), next=page_cursor(key(infos[-1])) if more and infos else None)
+
+
+async def _answered(request: web.Request, method: str, args: dict[str, Any]) -> list[Any]:
+    """``method`` on every scheduler; a scheduler that does not answer is left out, unless none
+    does (a refusal, or any other error, is raised as it came)."""
+    got = await each(request, method, args)
+    errors = [r for _, r in got if isinstance(r, BaseException)]
+    for exc in errors:
+        if not isinstance(exc, Unavailable) or len(errors) == len(got):
+            raise exc
+    return [r for _, r in got if not isinstance(r, BaseException)]
+
+
+async def _listed(request: web.Request, user: str | None, state: str | None) -> list[RequestInfo]:
+    """The requests every scheduler holds (see :func:`_answered`)."""
+    return [info for infos in await _answered(request, "list_requests", {"user": user, "state": state})
+            for info in infos]
 
 
 async def show(request: web.Request) -> web.Response:
-    info = await request.app[PLANE].call(user_of(request), "scheduler", "request_info",
-                                         {"request_id": request.match_info["id"]})
+    info = await find(request, "request_info", {"request_id": request.match_info["id"]})
     return answer(info)
 
 
 async def _cancel(request: web.Request, rid: str, reason: str) -> Any:
-    return await request.app[PLANE].call(user_of(request), "scheduler", "cancel", {"request_id": rid, "reason": reason})
+    return await find(request, "cancel", {"request_id": rid, "reason": reason})
 
 
 async def cancel_one(request: web.Request) -> web.Response:
@@ -130,8 +166,7 @@ async def cancel_many(request: web.Request) -> web.Response:
     body: CancelBody = await body_of(request, CancelBody)
     ids = list(body.ids)
     if not ids and (body.user or body.state):
-        infos = await request.app[PLANE].call(user_of(request), "scheduler", "list_requests",
-                                              {"user": body.user, "state": body.state})
+        infos = await _listed(request, body.user, body.state)
         ids = [i.id for i in infos if i.state not in ("completed", "failed", "cancelled")]
     done, refused = [], {}
     for rid in ids:
@@ -149,8 +184,7 @@ async def events(request: web.Request) -> web.Response:
         cursor = int(request.query.get("cursor", "0"))
     except ValueError:
         return refusal(422, codes.REQUEST_INVALID, "cursor must be a whole number")
-    got = await request.app[PLANE].call(user_of(request), "scheduler", "events_since",
-                                        {"request_id": request.match_info["id"], "cursor": cursor})
+    got = await find(request, "events_since", {"request_id": request.match_info["id"], "cursor": cursor})
     return answer(EventList(events=tuple(got)))
 
 
@@ -161,11 +195,11 @@ async def logs(request: web.Request) -> web.Response:
     instance: int | str | None = q.get("instance")
     if isinstance(instance, str) and instance.isdigit():
         instance = int(instance)
-    plane, user, rid = request.app[PLANE], user_of(request), request.match_info["id"]
+    rid = request.match_info["id"]
     texts: dict[str, str] = {}
     for stream in ("stdout", "stderr"):
-        data, _, _ = await plane.call(user, "scheduler", "logs", {"request_id": rid, "instance": instance,
-                                                                   "stream": stream, "offset": 0, "limit": 1 << 20})
+        data, _, _ = await find(request, "logs", {"request_id": rid, "instance": instance,
+                                                  "stream": stream, "offset": 0, "limit": 1 << 20})
         texts[stream] = bytes(data).decode("utf-8", "replace")
     return answer(LogsResult(id=rid, stdout=texts["stdout"], stderr=texts["stderr"]))
 
@@ -182,16 +216,15 @@ async def history(request: web.Request) -> web.Response:
             ask[key] = float(q[key]) if q.get(key) else None
         except ValueError:
             return refusal(422, codes.REQUEST_INVALID, f"{key} must be seconds since the epoch, not {q[key]!r}")
-    records = await request.app[PLANE].call(user_of(request), "scheduler", "history", ask)
-    return answer(HistoryList(records=tuple(records)))
+    records = [r for got in await _answered(request, "history", ask) for r in got]  # each scheduler keeps its own
+    return answer(HistoryList(records=tuple(sorted(records, key=lambda r: (r.end, r.instance_id)))))
 
 
 def queue_verb(verb: str) -> Callable[[web.Request], Awaitable[web.Response]]:
     """``hold`` / ``release`` (the request's owner or an administrator) or ``top`` (administrators)."""
 
     async def handle(request: web.Request) -> web.Response:
-        return answer(await request.app[PLANE].call(user_of(request), "scheduler", verb,
-                                                     {"request_id": request.match_info["id"]}))
+        return answer(await find(request, verb, {"request_id": request.match_info["id"]}))
 
     handle.__name__ = verb
     return handle
@@ -200,14 +233,18 @@ def queue_verb(verb: str) -> Callable[[web.Request], Awaitable[web.Response]]:
 async def update(request: web.Request) -> web.Response:
     """An administrator sets a pending request's fixed priority, or its QoS."""
     body: UpdateBody = await body_of(request, UpdateBody)
-    return answer(await request.app[PLANE].call(user_of(request), "scheduler", "update", {
+    return answer(await find(request, "update", {
         "request_id": request.match_info["id"], "priority": body.priority, "qos": body.qos,
         "clear_priority": body.clear_priority}))
 
 
 async def share(request: web.Request) -> web.Response:
+    """The default scheduler's fair-share tree."""
     return answer(await request.app[PLANE].call(user_of(request), "scheduler", "share", {}))
 
 
 async def prio(request: web.Request) -> web.Response:
-    return answer(await request.app[PLANE].call(user_of(request), "scheduler", "prio", {}))
+    """Every scheduler's pending requests' factors (the weights: the first that answered's)."""
+    reports = [r if isinstance(r, PrioReport) else PrioReport.model_validate(r)
+               for r in await _answered(request, "prio", {})]
+    return answer(PrioReport(weights=reports[0].weights, rows=tuple(row for r in reports for row in r.rows)))

@@ -26,6 +26,7 @@ from legionrm.gateway.door import (
 )
 from legionrm.heartbeat import DEGRADED
 from legionrm.gateway.routes_requests import request_from
+from legionrm.gateway.several.schedulers import on, routed
 from legionrm.models import ResourceRecord
 from legionrm.models.api import (
     GatewayStatus,
@@ -91,7 +92,8 @@ def host_row(r: ResourceRecord, pool_of: dict[str, str]) -> HostRow:
     return HostRow(name=r.name, state=str(a.get("state", "unknown")) if r.available else "off",
                    cpus_free=num("free_cpus"), cpus_total=num("cpus"), memory_gb=num("memory_gb"), load=num("load"),
                    owner_policy=str(a.get("policy", "")), pool=pool_of.get(r.name, r.nodepool or ""),
-                   degraded=str(a.get(DEGRADED) or ""))
+                   degraded=str(a.get(DEGRADED) or ""),
+                   drained=str(a.get("drain_reason") or "drained") if a.get("drained") else None)
 
 
 async def hosts(request: web.Request) -> web.Response:
@@ -118,9 +120,10 @@ async def plan(request: web.Request) -> web.Response:
     """The masters and deltas a request would get, not enacted (``get_candidate_placements``),
     and for each host in ``hosts`` why it would or would not be used (``explain``)."""
     body: PlanBody = await body_of(request, PlanBody)
-    plane, user = request.app[PLANE], user_of(request)
+    user = user_of(request)
     req = request_from(body.request, body.toml, {}, None, user)
+    to = routed(request, req)  # the scheduler that would place it
     suite, *why = await asyncio.gather(
-        plane.call(user, "scheduler", "make_schedules", {"request": req}),
-        *(plane.call(user, "scheduler", "explain", {"request": req, "host": h}) for h in body.hosts))
+        on(request, to, "make_schedules", {"request": req}),
+        *(on(request, to, "explain", {"request": req, "host": h}) for h in body.hosts))
     return answer(PlanResult(suite=suite, hosts=dict(zip(body.hosts, why))))

@@ -60,6 +60,25 @@ from legionrm.objstate.actor import HostStateCalls, VaultStateCalls
 log = logging.getLogger(__name__)
 
 
+class _DrainCalls:
+    """``drain`` on a host or host-group actor (``self.views``; ``self._batch`` or ``self.core``: a HostGroup)."""
+
+    views: Any
+    core: Any
+
+    def drain(self, host: str, reason: str | None, proof: Any = None) -> bool:
+        """Drain ``host`` for ``reason``, or with None resume it (the Scheduler or an
+        administrator); its heartbeat says so at once.  False: this actor does not carry it."""
+        self.views.require_system(proof, "drain", {"host": host, "reason": reason}, admin=True)
+        group = getattr(self, "_batch", None) or self.core
+        h = group.get(host)
+        if h is None:
+            return False
+        h.drain(reason) if reason is not None else h.resume()
+        group.heartbeat()
+        return True
+
+
 class _Beating:
     """The heartbeat thread and the state file shared by the resource shells."""
 
@@ -132,7 +151,7 @@ class _OneResource(_Beating):
 
 
 @ray.remote(num_cpus=0)
-class HostActor(_OneResource, HostStateCalls):
+class HostActor(_OneResource, HostStateCalls, _DrainCalls):
     """One host object (a real Ray node when ``node_id`` is given).
 
     Answers both single calls and the batched calls of a host group, so the
@@ -234,7 +253,7 @@ class HostActor(_OneResource, HostStateCalls):
 
 
 @ray.remote(num_cpus=0)
-class HostGroupActor(_Beating, HostStateCalls):
+class HostGroupActor(_Beating, HostStateCalls, _DrainCalls):
     """Many simulated host objects in one process; one batched call per Enactor step."""
 
     def __init__(self, name: str, specs: list[HostSpec], collection: Any = None, heartbeat_s: float = 5.0,
@@ -405,6 +424,11 @@ class RemoteCarrier:
             return {}
         proof = signed(self.signer, "work_results", {"instance_ids": instance_ids}, to=self.to)
         return ray.get(self.handle.work_results.remote(instance_ids, proof=proof), timeout=WATCH_TIMEOUT_S)
+
+    def set_drain(self, host: str, reason: str | None) -> bool:
+        """Drain ``host`` for ``reason`` (None: resume it); False when this actor does not carry it."""
+        proof = signed(self.signer, "drain", {"host": host, "reason": reason}, to=self.to)
+        return bool(ray.get(self.handle.drain.remote(host, reason, proof=proof), timeout=WATCH_TIMEOUT_S))
 
     def work_output(self, host: str, instance_id: str, stream: str, offset: int, limit: int) -> tuple[bytes, int]:
         args = {"instance_id": instance_id, "stream": stream, "offset": offset, "limit": limit}

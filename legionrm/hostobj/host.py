@@ -73,7 +73,25 @@ class HostObject(ResourceObject):
         self._ids = itertools.count(1)
         self.stopped: collections.deque[StopRecord] = collections.deque(maxlen=1000)
         self.states: dict[str, bytes] = {}  # a simulated instance's state (what save / restore move)
+        self.drained: str | None = None  # why an administrator drained it (None: it takes new work)
 
+    # --- drain (Slurm's DRAIN with a reason): finish what runs, take nothing new ----------
+
+    @public
+    def drain(self, reason: str) -> None:
+        """Take no new reservations from now on (``host.drained``); what runs, and
+        what was reserved before, goes on.  Idempotent; the reason is shown by ``hosts``."""
+        self.drained = reason or "drained"
+
+    @public
+    def resume(self) -> None:
+        """Take new work again.  Idempotent."""
+        self.drained = None
+
+    def _closed(self) -> Refusal | None:
+        if self.drained is None:
+            return None
+        return self._refuse(codes.HOST_DRAINED, f"{self.name} is drained: {self.drained}")
     # --- owner hooks ---------------------------------------------------------------------
 
     def admit_start(self, token: ReservationToken, class_name: str) -> Verdict:
@@ -117,6 +135,7 @@ class HostObject(ResourceObject):
             token_id=token.token_id,
             user=holder.user,
             started_at=self.now(),
+            scheduler=res.token.holder.enactor,  # who issued it: only that scheduler sweeps it
         )
         launched = self._launch(ref, token, impl, dict(args or {}))
         if isinstance(launched, Refusal):
@@ -165,6 +184,8 @@ class HostObject(ResourceObject):
     def dynamic_attributes(self) -> dict[str, AttrValue]:
         attrs = super().dynamic_attributes()
         attrs["instances"] = len(self._instances)
+        attrs["drained"] = self.drained is not None  # the scheduler's drained filter reads these two
+        attrs["drain_reason"] = self.drained or ""
         return attrs
 
     def shutdown(self, reason: str = "host stopped") -> None:

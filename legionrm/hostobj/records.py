@@ -81,5 +81,5 @@ def audit_view(name: str, now: float, calendar: Any, open_: dict[str, Reservatio
         used=tuple(float(x) for x in calendar.usage_at(now)), capacity=tuple(float(x) for x in calendar.capacity),
         instances=instances or (),
         reservations=tuple(HeldReservation(token_id=t.token_id, user=t.holder.user, expires_at=t.expires_at,
-                                           holders=tuple(sorted(open_[t.token_id].holders))) for t in tokens),
+                                           issuer=t.holder.enactor, holders=tuple(sorted(open_[t.token_id].holders))) for t in tokens),
     )

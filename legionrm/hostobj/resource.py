@@ -136,6 +136,10 @@ class ResourceObject(Durable):
 
     # --- owner hooks (override these; safe defaults) ---------------------------------
 
+    def _closed(self) -> Refusal | None:
+        """Why this resource takes no new work now (a drained host), or None; before capacity and owners."""
+        return None
+
     def admit_reservation(self, request: ReservationRequest) -> Verdict:
         """Owner's say on a reservation that fits.  Default: the attached policy, else admit."""
         return self.policy.admit_reservation(self, request) if self.policy else ADMIT
@@ -215,7 +219,8 @@ class ResourceObject(Durable):
             request = attested
         if request.start is not None and not math.isfinite(request.start):
             return self._refuse(codes.REQUEST_INVALID, f"start {request.start} is not a time")
-        pairing = self._check_pairing(request)
+        closed = self._closed()  # (a Refusal is falsy: no `or` here)
+        pairing = closed if closed is not None else self._check_pairing(request)
         if pairing is not None:
             return pairing
         start = now if request.start is None or request.start <= now else float(request.start)

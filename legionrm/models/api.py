@@ -11,7 +11,7 @@ from their JSON schemas.  The control plane's own types (a request's
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -146,10 +146,58 @@ class HostRow(Body):
     pool: str = ""
     degraded: str = ""
     """Why the host cannot write its state file now (it answers, grants nothing new); empty when it can."""
+    drained: str | None = None  # why an administrator drained it (None: it takes new work)
 
 
 class HostList(Body):
     hosts: tuple[HostRow, ...] = ()
+
+
+class SchedulerRow(Body):
+    """One line of ``legionrm schedulers``: a scheduler, what it serves, its queue."""
+
+    name: str
+    default: bool = False
+    nodepools: tuple[str, ...] = ()
+    constraint: str = "true"
+    requests: dict[str, int] = Field(default_factory=dict)  # state -> how many (the caller's own, for a user)
+    instances: int = 0
+    error: str | None = None  # it did not answer: why
+
+
+class SchedulerList(Body):
+    schedulers: tuple[SchedulerRow, ...] = ()
+
+
+class DrainBody(Body):
+    """``POST /hosts/{name}/drain``: why (shown by ``hosts``)."""
+
+    reason: str = Field(..., min_length=1, max_length=500)
+
+
+class HostDrained(Body):
+    host: str
+    drained: str | None = None
+
+
+class ReloadBody(Body):
+    """``POST /reload``: a cluster file's text (and its name, for the messages)."""
+
+    toml: str = Field(..., max_length=4 << 20)
+    source: str = Field("cluster", max_length=4096)
+
+
+class PoolEditBody(Body):
+    """``POST /pools``: one pool created, updated (its ``[[pool]]`` table) or deleted (its ``path``)."""
+
+    op: Literal["create", "update", "delete"]
+    pool: dict[str, Any]
+
+
+class Reloaded(Body):
+    """What a reload (or one pool's change) changed, one line each (none: nothing to do)."""
+
+    changes: tuple[str, ...] = ()
 
 
 class PoolList(Body):

@@ -72,6 +72,7 @@ class ClassSpec(Frozen):
     policy: str | None = None
     policy_args: dict = Field(default_factory=dict)
     qos: str | None = None  # the QoS of a request whose first object is of this class and that chooses none
+    scheduler: str | None = Field(None, min_length=1, max_length=64)  # the scheduler its requests go to (None: the default)
 
 
 class CollectionSettings(Frozen):
@@ -107,6 +108,14 @@ class PoolSpec(Frozen):
     default: bool = False
 
 
+class PoolChange(Frozen):
+    """One live change to a running system's pools (``legionrm reload``, ``legionrm pools
+    create|update|delete``): ``spec`` is the pool as it should be (for a delete, its path)."""
+
+    op: Literal["create", "update", "delete"]
+    spec: PoolSpec
+
+
 class RunnerSpec(Frozen):
     """The ``[runner]`` table: how ``Command`` work runs on the Ray nodes
     (legionrm.hostobj.runner; docs/runner.md).  ``run_as = "service"`` runs
@@ -130,23 +139,42 @@ class QueueSpec(Frozen):
     blocked request blocks everything behind it) or ``greedy`` (whatever
     fits goes).  ``order``: ``site`` (the queue's priority order) or
     ``submit`` (submission order).  ``default_walltime_s``: the walltime of
-    work that gives none (None: it holds its cpus for ever)."""
+    work that gives none (None: it holds its cpus for ever).
+
+    How long finished requests stay in the live book: a finished request
+    leaves it (its accounting records stay: ``legionrm history``) once it
+    ended more than ``history_keep_s`` ago or more than ``history_keep``
+    requests ended after it; ``legionrm list`` shows the live and recent
+    ones, ``list --all`` every one kept."""
 
     policy: Literal["easy", "fcfs", "greedy"] = "easy"
     backfill_depth: int = Field(1, ge=0, le=1000)
     order: Literal["site", "submit"] = "site"
     default_walltime_s: float | None = Field(None, gt=0, le=10 * 366 * 86_400.0, allow_inf_nan=False)
-
-
-class SchedulerTable(Frozen):
-    """The ``[scheduler]`` table of the cluster file: how long finished
-    requests stay in the live book.  A finished request leaves it (its
-    accounting records stay: ``legionrm history``) once it ended more than
-    ``history_keep_s`` ago or more than ``history_keep`` requests ended after
-    it; ``legionrm list`` shows the live and recent ones, ``list --all`` every one kept."""
-
     history_keep_s: float = Field(86_400.0, ge=0, le=366 * 86_400.0, allow_inf_nan=False)
     history_keep: int = Field(1000, ge=0, le=10_000_000)
+
+
+SCHEDULER_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
+"""A scheduler's name: it becomes the Ray actor ``scheduler:NAME``."""
+DEFAULT_SCHEDULER = "default"
+"""The one scheduler of a cluster file without ``[[scheduler]]`` tables."""
+
+
+class SchedulerSpec(Frozen):
+    """One ``[[scheduler]]`` table: a scheduler and the hosts it serves, by
+    ``nodepools`` (none: every nodepool) and a MIL ``constraint`` (both must
+    hold).  Schedulers may share hosts; the hosts arbitrate between them."""
+
+    name: str = Field(DEFAULT_SCHEDULER, pattern=SCHEDULER_NAME)
+    nodepools: tuple[str, ...] = ()
+    constraint: str = Field("true", max_length=4000)
+
+    def serves(self) -> str:
+        """The MIL that picks the resources this scheduler plans over: every
+        vault, and the hosts of its nodepools that meet its constraint."""
+        pools = " or ".join(f'$nodepool == "{p}"' for p in self.nodepools) or "true"
+        return f'$kind != "host" or (({pools}) and ({self.constraint}))'
 
 
 class ClusterSpec(Frozen):
@@ -161,8 +189,12 @@ class ClusterSpec(Frozen):
     pools: tuple[PoolSpec, ...] = ()  # the [[pool]] tables (scheduler.wiring.pool_gate); none: no admission control
     runner: RunnerSpec = RunnerSpec()  # the [runner] table
     qos: tuple[dict[str, Any], ...] = ()  # the [[qos]] tables, checked (scheduler.priority.site_settings)
-    queue: QueueSpec = QueueSpec()  # the [queue] table
-    scheduler: SchedulerTable = SchedulerTable()  # the [scheduler] table: the live book's history
+    queue: QueueSpec = QueueSpec()  # the [queue] table (and the live book's history)
+    schedulers: tuple[SchedulerSpec, ...] = ()  # the [[scheduler]] tables; none: one scheduler, "default"
+
+    def scheduler_specs(self) -> tuple[SchedulerSpec, ...]:
+        """The schedulers this cluster runs, the default first (never empty)."""
+        return self.schedulers or (SchedulerSpec(),)
 
     def default_pool(self) -> str | None:
         """The path of the pool marked ``default``, if any."""
@@ -204,13 +236,13 @@ class SchedulerSettings(Frozen):
 
     @property
     def history_keep_s(self) -> float:
-        """How long a finished request stays in the live book (the ``[scheduler]`` table's)."""
-        return self.cluster.scheduler.history_keep_s
+        """How long a finished request stays in the live book (the ``[queue]`` table's)."""
+        return self.cluster.queue.history_keep_s
 
     @property
     def history_keep(self) -> int:
-        """How many finished requests the live book keeps at most (the ``[scheduler]`` table's)."""
-        return self.cluster.scheduler.history_keep
+        """How many finished requests the live book keeps at most (the ``[queue]`` table's)."""
+        return self.cluster.queue.history_keep
 
     @property
     def cycle_interval_s(self) -> float:

@@ -152,6 +152,7 @@ class HeldReservation(Frozen):
     user: str
     expires_at: float
     holders: tuple[str, ...] = ()
+    issuer: str = ""  # the scheduler (its holder's enactor) that asked for it: only that one audits it
 
 
 class ResourceAudit(Frozen):

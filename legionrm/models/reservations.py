@@ -87,6 +87,10 @@ class InstanceRef(Frozen):
     work: bool = False
     """Run by its host's runner as its owner's OS account (a ``Command``): its
     host keeps its result (``work_results``) and output (``work_output``)."""
+    scheduler: str = ""
+    """Who issued the reservation it runs on (its holder's ``enactor``: a
+    scheduler's name, or its elastic cycle's): only that scheduler sweeps and
+    audits it.  Empty for instances started before schedulers were named."""
 
 
 # --- host objects: batched starts (hostobj) -----------------------------------

@@ -135,6 +135,9 @@ class SchedulingRequest(Frozen):
     (:mod:`legionrm.scheduler.priority.multifactor`).  Anyone else's request that sets it is refused."""
     hold: Literal["user", "admin"] | None = None
     """Held (by its user or by an administrator): it waits, unconsidered, until released."""
+    scheduler: str | None = Field(None, min_length=1, max_length=64)
+    """The scheduler this request is for (its top-level ``scheduler = "NAME"``);
+    None: the one its class object names, else the cluster's default."""
 
     @model_validator(mode="after")
     def _walltimes(self) -> "SchedulingRequest":

@@ -18,7 +18,6 @@ import ray
 
 from legionrm import codes
 from legionrm.auth import CallSigner, signed
-from legionrm.auth.actordoor import ActorDoor
 from legionrm.auth.guard import SCHEDULER as SCHEDULER_AGENT
 from legionrm.auth.guard import Guard, load_agent
 from legionrm.collection.actor import RemoteCollection
@@ -42,11 +41,11 @@ from legionrm.models import (
     Refusal,
     RequestInfo,
     ReservedStart,
-    Resources,
     ScheduleAttempt,
     ScheduleProposal,
     SchedulerResponse,
     SchedulerSettings,
+    SchedulerSpec,
     SchedulerStatus,
     ScheduleSuite,
     SchedulingRequest,
@@ -55,11 +54,11 @@ from legionrm.models import (
 )
 from legionrm.naming import (
     ENACTOR,
-    POOLS,
     SCHEDULER,
     class_name,
     host_name,
     named_actor,
+    scheduler_name,
 )
 from legionrm.objstate.actor import RayStatePort
 from legionrm.scheduler.audit import audit
@@ -68,6 +67,8 @@ from legionrm.scheduler.door import SchedulerDoor, own_report, status_for
 from legionrm.scheduler.elastic import CycleRunner, HostStopper
 from legionrm.scheduler.ports import PoolGate
 from legionrm.scheduler.priority.calls import QueueCalls
+from legionrm.scheduler.several import ServedCollection
+from legionrm.scheduler.several.actor import PoolActor, RemotePoolGate  # noqa: F401 - re-exported (system.py)
 from legionrm.scheduler.watch import HostWatch
 from legionrm.scheduler.watch.calls import HistoryCalls, WorkCalls
 from legionrm.scheduler.wiring import SchedulerPorts, wire
@@ -81,7 +82,7 @@ CALL_TIMEOUT_S = 120.0
 class RemoteEnactor:
     """``enact_schedule`` on an Enactor actor, with this scheduler as approver."""
 
-    def __init__(self, handle: Any, approver: tuple[Any, str] | None = None, *, signer: CallSigner | None = None,
+    def __init__(self, handle: Any, approver: tuple[Any, ...] | None = None, *, signer: CallSigner | None = None,
                  abandon: Callable[[str], object] | None = None) -> None:
         self.handle = handle
         self.approver = approver
@@ -169,82 +170,6 @@ def ray_watch(carriers: dict[str, Any], signer: CallSigner | None = None) -> Hos
     return HostWatch(carrier, every)
 
 
-@ray.remote(num_cpus=0, max_concurrency=4)
-class PoolActor:
-    """The one owner of a system's resource-pool accounting: every Scheduler
-    actor (and its elastic cycle) admits and releases through it, so they
-    share one set of pool totals.  Holds one pool gate and forwards.  With a
-    home, only the Scheduler (or an administrator) changes the accounts; any
-    verified caller may read the pool totals (no one's requests in them)."""
-
-    def __init__(self, gate: PoolGate, auth_home: str | None = None) -> None:
-        self.gate = gate
-        self.door = ActorDoor(Guard.for_home(auth_home, by=POOLS) if auth_home else None, "pools")
-
-    def ping(self) -> str:
-        return "ok"
-
-    def admit(self, request: SchedulingRequest, proof: Any = None) -> Refusal | None:
-        self.door.require_system(proof, "admit", {"request": request}, agents=(SCHEDULER_AGENT,))
-        return self.gate.admit(request)
-
-    def release(self, request_id: str, proof: Any = None) -> None:
-        self.door.require_system(proof, "release", {"request_id": request_id}, agents=(SCHEDULER_AGENT,))
-        self.gate.release(request_id)
-
-    def held(self, proof: Any = None) -> dict[str, str]:
-        """Request id -> pool: whose work is admitted where (the Scheduler or an administrator)."""
-        self.door.require_system(proof, "held", {}, admin=True, agents=(SCHEDULER_AGENT,))
-        held = getattr(self.gate, "held", None)
-        return held() if callable(held) else {}
-
-    def report(self, proof: Any = None) -> dict[str, dict[str, Any]]:
-        self.door.caller(proof, "report", {})
-        report = getattr(self.gate, "report", None)
-        return report() if callable(report) else {}
-
-    def capacity(self, proof: Any = None) -> dict[str, float] | None:
-        self.door.caller(proof, "capacity", {})
-        cap = getattr(self.gate, "capacity", None)
-        return dict(cap) if isinstance(cap, dict) else None
-
-    def set_capacity(self, capacity: Resources, proof: Any = None) -> None:
-        self.door.require_system(proof, "set_capacity", {"capacity": capacity}, admin=True, agents=(SCHEDULER_AGENT,))
-        set_capacity = getattr(self.gate, "set_capacity", None)
-        if callable(set_capacity):
-            set_capacity(capacity)
-
-
-class RemotePoolGate:
-    """A pool gate over the :class:`PoolActor` (the Scheduler's view of the shared pools)."""
-
-    def __init__(self, handle: Any, signer: CallSigner | None = None) -> None:
-        self.handle, self.signer = handle, signer
-
-    def _call(self, method: str, args: dict[str, Any]) -> Any:
-        proof = signed(self.signer, method, args, to=POOLS)
-        return ray.get(getattr(self.handle, method).remote(*args.values(), proof=proof), timeout=CALL_TIMEOUT_S)
-
-    def admit(self, request: SchedulingRequest) -> Refusal | None:
-        return self._call("admit", {"request": request})
-
-    def release(self, request_id: str) -> None:
-        self._call("release", {"request_id": request_id})
-
-    def held(self) -> dict[str, str]:
-        return self._call("held", {})
-
-    def report(self) -> dict[str, dict[str, Any]]:
-        return self._call("report", {})
-
-    @property
-    def capacity(self) -> dict[str, float] | None:
-        return self._call("capacity", {})
-
-    def set_capacity(self, capacity: Resources) -> None:
-        self._call("set_capacity", {"capacity": capacity})
-
-
 @ray.remote(num_cpus=0, max_concurrency=8, concurrency_groups={"control": 4})
 class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls):
     """``cluster`` (optional) brings the ``[fairshare]`` policy for the elastic
@@ -261,11 +186,12 @@ class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls):
         self._carriers = dict(carriers or {})
         self._vaults = dict(vault_actors or {})
         self._class_actors = dict(class_actors or {})
+        self._actor_name = scheduler_name(name)  # whom the Enactor's approvals are made out to
         self.auth_home = auth_home
         # the Scheduler signs its own calls (Collection, Enactor, pools, hosts) as the scheduler agent
         self._signer = CallSigner(load_agent(auth_home, SCHEDULER_AGENT), time.time) if auth_home else None
         if pool_owner is not None:  # the system's shared pools, owned by one PoolActor
-            pools = RemotePoolGate(pool_owner, self._signer)
+            pools = RemotePoolGate(pool_owner, self._signer, name)
         cluster = cluster or ClusterSpec()
         if classes is not None:  # the classes this Scheduler places (the cluster's, as the system passes them)
             cluster = cluster.model_copy(update={"classes": tuple(classes)})
@@ -286,8 +212,11 @@ class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls):
         assert wired.mobility is not None and wired.cycle is not None  # both ports were given
         self.mobility, self.cycle = wired.mobility, wired.cycle
         # the door every user-facing call goes through (open without a home: no authentication)
-        self.door = SchedulerDoor(self.core, Guard.for_home(auth_home, by=SCHEDULER) if auth_home else None,
-                                  mobility=self.mobility)
+        # proofs are made out to this actor (scheduler:NAME); the default scheduler also hears
+        # "scheduler", what a caller of a single-scheduler system signs to
+        default = name in (SCHEDULER, cluster.scheduler_specs()[0].name)
+        guard = Guard.for_home(auth_home, by=scheduler_name(name), audience=(SCHEDULER,) if default else ())
+        self.door = SchedulerDoor(self.core, guard if auth_home else None, mobility=self.mobility)
         self.runner = CycleRunner(self.cycle)
         self.runner.start()
         self._ticking = threading.Event()
@@ -312,7 +241,8 @@ class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls):
         """The Enactor actor ``handle``, its enactments confirmed by this actor's ``approve`` method
         (the Scheduler's approval, or ``approve_growth`` for the elastic cycle's)."""
         self_handle = ray.get_runtime_context().current_actor
-        return RemoteEnactor(handle, (self_handle, approve), signer=self._signer, abandon=self._abandon_enactment)
+        return RemoteEnactor(handle, (self_handle, approve, self._actor_name), signer=self._signer,
+                             abandon=self._abandon_enactment)
 
     def _abandon_enactment(self, request_id: str) -> int:
         """Ask every host, host group and vault to cancel the unheld
@@ -417,6 +347,23 @@ class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls):
         """A request's status events after ``cursor`` (what ``show --follow`` polls)."""
         return self.door.events_since(request_id, cursor, proof)
 
+
+    @ray.method(concurrency_group="control")
+    def drain(self, host: str, reason: str | None, proof: Any = None) -> bool:
+        """Drain ``host`` for ``reason`` (it finishes its work and takes no new work),
+        or with None resume it: an administrator's.  False: no actor carries it."""
+        self.door.require_admin(proof, "drain", {"host": host, "reason": reason}, "vary_hosts")
+        handle = self._carriers.get(host) or named_actor(host_name(host))
+        return handle is not None and RemoteCarrier(handle, self._signer, host).set_drain(host, reason)
+
+    @ray.method(concurrency_group="control")
+    def serve(self, spec: SchedulerSpec, proof: Any = None) -> None:
+        """Plan over the hosts ``spec`` serves from now on (``legionrm reload``): an administrator's."""
+        self.door.require_admin(proof, "serve", {"spec": spec}, "vary_hosts")
+        current = self.core.getCollection()
+        served = ServedCollection(getattr(current, "source", current), spec)
+        self.core.setCollection(served)
+        self.cycle.collection = served
 
     def tick(self, proof: Any = None) -> int:
         """Watch and re-plan now (normally the timer does): an administrator's."""

@@ -12,6 +12,7 @@ hooked in after construction; ``setEnactor`` swaps it.  Pure: no Ray.
 from __future__ import annotations
 
 import threading
+from typing import Callable
 
 from legionrm.models import (
     EnactRequest,
@@ -32,11 +33,15 @@ class Enactment:
     ``enactor_for`` builds the Enactor from this enactment's :meth:`approve`;
     ``stopper`` stops instances (None: nothing is stopped, as in a dry
     system); ``token_timeout_s`` is how long a reservation's token may wait
-    for its start.  Thread-safe: each enactment under way is known by its id."""
+    for its start; ``issued`` tells its own reservations from other
+    schedulers'.  Thread-safe: each enactment under way is known by its id."""
 
     def __init__(self, enactor_for: EnactorFor, stopper: Stopper | None = None, *, name: str = "scheduler",
-                 token_timeout_s: float = 30.0) -> None:
+                 token_timeout_s: float = 30.0, issued: Callable[[str], bool] | None = None) -> None:
         self.name = name
+        self.issued: Callable[[str], bool] = issued or (lambda issuer: True)
+        """Whether a reservation's issuer is this scheduler (it sweeps and audits only those):
+        :func:`~legionrm.scheduler.several.issued_by`; without, every one is."""
         self.token_timeout_s = token_timeout_s
         self._stopper = stopper
         self._lock = threading.Lock()

@@ -385,7 +385,7 @@ class Scheduler:
         """Stop what hosts run that nobody knows (see :func:`~legionrm.scheduler.watch.orphans`); returns their ids."""
         also = self._also_running() if self._also_running is not None else set()
         return sweep_orphans(self._watch, self.book, also, self._clock() - self.orphan_grace_s,
-                             self.enactment.stop)
+                             self.enactment.stop, self.enactment.issued)
 
     # --- one attempt ------------------------------------------------------------
 

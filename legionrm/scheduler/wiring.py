@@ -25,7 +25,7 @@ from typing import Callable
 
 from legionrm.errors import SchedulingError
 from legionrm.events.triggers import Triggers
-from legionrm.models import ClusterSpec, Refusal, SchedulerSettings, SchedulingRequest
+from legionrm.models import ClusterSpec, Refusal, SchedulerSettings, SchedulerSpec, SchedulingRequest
 from legionrm.scheduler.accounts import Accounts
 from legionrm.scheduler.elastic import ElasticCycle
 from legionrm.scheduler.enactment import Enactment
@@ -45,9 +45,12 @@ from legionrm.scheduler.ports import (
 )
 from legionrm.scheduler.requests import RequestBook
 from legionrm.scheduler.scheduler import Scheduler
+from legionrm.scheduler.several import ServedCollection, issued_by
 from legionrm.scheduler.sharegate import ShareGate
 from legionrm.scheduler.watch import Results
 from legionrm.state import AccountingStore, ElasticStore, RequestStore
+
+SERVES_ALL = SchedulerSpec().serves()
 
 __all__ = ["SchedulerPorts", "SchedulerSettings", "Wired", "core_for_cluster", "pool_gate", "wire"]
 
@@ -101,21 +104,27 @@ def wire(settings: SchedulerSettings, ports: SchedulerPorts) -> Wired:
     triggers = Triggers(clocked=True)  # status events: every change the book records is fired there
     book = RequestBook(clock, ports.store, listener=triggers.fire, keep_s=settings.history_keep_s,
                        keep=settings.history_keep)
-    collection: Swappable[SnapshotSource] = Swappable(ports.collection)
+    # a scheduler of the cluster's plans over the hosts it serves (its nodepools, its constraint)
+    served = next((s for s in cluster.scheduler_specs() if s.name == settings.name and s.serves() != SERVES_ALL), None)
+    source = ServedCollection(ports.collection, served) if served is not None else ports.collection
+    collection: Swappable[SnapshotSource] = Swappable(source)
     planner = Planner({c.name: c for c in cluster.classes}, max_masters=settings.max_masters,
                       max_deltas=settings.max_deltas, clock=clock)
-    enactment = Enactment(ports.enactor, ports.stopper, name=settings.name, token_timeout_s=settings.token_timeout_s)
+    enactment = Enactment(ports.enactor, ports.stopper, name=settings.name, token_timeout_s=settings.token_timeout_s,
+                          issued=issued_by(settings.name, cluster))
     # deactivate / activate / migrate: states move between the hosts' instances and the vaults' stores
     mobility = (Mobility(book, planner, collection, enactment, ports.objects, clock=clock)
                 if ports.objects is not None else None)
-    accounts = Accounts(ports.pools or OpenGate(), ShareGate.from_core(core_for_cluster(cluster)), collection,
+    # the pools are the whole cluster's, shared by every scheduler: they follow every host's capacity
+    whole = collection if served is None else Swappable(ports.collection)
+    accounts = Accounts(ports.pools or OpenGate(), ShareGate.from_core(core_for_cluster(cluster)), whole,
                         name=settings.name, on_finish=mobility.forget if mobility is not None else None,
                         owner_gate=ports.owner_gate)
     cycle = None
     if ports.grow is not None:  # its growth is confirmed by the actor's approve_growth: the DUCC core decided it
         if ports.stopper is None:
             raise SchedulingError(f"scheduler {settings.name!r}: an elastic cycle needs a stopper (ports.stopper)")
-        cycle = ElasticCycle(core_for_cluster(cluster), ports.grow, ports.stopper, ports.collection,
+        cycle = ElasticCycle(core_for_cluster(cluster), ports.grow, ports.stopper, source,
                              clock=clock, interval_s=settings.cycle_interval_s, name=f"{settings.name}-cycle",
                              token_timeout_s=settings.token_timeout_s, pools=accounts.pools,
                              store=ports.cycle_store, watch=ports.watch)

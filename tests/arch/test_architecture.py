@@ -39,7 +39,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ENGINES[:3] + ("legionrm.scheduler.planning.pipeline", "legionrm.scheduler.ports", "legionrm.scheduler.requests",
                    "legionrm.scheduler.confirm", "legionrm.scheduler.replan"),
     ("legionrm.scheduler.priority",),  # the site's order over the book's entries (the queue and config read it)
-    ("legionrm.scheduler.watch", "legionrm.scheduler.queue"),
+    ("legionrm.scheduler.watch", "legionrm.scheduler.queue", "legionrm.scheduler.several"),
     ("legionrm.scheduler.elastic", "legionrm.scheduler.planning.snaptables", "legionrm.config", "legionrm.request_file",
      "legionrm.scheduler.planning.window"),
     ("legionrm.scheduler.planning.engine_feed",),
@@ -50,7 +50,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.scheduler.scheduler",),
     ("legionrm.scheduler.mobility",),
     ("legionrm.scheduler.door", "legionrm.scheduler.wiring"),
-    ("legionrm.scheduler.audit",),
+    ("legionrm.scheduler.audit", "legionrm.scheduler.several.actor"),
     ("legionrm.scheduler.actor", "legionrm.inprocess"),
     ("legionrm.replay",),  # trace replay: over the in-process system
     ("legionrm.system",),

@@ -5,7 +5,10 @@ class objects, pools and allotments.
 objects, pools and allotments it books against, and with its own books
 (:mod:`~legionrm.scheduler.audit.books`), and returns every disagreement as
 a :class:`Finding` (empty: the books balance).  It reads; it changes
-nothing (:mod:`~legionrm.scheduler.audit.repair` does).  Checked here:
+nothing (:mod:`~legionrm.scheduler.audit.repair` does).  With several
+schedulers, each audits the instances and reservations it issued
+(:func:`~legionrm.scheduler.several.issued_by`) and the pool allocations it
+holds.  Checked here:
 
 * ``host.over_capacity``: no host's calendar holds more than its capacity now;
 * ``instance.orphan``: every instance a host runs belongs to a running
@@ -67,10 +70,12 @@ def audit(scheduler: Scheduler, resources: Iterable[ResourceAudit], classes: Map
                                     detail=f"uses {list(v.used)} of {list(v.capacity)}"))
         for ref in v.instances:
             on_hosts[ref.instance_id] = v.name
-            if ref.instance_id not in known:
+            if ref.instance_id not in known and scheduler.enactment.issued(ref.scheduler):
                 out.append(AuditFinding(code=codes.INSTANCE_ORPHAN, subject=ref.instance_id,
                                         detail=f"runs on {v.name} for no running request"))
         for r in v.reservations:
+            if not scheduler.enactment.issued(r.issuer):  # another scheduler's: it audits its own
+                continue
             if r.holders:
                 # a host's holders are instance ids (a vault's are its own use ids)
                 if v.kind == "host" and not set(r.holders) & known:
@@ -99,9 +104,10 @@ def _accounts(scheduler: Scheduler, elastic: set[str] | None = None) -> list[Aud
     active = {e.id for e in scheduler.book.entries() if e.state in ("admitted", "placing", "reserved", "running")}
     held = getattr(scheduler.accounts.pools, "held", None)
     if callable(held):
-        charged = {rid for rid in held() if not rid.startswith("elastic:")}
+        mine = set(held())
+        charged = {rid for rid in mine if not rid.startswith("elastic:")}
         if elastic is not None:
-            jobs = {rid.removeprefix("elastic:") for rid in held() if rid.startswith("elastic:")}
+            jobs = {rid.removeprefix("elastic:") for rid in mine if rid.startswith("elastic:")}
             for jid in sorted(jobs - elastic):
                 out.append(AuditFinding(code=codes.POOL_ALLOCATION, subject=f"elastic:{jid}",
                                         detail="holds a pool allocation but is no elastic job"))
@@ -113,13 +119,14 @@ def _accounts(scheduler: Scheduler, elastic: set[str] | None = None) -> list[Aud
         for rid in sorted(active - charged):
             out.append(AuditFinding(code=codes.POOL_ALLOCATION, subject=rid, detail="is admitted but holds no pool allocation"))
         report = scheduler.accounts.pools.report()
-        if not held():
+        every = set(getattr(scheduler.accounts.pools, "held_all", held)())  # what every scheduler holds
+        if not every:
             for path, entry in report.items():
                 alloc = entry.get("allocation", {})
                 if any(abs(float(v)) > EPS for v in alloc.values()):
                     out.append(AuditFinding(code=codes.POOL_ALLOCATION, subject=path,
                                             detail=f"allocation {alloc} with nothing admitted"))
-        elif "/" in report and len(charged) == len(held()):  # no elastic allocation: the cpus are the book's
+        elif "/" in report and every == charged:  # no elastic allocation, no other scheduler's: the cpus are the book's
             booked = float(report["/"].get("allocation", {}).get("cpu", 0.0))
             asked = sum(e.cpus() for rid in charged & active if (e := scheduler.book.get(rid)) is not None)
             if abs(booked - asked) > EPS:

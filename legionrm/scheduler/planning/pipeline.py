@@ -173,6 +173,19 @@ class AvoidFilter:
         return FilterVerdict(keep, codes.REPLAN_AVOIDED, "refused this request in an earlier schedule; avoided on re-plan")
 
 
+class DrainedFilter:
+    """Hosts an administrator drained (``legionrm drain HOST --reason``): they
+    finish their work and take no new work (the host itself refuses too)."""
+
+    name = "drained"
+
+    def apply(self, ctx: PlanContext, hosts: HostTable) -> FilterVerdict:
+        if ctx.snap is None:
+            return FilterVerdict(np.ones(len(hosts), bool))
+        keep = ctx.snap.numeric("drained", hosts.row, 0.0) == 0
+        return FilterVerdict(keep, codes.HOST_DRAINED, "drained by an administrator: it takes no new work")
+
+
 IMPL_ATTR = "_impl"
 """The instance argument that carries the chosen implementation's entry point
 to the class object (the Scheduler sets it per placement)."""
@@ -258,9 +271,9 @@ class LoadRanker:
 # explanation says so before "busy now" reasons; the calendar last, as it
 # only matters for hosts that have room now; ``avoid`` after them all, so a
 # host refused for what it is or holds says so, not "avoided" (it acts only
-# on a re-plan after every master failed).
+# on a re-plan after every master failed).  A drained host is out first: nothing else about it matters now.
 DEFAULT_FILTERS: tuple[HostFilter, ...] = (
-    ClassHostListFilter(), ImplementationFilter(), TotalCapacityFilter(), FreeCapacityFilter(), CalendarFilter(),
+    DrainedFilter(), ClassHostListFilter(), ImplementationFilter(), TotalCapacityFilter(), FreeCapacityFilter(), CalendarFilter(),
     AvoidFilter(),
 )
 # Rankers in priority order: the user's own rank first (what the user prefers

@@ -23,11 +23,12 @@ below, not its modules.
 
 from legionrm.scheduler.pools.file import run_file
 from legionrm.scheduler.pools.gate import RespoolGate, capacity_vector, tree_for_cluster
+from legionrm.scheduler.pools.live import changes_between, reconfigured, refused_or_reconfigured, specs_of
 from legionrm.scheduler.pools.respool import ResourcePoolTree, gang_from_request
-from legionrm.scheduler.pools.spec import build_tree, parse_pools
+from legionrm.scheduler.pools.spec import build_tree, parse_pools, pool_spec
 from legionrm.scheduler.pools.vec import KINDS
 
 __all__ = [
     "KINDS", "ResourcePoolTree", "RespoolGate", "build_tree", "capacity_vector", "gang_from_request", "parse_pools",
-    "run_file", "tree_for_cluster",
+    "run_file", "tree_for_cluster", "changes_between", "reconfigured", "refused_or_reconfigured", "specs_of", "pool_spec",
 ]

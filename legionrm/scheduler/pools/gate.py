@@ -183,6 +183,11 @@ class RespoolGate:
         with self._lock:
             return as_dict(self._capacity)
 
+    @property
+    def tree(self) -> ResourcePoolTree:
+        """The pools themselves: changed only on a copy of the gate (:func:`~legionrm.scheduler.pools.live.reconfigured`)."""
+        return self._tree
+
     def held(self) -> dict[str, str]:
         """Admitted request ids (not yet released) -> the leaf each is charged to."""
         with self._lock:

@@ -109,15 +109,16 @@ def orphans(running: Iterable[InstanceRef], known: set[str], now: float, grace_s
 
 
 def sweep_orphans(watch: Any, book: RequestBook, also: set[str], before: float,
-                  stop: Callable[[InstanceRef, str], None]) -> list[str]:
+                  stop: Callable[[InstanceRef, str], None], mine: Callable[[str], bool] = lambda _: True) -> list[str]:
     """Stop what the hosts run that no running request knows (nor ``also``
-    names), started before ``before``; returns their ids.  Nothing when the
-    watch cannot list every instance."""
+    names), started before ``before``, among the instances whose issuer is
+    ``mine`` (another scheduler's are never stopped); returns their ids.
+    Nothing when the watch cannot list every instance."""
     listing = getattr(watch, "all_instances", None)
     if not callable(listing):
         return []
     known = {r.instance_id for r in book.running_instances()} | also
-    found = orphans(listing(), known, before, 0.0)
+    found = orphans([r for r in listing() if mine(r.scheduler)], known, before, 0.0)
     for ref in found:
         stop(ref, "orphan: no running request knows it")
     return [r.instance_id for r in found]

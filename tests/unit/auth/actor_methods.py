@@ -31,13 +31,14 @@ _RESOURCE_COMMON = {
     "ping": OPEN, "make_reservations": ATTESTED, "cancel_reservations": OWN, "cancel_requests": SYSTEM,
     "audit_views": SYSTEM, "heartbeat": SYSTEM, "expire": SYSTEM, "shutdown": ADMIN,
 }
+_HOSTS_COMMON = {"drain": SYSTEM}  # drain or resume a host: the Scheduler (for an administrator) or an admin
 
 METHODS: dict[str, dict[str, str]] = {
-    "HostActor": {**_RESOURCE_COMMON, "make_reservation": ATTESTED, "check_reservation": OWN,
+    "HostActor": {**_RESOURCE_COMMON, **_HOSTS_COMMON, "make_reservation": ATTESTED, "check_reservation": OWN,
                   "cancel_reservation": OWN, "start_object": ENACTOR, "start_objects": ENACTOR, "stop_object": OWN,
                   "stop_objects": OWN, "list_instances": VIEW, "reservations": VIEW, "record": VIEW, "state": VIEW,
                   "save_object": SYSTEM, "restore_object": SYSTEM, "work_results": SYSTEM, "work_output": SYSTEM},
-    "HostGroupActor": {**_RESOURCE_COMMON, "check_reservations": OWN, "start_objects": ENACTOR, "stop_objects": OWN,
+    "HostGroupActor": {**_RESOURCE_COMMON, **_HOSTS_COMMON, "check_reservations": OWN, "start_objects": ENACTOR, "stop_objects": OWN,
                        "list_instances": VIEW, "names": VIEW, "records": VIEW,
                        "save_object": SYSTEM, "restore_object": SYSTEM},
     "VaultActor": {**_RESOURCE_COMMON, "make_reservation": ATTESTED, "check_reservation": OWN,
@@ -56,9 +57,10 @@ METHODS: dict[str, dict[str, str]] = {
         "approve": ENACTOR, "approve_growth": ENACTOR,
         "audit": ADMIN, "tick": ADMIN, "run_cycle": ADMIN, "stop_cycle": ADMIN, "setCollection": ADMIN,
         "setEnactor": ADMIN, "hold": OWN, "release": OWN, "update": ADMIN, "top": ADMIN, "share": VIEW, "prio": VIEW,
+        "drain": ADMIN, "serve": ADMIN,
     },
     "PoolActor": {"ping": OPEN, "admit": SYSTEM, "release": SYSTEM, "held": SYSTEM, "set_capacity": SYSTEM,
-                  "report": ANY, "capacity": ANY},
+                  "report": ANY, "capacity": ANY, "specs": ANY, "reconfigure": ADMIN},
     "CollectionActor": {"ping": OPEN, "authenticated": OPEN, "join": RESOURCE, "update": RESOURCE,
                         "update_many": RESOURCE, "leave": RESOURCE, "vary_off": ADMIN, "vary_on": ADMIN,
                         "add_subcollection": ADMIN, "shutdown": ADMIN, "query": VIEW, "record": VIEW,

@@ -152,7 +152,7 @@ def test_hosts_prints_name_state_cpus_memory_load_owner_policy_pool(ann, capsys)
     assert run("hosts")[0] == 0
     header = capsys.readouterr().out.splitlines()[0].split("  ")
     assert [h.strip() for h in header if h.strip()] == ["name", "state", "cpus free/total", "memory GB", "load",
-                                                        "owner policy", "pool"]
+                                                        "owner policy", "pool", "drained"]
     assert run("hosts", "--json")[0] == 0
     row = json.loads(capsys.readouterr().out)["hosts"][0]
     assert {"name", "state", "cpus_free", "cpus_total", "memory_gb", "load", "owner_policy", "pool"} <= set(row)

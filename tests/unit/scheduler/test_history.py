@@ -12,7 +12,7 @@ from legionrm.errors import ConfigError, SchedulingError
 from legionrm.config import parse_cluster
 from legionrm.inprocess import LocalSystem
 from legionrm.scheduler.door import events_since
-from legionrm.models import ClusterSpec, SchedulerSettings, SchedulerTable
+from legionrm.models import ClusterSpec, QueueSpec, SchedulerSettings
 from legionrm.scheduler.wiring import pool_gate
 from legionrm.scheduler.watch.settle import list_page
 from legionrm.state import RequestStore
@@ -22,7 +22,7 @@ from tests.unit.scheduler.test_lifecycle import cluster, req
 
 def system(tmp_path=None, keep: int = 1000, keep_s: float = 86_400.0) -> tuple[LocalSystem, FakeClock]:
     clock = FakeClock()
-    spec = cluster().model_copy(update={"scheduler": SchedulerTable(history_keep=keep, history_keep_s=keep_s)})
+    spec = cluster().model_copy(update={"queue": QueueSpec(history_keep=keep, history_keep_s=keep_s)})
     store = RequestStore(tmp_path / "r.db") if tmp_path is not None else None
     return LocalSystem(spec, clock=clock, pools=pool_gate(spec), store=store,
                        settings=SchedulerSettings(cluster=spec)), clock
@@ -109,12 +109,18 @@ def test_a_bad_cursor_is_named(cursor: str) -> None:
     ({"history_keep_s": "a day"}, False),
     ({"keep": 3}, False),
 ], ids=["good", "negative", "text", "unknown-key"])
-def test_the_scheduler_table_of_the_cluster_file(table: dict, ok: bool) -> None:
-    doc = {"host": [{"name": "h", "attributes": {"cpus": 1}}], "scheduler": table}
+def test_the_queue_table_keeps_the_history_bounds(table: dict, ok: bool) -> None:
+    doc = {"host": [{"name": "h", "attributes": {"cpus": 1}}], "queue": table}
     if ok:
         spec = parse_cluster(doc)
         assert SchedulerSettings(cluster=spec).history_keep == 10
     else:
-        with pytest.raises(ConfigError, match="scheduler"):
+        with pytest.raises(ConfigError, match="queue"):
             parse_cluster(doc)
     assert SchedulerSettings(cluster=ClusterSpec()).history_keep_s == 86_400.0
+
+
+def test_a_scheduler_table_with_the_history_bounds_says_they_moved_to_queue() -> None:
+    doc = {"host": [{"name": "h", "attributes": {"cpus": 1}}], "scheduler": {"history_keep": 10}}
+    with pytest.raises(ConfigError, match=r"history_keep.*\[queue\]"):
+        parse_cluster(doc)

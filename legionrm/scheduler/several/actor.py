@@ -1,0 +1,133 @@
+"""The Ray shells shared by a system's schedulers: the one pool accounting.
+
+:class:`PoolActor` owns the resource pools (Peloton-style) every Scheduler
+actor admits through, so several schedulers share one set of pool totals;
+it books who admitted each request, so each scheduler audits what it holds.
+:class:`RemotePoolGate` is one scheduler's view of it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ray
+
+from legionrm.auth import CallSigner, signed
+from legionrm.auth.actordoor import ActorDoor
+from legionrm.auth.guard import SCHEDULER as SCHEDULER_AGENT
+from legionrm.auth.guard import Guard
+from legionrm.models import PoolChange, PoolSpec, Refusal, Resources, SchedulingRequest
+from legionrm.naming import POOLS
+from legionrm.scheduler.pools import refused_or_reconfigured, specs_of
+from legionrm.scheduler.ports import PoolGate
+
+CALL_TIMEOUT_S = 120.0
+
+
+@ray.remote(num_cpus=0, max_concurrency=4)
+class PoolActor:
+    """The one owner of a system's resource-pool accounting: every Scheduler
+    actor (and its elastic cycle) admits and releases through it, so they
+    share one set of pool totals.  Holds one pool gate and forwards.  With a
+    home, only the Scheduler (or an administrator) changes the accounts; any
+    verified caller may read the pool totals (no one's requests in them)."""
+
+    def __init__(self, gate: PoolGate, auth_home: str | None = None) -> None:
+        self.gate = gate
+        self.door = ActorDoor(Guard.for_home(auth_home, by=POOLS) if auth_home else None, "pools")
+        self.admitted_by: dict[str, str] = {}  # request id -> the scheduler that admitted it (each audits its own)
+        self.last_capacity: Resources | None = None
+
+    def ping(self) -> str:
+        return "ok"
+
+    def admit(self, request: SchedulingRequest, scheduler: str = "", proof: Any = None) -> Refusal | None:
+        self.door.require_system(proof, "admit", {"request": request, "scheduler": scheduler},
+                                 agents=(SCHEDULER_AGENT,))
+        refused = self.gate.admit(request)
+        if refused is None:
+            self.admitted_by[request.request_id] = scheduler
+        return refused
+
+    def release(self, request_id: str, proof: Any = None) -> None:
+        self.door.require_system(proof, "release", {"request_id": request_id}, agents=(SCHEDULER_AGENT,))
+        self.gate.release(request_id)
+        self.admitted_by.pop(request_id, None)
+
+    def held(self, scheduler: str | None = None, proof: Any = None) -> dict[str, str]:
+        """Request id -> pool: whose work is admitted where (the Scheduler or an administrator);
+        with ``scheduler``, only what that scheduler admitted."""
+        self.door.require_system(proof, "held", {"scheduler": scheduler}, admin=True, agents=(SCHEDULER_AGENT,))
+        held = getattr(self.gate, "held", None)
+        out = held() if callable(held) else {}
+        return out if scheduler is None else {r: p for r, p in out.items() if self.admitted_by.get(r, "") == scheduler}
+
+    def report(self, proof: Any = None) -> dict[str, dict[str, Any]]:
+        self.door.caller(proof, "report", {})
+        report = getattr(self.gate, "report", None)
+        return report() if callable(report) else {}
+
+    def capacity(self, proof: Any = None) -> dict[str, float] | None:
+        self.door.caller(proof, "capacity", {})
+        cap = getattr(self.gate, "capacity", None)
+        return dict(cap) if isinstance(cap, dict) else None
+
+    def set_capacity(self, capacity: Resources, proof: Any = None) -> None:
+        self.door.require_system(proof, "set_capacity", {"capacity": capacity}, admin=True, agents=(SCHEDULER_AGENT,))
+        self.last_capacity = capacity  # what a first pool of a system without pools is entitled from
+        set_capacity = getattr(self.gate, "set_capacity", None)
+        if callable(set_capacity):
+            set_capacity(capacity)
+
+    def specs(self, proof: Any = None) -> list[PoolSpec]:
+        """The pools as they run now (after every live change), parents first."""
+        self.door.caller(proof, "specs", {})
+        return list(specs_of(self.gate))
+
+    def reconfigure(self, changes: list[PoolChange], default_pool: str | None | bool = False,
+                    proof: Any = None) -> Refusal | None:
+        """Apply ``changes`` (and the ``default_pool``; False keeps it), all or nothing, through the
+        pool validators (an administrator's): None when applied, else ``reload.refused`` and
+        the pools exactly as they were."""
+        self.door.require_system(proof, "reconfigure", {"changes": changes, "default_pool": default_pool},
+                                 admin=True, agents=())
+        new = refused_or_reconfigured(self.gate, changes, self.last_capacity, default_pool)
+        if isinstance(new, Refusal):
+            return new
+        self.gate = new
+        return None
+
+
+class RemotePoolGate:
+    """A pool gate over the :class:`PoolActor` (the Scheduler ``name``'s view of the shared pools:
+    what it admits is booked as its own, and ``held`` is what it holds)."""
+
+    def __init__(self, handle: Any, signer: CallSigner | None = None, name: str = "") -> None:
+        self.handle, self.signer, self.name = handle, signer, name
+
+    def _call(self, method: str, args: dict[str, Any]) -> Any:
+        proof = signed(self.signer, method, args, to=POOLS)
+        return ray.get(getattr(self.handle, method).remote(*args.values(), proof=proof), timeout=CALL_TIMEOUT_S)
+
+    def admit(self, request: SchedulingRequest) -> Refusal | None:
+        return self._call("admit", {"request": request, "scheduler": self.name})
+
+    def release(self, request_id: str) -> None:
+        self._call("release", {"request_id": request_id})
+
+    def held(self) -> dict[str, str]:
+        return self._call("held", {"scheduler": self.name})
+
+    def held_all(self) -> dict[str, str]:
+        """What every scheduler holds."""
+        return self._call("held", {"scheduler": None})
+
+    def report(self) -> dict[str, dict[str, Any]]:
+        return self._call("report", {})
+
+    @property
+    def capacity(self) -> dict[str, float] | None:
+        return self._call("capacity", {})
+
+    def set_capacity(self, capacity: Resources) -> None:
+        self._call("set_capacity", {"capacity": capacity})
