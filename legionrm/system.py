@@ -49,6 +49,7 @@ from legionrm.models import (  # noqa: E402
     ClusterSpec,
     HostSpec,
     Identity,
+    NodeBinding,
     ObjectStatus,
     QueryResult,
     Refusal,
@@ -385,10 +386,11 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
     the Scheduler.  ``ray_nodes`` maps a host name to a Ray node id: that
     host is the real node (its instances run there as Ray actors);
     ``bind_nodes`` binds every live Ray node so (:func:`ray_node_hosts`), its
-    capacity from Ray's own view of the node.  ``node_vaults_too`` (default:
-    ``bind_nodes``) gives each Ray-node host a vault of its own pinned to its
-    node (:func:`node_vaults`), so objects can rest and move between nodes
-    out of the box.  ``state_dir`` is where the
+    capacity from Ray's own view of the node, and each node that joins later
+    (the default scheduler does: :class:`~legionrm.scheduler.several.actor.NodeJoins`).
+    ``node_vaults_too`` (default: ``bind_nodes``) gives each Ray-node host at
+    boot a vault of its own pinned to its node (:func:`node_vaults`), so
+    objects can rest and move between nodes.  ``state_dir`` is where the
     Scheduler keeps its requests (a restarted Scheduler, or a new boot on the
     same directory, reloads them) and each host group what its hosts granted
     (such a group then restarts too); None keeps them in memory only.
@@ -447,8 +449,10 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
         )
         system.pools = PoolActor.options(**control_plane(POOLS, detached=detached, restarts=RESTARTS)).remote(
             pool_gate(spec), **auth)  # one owner: every scheduler shares it
-        for s in spec.scheduler_specs():  # the default (first) keeps scheduler.db: a single scheduler restarts on it
-            system.schedulers[s.name] = spawn_scheduler(s.name, system, carriers, state_dir, **auth)
+        nodes = NodeBinding(known=dict(ray_nodes or {}), heartbeat_s=hb, detached=detached, state_dir=state_dir and str(
+            state_dir), restarts=RESTARTS if state_dir is not None else 0) if bind_nodes else None  # as nodes join
+        for i, s in enumerate(spec.scheduler_specs()):  # the default (first) keeps scheduler.db, binds the nodes
+            system.schedulers[s.name] = spawn_scheduler(s.name, system, carriers, state_dir, None if i else nodes, **auth)
         system.scheduler = next(iter(system.schedulers.values()))
         system.resources = tuple(sorted({*carriers, *system.vaults}))
         call([h.ping.remote() for h in system.handles()])
@@ -463,7 +467,7 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
 
 
 def spawn_scheduler(name: str, system: System, carriers: dict[str, Any], state_dir: str | Path | None,
-                    **auth: Any) -> Any:
+                    nodes: NodeBinding | None = None, **auth: Any) -> Any:
     """The scheduler ``name`` of ``system`` as the actor ``scheduler:NAME`` (its requests in
     ``scheduler.db`` for the default, ``scheduler-NAME.db`` for the others, under ``state_dir``)."""
     spec = system.spec
@@ -472,7 +476,7 @@ def spawn_scheduler(name: str, system: System, carriers: dict[str, Any], state_d
                                                   restarts=RESTARTS)).remote(
         system.collection, system.enactor, list(spec.classes), pool_owner=system.pools, cluster=spec, name=name,
         carriers=carriers, state_path=str(Path(state_dir) / db) if state_dir is not None else None,
-        vault_actors=system.vaults, class_actors=system.classes, **auth)
+        vault_actors=system.vaults, class_actors=system.classes, nodes=nodes, **auth)
 
 
 JOIN_WAIT_S = 30.0

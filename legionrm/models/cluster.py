@@ -177,6 +177,20 @@ class SchedulerSpec(Frozen):
         return f'$kind != "host" or (({pools}) and ({self.constraint}))'
 
 
+class NodeBinding(Frozen):
+    """How a system bound its Ray nodes as hosts at boot (``up``: every live node), so that
+    the default scheduler binds a node that joins later alike
+    (:class:`~legionrm.scheduler.several.actor.NodeJoins`): the hosts bound then (name -> Ray node id),
+    their heartbeat, whether they outlive the driver, where they keep their state (None:
+    in memory) and how often Ray restarts them."""
+
+    known: dict[str, str] = Field(default_factory=dict)
+    heartbeat_s: float = Field(5.0, gt=0, allow_inf_nan=False)
+    detached: bool = False
+    state_dir: str | None = None
+    restarts: int = Field(0, ge=0)
+
+
 class ClusterSpec(Frozen):
     """A whole cluster file, validated."""
 

@@ -35,6 +35,7 @@ from legionrm.models import (
     EnactRequest,
     EnactResult,
     Identity,
+    NodeBinding,
     ObjectRequest,
     ObjectStatus,
     PlacementFailure,
@@ -69,6 +70,7 @@ from legionrm.scheduler.ports import PoolGate
 from legionrm.scheduler.priority.calls import QueueCalls
 from legionrm.scheduler.several import ServedCollection
 from legionrm.scheduler.several.actor import PoolActor, RemotePoolGate  # noqa: F401 - re-exported (system.py)
+from legionrm.scheduler.several.actor import NodeJoins
 from legionrm.scheduler.watch import HostWatch
 from legionrm.scheduler.watch.calls import HistoryCalls, WorkCalls
 from legionrm.scheduler.wiring import SchedulerPorts, wire
@@ -171,16 +173,19 @@ def ray_watch(carriers: dict[str, Any], signer: CallSigner | None = None) -> Hos
 
 
 @ray.remote(num_cpus=0, max_concurrency=8, concurrency_groups={"control": 4})
-class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls):
+class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls, NodeJoins):
     """``cluster`` (optional) brings the ``[fairshare]`` policy for the elastic
     cycle; ``carriers`` maps host names to the actors that carry them and
-    ``class_actors`` class names to class actors, for stopping instances."""
+    ``class_actors`` class names to class actors, for stopping instances;
+    with ``nodes`` (the default scheduler of a system that bound its Ray
+    nodes) it binds the nodes that join later."""
 
     def __init__(self, collection: Any, enactor: Any, classes: list[ClassSpec] | None = None,
                  pools: PoolGate | None = None, name: str = "scheduler", cluster: ClusterSpec | None = None,
                  carriers: dict[str, Any] | None = None, class_actors: dict[str, Any] | None = None,
                  tick_s: float = 1.0, pool_owner: Any = None, state_path: str | None = None,
-                 vault_actors: dict[str, Any] | None = None, auth_home: str | None = None) -> None:
+                 vault_actors: dict[str, Any] | None = None, auth_home: str | None = None,
+                 nodes: NodeBinding | None = None) -> None:
         if state_path:  # it writes the home: what it (and SQLite) creates is the service's alone
             private_umask()
         self._carriers = dict(carriers or {})
@@ -215,10 +220,12 @@ class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls):
         # proofs are made out to this actor (scheduler:NAME); the default scheduler also hears
         # "scheduler", what a caller of a single-scheduler system signs to
         default = name in (SCHEDULER, cluster.scheduler_specs()[0].name)
-        guard = Guard.for_home(auth_home, by=scheduler_name(name), audience=(SCHEDULER,) if default else ())
-        self.door = SchedulerDoor(self.core, guard if auth_home else None, mobility=self.mobility)
+        guard = Guard.for_home(auth_home, by=scheduler_name(name), audience=(SCHEDULER,) if default else ()) if (
+            auth_home) else None
+        self.door = SchedulerDoor(self.core, guard, mobility=self.mobility)
         self.runner = CycleRunner(self.cycle)
         self.runner.start()
+        self._nodes_from(nodes, collection, cluster)
         self._ticking = threading.Event()
         threading.Thread(target=self._tick_loop, args=(tick_s,), name="scheduler-tick", daemon=True).start()
 
@@ -278,6 +285,7 @@ class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls):
         self._classes_adopt()
         while not self._ticking.wait(every_s):
             try:
+                self._join_nodes()
                 self.core.tick()
             except Exception:  # one bad tick must not stop the watch
                 log.exception("scheduler tick failed")

@@ -7,9 +7,11 @@
   whichever scheduler holds it);
 * ``reload``: what a live reconfiguration changes, decided before anything
   changes;
-* ``actor``: the Ray shell of the one pool accounting every scheduler shares.
+* ``actor``: the Ray shells: the one pool accounting every scheduler
+  shares, and the Ray nodes that join after ``up`` bound as hosts (the
+  default scheduler's actor binds them).
 
-Pure: no Ray.
+Pure but ``actor``.
 """
 
 from legionrm.scheduler.several.reload import ReloadPlan, plan_reload

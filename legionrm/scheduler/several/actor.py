@@ -1,14 +1,30 @@
-"""The Ray shells shared by a system's schedulers: the one pool accounting.
+"""The Ray shells shared by a system's schedulers: the one pool accounting,
+and the Ray nodes that come and go.
 
 :class:`PoolActor` owns the resource pools (Peloton-style) every Scheduler
 actor admits through, so several schedulers share one set of pool totals;
 it books who admitted each request, so each scheduler audits what it holds.
 :class:`RemotePoolGate` is one scheduler's view of it.
+
+Ray nodes that join after ``up`` (issue 27 item 2) become hosts within a
+heartbeat: the default scheduler's actor looks at Ray's nodes once a
+heartbeat (:class:`NodeJoins`) and binds each live node no host is bound to
+(:func:`joined`) as ``up`` binds a node at boot: a host actor
+``host:ray-<id8>`` pinned to the node, its capacity Ray's own view of it,
+joining the Collection on its own (so ``legionrm hosts`` shows it and the
+pools follow the cluster's capacity).  The class objects learn its carrier;
+the Enactor finds it by name.  A node that leaves takes its host actor with
+it: the instance watch ends that host's instances ``lost`` (their work
+``node_lost``), as for any host whose actor died, and the Collection stops
+counting it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+import time
+from pathlib import Path
+from typing import Any, Iterable
 
 import ray
 
@@ -16,8 +32,18 @@ from legionrm.auth import CallSigner, signed
 from legionrm.auth.actordoor import ActorDoor
 from legionrm.auth.guard import SCHEDULER as SCHEDULER_AGENT
 from legionrm.auth.guard import Guard
-from legionrm.models import PoolChange, PoolSpec, Refusal, Resources, SchedulingRequest
-from legionrm.naming import POOLS
+from legionrm.hostobj.actor import spawn_ray_node_host
+from legionrm.models import (
+    ClusterSpec,
+    HostSpec,
+    NodeBinding,
+    PoolChange,
+    PoolSpec,
+    Refusal,
+    Resources,
+    SchedulingRequest,
+)
+from legionrm.naming import POOLS, class_name
 from legionrm.scheduler.pools import refused_or_reconfigured, specs_of
 from legionrm.scheduler.ports import PoolGate
 
@@ -131,3 +157,58 @@ class RemotePoolGate:
 
     def set_capacity(self, capacity: Resources) -> None:
         self._call("set_capacity", {"capacity": capacity})
+
+
+log = logging.getLogger(__name__)
+
+
+def node_host(node_id: str) -> str:
+    """The host a Ray node is bound as: ``ray-`` and the first 8 hex digits of its id (as ``up`` names it)."""
+    return f"ray-{node_id[:8]}"
+
+
+def joined(alive: Iterable[str], bound: Iterable[str]) -> dict[str, str]:
+    """Host name -> node id of each node in ``alive`` (live Ray node ids) no host is bound to (``bound``)."""
+    have = set(bound)
+    return {node_host(n): n for n in alive if n not in have}
+
+
+class NodeJoins:
+    """Mixin of the default scheduler's actor: it binds the Ray nodes that joined since boot
+    (see the module).  Without a :class:`~legionrm.models.NodeBinding` it binds none."""
+
+    _carriers: dict[str, Any]
+    _class_actors: dict[str, Any]
+    _signer: Any
+    auth_home: str | None
+
+    def _nodes_from(self, binding: NodeBinding | None, collection: Any, cluster: ClusterSpec) -> None:
+        self._binding, self._node_collection, self._node_cluster = binding, collection, cluster
+        self._bound = dict(binding.known) if binding is not None else {}  # host name -> node id
+        self._nodes_seen_at = 0.0
+
+    def _join_nodes(self) -> list[str]:
+        """Bind every live Ray node no host is bound to yet (at most once a heartbeat); the hosts bound."""
+        b = self._binding
+        if b is None or time.monotonic() - self._nodes_seen_at < b.heartbeat_s:
+            return []
+        self._nodes_seen_at = time.monotonic()
+        new = joined((n["NodeID"] for n in ray.nodes() if n.get("Alive")), self._bound.values())
+        specs = {h.name: h for h in self._node_cluster.hosts}
+        for host, node_id in new.items():
+            keep: dict[str, Any] = {} if b.state_dir is None else {
+                "state_path": str(Path(b.state_dir) / f"host-{host}.db"), "restarts": b.restarts,
+                "log_dir": str(Path(b.state_dir) / "runs" / host)}
+            # get_if_exists: a scheduler Ray restarted finds the host it bound before
+            handle = spawn_ray_node_host(node_id, specs.get(host) or HostSpec(name=host),
+                                         collection=self._node_collection, heartbeat_s=b.heartbeat_s,
+                                         detached=b.detached, runner=self._node_cluster.runner,
+                                         auth_home=self.auth_home, **keep)
+            self._bound[host] = node_id
+            self._carriers[host] = handle  # the watch, the stopper and the orphan sweep reach it
+            args = {"hosts": [host], "vaults": []}
+            for name, cls in self._class_actors.items():
+                cls.add_resources.remote({host: handle}, {},
+                                         proof=signed(self._signer, "add_resources", args, to=class_name(name)))
+            log.warning("Ray node %s joined: bound as host %s", node_id, host)
+        return list(new)

@@ -99,3 +99,14 @@ def test_bad_scheduler_tables_are_refused_naming_the_table(tables, where) -> Non
 def test_a_class_naming_no_scheduler_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"class\[0\].*no scheduler 'ghost'"):
         parse_cluster({**DOC, "class": [{"name": "W", "scheduler": "ghost"}]})
+
+
+@pytest.mark.parametrize("alive,bound,want", [
+    (["aaaaaaaa11", "bbbbbbbb22"], ["aaaaaaaa11"], {"ray-bbbbbbbb": "bbbbbbbb22"}),
+    (["aaaaaaaa11"], ["aaaaaaaa11"], {}),
+    ([], ["aaaaaaaa11"], {}),
+], ids=["one-joined", "none-new", "one-left"])
+def test_a_live_node_no_host_is_bound_to_has_joined(alive: list[str], bound: list[str], want: dict) -> None:
+    from legionrm.scheduler.several.actor import joined
+
+    assert joined(alive, bound) == want
