@@ -23,7 +23,14 @@ from legionrm import codes, faults
 from legionrm.scheduler.elastic.charges import pool_id
 from legionrm.state import ElasticStore, StoredElasticJob, StoreFault
 from tests.unit.scheduler.elastic.test_cycle import job
-from tests.unit.scheduler.elastic.test_cycle_restart import Gate, World, booted, crash_one, restart, running
+from tests.unit.scheduler.elastic.test_cycle_restart import (
+    Gate,
+    World,
+    booted,
+    crash_one,
+    restart,
+    running,
+)
 
 CODE = {"full": codes.STATE_DISK_FULL, "io": codes.STATE_IO_ERROR}
 DB = "elastic.db"
