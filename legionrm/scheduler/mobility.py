@@ -22,6 +22,15 @@ vaults' ``put_state`` / ``get_state`` / ``delete_state``):
   place), then the state moves through a vault and the old copy's
   reservation is released as it stops.
 
+Write first, then act: the book is written before the world is told.  A
+deactivation stops the running copy only once the book says it is inert (in
+its vault); an activation or migration keeps the state in its vault until
+the book says the new copy runs (the old copy and the new one in one
+write).  A write that fails (:class:`~legionrm.state.StoreFault`) is undone
+outside the book (the new copy stopped, the state copied for it deleted) and
+answered as a refusal with the store's code (``state.disk_full``,
+``state.io_error``), the book as it was.
+
 Every change of status (deactivated, activated, migrated) is recorded in one
 place, :meth:`Mobility.record`: its :attr:`~Mobility.changes` and each
 listener of :attr:`~Mobility.listeners` (what triggers hook).  An object keeps
@@ -38,6 +47,7 @@ import collections
 import contextlib
 import fnmatch
 import itertools
+import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
@@ -60,8 +70,11 @@ from legionrm.scheduler.planner import Planner
 from legionrm.scheduler.planning.snaptables import vault_table
 from legionrm.scheduler.ports import SnapshotSource, Swappable
 from legionrm.scheduler.requests import Entry, RequestBook
+from legionrm.state import StoreFault
 
 CHANGES_KEPT = 1000
+
+log = logging.getLogger(__name__)
 
 
 class StatePort(Protocol):
@@ -192,7 +205,11 @@ class Mobility:
             if isinstance(stashed, Refusal):
                 return stashed
             vault, size = stashed
-            inert = self._make_inert(entry, info, vault, size, reason)
+            try:
+                inert = self._make_inert(entry, info, vault, size, reason)
+            except StoreFault as fault:  # it runs on; the state saved for nothing goes
+                self.port.delete(vault, oid)
+                return _unwritten(fault)
             self.enactment.stop(ref, reason)
             self.record("deactivated", oid, entry.user, from_host=ref.host, vault=vault, detail=f"{size} bytes")
             return self._status(entry, inert)
@@ -235,7 +252,9 @@ class Mobility:
         moved = self._restore(entry, ref, oid, vault)
         if isinstance(moved, Refusal):
             return moved
-        new = self._adopt(entry, info, ref, oid, f"activated on {ref.host}")
+        new = self._adopt(entry, info, ref, oid, f"activated on {ref.host}", moved)
+        if isinstance(new, Refusal):
+            return new
         self.record("activated", oid, entry.user, instance=ref, from_host=old.host, vault=vault)
         return new
 
@@ -262,12 +281,19 @@ class Mobility:
                 self.enactment.stop(ref, "migration abandoned: the old copy's state could not be saved")
                 return stashed
             vault, size = stashed
-            inert = self._make_inert(entry, info, vault, size, f"migrating to {ref.host}")
+            try:
+                inert = self._make_inert(entry, info, vault, size, f"migrating to {ref.host}")
+            except StoreFault as fault:  # the old copy runs on where it was
+                self.enactment.stop(ref, "migration abandoned: the move could not be written")
+                self.port.delete(vault, oid)
+                return _unwritten(fault)
             self.enactment.stop(old, f"migrated to {ref.host}")  # its reservation is released here, after the new one
             moved = self._restore(entry, ref, oid, vault)
             if isinstance(moved, Refusal):  # the object rests inert in the vault: activate can try again
                 return moved
-            new = self._adopt(entry, inert, ref, oid, f"migrated to {ref.host}")
+            new = self._adopt(entry, inert, ref, oid, f"migrated to {ref.host}", moved)
+            if isinstance(new, Refusal):  # as above: inert in the vault
+                return new
             self.record("migrated", oid, entry.user, instance=ref, from_host=old.host, vault=vault,
                         detail=f"{size} bytes")
             return self._status(entry, new)
@@ -276,16 +302,20 @@ class Mobility:
 
     def forget(self, entry: Entry) -> int:
         """Delete the vault state of ``entry``'s inert objects (its request
-        ended); returns how many.  Idempotent, best effort."""
+        ended); returns how many.  Idempotent, best effort: each is written
+        stopped first (a write that fails keeps it, inert, with its state)."""
         n = 0
         for info in list(entry.instances.values()):
             if info.state == "inert" and info.vault is not None:
                 try:
+                    self.book.set_instance(entry, info.model_copy(update={"state": "stopped", "reason": "request ended"}))
+                except StoreFault as fault:
+                    log.warning("object %s keeps its state in %s: %s", info.id, info.vault, fault)
+                    continue
+                try:
                     self.port.delete(info.vault, info.object_id or info.id)
                 except Exception:  # noqa: BLE001 - an unreachable vault keeps it; nothing points to it
                     pass
-                self.book.set_instance(entry, info.model_copy(update={"state": "stopped",
-                                                                                "reason": "request ended"}))
                 n += 1
         return n
 
@@ -363,11 +393,12 @@ class Mobility:
             why = "; ".join(f"{f.resource}: {f.code}" for f in failures[:4]) or "no host fits"
         return _refuse(codes.OBJECT_NO_PLACE, f"no place for a new copy of {old.class_name} ({why})")
 
-    def _restore(self, entry: Entry, ref: InstanceRef, oid: str, vault: str) -> bool | Refusal:
+    def _restore(self, entry: Entry, ref: InstanceRef, oid: str, vault: str) -> tuple[str, ...] | Refusal:
         """Bring the state from ``vault`` into the new copy ``ref`` (through a
         vault that serves its host: the state is copied there first when
-        ``vault`` does not), then let the vault(s) drop it.  On a refusal the
-        new copy is stopped and the state stays where it was."""
+        ``vault`` does not); returns the vaults holding it now (``vault``
+        first), to drop it once the move is written.  On a refusal the new
+        copy is stopped and the state stays where it was."""
         table = vault_table(self._collection.get().snapshot())
         serving = dict(zip(table.names, table.serves))
         data = self.port.get(vault, oid)
@@ -387,9 +418,7 @@ class Mobility:
             if target != vault:
                 self.port.delete(target, oid)
             return done
-        for v in dict.fromkeys((target, vault)):
-            self.port.delete(v, oid)
-        return True
+        return tuple(dict.fromkeys((vault, target)))
 
     def _make_inert(self, entry: Entry, info: InstanceInfo, vault: str, size: int, reason: str) -> InstanceInfo:
         inert = info.model_copy(update={"state": "inert", "vault": vault, "saved_bytes": size,
@@ -397,11 +426,22 @@ class Mobility:
         self.book.set_instance(entry, inert)
         return inert
 
-    def _adopt(self, entry: Entry, old: InstanceInfo, ref: InstanceRef, oid: str, reason: str) -> InstanceInfo:
-        """The object is now ``ref``: the old copy is ``moved``, the new one running."""
-        self.book.set_instance(entry, old.model_copy(update={"state": "moved", "reason": reason}))
+    def _adopt(self, entry: Entry, old: InstanceInfo, ref: InstanceRef, oid: str, reason: str,
+               vaults: tuple[str, ...]) -> InstanceInfo | Refusal:
+        """The object is now ``ref``: the old copy is ``moved``, the new one
+        running, in one write; then the ``vaults`` (the one it rested in
+        first) drop its state.  A write that fails stops the new copy and
+        keeps the state in the first vault only: the object rests inert."""
         new = InstanceInfo(id=ref.instance_id, host=ref.host, started_at=ref.started_at, object_id=oid)
-        self.book.set_instance(entry, new, ref)
+        try:
+            self.book.set_instances(entry, (old.model_copy(update={"state": "moved", "reason": reason}), new), (ref,))
+        except StoreFault as fault:
+            self.enactment.stop(ref, "activation abandoned: the move could not be written")
+            for v in vaults[1:]:
+                self.port.delete(v, oid)
+            return _unwritten(fault)
+        for v in vaults:
+            self.port.delete(v, oid)
         return new
 
     def _status(self, entry: Entry, info: InstanceInfo) -> ObjectStatus:
@@ -434,6 +474,11 @@ class Mobility:
 
 def _serves(patterns: tuple[str, ...], host: str) -> bool:
     return not patterns or any(fnmatch.fnmatchcase(host, p) for p in patterns)
+
+
+def _unwritten(fault: StoreFault) -> Refusal:
+    """A move the store could not write, answered with its code and file."""
+    return Refusal(code=fault.code, reason=str(fault), by="state")
 
 
 def _refuse(code: str, reason: str, by: str = "scheduler") -> Refusal:

@@ -424,14 +424,18 @@ class RequestBook:
 
     def set_instance(self, entry: Entry, info: InstanceInfo, ref: InstanceRef | None = None) -> None:
         """Write one instance's info (and its ref: a new copy of an object is attached)."""
+        self.set_instances(entry, (info,), () if ref is None else (ref,))
+
+    def set_instances(self, entry: Entry, infos: Iterable[InstanceInfo], refs: Iterable[InstanceRef] = ()) -> None:
+        """Write several instances' infos and refs in one write (an object's old copy and its new one)."""
         with self._lock:
             draft = entry.draft()
-            draft.instances[info.id] = info
-            if ref is not None:
-                draft.refs[ref.instance_id] = ref
+            refs = list(refs)
+            draft.instances.update((i.id, i) for i in infos)
+            draft.refs.update((r.instance_id, r) for r in refs)
             self._commit(entry, draft)
-            if ref is not None:
-                self._by_instance[ref.instance_id] = entry.id
+            for r in refs:
+                self._by_instance[r.instance_id] = entry.id
 
     def end_instance(self, instance_id: str, state: str, reason: str, result: WorkResult | None = None
                      ) -> Entry | None:

@@ -5,7 +5,8 @@ their weighted fair share of the cluster: each cycle runs the fair-share
 core over every job, grows jobs through the Enactor (repairing what a host
 refused) and shrinks them through the hosts, in investment order.
 
-Modules: ``enact`` (carrying a cycle's decisions out: growth, stops), ``book``
+Modules: ``enact`` (carrying a cycle's decisions out: growth, stops), ``hosts``
+(the core's machines kept in line with the Collection), ``book``
 (the book written ahead to the state store, and restored after a restart),
 ``charges`` (the pools), ``report`` (a cycle's report),
 ``cycle`` (:class:`ElasticCycle`), ``runner`` (the clock: a thread that runs

@@ -3,12 +3,16 @@
 
 What a restarted Scheduler must not lose of its elastic work is, per job:
 the request and its fair-share class, its age, its pool charge, each running
-process (share id, instance, investment) and each stop owed.  The cycle
-marks a job whenever one of these changes and flushes before it acts on the
-change (a stop is written as owed before the host is asked; a submission,
-completion or update before the next cycle acts on it; new processes as
-soon as their enactment reports them; an enactment cut short by a crash
-leaves instances nobody knows, which the Scheduler's orphan sweep stops).
+process (share id, instance, investment) and each stop owed.  Write first,
+then act: the cycle writes what a job is to become (:meth:`ElasticBook.row`
+as it is now, changed by :func:`drop` or :func:`owe`) with
+:meth:`ElasticBook.write` before it changes its ledger, its core or the
+pools, and changes nothing when the write raises
+:class:`~legionrm.state.StoreFault` (a stop is written as owed before the
+host is asked; a submission, completion, update or pool charge before it
+is made; new processes as soon as their enactment reports them, stopped
+again when that write fails; an enactment cut short by a crash leaves
+instances nobody knows, which the Scheduler's orphan sweep stops).
 
 After a restart :meth:`ElasticBook.restore` puts the book back into a fresh
 cycle and core:
@@ -31,13 +35,19 @@ Pure Python: the cycle is passed in (its ``core``, ``charges`` and
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from legionrm.models import ElasticJobRequest, InstanceRef
 from legionrm.scheduler.fairshare import DuccCore, Numbering, Share
 from legionrm.scheduler.ports import InstanceWatch
-from legionrm.state import ElasticStore, StoredElasticJob, StoredShare, StoredStop
+from legionrm.state import (
+    ElasticStore,
+    StoredElasticJob,
+    StoredShare,
+    StoredStop,
+    StoreFault,
+)
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +112,20 @@ def core_fields(request: ElasticJobRequest) -> dict[str, Any]:
     }
 
 
+def drop(row: StoredElasticJob | None, instance_id: str) -> StoredElasticJob | None:
+    """``row`` without the process or owed stop of ``instance_id`` (None: None)."""
+    if row is None:
+        return None
+    return replace(row, shares=tuple(s for s in row.shares if s.instance.instance_id != instance_id),
+                   owed=tuple(o for o in row.owed if o.instance.instance_id != instance_id))
+
+
+def owe(row: StoredElasticJob | None, stop: OwedStop) -> StoredElasticJob | None:
+    """``row`` with its process ``stop.instance`` turned into a stop owed (None: None)."""
+    out = drop(row, stop.instance.instance_id)
+    return None if out is None else replace(out, owed=out.owed + (StoredStop(stop.instance, stop.share, stop.reason),))
+
+
 class ElasticBook:
     """The cycle's jobs, processes and owed stops in an :class:`ElasticStore`
     (see the module doc).  Not thread-safe: the cycle calls it under its lock."""
@@ -115,25 +139,33 @@ class ElasticBook:
 
     # --- writing ---------------------------------------------------------------------------
 
-    def save(self, cycle: Any, jobs: Iterable[str]) -> None:
-        """Write the jobs ``jobs`` of ``cycle`` as they are now, in one transaction."""
-        rows = [r for r in (self._row(cycle, jid) for jid in dict.fromkeys(jobs)) if r is not None]
-        if rows:
-            self.store.write(rows)
-            self.writes += 1
-        for r in rows:
+    def write(self, rows: Iterable[StoredElasticJob | None]) -> None:
+        """Write ``rows`` (what jobs are to become; None: skipped) in one
+        transaction, before the cycle makes the change; raises
+        :class:`~legionrm.state.StoreFault` with nothing written."""
+        some = [r for r in rows if r is not None]
+        if not some:
+            return
+        self.store.write(some)
+        self.writes += 1
+        for r in some:
             if r.empty:
                 self._known.pop(r.job_id, None)
+            else:
+                self._known[r.job_id] = (r.request, r.ducc_class, r.submitted)
 
-    def _row(self, cycle: Any, jid: str) -> StoredElasticJob | None:
+    def save(self, cycle: Any, jobs: Iterable[str]) -> None:
+        """Write the jobs ``jobs`` of ``cycle`` as they are now, in one transaction."""
+        self.write(self.row(cycle, jid) for jid in dict.fromkeys(jobs))
+
+    def row(self, cycle: Any, jid: str) -> StoredElasticJob | None:
+        """Job ``jid`` of ``cycle`` as it is now (None: the book does not know it)."""
         ledger = cycle.ledger
         entry = ledger.jobs.get(jid)
+        known = self._known.get(jid)
         if entry is not None:
             cj = cycle.core.jobs.get(jid)
-            old = self._known.get(jid)
-            submitted = cj.submit if cj is not None else (old[2] if old else 0.0)
-            self._known[jid] = (entry.request, entry.ducc_class, submitted)
-        known = self._known.get(jid)
+            known = (entry.request, entry.ducc_class, cj.submit if cj is not None else (known[2] if known else 0.0))
         if known is None:
             return None
         request, ducc_class, submitted = known
@@ -180,7 +212,10 @@ class ElasticBook:
         if cycle.charges is not None:
             cycle.charges.release_others(set(ledger.jobs))
         gone = [j.job_id for j in stored if j.job_id not in ledger.jobs and not j.shares and not j.owed]
-        self.store.write([], gone)
+        try:
+            self.store.write([], gone)
+        except StoreFault as fault:  # nothing to remember in them: the next restart deletes them
+            log.warning("completed elastic jobs stay in the store: %s", fault)
         if stored:
             cycle.note(f"restart {len(ledger.jobs)} jobs, {len(self._adopting)} processes")
         return stored
@@ -201,31 +236,48 @@ class ElasticBook:
         states = self.watch.check([s.instance for _, s in ready.values()]) if self.watch is not None else {}
         adopted = stopped = 0
         touched: set[str] = set()
+        done: list[tuple[int, str, StoredShare, str]] = []  # what this adoption changed, undone if not written
         for sid, (jid, s) in sorted(ready.items()):
             del self._adopting[sid]
             touched.add(jid)
             state, why = states.get(s.instance.instance_id, ("running", ""))
             if state != "running":
                 log.info("elastic process %s of %s ended while the scheduler was away (%s)", sid, jid, why)
+                done.append((sid, jid, s, "ended"))
                 continue
             host = s.instance.host
             if jid not in ledger.jobs or not core.restore_share(sid, jid, host, s.investment_ms):
                 reason = "job completed" if jid not in ledger.jobs else f"not taken back on {host} after a restart"
                 ledger.owed[s.instance.instance_id] = OwedStop(s.instance, jid, None, reason)
+                done.append((sid, jid, s, "owed"))
                 stopped += 1
                 continue
             ledger.track(jid, sid, s.instance)
+            done.append((sid, jid, s, "tracked"))
             adopted += 1
-        self.save(cycle, touched)
+        try:
+            self.save(cycle, touched)
+        except StoreFault:  # not written, not taken: every process waits to be adopted again
+            for sid, jid, s, how in done:
+                if how == "tracked":
+                    ledger.forget(sid)
+                    core.confirm_exit(sid)
+                elif how == "owed":
+                    ledger.owed.pop(s.instance.instance_id, None)
+                self._adopting[sid] = (jid, s)
+            raise
         return adopted, stopped
 
-    def forget_unplaced(self, hosts_known: set[str]) -> list[tuple[str, InstanceRef]]:
+    def forget_unplaced(self, cycle: Any, hosts_known: set[str]) -> list[tuple[str, InstanceRef]]:
         """Drop the stored processes on hosts not in ``hosts_known`` (gone for
-        good); returns them (job, instance) so the cycle can stop them."""
-        out = []
-        for sid, (jid, s) in list(self._adopting.items()):
-            if s.instance.host not in hosts_known:
-                del self._adopting[sid]
-                out.append((jid, s.instance))
-        return out
-
+        good), written first; returns them (job, instance) so the cycle can
+        stop them.  :class:`~legionrm.state.StoreFault`: none is dropped."""
+        gone = {sid: item for sid, item in self._adopting.items() if item[1].instance.host not in hosts_known}
+        for sid in gone:
+            del self._adopting[sid]
+        try:
+            self.save(cycle, {jid for jid, _ in gone.values()})
+        except StoreFault:
+            self._adopting.update(gone)
+            raise
+        return [(jid, s.instance) for jid, s in gone.values()]

@@ -52,17 +52,17 @@ class PoolCharges:
             self._jobs[request.job_id] = (request, 1)
         return refusal
 
+    def wanted(self, held: dict[str, int]) -> dict[str, int]:
+        """The charge (processes, at least one) of each job of ``held`` whose
+        charge :meth:`settle` would change: what the cycle writes first."""
+        return {jid: max(1, n) for jid, n in held.items() if jid in self._jobs and max(1, n) != self._jobs[jid][1]}
+
     def settle(self, held: dict[str, int]) -> list[str]:
         """Charge each job what it holds now (at least one process); returns
         the jobs whose charge changed."""
         changed = []
-        for jid, processes in held.items():
-            if jid not in self._jobs:
-                continue
+        for jid, want in self.wanted(held).items():
             request, charged = self._jobs[jid]
-            want = max(1, processes)
-            if want == charged:
-                continue
             self.pools.release(pool_id(jid))
             changed.append(jid)
             if self.pools.admit(pool_gang(request, want)) is None:

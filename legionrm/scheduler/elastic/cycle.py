@@ -32,6 +32,14 @@ when an event was noted: an arrival, a completion, a process that ended by
 itself, or a host joining, leaving, coming back or going unavailable
 (:meth:`~ElasticCycle.watch` notices host events between cycles).
 
+Write first, then act (with a ``store``): every change of a job (its
+request, processes, stops owed, pool charge) is written to the book before
+the ledger, the core or the pools reflect it.  A write that fails
+(:class:`~legionrm.state.StoreFault`) changes nothing in memory: a caller's
+call raises it; a cycle stops where it failed and raises it, its evictions
+not written taken back and the processes it started whose write failed
+stopped again, so the next cycle decides anew once the disk takes writes.
+
 Pure Python (no Ray): the collection, enactor and stopper are collaborators,
 so the same object runs in tests over in-process host objects and in the
 Scheduler actor over Ray adapters.  Thread-safe (one lock); one owner calls
@@ -45,14 +53,26 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import replace
 from typing import Any, Callable, Mapping
-
-import numpy as np
 
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.errors import SchedulingError
-from legionrm.models import CycleReport, ElasticChange, ElasticJobRequest, Identity, InstanceRef
-from legionrm.scheduler.elastic.book import UNBOUNDED_WORK, ElasticBook, Ledger, core_fields
+from legionrm.models import (
+    CycleReport,
+    ElasticChange,
+    ElasticJobRequest,
+    Identity,
+    InstanceRef,
+)
+from legionrm.scheduler.elastic.book import (
+    UNBOUNDED_WORK,
+    ElasticBook,
+    Ledger,
+    core_fields,
+    drop,
+    owe,
+)
 from legionrm.scheduler.elastic.book import JobEntry as _Job
 from legionrm.scheduler.elastic.book import OwedStop as _Owed
 from legionrm.scheduler.elastic.charges import PoolCharges
@@ -63,14 +83,20 @@ from legionrm.scheduler.elastic.enact import (
     Refusals,
     change,
 )
+from legionrm.scheduler.elastic.hosts import HOSTS, HostView
 from legionrm.scheduler.elastic.report import cycle_report
 from legionrm.scheduler.fairshare import CycleResult, DuccCore, ShareEvent, SharePolicy
-from legionrm.scheduler.ports import EnactorPort, InstanceWatch, PoolGate, SnapshotSource, Stopper
-from legionrm.state import ElasticStore
+from legionrm.scheduler.ports import (
+    EnactorPort,
+    InstanceWatch,
+    PoolGate,
+    SnapshotSource,
+    Stopper,
+)
+from legionrm.state import ElasticStore, StoredElasticJob, StoredStop, StoreFault
 
 log = logging.getLogger(__name__)
 
-HOSTS = '$kind == "host"'
 UPDATABLE = ("work_items", "time_per_item_ms", "init_time_ms", "max_processes", "threads")
 __all__ = ["ElasticCycle", "EnactorPort", "HostStopper", "SnapshotSource", "Stopper"]
 
@@ -131,8 +157,7 @@ class ElasticCycle:
         self._last_run = -float("inf")
         # request ids must never repeat across restarts: hosts answer a known id with its old token
         self._epoch = f"{int(clock() * 1000):x}"
-        empty = np.array([], dtype=str)
-        self._seen: tuple[np.ndarray, np.ndarray, np.ndarray] = (empty, np.array([]), np.array([], dtype=bool))
+        self.hosts = HostView()  # the hosts the core was last brought in line with
 
     # --- work -----------------------------------------------------------------------------
 
@@ -164,24 +189,35 @@ class ElasticCycle:
             refusal = self.charges.admit(request) if self.charges is not None else None
             if refusal is not None:  # the pools admit elastic work as they admit scheduleObjects work
                 raise SchedulingError(f"elastic job {jid!r}: {refusal.code}: {refusal.reason}")
-            self.core.submit(jid, request.user, request.memory_gb, cls=cls, kind="job", submit=self.clock(),
+            now = self.clock()
+            try:
+                self._write(StoredElasticJob(request, cls, now, True, self.charges.charged(jid) if self.charges else 0))
+            except StoreFault:
+                if self.charges is not None:
+                    self.charges.release(jid)
+                raise
+            self.core.submit(jid, request.user, request.memory_gb, cls=cls, kind="job", submit=now,
                              **core_fields(request))
             self.ledger.jobs[jid] = _Job(request, cls)
-            self._save(jid)
             self._events.append(f"arrival {jid}")
 
     def complete(self, job_id: str) -> bool:
         """The job is done: the core forgets it now and its instances stop at
         the start of the next cycle (due at once).  Idempotent: False when the
-        job is unknown.  No I/O."""
+        job is unknown.  No I/O but the book's write."""
         with self._lock:
             if job_id not in self.ledger.jobs:
                 return False
+            row = self._row(job_id)
+            if row is not None:  # its processes stay in the book, as stops owed, until they are stopped
+                ended = tuple(s for s in row.shares if s.share in self.ledger.inst)
+                row = replace(row, active=False, charged=0, shares=tuple(s for s in row.shares if s not in ended),
+                              owed=row.owed + tuple(StoredStop(s.instance, None, "dropped by the core") for s in ended))
+            self._write(row)
             del self.ledger.jobs[job_id]
             self.core.complete_job(job_id)
             if self.charges is not None:
                 self.charges.release(job_id)
-            self._save(job_id)  # its processes stay in the book until they are stopped
             self._events.append(f"completion {job_id}")
             return True
 
@@ -198,9 +234,11 @@ class ElasticCycle:
             core_fields = dict(fields)
             if "work_items" in fields and fields["work_items"] is None:
                 core_fields["work_items"] = UNBOUNDED_WORK
+            updated = job.request.model_copy(update=fields)
+            row = self._row(job_id)
+            self._write(row and replace(row, request=updated))
             self.core.update_job(job_id, **core_fields)
-            job.request = job.request.model_copy(update=fields)
-            self._save(job_id)
+            job.request = updated
             return job.request
 
     def report_investment(self, investments: Mapping[str, float]) -> int:
@@ -208,15 +246,18 @@ class ElasticCycle:
         investment): the core evicts the least invested first.  Unknown
         instance ids are ignored; returns how many were recorded."""
         with self._lock:
-            jobs = []
+            shares = {}
             for iid, ms in investments.items():
                 sid = self.ledger.share_of.get(iid)
                 share = self.ledger.share(self.core, sid) if sid is not None else None
                 if share is not None:
-                    share.investment_ms = float(ms)
-                    jobs.append(share.job)
-            self._save(*jobs)
-            return len(jobs)
+                    shares[sid] = (share, float(ms))
+            rows = (self._row(j) for j in dict.fromkeys(share.job for share, _ in shares.values()))
+            self._write(*(r and replace(r, shares=tuple(replace(s, investment_ms=shares[s.share][1])
+                                                        if s.share in shares else s for s in r.shares)) for r in rows))
+            for share, ms in shares.values():
+                share.investment_ms = ms
+            return len(shares)
 
     def instance_gone(self, instance_id: str, reason: str = "exited") -> bool:
         """An instance ended by itself (crashed, walltime, stopped by its
@@ -226,9 +267,9 @@ class ElasticCycle:
             sid = self.ledger.share_of.get(instance_id)
             if sid is None:
                 return False
+            self._write(drop(self._row(self.ledger.inst[sid][0]), instance_id))
             job, _ = self.ledger.forget(sid)
             self.core.confirm_exit(sid)
-            self._save(job)
             self._events.append(f"exit {job} {instance_id} ({reason})")
             return True
 
@@ -272,15 +313,7 @@ class ElasticCycle:
         is due.  Returns the events.  Cheap: a vectorised diff of the hosts."""
         with self._lock:
             snap = snapshot if snapshot is not None else self.collection.snapshot()
-            names, mem, alive, changed, gone = self._diff_hosts(snap)
-            events = [f"host-leave {n}" for n in gone]
-            for i in np.flatnonzero(changed):
-                m = self.core.machines.get(str(names[i]))
-                if m is None:
-                    events.append(f"host-join {names[i]}")
-                elif bool(alive[i]) == m.dead or float(mem[i]) != m.memory_gb:
-                    kind = "host-back" if alive[i] and m.dead else "host-unavailable" if not alive[i] else "host-resized"
-                    events.append(f"{kind} {names[i]}")
+            events = self.hosts.events(self.core, snap)
             self._events.extend(e for e in events if e not in self._events)
             return events
 
@@ -290,95 +323,42 @@ class ElasticCycle:
         """Run one cycle (see the module doc) and return its report.  Not
         idempotent: it starts and stops instances.  Collaborator failures in
         enactment or stopping are contained (the processes concerned are
-        dropped or retried); a failing collection snapshot raises."""
+        dropped or retried); a failing collection snapshot raises, and so does
+        a write of the book that fails (:class:`~legionrm.state.StoreFault`:
+        the cycle stops there, with nothing it did not write changed, and the
+        next one is due on the timer)."""
         with self._lock:
-            t0 = time.perf_counter()
-            now = self.clock()
-            snap = self.collection.snapshot()
-            triggers = list(dict.fromkeys(self._events))
-            self._events.clear()
-            grew: list[ElasticChange] = []
-            shrank: list[ElasticChange] = []
-            refused: list[ElasticChange] = []
-            lost = self._sync_hosts(snap, triggers)
-            self._adopt()
-            self._notice_ended()
-            self._pay_owed_stops(shrank)
-            self._reap(lost, shrank)
-            result = self.core.run_cycle()
-            self._evict(result, shrank)
-            self._grow(result, snap, now, grew, refused)
-            self.refusals.prune(now)
-            self._last_run = now
-            if self.charges is not None:
-                held: dict[str, int] = {}
-                for job, _ in self.ledger.inst.values():
-                    held[job] = held.get(job, 0) + 1
-                self._save(*self.charges.settle({jid: held.get(jid, 0) for jid in self.ledger.jobs}))
-            report = cycle_report(result, now, triggers, grew, shrank, refused, t0, self.ledger.jobs,
-                                  list(self.ledger.inst.values()), self.core)
-            self.last_report = report
-            return report
+            try:
+                return self._run_once()
+            except StoreFault:
+                self._last_run = self.clock()
+                raise
 
-    # --- hosts ---------------------------------------------------------------------------------
-
-    def _diff_hosts(self, snap: CollectionSnapshot):
-        """Hosts now (name order) against the last cycle's: the rows that are
-        new or changed (memory, availability) and the names that are gone."""
-        rows = snap.rows(HOSTS, include_unavailable=True)
-        names = np.asarray(snap.table.names[rows].tolist(), dtype=str)
-        mem = snap.numeric("memory_gb", rows, 0.0)
-        alive = snap.mask(HOSTS)[rows]
-        old_names, old_mem, old_alive = self._seen
-        if len(old_names) == 0:
-            changed = np.ones(len(names), dtype=bool)
-            gone = sorted(set(self.core.machines) - set(names.tolist()))
-        else:
-            known = np.isin(names, old_names)
-            pos = np.clip(np.searchsorted(old_names, names), 0, len(old_names) - 1)
-            changed = ~known | (old_mem[pos] != mem) | (old_alive[pos] != alive)
-            gone = old_names[~np.isin(old_names, names)].tolist()
-        return names, mem, alive, changed, gone
-
-    def _sync_hosts(self, snap: CollectionSnapshot, events: list[str]) -> dict[str, str]:
-        """Bring the core's machines in line with the snapshot; returns the
-        hosts whose work was lost, with why."""
-        names, mem, alive, changed, gone = self._diff_hosts(snap)
-        core = self.core
-        lost: dict[str, str] = {}
-        for name in gone:
-            if name in core.machines:
-                core.remove_machine(name)
-                lost[name] = f"host {name} left"
-                events.append(f"host-leave {name}")
-        for i in np.flatnonzero(changed):
-            name, gb, ok = str(names[i]), float(mem[i]), bool(alive[i])
-            m = core.machines.get(name)
-            if m is None:
-                core.add_machine(name, gb, self._nodepool_of(snap, name))
-                if ok:
-                    events.append(f"host-join {name}")
-                else:
-                    core.node_down(name)
-            elif ok and m.dead:
-                core.heartbeat(name, gb)  # back: schedulable again, size refreshed
-                events.append(f"host-back {name}")
-            elif ok and gb != m.memory_gb:
-                core.heartbeat(name, gb)
-                events.append(f"host-resized {name}")
-            elif not ok and not m.dead:
-                core.node_down(name)  # DUCC purges a dead node's work at once
-                lost[name] = f"host {name} unavailable"
-                events.append(f"host-unavailable {name}")
-        self._seen = (names, mem, alive)
-        events[:] = list(dict.fromkeys(events))
-        return lost
-
-    def _nodepool_of(self, snap: CollectionSnapshot, name: str) -> str | None:
-        rec = snap.record(name)
-        pool = rec.nodepool or rec.attributes.get("nodepool")
-        # DUCC: a node no pool claims goes to the first top-level pool
-        return str(pool) if pool is not None and str(pool) in self.core.tree.pools else None
+    def _run_once(self) -> CycleReport:
+        t0 = time.perf_counter()
+        now = self.clock()
+        snap = self.collection.snapshot()
+        triggers = list(dict.fromkeys(self._events))
+        self._events.clear()
+        grew: list[ElasticChange] = []
+        shrank: list[ElasticChange] = []
+        refused: list[ElasticChange] = []
+        lost = self.hosts.sync(self.core, snap, triggers)
+        self._adopt()
+        self._notice_ended()
+        self._pay_owed_stops(shrank)
+        self._reap(lost, shrank)
+        result = self.core.run_cycle()
+        self._evict(result, shrank)
+        self._grow(result, snap, now, grew, refused)
+        self.refusals.prune(now)
+        self._last_run = now
+        if self.charges is not None:
+            self._charge()
+        report = cycle_report(result, now, triggers, grew, shrank, refused, t0, self.ledger.jobs,
+                              list(self.ledger.inst.values()), self.core)
+        self.last_report = report
+        return report
 
     # --- shrinkage ----------------------------------------------------------------------------
 
@@ -386,22 +366,23 @@ class ElasticCycle:
         for iid, owed in list(self.ledger.owed.items()):
             m = self.core.machines.get(owed.instance.host)
             if m is None or m.dead:
+                self._write(drop(self._row(owed.job), iid))
                 del self.ledger.owed[iid]  # the host is gone; the core purged the share with it
                 continue
             if self._try_stop(owed.instance, owed.reason):
+                self._write(drop(self._row(owed.job), iid))  # a fault: still owed, stopped again (idempotent)
                 del self.ledger.owed[iid]
                 if owed.share is not None:
                     self.core.confirm_exit(owed.share)
-                self._save(owed.job)
                 shrank.append(change(owed.job, owed.share or 0, owed.instance, "shrank", owed.reason))
 
     def _reap(self, lost: dict[str, str], shrank: list[ElasticChange]) -> None:
         """Stop every tracked instance whose share the core no longer has."""
         live = {sid for j in self.core.jobs.values() for sid in j.shares}
         for sid in [s for s in self.ledger.inst if s not in live]:
-            job, inst = self.ledger.forget(sid)
+            job, inst = self.ledger.inst[sid]
             reason = lost.get(inst.host) or ("job completed" if job not in self.ledger.jobs else "dropped by the core")
-            self._stop(job, None, inst, reason, shrank)
+            self._stop(sid, job, None, inst, reason, shrank)
 
     def _evict(self, result: CycleResult, shrank: list[ElasticChange]) -> None:
         """Stop the evicted processes in the order the core chose them."""
@@ -412,7 +393,7 @@ class ElasticCycle:
         surplus = {
             j: max(0, jr.processes + per_job.get(j, 0) - jr.counted) for j, jr in result.jobs.items()
         }
-        for ev in result.evictions:
+        for k, ev in enumerate(result.evictions):
             jr = result.jobs.get(ev.job)
             if surplus.get(ev.job, 0) > 0:
                 surplus[ev.job] -= 1
@@ -424,18 +405,30 @@ class ElasticCycle:
             if item is None:
                 self.core.confirm_exit(ev.share)  # never started: nothing to stop
                 continue
-            self.ledger.forget(ev.share)
-            self._stop(ev.job, ev.share, item[1], reason, shrank)
+            try:
+                self._stop(ev.share, ev.job, ev.share, item[1], reason, shrank)
+            except StoreFault:  # an eviction not written is not made: the next cycle decides again
+                for later in result.evictions[k:]:
+                    share = self.ledger.share(self.core, later.share)
+                    if share is not None:
+                        share.evicted = False
+                    elif later.share not in self.ledger.inst:
+                        self.core.confirm_exit(later.share)
+                raise
 
-    def _stop(self, job: str, share: int | None, inst: InstanceRef, reason: str, shrank: list[ElasticChange]) -> None:
+    def _stop(self, sid: int, job: str, share: int | None, inst: InstanceRef, reason: str,
+              shrank: list[ElasticChange]) -> None:
+        """Stop the process ``sid`` (tracked; ``share``: the core's to confirm, if any)."""
+        owed = _Owed(inst, job, share, reason)
         # written down as owed before the host is asked: a crash now leaves it owed after the restart
-        self.ledger.owed[inst.instance_id] = _Owed(inst, job, share, reason)
-        self._save(job)
+        self._write(owe(self._row(job), owed))
+        self.ledger.forget(sid)
+        self.ledger.owed[inst.instance_id] = owed
         if self._try_stop(inst, reason):
+            self._write(drop(self._row(job), inst.instance_id))  # a fault: still owed, stopped again next cycle
             del self.ledger.owed[inst.instance_id]
             if share is not None:
                 self.core.confirm_exit(share)
-            self._save(job)
             shrank.append(change(job, share or 0, inst, "shrank", reason))
         # else: the core keeps an unconfirmed eviction on its machine: the space stays taken
 
@@ -463,17 +456,39 @@ class ElasticCycle:
             track=self.ledger.track, grew=grew, refused=refused,
         )
         accepting: dict[Identity, set[str]] = {}
-        for jid, events in by_job.items():
-            job = self.ledger.jobs.get(jid)
-            if job is None:
-                continue  # not elastic work of this cycle: somebody else enacts it
+        mine = [(jid, events) for jid, events in by_job.items() if jid in self.ledger.jobs]
+        for k, (jid, events) in enumerate(mine):  # others' allocations: somebody else enacts them
+            job = self.ledger.jobs[jid]
             req = job.request
             ident = Identity(user=req.user, class_name=req.class_name, groups=req.groups)
             if ident not in accepting:  # hosts whose access policy accepts the caller
                 mask = snap.mask(HOSTS, caller=ident)
                 accepting[ident] = set(snap.table.names[mask].tolist())
+            before = set(self.ledger.inst)
             JobGrowth(ctx, req, job.ducc_class, accepting[ident]).run(events)
-            self._save(jid)  # its new processes, as soon as the enactment reported them
+            try:
+                self._save(jid)  # its new processes, as soon as the enactment reported them
+            except StoreFault:  # not written, not run: its new processes stop, the rest are not started
+                for sid in set(self.ledger.inst) - before:
+                    _, inst = self.ledger.forget(sid)
+                    self._try_stop(inst, "its process could not be written down")
+                    self.core.confirm_exit(sid)
+                for _, rest in mine[k + 1:]:
+                    for ev in rest:
+                        self.core.confirm_exit(ev.share)
+                raise
+
+    def _charge(self) -> None:
+        """Charge each job in the pools what it holds now, written first."""
+        assert self.charges is not None
+        held: dict[str, int] = {}
+        for job, _ in self.ledger.inst.values():
+            held[job] = held.get(job, 0) + 1
+        held = {jid: held.get(jid, 0) for jid in self.ledger.jobs}
+        wanted = self.charges.wanted(held)
+        self._write(*(r and replace(r, charged=n) for r, n in ((self._row(j), n) for j, n in wanted.items())))
+        self.charges.settle(held)
+        self._save(*(j for j, n in wanted.items() if self.charges.charged(j) != n))  # a pool that refused the size
 
     # --- the book (write-ahead, restore) --------------------------------------------------------
 
@@ -488,20 +503,22 @@ class ElasticCycle:
         with self._lock:
             self.book.restore(self)
             try:
-                self._sync_hosts(self.collection.snapshot(), self._events)
+                self.hosts.sync(self.core, self.collection.snapshot(), self._events)
             except Exception:  # noqa: BLE001 - the first cycle syncs the hosts and adopts
                 log.warning("cycle %s: no snapshot at restore; the first cycle adopts", self.name, exc_info=True)
                 return len(self.ledger.jobs)
-            self._adopt()
+            try:
+                self._adopt()
+            except StoreFault as fault:  # nothing adopted: the first cycle that can write does
+                log.warning("cycle %s: the stored processes wait to be adopted: %s", self.name, fault)
             return len(self.ledger.jobs)
 
     def _adopt(self) -> None:
         if self.book is None:
             return
         self.book.adopt(self)
-        for job, inst in self.book.forget_unplaced(set(self.core.machines)):
+        for _, inst in self.book.forget_unplaced(self, set(self.core.machines)):
             self._try_stop(inst, "its host is gone")  # the host's instances went with it; the class is told
-            self._save(job)
 
     def _notice_ended(self) -> None:
         """With a watch: processes their hosts no longer run ended by themselves
@@ -516,8 +533,19 @@ class ElasticCycle:
                 self.instance_gone(iid, why)
 
     def _save(self, *jobs: str) -> None:
+        """Write ``jobs`` as they are now."""
         if self.book is not None and jobs:
             self.book.save(self, jobs)
+
+    def _row(self, job: str) -> StoredElasticJob | None:
+        """``job`` as the book would write it now (None: no book, or a job it does not know)."""
+        return self.book.row(self, job) if self.book is not None else None
+
+    def _write(self, *rows: StoredElasticJob | None) -> None:
+        """Write ``rows``, what jobs are to become, before the change is made
+        (:class:`~legionrm.state.StoreFault`: nothing written; the caller changes nothing)."""
+        if self.book is not None:
+            self.book.write(rows)
 
     # --- bookkeeping --------------------------------------------------------------------------
 

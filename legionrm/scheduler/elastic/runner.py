@@ -18,6 +18,7 @@ from collections import deque
 
 from legionrm.models import CycleReport
 from legionrm.scheduler.elastic.cycle import ElasticCycle
+from legionrm.state import StoreFault
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +77,9 @@ class CycleRunner:
                     self.cycle.watch()
                     if self.cycle.due():
                         self.run_now()
+            except StoreFault as fault:  # the disk is full or failing: the cycle changed nothing it did not write
+                self.errors += 1
+                log.warning("elastic cycle stopped: %s", fault)
             except Exception:  # a cycle that failed (a collection call timed out ...) is retried next poll
                 self.errors += 1
                 log.exception("elastic cycle failed")

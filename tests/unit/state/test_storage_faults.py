@@ -223,6 +223,19 @@ def test_a_host_refuses_what_it_cannot_write_and_keeps_beating(tmp_path: Path, f
     assert isinstance(keeper.kept(h.make_reservation(ask("r3"))), ReservationToken)
 
 
+@pytest.mark.parametrize("fault", ["full", "io"])
+def test_a_host_stops_an_instance_it_cannot_write_and_keeps_beating(tmp_path: Path, fault: str) -> None:
+    h, keeper = open_host(tmp_path / "hostgroup-g.db", FakeClock())
+    token = keeper.kept(h.make_reservation(ask("r1")))
+    with faults.inject(fault, "hostgroup-g.db"):  # type: ignore[arg-type]
+        got = keeper.kept(h.start_object(token, "W", ANN))
+        assert isinstance(got, Refusal) and got.code == CODE[fault] and "hostgroup-g.db" in got.reason
+        assert h.list_instances() == []  # nothing runs that a restart would forget
+        assert h.heartbeat()["degraded"].startswith(CODE[fault])
+    started = keeper.kept(h.start_object(keeper.kept(h.make_reservation(ask("r2"))), "W", ANN))
+    assert not isinstance(started, Refusal) and [i.instance_id for i in h.list_instances()] == [started.instance_id]
+
+
 def test_a_grant_written_before_stands_when_asked_again_on_a_full_disk(tmp_path: Path) -> None:
     h, keeper = open_host(tmp_path / "h.db", FakeClock())
     first, second = keeper.kept([h.make_reservation(ask("r1")), h.make_reservation(ask("r2"))])
