@@ -60,7 +60,8 @@ class RequestQueue:
 
     def blocked(self, entry: Entry) -> Refusal | None:
         """Why ``entry`` may not be tried now (held, a dependency, or over a QoS limit); None: it may."""
-        return self.depend_why(entry) or self.site.blocked(entry, self.site.limits(self._book.entries(), entry.user))
+        why = self.depend_why(entry)  # (a Refusal is falsy: an Outcome)
+        return why if why is not None else self.site.blocked(entry, self.site.limits(self._book.entries(), entry.user))
 
     def depend_why(self, entry: Entry, counts: ArrayCounts | None = None) -> Refusal | None:
         """Why ``entry``'s dependencies, ``begin_at`` or array keep it waiting (a held one: only its hold)."""
@@ -160,7 +161,8 @@ class PassGate:
 
     def _waits(self, entry: Entry) -> bool:
         """(Under ``entry``'s claim.)  Over a QoS limit: it waits, with the limit as its reason."""
-        why = self._queue.depend_why(entry, self._counts) or self._queue.site.blocked(entry, self._limits)
+        why = self._queue.depend_why(entry, self._counts)
+        why = why if why is not None else self._queue.site.blocked(entry, self._limits)
         if why is not None:
             self._wait(entry, why)
         return why is not None

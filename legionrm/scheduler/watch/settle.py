@@ -15,6 +15,7 @@ from typing import Any
 
 from legionrm.errors import SchedulingError
 from legionrm.models.api import RequestList
+from legionrm.scheduler.depend.arrays import grouped
 from legionrm.state import StoreFault
 
 log = logging.getLogger(__name__)
@@ -62,11 +63,12 @@ def list_page(core: Any, user: str | None = None, state: str | None = None, *, e
     """One page of ``legionrm list`` from the Scheduler core's book: the live
     and recent requests (``every``: each one the history keeps, at most
     :data:`MAX_PAGE` a page), oldest first, after ``cursor`` (the last page's
-    ``next``).  Pure read.  SchedulingError for a bad cursor."""
+    ``next``), the tasks of an array on the page as one line (:func:`~legionrm.scheduler.depend.grouped`).
+    Pure read.  SchedulingError for a bad cursor."""
     if every:
         limit = min(limit or MAX_PAGE, MAX_PAGE)
     entries, after = core.book.page(user, state, every=every, after=cursor_key(cursor), limit=limit)
-    return RequestList(requests=tuple(e.info() for e in entries), next=page_cursor(after))
+    return RequestList(requests=tuple(grouped([e.info() for e in entries])), next=page_cursor(after))
 
 
 def cursor_key(cursor: str | None) -> tuple[float, str] | None:
