@@ -19,6 +19,7 @@ import time
 from typing import Callable, Sequence
 
 from legionrm.cli.errors import describe
+from legionrm.cli.submitflags import add_submit_flags
 from legionrm.version import __version__
 
 # subcommand -> "module:function"; the function takes the parsed args and
@@ -182,6 +183,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sm.add_argument("--id", help="the request's id (default: the file's, else a fresh one)")
     sm.add_argument("--wait", action="store_true", help="block until it ends, print its final state and exit with its work's exit code")
     sm.add_argument("--wait-timeout", type=float, default=600.0, metavar="S", help="give up following after S seconds")
+    add_submit_flags(sm)
     gateway_flags(sm)
 
     au = add("audit", "check the running system's books: requests against their instances, capacity, "
