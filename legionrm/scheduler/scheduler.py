@@ -157,8 +157,8 @@ class Scheduler:
         self._queue_spec = settings.cluster.queue
         self.queue = RequestQueue(book, SitePolicy(site_settings(settings.cluster), self.results.store, clock,
                                                    settings.cluster.capacity().cpus), self._queue_spec.order)
-        self.depend = self.queue.depend = Depend(book, clock)  # dependencies, begin_at, arrays (scheduler.depend)
-        self.arrays = Arrays(book, self.depend)
+        self._depend = self.queue.depend = Depend(book, clock)  # dependencies, begin_at, arrays (scheduler.depend)
+        self._arrays = Arrays(book, self._depend)
         self._usages = UsageCache()  # running requests' cpus per host, between passes
         self.backfill = Backfill(self._queue_spec.policy, self._queue_spec.backfill_depth, profile=self._profile)
         self._ahead = AheadStarts(book, enactment.enactor, book_back=accounts.book_back)  # starts ahead
@@ -222,7 +222,7 @@ class Scheduler:
         it for the next pass.  Work without a walltime gets its QoS's
         ``max_walltime_s``, else the queue's ``default_walltime_s``.  An array is its tasks (:mod:`.depend.arrays`)."""
         if request.array is not None and request.array_index is None:
-            return self.arrays.submit(request, lambda task, now: self.scheduleObjects(task, try_now=try_now and now))
+            return self._arrays.submit(request, lambda task, now: self.scheduleObjects(task, try_now=try_now and now))
         request = with_walltime(request, self.queue.site.max_walltime(request) or self._queue_spec.default_walltime_s)
         validate_request(request, self._clock())
         refusal = self.accounts.refuse_owner(request)
@@ -275,7 +275,7 @@ class Scheduler:
         one has its instances stopped; everything is booked back (an array's id: every task).
         Idempotent on a finished request (returns its info unchanged).
         Raises SchedulingError for an unknown id."""
-        if (whole := self.arrays.cancel(request_id, lambda task: self.cancel(task, reason, False))) is not None:
+        if (whole := self._arrays.cancel(request_id, lambda task: self.cancel(task, reason, False))) is not None:
             self.replan()
             return whole
         entry = self._entry(request_id)
@@ -300,7 +300,7 @@ class Scheduler:
         """One request's whole story (``legionrm show``), from the live book or
         the durable history (then ``archived``), with its reserved start while
         it waits at the top of the queue (an array's id: its summary).  SchedulingError if unknown."""
-        if self.book.find(request_id) is None and (whole := self.arrays.info(request_id)) is not None:
+        if self.book.find(request_id) is None and (whole := self._arrays.info(request_id)) is not None:
             return whole
         entry = self._entry(request_id)
         info = entry.info()

@@ -23,9 +23,9 @@ def show(gw: Any, user: str, rid: str, capsys: Any) -> dict[str, Any]:
     return json.loads(capsys.readouterr().out)
 
 
-def test_an_array_through_the_cli_is_one_line_and_cancels_by_task_or_whole(site, tmp_path, capsys) -> None:
+def test_an_array_through_the_cli_is_one_line_and_cancels_by_task_or_whole(site, tmp_path, capsys) -> None:  # noqa: F811 (site: the imported fixture)
     gw, _ = site
-    one = request(tmp_path, "one").replace(".toml", ".toml")
+    one = request(tmp_path, "one")
     Path(one).write_text('[[object]]\nclass_name = "W"\ncpus = 1\nwalltime_s = 50\n')
     assert cli(gw, "ann", "submit", one, "--id", "arr", "--array", "0-4%2") == 0
     assert capsys.readouterr().out.startswith("arr: array arr: 5 tasks arr_0 .. arr_4, at most 2 at once; 2 started")
@@ -48,7 +48,7 @@ def test_an_array_through_the_cli_is_one_line_and_cancels_by_task_or_whole(site,
     (("--array", "0-"), "array"), (("--array", "5-2"), "array"), (("--array", "%0"), "array"),
     (("--begin-at", "soon"), "begin_at"),
 ], ids=["array-open", "array-backwards", "array-limit-0", "begin_at-words"])
-def test_a_bad_value_is_refused_in_one_line_naming_the_field(site, tmp_path, capsys, flags, field) -> None:
+def test_a_bad_value_is_refused_in_one_line_naming_the_field(site, tmp_path, capsys, flags, field) -> None:  # noqa: F811 (site: the imported fixture)
     gw, _ = site
     capsys.readouterr()
     assert cli(gw, "ann", "submit", request(tmp_path, "bad"), "--id", "bad", *flags) != 0
@@ -57,7 +57,7 @@ def test_a_bad_value_is_refused_in_one_line_naming_the_field(site, tmp_path, cap
     assert f"{field}:" in said and "\n" not in said and "Traceback" not in said
 
 
-def test_dependencies_begin_at_and_requeue_from_the_cli(site, tmp_path, capsys) -> None:
+def test_dependencies_begin_at_and_requeue_from_the_cli(site, tmp_path, capsys) -> None:  # noqa: F811 (site: the imported fixture)
     gw, clock = site
     assert cli(gw, "ann", "submit", request(tmp_path, "a"), "--id", "a") == 0
     assert cli(gw, "ann", "submit", request(tmp_path, "b"), "--id", "b", "--after-ok", "a", "--requeue") == 0
@@ -80,7 +80,7 @@ def test_dependencies_begin_at_and_requeue_from_the_cli(site, tmp_path, capsys) 
     assert "after_any c" in out and "begin_at " in out
 
 
-def test_a_user_holds_and_releases_their_own_not_anothers(site, tmp_path, capsys) -> None:
+def test_a_user_holds_and_releases_their_own_not_anothers(site, tmp_path, capsys) -> None:  # noqa: F811 (site: the imported fixture)
     gw, _ = site
     assert cli(gw, "ann", "submit", request(tmp_path, "f"), "--id", "fill") == 0
     assert cli(gw, "ann", "submit", request(tmp_path, "x"), "--id", "x") == 0
@@ -95,7 +95,7 @@ def test_a_user_holds_and_releases_their_own_not_anothers(site, tmp_path, capsys
     assert show(gw, "ann", "x", capsys)["hold"] is None
 
 
-def test_the_python_client_types_the_new_fields(site) -> None:
+def test_the_python_client_types_the_new_fields(site) -> None:  # noqa: F811 (site: the imported fixture)
     gw, _ = site
     c = gw.client("ann")
     r = c.submit({"object": [{"class_name": "W", "cpus": 1}], "array": "0-2%1", "requeue": True}, id="py")
