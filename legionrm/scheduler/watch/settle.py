@@ -16,6 +16,7 @@ from typing import Any
 from legionrm.errors import SchedulingError
 from legionrm.models.api import RequestList
 from legionrm.scheduler.depend.arrays import grouped
+from legionrm.scheduler.depend.requeue import run_end
 from legionrm.state import StoreFault
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ def settle_half_done(core: Any) -> None:
                         core.accounts.release(entry.id)
             elif entry.state == "running" and entry.instances and not entry.holds_objects():
                 last = max(entry.instances.values(), key=lambda i: i.ended_at or 0.0)
-                if core.book.finish(entry, "failed" if entry.failed_work() else "completed", last.reason):
+                if core.book.finish(entry, *run_end(entry, last.reason)):  # node_lost, failed or completed
                     core.accounts.book_back(entry)
         except StoreFault as fault:
             log.warning("settling request %s waits for the store: %s", entry.id, fault)
