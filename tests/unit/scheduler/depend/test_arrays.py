@@ -173,3 +173,33 @@ def test_a_dependent_never_starts_before_its_dependency_completed(walls: list[in
     for i in range(1, len(walls)):
         if s.scheduler.request_info(f"r{i - 1}").state == "cancelled":
             assert s.scheduler.request_info(f"r{i}").state == "cancelled"
+
+
+def test_each_tasks_work_sees_its_index_in_legionrm_array_index(tmp_path) -> None:
+    """Real processes (the in-process runner): each task's shell prints the index it sees."""
+    from legionrm.models import Identity, ObjectRequest, SchedulingRequest
+    from tests.unit.scheduler.test_work_results import system as work_system
+    from tests.unit.scheduler.test_work_results import until_final
+
+    s = work_system(tmp_path)
+    r = s.scheduler.scheduleObjects(SchedulingRequest(
+        request_id="arr", identity=Identity(user="alice"), array="0-2%1", objects=(ObjectRequest(
+            class_name="Command", cpus=1, memory_gb=0.5, args={"command": f"echo i=${ARRAY_ENV}"}),)))
+    assert r.ok and len(r.instances) == 1
+    assert until_final(s, "arr").array_counts == {"completed": 3}
+    assert [s.scheduler.results.output(f"arr_{i}")[0] for i in range(3)] == [b"i=0\n", b"i=1\n", b"i=2\n"]
+
+
+def test_an_array_survives_a_restart_with_its_limit_and_its_summary(tmp_path) -> None:
+    from legionrm.state import RequestStore
+    from tests.unit.scheduler.test_restart import restarted
+
+    s, clock = system(tmp_path)
+    s.scheduler.scheduleObjects(array("arr", "0-5%2"))
+    new = restarted(s, RequestStore(tmp_path / "r.db"))
+    assert new.request_info("arr").array_counts == {"running": 2, "pending": 4}
+    for _ in range(4):
+        clock.advance(11)
+        new.tick()
+        assert sum(1 for e in new.book.entries() if e.state == "running") <= 2
+    assert new.request_info("arr").state == "completed"
