@@ -200,6 +200,6 @@ def test_an_array_survives_a_restart_with_its_limit_and_its_summary(tmp_path) ->
     assert new.request_info("arr").array_counts == {"running": 2, "pending": 4}
     for _ in range(4):
         clock.advance(11)
-        new.tick()
+        s.tick()  # the system's tick: the hosts', then the new Scheduler's
         assert sum(1 for e in new.book.entries() if e.state == "running") <= 2
     assert new.request_info("arr").state == "completed"
