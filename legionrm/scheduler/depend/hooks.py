@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from legionrm.models import Refusal, SchedulerResponse
+from legionrm.models import PlacementFailure, Refusal, SchedulerResponse
 from legionrm.scheduler.depend.requeue import requeue, run_end, wants_requeue
 from legionrm.scheduler.requests import Entry
 
@@ -29,4 +29,6 @@ def cancel_never(core: Any, entry: Entry, why: Refusal) -> SchedulerResponse:
     """A dependency of ``entry`` can never be met: it ends cancelled, with ``why`` as its reason."""
     if core.book.finish(entry, "cancelled", f"{why.code}: {why.reason}"[:500]):
         core.accounts.book_back(entry)
-    return SchedulerResponse(request_id=entry.id, ok=False, message=f"{why.code}: {why.reason}", state=entry.state)
+    failure = PlacementFailure(key="*", resource=why.by, code=why.code, reason=why.reason, stage="plan", lasting=True)
+    return SchedulerResponse(request_id=entry.id, ok=False, failures=(failure,), message=f"{why.code}: {why.reason}",
+                             state=entry.state)

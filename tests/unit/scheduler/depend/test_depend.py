@@ -99,7 +99,7 @@ def test_each_dependency_kind_between_requests(kind: str, how_a_ends: str, b_end
 def test_an_unknown_dependency_cancels_the_request_at_submit() -> None:
     s, _ = system()
     r = s.scheduler.scheduleObjects(dep("b", "after_ok", "nobody"))
-    assert r.state == "cancelled"
+    assert r.state == "cancelled" and [f.code for f in r.failures] == [codes.DEPEND_NEVER]
     assert s.scheduler.request_info("b").reason == f"{codes.DEPEND_NEVER}: after_ok: nobody is not known, so this " \
                                                     "request can never start"
 
