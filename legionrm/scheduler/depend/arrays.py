@@ -10,9 +10,9 @@ them hold cpus at once (:class:`~legionrm.scheduler.depend.gate.Depend`:
 
 The array's own id names all its tasks: ``show ID`` gives a summary (its
 state from its tasks', its tasks' count per state), ``cancel ID`` cancels
-every task that has not ended, ``list`` shows the tasks it lists of one array
-as one line with their counts; ``show ID_I`` / ``cancel ID_I`` act on one
-task.  Dependencies may name the array (all its tasks) or one task.  Pure: no Ray.
+every task that has not ended, ``hold ID`` / ``release ID`` every task that
+waits, ``list`` shows the tasks it lists of one array as one line with their
+counts; ``show ID_I`` / ``cancel ID_I`` / ``hold ID_I`` act on one task.  Dependencies may name the array (all its tasks) or one task.  Pure: no Ray.
 """
 
 from __future__ import annotations
@@ -113,6 +113,23 @@ def summary(array_id: str, infos: list[RequestInfo]) -> RequestInfo:
         archived=all(i.archived for i in infos))
 
 
+def each_task(info_of: Callable[[str], RequestInfo], request_id: str,
+              act: Callable[[str], RequestInfo]) -> RequestInfo:
+    """``act(request_id)`` (``hold``, ``release``); on an array's id, ``act`` on each of its tasks
+    that waits (one that started or ended meanwhile is left as it is), then the array's summary."""
+    info = info_of(request_id)
+    if info.array is None or info.array_index is not None:
+        return act(request_id)
+    for i in parse_array(info.array).indices:
+        task = task_id(request_id, i)
+        if info_of(task).state == "pending":
+            try:
+                act(task)
+            except SchedulingError:  # it no longer waits (queue.not_pending): nothing to hold or release
+                pass
+    return info_of(request_id)
+
+
 def grouped(infos: list[RequestInfo]) -> list[RequestInfo]:
     """``infos`` with the tasks of each array replaced by one summary (``list``), where its first task was."""
     tasks_of: dict[str, list[RequestInfo]] = {}
@@ -128,4 +145,4 @@ def grouped(infos: list[RequestInfo]) -> list[RequestInfo]:
     return out
 
 
-__all__ = ["Arrays", "array_of", "grouped", "summary", "tasks"]
+__all__ = ["Arrays", "array_of", "each_task", "grouped", "summary", "tasks"]

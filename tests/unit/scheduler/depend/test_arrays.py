@@ -203,3 +203,17 @@ def test_an_array_survives_a_restart_with_its_limit_and_its_summary(tmp_path) ->
         s.tick()  # the system's tick: the hosts', then the new Scheduler's
         assert sum(1 for e in new.book.entries() if e.state == "running") <= 2
     assert new.request_info("arr").state == "completed"
+
+
+def test_hold_and_release_of_an_array_act_on_each_task_that_waits() -> None:
+    from legionrm.scheduler.door import SchedulerDoor
+    from tests.unit.scheduler.priority.test_site_queue import _Guard, caller
+
+    s, _ = system()
+    door = SchedulerDoor(s.scheduler, _Guard(caller("alice")))  # type: ignore[arg-type]
+    s.scheduler.scheduleObjects(array("arr", "0-3%1"))
+    held = door.hold("arr")
+    assert held.array_counts == {"running": 1, "pending": 3}
+    assert [s.scheduler.request_info(f"arr_{i}").hold for i in range(4)] == [None, "user", "user", "user"]
+    door.release("arr")
+    assert [s.scheduler.request_info(f"arr_{i}").hold for i in range(4)] == [None] * 4
