@@ -14,6 +14,7 @@ Task ``I`` of request ``ID`` is the request ``ID_I`` (as Slurm names
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import NamedTuple
 
 MAX_ARRAY_TASKS = 10_000
@@ -34,6 +35,7 @@ class ArraySpec(NamedTuple):
     limit: int | None
 
 
+@lru_cache(maxsize=1024)  # read on every pass for every waiting task: parsed once per spec
 def parse_array(spec: str) -> ArraySpec:
     """The indices and limit ``spec`` names; ValueError saying what is wrong (one line)."""
     text = spec.strip()

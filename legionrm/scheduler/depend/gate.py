@@ -130,7 +130,7 @@ class Depend:
                            reason=f"waits for {', '.join(waiting[:3])}{more} to end")
         if r.array is not None and r.array_index is not None:
             limit = parse_array(r.array).limit
-            held = (counts or self.counts())[array_of(entry)]
+            held = (counts if counts is not None else self.counts())[array_of(entry)]
             if limit is not None and held >= limit:
                 return Refusal(code=codes.ARRAY_LIMIT, by="array",
                                reason=f"array {array_of(entry)} runs {held} tasks, its limit (%{limit})")
