@@ -211,6 +211,13 @@ QOS_MAX_PENDING_PER_USER = code("qos.max_pending_per_user",
                                 "more of its user's requests wait in the QoS than the limit: it waits unconsidered")
 QUEUE_HELD = code("queue.held", "the request is held: it waits until released")
 QUEUE_NOT_PENDING = code("queue.not_pending", "hold, release, update and top act on pending requests only")
+DEPEND_WAITING = code("depend.waiting", "it waits for the requests it names (after_ok, after_any, after_not_ok) "
+                      "to end: pending")
+DEPEND_NEVER = code("depend.never", "a dependency that can never be met (the request it names ended the wrong way, "
+                    "or is unknown): the request is cancelled")
+DEPEND_BEGIN_AT = code("depend.begin_at", "it does not start before its begin_at time: pending until then")
+ARRAY_LIMIT = code("array.limit", "its array has as many tasks running as its %limit allows: pending")
+NODE_LOST = code("node.lost", "its host was lost: it ended node_lost, or (requeue = true) went back to the queue")
 
 # --- the Scheduler, the Enactor and reservations ahead ----------------------------------------------
 ACTIVATE_UNKNOWN = code("activate.unknown", "no object of that name runs or rests inert")

@@ -11,6 +11,11 @@ The file is a :class:`~legionrm.models.SchedulingRequest` with one
     walltime_s = 1800                 # optional: every object's walltime unless it gives its own
     qos = "normal"                    # optional: a [[qos]] of the cluster file (default: the class's)
     hold = true                       # optional: submit held; `legionrm release ID` lets it go
+    after_ok = ["prep-1"]             # optional: start once these requests completed (after_any:
+                                      # once they ended; after_not_ok: once they ended otherwise)
+    begin_at = 2026-11-24T09:00:00Z   # optional: not before then (or seconds since the epoch)
+    array = "0-99%10"                 # optional: 100 tasks ID_0 .. ID_99, at most 10 at once
+    requeue = true                    # optional: back to the queue if its host is lost
     # priority = 100                  # administrators only (as an object's priority or weight):
                                       # anyone else's request that sets one is refused (request.priority)
     scheduler = "gpu"                 # optional: the scheduler to place it (default: its class's, else the first)
@@ -43,7 +48,8 @@ from typing import Any
 from legionrm.errors import ConfigError, MILError
 from legionrm.mil import compile_query
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
-from legionrm.models.schedules import MAX_AHEAD_S, MAX_INSTANCES, MAX_OBJECTS, start_problem
+from legionrm.models.arrays import parse_array
+from legionrm.models.schedules import MAX_AHEAD_S, MAX_DEPENDS, MAX_INSTANCES, MAX_OBJECTS, start_problem
 from legionrm.tomlio import (
     MAX_INT,
     MAX_TEXT,
@@ -57,7 +63,7 @@ from legionrm.tomlio import (
 )
 
 TOP_KEYS = ("request_id", "pool", "activate", "identity", "object", "wait", "start", "start_in", "walltime_s", "qos",
-            "priority", "hold", "scheduler")
+            "priority", "hold", "scheduler", "after_ok", "after_any", "after_not_ok", "begin_at", "array", "requeue")
 NUMBERS = {"count": int, "cpus": float, "memory_gb": float, "gpus": int, "storage_gb": float, "walltime_s": float,
            "priority": int, "weight": float}
 """The numeric keys of an ``[[object]]`` table (a boolean is not a number; nan and inf are refused)."""
@@ -124,7 +130,42 @@ def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | N
         qos=expect(doc, "qos", str, None, file=file, where=""), priority=expect(doc, "priority", int, None, file=file, where=""),
         hold="user" if expect(doc, "hold", bool, False, file=file, where="") else None,
         scheduler=expect(doc, "scheduler", str, None, file=file, where=""),
+        **_waits(doc, file=file),
     ), file=file, where="")
+
+
+def _waits(doc: dict[str, Any], *, file: str) -> dict[str, Any]:
+    """What a request waits for: its dependencies (an id or a list of ids each), ``begin_at``
+    (a date-time with its zone, ISO 8601 text, or seconds since the epoch), ``array``, ``requeue``."""
+    out: dict[str, Any] = {"requeue": expect(doc, "requeue", bool, False, file=file, where="")}
+    for kind in ("after_ok", "after_any", "after_not_ok"):
+        ids = expect(doc, kind, (list, str), [], file=file, where="")
+        ids = [ids] if isinstance(ids, str) else ids
+        if not all(isinstance(i, str) and i for i in ids) or len(ids) > MAX_DEPENDS:
+            raise ConfigError(f"must be a request id or a list of at most {MAX_DEPENDS} of them", file=file, key=kind)
+        out[kind] = tuple(ids)
+    begin = expect(doc, "begin_at", (float, dt.datetime, str), None, file=file, where="")
+    if isinstance(begin, str):
+        try:
+            begin = dt.datetime.fromisoformat(begin)
+        except ValueError:
+            raise ConfigError(f"{begin!r} is not an ISO 8601 time (2026-11-24T09:00:00Z) nor seconds since the epoch",
+                              file=file, key="begin_at") from None
+    if isinstance(begin, dt.datetime):
+        if begin.tzinfo is None:
+            raise ConfigError("a date-time needs its time zone (e.g. 2026-11-24T09:00:00Z)", file=file, key="begin_at")
+        begin = begin.timestamp()
+    if begin is not None and begin <= 0:
+        raise ConfigError("must be a time after 1970", file=file, key="begin_at")
+    out["begin_at"] = begin
+    array = expect(doc, "array", str, None, file=file, where="")
+    if array is not None:
+        try:
+            parse_array(array)
+        except ValueError as exc:
+            raise ConfigError(str(exc), file=file, key="array") from None
+    out["array"] = array
+    return out
 
 
 def _start(doc: dict[str, Any], now: float, *, file: str) -> float | None:

@@ -19,6 +19,7 @@ import time
 from typing import Callable, Sequence
 
 from legionrm.cli.errors import describe
+from legionrm.cli.submitflags import add_submit_flags
 from legionrm.version import __version__
 
 # subcommand -> "module:function"; the function takes the parsed args and
@@ -186,6 +187,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sm.add_argument("--id", help="the request's id (default: the file's, else a fresh one)")
     sm.add_argument("--wait", action="store_true", help="block until it ends, print its final state and exit with its work's exit code")
     sm.add_argument("--wait-timeout", type=float, default=600.0, metavar="S", help="give up following after S seconds")
+    add_submit_flags(sm)
     gateway_flags(sm)
 
     au = add("audit", "check the running system's books: requests against their instances, capacity, "
@@ -197,7 +199,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     ls = add("list", "requests you may see, oldest first: the live and recent ones (--all: every one kept)")
     ls.add_argument("--user", help="only this user's requests")
     ls.add_argument("--state", choices=["pending", "admitted", "placing", "reserved", "running", "completed", "failed",
-                                        "cancelled"],
+                                        "cancelled", "node_lost"],
                     help="only requests in this state")
     ls.add_argument("--all", action="store_true",
                     help="every request the history keeps, not only the live and recent ones (1000 a page at most)")

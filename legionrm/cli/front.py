@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from legionrm.cli.submitflags import depend_lines, submit_overrides
 from legionrm.client.wire import ENDED, Doc, Wire
 from legionrm.errors import ConfigError
 
@@ -116,7 +117,7 @@ def cli_submit(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror}", file=args.request) from None
     c = client(args)
-    result = c.submit(text, set=_overrides(args.set), id=args.id)
+    result = c.submit(text, set={**_overrides(args.set), **submit_overrides(args)}, id=args.id)
     taken = result["ok"] or result["state"] == "pending"
     info = c.wait(result["id"], timeout=args.wait_timeout) if args.wait and taken else None
     if args.json:
@@ -200,6 +201,8 @@ def cli_show(args: argparse.Namespace) -> int:
               "(its instances' accounting: legionrm history)")
     if info.get("qos") or info.get("hold"):
         print(f"  qos {info.get('qos') or '(its class default)'}" + (f", held by {info['hold']}" if info.get("hold") else ""))
+    for line in depend_lines(info):  # what it waits for; an array's tasks
+        print(line)
     if info.get("start") is not None:
         print(f"  start {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(info['start']))} "
               f"({starts(info, time.time())})")

@@ -45,13 +45,14 @@ EVERY = "*"
 STATUS_OF: dict[RequestState, EventStatus] = {
     "pending": "pending", "admitted": "admitted", "placing": "placing", "reserved": "reserved",
     "running": "started", "completed": "ended", "failed": "failed", "cancelled": "cancelled",
+    "node_lost": "failed",  # its work failed with its host (the instance's own event is host_lost)
 }
 """The event a request's move into each state fires."""
 
 INSTANCE_STATUS: dict[str, EventStatus] = {"ended": "ended", "stopped": "ended", "lost": "host_lost"}
 """The event an instance's end fires, by how it ended."""
 
-LATE: frozenset[str] = frozenset({"running", "completed", "failed", "cancelled"})
+LATE: frozenset[str] = frozenset({"running", "completed", "failed", "cancelled", "node_lost"})
 """A request's transitions its instances' events come before (at the same time)."""
 
 Subscriber = Callable[[StatusEvent], object]

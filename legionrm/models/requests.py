@@ -12,12 +12,14 @@ from legionrm.models.reservations import InstanceRef
 from legionrm.models.schedules import PlacementFailure
 from legionrm.models.work import FAILED_ENDS, WorkResult
 
-RequestState = Literal["pending", "admitted", "placing", "reserved", "running", "completed", "failed", "cancelled"]
+RequestState = Literal["pending", "admitted", "placing", "reserved", "running", "completed", "failed", "cancelled",
+                       "node_lost"]
 """``pending -> admitted -> placing -> running -> completed | failed | cancelled``;
 a request with a future start goes ``placing -> reserved -> running`` (its
-hosts reserved ahead, its instances started at its start time)."""
+hosts reserved ahead, its instances started at its start time); one whose
+host was lost ends ``node_lost`` (or, with ``requeue``, goes back to ``pending``)."""
 
-FINAL_STATES: tuple[RequestState, ...] = ("completed", "failed", "cancelled")
+FINAL_STATES: tuple[RequestState, ...] = ("completed", "failed", "cancelled", "node_lost")
 
 InstanceState = Literal["running", "ended", "lost", "stopped", "inert", "moved"]
 """``inert``: deactivated, its persistent state in a vault; ``moved``: this
@@ -70,6 +72,9 @@ class InstanceInfo(Frozen):
     saved_bytes: int | None = None
     result: WorkResult | None = None
     """A run's end and figures (runner work only), once its host gave them."""
+    requeued: bool = False
+    """Of an earlier run of its request, which went back to the queue (its host was lost): it no longer
+    decides how the request ends."""
 
     @property
     def failed(self) -> bool:
@@ -143,6 +148,20 @@ class RequestInfo(Frozen):
     """``user`` or ``admin`` while held."""
     archived: bool = False
     """It finished and left the live book: this is what the durable history keeps of it."""
+    after_ok: tuple[str, ...] = ()
+    after_any: tuple[str, ...] = ()
+    after_not_ok: tuple[str, ...] = ()
+    """The requests it waits for (see :class:`~legionrm.models.SchedulingRequest`)."""
+    begin_at: float | None = None
+    """It does not start before this time."""
+    requeue: bool = False
+    """It goes back to the queue when its host is lost."""
+    array: str | None = None
+    """The array spec of an array's task, or of an array's summary (``show``/``list`` of the array's own id)."""
+    array_index: int | None = None
+    """A task's index in its array (None: not a task, or the array's summary)."""
+    array_counts: dict[str, int] = Field(default_factory=dict)
+    """An array's summary: how many of its tasks are in each state."""
 
 
 class HeldReservation(Frozen):

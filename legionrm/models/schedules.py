@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from legionrm.models.arrays import MAX_ARRAY_INDEX, parse_array
 from legionrm.models.base import AttrValue, Frozen, Identity
 from legionrm.models.reservations import (
     Holder,
@@ -36,6 +37,8 @@ START_SLACK_S = 60.0
 reservation waits to be used before it expires."""
 MAX_AHEAD_S = 366 * 86_400.0
 """The furthest ahead a request may ask to start: a year."""
+MAX_DEPENDS = 1_000
+"""The most requests one dependency list (``after_ok``, ...) may name."""
 
 
 def start_problem(start: float | None, now: float) -> str | None:
@@ -138,6 +141,34 @@ class SchedulingRequest(Frozen):
     scheduler: str | None = Field(None, min_length=1, max_length=64)
     """The scheduler this request is for (its top-level ``scheduler = "NAME"``);
     None: the one its class object names, else the cluster's default."""
+    after_ok: tuple[str, ...] = Field((), max_length=MAX_DEPENDS)
+    """Start only once each of these requests completed (ended well); one that
+    ended otherwise cancels this request (see docs/requests.md, dependencies)."""
+    after_any: tuple[str, ...] = Field((), max_length=MAX_DEPENDS)
+    """Start only once each of these requests ended, however it ended."""
+    after_not_ok: tuple[str, ...] = Field((), max_length=MAX_DEPENDS)
+    """Start only once each of these requests ended other than completed; one
+    that completed cancels this request."""
+    begin_at: float | None = Field(None, gt=0, allow_inf_nan=False)
+    """Do not start before this time (seconds since the epoch); it waits pending until then."""
+    array: str | None = Field(None, min_length=1, max_length=1000)
+    """A job array (:mod:`legionrm.models.arrays`): ``"0-99%10"`` runs 100
+    tasks ``ID_0`` .. ``ID_99``, at most 10 at once."""
+    array_index: int | None = Field(None, ge=0, le=MAX_ARRAY_INDEX)
+    """This request is task ``array_index`` of an array (set by the Scheduler, never by its user)."""
+    requeue: bool = False
+    """When its host is lost, it goes back to the queue instead of ending ``node_lost``."""
+
+    @field_validator("array")
+    @classmethod
+    def _array(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_array(v)  # a ValueError names the spec and what is wrong with it
+        return v
+
+    def depends(self) -> dict[str, tuple[str, ...]]:
+        """Its dependencies by kind (only the kinds it has)."""
+        return {k: ids for k in ("after_ok", "after_any", "after_not_ok") if (ids := getattr(self, k))}
 
     @model_validator(mode="after")
     def _walltimes(self) -> "SchedulingRequest":
@@ -147,6 +178,11 @@ class SchedulingRequest(Frozen):
             object.__setattr__(self, "objects", filled)
         if self.start is not None and any(o.walltime_s is None for o in self.objects):
             raise ValueError("a request with a start needs a walltime (walltime_s) for every object")
+        if self.array_index is not None and self.array is None:
+            raise ValueError("array_index: only a task of an array has one")
+        for kind, ids in self.depends().items():
+            if self.request_id in ids:
+                raise ValueError(f"{kind}: a request cannot wait for itself ({self.request_id!r})")
         return self
 
 

@@ -66,6 +66,7 @@ from legionrm.models import (
 from legionrm.models.api import RequestList
 from legionrm.models.priority import PrioReport, ShareReport
 from legionrm.scheduler.confirm import refused_at_door
+from legionrm.scheduler.depend.arrays import each_task
 from legionrm.scheduler.mobility import Mobility
 from legionrm.scheduler.priority import QueueControl
 from legionrm.scheduler.scheduler import Scheduler
@@ -179,11 +180,11 @@ class SchedulerDoor:
 
     def hold(self, request_id: str, proof: Any = None) -> RequestInfo:
         admin = self._owner_or_admin(proof, "hold", {"request_id": request_id})
-        return self.control.hold(request_id, admin)
+        return each_task(self.core.request_info, request_id, lambda rid: self.control.hold(rid, admin))  # an array: each
 
     def release(self, request_id: str, proof: Any = None) -> RequestInfo:
         admin = self._owner_or_admin(proof, "release", {"request_id": request_id})
-        return self.control.release(request_id, admin)
+        return each_task(self.core.request_info, request_id, lambda rid: self.control.release(rid, admin))
 
     def update(self, request_id: str, priority: int | None = None, qos: str | None = None,
                clear_priority: bool = False, proof: Any = None) -> RequestInfo:

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator, Literal
 
 from legionrm.models import Refusal
+from legionrm.scheduler.depend import ArrayCounts, Depend
 from legionrm.scheduler.priority import SitePolicy
 from legionrm.scheduler.priority.limits import QosLimits
 from legionrm.scheduler.requests import Entry, RequestBook
@@ -43,6 +44,8 @@ class RequestQueue:
         self._dirty = threading.Event()
         self._attempting: set[str] = set()  # requests an attempt is under way for
         self._cancel_asked: set[str] = set()
+        self.depend: Depend | None = None
+        """Dependencies, ``begin_at`` and array limits (:mod:`legionrm.scheduler.depend`), checked before the site's limits."""
 
     def order(self) -> list[Entry]:
         """The pending requests that are not held, in the order they go next
@@ -56,8 +59,13 @@ class RequestQueue:
                       key=lambda e: (e.submitted, e.id))
 
     def blocked(self, entry: Entry) -> Refusal | None:
-        """Why ``entry`` may not be tried now (held, or over a QoS limit); None: it may."""
-        return self.site.blocked(entry, self.site.limits(self._book.entries(), entry.user))
+        """Why ``entry`` may not be tried now (held, a dependency, or over a QoS limit); None: it may."""
+        why = self.depend_why(entry)  # (a Refusal is falsy: an Outcome)
+        return why if why is not None else self.site.blocked(entry, self.site.limits(self._book.entries(), entry.user))
+
+    def depend_why(self, entry: Entry, counts: ArrayCounts | None = None) -> Refusal | None:
+        """Why ``entry``'s dependencies, ``begin_at`` or array keep it waiting (a held one: only its hold)."""
+        return None if self.depend is None or entry.request.hold is not None else self.depend.blocked(entry, counts)
 
     @contextmanager
     def claim(self, request_id: str) -> Iterator[bool]:
@@ -98,7 +106,8 @@ class RequestQueue:
         """``order`` without the requests over a limit of their QoS now (they
         neither start nor keep others waiting)."""
         limits = self.site.limits(self._book.entries())
-        return [e for e in order if self.site.blocked(e, limits) is None]
+        counts = self.depend.counts() if self.depend is not None else None
+        return [e for e in order if self.depend_why(e, counts) is None and self.site.blocked(e, limits) is None]
 
     def replan(self, walk: Walk, wait: Callable[[Entry, Refusal], object]) -> int:
         """One more pass over the pending requests, in :meth:`order`: ``walk`` (the backfill rules) tries them through the
@@ -127,6 +136,7 @@ class PassGate:
 
     def __init__(self, queue: RequestQueue, limits: QosLimits, wait: Callable[[Entry, Refusal], object]) -> None:
         self._queue, self._limits, self._wait = queue, limits, wait
+        self._counts = queue.depend.counts() if queue.depend is not None else None  # arrays' running tasks
 
     def held_back(self, entry: Entry) -> bool:
         """True when ``entry`` is over a limit of its QoS now: it waits
@@ -145,11 +155,14 @@ class PassGate:
             if not attempt(entry):
                 return False
             self._limits.started(self._queue.site.ask(entry))
+            if self._counts is not None:
+                self._counts.started(entry)
             return True
 
     def _waits(self, entry: Entry) -> bool:
         """(Under ``entry``'s claim.)  Over a QoS limit: it waits, with the limit as its reason."""
-        why = self._queue.site.blocked(entry, self._limits)
+        why = self._queue.depend_why(entry, self._counts)
+        why = why if why is not None else self._queue.site.blocked(entry, self._limits)
         if why is not None:
             self._wait(entry, why)
         return why is not None

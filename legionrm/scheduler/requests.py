@@ -55,8 +55,9 @@ ALLOWED: dict[RequestState, frozenset[RequestState]] = {
     "admitted": frozenset({"placing", "pending", "failed", "cancelled"}),
     "placing": frozenset({"reserved", "running", "pending", "failed", "cancelled"}),
     "reserved": frozenset({"running", "failed", "cancelled"}),
-    "running": frozenset({"completed", "failed", "cancelled"}),
+    "running": frozenset({"completed", "failed", "cancelled", "node_lost", "pending"}),  # pending: requeued
     "completed": frozenset(),
+    "node_lost": frozenset(),
     "failed": frozenset(),
     "cancelled": frozenset(),
 }
@@ -118,11 +119,12 @@ class Entry:
 
     def failed_work(self) -> bool:
         """Did any of its instances' work fail (a run that failed, or its host lost)?"""
-        return any(i.state == "lost" or i.failed for i in self.instances.values())
+        return any((i.state == "lost" or i.failed) and not i.requeued for i in self.instances.values())
 
     def exit_code(self) -> int | None:
         """Its runs' first non-zero exit code, else 0; None before any run's result is known."""
-        codes = [i.result.exit_code for i in self.instances.values() if i.result and i.result.exit_code is not None]
+        codes = [i.result.exit_code for i in self.instances.values()
+                 if i.result and i.result.exit_code is not None and not i.requeued]
         return next((c for c in codes if c != 0), 0) if codes else None
 
     def draft(self, **changes: object) -> "Entry":
@@ -139,6 +141,9 @@ class Entry:
             start=self.request.start,
             instances=tuple(self.instances.values()), failures=self.failures, history=tuple(self.history),
             exit_code=self.exit_code(), qos=self.request.qos, hold=self.request.hold, archived=self.archived,
+            after_ok=self.request.after_ok, after_any=self.request.after_any, after_not_ok=self.request.after_not_ok,
+            begin_at=self.request.begin_at, requeue=self.request.requeue, array=self.request.array,
+            array_index=self.request.array_index,
         )
 
     def ended(self) -> float:

@@ -3,7 +3,8 @@
 ``scheduleObjects(request)`` runs, in order:
 
 0. the site's queue (:mod:`legionrm.scheduler.priority`): an unknown QoS, or
-   one its user may not choose, is refused at submit; a held request, or one
+   one its user may not choose, is refused at submit; a held request, one
+   whose dependencies, ``begin_at`` or array limit (:mod:`legionrm.scheduler.depend`) are not met, or one
    over a limit of its QoS, waits pending with the reason; waiting requests
    go in the order of the multifactor priority (QoS, fair share, age, size);
 1. how much (:mod:`legionrm.scheduler.sharegate`, when the cluster has DUCC
@@ -54,6 +55,8 @@ from legionrm.scheduler.accounts import Accounts
 from legionrm.scheduler.ahead.starts import AheadStarts
 from legionrm.scheduler.backfill import Backfill, Profile, UsageCache, profile_of, with_walltime
 from legionrm.scheduler.confirm import Activator, activation, refused_at_door, validate_request
+from legionrm.scheduler.depend import Arrays, Depend
+from legionrm.scheduler.depend.hooks import cancel_never, end_run
 from legionrm.scheduler.enactment import Enactment
 from legionrm.scheduler.planner import Plan, Planner
 from legionrm.scheduler.planning.holds import Hold
@@ -154,6 +157,8 @@ class Scheduler:
         self._queue_spec = settings.cluster.queue
         self.queue = RequestQueue(book, SitePolicy(site_settings(settings.cluster), self.results.store, clock,
                                                    settings.cluster.capacity().cpus), self._queue_spec.order)
+        self._depend = self.queue.depend = Depend(book, clock)  # dependencies, begin_at, arrays (scheduler.depend)
+        self._arrays = Arrays(book, self._depend)
         self._usages = UsageCache()  # running requests' cpus per host, between passes
         self.backfill = Backfill(self._queue_spec.policy, self._queue_spec.backfill_depth, profile=self._profile)
         self._ahead = AheadStarts(book, enactment.enactor, book_back=accounts.book_back)  # starts ahead
@@ -215,7 +220,9 @@ class Scheduler:
         it here (:meth:`Backfill.gate`: it delays no reserved start and
         strict order puts nobody before it); ``try_now=False`` only queues
         it for the next pass.  Work without a walltime gets its QoS's
-        ``max_walltime_s``, else the queue's ``default_walltime_s``."""
+        ``max_walltime_s``, else the queue's ``default_walltime_s``.  An array is its tasks (:mod:`.depend.arrays`)."""
+        if request.array is not None and request.array_index is None:
+            return self._arrays.submit(request, lambda task, now: self.scheduleObjects(task, try_now=try_now and now))
         request = with_walltime(request, self.queue.site.max_walltime(request) or self._queue_spec.default_walltime_s)
         validate_request(request, self._clock())
         refusal = self.accounts.refuse_owner(request)
@@ -263,11 +270,14 @@ class Scheduler:
         self.book.move(entry, "pending", f"{codes.QUEUE_BEHIND}: {why}")
         return SchedulerResponse(request_id=entry.id, ok=False, message=why, state=entry.state)
 
-    def cancel(self, request_id: str, reason: str = "cancelled by its user") -> RequestInfo:
+    def cancel(self, request_id: str, reason: str = "cancelled by its user", replan: bool = True) -> RequestInfo:
         """End ``request_id``: a pending request leaves the queue; a running
-        one has its instances stopped; everything is booked back.
+        one has its instances stopped; everything is booked back (an array's id: every task).
         Idempotent on a finished request (returns its info unchanged).
         Raises SchedulingError for an unknown id."""
+        if (whole := self._arrays.cancel(request_id, lambda task: self.cancel(task, reason, False))) is not None:
+            self.replan()
+            return whole
         entry = self._entry(request_id)
         if entry.final:
             return entry.info()
@@ -282,13 +292,16 @@ class Scheduler:
             for ref in stopping:
                 self.enactment.stop(ref, reason)
             self.accounts.book_back(entry)
-        self.replan()
+        if replan:
+            self.replan()
         return entry.info()
 
     def request_info(self, request_id: str) -> RequestInfo:
         """One request's whole story (``legionrm show``), from the live book or
         the durable history (then ``archived``), with its reserved start while
-        it waits at the top of the queue.  SchedulingError if unknown."""
+        it waits at the top of the queue (an array's id: its summary).  SchedulingError if unknown."""
+        if self.book.find(request_id) is None and (whole := self._arrays.info(request_id)) is not None:
+            return whole
         entry = self._entry(request_id)
         info = entry.info()
         reserved = self.backfill.reserved.get(entry.id) if entry.state == "pending" else None
@@ -304,8 +317,8 @@ class Scheduler:
                        replan: bool = True, result: WorkResult | None = None) -> bool:
         """An instance is gone (its actor or run returned or died, its walltime
         ran out, its class destroyed it, its host died).  Its request completes
-        when it was the last one (or fails when an instance was ``lost`` or
-        its work failed: ``result``), every account is booked back, and
+        when it was the last one (ends ``node_lost`` when an instance was ``lost``, or is requeued:
+        :mod:`.depend.requeue`; fails when its work failed: ``result``), every account is booked back, and
         waiting requests are re-planned.  Returns False for an unknown or
         already ended instance (idempotent).  With ``replan=False`` the caller
         re-plans once after several ends."""
@@ -313,9 +326,7 @@ class Scheduler:
         entry = self.book.end_instance(instance_id, state, reason, result)
         if entry is None:
             return False
-        if entry.state == "running" and not entry.holds_objects():
-            if self.book.finish(entry, "failed" if entry.failed_work() else "completed", reason):
-                self.accounts.book_back(entry)
+        end_run(self, entry, instance_id, reason)  # the request ends with its last instance, or is requeued
         if replan:
             self.replan()
         return True
@@ -502,7 +513,9 @@ class Scheduler:
                                  enact=result, message=msg, state=entry.state)
 
     def _wait(self, entry: Entry, why: Refusal) -> SchedulerResponse:
-        """Not tried now: held, or over a limit of its QoS (pending, with that as its reason)."""
+        """Not tried now: held, a dependency, or over a limit of its QoS (pending, with that as its reason)."""
+        if why.code == codes.DEPEND_NEVER:  # a dependency that can never be met
+            return cancel_never(self, entry, why)
         return self._refused(entry, [PlacementFailure(key="*", resource=why.by, code=why.code, reason=why.reason,
                                                       stage="plan")], 0)
 

@@ -38,7 +38,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.hostobj", "legionrm.enactor"),
     ENGINES[:3] + ("legionrm.scheduler.planning.pipeline", "legionrm.scheduler.ports", "legionrm.scheduler.requests",
                    "legionrm.scheduler.confirm", "legionrm.scheduler.replan"),
-    ("legionrm.scheduler.priority",),  # the site's order over the book's entries (the queue and config read it)
+    ("legionrm.scheduler.priority",  # the site's order over the book's entries (the queue and config read it)
+     "legionrm.scheduler.depend"),  # dependencies, begin_at, arrays, requeue over the book (the queue reads it)
     ("legionrm.scheduler.watch", "legionrm.scheduler.queue", "legionrm.scheduler.several"),
     ("legionrm.scheduler.elastic", "legionrm.scheduler.planning.snaptables", "legionrm.config", "legionrm.request_file",
      "legionrm.scheduler.planning.window"),

@@ -1,6 +1,6 @@
 """The whole Ray cluster goes away and `legionrm up` starts again on the same
 home: the Scheduler reloads every request from its state store; the work that
-ran on the lost cluster is marked lost (its request fails), work that waited
+ran on the lost cluster is marked lost (its request ends node_lost), work that waited
 still waits or runs, nothing is issued twice, and the auditor finds the books
 balanced.  As an operator types it, in subprocesses with a private home
 (the first system SIGKILLed whole); prints the time to recover.
@@ -91,7 +91,7 @@ def test_a_new_up_on_the_same_home_knows_what_the_lost_cluster_held(tmp_path: Pa
         recovered = time.monotonic() - t0
         with capsys.disabled():
             print(f"\n  whole cluster restarted: up again and the lost work accounted for in {recovered:.1f} s")
-        assert states == {"r-run": "failed"}  # lost with its cluster, never started twice
+        assert states == {"r-run": "node_lost"}  # lost with its cluster, never started twice
         show = json.loads(lrm("show", "r-run", "--json").stdout)
         assert [i["state"] for i in show["instances"]] == ["lost"]
         audit = lrm("audit", "--json")

@@ -357,7 +357,7 @@ def test_a_ray_node_host_and_a_vault_killed_come_back_with_their_grants(system, 
     assert eventually(lambda: instance_actor_names("ray-a~"), lambda names: names == []) == []
 
 
-def test_a_removed_worker_node_loses_its_instance_and_its_request_fails(system, ray_cluster, ray_nodes,
+def test_a_removed_worker_node_loses_its_instance_and_its_request_ends_node_lost(system, ray_cluster, ray_nodes,
                                                                          capsys) -> None:
     from legionrm.system import call, node_ids
 
@@ -373,7 +373,7 @@ def test_a_removed_worker_node_loses_its_instance_and_its_request_fails(system, 
             assert time.monotonic() < deadline, "the lost instance was never noticed"
             time.sleep(0.1)
         recovered = time.monotonic() - t0
-        assert info.state == "failed" and info.instances[0].state == "lost", info
+        assert info.state == "node_lost" and info.instances[0].state == "lost", info
         assert call(system.pools.held.remote()) == {}
         # expected: the host object of the removed node died with it, so the auditor cannot ask it
         findings = audited(system, {"resource.unreachable": "ray-b's host actor died with its node"})

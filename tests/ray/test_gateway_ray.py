@@ -77,3 +77,38 @@ def test_the_queue_on_ray_refuses_a_users_priority_and_shows_share_and_prio(door
     assert alice.release(held.id).state == "running"
     assert alice.cancel(held.id).state == "cancelled"
     assert alice.share().half_life_s == 604_800 and all(row.user in (None, "alice") for row in alice.share().rows)
+
+
+def test_dependencies_arrays_and_owner_holds_live(door) -> None:
+    """Issue 26 item 5 on Ray through the gateway: after_ok waits then starts, after_not_ok is
+    cancelled when its dependency completed, an array runs at most its limit and is one line in
+    ``list``, and only its owner holds a request."""
+    _, paths = door
+    alice, bob = Client.from_credentials(paths["alice"]), Client.from_credentials(paths["bob"])
+    a = alice.submit({**WORKER, "walltime_s": 3})
+    assert a.ok, a.response
+    b = alice.submit({**WORKER, "after_ok": [a.id], "walltime_s": 30})
+    c = alice.submit({**WORKER, "after_not_ok": [a.id]})
+    assert (b.state, c.state) == ("pending", "pending")
+    assert alice.show(b.id).reason.startswith("depend.waiting: waits for after_ok")
+    with pytest.raises(ForbiddenError) as e:
+        bob.hold(b.id)
+    assert e.value.code == "auth.not_owner"
+    arr = alice.submit({**WORKER, "walltime_s": 2, "array": "0-3%2"})
+    assert arr.response.message.startswith(f"array {arr.id}: 4 tasks")
+    counts = alice.show(arr.id).array_counts
+    assert counts.get("running", 0) <= 2 and sum(counts.values()) == 4
+    assert [i.id for i in alice.list() if i.id.startswith(arr.id)] == [arr.id]  # one line
+    assert alice.wait(b.id, timeout=60, until=("running", "completed", "failed", "cancelled")).state == "running"
+    ended_c = alice.wait(c.id, timeout=30)
+    assert (ended_c.state, ended_c.reason.split(":")[0]) == ("cancelled", "depend.never")
+    done = alice.wait(arr.id, timeout=90)
+    assert (done.state, done.array_counts) == ("completed", {"completed": 4})
+    tasks = [alice.show(f"{arr.id}_{i}") for i in range(4)]
+    starts = sorted((h.at, +1) for t in tasks for h in t.history if h.state == "running")
+    ends = sorted((t.history[-1].at, -1) for t in tasks)
+    at_once = 0
+    for _, step in sorted(ends + starts):
+        at_once += step
+        assert at_once <= 2
+    assert alice.cancel(b.id).state == "cancelled"

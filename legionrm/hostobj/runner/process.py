@@ -25,6 +25,7 @@ from legionrm.hostobj.runner.accounts import Account, RunError
 from legionrm.hostobj.runner.cgroup import Cgroup, cgroup_root
 from legionrm.hostobj.runner.files import OUTPUT_CAP, STREAMS, kept_result, read_output, session_members, trim
 from legionrm.models import WorkEnd, WorkResult
+from legionrm.models.arrays import ARRAY_ENV
 
 GB = 1024**3
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -124,7 +125,8 @@ def scrubbed_env(work: Work, account: Account, workdir: Path) -> dict[str, str]:
     """The whole environment of a run (see the module): nothing of the service's."""
     env = {"PATH": DEFAULT_PATH, "HOME": account.home if os.path.isdir(account.home) else str(workdir),
            "USER": account.name, "LOGNAME": account.name}
-    env.update({k: str(v) for k, v in work.env.items() if not k.startswith("LEGIONRM_")})
+    # LEGIONRM_* is the service's; an array's task gets its index from the Scheduler (legionrm.models.arrays)
+    env.update({k: str(v) for k, v in work.env.items() if not k.startswith("LEGIONRM_") or k == ARRAY_ENV})
     env.update(LEGIONRM_REQUEST_ID=work.request_id, LEGIONRM_INSTANCE_ID=work.instance_id,
                LEGIONRM_CPUS=f"{work.cpus:g}")
     return env

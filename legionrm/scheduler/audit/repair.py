@@ -30,6 +30,7 @@ from typing import Callable, Iterable
 
 from legionrm import codes
 from legionrm.models import AuditFinding, ResourceAudit
+from legionrm.scheduler.depend.requeue import run_end
 from legionrm.scheduler.scheduler import Scheduler
 
 WHY = "audit --repair"
@@ -62,8 +63,8 @@ def _repair_one(s: Scheduler, f: AuditFinding, views: list[ResourceAudit],
     if f.code == codes.REQUEST_RUNNING_ENDED:
         if entry is None or entry.state != "running" or entry.holds_objects():
             return "nothing: it had changed already"
-        state = "failed" if entry.failed_work() else "completed"
-        if s.book.finish(entry, state, f"{WHY}: its instances had all ended"):
+        state, why = run_end(entry, f"{WHY}: its instances had all ended")  # node_lost, failed or completed
+        if s.book.finish(entry, state, why):
             s.accounts.book_back(entry)
         return f"ended it ({state}) and booked back its accounts"
     if f.code == codes.REQUEST_UNPLACED:

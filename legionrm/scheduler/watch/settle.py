@@ -15,6 +15,8 @@ from typing import Any
 
 from legionrm.errors import SchedulingError
 from legionrm.models.api import RequestList
+from legionrm.scheduler.depend.arrays import grouped
+from legionrm.scheduler.depend.requeue import run_end
 from legionrm.state import StoreFault
 
 log = logging.getLogger(__name__)
@@ -36,7 +38,7 @@ def settle_half_done(core: Any) -> None:
                         core.accounts.release(entry.id)
             elif entry.state == "running" and entry.instances and not entry.holds_objects():
                 last = max(entry.instances.values(), key=lambda i: i.ended_at or 0.0)
-                if core.book.finish(entry, "failed" if entry.failed_work() else "completed", last.reason):
+                if core.book.finish(entry, *run_end(entry, last.reason)):  # node_lost, failed or completed
                     core.accounts.book_back(entry)
         except StoreFault as fault:
             log.warning("settling request %s waits for the store: %s", entry.id, fault)
@@ -62,11 +64,12 @@ def list_page(core: Any, user: str | None = None, state: str | None = None, *, e
     """One page of ``legionrm list`` from the Scheduler core's book: the live
     and recent requests (``every``: each one the history keeps, at most
     :data:`MAX_PAGE` a page), oldest first, after ``cursor`` (the last page's
-    ``next``).  Pure read.  SchedulingError for a bad cursor."""
+    ``next``), the tasks of an array on the page as one line (:func:`~legionrm.scheduler.depend.grouped`).
+    Pure read.  SchedulingError for a bad cursor."""
     if every:
         limit = min(limit or MAX_PAGE, MAX_PAGE)
     entries, after = core.book.page(user, state, every=every, after=cursor_key(cursor), limit=limit)
-    return RequestList(requests=tuple(e.info() for e in entries), next=page_cursor(after))
+    return RequestList(requests=tuple(grouped([e.info() for e in entries])), next=page_cursor(after))
 
 
 def cursor_key(cursor: str | None) -> tuple[float, str] | None:

@@ -140,7 +140,8 @@ def test_a_host_that_disappears_loses_its_instances() -> None:
     s.carrier(host).remove(host, "node died")
     s.tick()
     info = s.scheduler.request_info("a")
-    assert info.state == "failed" and info.instances[0].state == "lost"
+    assert info.state == "node_lost" and info.instances[0].state == "lost"  # issue 26 item 7
+    assert info.reason.startswith("node.lost: ")
     assert s.scheduler.accounts.pools.held() == {}
 
 
