@@ -192,7 +192,7 @@ class Backfill:
         base = self._profile()
         blocked = [e for e in ahead if not outside(e.request)
                    and not base.fits_now(demand_of(e.request), walltime_of(e.request))][:self.depth]
-        holds, _ = self._holds(base, blocked, hints)
+        holds, _ = self._holds(base, blocked)
         if not base.fits_now(demand_of(entry.request), walltime_of(entry.request), holds):
             return None
         return (*holds, *base.unreported())
