@@ -50,6 +50,7 @@ class Fits:
         self.profile = profile
         self.holds = list(holds)
         self._views: dict[Binds, _View] = {}
+        self._asked: dict[tuple[Demand, float | None], bool] = {}  # this state's answers by (demand, walltime)
 
     def changed(self, holds: Sequence[Hold]) -> None:
         """The pass started work or reserved a start: ``holds`` are the holds now."""
@@ -58,9 +59,16 @@ class Fits:
         for view in self._views.values():
             view.stale = True
         self.holds = list(holds)
+        self._asked = {}
 
     def __call__(self, demand: Demand, walltime: float | None) -> bool:
         """Does ``demand`` fit now, for ``walltime``, within the holds?"""
+        got = self._asked.get((demand, walltime))
+        if got is None:
+            got = self._asked[demand, walltime] = self._ask(demand, walltime)
+        return got
+
+    def _ask(self, demand: Demand, walltime: float | None) -> bool:
         end = self.profile.now + (walltime if walltime is not None else INF)
         binds = binding(self.holds, end)
         view = self._views.get(binds)

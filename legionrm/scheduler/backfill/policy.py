@@ -116,7 +116,7 @@ class Backfill:
         self.depth = depth if mode == "easy" else 0
         self._profile = profile
         self._usage = usage
-        self._shapes: dict[str, Shape] = {}
+        self._shapes: dict[int, Shape] = {}  # by id() of the request object
         self.reserved: dict[str, float] = {}
         """Each blocked top request's reserved start, by request id, as the last pass left them."""
 
@@ -130,12 +130,13 @@ class Backfill:
         shapes = self._shapes_of(order)
         hints: dict[str, tuple[float, float]] = {}  # the top reservation's (first moment, start), this pass
         # the least cpus any request from position i on needs (one the rules leave alone: it may always start)
-        least = np.minimum.accumulate(np.array([-1.0 if s.outside else s.need for s in reversed(shapes)]))[::-1]
+        least = np.minimum.accumulate(np.fromiter((-1.0 if s.outside else s.need for s in reversed(shapes)),
+                                                  float, len(shapes)))[::-1].tolist() + [INF]
         base = self._profile()
         blocked: list[Entry] = []
         holds, reserved = self._holds(base, blocked, hints)
         fits = Fits(base, holds)
-        started, trying = 0, True
+        started, trying, room = 0, True, float(base.free.sum())
         for i, (entry, shape) in enumerate(zip(order, shapes)):
             if entry.state != "pending" or (skip is not None and skip(entry)):
                 continue
@@ -150,6 +151,7 @@ class Backfill:
                 base.add(self._usage(entry, base))
                 holds, reserved = self._holds(base, blocked, hints)  # the reservations again, from what now runs
                 fits.changed(holds)
+                room = float(base.free.sum())
             elif outcome is None or shape.outside:
                 continue
             elif self.mode == "fcfs":
@@ -158,22 +160,24 @@ class Backfill:
                 blocked.append(entry)
                 holds, reserved = self._holds(base, blocked, hints)
                 fits.changed(holds)
-            if len(blocked) >= self.depth and i + 1 < len(shapes) and least[i + 1] > float(base.free.sum()) + EPS:
+            if least[i + 1] > room + EPS and len(blocked) >= self.depth:
                 trying = False  # nothing after this fits in all that is free (the holds only take more)
         self.reserved = {r.entry.id: r.start for r in reserved if r.start is not None}
         return started
 
     def _shapes_of(self, order: Sequence[Entry]) -> list[Shape]:
-        """Each request's :class:`Shape`, read again only when its request changed; kept for the next pass."""
-        kept, out = self._shapes, []
-        fresh: dict[str, Shape] = {}
+        """Each request's :class:`Shape`, read once per request object (a
+        changed request is a new object); kept for the next passes."""
+        kept = self._shapes
+        if len(kept) > 2 * len(order) + 1000:  # forget the requests gone since
+            kept = self._shapes = {}
+        out = []
         for entry in order:
-            shape = kept.get(entry.id)
-            if shape is None or shape.request is not entry.request:
-                shape = Shape.of(entry.request)
-            fresh[entry.id] = shape
+            request = entry.request
+            shape = kept.get(id(request))  # (the shape holds its request: no other takes its id meanwhile)
+            if shape is None:
+                shape = kept[id(request)] = Shape.of(request)
             out.append(shape)
-        self._shapes = fresh
         return out
 
     def gate(self, entry: Entry, order: Sequence[Entry]) -> tuple[Hold, ...] | None:

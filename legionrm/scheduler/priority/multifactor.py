@@ -121,8 +121,21 @@ def order(jobs: Sequence[PendingJob], fairshare: Mapping[str, float], now: float
     for i, j in enumerate(jobs):
         if j.fixed is not None:
             prio[i] = float(j.fixed)
-    ids = np.array([j.id for j in jobs], dtype=object)
-    id_rank = np.argsort(ids, kind="stable")  # ids as ranks: lexsort takes numbers
-    id_pos = np.empty(n, dtype=np.int64)
-    id_pos[id_rank] = np.arange(n)
-    return [int(i) for i in np.lexsort((id_pos, sub, -prio))]
+    at = np.lexsort((sub, -prio))
+    # ties of priority and submission (rare) go by request id: only those runs are sorted again
+    same = np.flatnonzero((prio[at][1:] == prio[at][:-1]) & (sub[at][1:] == sub[at][:-1]))
+    out = at.tolist()
+    for lo, hi in _runs(same.tolist()):
+        out[lo:hi] = sorted(out[lo:hi], key=lambda i: jobs[i].id)
+    return out
+
+
+def _runs(same: list[int]) -> list[tuple[int, int]]:
+    """The ``[lo, hi)`` runs of positions tied with the next (``same``: those ``k`` with ``k`` tied to ``k + 1``)."""
+    runs: list[tuple[int, int]] = []
+    for k in same:
+        if runs and runs[-1][1] == k + 1:
+            runs[-1] = (runs[-1][0], k + 2)
+        else:
+            runs.append((k, k + 2))
+    return runs
