@@ -118,15 +118,13 @@ class Profile:
 
     def add(self, usage: Usage) -> None:
         """Count ``usage``: cpus taken now (or at its start) and given back at its end."""
-        events: list[tuple[float, int, float]] = []
-        for h, c in zip(usage.hosts, usage.cpus):
-            if usage.start <= self.now:
-                self.free[h] -= c
-            else:
-                events.append((usage.start, h, -c))
-            if usage.end < INF:
-                events.append((usage.end, h, c))
-        self._push(events)
+        if usage.start <= self.now:
+            np.subtract.at(self.free, list(usage.hosts), usage.cpus)
+        else:
+            self._push((usage.start, h, -c) for h, c in zip(usage.hosts, usage.cpus))
+        if usage.end < INF:
+            self._push((usage.end, h, c) for h, c in zip(usage.hosts, usage.cpus))
+        self._steps = self._later = None
 
     def _push(self, events: Iterable[tuple[float, int, float]]) -> None:
         self._pending.extend(events)
