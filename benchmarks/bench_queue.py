@@ -64,7 +64,7 @@ def checked(seeds: int) -> tuple[int, int]:
 def timed(q: CpuQueue, rules: Backfill, site: SitePolicy) -> tuple[float, Outcome]:
     t = time.perf_counter()
     order = site.order(q.order, now=0.0)
-    q.order, waiting = order + [e for e in q.order if e.state != "pending"], len(order)
+    q.order = order + [e for e in q.order if e.state != "pending"]
     out = q.run(rules)
     return time.perf_counter() - t, out
 

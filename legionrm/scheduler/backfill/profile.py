@@ -107,8 +107,7 @@ class Profile:
     def copy(self) -> Profile:
         """A copy to add to without changing this one."""
         other = object.__new__(Profile)  # the hosts' names and index are shared, never changed
-        other.__dict__.update(self.__dict__)
-        other.free, other._ev, other._pending = self.free.copy(), self._events(), []
+        other.__dict__.update(self.__dict__, free=self.free.copy(), _ev=self._events(), _pending=[])
         return other
 
     def release(self, usage: Usage) -> None:
