@@ -90,6 +90,8 @@ class Profile:
         self._pending: list[tuple[float, int, float]] = list(events)
         self._steps: tuple[np.ndarray, np.ndarray] | None = None
         self._later: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._gains: np.ndarray | None = None  # the cpus given back by each moment (running sums of the events)
+        self._seen: tuple[float, np.ndarray] | None = None  # the last moment shadow() placed at, and its cpus
         self._bounds: dict[int, tuple[Hold, np.ndarray, np.ndarray]] = {}
         for u in usages:
             self.release(u)
@@ -123,11 +125,11 @@ class Profile:
             self._push((usage.start, h, -c) for h, c in zip(usage.hosts, usage.cpus))
         if usage.end < INF:
             self._push((usage.end, h, c) for h, c in zip(usage.hosts, usage.cpus))
-        self._steps = self._later = None
+        self._steps = self._later = self._gains = self._seen = None
 
     def _push(self, events: Iterable[tuple[float, int, float]]) -> None:
         self._pending.extend(events)
-        self._steps = self._later = None
+        self._steps = self._later = self._gains = self._seen = None
 
     def _events(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every event as ``(times, hosts, cpus)`` arrays, by time (those of
@@ -180,6 +182,8 @@ class Profile:
         return self._steps
 
     def _free_at(self, t: float) -> np.ndarray:
+        if self._seen is not None and self._seen[0] == t:  # the moment shadow() just placed at
+            return self._seen[1].copy()
         times, upto, hosts, cpus = self.later()
         k = max(int(np.searchsorted(times, t, side="right")) - 1, 0)
         return np.minimum(self._row(k), self.total)
@@ -270,7 +274,9 @@ class Profile:
         total_need = need(demand)
         items = [(n, c) for n, c in sorted(demand, key=lambda d: -d[1]) if c > EPS]
         # an upper bound of each moment's free sum (uncapped): moments before it cannot hold the total
-        sums = float(self.free.sum()) + np.concatenate([[0.0], np.cumsum(cpus)])[upto]
+        if self._gains is None:
+            self._gains = np.concatenate([[0.0], np.cumsum(cpus)])[upto]
+        sums = float(self.free.sum()) + self._gains
         k = int(np.searchsorted(sums + EPS + 1e-6 * np.maximum(np.abs(sums), 1.0), total_need, side="left"))
         k = max(k, int(np.searchsorted(times, since, side="left")))
         if k >= len(times):
@@ -296,6 +302,7 @@ class Profile:
                 # take the cpus that are busy now first: the ones free now stay for backfilling
                 take = place(window, demand, np.argsort(-(window - np.minimum(self.free, window)), kind="stable"))
                 if take is not None:
+                    self._seen = (float(times[k]), window)
                     return float(times[k]), take, first
             if k + 1 >= len(times):
                 return None
