@@ -23,7 +23,9 @@ starts, or the benchmark fails.  Then it times, at full size:
   scheduler runs on each event): the target, one pass in at most 1 s.
 
 Each timed figure is the site's order of the waiting requests
-(:meth:`SitePolicy.order`, the multifactor priority) plus the pass.
+(:meth:`SitePolicy.order`, the multifactor priority) plus the pass, in CPU
+seconds of this process (the machine is shared; the wall time is printed
+beside it).
 """
 
 from __future__ import annotations
@@ -61,12 +63,13 @@ def checked(seeds: int) -> tuple[int, int]:
     return passes, starts
 
 
-def timed(q: CpuQueue, rules: Backfill, site: SitePolicy) -> tuple[float, Outcome]:
-    t = time.perf_counter()
+def timed(q: CpuQueue, rules: Backfill, site: SitePolicy) -> tuple[float, float, Outcome]:
+    """The site's order and one pass: (CPU seconds of this process, wall seconds, what it did)."""
+    t, w = time.process_time(), time.perf_counter()
     order = site.order(q.order, now=0.0)
     q.order = order + [e for e in q.order if e.state != "pending"]
     out = q.run(rules)
-    return time.perf_counter() - t, out
+    return time.process_time() - t, time.perf_counter() - w, out
 
 
 def main() -> None:
@@ -82,20 +85,20 @@ def main() -> None:
     spec = ClusterSpec()
     site = SitePolicy(site_settings(spec), None, lambda: 0.0, float(q.total.sum()))
     rules = q.rules(Backfill, "easy", 1)
-    cold, first = timed(q, rules, site)
+    cold, cold_wall, first = timed(q, rules, site)
     print(f"first pass: {a.queued:,} waiting, {len(q.running):,} running on {a.hosts:,} hosts: "
-          f"{cold:.2f} s, {len(first.started)} started, reserved {first.reserved}")
+          f"{cold:.2f} s CPU ({cold_wall:.2f} s wall), {len(first.started)} started, reserved {first.reserved}")
     q.settle(first, 0.01)
-    warm, out = timed(q, rules, site)
+    warm, warm_wall, out = timed(q, rules, site)
     waiting = sum(e.state == "pending" for e in q.order)
-    print(f"next pass after 1% of the hosts' work ended: {waiting:,} waiting: {warm:.2f} s, "
-          f"{len(out.started)} started, reserved {out.reserved}")
+    print(f"next pass after 1% of the hosts' work ended: {waiting:,} waiting: {warm:.2f} s CPU "
+          f"({warm_wall:.2f} s wall), {len(out.started)} started, reserved {out.reserved}")
     load = os.getloadavg()[0]
     print()
-    check(f"one pass, {waiting // 1000}k waiting, {a.hosts // 1000}k hosts (site order + EASY)", "<= 1 s",
-          f"{warm:.2f} s", warm <= 1.0, note=f"{len(out.started)} started; load {load:.1f}")
-    info("the first pass over the queue (cold, fills the cluster)", f"{cold:.2f} s",
-         note=f"{len(first.started)} started")
+    check(f"one pass, {waiting // 1000}k waiting, {a.hosts // 1000}k hosts (site order + EASY)", "<= 1 s CPU",
+          f"{warm:.2f} s CPU", warm <= 1.0, note=f"{len(out.started)} started; {warm_wall:.2f} s wall; load {load:.1f}")
+    info("the first pass over the queue (cold, fills the cluster)", f"{cold:.2f} s CPU",
+         note=f"{len(first.started)} started; {cold_wall:.2f} s wall")
     info("fast pass = reference pass", f"{passes} passes", note=f"{starts} starts compared")
 
 

@@ -109,18 +109,18 @@ def order(jobs: Sequence[PendingJob], fairshare: Mapping[str, float], now: float
     if n == 0:
         return []
     w = formula.weights
-    sub = np.fromiter((j.submitted for j in jobs), float, n)
-    cpus = np.fromiter((j.cpus for j in jobs), float, n)
-    qp = np.fromiter((j.qos_priority for j in jobs), float, n)
-    fs = np.clip(np.fromiter((fairshare.get(j.user, 1.0) for j in jobs), float, n), 0.0, 1.0)
+    nan = float("nan")  # (no administrator's priority)
+    get = fairshare.get
+    cols = np.array([(j.submitted, j.cpus, j.qos_priority, get(j.user, 1.0), nan if j.fixed is None else j.fixed)
+                     for j in jobs], dtype=float).reshape(n, 5)  # one pass over the jobs, not one per column
+    sub, cpus, qp, fixed = cols[:, 0].copy(), cols[:, 1], cols[:, 2], cols[:, 4]
+    fs = np.clip(cols[:, 3], 0.0, 1.0)
     qos = np.clip(qp / formula.max_qos_priority, 0.0, 1.0) if formula.max_qos_priority > 0 else np.zeros(n)
     age = (np.clip(np.maximum(now - sub, 0.0) / formula.max_age_s, 0.0, 1.0) if formula.max_age_s > 0
            else np.zeros(n))
     size = np.clip(np.maximum(cpus, 0.0) / formula.total_cpus, 0.0, 1.0) if formula.total_cpus > 0 else np.zeros(n)
     prio = w.qos * qos + w.fairshare * fs + w.age * age + w.size * size
-    for i, j in enumerate(jobs):
-        if j.fixed is not None:
-            prio[i] = float(j.fixed)
+    prio = np.where(np.isnan(fixed), prio, fixed)
     at = np.lexsort((sub, -prio))
     # ties of priority and submission (rare) go by request id: only those runs are sorted again
     same = np.flatnonzero((prio[at][1:] == prio[at][:-1]) & (sub[at][1:] == sub[at][:-1]))
