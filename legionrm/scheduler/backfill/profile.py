@@ -93,8 +93,7 @@ class Profile:
         self._gains: np.ndarray | None = None  # the cpus given back by each moment (running sums of the events)
         self._seen: tuple[float, np.ndarray] | None = None  # the last moment shadow() placed at, and its cpus
         self._bounds: dict[int, tuple[Hold, np.ndarray, np.ndarray]] = {}
-        for u in usages:
-            self.release(u)
+        self.release(*usages)
 
     def unreported(self) -> tuple[Hold, ...]:
         """A hold on the cpus taken since the hosts last reported (the
@@ -112,10 +111,9 @@ class Profile:
         other.__dict__.update(self.__dict__, free=self.free.copy(), _ev=self._events(), _pending=[])
         return other
 
-    def release(self, usage: Usage) -> None:
+    def release(self, *usages: Usage) -> None:
         """Count running work the hosts already report: its cpus come back at its end."""
-        if usage.end < INF:
-            self._push((usage.end, h, c) for h, c in zip(usage.hosts, usage.cpus))
+        self._push([(u.end, h, c) for u in usages if u.end < INF for h, c in zip(u.hosts, u.cpus)])
 
     def add(self, usage: Usage) -> None:
         """Count ``usage``: cpus taken now (or at its start) and given back at its end."""
@@ -419,8 +417,8 @@ def profile_of(snap: CollectionSnapshot, running: Iterable[Entry], cache: UsageC
     profile = Profile(float(snap.now), [str(n) for n in base.names], base.cpus, base.free_cpus)
     usages = (cache or UsageCache()).usages(profile, running)
     held = np.zeros(len(profile.names))
-    for u in usages:
-        np.add.at(held, list(u.hosts), u.cpus)
-        profile.release(u)
+    hosts = [h for u in usages for h in u.hosts]
+    np.add.at(held, hosts, [c for u in usages for c in u.cpus])
+    profile.release(*usages)
     profile.free = np.minimum(profile.free, np.maximum(profile.total - held, 0.0))
     return profile

@@ -115,8 +115,10 @@ class SitePolicy:
         """The pending requests that are not held, in the order they go next (:func:`order`: as columns)."""
         now = self._clock() if now is None else now
         pending = [e for e in entries if e.state == "pending" and e.request.hold is None]
-        jobs = [self.job(e) for e in pending]
-        if len(self._jobs) > len(jobs):  # only what waits is kept (a new dict: a concurrent reader keeps the old)
+        kept = self._jobs
+        jobs = [got[1] if (got := kept.get(e.request.request_id)) is not None and got[0] is e.request else self.job(e)
+                for e in pending]  # (self.job, inlined where it is kept: the pass's hot path)
+        if len(self._jobs) > 2 * len(jobs) + 1000:  # those gone since are forgotten now and then (a new dict)
             kept = self._jobs
             self._jobs = {j.id: kept[j.id] for j in jobs if j.id in kept}
         fs = self.fairshare(entries, now, {j.user for j in jobs})
