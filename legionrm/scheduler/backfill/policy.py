@@ -31,8 +31,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
 from legionrm.models import SchedulingRequest
-from legionrm.scheduler.backfill.profile import Demand, Profile, usage_of
+from legionrm.scheduler.backfill.fits import Fits
+from legionrm.scheduler.backfill.profile import EPS, INF, Demand, Profile, Usage, need, usage_of
 from legionrm.scheduler.planning.holds import Hold
 from legionrm.scheduler.requests import Entry
 
@@ -70,6 +73,22 @@ def walltime_of(request: SchedulingRequest) -> float | None:
     return None if not walls or any(w is None for w in walls) else max(w for w in walls if w is not None)
 
 
+@dataclass(frozen=True)
+class Shape:
+    """What the pass rules read of one request."""
+
+    request: SchedulingRequest
+    demand: Demand
+    walltime: float | None
+    need: float
+    outside: bool
+
+    @staticmethod
+    def of(request: SchedulingRequest) -> Shape:
+        demand = demand_of(request)
+        return Shape(request, demand, walltime_of(request), need(demand), outside(request))
+
+
 @dataclass
 class Reserved:
     """A blocked request's reserved start (None: no known end frees enough for it)."""
@@ -80,12 +99,24 @@ class Reserved:
 
 class Backfill:
     """The pass rules of one queue (see the module).  ``profile`` builds the
-    cpus-over-time view of the hosts for one pass."""
+    cpus-over-time view of the hosts for one pass; ``usage`` says what a
+    request the pass started holds (default :func:`usage_of`, from its
+    running instances).
 
-    def __init__(self, mode: Mode = "easy", depth: int = 1, *, profile: Callable[[], Profile]) -> None:
+    A pass asks what fits once per shape and state (:class:`Fits`), reads
+    each request's shape once while the request is unchanged (kept between
+    passes), and stops trying once no later request can fit (all
+    reservations made, none of the rest fits in the cpus free in all): the
+    same starts and reservations as :class:`ReferenceBackfill`
+    (:mod:`.reference`), which asks every request afresh."""
+
+    def __init__(self, mode: Mode = "easy", depth: int = 1, *, profile: Callable[[], Profile],
+                 usage: Callable[[Entry, Profile], Usage] = usage_of) -> None:
         self.mode = mode
         self.depth = depth if mode == "easy" else 0
         self._profile = profile
+        self._usage = usage
+        self._shapes: dict[int, Shape] = {}  # by id() of the request object
         self.reserved: dict[str, float] = {}
         """Each blocked top request's reserved start, by request id, as the last pass left them."""
 
@@ -96,32 +127,58 @@ class Backfill:
         if not order:
             self.reserved = {}
             return 0
+        shapes = self._shapes_of(order)
+        hints: dict[str, tuple[float, float]] = {}  # the top reservation's (first moment, start), this pass
+        # the least cpus any request from position i on needs (one the rules leave alone: it may always start)
+        least = np.minimum.accumulate(np.fromiter((-1.0 if s.outside else s.need for s in reversed(shapes)),
+                                                  float, len(shapes)))[::-1].tolist() + [INF]
         base = self._profile()
         blocked: list[Entry] = []
-        holds, reserved = self._holds(base, blocked)
-        started = 0
-        for entry in order:
+        holds, reserved = self._holds(base, blocked, hints)
+        fits = Fits(base, holds)
+        started, trying, room = 0, True, float(base.free.sum())
+        for i, (entry, shape) in enumerate(zip(order, shapes)):
             if entry.state != "pending" or (skip is not None and skip(entry)):
                 continue
-            request = entry.request
-            fits = outside(request) or base.fits_now(demand_of(request), walltime_of(request), holds)
-            outcome = attempt(entry, (*holds, *base.unreported())) if fits else False
+            if not trying:  # (skip still sees every request: it records why one over a limit waits)
+                if self.mode == "fcfs":
+                    break  # this one cannot start: it blocks the rest
+                continue
+            ok = shape.outside or fits(shape.demand, shape.walltime)
+            outcome = attempt(entry, (*holds, *base.unreported())) if ok else False
             if outcome:
                 started += 1
-                base.add(usage_of(entry, base))
-                holds, reserved = self._holds(base, blocked)  # the reservations again, from what now runs
+                base.add(self._usage(entry, base))
+                holds, reserved = self._holds(base, blocked, hints)  # the reservations again, from what now runs
+                fits.changed(holds)
+                room = float(base.free.sum())
+            elif outcome is None or shape.outside:
                 continue
-            if outcome is None:
-                continue
-            if outside(request):
-                continue
-            if self.mode == "fcfs":
+            elif self.mode == "fcfs":
                 break
-            if len(blocked) < self.depth:
+            elif len(blocked) < self.depth:
                 blocked.append(entry)
-                holds, reserved = self._holds(base, blocked)
+                holds, reserved = self._holds(base, blocked, hints)
+                fits.changed(holds)
+            if least[i + 1] > room + EPS and len(blocked) >= self.depth:
+                trying = False  # nothing after this fits in all that is free (the holds only take more)
         self.reserved = {r.entry.id: r.start for r in reserved if r.start is not None}
         return started
+
+    def _shapes_of(self, order: Sequence[Entry]) -> list[Shape]:
+        """Each request's :class:`Shape`, read once per request object (a
+        changed request is a new object); kept for the next passes."""
+        kept = self._shapes
+        if len(kept) > 2 * len(order) + 1000:  # forget the requests gone since
+            kept = self._shapes = {}
+        out = []
+        for entry in order:
+            request = entry.request
+            shape = kept.get(id(request))  # (the shape holds its request: no other takes its id meanwhile)
+            if shape is None:
+                shape = kept[id(request)] = Shape.of(request)
+            out.append(shape)
+        return out
 
     def gate(self, entry: Entry, order: Sequence[Entry]) -> tuple[Hold, ...] | None:
         """The holds a fresh submission ``entry`` must keep if tried now, or
@@ -144,15 +201,30 @@ class Backfill:
             return None
         return (*holds, *base.unreported())
 
-    def _holds(self, base: Profile, blocked: Sequence[Entry]) -> tuple[list[Hold], list[Reserved]]:
-        """The reservations of ``blocked``, in order, over a copy of ``base``."""
+    def _reserve(self, profile: Profile, entry: Entry, hints: dict[str, tuple[float, float]] | None
+                 ) -> tuple[float, np.ndarray] | None:
+        """``entry``'s shadow time and cpus on ``profile``.  ``hints`` (for the
+        top blocked request only, on the pass's own profile, which only loses
+        cpus as the pass goes): its last answer narrows the next search."""
+        found = profile.shadow(demand_of(entry.request), walltime_of(entry.request),
+                               *(hints.get(entry.id, (-INF, INF)) if hints is not None else (-INF, INF)))
+        if found is None:
+            return None
+        if hints is not None:
+            hints[entry.id] = (found[2], found[0])
+        return found[0], found[1]
+
+    def _holds(self, base: Profile, blocked: Sequence[Entry], hints: dict[str, tuple[float, float]] | None = None
+               ) -> tuple[list[Hold], list[Reserved]]:
+        """The reservations of ``blocked``, in order, over a copy of ``base``
+        (``hints``: the pass's, see :meth:`_reserve`)."""
         if not blocked:
             return [], []
         p = base.copy()
         holds, reserved = [], []
         for entry in blocked:
             wall = walltime_of(entry.request)
-            found = p.reserve(demand_of(entry.request), wall)
+            found = self._reserve(p, entry, hints if entry is blocked[0] else None)
             if found is None:
                 reserved.append(Reserved(entry, None))
                 continue

@@ -20,7 +20,7 @@ the planner's).  Pure; no Ray.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,6 +47,30 @@ class Usage:
     start: float = -INF
 
 
+class Spare(Mapping[str, float]):
+    """A hold's spare cpus by host name, kept as the profile's arrays (a
+    pass reads them as arrays; the planner's ``held_table`` reads the names,
+    built on first use)."""
+
+    def __init__(self, names: list[str], hosts: np.ndarray, cpus: np.ndarray) -> None:
+        self.names, self.hosts, self.cpus = names, hosts, cpus
+        self._dict: dict[str, float] | None = None
+
+    def _as_dict(self) -> dict[str, float]:
+        if self._dict is None:
+            self._dict = dict(zip((self.names[i] for i in self.hosts.tolist()), self.cpus.tolist()))
+        return self._dict
+
+    def __getitem__(self, host: str) -> float:
+        return self._as_dict()[host]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._as_dict())
+
+    def __len__(self) -> int:
+        return len(self.hosts)
+
+
 class Profile:
     """Each host's cpus over time from ``now`` (see the module).  ``names``
     and ``total`` per host; ``free`` what is free now; ``usages`` what runs
@@ -61,11 +85,15 @@ class Profile:
         self.free = np.minimum(np.maximum(np.asarray(free, dtype=float), 0.0), self.total)
         self.reported = self.free.copy()
         """What the hosts last reported free (``free`` is never more)."""
-        self._events: list[tuple[float, int, float]] = list(events)  # (time, host, +cpus back / -cpus taken)
+        # the events (time, host, +cpus back / -cpus taken), as arrays plus those not merged in yet
+        self._ev: tuple[np.ndarray, np.ndarray, np.ndarray] = (np.empty(0), np.empty(0, np.int64), np.empty(0))
+        self._pending: list[tuple[float, int, float]] = list(events)
         self._steps: tuple[np.ndarray, np.ndarray] | None = None
+        self._later: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._gains: np.ndarray | None = None  # the cpus given back by each moment (running sums of the events)
+        self._seen: tuple[float, np.ndarray] | None = None  # the last moment shadow() placed at, and its cpus
         self._bounds: dict[int, tuple[Hold, np.ndarray, np.ndarray]] = {}
-        for u in usages:
-            self.release(u)
+        self.release(*usages)
 
     def unreported(self) -> tuple[Hold, ...]:
         """A hold on the cpus taken since the hosts last reported (the
@@ -75,30 +103,51 @@ class Profile:
         taken = np.flatnonzero(self.free < self.reported - EPS)
         if not len(taken):
             return ()
-        return (Hold("", -INF, {self.names[i]: float(self.free[i]) for i in taken.tolist()}),)
+        return (Hold("", -INF, Spare(self.names, taken, self.free[taken])),)
 
     def copy(self) -> Profile:
         """A copy to add to without changing this one."""
-        other = Profile(self.now, self.names, self.total, self.free, events=self._events)
-        other.reported = self.reported
+        other = object.__new__(Profile)  # the hosts' names and index are shared, never changed
+        other.__dict__.update(self.__dict__, free=self.free.copy(), _ev=self._events(), _pending=[])
         return other
 
-    def release(self, usage: Usage) -> None:
+    def release(self, *usages: Usage) -> None:
         """Count running work the hosts already report: its cpus come back at its end."""
-        if usage.end < INF:
-            self._events.extend((usage.end, h, c) for h, c in zip(usage.hosts, usage.cpus))
-            self._steps = None
+        self._push([(u.end, h, c) for u in usages if u.end < INF for h, c in zip(u.hosts, u.cpus)])
 
     def add(self, usage: Usage) -> None:
         """Count ``usage``: cpus taken now (or at its start) and given back at its end."""
-        for h, c in zip(usage.hosts, usage.cpus):
-            if usage.start <= self.now:
-                self.free[h] -= c
+        if usage.start <= self.now:
+            np.subtract.at(self.free, list(usage.hosts), usage.cpus)
+        else:
+            self._push((usage.start, h, -c) for h, c in zip(usage.hosts, usage.cpus))
+        if usage.end < INF:
+            self._push((usage.end, h, c) for h, c in zip(usage.hosts, usage.cpus))
+        self._steps = self._later = self._gains = self._seen = None
+
+    def _push(self, events: Iterable[tuple[float, int, float]]) -> None:
+        self._pending.extend(events)
+        self._steps = self._later = self._gains = self._seen = None
+
+    def _events(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every event as ``(times, hosts, cpus)`` arrays, by time (those of
+        one time in the order they came): new ones are merged in, not sorted
+        again, so a pass that adds one start at a time stays linear."""
+        if self._pending:
+            t, h, d = self._ev
+            new = np.array(self._pending, dtype=float).reshape(-1, 3)
+            new = new[np.argsort(new[:, 0], kind="stable")]
+            self._pending = []
+            if len(t) and len(new) * 8 < len(t):
+                at = np.searchsorted(t, new[:, 0], side="right")
+                self._ev = (np.insert(t, at, new[:, 0]), np.insert(h, at, new[:, 1].astype(np.int64)),
+                            np.insert(d, at, new[:, 2]))
             else:
-                self._events.append((usage.start, h, -c))
-            if usage.end < INF:
-                self._events.append((usage.end, h, c))
-        self._steps = None
+                t, h, d = (np.concatenate([t, new[:, 0]]), np.concatenate([h, new[:, 1].astype(np.int64)]),
+                           np.concatenate([d, new[:, 2]]))
+                o = np.argsort(t, kind="stable")
+                self._ev = (t[o], h[o], d[o])
+        return self._ev
 
     def holding(self, request_id: str, start: float, take: np.ndarray, end: float) -> Hold:
         """The hold of a reservation at ``start`` taking ``take`` cpus per host
@@ -110,14 +159,16 @@ class Profile:
         self.add(Usage(tuple(hosts.tolist()), tuple(take[hosts].tolist()), end, start))
         # only hosts whose spare is less than the host's total bind anyone
         bound = np.flatnonzero(spare_all < self.total - EPS)
-        return Hold(request_id, start, {self.names[i]: float(max(spare_all[i], 0.0)) for i in bound.tolist()})
+        return Hold(request_id, start, Spare(self.names, bound, np.maximum(spare_all[bound], 0.0)))
 
     # --- reading --------------------------------------------------------------
 
     def steps(self) -> tuple[np.ndarray, np.ndarray]:
         """``(times, free)``: ``free[k]`` per host holds over ``[times[k], times[k+1])``; ``times[0]`` is now."""
         if self._steps is None:
-            events = sorted(e for e in self._events if e[0] > self.now)
+            t, h, d = self._events()
+            events = sorted(zip(t.tolist(), h.tolist(), d.tolist()))
+            events = [e for e in events if e[0] > self.now]
             times = [self.now]
             rows = [self.free.copy()]
             for t, h, c in events:
@@ -129,14 +180,44 @@ class Profile:
         return self._steps
 
     def _free_at(self, t: float) -> np.ndarray:
-        times, free = self.steps()
-        return free[max(int(np.searchsorted(times, t, side="right")) - 1, 0)].copy()
+        if self._seen is not None and self._seen[0] == t:  # the moment shadow() just placed at
+            return self._seen[1].copy()
+        times, upto, hosts, cpus = self.later()
+        k = max(int(np.searchsorted(times, t, side="right")) - 1, 0)
+        return np.minimum(self._row(k), self.total)
+
+    def later(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(times, upto, hosts, cpus)``: the events after now, by time, and
+        ``upto[k]``, how many of them have come by ``times[k]`` (``times[0]``
+        is now): the sparse form of :meth:`steps`."""
+        if self._later is None:
+            t, h, d = self._events()
+            lo = int(np.searchsorted(t, self.now, side="right"))
+            t, h, d = t[lo:], h[lo:], d[lo:]
+            ends = np.append(np.flatnonzero(t[1:] != t[:-1]) + 1, len(t)) if len(t) else np.empty(0, np.int64)
+            self._later = (np.concatenate([[self.now], t[ends - 1]]), np.concatenate([[0], ends]), h, d)
+        return self._later
+
+    def _row(self, k: int, row: np.ndarray | None = None, since: int = 0) -> np.ndarray:
+        """Uncapped free cpus per host at ``times[k]`` (from ``row`` at
+        ``times[since]``), summed event by event as :meth:`steps` does (the
+        same figures; for cpus that add exactly, as halves and whole cpus do,
+        whatever the order of one time's events)."""
+        _, upto, hosts, cpus = self.later()
+        row = self.free.copy() if row is None else row
+        lo = int(upto[since]) if since else 0
+        np.add.at(row, hosts[lo:int(upto[k])], cpus[lo:int(upto[k])])
+        return row
 
     def limit(self, holds: Sequence[Hold], end: float) -> np.ndarray:
         """The cpus free now to work that ends at ``end``, the ``holds`` kept."""
+        return self.limit_of(holds, binding(holds, end))
+
+    def limit_of(self, holds: Sequence[Hold], binds: tuple[bool, ...]) -> np.ndarray:
+        """:meth:`limit` with the holds that bind given (``binds``, one flag per hold)."""
         free = self.free
-        for hold in holds:
-            if end > hold.start and hold.spare:
+        for hold, bind in zip(holds, binds):
+            if bind:
                 idx, spare = self._bound(hold)
                 free = free.copy() if free is self.free else free
                 free[idx] = np.minimum(free[idx], spare)
@@ -144,6 +225,9 @@ class Profile:
 
     def _bound(self, hold: Hold) -> tuple[np.ndarray, np.ndarray]:
         """A hold's hosts (as positions) and spares, worked out once per hold."""
+        spare = hold.spare
+        if isinstance(spare, Spare) and spare.names is self.names:
+            return spare.hosts, spare.cpus
         got = self._bounds.get(id(hold))
         if got is None or got[0] is not hold:
             pairs = [(self.index[h], v) for h, v in hold.spare.items() if h in self.index]
@@ -158,9 +242,80 @@ class Profile:
 
     def reserve(self, demand: Demand, walltime: float | None) -> tuple[float, np.ndarray] | None:
         """The earliest start at which ``demand`` fits for its whole
+        ``walltime`` (the shadow time) and the cpus it takes per host then
+        (see :meth:`shadow`)."""
+        found = self.shadow(demand, walltime)
+        return None if found is None else found[:2]
+
+    def shadow(self, demand: Demand, walltime: float | None, since: float = -INF, by: float = INF
+               ) -> tuple[float, np.ndarray, float] | None:
+        """The earliest start at which ``demand`` fits for its whole
         ``walltime`` (the shadow time) and the cpus it takes per host then,
         or None when no known end frees enough (work without a walltime
-        holds what it needs)."""
+        holds what it needs).
+
+        The same answer as :meth:`reserve_dense`, without its table of every
+        host at every time: while no cpus are taken later than now (a
+        reservation's hold in this profile), each host's free cpus only grow
+        over time, so a start's window is its first moment; the moments are
+        narrowed by the total (a bound from running sums) and by the slots of
+        the largest instance (a bisection), then tried in order.
+
+        Also gives the first moment with slots enough for the largest
+        instance.  A profile that has only lost cpus since an earlier answer
+        may pass that moment as ``since`` (no earlier moment has the slots
+        now) and that answer's start as ``by`` (tried first as a bound): a
+        pass re-reserving after each start then looks at a moment or two."""
+        times, upto, hosts, cpus = self.later()
+        if len(cpus) and float(cpus.min()) < 0:
+            return self.reserve_dense(demand, walltime)
+        total_need = need(demand)
+        items = [(n, c) for n, c in sorted(demand, key=lambda d: -d[1]) if c > EPS]
+        # an upper bound of each moment's free sum (uncapped): moments before it cannot hold the total
+        if self._gains is None:
+            self._gains = np.concatenate([[0.0], np.cumsum(cpus)])[upto]
+        sums = float(self.free.sum()) + self._gains
+        k = int(np.searchsorted(sums + EPS + 1e-6 * np.maximum(np.abs(sums), 1.0), total_need, side="left"))
+        k = max(k, int(np.searchsorted(times, since, side="left")))
+        if k >= len(times):
+            return None
+        first = float(times[k])
+        if items:  # the first moment with slots enough for the largest instance (slots only grow)
+            count, size = items[0]
+            slots = lambda j: int(np.floor(np.maximum(np.minimum(self._sum_row(j), self.total), 0.0) / size + EPS).sum())
+            lo, hi = k, len(times)
+            at = int(np.searchsorted(times, by, side="left"))
+            if lo <= at < hi and slots(at) >= count:
+                hi = at
+            while lo < hi:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if slots(mid) >= count else (mid + 1, hi)
+            if lo >= len(times):
+                return None
+            k, first = lo, float(times[lo])
+        row = self._row(k)
+        while True:
+            window = np.minimum(row, self.total)
+            if total_need <= window.sum() + EPS:
+                # take the cpus that are busy now first: the ones free now stay for backfilling
+                take = place(window, demand, np.argsort(-(window - np.minimum(self.free, window)), kind="stable"))
+                if take is not None:
+                    self._seen = (float(times[k]), window)
+                    return float(times[k]), take, first
+            if k + 1 >= len(times):
+                return None
+            row, k = self._row(k + 1, row, k), k + 1
+
+    def _sum_row(self, k: int) -> np.ndarray:
+        """:meth:`_row` summed at once (a bound to narrow the moments by, not the figure used)."""
+        _, upto, hosts, cpus = self.later()
+        u = int(upto[k])
+        return self.free + np.bincount(hosts[:u], cpus[:u], minlength=len(self.free))
+
+    def reserve_dense(self, demand: Demand, walltime: float | None) -> tuple[float, np.ndarray] | None:
+        """:meth:`reserve` over :meth:`steps`, every host at every time: the
+        reference, and the way when cpus are taken later (the windows then
+        are minima over time)."""
         times, free = self.steps()
         wall = walltime if walltime is not None else INF
         gain_order = None
@@ -177,6 +332,11 @@ class Profile:
             if take is not None:
                 return float(times[k]), take
         return None
+
+
+def binding(holds: Sequence[Hold], end: float) -> tuple[bool, ...]:
+    """Which ``holds`` bind work that ends at ``end`` (it runs past their start)."""
+    return tuple(end > h.start and bool(h.spare) for h in holds)
 
 
 def need(demand: Demand) -> float:
@@ -257,8 +417,8 @@ def profile_of(snap: CollectionSnapshot, running: Iterable[Entry], cache: UsageC
     profile = Profile(float(snap.now), [str(n) for n in base.names], base.cpus, base.free_cpus)
     usages = (cache or UsageCache()).usages(profile, running)
     held = np.zeros(len(profile.names))
-    for u in usages:
-        np.add.at(held, list(u.hosts), u.cpus)
-        profile.release(u)
+    hosts = [h for u in usages for h in u.hosts]
+    np.add.at(held, hosts, [c for u in usages for c in u.cpus])
+    profile.release(*usages)
     profile.free = np.minimum(profile.free, np.maximum(profile.total - held, 0.0))
     return profile

@@ -109,20 +109,33 @@ def order(jobs: Sequence[PendingJob], fairshare: Mapping[str, float], now: float
     if n == 0:
         return []
     w = formula.weights
-    sub = np.fromiter((j.submitted for j in jobs), float, n)
-    cpus = np.fromiter((j.cpus for j in jobs), float, n)
-    qp = np.fromiter((j.qos_priority for j in jobs), float, n)
-    fs = np.clip(np.fromiter((fairshare.get(j.user, 1.0) for j in jobs), float, n), 0.0, 1.0)
+    nan = float("nan")  # (no administrator's priority)
+    get = fairshare.get
+    cols = np.array([(j.submitted, j.cpus, j.qos_priority, get(j.user, 1.0), nan if j.fixed is None else j.fixed)
+                     for j in jobs], dtype=float).reshape(n, 5)  # one pass over the jobs, not one per column
+    sub, cpus, qp, fixed = cols[:, 0].copy(), cols[:, 1], cols[:, 2], cols[:, 4]
+    fs = np.clip(cols[:, 3], 0.0, 1.0)
     qos = np.clip(qp / formula.max_qos_priority, 0.0, 1.0) if formula.max_qos_priority > 0 else np.zeros(n)
     age = (np.clip(np.maximum(now - sub, 0.0) / formula.max_age_s, 0.0, 1.0) if formula.max_age_s > 0
            else np.zeros(n))
     size = np.clip(np.maximum(cpus, 0.0) / formula.total_cpus, 0.0, 1.0) if formula.total_cpus > 0 else np.zeros(n)
     prio = w.qos * qos + w.fairshare * fs + w.age * age + w.size * size
-    for i, j in enumerate(jobs):
-        if j.fixed is not None:
-            prio[i] = float(j.fixed)
-    ids = np.array([j.id for j in jobs], dtype=object)
-    id_rank = np.argsort(ids, kind="stable")  # ids as ranks: lexsort takes numbers
-    id_pos = np.empty(n, dtype=np.int64)
-    id_pos[id_rank] = np.arange(n)
-    return [int(i) for i in np.lexsort((id_pos, sub, -prio))]
+    prio = np.where(np.isnan(fixed), prio, fixed)
+    at = np.lexsort((sub, -prio))
+    # ties of priority and submission (rare) go by request id: only those runs are sorted again
+    same = np.flatnonzero((prio[at][1:] == prio[at][:-1]) & (sub[at][1:] == sub[at][:-1]))
+    out = at.tolist()
+    for lo, hi in _runs(same.tolist()):
+        out[lo:hi] = sorted(out[lo:hi], key=lambda i: jobs[i].id)
+    return out
+
+
+def _runs(same: list[int]) -> list[tuple[int, int]]:
+    """The ``[lo, hi)`` runs of positions tied with the next (``same``: those ``k`` with ``k`` tied to ``k + 1``)."""
+    runs: list[tuple[int, int]] = []
+    for k in same:
+        if runs and runs[-1][1] == k + 1:
+            runs[-1] = (runs[-1][0], k + 2)
+        else:
+            runs.append((k, k + 2))
+    return runs

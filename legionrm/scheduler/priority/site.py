@@ -115,11 +115,14 @@ class SitePolicy:
         """The pending requests that are not held, in the order they go next (:func:`order`: as columns)."""
         now = self._clock() if now is None else now
         pending = [e for e in entries if e.state == "pending" and e.request.hold is None]
-        live = {e.id for e in pending}
-        for rid in [r for r in list(self._jobs) if r not in live]:  # only what waits is kept (list: a snapshot)
-            self._jobs.pop(rid, None)
-        fs = self.fairshare(entries, now, {e.user for e in pending})
-        return [pending[i] for i in order([self.job(e) for e in pending], fs, now, self.formula)]
+        kept = self._jobs
+        jobs = [got[1] if (got := kept.get(e.request.request_id)) is not None and got[0] is e.request else self.job(e)
+                for e in pending]  # (self.job, inlined where it is kept: the pass's hot path)
+        if len(self._jobs) > 2 * len(jobs) + 1000:  # those gone since are forgotten now and then (a new dict)
+            kept = self._jobs
+            self._jobs = {j.id: kept[j.id] for j in jobs if j.id in kept}
+        fs = self.fairshare(entries, now, {j.user for j in jobs})
+        return [pending[i] for i in order(jobs, fs, now, self.formula)]
 
     def rank(self, entries: list[Entry], now: float | None = None) -> list[tuple[Entry, Factors]]:
         """The pending requests that are not held, in the order they go next, with their factors."""

@@ -131,3 +131,14 @@ def test_more_usage_never_raises_a_users_factor(usage: dict[str, float], user: s
     after = TREE.factors({**usage, user: usage.get(user, 0.0) + more}, [user])[user]
     assert after <= before + 1e-12
     assert 0.0 <= after <= 1.0
+
+
+tied = st.lists(st.builds(
+    PendingJob, id=st.text("abc", min_size=1, max_size=3), user=st.sampled_from(["u1", "u2"]),
+    submitted=st.sampled_from([0.0, 1.0]), cpus=st.sampled_from([0.0, 4.0]), qos_priority=st.sampled_from([0, 10]),
+    fixed=st.none() | st.sampled_from([0, 7])), max_size=14, unique_by=lambda j: j.id)
+
+
+@given(tied, shares)
+def test_ties_of_priority_and_submission_go_by_id_in_the_columns_too(js: list[PendingJob], fs: dict[str, float]) -> None:
+    assert [js[i].id for i in order(js, fs, 150.0, F)] == [f.id for f in rank(js, fs, 150.0, F)]
