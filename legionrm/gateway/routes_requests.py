@@ -21,7 +21,7 @@ from aiohttp import web
 from legionrm import codes
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.errors import ConfigError
-from legionrm.gateway.door import PLANE, answer, body_of, refusal, status_of, user_of
+from legionrm.gateway.door import INTAKE, PLANE, answer, body_of, refusal, status_of, user_of
 from legionrm.models import SchedulingRequest, WorkEnd
 from legionrm.models.api import (
     ApiError,
@@ -88,7 +88,7 @@ def set_key(doc: dict[str, Any], dotted: str, text: str) -> None:
 async def submit(request: web.Request) -> web.Response:
     body: SubmitBody = await body_of(request, SubmitBody)
     req = request_from(body.request, body.toml, body.set, body.id, user_of(request))
-    response = await request.app[PLANE].call(user_of(request), "scheduler", "scheduleObjects", {"request": req})
+    response = await request.app[INTAKE].submit(user_of(request), req)  # in a batch with the others arriving now
     return answer(SubmitResult(id=response.request_id, ok=response.ok, state=response.state, response=response),
                   201 if response.ok or response.state == "pending" else 200)  # 200: answered, not taken
 
@@ -117,7 +117,7 @@ async def show(request: web.Request) -> web.Response:
 
 
 async def _cancel(request: web.Request, rid: str, reason: str) -> Any:
-    return await request.app[PLANE].call(user_of(request), "scheduler", "cancel", {"request_id": rid, "reason": reason})
+    return await request.app[INTAKE].cancel(user_of(request), rid, reason)  # in a batch with the others arriving now
 
 
 async def cancel_one(request: web.Request) -> web.Response:

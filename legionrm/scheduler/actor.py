@@ -62,8 +62,8 @@ from legionrm.naming import (
     named_actor,
 )
 from legionrm.objstate.actor import RayStatePort
-from legionrm.scheduler.audit import audit
-from legionrm.scheduler.audit import repair as repair_findings
+from legionrm.scheduler.audit import audit, repair as repair_findings
+from legionrm.scheduler.intake.door import IntakeCalls
 from legionrm.scheduler.door import SchedulerDoor, own_report, status_for
 from legionrm.scheduler.elastic import CycleRunner, HostStopper
 from legionrm.scheduler.ports import PoolGate
@@ -246,7 +246,7 @@ class RemotePoolGate:
 
 
 @ray.remote(num_cpus=0, max_concurrency=8, concurrency_groups={"control": 4})
-class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls):
+class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls, IntakeCalls):
     """``cluster`` (optional) brings the ``[fairshare]`` policy for the elastic
     cycle; ``carriers`` maps host names to the actors that carry them and
     ``class_actors`` class names to class actors, for stopping instances."""

@@ -216,11 +216,7 @@ class Scheduler:
         strict order puts nobody before it); ``try_now=False`` only queues
         it for the next pass.  Work without a walltime gets its QoS's
         ``max_walltime_s``, else the queue's ``default_walltime_s``."""
-        request = with_walltime(request, self.queue.site.max_walltime(request) or self._queue_spec.default_walltime_s)
-        validate_request(request, self._clock())
-        refusal = self.accounts.refuse_owner(request)
-        if refusal is None:
-            refusal = self.queue.site.refuse(request)
+        request, refusal = self.at_submit(request)
         if refusal is not None:  # refused at submit, never queued: no account for its work, or no QoS for it
             return refused_at_door(request, refusal)
         # claimed before the queue can see it, so a re-plan never races its first attempt
@@ -238,6 +234,14 @@ class Scheduler:
                 return self._queued(entry, self._behind() if try_now else "queued for the next pass")
             return self._refused(entry, [PlacementFailure(key="*", resource="queue", code=codes.QUEUE_BEHIND,
                                                           reason=self._behind(), stage="plan")], 0)
+
+    def at_submit(self, request: SchedulingRequest) -> tuple[SchedulingRequest, Refusal | None]:
+        """``request`` with its walltime, validated (SchedulingError, MILError), and what refuses it
+        at submit (no account for its work, or no QoS for it; None: nothing)."""
+        request = with_walltime(request, self.queue.site.max_walltime(request) or self._queue_spec.default_walltime_s)
+        validate_request(request, self._clock())
+        refusal = self.accounts.refuse_owner(request)
+        return request, refusal if refusal is not None else self.queue.site.refuse(request)
 
     def replan(self) -> int:
         """Try every pending request again, in queue order; returns how many

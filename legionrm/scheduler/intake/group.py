@@ -1,0 +1,183 @@
+"""Submits and cancels in groups, over the Scheduler core: one durable write for many.
+
+:func:`submit_group` is :meth:`Scheduler.scheduleObjects` for many requests
+at once: each is checked as a submit is (walltime, validation, owner, QoS:
+a refusal answers that request alone); those accepted enter the book in
+one transaction synced to the disk (:meth:`RequestBook.commit_group`), and
+only then does any answer go back.  Each is then handled as a fresh submit
+is: tried now when the queue's rules would try it (one at a time, as
+today), otherwise left waiting with its reason (held, over a QoS limit,
+behind others) in a second group write.  A request that must be answered
+at once (``wait = false``) or that activates objects takes the one-at-a-time
+path whole.
+
+:func:`cancel_group` cancels many: the pending requests no attempt holds
+are cancelled in one durable write (their queue's next pass, the
+Scheduler's tick, sees the room they leave); any other goes through
+:meth:`Scheduler.cancel` as ever.
+
+A group write that fails (:class:`~legionrm.state.StoreFault`) answers
+every member of the group with the fault and leaves the book as it was.
+Every reply list matches its request list one to one: a reply is the
+answer or the exception that request met.  This module belongs to the
+Scheduler core (it reads a few of its private parts).
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import ExitStack
+from typing import Any, Sequence
+
+from legionrm import codes
+from legionrm.errors import SchedulingError
+from legionrm.events.triggers import STATUS_OF
+from legionrm.models import PlacementFailure, RequestEvent, RequestInfo, SchedulerResponse, SchedulingRequest
+from legionrm.scheduler.confirm import refused_at_door
+from legionrm.scheduler.requests import Entry
+from legionrm.state import StoreFault
+
+log = logging.getLogger(__name__)
+
+Reply = Any
+"""A :class:`SchedulerResponse` (or :class:`RequestInfo`), or the exception its request met."""
+
+
+def one_at_a_time(request: SchedulingRequest) -> bool:
+    """Must ``request`` take the one-at-a-time path (its answer is wanted now, or it activates objects)?"""
+    return not request.wait or bool(request.activate)
+
+
+def submit_group(core: Any, requests: Sequence[SchedulingRequest]) -> list[Reply]:
+    """Admit ``requests`` together (see the module doc); one reply per request, in order."""
+    out: list[Reply] = [None] * len(requests)
+    with ExitStack() as claims:  # each claimed before the queue can see it, as scheduleObjects does
+        taken: list[tuple[int, SchedulingRequest]] = []
+        for i, request in enumerate(requests):
+            if one_at_a_time(request):
+                continue
+            try:
+                request, refusal = core.at_submit(request)
+            except Exception as exc:  # noqa: BLE001 -- a bad request answers for itself
+                out[i] = exc
+                continue
+            if refusal is not None:
+                out[i] = refused_at_door(request, refusal)
+            elif request.request_id in core.book or not claims.enter_context(core.queue.claim(request.request_id)):
+                out[i] = SchedulingError(f"request id {request.request_id!r} was already scheduled")
+            else:
+                taken.append((i, request))
+        entries = _admit(core, taken, out)
+        _first_try(core, [(i, e) for (i, _), e in zip(taken, entries) if e is not None], out)
+    for i, request in enumerate(requests):  # the one-at-a-time ones, after the group is safe on disk
+        if out[i] is None:
+            try:
+                out[i] = core.scheduleObjects(request)
+            except Exception as exc:  # noqa: BLE001
+                out[i] = exc
+    return out
+
+
+def _admit(core: Any, taken: list[tuple[int, SchedulingRequest]], out: list[Reply]) -> list[Entry | None]:
+    """The taken requests in the book, pending, in one durable write (each answered with the fault if it fails)."""
+    if not taken:
+        return []
+    now = core._clock()
+    drafts = [Entry(request=r, submitted=now, history=[RequestEvent(at=now, state="pending", reason="submitted")])
+              for _, r in taken]
+    try:
+        core.book.commit_group([(None, d) for d in drafts])
+    except (StoreFault, SchedulingError) as exc:
+        for i, _ in taken:
+            out[i] = exc
+        return [None] * len(taken)
+    for d in drafts:
+        core.book.tell(d, "pending", "submitted")
+    return list(drafts)
+
+
+
+def _first_try(core: Any, fresh: list[tuple[int, Entry]], out: list[Reply]) -> None:
+    """Each fresh entry as :meth:`Scheduler.scheduleObjects` handles it after its add: tried now if the
+    queue would try it; else waiting with its reason, all those written in one group."""
+    if not fresh:
+        return
+    order = core.queue.ready(core.queue.order())
+    waits: list[tuple[int, Entry, str, tuple[PlacementFailure, ...]]] = []
+    for i, entry in fresh:  # (claimed by the caller: no pass tries them meanwhile)
+        try:
+            why = core.queue.blocked(entry)
+            if why is not None:  # held, or over a limit of its QoS
+                fail = PlacementFailure(key="*", resource=why.by, code=why.code, reason=why.reason, stage="plan")
+                waits.append((i, entry, f"{why.code}: {why.reason}"[:500], (fail,)))
+                continue
+            holds = core.backfill.gate(entry, order)
+            if holds is not None:
+                out[i] = core._attempt(entry, holds)
+            else:
+                waits.append((i, entry, f"{codes.QUEUE_BEHIND}: {core._behind()}", ()))
+        except Exception as exc:  # noqa: BLE001 -- it is in the book: its answer is the error, the pass retries it
+            out[i] = exc
+    if waits:
+        _wait_all(core, waits, out)
+
+
+def _wait_all(core: Any, waits: list[tuple[int, Entry, str, tuple[PlacementFailure, ...]]], out: list[Reply]) -> None:
+    """Each waiting entry pending with its reason, in one durable write; answered as a waiting submit is."""
+    next_end = core.book.next_end()
+    changes = []
+    for _, entry, reason, failures in waits:
+        draft = entry.draft(state="pending", reason=reason, failures=failures or entry.failures,
+                            earliest_start=next_end if failures else entry.earliest_start)
+        core.book._event(draft, "pending", reason)
+        changes.append((entry, draft))
+    try:
+        core.book.commit_group(changes)
+    except StoreFault as fault:  # in the book as submitted (written): it waits all the same, its reason unwritten
+        log.warning("the reasons of %d waiting requests wait for the store: %s", len(waits), fault)
+    for i, entry, reason, failures in waits:
+        if entry.reason == reason:
+            core.book.tell(entry, STATUS_OF["pending"], reason)
+        msg = "; ".join(f"{f.key} on {f.resource or '-'}: {f.code}: {f.reason}" for f in failures[:5])
+        out[i] = SchedulerResponse(request_id=entry.id, ok=False, failures=failures, state=entry.state,
+                                   message=msg or reason.partition(": ")[2])
+
+
+def cancel_group(core: Any, items: Sequence[tuple[str, str]]) -> list[Reply]:
+    """Cancel each ``(request_id, reason)`` of ``items`` (see the module doc); one reply per item, in order:
+    the request's :class:`RequestInfo` after the cancel, or the exception it met (an unknown id: SchedulingError)."""
+    out: list[Reply] = [None] * len(items)
+    with ExitStack() as claims:
+        group: list[tuple[int, Entry, str]] = []
+        seen: set[str] = set()
+        for i, (rid, reason) in enumerate(items):
+            entry = core.book.get(rid)
+            if entry is None or entry.state != "pending" or rid in seen:
+                continue  # the one-at-a-time path answers it (unknown, finished, placed, or under way)
+            if not claims.enter_context(core.queue.claim(rid)) or entry.state != "pending":
+                continue
+            seen.add(rid)
+            group.append((i, entry, reason))
+        if group:
+            changes = []
+            for _, entry, reason in group:
+                draft = entry.draft(state="cancelled", reason=reason)
+                core.book._event(draft, "cancelled", reason)
+                changes.append((entry, draft))
+            try:
+                core.book.commit_group(changes)
+            except StoreFault as fault:
+                for i, _, _ in group:
+                    out[i] = fault
+                group = []
+            for i, entry, reason in group:
+                core.book.tell(entry, STATUS_OF["cancelled"], reason)
+                core.accounts.book_back(entry)
+                out[i] = entry.info()
+    for i, (rid, reason) in enumerate(items):
+        if out[i] is None:
+            try:
+                out[i] = core.cancel(rid, reason)
+            except Exception as exc:  # noqa: BLE001
+                out[i] = exc
+    return out
