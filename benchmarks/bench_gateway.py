@@ -6,7 +6,10 @@ registry signs every call), starts the gateway process as ``legionrm up`` does
 (``python -m legionrm.gateway --home H``), and runs ``--threads`` threads
 (default 20), each a Python :class:`~legionrm.client.Client` of a user of its
 own on the lean ``http.client`` wire, each making ``--pairs`` submit+cancel
-pairs: submit a small waiting request under an id of its own, then cancel it.
+pairs: submit a small request under an id of its own, held (``hold = true``,
+as ``sbatch --hold``: it waits in the queue, so what is timed is the door, the
+wire, the Scheduler's intake and its durable writes, not a placement), then
+cancel it.
 Every call is an RFC 9421-signed HTTP call; the gateway verifies it and calls
 the Scheduler actor.
 
@@ -47,7 +50,7 @@ from _report import check, info  # noqa: E402
 
 TARGET_PAIRS = 500.0
 TARGET_P99_MS = 500.0
-REQUEST = {"object": [{"class_name": "Worker", "count": 1, "cpus": 0.5, "memory_gb": 0.5, "walltime_s": 600}]}
+REQUEST = {"hold": True, "object": [{"class_name": "Worker", "count": 1, "cpus": 0.5, "memory_gb": 0.5, "walltime_s": 600}]}
 
 
 def start_gateway(home: Path, profile: Path | None) -> tuple[subprocess.Popen[str], str]:
@@ -193,9 +196,10 @@ def main() -> int:
                 wall, _, _, errors = run_pairs(clients, per, "hist")
                 info("history before the run", f"{per * len(clients)} pairs", note=f"{per * len(clients) / wall:.0f} pairs/s")
                 time.sleep(3.0)  # the tick settles them into the history
-            if profile and shutil.which("py-spy"):
+            spy_bin = shutil.which("py-spy", path=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
+            if profile and spy_bin:
                 pid = ray.get(ray.get_actor(SCHEDULER, namespace=NAMESPACE).__ray_call__.remote(lambda self: os.getpid()))
-                spy = subprocess.Popen(["py-spy", "record", "-p", str(pid), "-o", str(profile / "scheduler.txt"),
+                spy = subprocess.Popen([spy_bin, "record", "-p", str(pid), "-o", str(profile / "scheduler.txt"),
                                         "-f", "raw", "-r", "200", "--nonblocking"],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             wall, lat, acked, errors = run_pairs(clients, args.pairs, "gw")
