@@ -85,4 +85,4 @@ def _lines(headers: Any, name: str) -> list[str]:
 
 def _printable(text: str) -> bool:
     """Can ``text`` stand in a signature base line as it is (printable ASCII, no line break)?"""
-    return all(" " <= c <= "~" for c in text)
+    return text.isascii() and text.isprintable()

@@ -172,8 +172,8 @@ def cancel_group(core: Any, items: Sequence[tuple[str, str]]) -> list[Reply]:
                 group = []
             for i, entry, reason in group:
                 core.book.tell(entry, STATUS_OF["cancelled"], reason)
-                core.accounts.book_back(entry)
                 out[i] = entry.info()
+            core.accounts.book_back_many([entry for _, entry, _ in group])  # still claimed: none is charged meanwhile
     for i, (rid, reason) in enumerate(items):
         if out[i] is None:
             try:
