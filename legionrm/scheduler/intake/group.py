@@ -6,8 +6,9 @@ a refusal answers that request alone); those accepted enter the book in
 one transaction synced to the disk (:meth:`RequestBook.commit_group`), and
 only then does any answer go back.  Each is then handled as a fresh submit
 is: tried now when the queue's rules would try it (one at a time, as
-today), otherwise left waiting with its reason (held, over a QoS limit,
-behind others) in a second group write.  A request that must be answered
+today), otherwise left waiting with its reason (over a QoS limit, behind
+others) in a second group write; one submitted held waits from the first
+write on (its reason is written with it).  A request that must be answered
 at once (``wait = false``) or that activates objects takes the one-at-a-time
 path whole.
 
@@ -68,7 +69,7 @@ def submit_group(core: Any, requests: Sequence[SchedulingRequest]) -> list[Reply
             else:
                 taken.append((i, request))
         entries = _admit(core, taken, out)
-        _first_try(core, [(i, e) for (i, _), e in zip(taken, entries) if e is not None], out)
+        _first_try(core, [(i, e) for (i, _), e in zip(taken, entries) if e is not None and out[i] is None], out)
     for i, request in enumerate(requests):  # the one-at-a-time ones, after the group is safe on disk
         if out[i] is None:
             try:
@@ -79,22 +80,42 @@ def submit_group(core: Any, requests: Sequence[SchedulingRequest]) -> list[Reply
 
 
 def _admit(core: Any, taken: list[tuple[int, SchedulingRequest]], out: list[Reply]) -> list[Entry | None]:
-    """The taken requests in the book, pending, in one durable write (each answered with the fault if it fails)."""
+    """The taken requests in the book, pending, in one durable write (each answered with the fault if it
+    fails).  One submitted held waits from the start: its reason is in the same write, and it is answered."""
     if not taken:
         return []
     now = core._clock()
     drafts = [Entry(request=r, submitted=now, history=[RequestEvent(at=now, state="pending", reason="submitted")])
               for _, r in taken]
+    held: dict[str, tuple[str, PlacementFailure]] = {}
+    next_end = core.book.next_end() if any(r.hold is not None for _, r in taken) else None
+    for d in drafts:
+        if d.request.hold is not None:  # held: no limit or queue state can change that (site.blocked's first rule)
+            why = core.queue.site.blocked(d, core.queue.site.limits([], d.user))
+            reason = f"{why.code}: {why.reason}"[:500]
+            held[d.id] = (reason, PlacementFailure(key="*", resource=why.by, code=why.code, reason=why.reason,
+                                                   stage="plan"))
+            d.reason, d.failures, d.earliest_start = reason, (held[d.id][1],), next_end
+            core.book._event(d, "pending", reason)
     try:
         core.book.commit_group([(None, d) for d in drafts])
     except (StoreFault, SchedulingError) as exc:
         for i, _ in taken:
             out[i] = exc
         return [None] * len(taken)
-    for d in drafts:
+    for (i, _), d in zip(taken, drafts):
         core.book.tell(d, "pending", "submitted")
+        if d.id in held:
+            core.book.tell(d, STATUS_OF["pending"], d.reason)
+            out[i] = _waiting(d, (held[d.id][1],), d.reason)
     return list(drafts)
 
+
+def _waiting(entry: Entry, failures: tuple[PlacementFailure, ...], reason: str) -> SchedulerResponse:
+    """The answer to a submit that waits (as :meth:`Scheduler.scheduleObjects` gives it)."""
+    msg = "; ".join(f"{f.key} on {f.resource or '-'}: {f.code}: {f.reason}" for f in failures[:5])
+    return SchedulerResponse(request_id=entry.id, ok=False, failures=failures, state=entry.state,
+                             message=msg or reason.partition(": ")[2])
 
 
 def _first_try(core: Any, fresh: list[tuple[int, Entry]], out: list[Reply]) -> None:
@@ -138,9 +159,7 @@ def _wait_all(core: Any, waits: list[tuple[int, Entry, str, tuple[PlacementFailu
     for i, entry, reason, failures in waits:
         if entry.reason == reason:
             core.book.tell(entry, STATUS_OF["pending"], reason)
-        msg = "; ".join(f"{f.key} on {f.resource or '-'}: {f.code}: {f.reason}" for f in failures[:5])
-        out[i] = SchedulerResponse(request_id=entry.id, ok=False, failures=failures, state=entry.state,
-                                   message=msg or reason.partition(": ")[2])
+        out[i] = _waiting(entry, failures, reason)
 
 
 def cancel_group(core: Any, items: Sequence[tuple[str, str]]) -> list[Reply]:

@@ -106,16 +106,23 @@ def test_a_failed_group_write_answers_every_member_and_changes_nothing(tmp_path,
 
 
 def test_a_group_is_one_durable_write(tmp_path, monkeypatch) -> None:
-    """Admitting a group of held requests writes the book twice (the group, then the reasons they wait
-    for), each write synced to the disk, whatever the size of the group; cancelling them, once."""
+    """Admitting a group of held requests writes the book once (each with the reason it waits for),
+    synced to the disk, whatever the size of the group; cancelling them, once too.  Requests tried
+    now and found not to fit wait behind: the group, then their reasons, in a second write."""
     s = system(tmp_path / "r.db")
     writes: list[tuple[int, bool]] = []
     store = s.scheduler.book.store
     real = store.put_many
     monkeypatch.setattr(store, "put_many", lambda items, durable=True: writes.append((len(items), durable))
                         or real(items, durable))
-    submit_group(s.scheduler, [held(f"h{n}") for n in range(40)])
-    assert writes == [(40, True), (40, True)]
+    got = submit_group(s.scheduler, [held(f"h{n}") for n in range(40)])
+    assert writes == [(40, True)] and {r.failures[0].code for r in got} == {"queue.held"}
+    assert [e.reason for e in s.scheduler.book.find("h0").history] == ["submitted", got[0].failures[0].code
+                                                                        + ": " + got[0].failures[0].reason]
     writes.clear()
     cancel_group(s.scheduler, [(f"h{n}", "bye") for n in range(40)])
     assert writes == [(40, True)]
+    writes.clear()
+    got = submit_group(s.scheduler, [req(f"p{n}", cpus=4) for n in range(4)])  # two hosts of 4 cpus
+    assert [r.state for r in got] == ["running", "running", "pending", "pending"]
+    assert writes[0] == (4, True) and [w for w in writes[1:] if w[1]] == [(1, True)]  # the one behind the other
