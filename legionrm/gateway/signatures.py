@@ -137,11 +137,13 @@ class SignatureCheck:
             raise Refused(401, codes.AUTH_UNSIGNED, "the call is not signed (RFC 9421 Signature and Signature-Input)")
         quick = quick_verify(method, path_qs, headers, body, self._key_of)
         if quick is not None:  # legionrm's own clients' shape, verified without the general parser
-            user, nonce, created = quick
+            principal, nonce, created = quick
+            user = principal.name
         else:
             user, nonce, created = self._verify_general(method, path_qs, headers, body, names)
-        principal = self.principals.principal(user)
-        assert principal is not None  # the key resolver found it
+            found = self.principals.principal(user)
+            assert found is not None  # the key resolver found it
+            principal = found
         with self._lock:
             now = self._clock()
             self.nonces.prune(now)
@@ -179,8 +181,8 @@ class SignatureCheck:
         assert isinstance(created, int)  # the package requires it
         return user, nonce, created
 
-    def _key_of(self, user: str) -> Ed25519PublicKey | None:
-        """``user``'s public key as the registry holds it now (decoded once per key, then kept)."""
+    def _key_of(self, user: str) -> tuple[Principal, Ed25519PublicKey] | None:
+        """``user`` and their public key as the registry holds them now (a key decoded once, then kept)."""
         p = self.principals.principal(user)
         if p is None or not p.is_user:
             return None
@@ -189,7 +191,7 @@ class SignatureCheck:
             if len(self._keys) > 10_000:  # keys of removed or re-keyed users: start afresh
                 self._keys.clear()
             key = self._keys[p.public_key] = decode_public_key(p.public_key)
-        return key
+        return p, key
 
     @staticmethod
     def _refusal(exc: BaseException) -> Refused:

@@ -24,7 +24,7 @@ import base64
 import binascii
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -32,6 +32,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from legionrm.client.signing import content_digest
 from legionrm.protocol import AS_HEADER, SIGNATURE_LABEL
 
+W = TypeVar("W")
 _SAFE = r'[ !#-\[\]-~]'  # printable ASCII but '"' and '\\': a structured-field string with nothing escaped
 _INPUT = re.compile(
     re.escape(SIGNATURE_LABEL) + r'=\("@method" "@path" "@query"(?P<as> "' + re.escape(AS_HEADER.lower())
@@ -41,9 +42,10 @@ _SIGNATURE = re.compile(re.escape(SIGNATURE_LABEL) + r'=:(?P<sig>[A-Za-z0-9+/]{8
 
 
 def quick_verify(method: str, path_qs: str, headers: Any, body: bytes,
-                 key_of: Callable[[str], Ed25519PublicKey | None]) -> tuple[str, str, int] | None:
-    """``(user, nonce, created)`` of a call of the shape above whose signature is ``key_of(user)``'s
-    over its base; None for anything else (the general verifier then decides).  ``headers`` has
+                 key_of: Callable[[str], tuple[W, Ed25519PublicKey] | None]) -> tuple[W, str, int] | None:
+    """``(who, nonce, created)`` of a call of the shape above signed by the key of ``key_of(user)``
+    (``(who, key)``: the user as the caller knows them, and their key) over its base; None for
+    anything else (the general verifier then decides).  ``headers`` has
     ``getall`` (aiohttp's) or ``get_list`` (httpx's); ``path_qs`` is the request target as sent."""
     inputs, signatures, digests = (_lines(headers, n) for n in ("Signature-Input", "Signature", "Content-Digest"))
     if len(inputs) != 1 or len(signatures) != 1 or len(digests) != 1:
@@ -66,14 +68,14 @@ def quick_verify(method: str, path_qs: str, headers: Any, body: bytes,
     lines = [f'"{name}": {value}' for name, value in covered] + [f'"@signature-params": {params}']
     if any(not _printable(value) for _, value in covered):
         return None
-    key = key_of(m.group("keyid"))
-    if key is None:
+    found = key_of(m.group("keyid"))
+    if found is None:
         return None
     try:
-        key.verify(base64.b64decode(s.group("sig"), validate=True), "\n".join(lines).encode("ascii"))
+        found[1].verify(base64.b64decode(s.group("sig"), validate=True), "\n".join(lines).encode("ascii"))
     except (InvalidSignature, binascii.Error, ValueError):
         return None
-    return m.group("keyid"), m.group("nonce"), int(m.group("created"))
+    return found[0], m.group("nonce"), int(m.group("created"))
 
 
 def _lines(headers: Any, name: str) -> list[str]:
