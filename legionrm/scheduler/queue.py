@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from typing import Callable, Iterator, Literal
+from typing import Any, Callable, Iterator, Literal
 
 from legionrm.models import Refusal
 from legionrm.scheduler.priority import SitePolicy
@@ -43,6 +43,8 @@ class RequestQueue:
         self._dirty = threading.Event()
         self._attempting: set[str] = set()  # requests an attempt is under way for
         self._cancel_asked: set[str] = set()
+        self.intake: Any = None
+        """How requests come in groups: the Scheduler's :class:`~legionrm.scheduler.intake.GroupIntake` (set by it)."""
 
     def order(self) -> list[Entry]:
         """The pending requests that are not held, in the order they go next

@@ -194,13 +194,17 @@ class RequestBook:
         if self.store is not None:
             self.store.put(**_fields(entry))
 
-    def commit_group(self, changes: list[tuple[Entry | None, Entry]]) -> None:
+    def commit_group(self, changes: list[tuple[Entry | None, Entry]], record: bool = False) -> None:
         """Write each ``(entry, draft)`` of ``changes`` (``entry`` is to become ``draft``; None: ``draft``
         is a new request) in one durable transaction (a group commit: one sync for all), then make
-        each so in memory.  A new id the book or the group already holds is a SchedulingError, and a
+        each so in memory; ``record``: each entry's draft gets its state and reason as a transition in
+        its history first.  A new id the book or the group already holds is a SchedulingError, and a
         write that fails a :class:`~legionrm.state.StoreFault`: either way nothing changed.  The
         listener is told nothing (the caller tells, once the group is in)."""
         with self._lock:
+            for entry, draft in changes if record else ():
+                if entry is not None:
+                    self._event(draft, draft.state, draft.reason)
             new = [d.id for e, d in changes if e is None]
             if len(set(new)) != len(new) or any(rid in self._entries for rid in new):
                 raise SchedulingError(f"a request id of this group was already scheduled: {sorted(new)[:3]}")

@@ -55,6 +55,7 @@ from legionrm.scheduler.ahead.starts import AheadStarts
 from legionrm.scheduler.backfill import Backfill, Profile, UsageCache, profile_of, with_walltime
 from legionrm.scheduler.confirm import Activator, activation, refused_at_door, validate_request
 from legionrm.scheduler.enactment import Enactment
+from legionrm.scheduler.intake import GroupIntake, Steps
 from legionrm.scheduler.planner import Plan, Planner
 from legionrm.scheduler.planning.holds import Hold
 from legionrm.scheduler.planning.window import ahead_of
@@ -157,6 +158,7 @@ class Scheduler:
         self._usages = UsageCache()  # running requests' cpus per host, between passes
         self.backfill = Backfill(self._queue_spec.policy, self._queue_spec.backfill_depth, profile=self._profile)
         self._ahead = AheadStarts(book, enactment.enactor, book_back=accounts.book_back)  # starts ahead
+        self.queue.intake = GroupIntake(self, Steps(clock, self._at_submit, self._attempt, self._behind))  # in groups
         self._ticks = 0
         if book.store is not None:  # restarted: each request's past back in its stream, before any live event
             self.triggers.seed(e for entry in book.entries() for e in past_events(entry.info()))
@@ -216,7 +218,7 @@ class Scheduler:
         strict order puts nobody before it); ``try_now=False`` only queues
         it for the next pass.  Work without a walltime gets its QoS's
         ``max_walltime_s``, else the queue's ``default_walltime_s``."""
-        request, refusal = self.at_submit(request)
+        request, refusal = self._at_submit(request)
         if refusal is not None:  # refused at submit, never queued: no account for its work, or no QoS for it
             return refused_at_door(request, refusal)
         # claimed before the queue can see it, so a re-plan never races its first attempt
@@ -235,7 +237,7 @@ class Scheduler:
             return self._refused(entry, [PlacementFailure(key="*", resource="queue", code=codes.QUEUE_BEHIND,
                                                           reason=self._behind(), stage="plan")], 0)
 
-    def at_submit(self, request: SchedulingRequest) -> tuple[SchedulingRequest, Refusal | None]:
+    def _at_submit(self, request: SchedulingRequest) -> tuple[SchedulingRequest, Refusal | None]:
         """``request`` with its walltime, validated (SchedulingError, MILError), and what refuses it
         at submit (no account for its work, or no QoS for it; None: nothing)."""
         request = with_walltime(request, self.queue.site.max_walltime(request) or self._queue_spec.default_walltime_s)

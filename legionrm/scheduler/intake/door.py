@@ -30,7 +30,6 @@ from legionrm.auth.proof import DELEGATE_KIND
 from legionrm.errors import SchedulingError
 from legionrm.models import Refusal, SchedulingRequest
 from legionrm.scheduler.confirm import refused_at_door
-from legionrm.scheduler.intake.group import cancel_group, submit_group
 
 
 def submit_batch(door: Any, items: list[tuple[str, SchedulingRequest]], proof: Any = None) -> list[Any]:
@@ -47,7 +46,7 @@ def submit_batch(door: Any, items: list[tuple[str, SchedulingRequest]], proof: A
             todo.append((i, got))
         else:
             out[i] = got
-    for (i, _), reply in zip(todo, submit_group(door.core, [r for _, r in todo])):
+    for (i, _), reply in zip(todo, door.core.queue.intake.submit([r for _, r in todo])):
         out[i] = reply
     return [_portable(r) for r in out]
 
@@ -63,12 +62,11 @@ def cancel_batch(door: Any, items: list[tuple[str, str, str]], proof: Any = None
             if isinstance(who, Refusal):
                 raise AuthRefusedError(who.code, who.reason, who.by)
             if who is not None:
-                entry = door.core._entry(rid)  # SchedulingError when unknown
-                raise_if_refused(may_act_on(who, entry.user, admin_may=True))
+                raise_if_refused(may_act_on(who, door.core.queue.intake.owner(rid), admin_may=True))
             todo.append((i, (rid, reason)))
         except Exception as exc:  # noqa: BLE001 -- each item answers for itself
             out[i] = exc
-    for (i, _), reply in zip(todo, cancel_group(door.core, [x for _, x in todo])):
+    for (i, _), reply in zip(todo, door.core.queue.intake.cancel([x for _, x in todo])):
         out[i] = reply
     return [_portable(r) for r in out]
 

@@ -11,7 +11,6 @@ from legionrm import faults
 from legionrm.errors import SchedulingError
 from legionrm.inprocess import LocalSystem
 from legionrm.models import RequestInfo, SchedulerResponse, SchedulerSettings
-from legionrm.scheduler.intake import cancel_group, submit_group
 from legionrm.scheduler.wiring import pool_gate
 from legionrm.state import RequestStore, StoreFault
 from legionrm.testing import FakeClock
@@ -60,7 +59,7 @@ def test_a_groups_replies_match_its_requests_one_to_one(tmp_path_factory, kinds)
             requests.append(req(rid, cpus=1, wait=False))
         else:  # a request no host can ever take
             requests.append(req(rid, cpus=1000))
-    replies = submit_group(s.scheduler, requests)
+    replies = s.scheduler.queue.intake.submit(requests)
     assert len(replies) == len(requests)
     first: dict[str, int] = {}
     for n, (request, reply) in enumerate(zip(requests, replies)):
@@ -79,7 +78,7 @@ def test_a_groups_replies_match_its_requests_one_to_one(tmp_path_factory, kinds)
     assert set(on_disk) <= set(first)
     # and cancelled as a group: one reply per item, the waiting ones cancelled in one write
     ids = list(first) + ["nobody"]
-    got = cancel_group(s.scheduler, [(rid, "bye") for rid in ids])
+    got = s.scheduler.queue.intake.cancel([(rid, "bye") for rid in ids])
     assert len(got) == len(ids) and isinstance(got[-1], SchedulingError)
     for rid, info in zip(ids, got[:-1]):
         assert isinstance(info, RequestInfo) and info.id == rid and info.state in ("cancelled", "failed")
@@ -92,15 +91,15 @@ def test_a_failed_group_write_answers_every_member_and_changes_nothing(tmp_path,
     s = system(path)
     requests = [held(f"h{n}") for n in range(5)]
     with faults.inject(fault, match="r.db"):
-        replies = submit_group(s.scheduler, requests)
+        replies = s.scheduler.queue.intake.submit(requests)
     assert len(replies) == 5 and all(isinstance(r, StoreFault) for r in replies)
     assert {r.code for r in replies} == {"state.disk_full" if fault == "full" else "state.io_error"}
     assert s.scheduler.book.entries() == [] and stored(path) == {}
     assert s.scheduler.queue.order() == []
     # the ids stay free: the same group goes in once the disk takes it
-    assert [r.state for r in submit_group(s.scheduler, requests)] == ["pending"] * 5
+    assert [r.state for r in s.scheduler.queue.intake.submit(requests)] == ["pending"] * 5
     with faults.inject(fault, match="r.db"):
-        gone = cancel_group(s.scheduler, [(r.request_id, "bye") for r in requests])
+        gone = s.scheduler.queue.intake.cancel([(r.request_id, "bye") for r in requests])
     assert all(isinstance(g, StoreFault) for g in gone)
     assert {e.state for e in s.scheduler.book.entries()} == {"pending"} and set(stored(path).values()) == {"pending"}
 
@@ -115,14 +114,14 @@ def test_a_group_is_one_durable_write(tmp_path, monkeypatch) -> None:
     real = store.put_many
     monkeypatch.setattr(store, "put_many", lambda items, durable=True: writes.append((len(items), durable))
                         or real(items, durable))
-    got = submit_group(s.scheduler, [held(f"h{n}") for n in range(40)])
+    got = s.scheduler.queue.intake.submit([held(f"h{n}") for n in range(40)])
     assert writes == [(40, True)] and {r.failures[0].code for r in got} == {"queue.held"}
     assert [e.reason for e in s.scheduler.book.find("h0").history] == ["submitted", got[0].failures[0].code
                                                                         + ": " + got[0].failures[0].reason]
     writes.clear()
-    cancel_group(s.scheduler, [(f"h{n}", "bye") for n in range(40)])
+    s.scheduler.queue.intake.cancel([(f"h{n}", "bye") for n in range(40)])
     assert writes == [(40, True)]
     writes.clear()
-    got = submit_group(s.scheduler, [req(f"p{n}", cpus=4) for n in range(4)])  # two hosts of 4 cpus
+    got = s.scheduler.queue.intake.submit([req(f"p{n}", cpus=4) for n in range(4)])  # two hosts of 4 cpus
     assert [r.state for r in got] == ["running", "running", "pending", "pending"]
     assert writes[0] == (4, True) and [w for w in writes[1:] if w[1]] == [(1, True)]  # the one behind the other
