@@ -136,6 +136,17 @@ def seed_history(state_dir: Path, n: int) -> float:
     return time.perf_counter() - t0
 
 
+def cpu_s(pid: int | None = None) -> float:
+    """CPU seconds (user + system) process ``pid`` (None: this one, all its threads) has used."""
+    if pid is None:
+        import resource
+
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def on_disk(state_dir: Path) -> dict[str, int]:
     """How many rows each request id has in the state store's file (live table + history)."""
     counts: dict[str, int] = {}
@@ -221,12 +232,15 @@ def main() -> int:
             admin = Client.from_credentials(write_credentials(home, "ops", url))
             run_pairs(clients[:4], 5, "warm")  # connections open, code paths warm
             spy_bin = shutil.which("py-spy", path=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
+            pid = ray.get(ray.get_actor(SCHEDULER, namespace=NAMESPACE).__ray_call__.remote(lambda self: os.getpid()))
+            before = {"callers": cpu_s(), "gateway": cpu_s(proc.pid), "scheduler": cpu_s(pid)}
             if profile and spy_bin:
-                pid = ray.get(ray.get_actor(SCHEDULER, namespace=NAMESPACE).__ray_call__.remote(lambda self: os.getpid()))
                 spy = subprocess.Popen([spy_bin, "record", "-p", str(pid), "-o", str(profile / "scheduler.txt"),
                                         "-f", "raw", "-r", "200", "--nonblocking"],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             wall, lat, acked, errors = run_pairs(clients, args.pairs, "gw")
+            used = {"callers": cpu_s() - before["callers"], "gateway": cpu_s(proc.pid) - before["gateway"],
+                    "scheduler": cpu_s(pid) - before["scheduler"]}
             if spy is not None:
                 spy.send_signal(signal.SIGINT)
                 spy.wait(60)
@@ -248,6 +262,8 @@ def main() -> int:
           before="1300 ms", note=f"median {lat[len(lat) // 2] * 1e3:.1f} ms" if lat else "")
     check("gateway: every request accounted for", "0 wrong", f"{len(problems)} wrong", not problems,
           note="; ".join(problems[:3]))
+    info("gateway: CPU per pair, by process", " / ".join(f"{used[k] / max(pairs, 1) * 1e3:.2f}" for k in used) + " ms",
+         note="the 20 callers / the gateway / the Scheduler actor (user + system)")
     if profile:
         show_profile(profile)
     return 0
