@@ -223,47 +223,49 @@ def main() -> int:
         private_dir(state)
         took = seed_history(state, args.history)
         info("history before the run", f"{args.history} finished", note=f"seeded into the state store in {took:.1f} s")
-    with local_cluster(workers=()) as cluster:
-        system = boot(load_cluster(), heartbeat_s=0.5, auth_home=home, state_dir=state)
-        try:
-            write_private(home / "up.json", json.dumps({"address": cluster.address}))
-            proc, url = start_gateway(home, profile)
-            clients = [Client.from_credentials(write_credentials(home, u, url)) for u in users]
-            admin = Client.from_credentials(write_credentials(home, "ops", url))
-            run_pairs(clients[:4], 5, "warm")  # connections open, code paths warm
-            spy_bin = shutil.which("py-spy", path=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
-            pid = ray.get(ray.get_actor(SCHEDULER, namespace=NAMESPACE).__ray_call__.remote(lambda self: os.getpid()))
-            before = {"callers": cpu_s(), "gateway": cpu_s(proc.pid), "scheduler": cpu_s(pid)}
-            if profile and spy_bin:
-                spy = subprocess.Popen([spy_bin, "record", "-p", str(pid), "-o", str(profile / "scheduler.txt"),
-                                        "-f", "raw", "-r", "200", "--nonblocking"],
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            wall, lat, acked, errors = run_pairs(clients, args.pairs, "gw")
-            used = {"callers": cpu_s() - before["callers"], "gateway": cpu_s(proc.pid) - before["gateway"],
-                    "scheduler": cpu_s(pid) - before["scheduler"]}
-            if spy is not None:
-                spy.send_signal(signal.SIGINT)
-                spy.wait(60)
-            expected = {f"gw-{k}-{n}" for k in range(len(clients)) for n in range(args.pairs)}
-            problems = errors[:5] + account(admin, state, acked, expected)
-        finally:
-            if proc is not None:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(60)
-            dataclasses.replace(system, signer=signer_for(home, "ops")).shutdown()
-    shutil.rmtree(base, ignore_errors=True)
+    try:
+        with local_cluster(workers=()) as cluster:
+            system = boot(load_cluster(), heartbeat_s=0.5, auth_home=home, state_dir=state)
+            try:
+                write_private(home / "up.json", json.dumps({"address": cluster.address}))
+                proc, url = start_gateway(home, profile)
+                clients = [Client.from_credentials(write_credentials(home, u, url)) for u in users]
+                admin = Client.from_credentials(write_credentials(home, "ops", url))
+                run_pairs(clients[:4], 5, "warm")  # connections open, code paths warm
+                spy_bin = shutil.which("py-spy", path=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
+                pid = ray.get(ray.get_actor(SCHEDULER, namespace=NAMESPACE).__ray_call__.remote(lambda self: os.getpid()))
+                before = {"callers": cpu_s(), "gateway": cpu_s(proc.pid), "scheduler": cpu_s(pid)}
+                if profile and spy_bin:
+                    spy = subprocess.Popen([spy_bin, "record", "-p", str(pid), "-o", str(profile / "scheduler.txt"),
+                                            "-f", "raw", "-r", "200", "--nonblocking"],
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                wall, lat, acked, errors = run_pairs(clients, args.pairs, "gw")
+                used = {"callers": cpu_s() - before["callers"], "gateway": cpu_s(proc.pid) - before["gateway"],
+                        "scheduler": cpu_s(pid) - before["scheduler"]}
+                if spy is not None:
+                    spy.send_signal(signal.SIGINT)
+                    spy.wait(60)
+                expected = {f"gw-{k}-{n}" for k in range(len(clients)) for n in range(args.pairs)}
+                problems = errors[:5] + account(admin, state, acked, expected)
+            finally:
+                if proc is not None:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    proc.wait(60)
+                dataclasses.replace(system, signer=signer_for(home, "ops")).shutdown()
+    finally:  # the home and state dir go whatever happened
+        shutil.rmtree(base, ignore_errors=True)
     lat.sort()
     pairs = len(lat) / 2
     p99 = lat[min(len(lat) - 1, int(0.99 * len(lat)))] * 1e3 if lat else float("inf")
     rate = pairs / wall
-    check("gateway: submit+cancel pairs a second, 20 callers", f">= {TARGET_PAIRS:.0f}/s", f"{rate:.0f}/s",
+    check(f"gateway: submit+cancel pairs a second, {args.threads} callers", f">= {TARGET_PAIRS:.0f}/s", f"{rate:.0f}/s",
           rate >= TARGET_PAIRS, before="20/s", note=f"{int(pairs)} pairs in {wall:.1f} s, {len(errors)} failed")
     check("gateway: p99 of one call", f"<= {TARGET_P99_MS:.0f} ms", f"{p99:.0f} ms", p99 <= TARGET_P99_MS,
           before="1300 ms", note=f"median {lat[len(lat) // 2] * 1e3:.1f} ms" if lat else "")
     check("gateway: every request accounted for", "0 wrong", f"{len(problems)} wrong", not problems,
           note="; ".join(problems[:3]))
     info("gateway: CPU per pair, by process", " / ".join(f"{used[k] / max(pairs, 1) * 1e3:.2f}" for k in used) + " ms",
-         note="the 20 callers / the gateway / the Scheduler actor (user + system)")
+         note="the callers / the gateway / the Scheduler actor (user + system)")
     if profile:
         show_profile(profile)
     return 0
