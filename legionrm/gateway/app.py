@@ -16,7 +16,8 @@ from legionrm.auth.guard import ReloadingRegistry, auth_home
 from legionrm.auth.registry import Registry
 from legionrm.gateway import routes
 from legionrm.gateway.dashboard import pages
-from legionrm.gateway.door import PLANE, PRINCIPALS, SETTINGS, door
+from legionrm.gateway.door import INTAKE, PLANE, PRINCIPALS, SETTINGS, door
+from legionrm.gateway.intake import Intake
 from legionrm.gateway.plane import ControlPlane
 from legionrm.gateway.signatures import (
     DEFAULT_MAX_BODY,
@@ -35,6 +36,7 @@ def make_app(plane: ControlPlane, home: str | os.PathLike[str], *, max_body: int
     check = SignatureCheck(principals, rate=rate)
     app = web.Application(middlewares=[door(check, max_body, routes.open_paths())], client_max_size=max_body)
     app[PLANE] = plane
+    app[INTAKE] = Intake(plane)  # submits and cancels go to the Scheduler in batches
     app[PRINCIPALS] = principals
     app[SETTINGS] = {"home": str(home), "info": dict(info or {}), "dashboard_user": dashboard_user,
                      "dashboard_key": dashboard_key}

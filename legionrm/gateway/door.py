@@ -25,6 +25,7 @@ from legionrm import codes
 from legionrm.auth.errors import AuthError, AuthRefusedError
 from legionrm.auth.guard import ReloadingRegistry
 from legionrm.errors import ConfigError, LegionError, SchedulingError
+from legionrm.gateway.intake import Intake
 from legionrm.gateway.plane import ControlPlane, Unavailable
 from legionrm.gateway.signatures import Refused, SignatureCheck
 from legionrm.models.api import API_PREFIX, AS_HEADER, ApiError, Caller
@@ -35,6 +36,7 @@ log = logging.getLogger("legionrm.gateway")
 PLANE: web.AppKey[ControlPlane] = web.AppKey("plane", ControlPlane)  # type: ignore[type-abstract]
 PRINCIPALS: web.AppKey[ReloadingRegistry] = web.AppKey("principals", ReloadingRegistry)
 SETTINGS: web.AppKey[dict[str, Any]] = web.AppKey("settings", dict)
+INTAKE: web.AppKey[Intake] = web.AppKey("intake", Intake)
 CALLER: web.RequestKey[Caller] = web.RequestKey("caller", Caller)
 BODY: web.RequestKey[bytes] = web.RequestKey("body", bytes)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -21,9 +21,9 @@ from aiohttp import web
 from legionrm import codes
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.errors import ConfigError
-from legionrm.gateway.door import PLANE, answer, body_of, refusal, status_of, user_of
+from legionrm.gateway.door import INTAKE, PLANE, answer, body_of, refusal, status_of, user_of
 from legionrm.gateway.plane import Unavailable
-from legionrm.gateway.several.schedulers import each, find, on, routed
+from legionrm.gateway.several.schedulers import each, find, on, roster, routed
 from legionrm.models import RequestInfo, SchedulingRequest, WorkEnd
 from legionrm.models.api import (
     ApiError,
@@ -91,7 +91,8 @@ def set_key(doc: dict[str, Any], dotted: str, text: str) -> None:
 async def submit(request: web.Request) -> web.Response:
     body: SubmitBody = await body_of(request, SubmitBody)
     req = request_from(body.request, body.toml, body.set, body.id, user_of(request))
-    response = await on(request, routed(request, req), "scheduleObjects", {"request": req})
+    # in a batch with the others arriving now for the same scheduler
+    response = await request.app[INTAKE].submit(user_of(request), req, to=f"scheduler:{routed(request, req)}")
     return answer(SubmitResult(id=response.request_id, ok=response.ok, state=response.state, response=response),
                   201 if response.ok or response.state == "pending" else 200)  # 200: answered, not taken
 
@@ -153,6 +154,9 @@ async def show(request: web.Request) -> web.Response:
 
 
 async def _cancel(request: web.Request, rid: str, reason: str) -> Any:
+    names = roster(request).names
+    if len(names) == 1:  # in a batch with the others arriving now; with several, the one that holds it
+        return await request.app[INTAKE].cancel(user_of(request), rid, reason, to=f"scheduler:{names[0]}")
     return await find(request, "cancel", {"request_id": rid, "reason": reason})
 
 

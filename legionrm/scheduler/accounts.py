@@ -120,6 +120,19 @@ class Accounts:
         if self._on_finish is not None:
             self._on_finish(entry)
 
+    def book_back_many(self, entries: list[Entry]) -> None:
+        """:meth:`book_back` for many finished requests that no attempt holds: one look at the pools'
+        charges (one call to a remote pool owner, not one per request), and only those charged there."""
+        held = getattr(self.pools, "held", None)  # a gate without the look (no pools): release each, locally
+        charged = held() if held is not None and entries else None
+        for entry in entries:
+            if charged is None or entry.id in charged:
+                self.pools.release(entry.id)
+            if self.shares is not None:
+                self.shares.release(entry.id)
+            if self._on_finish is not None:
+                self._on_finish(entry)
+
     def too_big(self, request: SchedulingRequest) -> PlacementFailure | None:
         """A request for more than the whole cluster could ever hold fails at once."""
         total = getattr(self.pools, "capacity", None)  # Peloton units: memory in MB

@@ -62,8 +62,8 @@ from legionrm.naming import (
     scheduler_name,
 )
 from legionrm.objstate.actor import RayStatePort
-from legionrm.scheduler.audit import audit
-from legionrm.scheduler.audit import repair as repair_findings
+from legionrm.scheduler.audit import audit, repair as repair_findings
+from legionrm.scheduler.intake.door import IntakeCalls
 from legionrm.scheduler.door import SchedulerDoor, own_report, status_for
 from legionrm.scheduler.elastic import CycleRunner, HostStopper
 from legionrm.scheduler.ports import PoolGate
@@ -173,7 +173,7 @@ def ray_watch(carriers: dict[str, Any], signer: CallSigner | None = None) -> Hos
 
 
 @ray.remote(num_cpus=0, max_concurrency=8, concurrency_groups={"control": 4})
-class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls, NodeJoins):
+class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls, NodeJoins, IntakeCalls):
     """``cluster`` (optional) brings the ``[fairshare]`` policy for the elastic
     cycle; ``carriers`` maps host names to the actors that carry them and
     ``class_actors`` class names to class actors, for stopping instances;

@@ -67,6 +67,7 @@ from legionrm.models.api import RequestList
 from legionrm.models.priority import PrioReport, ShareReport
 from legionrm.scheduler.confirm import refused_at_door
 from legionrm.scheduler.depend.arrays import each_task
+from legionrm.scheduler.intake import door as intake_door
 from legionrm.scheduler.mobility import Mobility
 from legionrm.scheduler.priority import QueueControl
 from legionrm.scheduler.scheduler import Scheduler
@@ -105,6 +106,12 @@ class SchedulerDoor:
         who = self.guard.check(proof, "scheduleObjects", {"request": request})
         if isinstance(who, Refusal):
             return refused_at_door(request, who)
+        got = self.admit(who, request)
+        return got if isinstance(got, SchedulerResponse) else self.core.scheduleObjects(got)
+
+    def admit(self, who: VerifiedCaller, request: SchedulingRequest) -> SchedulingRequest | SchedulerResponse:
+        """``request`` as ``who``'s (their identity, a user's hold theirs), or the answer refusing it
+        (a user's own priority or weight; another's objects to activate)."""
         request = request.model_copy(update={"identity": who.identity(request.identity.class_name)})
         if not who.is_admin:  # the site sets priority: a user's own priority or weight would jump the queue
             field = user_priority(request)
@@ -119,7 +126,15 @@ class SchedulerDoor:
             entry = self.core.book.owner_of(iid)
             if entry is not None and not (ok := may_act_on(who, entry.user, admin_may=True)):
                 return refused_at_door(request, ok, key=iid)
-        return self.core.scheduleObjects(request)
+        return request
+
+    def submit_batch(self, items: list[tuple[str, SchedulingRequest]], proof: Any = None) -> list[Any]:
+        """Many users' submits at once (:func:`legionrm.scheduler.intake.door.submit_batch`)."""
+        return intake_door.submit_batch(self, items, proof)
+
+    def cancel_batch(self, items: list[tuple[str, str, str]], proof: Any = None) -> list[Any]:
+        """Many users' cancels at once (:func:`legionrm.scheduler.intake.door.cancel_batch`)."""
+        return intake_door.cancel_batch(self, items, proof)
 
     def list_requests(self, user: str | None = None, state: str | None = None, proof: Any = None) -> list[RequestInfo]:
         who = self.caller(proof, "list_requests", {"user": user, "state": state})

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from typing import Callable, Iterator, Literal
+from typing import Any, Callable, Iterator, Literal
 
 from legionrm.models import Refusal
 from legionrm.scheduler.depend import ArrayCounts, Depend
@@ -46,6 +46,8 @@ class RequestQueue:
         self._cancel_asked: set[str] = set()
         self.depend: Depend | None = None
         """Dependencies, ``begin_at`` and array limits (:mod:`legionrm.scheduler.depend`), checked before the site's limits."""
+        self.intake: Any = None
+        """How requests come in groups: the Scheduler's :class:`~legionrm.scheduler.intake.GroupIntake` (set by it)."""
 
     def order(self) -> list[Entry]:
         """The pending requests that are not held, in the order they go next

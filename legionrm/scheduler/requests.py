@@ -197,10 +197,31 @@ class RequestBook:
     def save(self, entry: Entry) -> None:
         """Write ``entry`` as it is now to the store (no store: nothing)."""
         if self.store is not None:
-            self.store.put(request=entry.request, submitted=entry.submitted, state=entry.state, reason=entry.reason,
-                           history=entry.history, instances=entry.instances, refs=entry.refs,
-                           failures=entry.failures, earliest_start=entry.earliest_start, attempts=entry.attempts,
-                           held=entry.held)
+            self.store.put(**_fields(entry))
+
+    def commit_group(self, changes: list[tuple[Entry | None, Entry]], record: bool = False) -> None:
+        """Write each ``(entry, draft)`` of ``changes`` (``entry`` is to become ``draft``; None: ``draft``
+        is a new request) in one durable transaction (a group commit: one sync for all), then make
+        each so in memory; ``record``: each entry's draft gets its state and reason as a transition in
+        its history first.  A new id the book or the group already holds is a SchedulingError, and a
+        write that fails a :class:`~legionrm.state.StoreFault`: either way nothing changed.  The
+        listener is told nothing (the caller tells, once the group is in)."""
+        with self._lock:
+            for entry, draft in changes if record else ():
+                if entry is not None:
+                    self._event(draft, draft.state, draft.reason)
+            new = [d.id for e, d in changes if e is None]
+            if len(set(new)) != len(new) or any(rid in self._entries for rid in new):
+                raise SchedulingError(f"a request id of this group was already scheduled: {sorted(new)[:3]}")
+            if self.store is not None:
+                self.store.put_many([_fields(d) for _, d in changes])
+            for entry, draft in changes:
+                if entry is None:
+                    self._entries[draft.id] = draft
+                    self._by_state.setdefault(draft.state, {})[draft.id] = draft
+                else:
+                    self._index(entry, draft.state)
+                    vars(entry).update(vars(draft))
 
     def _commit(self, entry: Entry, draft: Entry) -> None:
         """Write ``draft`` (what ``entry`` is to become), then make ``entry`` it."""
@@ -525,3 +546,9 @@ class RequestBook:
             self._by_instance.update({iid: entry.id for iid in entry.instances})
             return entry
 
+
+def _fields(e: Entry) -> dict[str, object]:
+    """What the store keeps of ``e`` (:meth:`RequestStore.put`'s arguments)."""
+    return dict(request=e.request, submitted=e.submitted, state=e.state, reason=e.reason, history=e.history,
+                instances=e.instances, refs=e.refs, failures=e.failures, earliest_start=e.earliest_start,
+                attempts=e.attempts, held=e.held)

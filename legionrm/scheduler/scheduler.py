@@ -58,6 +58,7 @@ from legionrm.scheduler.confirm import Activator, activation, refused_at_door, v
 from legionrm.scheduler.depend import Arrays, Depend
 from legionrm.scheduler.depend.hooks import cancel_never, end_run
 from legionrm.scheduler.enactment import Enactment
+from legionrm.scheduler.intake import GroupIntake, Steps
 from legionrm.scheduler.planner import Plan, Planner
 from legionrm.scheduler.planning.holds import Hold
 from legionrm.scheduler.planning.window import ahead_of
@@ -162,6 +163,7 @@ class Scheduler:
         self._usages = UsageCache()  # running requests' cpus per host, between passes
         self.backfill = Backfill(self._queue_spec.policy, self._queue_spec.backfill_depth, profile=self._profile)
         self._ahead = AheadStarts(book, enactment.enactor, book_back=accounts.book_back)  # starts ahead
+        self.queue.intake = GroupIntake(self, Steps(clock, self._at_submit, self._attempt, self._behind))  # in groups
         self._ticks = 0
         if book.store is not None:  # restarted: each request's past back in its stream, before any live event
             self.triggers.seed(e for entry in book.entries() for e in past_events(entry.info()))
@@ -223,11 +225,7 @@ class Scheduler:
         ``max_walltime_s``, else the queue's ``default_walltime_s``.  An array is its tasks (:mod:`.depend.arrays`)."""
         if request.array is not None and request.array_index is None:
             return self._arrays.submit(request, lambda task, now: self.scheduleObjects(task, try_now=try_now and now))
-        request = with_walltime(request, self.queue.site.max_walltime(request) or self._queue_spec.default_walltime_s)
-        validate_request(request, self._clock())
-        refusal = self.accounts.refuse_owner(request)
-        if refusal is None:
-            refusal = self.queue.site.refuse(request)
+        request, refusal = self._at_submit(request)
         if refusal is not None:  # refused at submit, never queued: no account for its work, or no QoS for it
             return refused_at_door(request, refusal)
         # claimed before the queue can see it, so a re-plan never races its first attempt
@@ -245,6 +243,14 @@ class Scheduler:
                 return self._queued(entry, self._behind() if try_now else "queued for the next pass")
             return self._refused(entry, [PlacementFailure(key="*", resource="queue", code=codes.QUEUE_BEHIND,
                                                           reason=self._behind(), stage="plan")], 0)
+
+    def _at_submit(self, request: SchedulingRequest) -> tuple[SchedulingRequest, Refusal | None]:
+        """``request`` with its walltime, validated (SchedulingError, MILError), and what refuses it
+        at submit (no account for its work, or no QoS for it; None: nothing)."""
+        request = with_walltime(request, self.queue.site.max_walltime(request) or self._queue_spec.default_walltime_s)
+        validate_request(request, self._clock())
+        refusal = self.accounts.refuse_owner(request)
+        return request, refusal if refusal is not None else self.queue.site.refuse(request)
 
     def replan(self) -> int:
         """Try every pending request again, in queue order; returns how many

@@ -21,7 +21,7 @@ import json
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from legionrm.models import (
     EnactResult,
@@ -67,16 +67,14 @@ class RequestStore(KeyedStore):
             failures: tuple[PlacementFailure, ...], earliest_start: float | None, attempts: int,
             held: EnactResult | None = None) -> None:
         """Write one request as it is now (replacing what was stored)."""
-        body = json.dumps({
-            "request": request.model_dump(mode="json"), "submitted": submitted, "state": state, "reason": reason,
-            "history": [e.model_dump(mode="json") for e in history],
-            "instances": {k: v.model_dump(mode="json") for k, v in instances.items()},
-            "refs": {k: v.model_dump(mode="json") for k, v in refs.items()},
-            "failures": [f.model_dump(mode="json") for f in failures[:20]],
-            "earliest_start": earliest_start, "attempts": attempts,
-            "held": held.model_dump(mode="json") if held is not None else None,
-        })
-        self._put_rows([(request.request_id, body)])
+        self.put_many([dict(request=request, submitted=submitted, state=state, reason=reason, history=history,
+                            instances=instances, refs=refs, failures=failures, earliest_start=earliest_start,
+                            attempts=attempts, held=held)], durable=False)
+
+    def put_many(self, items: list[dict[str, Any]], durable: bool = True) -> None:
+        """Write many requests (each the keyword arguments of :meth:`put`) in one transaction:
+        all or none; ``durable`` (the default): synced to the disk before this returns (a group commit)."""
+        self._put_rows([(item["request"].request_id, _body(**item)) for item in items], durable=durable)
 
     def load(self) -> Iterator[StoredRequest]:
         """Every stored request of the live table (not the settled history), oldest first."""
@@ -132,6 +130,21 @@ class RequestStore(KeyedStore):
         where, wargs = _where(user, None, None)
         rows = self._read(f"SELECT state, COUNT(*) FROM {source}{where} GROUP BY state", (*args, *wargs))
         return {str(s): int(n) for s, n in rows}
+
+
+def _body(*, request: SchedulingRequest, submitted: float, state: str, reason: str, history: list[RequestEvent],
+          instances: dict[str, InstanceInfo], refs: dict[str, InstanceRef], failures: tuple[PlacementFailure, ...],
+          earliest_start: float | None, attempts: int, held: EnactResult | None = None) -> str:
+    """One request's row body: its fields as JSON, pydantic's own form (so a reload gives back the same models)."""
+    return json.dumps({
+        "request": request.model_dump(mode="json"), "submitted": submitted, "state": state, "reason": reason,
+        "history": [e.model_dump(mode="json") for e in history],
+        "instances": {k: v.model_dump(mode="json") for k, v in instances.items()},
+        "refs": {k: v.model_dump(mode="json") for k, v in refs.items()},
+        "failures": [f.model_dump(mode="json") for f in failures[:20]],
+        "earliest_start": earliest_start, "attempts": attempts,
+        "held": held.model_dump(mode="json") if held is not None else None,
+    })
 
 
 def _where(user: str | None, state: str | None, after: tuple[float, str] | None) -> tuple[str, list[object]]:

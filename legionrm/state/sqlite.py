@@ -106,12 +106,17 @@ class SqliteFile:
     def where(self) -> str:
         return str(self.path) if self.path is not None else ":memory:"
 
-    def _write(self, work: Callable[[sqlite3.Connection], object]) -> None:
+    def _write(self, work: Callable[[sqlite3.Connection], object], durable: bool = False) -> None:
         """Run ``work`` in one transaction and commit it, or raise
         :class:`StoreFault` with nothing written (SQLite may have rolled back
-        already: the commit's own error is the one raised)."""
+        already: the commit's own error is the one raised).  ``durable``: the
+        commit is synced to the disk before this returns (one fsync of the
+        log for the whole transaction: a group commit), where a plain write
+        survives a crash of the process, not of the machine."""
         with self._lock:
             try:
+                if durable and self.path is not None:
+                    self._db.execute("PRAGMA synchronous=FULL")  # this commit only: back to NORMAL below
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
                     work(self._db)
@@ -127,6 +132,9 @@ class SqliteFile:
             except (sqlite3.Error, OSError) as exc:
                 self.fault = fault_of(exc, self.what, self.where)
                 raise self.fault from None
+            finally:
+                if durable and self.path is not None:
+                    self._db.execute("PRAGMA synchronous=NORMAL")
             self.fault = None
         faults.hit(self.where, "applied")  # a fault test's crash: written, never applied
         self.maintain()
@@ -178,9 +186,9 @@ class KeyedStore(SqliteFile):
         super().__init__(path, what, [f"CREATE TABLE IF NOT EXISTS {table} ({key} TEXT PRIMARY KEY, body TEXT NOT NULL)"])
         self._table, self._key = table, key
 
-    def _put_rows(self, rows: Iterable[tuple[str, str]], delete: Iterable[str] = ()) -> None:
+    def _put_rows(self, rows: Iterable[tuple[str, str]], delete: Iterable[str] = (), durable: bool = False) -> None:
         """Write (replace) each ``(key, body)`` row and delete the rows keyed
-        ``delete`` (unknown keys are ignored), all in one transaction."""
+        ``delete`` (unknown keys are ignored), all in one transaction (``durable``: see :meth:`_write`)."""
         rows, gone = list(rows), [(k,) for k in delete]
         if not rows and not gone:
             return
@@ -189,7 +197,7 @@ class KeyedStore(SqliteFile):
             db.executemany(f"INSERT OR REPLACE INTO {self._table} ({self._key}, body) VALUES (?, ?)", rows)
             db.executemany(f"DELETE FROM {self._table} WHERE {self._key} = ?", gone)
 
-        self._write(work)
+        self._write(work, durable)
 
     def _rows(self) -> list[tuple[str, str]]:
         """Every ``(key, body)`` row."""

@@ -47,7 +47,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.scheduler.planning",),
     ("legionrm.scheduler.planner",),
     ("legionrm.scheduler.sharegate", "legionrm.scheduler.ahead.starts", "legionrm.scheduler.backfill"),
-    ("legionrm.scheduler.accounts", "legionrm.scheduler.enactment"),  # the Scheduler's parts
+    ("legionrm.scheduler.accounts", "legionrm.scheduler.enactment",
+     "legionrm.scheduler.intake"),  # the Scheduler's parts (intake: submits and cancels in groups)
     ("legionrm.scheduler.scheduler",),
     ("legionrm.scheduler.mobility",),
     ("legionrm.scheduler.door", "legionrm.scheduler.wiring"),

@@ -20,11 +20,13 @@ ENACTOR = "enactor"  # only with the Scheduler's approval: the Enactor agent (or
 SYSTEM = "system"  # housekeeping: the Scheduler or Enactor agent (an admin where the method says so)
 ADMIN = "admin"  # an administrator (or, where it says so, the system's agents)
 RESOURCE = "resource"  # a resource's own Collection record: only that resource's agent
+GATEWAY = "gateway"  # many users' calls the gateway verified, sent as one: only the gateway agent
 
-ROLES = (OPEN, ATTESTED, VIEW, ANY, USER, OWN, ENACTOR, SYSTEM, ADMIN, RESOURCE)
+ROLES = (OPEN, ATTESTED, VIEW, ANY, USER, OWN, ENACTOR, SYSTEM, ADMIN, RESOURCE, GATEWAY)
 
 EXPECTED_CODE = {ATTESTED: "auth.no_proof", OWN: "auth.not_owner", ENACTOR: "auth.forbidden",
-                 SYSTEM: "auth.forbidden", ADMIN: "auth.forbidden", RESOURCE: "auth.wrong_resource"}
+                 SYSTEM: "auth.forbidden", ADMIN: "auth.forbidden", RESOURCE: "auth.wrong_resource",
+                 GATEWAY: "auth.forbidden"}
 """What a stranger (a plain user, with a good proof of their own) gets from a method of each role."""
 
 _RESOURCE_COMMON = {
@@ -57,7 +59,7 @@ METHODS: dict[str, dict[str, str]] = {
         "approve": ENACTOR, "approve_growth": ENACTOR,
         "audit": ADMIN, "tick": ADMIN, "run_cycle": ADMIN, "stop_cycle": ADMIN, "setCollection": ADMIN,
         "setEnactor": ADMIN, "hold": OWN, "release": OWN, "update": ADMIN, "top": ADMIN, "share": VIEW, "prio": VIEW,
-        "drain": ADMIN, "serve": ADMIN,
+        "drain": ADMIN, "serve": ADMIN, "submit_batch": GATEWAY, "cancel_batch": GATEWAY,
     },
     "PoolActor": {"ping": OPEN, "admit": SYSTEM, "release": SYSTEM, "held": SYSTEM, "set_capacity": SYSTEM,
                   "report": ANY, "capacity": ANY, "specs": ANY, "reconfigure": ADMIN},

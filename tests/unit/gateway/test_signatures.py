@@ -12,6 +12,7 @@ import pytest
 from legionrm.auth.guard import ReloadingRegistry
 from legionrm.auth.registry import Registry
 from legionrm.client.signing import RequestSigner
+from legionrm.gateway import signatures
 from legionrm.gateway.signatures import (
     RateLimit,
     Refused,
@@ -30,8 +31,12 @@ class Clock:
         return time.time() + self.shift
 
 
-@pytest.fixture
-def world(tmp_path) -> dict[str, Any]:
+@pytest.fixture(params=["quick", "general"])
+def world(tmp_path, request, monkeypatch) -> dict[str, Any]:
+    """A registry of ann and bob, and the check over it: with its quick path for legionrm's own
+    clients' calls, and with the general RFC 9421 verifier alone (each call must be judged the same)."""
+    if request.param == "general":
+        monkeypatch.setattr(signatures, "quick_verify", lambda *a, **k: None)
     reg = Registry(tmp_path)
     keys = {name: reg.add_user(name).private_key for name in ("ann", "bob")}
     clock = Clock()
@@ -131,3 +136,19 @@ def test_the_rate_refills(world) -> None:
     assert limit.take("ann") and not limit.take("ann")
     now[0] = 0.2
     assert limit.take("ann") and limit.take("bob")
+
+
+def test_the_quick_path_judges_a_call_of_its_shape_alone(tmp_path, monkeypatch) -> None:
+    """A good call of legionrm's own shape never reaches the general verifier; a tampered one does
+    (and is refused there, with its code)."""
+    reg = Registry(tmp_path)
+    key = reg.add_user("ann").private_key
+    check = SignatureCheck(ReloadingRegistry(Registry(tmp_path)))
+    general: list[str] = []
+    real = check._verify_general
+    monkeypatch.setattr(check, "_verify_general", lambda *a: general.append("x") or real(*a))
+    w = {"check": check}
+    assert present(w, signed(key)) == "ann" and general == []
+    assert present(w, signed(key), body=BODY + b" ") == "auth.bad_signature" and general == ["x"]
+    assert present(w, signed(key, method="GET", body=b"", path="/api/v1/requests"), body=b"") == "ann"
+    assert general == ["x"]

@@ -1,0 +1,300 @@
+"""Submit+cancel pairs through the authenticated gateway of a real system, 20 callers at once.
+
+Boots a system on a lean local Ray of its own (the Collection, host groups,
+Enactor, pools and the Scheduler actor, with a state dir and a home whose
+registry signs every call), starts the gateway process as ``legionrm up`` does
+(``python -m legionrm.gateway --home H``), and runs ``--threads`` threads
+(default 20), each a Python :class:`~legionrm.client.Client` of a user of its
+own on the lean ``http.client`` wire, each making ``--pairs`` submit+cancel
+pairs: submit a small request under an id of its own, held (``hold = true``,
+as ``sbatch --hold``: it waits in the queue, so what is timed is the door, the
+wire, the Scheduler's intake and its durable writes, not a placement), then
+cancel it.
+Every call is an RFC 9421-signed HTTP call; the gateway verifies it and calls
+the Scheduler actor.
+
+Prints pairs a second (target 500), the p99 of one call (target 500 ms), and
+checks that every request is accounted for: each submit acknowledged once,
+each id in the Scheduler's list exactly once and cancelled, none that was not
+submitted, and each acknowledged request in the state store's file on disk
+(its live table or its history).  With ``--history N`` the Scheduler boots on
+a state store whose history already holds N finished requests (the rate must
+be the same after 100,000 of them as on a fresh system).
+With ``--profile DIR`` the gateway runs under cProfile (its top lines are
+printed) and the Scheduler actor is sampled with py-spy when it is installed.
+
+    python benchmarks/bench_gateway.py [--threads 20] [--pairs 50] [--history 0] [--profile DIR]
+
+Starts its own Ray and shuts it down; leaves nothing running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import select
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import check, info  # noqa: E402
+
+TARGET_PAIRS = 500.0
+TARGET_P99_MS = 500.0
+REQUEST = {"hold": True, "object": [{"class_name": "Worker", "count": 1, "cpus": 0.5, "memory_gb": 0.5, "walltime_s": 600}]}
+
+
+def start_gateway(home: Path, profile: Path | None) -> tuple[subprocess.Popen[str], str]:
+    """The gateway process as ``up`` starts it (under cProfile with ``profile``); its URL."""
+    pre = [sys.executable] + (["-m", "cProfile", "-o", str(profile / "gateway.prof")] if profile else [])
+    log = open(home / "gateway.log", "w")
+    proc = subprocess.Popen([*pre, "-m", "legionrm.gateway", "--home", str(home), "--port", "0", "--admin", "ops",
+                             "--no-dashboard"], stdout=subprocess.PIPE, stderr=log, text=True,
+                            start_new_session=True, env={**os.environ, "RAY_AUTH_MODE": "disabled"})
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], 120)
+    line = proc.stdout.readline() if ready else ""
+    if not line:
+        proc.kill()
+        raise SystemExit(f"the gateway did not start: {(home / 'gateway.log').read_text()[-2000:]}")
+    return proc, json.loads(line)["url"]
+
+
+def run_pairs(clients: list[Any], pairs: int, tag: str) -> tuple[float, list[float], dict[str, int], list[str]]:
+    """Each client makes ``pairs`` submit+cancel pairs in a thread of its own; the wall time, every
+    call's latency, how many times each id was acknowledged, and the failures."""
+    lat: list[float] = []
+    acked: dict[str, int] = {}
+    errors: list[str] = []
+    lock = threading.Lock()
+    go = threading.Barrier(len(clients) + 1)
+
+    def caller(k: int) -> None:
+        c, mine, seen, bad = clients[k], [], {}, []
+        go.wait()
+        for n in range(pairs):
+            rid = f"{tag}-{k}-{n}"
+            try:
+                t0 = time.perf_counter()
+                got = c.submit(REQUEST, id=rid)
+                t1 = time.perf_counter()
+                seen[got.id] = seen.get(got.id, 0) + 1
+                done = c.cancel(rid)
+                t2 = time.perf_counter()
+                mine += [t1 - t0, t2 - t1]
+                if done.state != "cancelled":
+                    bad.append(f"{rid}: cancel answered {done.state}")
+            except Exception as exc:  # noqa: BLE001 -- counted and shown, never lost
+                bad.append(f"{rid}: {type(exc).__name__}: {exc}")
+        with lock:
+            lat.extend(mine)
+            errors.extend(bad)
+            for rid, n in seen.items():
+                acked[rid] = acked.get(rid, 0) + n
+
+    threads = [threading.Thread(target=caller, args=(k,)) for k in range(len(clients))]
+    for t in threads:
+        t.start()
+    go.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - t0, lat, acked, errors
+
+
+def seed_history(state_dir: Path, n: int) -> float:
+    """``n`` finished (cancelled) requests in the Scheduler's durable history before it boots, as if
+    that many had come and gone; the seconds it took.  Written through the store itself."""
+    from legionrm.models import Identity, ObjectRequest, RequestEvent, SchedulingRequest
+    from legionrm.state import RequestStore
+
+    t0 = time.perf_counter()
+    store = RequestStore(state_dir / "scheduler.db")
+    obj = (ObjectRequest(class_name="Worker", count=1, cpus=0.5, memory_gb=0.5, walltime_s=600),)
+    now = time.time() - 86_400.0 * 2  # ended two days ago: history, not among the recent ones `list` shows
+    for start in range(0, n, 5000):
+        items = []
+        for k in range(start, min(n, start + 5000)):
+            request = SchedulingRequest(request_id=f"old-{k}", identity=Identity(user=f"u{k % 20}"), objects=obj)
+            items.append(dict(request=request, submitted=now, state="cancelled", reason="seeded", history=[
+                RequestEvent(at=now, state="pending", reason="submitted"),
+                RequestEvent(at=now, state="cancelled", reason="seeded")], instances={}, refs={}, failures=(),
+                earliest_start=None, attempts=0, held=None))
+        store.put_many(items)
+        store.settle({i["request"].request_id: now for i in items})
+    store.close()
+    return time.perf_counter() - t0
+
+
+def cpu_s(pid: int | None = None) -> float:
+    """CPU seconds (user + system) process ``pid`` (None: this one, all its threads) has used."""
+    if pid is None:
+        import resource
+
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def on_disk(state_dir: Path) -> dict[str, int]:
+    """How many rows each request id has in the state store's file (live table + history)."""
+    counts: dict[str, int] = {}
+    for db in state_dir.rglob("*.db"):
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            for table in ("requests", "requests_finished"):
+                if table in names:
+                    for (rid,) in con.execute(f"SELECT id FROM {table}"):
+                        counts[rid] = counts.get(rid, 0) + 1
+        finally:
+            con.close()
+    return counts
+
+
+def account(admin: Any, state_dir: Path, acked: dict[str, int], expected: set[str]) -> list[str]:
+    """What is wrong with the books after a run (empty: every request accounted for)."""
+    problems = [f"{rid} acknowledged {n} times" for rid, n in acked.items() if n != 1]
+    problems += [f"{rid} never acknowledged" for rid in sorted(expected - set(acked))[:5]]
+    listed: dict[str, int] = {}
+    states: dict[str, str] = {}
+    cursor = None
+    while True:
+        page = admin.list_page(all=True, limit=1000, cursor=cursor)
+        for r in page.requests:
+            listed[r.id] = listed.get(r.id, 0) + 1
+            states[r.id] = r.state
+        if page.next is None:
+            break
+        cursor = page.next
+    mine = {rid: n for rid, n in listed.items() if rid in expected}
+    problems += [f"{rid} listed {n} times" for rid, n in mine.items() if n != 1]
+    problems += [f"{rid} is not listed" for rid in sorted(expected - set(listed))[:5]]
+    problems += [f"{rid} is {states[rid]}, not cancelled" for rid in sorted(mine) if states[rid] != "cancelled"][:5]
+    rows = on_disk(state_dir)
+    problems += [f"{rid} is not in the state store on disk" for rid in sorted(set(acked) - set(rows))[:5]]
+    problems += [f"{rid} has {rows[rid]} rows on disk" for rid in sorted(set(acked) & set(rows)) if rows[rid] != 1][:5]
+    return problems
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--threads", type=int, default=20)
+    p.add_argument("--pairs", type=int, default=50, help="submit+cancel pairs per thread")
+    p.add_argument("--history", type=int, default=0, help="finished requests in the history before the run")
+    p.add_argument("--profile", help="a folder: profile the gateway (cProfile) and the Scheduler (py-spy)")
+    args = p.parse_args()
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    import ray
+
+    from legionrm.auth.guard import ensure_home, signer_for
+    from legionrm.client.client import Client
+    from legionrm.config import load_cluster
+    from legionrm.gateway.routes_users import write_credentials
+    from legionrm.homefs import private_dir, write_private
+    from legionrm.naming import SCHEDULER, NAMESPACE
+    from legionrm.system import boot, local_cluster
+
+    profile = Path(args.profile).resolve() if args.profile else None
+    if profile:
+        profile.mkdir(parents=True, exist_ok=True)
+    base = Path(tempfile.mkdtemp(prefix="lrmgw", dir="/tmp"))
+    home, state = base / "home", base / "home" / "state"
+    private_dir(home)
+    registry = ensure_home(home, operator="ops")
+    users = [f"u{k}" for k in range(args.threads)]
+    for u in users:
+        registry.add_user(u)
+    print(f"gateway: {args.threads} threads x {args.pairs} submit+cancel pairs through the gateway of a real system "
+          f"({os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f})")
+    proc = spy = None
+    if args.history:
+        private_dir(state)
+        took = seed_history(state, args.history)
+        info("history before the run", f"{args.history} finished", note=f"seeded into the state store in {took:.1f} s")
+    try:
+        with local_cluster(workers=()) as cluster:
+            system = boot(load_cluster(), heartbeat_s=0.5, auth_home=home, state_dir=state)
+            try:
+                write_private(home / "up.json", json.dumps({"address": cluster.address}))
+                proc, url = start_gateway(home, profile)
+                clients = [Client.from_credentials(write_credentials(home, u, url)) for u in users]
+                admin = Client.from_credentials(write_credentials(home, "ops", url))
+                run_pairs(clients[:4], 5, "warm")  # connections open, code paths warm
+                spy_bin = shutil.which("py-spy", path=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
+                pid = ray.get(ray.get_actor(SCHEDULER, namespace=NAMESPACE).__ray_call__.remote(lambda self: os.getpid()))
+                before = {"callers": cpu_s(), "gateway": cpu_s(proc.pid), "scheduler": cpu_s(pid)}
+                if profile and spy_bin:
+                    spy = subprocess.Popen([spy_bin, "record", "-p", str(pid), "-o", str(profile / "scheduler.txt"),
+                                            "-f", "raw", "-r", "200", "--nonblocking"],
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                wall, lat, acked, errors = run_pairs(clients, args.pairs, "gw")
+                used = {"callers": cpu_s() - before["callers"], "gateway": cpu_s(proc.pid) - before["gateway"],
+                        "scheduler": cpu_s(pid) - before["scheduler"]}
+                if spy is not None:
+                    spy.send_signal(signal.SIGINT)
+                    spy.wait(60)
+                expected = {f"gw-{k}-{n}" for k in range(len(clients)) for n in range(args.pairs)}
+                problems = errors[:5] + account(admin, state, acked, expected)
+            finally:
+                if proc is not None:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    proc.wait(60)
+                dataclasses.replace(system, signer=signer_for(home, "ops")).shutdown()
+    finally:  # the home and state dir go whatever happened
+        shutil.rmtree(base, ignore_errors=True)
+    lat.sort()
+    pairs = len(lat) / 2
+    p99 = lat[min(len(lat) - 1, int(0.99 * len(lat)))] * 1e3 if lat else float("inf")
+    rate = pairs / wall
+    check(f"gateway: submit+cancel pairs a second, {args.threads} callers", f">= {TARGET_PAIRS:.0f}/s", f"{rate:.0f}/s",
+          rate >= TARGET_PAIRS, before="20/s", note=f"{int(pairs)} pairs in {wall:.1f} s, {len(errors)} failed")
+    check("gateway: p99 of one call", f"<= {TARGET_P99_MS:.0f} ms", f"{p99:.0f} ms", p99 <= TARGET_P99_MS,
+          before="1300 ms", note=f"median {lat[len(lat) // 2] * 1e3:.1f} ms" if lat else "")
+    check("gateway: every request accounted for", "0 wrong", f"{len(problems)} wrong", not problems,
+          note="; ".join(problems[:3]))
+    info("gateway: CPU per pair, by process", " / ".join(f"{used[k] / max(pairs, 1) * 1e3:.2f}" for k in used) + " ms",
+         note="the callers / the gateway / the Scheduler actor (user + system)")
+    if profile:
+        show_profile(profile)
+    return 0
+
+
+def show_profile(profile: Path) -> None:
+    """The gateway's top cProfile lines (cumulative and own time) and the Scheduler's hottest frames."""
+    import pstats
+
+    prof = profile / "gateway.prof"
+    if prof.exists():
+        for key in ("cumulative", "tottime"):
+            print(f"\n--- gateway, by {key} ---")
+            pstats.Stats(str(prof)).strip_dirs().sort_stats(key).print_stats(25)
+    raw = profile / "scheduler.txt"
+    if raw.exists():
+        own: dict[str, int] = {}
+        total = 0
+        for line in raw.read_text().splitlines():
+            stack, _, n = line.rpartition(" ")
+            if not n.isdigit():
+                continue
+            total += int(n)
+            for frame in set(stack.split(";")):
+                own[frame] = own.get(frame, 0) + int(n)
+        print(f"\n--- scheduler actor (py-spy, {total} samples): frames on the stack, share of samples ---")
+        for frame, n in sorted(own.items(), key=lambda x: -x[1])[:40]:
+            print(f"  {100 * n / max(total, 1):5.1f}%  {frame}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""Calls that arrive together go as one: :class:`Collector`, the gateway's batching core.
+
+Each caller awaits :meth:`Collector.call` with its item.  While no batch
+is in flight, the items waiting go at once, as one batch (after
+``window_s``, when set); while one is in flight (at most ``in_flight`` at a
+time), new items wait and go together when it is answered.  So a quiet
+gateway sends each call alone, with no delay, and a busy one sends as many
+per batch as arrived during the last round trip: the batch grows with the
+load, as a group commit does.
+
+``send(items)`` answers a batch with one reply per item, in order: the
+item's answer, or the exception it met (an exception instance is raised to
+that caller alone).  The replies are matched to their callers one to one:
+a reply list of the wrong length, or a ``send`` that fails, answers every
+item of the batch with that failure, never one caller with another's
+reply.  Pure asyncio: no Ray, no web framework.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+Send = Callable[[list[T]], Awaitable[Sequence[Any]]]
+
+
+class BatchMismatch(RuntimeError):
+    """A batch was answered with a number of replies other than its number of items."""
+
+
+class Collector(Generic[T]):
+    """Batches the items of concurrent :meth:`call`\\ s for ``send`` (see the module doc); at most
+    ``max_batch`` items a batch, ``in_flight`` batches at a time."""
+
+    def __init__(self, send: Send[T], *, window_s: float = 0.0, max_batch: int = 256, in_flight: int = 1) -> None:
+        if max_batch < 1 or in_flight < 1 or window_s < 0:
+            raise ValueError("max_batch and in_flight must be at least 1, window_s at least 0")
+        self._send, self.window_s, self.max_batch, self.in_flight = send, window_s, max_batch, in_flight
+        self._waiting: list[tuple[T, asyncio.Future[Any]]] = []
+        self._flying = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self.batches = 0
+        """How many batches went (a figure for the benchmark and ``status``)."""
+        self.items = 0
+        """How many items went in them."""
+
+    async def call(self, item: T) -> Any:
+        """``item``'s reply, once its batch is answered (its exception raised)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._waiting.append((item, future))
+        self._kick(loop)
+        return await future
+
+    def _kick(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Send what waits if a batch may go now (or once the window passed)."""
+        if not self._waiting or self._flying >= self.in_flight:
+            return
+        if self.window_s > 0 and len(self._waiting) < self.max_batch:
+            if self._timer is None:
+                self._timer = loop.call_later(self.window_s, self._window_over, loop)
+            return
+        self._go(loop)
+
+    def _window_over(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer = None
+        if self._waiting and self._flying < self.in_flight:
+            self._go(loop)
+
+    def _go(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        batch, self._waiting = self._waiting[:self.max_batch], self._waiting[self.max_batch:]
+        self._flying += 1
+        self.batches += 1
+        self.items += len(batch)
+        loop.create_task(self._fly(batch, loop))
+
+    async def _fly(self, batch: list[tuple[T, asyncio.Future[Any]]], loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            try:
+                replies = list(await self._send([item for item, _ in batch]))
+                if len(replies) != len(batch):
+                    raise BatchMismatch(f"a batch of {len(batch)} calls was answered with {len(replies)} replies")
+            except BaseException as exc:  # noqa: BLE001 -- every caller of the batch hears it
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+                return
+            for (_, future), reply in zip(batch, replies):
+                if future.done():  # its caller gave up (cancelled): nothing to answer
+                    continue
+                if isinstance(reply, BaseException):
+                    future.set_exception(reply)
+                else:
+                    future.set_result(reply)
+        finally:
+            self._flying -= 1
+            self._kick(loop)

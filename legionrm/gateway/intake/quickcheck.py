@@ -1,0 +1,90 @@
+"""The signature check for calls shaped as legionrm's own clients sign them, without a general parser.
+
+:mod:`legionrm.client.signing` signs every call the same way: one
+signature labelled ``legionrm`` over ``@method``, ``@path``, ``@query``,
+(``legionrm-as``,) ``content-digest``, with ``created``, ``keyid``,
+``alg="ed25519"`` and ``nonce`` in that order.  For a call whose
+``Signature-Input`` is exactly that shape (one field line, matched whole;
+a key id and nonce with no character that needs escaping), whose one
+``Content-Digest`` is the SHA-256 of its body, and whose one ``Signature``
+is one Ed25519 signature, :func:`quick_verify` builds the signature base
+(RFC 9421 section 2.5) from the call's own method, path, query and fields
+and checks the signature with the user's key: the same base, byte for
+byte, as the general ``http-message-signatures`` verifier builds.  Any
+call of another shape, or one that does not verify here, goes to that
+verifier (:class:`~legionrm.gateway.signatures.SignatureCheck`), which
+accepts or refuses it with its own reasons: this path only accepts.
+The policy checks (clock, nonce, rate) are the caller's, the same for
+both paths.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from legionrm.client.signing import content_digest
+from legionrm.protocol import AS_HEADER, SIGNATURE_LABEL
+
+W = TypeVar("W")
+_SAFE = r'[ !#-\[\]-~]'  # printable ASCII but '"' and '\\': a structured-field string with nothing escaped
+_INPUT = re.compile(
+    re.escape(SIGNATURE_LABEL) + r'=\("@method" "@path" "@query"(?P<as> "' + re.escape(AS_HEADER.lower())
+    + r'")? "content-digest"\);created=(?P<created>[0-9]{1,15});keyid="(?P<keyid>' + _SAFE + r'{1,256})"'
+    + r';alg="ed25519";nonce="(?P<nonce>' + _SAFE + r'{16,128})"')
+_SIGNATURE = re.compile(re.escape(SIGNATURE_LABEL) + r'=:(?P<sig>[A-Za-z0-9+/]{86}==):')
+
+
+def quick_verify(method: str, path_qs: str, headers: Any, body: bytes,
+                 key_of: Callable[[str], tuple[W, Ed25519PublicKey] | None]) -> tuple[W, str, int] | None:
+    """``(who, nonce, created)`` of a call of the shape above signed by the key of ``key_of(user)``
+    (``(who, key)``: the user as the caller knows them, and their key) over its base; None for
+    anything else (the general verifier then decides).  ``headers`` has
+    ``getall`` (aiohttp's) or ``get_list`` (httpx's); ``path_qs`` is the request target as sent."""
+    inputs, signatures, digests = (_lines(headers, n) for n in ("Signature-Input", "Signature", "Content-Digest"))
+    if len(inputs) != 1 or len(signatures) != 1 or len(digests) != 1:
+        return None
+    params_line, sig_line = inputs[0].strip(), signatures[0].strip()
+    m, s = _INPUT.fullmatch(params_line), _SIGNATURE.fullmatch(sig_line)
+    if m is None or s is None or digests[0].strip() != content_digest(body):
+        return None
+    path, _, query = path_qs.partition("?")
+    covered = [("@method", method.upper()), ("@path", path or "/"), ("@query", "?" + query)]
+    if m.group("as"):
+        as_values = _lines(headers, AS_HEADER)
+        if len(as_values) != 1:
+            return None
+        covered.append((AS_HEADER.lower(), as_values[0].strip()))
+    elif _lines(headers, AS_HEADER):
+        return None  # acting as someone, unsigned: the general verifier refuses it with its reason
+    covered.append(("content-digest", digests[0].strip()))
+    params = params_line[len(SIGNATURE_LABEL) + 1:]
+    lines = [f'"{name}": {value}' for name, value in covered] + [f'"@signature-params": {params}']
+    if any(not _printable(value) for _, value in covered):
+        return None
+    found = key_of(m.group("keyid"))
+    if found is None:
+        return None
+    try:
+        found[1].verify(base64.b64decode(s.group("sig"), validate=True), "\n".join(lines).encode("ascii"))
+    except (InvalidSignature, binascii.Error, ValueError):
+        return None
+    return found[0], m.group("nonce"), int(m.group("created"))
+
+
+def _lines(headers: Any, name: str) -> list[str]:
+    """Every line of the field ``name`` (any case)."""
+    if hasattr(headers, "getall"):
+        return list(headers.getall(name, ()))
+    return list(headers.get_list(name))
+
+
+def _printable(text: str) -> bool:
+    """Can ``text`` stand in a signature base line as it is (printable ASCII, no line break)?"""
+    return text.isascii() and text.isprintable()

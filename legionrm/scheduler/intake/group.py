@@ -1,0 +1,223 @@
+"""Submits and cancels in groups, over the Scheduler core: one durable write for many.
+
+:func:`submit_group` is :meth:`Scheduler.scheduleObjects` for many requests
+at once: each is checked as a submit is (walltime, validation, owner, QoS:
+a refusal answers that request alone); those accepted enter the book in
+one transaction synced to the disk (:meth:`RequestBook.commit_group`), and
+only then does any answer go back.  Each is then handled as a fresh submit
+is: tried now when the queue's rules would try it (one at a time, as
+today), otherwise left waiting with its reason (over a QoS limit, behind
+others) in a second group write; one submitted held waits from the first
+write on (its reason is written with it).  A request that must be answered
+at once (``wait = false``) or that activates objects takes the one-at-a-time
+path whole.
+
+:func:`cancel_group` cancels many: the pending requests no attempt holds
+are cancelled in one durable write (their queue's next pass, the
+Scheduler's tick, sees the room they leave); any other goes through
+:meth:`Scheduler.cancel` as ever.
+
+A group write that fails (:class:`~legionrm.state.StoreFault`) answers
+every member of the group with the fault and leaves the book as it was.
+Every reply list matches its request list one to one: a reply is the
+answer or the exception that request met.  The Scheduler holds its
+:class:`GroupIntake` (``scheduler.queue.intake``) and hands it the few inner
+steps of a submit it shares (:class:`Steps`).
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from legionrm import codes
+from legionrm.errors import SchedulingError
+from legionrm.events.triggers import STATUS_OF
+from legionrm.models import PlacementFailure, Refusal, RequestEvent, SchedulerResponse, SchedulingRequest
+from legionrm.scheduler.confirm import refused_at_door
+from legionrm.scheduler.planning.holds import Hold
+from legionrm.scheduler.requests import Entry
+from legionrm.state import StoreFault
+
+log = logging.getLogger(__name__)
+
+Reply = Any
+"""A :class:`SchedulerResponse` (or :class:`RequestInfo`), or the exception its request met."""
+
+
+def one_at_a_time(request: SchedulingRequest) -> bool:
+    """Must ``request`` take the one-at-a-time path (its answer is wanted now, it activates objects,
+    it is an array to split into tasks, or it depends on others: a dependency never met answers its submit)?"""
+    return not request.wait or bool(request.activate) or request.array is not None or bool(request.depends())
+
+
+@dataclass(frozen=True)
+class Steps:
+    """The inner steps of a submit the Scheduler shares with its group intake."""
+
+    clock: Callable[[], float]
+    at_submit: Callable[[SchedulingRequest], tuple[SchedulingRequest, Refusal | None]]
+    """The request with its walltime, validated, and what refuses it at submit (None: nothing)."""
+    attempt: Callable[[Entry, Sequence[Hold]], SchedulerResponse]
+    """One attempt now, keeping the queue's holds."""
+    behind: Callable[[], str]
+    """Why a request that is not tried now waits behind the others."""
+
+
+class GroupIntake:
+    """Submits and cancels in groups over the Scheduler ``core`` (see the module doc)."""
+
+    def __init__(self, core: Any, steps: Steps) -> None:
+        self.core, self.steps = core, steps
+
+    def submit(self, requests: Sequence[SchedulingRequest]) -> list[Reply]:
+        """Admit ``requests`` together (see the module doc); one reply per request, in order."""
+        out: list[Reply] = [None] * len(requests)
+        book, queue = self.core.book, self.core.queue
+        with ExitStack() as claims:  # each claimed before the queue can see it, as scheduleObjects does
+            taken: list[tuple[int, SchedulingRequest]] = []
+            for i, request in enumerate(requests):
+                if one_at_a_time(request):
+                    continue
+                try:
+                    request, refusal = self.steps.at_submit(request)
+                except Exception as exc:  # noqa: BLE001 -- a bad request answers for itself
+                    out[i] = exc
+                    continue
+                if refusal is not None:
+                    out[i] = refused_at_door(request, refusal)
+                elif request.request_id in book or not claims.enter_context(queue.claim(request.request_id)):
+                    out[i] = SchedulingError(f"request id {request.request_id!r} was already scheduled")
+                else:
+                    taken.append((i, request))
+            entries = self._admit(taken, out)
+            self._first_try([(i, e) for (i, _), e in zip(taken, entries) if e is not None and out[i] is None], out)
+        for i, request in enumerate(requests):  # the one-at-a-time ones, after the group is safe on disk
+            if out[i] is None:
+                try:
+                    out[i] = self.core.scheduleObjects(request)
+                except Exception as exc:  # noqa: BLE001
+                    out[i] = exc
+        return out
+
+    def _admit(self, taken: list[tuple[int, SchedulingRequest]], out: list[Reply]) -> list[Entry | None]:
+        """The taken requests in the book, pending, in one durable write (each answered with the fault if it
+        fails).  One submitted held waits from the start: its reason is in the same write, and it is answered."""
+        if not taken:
+            return []
+        book, site, now = self.core.book, self.core.queue.site, self.steps.clock()
+        drafts = [Entry(request=r, submitted=now, history=[RequestEvent(at=now, state="pending", reason="submitted")])
+                  for _, r in taken]
+        held: dict[str, PlacementFailure] = {}
+        next_end = book.next_end() if any(r.hold is not None for _, r in taken) else None
+        for d in drafts:
+            if d.request.hold is not None:  # held: no limit or queue state changes that (site.blocked's first rule)
+                why = site.blocked(d, site.limits([], d.user))
+                held[d.id] = PlacementFailure(key="*", resource=why.by, code=why.code, reason=why.reason, stage="plan")
+                d.reason, d.failures, d.earliest_start = f"{why.code}: {why.reason}"[:500], (held[d.id],), next_end
+                d.history.append(RequestEvent(at=now, state="pending", reason=d.reason))
+        try:
+            book.commit_group([(None, d) for d in drafts])
+        except (StoreFault, SchedulingError) as exc:
+            for i, _ in taken:
+                out[i] = exc
+            return [None] * len(taken)
+        for (i, _), d in zip(taken, drafts):
+            book.tell(d, "pending", "submitted")
+            if d.id in held:
+                book.tell(d, STATUS_OF["pending"], d.reason)
+                out[i] = _waiting(d, (held[d.id],), d.reason)
+        return list(drafts)
+
+    def _first_try(self, fresh: list[tuple[int, Entry]], out: list[Reply]) -> None:
+        """Each fresh entry as :meth:`Scheduler.scheduleObjects` handles it after its add: tried now if the
+        queue would try it; else waiting with its reason, all those written in one group."""
+        if not fresh:
+            return
+        queue = self.core.queue
+        order = queue.ready(queue.order())
+        waits: list[tuple[int, Entry, str, tuple[PlacementFailure, ...]]] = []
+        for i, entry in fresh:  # (claimed by the caller: no pass tries them meanwhile)
+            try:
+                why = queue.blocked(entry)
+                if why is not None:  # over a limit of its QoS
+                    fail = PlacementFailure(key="*", resource=why.by, code=why.code, reason=why.reason, stage="plan")
+                    waits.append((i, entry, f"{why.code}: {why.reason}"[:500], (fail,)))
+                    continue
+                holds = self.core.backfill.gate(entry, order)
+                if holds is not None:
+                    out[i] = self.steps.attempt(entry, holds)
+                else:
+                    waits.append((i, entry, f"{codes.QUEUE_BEHIND}: {self.steps.behind()}", ()))
+            except Exception as exc:  # noqa: BLE001 -- it is in the book: its answer is the error, the pass retries it
+                out[i] = exc
+        if waits:
+            self._wait_all(waits, out)
+
+    def _wait_all(self, waits: list[tuple[int, Entry, str, tuple[PlacementFailure, ...]]], out: list[Reply]) -> None:
+        """Each waiting entry pending with its reason, in one durable write; answered as a waiting submit is."""
+        book = self.core.book
+        next_end = book.next_end()
+        changes = [(entry, entry.draft(state="pending", reason=reason, failures=failures or entry.failures,
+                                       earliest_start=next_end if failures else entry.earliest_start))
+                   for _, entry, reason, failures in waits]
+        try:
+            book.commit_group(changes, record=True)
+        except StoreFault as fault:  # in the book as submitted (written): it waits all the same, its reason unwritten
+            log.warning("the reasons of %d waiting requests wait for the store: %s", len(waits), fault)
+        for i, entry, reason, failures in waits:
+            if entry.reason == reason:
+                book.tell(entry, STATUS_OF["pending"], reason)
+            out[i] = _waiting(entry, failures, reason)
+
+    def cancel(self, items: Sequence[tuple[str, str]]) -> list[Reply]:
+        """Cancel each ``(request_id, reason)`` of ``items`` (see the module doc); one reply per item, in
+        order: the request's :class:`~legionrm.models.RequestInfo` after the cancel, or the exception it met
+        (an unknown id: SchedulingError)."""
+        out: list[Reply] = [None] * len(items)
+        book, queue = self.core.book, self.core.queue
+        with ExitStack() as claims:
+            group: list[tuple[int, Entry, str]] = []
+            seen: set[str] = set()
+            for i, (rid, reason) in enumerate(items):
+                entry = book.get(rid)
+                if entry is None or entry.state != "pending" or rid in seen:
+                    continue  # the one-at-a-time path answers it (unknown, finished, placed, or under way)
+                if not claims.enter_context(queue.claim(rid)) or entry.state != "pending":
+                    continue
+                seen.add(rid)
+                group.append((i, entry, reason))
+            if group:
+                try:
+                    book.commit_group([(e, e.draft(state="cancelled", reason=r)) for _, e, r in group], record=True)
+                except StoreFault as fault:
+                    for i, _, _ in group:
+                        out[i] = fault
+                    group = []
+                for i, entry, reason in group:
+                    book.tell(entry, STATUS_OF["cancelled"], reason)
+                    out[i] = entry.info()
+                self.core.accounts.book_back_many([e for _, e, _ in group])  # still claimed: none charged meanwhile
+        for i, (rid, reason) in enumerate(items):
+            if out[i] is None:
+                try:
+                    out[i] = self.core.cancel(rid, reason)
+                except Exception as exc:  # noqa: BLE001
+                    out[i] = exc
+        return out
+
+    def owner(self, request_id: str) -> str:
+        """Whose request ``request_id`` is (live or in the history); SchedulingError when unknown."""
+        entry = self.core.book.find(request_id)
+        if entry is None:
+            raise SchedulingError(f"no request {request_id!r} is known to scheduler {self.core.name!r}")
+        return str(entry.user)
+
+
+def _waiting(entry: Entry, failures: tuple[PlacementFailure, ...], reason: str) -> SchedulerResponse:
+    """The answer to a submit that waits (as :meth:`Scheduler.scheduleObjects` gives it)."""
+    msg = "; ".join(f"{f.key} on {f.resource or '-'}: {f.code}: {f.reason}" for f in failures[:5])
+    return SchedulerResponse(request_id=entry.id, ok=False, failures=failures, state=entry.state,
+                             message=msg or reason.partition(": ")[2])
