@@ -15,7 +15,7 @@ from legionrm import codes
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.errors import ConfigError
 from legionrm.models import SchedulerSettings
-from legionrm.models.cluster import SchedulerTable
+from legionrm.models.cluster import QueueSpec
 from legionrm.request_file import parse_request
 from legionrm.scheduler.depend import array_state, met
 from legionrm.scheduler.door import SchedulerDoor
@@ -30,7 +30,7 @@ from tests.unit.scheduler.test_restart import restarted
 
 def system(tmp_path: Any = None) -> tuple[LocalSystem, FakeClock]:
     clock = FakeClock()
-    spec = cluster().model_copy(update={"scheduler": SchedulerTable(history_keep=1000)})
+    spec = cluster().model_copy(update={"queue": QueueSpec(history_keep=1000)})
     store = RequestStore(tmp_path / "r.db") if tmp_path is not None else None
     return LocalSystem(spec, clock=clock, pools=pool_gate(spec), store=store,
                        settings=SchedulerSettings(cluster=spec)), clock
