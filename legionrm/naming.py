@@ -73,7 +73,12 @@ def instance_actor_names(prefix: str = "") -> list[str]:
     starts with ``prefix`` (``"ray-a~"``: those of host ``ray-a``; ``""``: all).
     They are detached (they outlive their host's actor), so whatever stops a
     system must stop them by name.  Needs Ray initialised."""
-    head = instance_name(prefix)
+    return named_actors(instance_name(prefix))
+
+
+def named_actors(head: str) -> list[str]:
+    """The live named actors in :data:`NAMESPACE` whose name starts with ``head``
+    (``host_name("ray-")``: the Ray-node hosts, those bound after ``up`` too).  Needs Ray initialised."""
     return sorted(a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
                   if a.get("namespace") == NAMESPACE and str(a.get("name", "")).startswith(head))
 

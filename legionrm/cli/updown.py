@@ -58,7 +58,7 @@ from legionrm.homefs import (
     tighten,
     write_private,
 )
-from legionrm.naming import instance_actor_names, kill_named
+from legionrm.naming import host_name, instance_actor_names, kill_named, named_actors
 from legionrm.scheduler.several import Roster
 from legionrm.system import (
     STATE_FILE,
@@ -403,10 +403,11 @@ def _group_alive(pgid: int) -> bool:
 
 
 def kill_system_actors(names: list[str]) -> int:
-    """Kill the named actors ``names`` and every instance actor (detached: the
-    Ray they run on would keep them after their hosts are gone) in legionrm's
-    namespace, on the connected Ray; returns how many were killed."""
-    return kill_named(list(names)) + kill_named(instance_actor_names())
+    """Kill the named actors ``names``, the hosts of Ray nodes that joined after
+    ``up`` (the default scheduler bound them) and every instance actor
+    (detached: the Ray they run on would keep them after their hosts are
+    gone) in legionrm's namespace, on the connected Ray; returns how many were killed."""
+    return kill_named(sorted({*names, *named_actors(host_name("ray-"))})) + kill_named(instance_actor_names())
 
 
 def _kill_actors(state: dict[str, Any]) -> int:
