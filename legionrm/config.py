@@ -22,12 +22,14 @@ from legionrm.models import (
     ClusterSpec,
     CollectionSettings,
     HostSpec,
+    RayNodeRule,
     ImplementationSpec,
     QueueSpec,
     RunnerSpec,
     SchedulerTable,
     VaultSpec,
 )
+from legionrm.request_file import kind_amounts
 from legionrm.scheduler.fairshare import core_for_cluster
 from legionrm.scheduler.pools import parse_pools, tree_for_cluster
 from legionrm.scheduler.priority import site_settings
@@ -163,8 +165,8 @@ def _check_builds(build: Any, spec: Any, *, file: str, where: str) -> None:
 
 def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec:
     """Validate a parsed cluster document; raises ConfigError naming the place."""
-    check_keys(doc, ("collection", "host", "vault", "class", "fairshare", "pool", "runner", "qos", "queue", "scheduler"),
-               file=file, where="")
+    check_keys(doc, ("collection", "host", "vault", "class", "fairshare", "pool", "runner", "qos", "queue", "scheduler",
+                     "ray_node"), file=file, where="")
     coll = expect(doc, "collection", dict, {}, file=file, where="collection")
     check_keys(coll, CollectionSettings.model_fields, file=file, where="collection")
     bounded(coll, "heartbeat_interval_s", float, None, file=file, where="collection", lo=0, lo_open=True, hi=MAX_INTERVAL_S)
@@ -182,7 +184,8 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
     hosts: list[HostSpec] = []
     for i, t in enumerate(tables(doc, "host", file)):
         where = f"host[{i}]"
-        check_keys(t, ("name", "count", "nodepool", "attributes", "access", "policy", "policy_args"), file=file, where=where)
+        check_keys(t, ("name", "count", "nodepool", "attributes", "access", "policy", "policy_args", "resources"),
+                   file=file, where=where)
         name = require(t, "name", str, file=file, where=where)
         count = count_of(t, file=file, where=where)
         budget.take(count or 1, where=where)
@@ -192,11 +195,12 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
         policy, args = _policy(t, file=file, where=where)
         access = _access(t, file=file, where=where)
         pool = expect(t, "nodepool", str, None, file=file, where=where)
+        kinds = kind_amounts(t, file=file, where=where)  # custom resource kinds, counted as cpus are
         first = len(hosts)
         for n in expand_names(name, count):
             claim(n, where)
             hosts.append(model(HostSpec, dict(name=n, nodepool=pool, attributes=attrs, access=access, policy=policy,
-                                              policy_args=args), file=file, where=where))
+                                              policy_args=args, resources=kinds), file=file, where=where))
         _check_builds(build_host, hosts[first], file=file, where=where)
 
     vaults: list[VaultSpec] = []
@@ -258,12 +262,40 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
                                    qos=tuple(tables(doc, "qos", file)),
                                    runner=model(RunnerSpec, runner, file=file, where="runner"),
                                    queue=model(QueueSpec, queue, file=file, where="queue"),
-                                   scheduler=model(SchedulerTable, sched, file=file, where="scheduler")),
+                                   scheduler=model(SchedulerTable, sched, file=file, where="scheduler"),
+                                   ray_nodes=_ray_nodes(doc, file=file)),
                  file=file, where="")
     core_for_cluster(spec)  # its classes, nodepools and settings are checked now, not when the scheduler starts
     tree_for_cluster(spec)  # and so are the pools, against the cluster's capacity
     site_settings(spec)  # and the QoS tables, the shares and the priority weights
     return spec
+
+
+RAY_NODE_KEYS = ("ip", "hostname", "labels", "nodepool", "attributes", "access", "policy", "policy_args")
+
+
+def _ray_nodes(doc: dict[str, Any], *, file: str) -> tuple[RayNodeRule, ...]:
+    """The ``[[ray_node]]`` tables: which Ray nodes (by ``ip``, ``hostname`` or
+    ``labels``, shell patterns) are what hosts (nodepool, attributes, access,
+    an owner's policy or host object subclass and its ``policy_args``)."""
+    rules: list[RayNodeRule] = []
+    for i, t in enumerate(tables(doc, "ray_node", file)):
+        where = f"ray_node[{i}]"
+        check_keys(t, RAY_NODE_KEYS, file=file, where=where)
+        labels = expect(t, "labels", dict, {}, file=file, where=where)
+        if not all(isinstance(v, str) for v in labels.values()):
+            raise ConfigError("label patterns must be strings", file=file, table=f"{where}.labels")
+        if not any(k in t for k in ("ip", "hostname", "labels")):
+            raise ConfigError("give the nodes it is for: ip, hostname or labels", file=file, table=where)
+        policy, args = _policy(t, file=file, where=where)
+        rules.append(model(RayNodeRule, dict(
+            ip=expect(t, "ip", str, None, file=file, where=where),
+            hostname=expect(t, "hostname", str, None, file=file, where=where), labels=labels,
+            nodepool=expect(t, "nodepool", str, None, file=file, where=where),
+            attributes=_attributes(t, file=file, where=where), access=_access(t, file=file, where=where),
+            policy=policy, policy_args=args), file=file, where=where))
+        _check_builds(build_host, rules[-1].host(f"ray-node-{i}"), file=file, where=where)
+    return tuple(rules)
 
 
 FAIRSHARE_KEYS = ("interval_s", "rm", "nodepool", "class", "user", *SITE_KEYS)

@@ -25,6 +25,8 @@ The file is a :class:`~legionrm.models.SchedulingRequest` with one
     memory_gb = 8
     placement = "scatter"             # pack | scatter | vscatter | free
     constraint = '$gpus == 0 and $site == "uva"'
+    # gpus = 1                        # optional: GPUs per instance (Ray's num_gpus; the work sees CUDA_VISIBLE_DEVICES)
+    # resources = { tpu = 1 }         # optional: Ray custom resources per instance (MIL sees $tpu, $free_tpu)
 
 Every problem is a :class:`ConfigError` naming the table (``object[1]``) and
 the key; a MIL constraint that does not parse names its position.
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 import time
 import uuid
 from pathlib import Path
@@ -42,7 +45,8 @@ from typing import Any
 from legionrm.errors import ConfigError, MILError
 from legionrm.mil import compile_query
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
-from legionrm.models.schedules import MAX_AHEAD_S, MAX_INSTANCES, MAX_OBJECTS, start_problem
+from legionrm.models.reservations import BUILTIN_KINDS, KIND_NAME
+from legionrm.models.schedules import MAX_AHEAD_S, MAX_AMOUNT, MAX_INSTANCES, MAX_OBJECTS, start_problem
 from legionrm.tomlio import (
     MAX_INT,
     MAX_TEXT,
@@ -88,6 +92,7 @@ def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | N
         for key in STRINGS:
             expect(t, key, str, None, file=file, where=where)
         _args(t, file=file, where=where)
+        kind_amounts(t, file=file, where=where)
         env = expect(t, "env", dict, {}, file=file, where=where)
         for key, v in env.items():
             if not isinstance(v, str):
@@ -160,6 +165,20 @@ def _args(t: dict[str, Any], *, file: str, where: str) -> None:
         if bad:
             raise ConfigError("must be a bool, a 64-bit int, a finite float or a short string", file=file,
                               table=f"{where}.args", key=str(key))
+
+
+def kind_amounts(t: dict[str, Any], *, file: str, where: str) -> dict[str, float]:
+    """A table's ``resources``: custom resource kinds (names of letters, digits
+    and _, not a built-in) to amounts from 0 to MAX_AMOUNT (a boolean is not one)."""
+    kinds = expect(t, "resources", dict, {}, file=file, where=where)
+    for key, v in kinds.items():
+        if not re.fullmatch(KIND_NAME, str(key)) or key in BUILTIN_KINDS:
+            raise ConfigError("a custom resource kind is a name of letters, digits and _ (not first), not cpus, "
+                              "memory_gb, gpus or storage_gb", file=file, table=f"{where}.resources", key=str(key))
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_AMOUNT:
+            raise ConfigError(f"must be a number from 0 to {MAX_AMOUNT:g}", file=file, table=f"{where}.resources",
+                              key=str(key))
+    return {str(k): float(v) for k, v in kinds.items()}
 
 
 def load_request(path: str | Path, user: str | None = None) -> SchedulingRequest:
