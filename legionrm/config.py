@@ -21,6 +21,7 @@ from legionrm.models import (
     ClassSpec,
     ClusterSpec,
     CollectionSettings,
+    AutoscalerSpec,
     HostSpec,
     RayNodeRule,
     ImplementationSpec,
@@ -166,7 +167,7 @@ def _check_builds(build: Any, spec: Any, *, file: str, where: str) -> None:
 def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec:
     """Validate a parsed cluster document; raises ConfigError naming the place."""
     check_keys(doc, ("collection", "host", "vault", "class", "fairshare", "pool", "runner", "qos", "queue", "scheduler",
-                     "ray_node"), file=file, where="")
+                     "ray_node", "autoscaler"), file=file, where="")
     coll = expect(doc, "collection", dict, {}, file=file, where="collection")
     check_keys(coll, CollectionSettings.model_fields, file=file, where="collection")
     bounded(coll, "heartbeat_interval_s", float, None, file=file, where="collection", lo=0, lo_open=True, hi=MAX_INTERVAL_S)
@@ -263,7 +264,8 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
                                    runner=model(RunnerSpec, runner, file=file, where="runner"),
                                    queue=model(QueueSpec, queue, file=file, where="queue"),
                                    scheduler=model(SchedulerTable, sched, file=file, where="scheduler"),
-                                   ray_nodes=_ray_nodes(doc, file=file)),
+                                   ray_nodes=_ray_nodes(doc, file=file),
+                                   autoscaler=_autoscaler(doc, file=file)),
                  file=file, where="")
     core_for_cluster(spec)  # its classes, nodepools and settings are checked now, not when the scheduler starts
     tree_for_cluster(spec)  # and so are the pools, against the cluster's capacity
@@ -296,6 +298,14 @@ def _ray_nodes(doc: dict[str, Any], *, file: str) -> tuple[RayNodeRule, ...]:
             policy=policy, policy_args=args), file=file, where=where))
         _check_builds(build_host, rules[-1].host(f"ray-node-{i}"), file=file, where=where)
     return tuple(rules)
+
+
+def _autoscaler(doc: dict[str, Any], *, file: str) -> AutoscalerSpec:
+    t = expect(doc, "autoscaler", dict, {}, file=file, where="autoscaler")
+    check_keys(t, AutoscalerSpec.model_fields, file=file, where="autoscaler")
+    expect(t, "enabled", bool, None, file=file, where="autoscaler")
+    bounded(t, "max_bundles", int, None, file=file, where="autoscaler", lo=1, hi=100_000)
+    return model(AutoscalerSpec, t, file=file, where="autoscaler")
 
 
 FAIRSHARE_KEYS = ("interval_s", "rm", "nodepool", "class", "user", *SITE_KEYS)

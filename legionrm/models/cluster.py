@@ -184,6 +184,15 @@ class RayNodeRule(Frozen):
                         policy=self.policy, policy_args=self.policy_args)
 
 
+class AutoscalerSpec(Frozen):
+    """The ``[autoscaler]`` table: on a Ray cluster with an autoscaler,
+    ``enabled`` lets pending work that no node can take wait (not fail) and
+    ask the autoscaler for nodes (at most ``max_bundles`` instances' worth at once)."""
+
+    enabled: bool = False
+    max_bundles: int = Field(1000, ge=1, le=100_000)
+
+
 class ClusterSpec(Frozen):
     """A whole cluster file, validated."""
 
@@ -199,6 +208,7 @@ class ClusterSpec(Frozen):
     queue: QueueSpec = QueueSpec()  # the [queue] table
     scheduler: SchedulerTable = SchedulerTable()  # the [scheduler] table: the live book's history
     ray_nodes: tuple[RayNodeRule, ...] = ()  # the [[ray_node]] tables: what Ray-node hosts are, by node
+    autoscaler: AutoscalerSpec = AutoscalerSpec()  # the [autoscaler] table: grow the Ray cluster for pending work
 
     def node_host(self, name: str, node: Mapping[str, Any]) -> HostSpec:
         """The spec of the Ray-node host ``name`` bound to ``node`` (its ``ray.nodes()`` entry):

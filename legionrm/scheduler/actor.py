@@ -70,6 +70,7 @@ from legionrm.scheduler.ports import PoolGate
 from legionrm.scheduler.priority.calls import QueueCalls
 from legionrm.scheduler.watch import HostWatch
 from legionrm.scheduler.watch.calls import HistoryCalls, WorkCalls
+from legionrm.scheduler.grow.actor import grower_for
 from legionrm.scheduler.wiring import SchedulerPorts, wire
 from legionrm.state import AccountingStore, ElasticStore, RequestStore
 
@@ -283,6 +284,7 @@ class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls):
             accounting=AccountingStore(state_path) if state_path else None,
             owner_gate=owner_gate(cluster.classes, cluster.runner, auth_home)))
         self.core = wired.scheduler
+        self.core.grow = grower_for(cluster)  # [autoscaler]: pending work asks Ray's autoscaler for nodes
         assert wired.mobility is not None and wired.cycle is not None  # both ports were given
         self.mobility, self.cycle = wired.mobility, wired.cycle
         # the door every user-facing call goes through (open without a home: no authentication)

@@ -33,7 +33,7 @@ with Ray adapters.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from legionrm import codes
 from legionrm.errors import SchedulingError
@@ -66,6 +66,7 @@ from legionrm.scheduler.ports import (
 )
 from legionrm.scheduler.priority import SitePolicy, site_settings
 from legionrm.scheduler.queue import PassGate, RequestQueue
+from legionrm.scheduler.grow import NO_NODE
 from legionrm.scheduler.replan import enact_with_replans, shunning
 from legionrm.scheduler.requests import Entry, RequestBook
 from legionrm.scheduler.watch import Results, end_reason, sweep_orphans
@@ -160,6 +161,7 @@ class Scheduler:
         self.backfill = Backfill(self._queue_spec.policy, self._queue_spec.backfill_depth, profile=self._profile)
         self._ahead = AheadStarts(book, enactment.enactor, book_back=accounts.book_back)  # starts ahead
         self._ticks = 0
+        self.grow: Callable[[Iterable[Entry]], Any] | None = None  # a Ray autoscaler's (scheduler.grow): work waits for nodes
         if book.store is not None:  # restarted: each request's past back in its stream, before any live event
             self.triggers.seed(e for entry in book.entries() for e in past_events(entry.info()))
             self.accounts.recover(book)
@@ -361,6 +363,8 @@ class Scheduler:
         if self.book.store is not None:
             self.book.store.maintain()  # an idle store's write-ahead log is truncated
         self.replan()  # once, for every end this tick saw
+        if self.grow is not None:  # what still waits for a node asks the autoscaler for one
+            self.grow(self.book.entries())
         return ended
 
     def _ended(self, instance_id: str, reason: str, state: str = "ended", result: WorkResult | None = None) -> bool:
@@ -424,7 +428,7 @@ class Scheduler:
             if self.book.finish(entry, "completed", "activated: the objects run under the requests that made them"):
                 self.accounts.book_back(entry)
             return self._succeeded(entry, active, 0, None, "activated: ")
-        too_big = self.accounts.too_big(request)
+        too_big = self.accounts.too_big(request) if self.grow is None else None  # an autoscaler may grow to it
         if too_big is not None:
             return self._refused(entry, [too_big], 0)
         request, refused = self.accounts.shape(request)
@@ -486,7 +490,8 @@ class Scheduler:
         the request waits and nothing rules it out for good; else failed."""
         failures = tuple(failures)
         msg = "; ".join(f"{f.key} on {f.resource or '-'}: {f.code}: {f.reason}" for f in failures[:5]) or "no schedule"
-        never = [f for f in failures if f.code in NEVER or (f.lasting and f.stage == "plan")]
+        grows = NO_NODE if self.grow is not None else ()  # what a new node may end waits for one
+        never = [f for f in failures if f.code in NEVER or (f.lasting and f.stage == "plan" and f.code not in grows)]
         if request_cancelled := self.queue.cancel_asked(entry.id):
             self.book.move(entry, "cancelled", "cancelled while placing", failures=failures)
         elif never or not entry.request.wait or entry.attempts >= self._settings.max_attempts:
