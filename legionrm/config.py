@@ -30,12 +30,12 @@ from legionrm.models import (
     SchedulerTable,
     VaultSpec,
 )
-from legionrm.request_file import kind_amounts
 from legionrm.scheduler.fairshare import core_for_cluster
 from legionrm.scheduler.pools import parse_pools, tree_for_cluster
 from legionrm.scheduler.priority import site_settings
 from legionrm.scheduler.priority.settings import SITE_KEYS
 from legionrm.tomlio import (
+    kind_amounts,
     MAX_AMOUNT,
     MAX_EXPANDED,
     MAX_INT,

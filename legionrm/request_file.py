@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import re
 import time
 import uuid
 from pathlib import Path
@@ -45,9 +44,9 @@ from typing import Any
 from legionrm.errors import ConfigError, MILError
 from legionrm.mil import compile_query
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
-from legionrm.models.reservations import BUILTIN_KINDS, KIND_NAME
-from legionrm.models.schedules import MAX_AHEAD_S, MAX_AMOUNT, MAX_INSTANCES, MAX_OBJECTS, start_problem
+from legionrm.models.schedules import MAX_AHEAD_S, MAX_INSTANCES, MAX_OBJECTS, start_problem
 from legionrm.tomlio import (
+    kind_amounts,
     MAX_INT,
     MAX_TEXT,
     check_keys,
@@ -165,20 +164,6 @@ def _args(t: dict[str, Any], *, file: str, where: str) -> None:
         if bad:
             raise ConfigError("must be a bool, a 64-bit int, a finite float or a short string", file=file,
                               table=f"{where}.args", key=str(key))
-
-
-def kind_amounts(t: dict[str, Any], *, file: str, where: str) -> dict[str, float]:
-    """A table's ``resources``: custom resource kinds (names of letters, digits
-    and _, not a built-in) to amounts from 0 to MAX_AMOUNT (a boolean is not one)."""
-    kinds = expect(t, "resources", dict, {}, file=file, where=where)
-    for key, v in kinds.items():
-        if not re.fullmatch(KIND_NAME, str(key)) or key in BUILTIN_KINDS:
-            raise ConfigError("a custom resource kind is a name of letters, digits and _ (not first), not cpus, "
-                              "memory_gb, gpus or storage_gb", file=file, table=f"{where}.resources", key=str(key))
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_AMOUNT:
-            raise ConfigError(f"must be a number from 0 to {MAX_AMOUNT:g}", file=file, table=f"{where}.resources",
-                              key=str(key))
-    return {str(k): float(v) for k, v in kinds.items()}
 
 
 def load_request(path: str | Path, user: str | None = None) -> SchedulingRequest:

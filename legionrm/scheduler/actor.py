@@ -70,7 +70,7 @@ from legionrm.scheduler.ports import PoolGate
 from legionrm.scheduler.priority.calls import QueueCalls
 from legionrm.scheduler.watch import HostWatch
 from legionrm.scheduler.watch.calls import HistoryCalls, WorkCalls
-from legionrm.scheduler.grow.actor import grower_for
+from legionrm.scheduler.grow.actor import request_resources
 from legionrm.scheduler.wiring import SchedulerPorts, wire
 from legionrm.state import AccountingStore, ElasticStore, RequestStore
 
@@ -276,15 +276,13 @@ class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls):
             stopper=ray_stopper(self._carriers, self._class_actors, self._signer),
             watch=ray_watch(self._carriers, self._signer),
             store=RequestStore(state_path) if state_path else None,
-            # deactivate / activate / migrate: states move between the hosts' instances and the vaults' shelves
-            objects=RayStatePort(self._carriers, self._vaults, self._signer),
-            # the cycle's growth is confirmed by approve_growth: the DUCC core decided it already
-            grow=self._remote_enactor(enactor, "approve_growth"),
+            objects=RayStatePort(self._carriers, self._vaults, self._signer),  # deactivate / activate / migrate
+            grow=self._remote_enactor(enactor, "approve_growth"),  # the cycle's: the DUCC core decided it already
+            autoscaler=request_resources,  # with [autoscaler]: work that no node can take asks Ray for nodes
             cycle_store=ElasticStore(state_path) if state_path else None,
             accounting=AccountingStore(state_path) if state_path else None,
             owner_gate=owner_gate(cluster.classes, cluster.runner, auth_home)))
         self.core = wired.scheduler
-        self.core.grow = grower_for(cluster)  # [autoscaler]: pending work asks Ray's autoscaler for nodes
         assert wired.mobility is not None and wired.cycle is not None  # both ports were given
         self.mobility, self.cycle = wired.mobility, wired.cycle
         # the door every user-facing call goes through (open without a home: no authentication)

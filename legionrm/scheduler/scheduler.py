@@ -33,7 +33,7 @@ with Ray adapters.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 from legionrm import codes
 from legionrm.errors import SchedulingError
@@ -161,7 +161,6 @@ class Scheduler:
         self.backfill = Backfill(self._queue_spec.policy, self._queue_spec.backfill_depth, profile=self._profile)
         self._ahead = AheadStarts(book, enactment.enactor, book_back=accounts.book_back)  # starts ahead
         self._ticks = 0
-        self.grow: Callable[[Iterable[Entry]], Any] | None = None  # a Ray autoscaler's (scheduler.grow): work waits for nodes
         if book.store is not None:  # restarted: each request's past back in its stream, before any live event
             self.triggers.seed(e for entry in book.entries() for e in past_events(entry.info()))
             self.accounts.recover(book)
@@ -363,8 +362,7 @@ class Scheduler:
         if self.book.store is not None:
             self.book.store.maintain()  # an idle store's write-ahead log is truncated
         self.replan()  # once, for every end this tick saw
-        if self.grow is not None:  # what still waits for a node asks the autoscaler for one
-            self.grow(self.book.entries())
+        self.accounts.grow(self.book)  # what still waits for a node asks an autoscaler for one
         return ended
 
     def _ended(self, instance_id: str, reason: str, state: str = "ended", result: WorkResult | None = None) -> bool:
@@ -428,7 +426,7 @@ class Scheduler:
             if self.book.finish(entry, "completed", "activated: the objects run under the requests that made them"):
                 self.accounts.book_back(entry)
             return self._succeeded(entry, active, 0, None, "activated: ")
-        too_big = self.accounts.too_big(request) if self.grow is None else None  # an autoscaler may grow to it
+        too_big = self.accounts.too_big(request)
         if too_big is not None:
             return self._refused(entry, [too_big], 0)
         request, refused = self.accounts.shape(request)
@@ -490,7 +488,7 @@ class Scheduler:
         the request waits and nothing rules it out for good; else failed."""
         failures = tuple(failures)
         msg = "; ".join(f"{f.key} on {f.resource or '-'}: {f.code}: {f.reason}" for f in failures[:5]) or "no schedule"
-        grows = NO_NODE if self.grow is not None else ()  # what a new node may end waits for one
+        grows = NO_NODE if self.accounts.grows else ()  # with an autoscaler, what a new node may end waits for one
         never = [f for f in failures if f.code in NEVER or (f.lasting and f.stage == "plan" and f.code not in grows)]
         if request_cancelled := self.queue.cancel_asked(entry.id):
             self.book.move(entry, "cancelled", "cancelled while placing", failures=failures)

@@ -37,7 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.collection", "legionrm.naming", "legionrm.objstate.actor", "legionrm.events.actor"),
     ("legionrm.hostobj", "legionrm.enactor"),
     ENGINES[:3] + ("legionrm.scheduler.planning.pipeline", "legionrm.scheduler.ports", "legionrm.scheduler.requests",
-                   "legionrm.scheduler.confirm", "legionrm.scheduler.replan"),
+                   "legionrm.scheduler.confirm", "legionrm.scheduler.replan", "legionrm.scheduler.grow"),
     ("legionrm.scheduler.priority",),  # the site's order over the book's entries (the queue and config read it)
     ("legionrm.scheduler.watch", "legionrm.scheduler.queue"),
     ("legionrm.scheduler.elastic", "legionrm.scheduler.planning.snaptables", "legionrm.config", "legionrm.request_file",
@@ -48,7 +48,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.scheduler.sharegate", "legionrm.scheduler.ahead.starts", "legionrm.scheduler.backfill"),
     ("legionrm.scheduler.accounts", "legionrm.scheduler.enactment"),  # the Scheduler's parts
     ("legionrm.scheduler.scheduler",),
-    ("legionrm.scheduler.mobility",),
+    ("legionrm.scheduler.mobility", "legionrm.scheduler.grow.actor"),
     ("legionrm.scheduler.door", "legionrm.scheduler.wiring"),
     ("legionrm.scheduler.audit",),
     ("legionrm.scheduler.actor", "legionrm.inprocess"),

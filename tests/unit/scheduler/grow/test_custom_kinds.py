@@ -6,21 +6,39 @@ and asks for a node (item 5)."""
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Callable
+
 import pytest
 
 from legionrm.inprocess import LocalSystem
-from legionrm.models import ClassSpec, ClusterSpec, HostSpec, Identity, ObjectRequest, SchedulingRequest
+from legionrm.models import (
+    AutoscalerSpec,
+    ClassSpec,
+    ClusterSpec,
+    HostSpec,
+    Identity,
+    ObjectRequest,
+    SchedulerSettings,
+    SchedulingRequest,
+)
+from legionrm.scheduler.wiring import wire
 from legionrm.testing import FakeClock
 
 
-def system() -> LocalSystem:
-    """h-cpu: 8 cpus, no GPU, no tpu; h-gpu: 1 GPU; h-tpu: 2 tpus (a custom kind)."""
-    spec = ClusterSpec(hosts=(
+def system(autoscaler: Callable[[list[dict]], None] | None = None) -> LocalSystem:
+    """h-cpu: 8 cpus, no GPU, no tpu; h-gpu: 1 GPU; h-tpu: 2 tpus (a custom kind); with
+    ``autoscaler`` (a fake of Ray's request_resources) and ``[autoscaler] enabled``."""
+    spec = ClusterSpec(autoscaler=AutoscalerSpec(enabled=autoscaler is not None), hosts=(
         HostSpec(name="h-cpu", attributes={"cpus": 8, "memory_gb": 16}),
         HostSpec(name="h-gpu", attributes={"cpus": 4, "memory_gb": 16, "gpus": 1}),
         HostSpec(name="h-tpu", attributes={"cpus": 4, "memory_gb": 16}, resources={"tpu": 2}),
     ), classes=(ClassSpec(name="W"),))
-    return LocalSystem(spec, clock=FakeClock())
+    s = LocalSystem(spec, clock=FakeClock())
+    if autoscaler is not None:  # its scheduler, wired again with the autoscaler's port
+        ports = dataclasses.replace(s.scheduler_ports(), autoscaler=autoscaler)
+        s.scheduler = wire(SchedulerSettings(cluster=spec), ports).scheduler
+    return s
 
 
 def req(rid: str, count: int = 1, wait: bool = True, **need: object) -> SchedulingRequest:
@@ -82,11 +100,8 @@ def test_no_host_with_enough_of_a_kind_fails_at_once_without_an_autoscaler() -> 
 
 
 def test_with_an_autoscaler_it_waits_and_asks_for_a_node() -> None:
-    from legionrm.scheduler.grow import Grower
-
-    s = system()
     asked: list[list[dict]] = []
-    s.scheduler.grow = Grower(asked.append)
+    s = system(autoscaler=asked.append)
     r = s.scheduler.scheduleObjects(req("r", count=2, resources={"tpu": 3}, gpus=1))
     assert r.state == "pending", r.message
     s.tick()
