@@ -139,8 +139,7 @@ class RayNodeHost(HostObject):
         r = token.resources
         if is_work(cls):  # no Ray worker: the host picks its GPU devices, and the run sees only those
             ids = self._gpus[ref.instance_id] = gpu_devices(self._gpus, self.capacity.gpus, r.gpus)
-            env = {**_env_of(args), "CUDA_VISIBLE_DEVICES": ",".join(map(str, ids))}
-            started = self._start_work(ref, token, {**args, "env": json.dumps(env, sort_keys=True)})
+            started = self._start_work(ref, token, with_devices(args, ids))
             if isinstance(started, Refusal):
                 self._gpus.pop(ref.instance_id, None)
             return started
@@ -273,13 +272,19 @@ class RayNodeHost(HostObject):
         return self._actors.get(instance_id)
 
 
-def _env_of(args: dict[str, Any]) -> dict[str, str]:
-    """A start's ``env`` argument as a table (it crosses the wire as JSON text); a bad one stays for the runner to refuse."""
+def with_devices(args: dict[str, Any], ids: tuple[int, ...]) -> dict[str, Any]:
+    """A start's arguments with ``CUDA_VISIBLE_DEVICES`` (the devices ``ids``) in its
+    ``env`` (JSON text on the wire), over what the request set; a malformed env is
+    left as it is, for the runner to refuse."""
     env = args.get("env") or {}
     try:
-        return dict(json.loads(env)) if isinstance(env, str) else dict(env)
+        env = json.loads(env) if isinstance(env, str) else dict(env)
     except (ValueError, TypeError):
-        return {}
+        return args
+    if not isinstance(env, dict):
+        return args
+    env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, ids))
+    return {**args, "env": json.dumps(env, sort_keys=True)}
 
 
 class Probe:

@@ -121,3 +121,18 @@ def test_an_owners_host_object_on_a_ray_node_keeps_its_hooks_and_the_nodes_work(
     out = host.make_reservation(ReservationRequest(request_id="r", resource="ray-1", holder=Holder(user="bob"),
                                                    resources=Resources(cpus=1)))
     assert isinstance(out, Refusal) and out.lasting and out.by == "ray-1"
+
+
+@pytest.mark.parametrize("args, env", [
+    pytest.param({"command": "x"}, {"CUDA_VISIBLE_DEVICES": "0,2"}, id="no-env-gets-one"),
+    pytest.param({"env": '{"A": "1", "CUDA_VISIBLE_DEVICES": "7"}'}, {"A": "1", "CUDA_VISIBLE_DEVICES": "0,2"},
+                 id="the-grant-wins-over-the-request"),
+    pytest.param({"env": "not json"}, None, id="a-malformed-env-is-left-for-the-runner"),
+])
+def test_runner_work_sees_only_its_devices(args: dict, env: dict | None) -> None:
+    import json
+
+    from legionrm.hostobj.ray_node import with_devices
+
+    out = with_devices(args, (0, 2))
+    assert (json.loads(out["env"]) if env is not None else out) == (env if env is not None else args)

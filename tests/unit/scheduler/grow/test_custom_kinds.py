@@ -112,3 +112,18 @@ def test_with_an_autoscaler_it_waits_and_asks_for_a_node() -> None:
     s.scheduler.cancel("r")
     s.tick()
     assert asked[-1] == []  # and a demand that went away is withdrawn
+
+
+def test_ahead_a_kind_booked_over_the_window_is_not_free() -> None:
+    s = system()
+    now = s.clock()
+
+    def ahead(rid: str, **need: object) -> SchedulingRequest:
+        return req(rid, wait=False, **need).model_copy(update={"start": now + 1000, "walltime_s": 100.0})
+
+    first = s.scheduler.scheduleObjects(ahead("a1", resources={"tpu": 2}))
+    assert first.ok and first.state == "reserved", first.message
+    s.heartbeat()
+    later = s.scheduler.scheduleObjects(ahead("a2", resources={"tpu": 1}))
+    assert not later.ok and "over its window" in later.message  # both tpus are booked then
+    assert s.scheduler.scheduleObjects(ahead("a3")).ok  # what asks no tpu still fits then
