@@ -21,7 +21,9 @@ from legionrm.models import (
     ClassSpec,
     ClusterSpec,
     CollectionSettings,
+    AutoscalerSpec,
     HostSpec,
+    RayNodeRule,
     ImplementationSpec,
     QueueSpec,
     RunnerSpec,
@@ -33,6 +35,7 @@ from legionrm.scheduler.pools import parse_pools, tree_for_cluster
 from legionrm.scheduler.priority import site_settings
 from legionrm.scheduler.priority.settings import SITE_KEYS
 from legionrm.tomlio import (
+    kind_amounts,
     MAX_AMOUNT,
     MAX_EXPANDED,
     MAX_INT,
@@ -163,8 +166,8 @@ def _check_builds(build: Any, spec: Any, *, file: str, where: str) -> None:
 
 def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec:
     """Validate a parsed cluster document; raises ConfigError naming the place."""
-    check_keys(doc, ("collection", "host", "vault", "class", "fairshare", "pool", "runner", "qos", "queue", "scheduler"),
-               file=file, where="")
+    check_keys(doc, ("collection", "host", "vault", "class", "fairshare", "pool", "runner", "qos", "queue", "scheduler",
+                     "ray_node", "autoscaler"), file=file, where="")
     coll = expect(doc, "collection", dict, {}, file=file, where="collection")
     check_keys(coll, CollectionSettings.model_fields, file=file, where="collection")
     bounded(coll, "heartbeat_interval_s", float, None, file=file, where="collection", lo=0, lo_open=True, hi=MAX_INTERVAL_S)
@@ -182,7 +185,8 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
     hosts: list[HostSpec] = []
     for i, t in enumerate(tables(doc, "host", file)):
         where = f"host[{i}]"
-        check_keys(t, ("name", "count", "nodepool", "attributes", "access", "policy", "policy_args"), file=file, where=where)
+        check_keys(t, ("name", "count", "nodepool", "attributes", "access", "policy", "policy_args", "resources"),
+                   file=file, where=where)
         name = require(t, "name", str, file=file, where=where)
         count = count_of(t, file=file, where=where)
         budget.take(count or 1, where=where)
@@ -192,11 +196,12 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
         policy, args = _policy(t, file=file, where=where)
         access = _access(t, file=file, where=where)
         pool = expect(t, "nodepool", str, None, file=file, where=where)
+        kinds = kind_amounts(t, file=file, where=where)  # custom resource kinds, counted as cpus are
         first = len(hosts)
         for n in expand_names(name, count):
             claim(n, where)
             hosts.append(model(HostSpec, dict(name=n, nodepool=pool, attributes=attrs, access=access, policy=policy,
-                                              policy_args=args), file=file, where=where))
+                                              policy_args=args, resources=kinds), file=file, where=where))
         _check_builds(build_host, hosts[first], file=file, where=where)
 
     vaults: list[VaultSpec] = []
@@ -257,12 +262,49 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
                                    classes=tuple(classes), fairshare=fairshare, pools=pools,
                                    qos=tuple(tables(doc, "qos", file)), schedulers=schedulers,
                                    runner=model(RunnerSpec, runner, file=file, where="runner"),
-                                   queue=model(QueueSpec, queue, file=file, where="queue")),
+                                   queue=model(QueueSpec, queue, file=file, where="queue"),
+                                   ray_nodes=_ray_nodes(doc, file=file),
+                                   autoscaler=_autoscaler(doc, file=file)),
                  file=file, where="")
     core_for_cluster(spec)  # its classes, nodepools and settings are checked now, not when the scheduler starts
     tree_for_cluster(spec)  # and so are the pools, against the cluster's capacity
     site_settings(spec)  # and the QoS tables, the shares and the priority weights
     return spec
+
+
+RAY_NODE_KEYS = ("ip", "hostname", "labels", "nodepool", "attributes", "access", "policy", "policy_args")
+
+
+def _ray_nodes(doc: dict[str, Any], *, file: str) -> tuple[RayNodeRule, ...]:
+    """The ``[[ray_node]]`` tables: which Ray nodes (by ``ip``, ``hostname`` or
+    ``labels``, shell patterns) are what hosts (nodepool, attributes, access,
+    an owner's policy or host object subclass and its ``policy_args``)."""
+    rules: list[RayNodeRule] = []
+    for i, t in enumerate(tables(doc, "ray_node", file)):
+        where = f"ray_node[{i}]"
+        check_keys(t, RAY_NODE_KEYS, file=file, where=where)
+        labels = expect(t, "labels", dict, {}, file=file, where=where)
+        if not all(isinstance(v, str) for v in labels.values()):
+            raise ConfigError("label patterns must be strings", file=file, table=f"{where}.labels")
+        if not any(k in t for k in ("ip", "hostname", "labels")):
+            raise ConfigError("give the nodes it is for: ip, hostname or labels", file=file, table=where)
+        policy, args = _policy(t, file=file, where=where)
+        rules.append(model(RayNodeRule, dict(
+            ip=expect(t, "ip", str, None, file=file, where=where),
+            hostname=expect(t, "hostname", str, None, file=file, where=where), labels=labels,
+            nodepool=expect(t, "nodepool", str, None, file=file, where=where),
+            attributes=_attributes(t, file=file, where=where), access=_access(t, file=file, where=where),
+            policy=policy, policy_args=args), file=file, where=where))
+        _check_builds(build_host, rules[-1].host(f"ray-node-{i}"), file=file, where=where)
+    return tuple(rules)
+
+
+def _autoscaler(doc: dict[str, Any], *, file: str) -> AutoscalerSpec:
+    t = expect(doc, "autoscaler", dict, {}, file=file, where="autoscaler")
+    check_keys(t, AutoscalerSpec.model_fields, file=file, where="autoscaler")
+    expect(t, "enabled", bool, None, file=file, where="autoscaler")
+    bounded(t, "max_bundles", int, None, file=file, where="autoscaler", lo=1, hi=100_000)
+    return model(AutoscalerSpec, t, file=file, where="autoscaler")
 
 
 FAIRSHARE_KEYS = ("interval_s", "rm", "nodepool", "class", "user", *SITE_KEYS)

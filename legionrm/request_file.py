@@ -31,6 +31,8 @@ The file is a :class:`~legionrm.models.SchedulingRequest` with one
     memory_gb = 8
     placement = "scatter"             # pack | scatter | vscatter | free
     constraint = '$gpus == 0 and $site == "uva"'
+    # gpus = 1                        # optional: GPUs per instance (Ray's num_gpus; the work sees CUDA_VISIBLE_DEVICES)
+    # resources = { tpu = 1 }         # optional: Ray custom resources per instance (MIL sees $tpu, $free_tpu)
 
 Every problem is a :class:`ConfigError` naming the table (``object[1]``) and
 the key; a MIL constraint that does not parse names its position.
@@ -51,6 +53,7 @@ from legionrm.models import Identity, ObjectRequest, SchedulingRequest
 from legionrm.models.arrays import parse_array
 from legionrm.models.schedules import MAX_AHEAD_S, MAX_DEPENDS, MAX_INSTANCES, MAX_OBJECTS, start_problem
 from legionrm.tomlio import (
+    kind_amounts,
     MAX_INT,
     MAX_TEXT,
     check_keys,
@@ -95,6 +98,7 @@ def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | N
         for key in STRINGS:
             expect(t, key, str, None, file=file, where=where)
         _args(t, file=file, where=where)
+        kind_amounts(t, file=file, where=where)
         env = expect(t, "env", dict, {}, file=file, where=where)
         for key, v in env.items():
             if not isinstance(v, str):

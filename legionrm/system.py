@@ -47,7 +47,6 @@ from legionrm.hostobj.actor import (  # noqa: E402
 )
 from legionrm.models import (  # noqa: E402
     ClusterSpec,
-    HostSpec,
     Identity,
     NodeBinding,
     ObjectStatus,
@@ -414,7 +413,6 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
     system = System(spec=spec, collection=coll, detached=detached)
     try:
         node_hosts = set(ray_nodes or ())
-        specs = {h.name: h for h in spec.hosts}
         for name, hosts in host_groups(spec).items():
             hosts = [h for h in hosts if h.name not in node_hosts]
             if hosts:  # with a state dir a group keeps what its hosts granted, so it may restart
@@ -425,9 +423,10 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
         # with a state dir every host and vault keeps what it granted, so it may restart too
         keep = (lambda f: {"state_path": str(Path(state_dir) / f), "restarts": RESTARTS}) if state_dir is not None else (
             lambda f: {})
+        seen = {n["NodeID"]: n for n in ray.nodes()} if ray_nodes else {}  # a [[ray_node]] rule matches on these
         for host, node_id in (ray_nodes or {}).items():
             system.nodes[host] = spawn_ray_node_host(
-                node_id, specs.get(host) or HostSpec(name=host), collection=coll, heartbeat_s=hb, detached=detached,
+                node_id, spec.node_host(host, seen.get(node_id, {})), collection=coll, heartbeat_s=hb, detached=detached,
                 runner=spec.runner, log_dir=str(Path(state_dir) / "runs" / host) if state_dir is not None else None,
                 **keep(f"host-{host}.db"), **auth)
         pinned = node_vaults(ray_nodes or {}, {v.name for v in spec.vaults}) if node_vaults_too else {}

@@ -17,6 +17,7 @@ from typing import Any, Iterable
 from pydantic import ValidationError
 
 from legionrm.errors import ConfigError, caret_at
+from legionrm.models.reservations import BUILTIN_KINDS, KIND_NAME
 
 # --- bounds every file shares (generous; past them a file is refused, not run) -----------
 
@@ -259,3 +260,17 @@ class Budget:
         if self.used > self.limit:
             raise ConfigError(f"the file describes more than {self.limit} {self.what}", file=self.file, table=where,
                               key="count")
+
+
+def kind_amounts(t: dict[str, Any], *, file: str, where: str) -> dict[str, float]:
+    """A table's ``resources``: custom resource kinds (names of letters, digits
+    and _, not a built-in) to amounts from 0 to MAX_AMOUNT (a boolean is not one)."""
+    kinds = expect(t, "resources", dict, {}, file=file, where=where)
+    for key, v in kinds.items():
+        if not re.fullmatch(KIND_NAME, str(key)) or key in BUILTIN_KINDS:
+            raise ConfigError("a custom resource kind is a name of letters, digits and _ (not first), not cpus, "
+                              "memory_gb, gpus or storage_gb", file=file, table=f"{where}.resources", key=str(key))
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_AMOUNT:
+            raise ConfigError(f"must be a number from 0 to {MAX_AMOUNT:g}", file=file, table=f"{where}.resources",
+                              key=str(key))
+    return {str(k): float(v) for k, v in kinds.items()}

@@ -329,7 +329,8 @@ class Enactor:
                 run.held[(k, kind)] = _Held(token=ans, spec=sp)
             else:
                 refusal = ans if isinstance(ans, Refusal) else Refusal(code=codes.RESOURCE_DEAD, reason=repr(ans), by=rq.resource)
-                f = PlacementFailure(key=k, resource=rq.resource, code=refusal.code, reason=refusal.reason)
+                f = PlacementFailure(key=k, resource=rq.resource, code=refusal.code, reason=refusal.reason,
+                                     lasting=refusal.lasting)
                 failing.setdefault(k, []).append(f)
                 failures.append(f)
         return failing
@@ -389,7 +390,8 @@ class Enactor:
                     else:
                         r = ans if isinstance(ans, Refusal) else Refusal(code=codes.RESOURCE_DEAD, reason=repr(ans))
                         f = PlacementFailure(
-                            key=k, resource=r.by or mapping[k].host, code=r.code, reason=r.reason, stage="start"
+                            key=k, resource=r.by or mapping[k].host, code=r.code, reason=r.reason, stage="start",
+                            lasting=r.lasting,
                         )
                         failures.append(f)
                         vetoed[k] = [f]

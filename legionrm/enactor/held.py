@@ -52,7 +52,7 @@ def start_reserved(port: ResourcePort, held: ReservedStart) -> EnactResult:
         else:
             r = ans if isinstance(ans, Refusal) else Refusal(code=codes.RESOURCE_DEAD, reason=repr(ans))
             failures.append(PlacementFailure(key=item.key, resource=r.by or item.host, code=r.code, reason=r.reason,
-                                             stage="start"))
+                                             stage="start", lasting=r.lasting))
     if failures:
         if started:
             port.stop_instances(started)

@@ -51,6 +51,8 @@ def build_host(
         attributes=spec.attributes, access=spec.access, nodepool=spec.nodepool, clock=clock, sink=sink, secret=secret, **extra
     )
     owner = _owner_class(spec.policy, HostObject, where)
+    if owner is not None and not issubclass(owner, cls):  # an owner's HostObject on a Ray node: its hooks, the node's work
+        owner = type(owner.__name__, (owner, cls), {"__module__": owner.__module__, "__doc__": owner.__doc__})
     if owner is not None:
         try:
             return owner(spec.name, spec.capacity(), **common, **spec.policy_args)

@@ -1,4 +1,4 @@
-"""The host object: reservations of cpus, memory and gpus, and running instances.
+"""The host object: reservations of cpus, memory, gpus and custom kinds, and running instances.
 
 A :class:`HostObject` is Legion's host object as a plain, thread-safe Python
 object.  Owners customise it by subclassing and overriding the narrow hooks
@@ -66,6 +66,7 @@ class HostObject(ResourceObject):
 
     def __init__(self, name: str, capacity: Resources, *, vaults: Iterable[str] = (),
                  work: WorkInstances | None = None, **kw: Any) -> None:
+        self.dims = type(self).dims + tuple(k for k, _ in capacity.custom)  # its custom kinds: calendar dimensions too
         super().__init__(name, capacity, **kw)
         self.work = work
         self.vaults = tuple(vaults)
@@ -295,4 +296,8 @@ class HostObject(ResourceObject):
     def _check_pairing(self, request: ReservationRequest) -> Refusal | None:
         if request.vault is not None and not self.pairs_with(request.vault):
             return self._refuse(codes.VAULT_INCOMPATIBLE, f"vault {request.vault!r} is not paired with {self.name} ({', '.join(self.vaults)})")
+        lacking = [k for k, v in request.resources.custom if v > 0 and k not in self.dims]
+        if lacking:  # a kind it does not have: its calendar cannot count it, so it never fits
+            kinds = ", ".join(self.dims[len(HostObject.dims):]) or "none"
+            return self._refuse(codes.CAPACITY_TOTAL, f"{self.name} has no {', '.join(lacking)} (its custom kinds: {kinds})")
         return None

@@ -105,7 +105,11 @@ class HostView(Protocol):
 
 
 class Policy:
-    """Base policy: admits everything.  Subclasses override one or both hooks."""
+    """Base policy: admits everything.  Subclasses override one or both hooks.
+    ``lasting`` (``policy_args``' ``lasting = true``) marks its refusals lasting:
+    the scheduler stops asking this host for the refused request."""
+
+    lasting: bool = False
 
     def __repr__(self) -> str:
         return self.name
@@ -133,7 +137,7 @@ class Policy:
         return AnyOf(self, other)
 
     def refuse(self, host: HostView, code: str, reason: str) -> Refusal:
-        return Refusal(code=code, reason=reason, by=f"{self.name}@{host.name}")
+        return Refusal(code=code, reason=reason, by=f"{self.name}@{host.name}", lasting=self.lasting)
 
 
 # --- who ---------------------------------------------------------------------
@@ -472,9 +476,13 @@ def load_policy(path: str, args: Mapping[str, Any] | None = None) -> Policy:
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
         raise ConfigError(f"{path!r} is not a Policy subclass", key="policy")
     kwargs = dict(args or {})
+    lasting = kwargs.pop("lasting", False)
+    if not isinstance(lasting, bool):
+        raise ConfigError(f"{path}: policy_args lasting must be true or false, not {lasting!r}", key="policy_args")
     try:
-        if issubclass(cls, AllOf):
-            return cls(policies_=kwargs.pop("policies", ()), **kwargs)
-        return cls(**kwargs)
+        policy = cls(policies_=kwargs.pop("policies", ()), **kwargs) if issubclass(cls, AllOf) else cls(**kwargs)
     except TypeError as exc:
         raise ConfigError(f"{path}: bad policy_args {kwargs!r}: {exc}", key="policy_args") from None
+    if lasting:
+        policy.lasting = True
+    return policy

@@ -27,6 +27,8 @@ Ray accounts, so the two cannot disagree about what is free.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from typing import Any
 
@@ -40,6 +42,7 @@ from legionrm.hostobj.policies import import_object
 from legionrm.hostobj.runner.instances import is_work
 from legionrm.hostobj.tokens import TOKEN_ID_SEP as ID_SEP
 from legionrm.models import AttrValue, InstanceRef, Refusal, ReservationToken, Resources
+from legionrm.models.reservations import BUILTIN_KINDS, KIND_NAME, custom_kinds
 from legionrm.naming import NAMESPACE, instance_actor_names, instance_name, kill_named
 from legionrm.objstate import with_state_hooks
 
@@ -59,23 +62,48 @@ def find_node(node_id: str) -> dict[str, Any]:
     raise KeyError(f"no live Ray node {node_id}")
 
 
+def custom_resources(node: dict[str, Any]) -> dict[str, str]:
+    """A node's Ray custom resources as resource kinds: the kind's name (what
+    MIL sees: ``\\W`` -> ``_``) -> Ray's name; Ray's own resources left out."""
+    out: dict[str, str] = {}
+    for key in node.get("Resources", {}):
+        kind = re.sub(r"\W", "_", key)
+        if not (key.startswith(_SKIP) or key in _SKIP or kind in BUILTIN_KINDS) and re.fullmatch(KIND_NAME, kind):
+            out.setdefault(kind, key)
+    return out
+
+
 def node_capacity(node: dict[str, Any]) -> Resources:
+    """Ray's own view of the node: its CPU, memory, GPU and custom resources."""
     r = node.get("Resources", {})
-    return Resources(cpus=float(r.get("CPU", 0)), memory_gb=round(float(r.get("memory", 0)) / GB, 3), gpus=int(r.get("GPU", 0)))
+    custom = {kind: float(r[key]) for kind, key in custom_resources(node).items()}
+    return Resources(cpus=float(r.get("CPU", 0)), memory_gb=round(float(r.get("memory", 0)) / GB, 3),
+                     gpus=int(r.get("GPU", 0)), custom=custom_kinds(custom))
 
 
 def node_attributes(node: dict[str, Any]) -> dict[str, AttrValue]:
-    """Attributes a node exports: its id and address, and each custom resource
-    (a name such as ``node_a`` becomes an attribute ``node_a = 1.0``)."""
+    """Attributes a node exports: its id, address and hostname, its Ray labels
+    (``label_KEY``), and each custom resource (a name such as ``node_a``
+    becomes an attribute ``node_a = 1.0``; the host adds ``free_node_a``)."""
     attrs: dict[str, AttrValue] = {
         "ray_node_id": node["NodeID"],
         "node_ip": str(node.get("NodeManagerAddress", "")),
+        "node_hostname": str(node.get("NodeManagerHostname", "")),
     }
-    for key, value in node.get("Resources", {}).items():
-        if key.startswith(_SKIP) or key in _SKIP:
-            continue
-        attrs[re.sub(r"\W", "_", key)] = float(value)
+    for key, value in (node.get("Labels") or {}).items():
+        if not str(key).startswith("ray.io/"):
+            attrs["label_" + re.sub(r"\W", "_", str(key))] = str(value)
+    r = node.get("Resources", {})
+    for kind, key in custom_resources(node).items():
+        attrs[kind] = float(r[key])
     return attrs
+
+
+def gpu_devices(held: dict[str, tuple[int, ...]], total: int, want: int) -> tuple[int, ...]:
+    """The ``want`` lowest device indexes of ``total`` that no run in ``held`` has
+    (the host's calendar already counted them, so there are always enough)."""
+    taken = {d for ids in held.values() for d in ids}
+    return tuple(d for d in range(total) if d not in taken)[:want]
 
 
 class RayNodeHost(HostObject):
@@ -89,10 +117,14 @@ class RayNodeHost(HostObject):
         node = find_node(node_id)
         if capacity is None or (capacity.cpus == 0 and capacity.memory_gb == 0 and capacity.gpus == 0):
             capacity = node_capacity(node)
+        elif not capacity.custom:  # configured cpus/memory/gpus; its custom kinds are Ray's still
+            capacity = capacity.model_copy(update={"custom": node_capacity(node).custom})
         kw["attributes"] = {**node_attributes(node), **dict(kw.get("attributes") or {})}
         super().__init__(name, capacity, **kw)
         self.node_id = node_id
         self._actors: dict[str, Any] = {}
+        self._ray_kinds = custom_resources(node)  # kind -> Ray's name, for the instance actors' options
+        self._gpus: dict[str, tuple[int, ...]] = {}  # the GPU devices each runner work holds (CUDA_VISIBLE_DEVICES)
 
     def _launch(
         self, ref: InstanceRef, token: ReservationToken, impl: str | None, args: dict[str, Any]
@@ -104,14 +136,19 @@ class RayNodeHost(HostObject):
             cls = import_object(path, key="implementation")
         except Exception as exc:  # a bad path refuses this start, it does not break the host
             return self._refuse(codes.START_FAILED, f"cannot load {path!r}: {exc}")
-        if is_work(cls):
-            return self._start_work(ref, token, args)
         r = token.resources
+        if is_work(cls):  # no Ray worker: the host picks its GPU devices, and the run sees only those
+            ids = self._gpus[ref.instance_id] = gpu_devices(self._gpus, self.capacity.gpus, r.gpus)
+            started = self._start_work(ref, token, with_devices(args, ids))
+            if isinstance(started, Refusal):
+                self._gpus.pop(ref.instance_id, None)
+            return started
         opts: dict[str, Any] = dict(
             name=instance_name(ref.instance_id),
             namespace=NAMESPACE,
             num_cpus=r.cpus,
-            num_gpus=r.gpus,
+            num_gpus=r.gpus,  # Ray gives the actor those GPUs and sets its CUDA_VISIBLE_DEVICES
+            resources={self._ray_kinds.get(k, k): v for k, v in r.custom},
             max_restarts=0,
             lifetime="detached",  # it outlives a restart of this host's actor (reattach finds it by name)
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=self.node_id, soft=False),
@@ -130,6 +167,7 @@ class RayNodeHost(HostObject):
         """Kill the instance's actor: by its handle, else by its name (detached, it is never reaped by Ray);
         runner work: end its process group as ``reason`` says."""
         if ref.work:
+            self._gpus.pop(ref.instance_id, None)
             return super()._halt(ref, reason)
         handle = self._actors.pop(ref.instance_id, None)
         if handle is not None:
@@ -234,6 +272,21 @@ class RayNodeHost(HostObject):
         return self._actors.get(instance_id)
 
 
+def with_devices(args: dict[str, Any], ids: tuple[int, ...]) -> dict[str, Any]:
+    """A start's arguments with ``CUDA_VISIBLE_DEVICES`` (the devices ``ids``) in its
+    ``env`` (JSON text on the wire), over what the request set; a malformed env is
+    left as it is, for the runner to refuse."""
+    env = args.get("env") or {}
+    try:
+        env = json.loads(env) if isinstance(env, str) else dict(env)
+    except (ValueError, TypeError):
+        return args
+    if not isinstance(env, dict):
+        return args
+    env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, ids))
+    return {**args, "env": json.dumps(env, sort_keys=True)}
+
+
 class Probe:
     """A tiny instance class for demos and tests (``"legionrm.hostobj.ray_node:Probe"``):
     it reports where it runs and what Ray gave it."""
@@ -243,7 +296,8 @@ class Probe:
 
     def where(self) -> dict[str, Any]:
         ctx = ray.get_runtime_context()
-        return {"tag": self.tag, "node_id": ctx.get_node_id(), "resources": ctx.get_assigned_resources()}
+        return {"tag": self.tag, "node_id": ctx.get_node_id(), "resources": ctx.get_assigned_resources(),
+                "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
 
 
 class Counter:

@@ -523,7 +523,7 @@ class ResourceObject(Durable):
         """The calendar amount for ``r``; an exclusive request books the whole resource."""
         if exclusive_ok and r.exclusive:
             return self.calendar.capacity.copy()
-        return np.array([float(getattr(r, d)) for d in self.dims], dtype=float)
+        return np.array([r.amount(d) for d in self.dims], dtype=float)
 
     def _capacity_refusal(self, fit: str, r: Resources, start: float, end: float | None) -> Refusal:
         amount = self._vector(r)

@@ -78,6 +78,9 @@ class Refusal(Frozen):
     code: str
     reason: str
     by: str = ""
+    lasting: bool = False
+    """The owner says waiting will not change it (``lasting = true``): the
+    scheduler stops asking this resource for that request."""
 
     def __bool__(self) -> bool:  # a refusal is never truthy, so `if result:` reads right
         return False

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import fnmatch
+from typing import Any, Literal, Mapping
 
 from pydantic import Field
 
 from legionrm.models.base import AccessPolicy, AttrValue, Frozen, ResourceRecord
-from legionrm.models.reservations import Resources
+from legionrm.models.reservations import Resources, custom_kinds
 
 # --- cluster description (what `legionrm up` builds actors from) ------------
 
@@ -23,10 +24,14 @@ class HostSpec(Frozen):
     policy: str | None = None  # "module:Class" of an owner policy
     policy_args: dict = Field(default_factory=dict)
 
+    resources: dict[str, float] = Field(default_factory=dict)
+    """Custom resource kinds it offers (``resources = { NAME = n }``), counted as cpus are."""
+
     def capacity(self) -> Resources:
         a = self.attributes
         return Resources(
-            cpus=float(a.get("cpus", 0)), memory_gb=float(a.get("memory_gb", 0)), gpus=int(a.get("gpus", 0))
+            cpus=float(a.get("cpus", 0)), memory_gb=float(a.get("memory_gb", 0)), gpus=int(a.get("gpus", 0)),
+            custom=custom_kinds(self.resources),
         )
 
 
@@ -191,6 +196,45 @@ class NodeBinding(Frozen):
     restarts: int = Field(0, ge=0)
 
 
+class RayNodeRule(Frozen):
+    """One ``[[ray_node]]`` table: what the Ray-node hosts it matches are (a
+    nodepool, attributes, an access list, and an owner's policy or host
+    object subclass with its ``policy_args``).  A node matches when every
+    given key does: ``ip`` and ``hostname`` are shell patterns for the node's
+    address and hostname, ``labels`` maps a Ray label to a pattern for its value."""
+
+    ip: str | None = None
+    hostname: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    nodepool: str | None = None
+    attributes: dict[str, AttrValue] = Field(default_factory=dict)
+    access: AccessPolicy = AccessPolicy()
+    policy: str | None = None
+    policy_args: dict = Field(default_factory=dict)
+
+    def matches(self, node: Mapping[str, Any]) -> bool:
+        """Does the ``ray.nodes()`` entry ``node`` match every key this rule gives?"""
+        labels = node.get("Labels") or {}
+        return ((self.ip is None or fnmatch.fnmatchcase(str(node.get("NodeManagerAddress", "")), self.ip))
+                and (self.hostname is None
+                     or fnmatch.fnmatchcase(str(node.get("NodeManagerHostname", "")), self.hostname))
+                and all(k in labels and fnmatch.fnmatchcase(str(labels[k]), v) for k, v in self.labels.items()))
+
+    def host(self, name: str) -> HostSpec:
+        """The spec of the Ray-node host ``name`` this rule matched."""
+        return HostSpec(name=name, nodepool=self.nodepool, attributes=self.attributes, access=self.access,
+                        policy=self.policy, policy_args=self.policy_args)
+
+
+class AutoscalerSpec(Frozen):
+    """The ``[autoscaler]`` table: on a Ray cluster with an autoscaler,
+    ``enabled`` lets pending work that no node can take wait (not fail) and
+    ask the autoscaler for nodes (at most ``max_bundles`` instances' worth at once)."""
+
+    enabled: bool = False
+    max_bundles: int = Field(1000, ge=1, le=100_000)
+
+
 class ClusterSpec(Frozen):
     """A whole cluster file, validated."""
 
@@ -205,10 +249,19 @@ class ClusterSpec(Frozen):
     qos: tuple[dict[str, Any], ...] = ()  # the [[qos]] tables, checked (scheduler.priority.site_settings)
     queue: QueueSpec = QueueSpec()  # the [queue] table (and the live book's history)
     schedulers: tuple[SchedulerSpec, ...] = ()  # the [[scheduler]] tables; none: one scheduler, "default"
+    ray_nodes: tuple[RayNodeRule, ...] = ()  # the [[ray_node]] tables: what Ray-node hosts are, by node
+    autoscaler: AutoscalerSpec = AutoscalerSpec()  # the [autoscaler] table: grow the Ray cluster for pending work
 
     def scheduler_specs(self) -> tuple[SchedulerSpec, ...]:
         """The schedulers this cluster runs, the default first (never empty)."""
         return self.schedulers or (SchedulerSpec(),)
+
+    def node_host(self, name: str, node: Mapping[str, Any]) -> HostSpec:
+        """The spec of the Ray-node host ``name`` bound to ``node`` (its ``ray.nodes()`` entry):
+        a ``[[host]]`` of that name, else the first ``[[ray_node]]`` rule it matches, else a bare one."""
+        named = next((h for h in self.hosts if h.name == name), None)
+        rule = next((r for r in self.ray_nodes if r.matches(node)), None)
+        return named or (rule.host(name) if rule is not None else HostSpec(name=name))
 
     def default_pool(self) -> str | None:
         """The path of the pool marked ``default``, if any."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from pydantic import Field
 
@@ -11,14 +11,34 @@ from legionrm.models.base import AttrValue, Frozen, Identity
 # --- reservations (resource side) --------------------------------------------
 
 
+KIND_NAME = r"[A-Za-z_][A-Za-z0-9_]{0,63}"
+"""A custom resource kind's name (a Ray custom resource as MIL sees it: ``\\W`` -> ``_``)."""
+BUILTIN_KINDS = frozenset({"cpus", "memory_gb", "gpus", "storage_gb", "CPU", "GPU", "memory", "object_store_memory"})
+"""Names a custom kind may not take: the built-in dimensions and Ray's own."""
+
+
 class Resources(Frozen):
-    """An amount of a host's (or vault's) capacity."""
+    """An amount of a host's (or vault's) capacity.  ``custom`` holds the
+    custom resource kinds (a Ray node's custom resources), name order, as
+    (name, amount) pairs: a tuple, so a Resources stays hashable."""
 
     cpus: float = Field(0.0, ge=0)
     memory_gb: float = Field(0.0, ge=0)
     gpus: int = Field(0, ge=0)
     storage_gb: float = Field(0.0, ge=0)
     exclusive: bool = False
+    custom: tuple[tuple[str, float], ...] = ()
+
+    def amount(self, kind: str) -> float:
+        """How much of ``kind`` (a built-in dimension or a custom kind; 0 when absent)."""
+        if kind in type(self).model_fields and kind not in ("custom", "exclusive"):
+            return float(getattr(self, kind))
+        return next((float(v) for k, v in self.custom if k == kind), 0.0)
+
+
+def custom_kinds(amounts: Mapping[str, float]) -> tuple[tuple[str, float], ...]:
+    """``Resources.custom`` from a mapping: positive amounts only, name order."""
+    return tuple(sorted((str(k), float(v)) for k, v in amounts.items() if v > 0))
 
 
 class Holder(Frozen):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, Literal
 
@@ -11,10 +12,13 @@ from pydantic import Field, field_validator, model_validator
 from legionrm.models.arrays import MAX_ARRAY_INDEX, parse_array
 from legionrm.models.base import AttrValue, Frozen, Identity
 from legionrm.models.reservations import (
+    BUILTIN_KINDS,
+    KIND_NAME,
     Holder,
     InstanceRef,
     ReservationToken,
     Resources,
+    custom_kinds,
 )
 
 # --- scheduling requests and schedules ---------------------------------------
@@ -65,6 +69,9 @@ class ObjectRequest(Frozen):
     memory_gb: float = Field(1.0, ge=0, le=MAX_AMOUNT, allow_inf_nan=False)
     gpus: int = Field(0, ge=0, le=int(MAX_AMOUNT))
     storage_gb: float = Field(0.0, ge=0, le=MAX_AMOUNT, allow_inf_nan=False)
+    resources: dict[str, float] = Field(default_factory=dict, max_length=64)
+    """Custom resource kinds each instance needs (``resources = { NAME = n }``):
+    a Ray node's custom resources; a host without the kind cannot take it."""
     constraint: str = "true"
     vault_constraint: str = "true"
     rank: str | None = Field(None, max_length=4096)
@@ -85,6 +92,21 @@ class ObjectRequest(Frozen):
     ``avoid`` filter); the Scheduler fills it when it re-plans after every
     master schedule failed, with the hosts that refused."""
 
+
+    @field_validator("resources")
+    @classmethod
+    def _resources(cls, v: dict[str, float]) -> dict[str, float]:
+        for name, n in v.items():
+            if not re.fullmatch(KIND_NAME, name) or name in BUILTIN_KINDS:
+                raise ValueError(f"resources {name!r}: a custom kind is a name of letters, digits and _ "
+                                 "(not first), not a built-in (cpus, memory_gb, gpus, storage_gb)")
+            if not (isinstance(n, (int, float)) and 0 <= n <= MAX_AMOUNT and math.isfinite(n)):
+                raise ValueError(f"resources {name!r}: {n!r} is not an amount from 0 to {MAX_AMOUNT:g}")
+        return v
+
+    def custom(self) -> tuple[tuple[str, float], ...]:
+        """Its custom kinds as :attr:`Resources.custom` holds them."""
+        return custom_kinds(self.resources)
 
     @field_validator("env")
     @classmethod

@@ -22,6 +22,7 @@ from typing import Callable
 from legionrm import codes
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.models import PlacementFailure, Refusal, Resources, SchedulingRequest
+from legionrm.scheduler.grow import Grower
 from legionrm.scheduler.ports import PoolGate, SnapshotSource, Swappable
 from legionrm.scheduler.requests import Entry, RequestBook
 from legionrm.scheduler.sharegate import ShareGate
@@ -77,7 +78,8 @@ class Accounts:
 
     def __init__(self, pools: PoolGate, shares: ShareGate | None, collection: Swappable[SnapshotSource], *,
                  name: str = "scheduler", on_finish: Callable[[Entry], object] | None = None,
-                 owner_gate: Callable[[SchedulingRequest], Refusal | None] | None = None) -> None:
+                 owner_gate: Callable[[SchedulingRequest], Refusal | None] | None = None,
+                 grower: Grower | None = None) -> None:
         self.pools = pools
         self.shares = shares
         self.name = name
@@ -86,6 +88,17 @@ class Accounts:
         self._owner_gate = owner_gate  # may its user's work run here, as an OS account (hostobj.runner.owner)?
         self._capacity_seen: Resources | None = None
         self._capacity_peak: Resources | None = None
+        self._grower = grower  # asks a Ray autoscaler for the nodes waiting work needs (scheduler.grow)
+
+    @property
+    def grows(self) -> bool:
+        """Can the cluster grow (an autoscaler)?  Then work that no node can take waits for one."""
+        return self._grower is not None
+
+    def grow(self, book: RequestBook) -> None:
+        """Ask the autoscaler for the nodes the book's waiting work needs (nothing without one)."""
+        if self._grower is not None:
+            self._grower(book.entries())
 
     def shape(self, request: SchedulingRequest) -> tuple[SchedulingRequest, list[PlacementFailure]]:
         """The request as its DUCC classes shape it (unchanged without classes)."""
@@ -134,9 +147,9 @@ class Accounts:
                 self._on_finish(entry)
 
     def too_big(self, request: SchedulingRequest) -> PlacementFailure | None:
-        """A request for more than the whole cluster could ever hold fails at once."""
+        """A request for more than the whole cluster could ever hold fails at once (but when it can grow)."""
         total = getattr(self.pools, "capacity", None)  # Peloton units: memory in MB
-        if not isinstance(total, dict):
+        if not isinstance(total, dict) or self.grows:  # an autoscaler may grow the cluster to it
             return None
         return too_big(request, total, self._capacity_peak, self.name)
 

@@ -73,6 +73,7 @@ from legionrm.scheduler.several.actor import PoolActor, RemotePoolGate  # noqa: 
 from legionrm.scheduler.several.actor import NodeJoins
 from legionrm.scheduler.watch import HostWatch
 from legionrm.scheduler.watch.calls import HistoryCalls, WorkCalls
+from legionrm.scheduler.grow.actor import request_resources
 from legionrm.scheduler.wiring import SchedulerPorts, wire
 from legionrm.state import AccountingStore, ElasticStore, RequestStore
 
@@ -206,10 +207,9 @@ class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls, NodeJoins, IntakeCalls
             stopper=ray_stopper(self._carriers, self._class_actors, self._signer),
             watch=ray_watch(self._carriers, self._signer),
             store=RequestStore(state_path) if state_path else None,
-            # deactivate / activate / migrate: states move between the hosts' instances and the vaults' shelves
-            objects=RayStatePort(self._carriers, self._vaults, self._signer),
-            # the cycle's growth is confirmed by approve_growth: the DUCC core decided it already
-            grow=self._remote_enactor(enactor, "approve_growth"),
+            objects=RayStatePort(self._carriers, self._vaults, self._signer),  # deactivate / activate / migrate
+            grow=self._remote_enactor(enactor, "approve_growth"),  # the cycle's: the DUCC core decided it already
+            autoscaler=request_resources,  # with [autoscaler]: work that no node can take asks Ray for nodes
             cycle_store=ElasticStore(state_path) if state_path else None,
             accounting=AccountingStore(state_path) if state_path else None,
             owner_gate=owner_gate(cluster.classes, cluster.runner, auth_home)))

@@ -473,7 +473,8 @@ class Planner:
 
 def _resources_of(req: ObjectRequest) -> Resources:
     return Resources.model_construct(cpus=float(req.cpus), memory_gb=float(req.memory_gb), gpus=int(req.gpus),
-                                     storage_gb=float(req.storage_gb), exclusive=bool(req.exclusive))
+                                     storage_gb=float(req.storage_gb), exclusive=bool(req.exclusive),
+                                     custom=req.custom())
 
 
 def keys_of(request: SchedulingRequest) -> list[list[str]]:

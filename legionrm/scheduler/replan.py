@@ -12,9 +12,9 @@ the Scheduler decides to plan again, so it lives in the Scheduler.
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from typing import Callable, Iterable, TypeVar
 
-from legionrm.models import EnactResult, SchedulingRequest
+from legionrm.models import EnactResult, PlacementFailure, SchedulingRequest
 
 P = TypeVar("P")
 
@@ -31,6 +31,16 @@ def avoiding(request: SchedulingRequest, hosts: set[str]) -> SchedulingRequest:
     """``request`` with ``hosts`` added to every object request's ``avoid_hosts``."""
     return request.model_copy(update={"objects": tuple(
         o.model_copy(update={"avoid_hosts": tuple(sorted(set(o.avoid_hosts) | hosts))}) for o in request.objects)})
+
+
+def shunning(request: SchedulingRequest, failures: Iterable[PlacementFailure]) -> dict[str, SchedulingRequest]:
+    """The change that keeps the hosts whose owner refused ``request`` for good
+    (a reservation or start refused ``lasting``) out of its later plans: the
+    book's ``request=`` (nothing when none did).  Such a host is not asked again;
+    the request waits for the others."""
+    hosts = {name for f in failures if f.lasting and f.stage in ("reserve", "start") and f.resource
+             for name in (f.resource, f.resource.rsplit("@", 1)[-1])}
+    return {"request": avoiding(request, hosts)} if hosts else {}
 
 
 def enact_with_replans(

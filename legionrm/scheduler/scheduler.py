@@ -70,7 +70,8 @@ from legionrm.scheduler.ports import (
 )
 from legionrm.scheduler.priority import SitePolicy, site_settings
 from legionrm.scheduler.queue import PassGate, RequestQueue
-from legionrm.scheduler.replan import enact_with_replans
+from legionrm.scheduler.grow import NO_NODE
+from legionrm.scheduler.replan import enact_with_replans, shunning
 from legionrm.scheduler.requests import Entry, RequestBook
 from legionrm.scheduler.watch import Results, end_reason, sweep_orphans
 from legionrm.scheduler.watch.settle import settle_finished, settle_half_done
@@ -92,7 +93,9 @@ NEVER = frozenset({
 })
 """Refusals of the request itself that no amount of waiting can change; with
 a plan failure marked ``lasting`` (every host refused for what it is), such
-a request fails at once instead of waiting."""
+a request fails at once instead of waiting.  A host's own lasting refusal
+(its owner's ``lasting = true``) is not asked again: the request waits for
+the other hosts (:func:`~legionrm.scheduler.replan.shunning`)."""
 
 
 class Scheduler:
@@ -376,6 +379,7 @@ class Scheduler:
         if self.book.store is not None:
             self.book.store.maintain()  # an idle store's write-ahead log is truncated
         self.replan()  # once, for every end this tick saw
+        self.accounts.grow(self.book)  # what still waits for a node asks an autoscaler for one
         return ended
 
     def _ended(self, instance_id: str, reason: str, state: str = "ended", result: WorkResult | None = None) -> bool:
@@ -501,7 +505,8 @@ class Scheduler:
         the request waits and nothing rules it out for good; else failed."""
         failures = tuple(failures)
         msg = "; ".join(f"{f.key} on {f.resource or '-'}: {f.code}: {f.reason}" for f in failures[:5]) or "no schedule"
-        never = [f for f in failures if f.code in NEVER or f.lasting]
+        grows = NO_NODE if self.accounts.grows else ()  # with an autoscaler, what a new node may end waits for one
+        never = [f for f in failures if f.code in NEVER or (f.lasting and f.stage == "plan" and f.code not in grows)]
         if request_cancelled := self.queue.cancel_asked(entry.id):
             self.book.move(entry, "cancelled", "cancelled while placing", failures=failures)
         elif never or not entry.request.wait or entry.attempts >= self._settings.max_attempts:
@@ -510,7 +515,7 @@ class Scheduler:
             self.book.move(entry, "failed", why[:500], failures=failures)
         else:
             self.book.move(entry, "pending", f"{failures[0].code}: {failures[0].reason}"[:500] if failures else msg,
-                           failures=failures, earliest_start=self.book.next_end())
+                           failures=failures, earliest_start=self.book.next_end(), **shunning(entry.request, failures))
         if entry.final and not request_cancelled:
             self.accounts.book_back(entry)
         else:  # written: its pool charge (if it had one) goes only now

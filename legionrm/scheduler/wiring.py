@@ -45,6 +45,7 @@ from legionrm.scheduler.ports import (
 )
 from legionrm.scheduler.requests import RequestBook
 from legionrm.scheduler.scheduler import Scheduler
+from legionrm.scheduler.grow import Grower
 from legionrm.scheduler.several import ServedCollection, issued_by
 from legionrm.scheduler.sharegate import ShareGate
 from legionrm.scheduler.watch import Results
@@ -84,6 +85,9 @@ class SchedulerPorts:
     cycle_store: ElasticStore | None = None
     accounting: AccountingStore | None = None
     owner_gate: Callable[[SchedulingRequest], Refusal | None] | None = None
+    autoscaler: Callable[[list[dict[str, float]]], None] | None = None
+    """Ray's ``request_resources`` (:mod:`legionrm.scheduler.grow.actor`): with
+    ``[autoscaler] enabled``, pending work that no node can take asks it for nodes."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +123,7 @@ def wire(settings: SchedulerSettings, ports: SchedulerPorts) -> Wired:
     whole = collection if served is None else Swappable(ports.collection)
     accounts = Accounts(ports.pools or OpenGate(), ShareGate.from_core(core_for_cluster(cluster)), whole,
                         name=settings.name, on_finish=mobility.forget if mobility is not None else None,
-                        owner_gate=ports.owner_gate)
+                        owner_gate=ports.owner_gate, grower=grower(cluster, ports.autoscaler))
     cycle = None
     if ports.grow is not None:  # its growth is confirmed by the actor's approve_growth: the DUCC core decided it
         if ports.stopper is None:
@@ -134,6 +138,13 @@ def wire(settings: SchedulerSettings, ports: SchedulerPorts) -> Wired:
                           also_running=cycle.instance_ids if cycle is not None else None,
                           results=Results(book, lambda: ports.watch, ports.accounting, settings.name, clock), clock=clock)
     return Wired(scheduler, mobility, cycle)
+
+
+def grower(cluster: ClusterSpec, ask: Callable[[list[dict[str, float]]], None] | None) -> Grower | None:
+    """What asks the autoscaler ``ask`` for nodes, when the cluster file turns ``[autoscaler]`` on (else None)."""
+    if ask is None or not cluster.autoscaler.enabled:
+        return None
+    return Grower(ask, cluster.autoscaler.max_bundles)
 
 
 def pool_gate(spec: ClusterSpec) -> PoolGate:

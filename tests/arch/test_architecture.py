@@ -37,7 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.collection", "legionrm.naming", "legionrm.objstate.actor", "legionrm.events.actor"),
     ("legionrm.hostobj", "legionrm.enactor"),
     ENGINES[:3] + ("legionrm.scheduler.planning.pipeline", "legionrm.scheduler.ports", "legionrm.scheduler.requests",
-                   "legionrm.scheduler.confirm", "legionrm.scheduler.replan"),
+                   "legionrm.scheduler.confirm", "legionrm.scheduler.replan", "legionrm.scheduler.grow"),
     ("legionrm.scheduler.priority",  # the site's order over the book's entries (the queue and config read it)
      "legionrm.scheduler.depend"),  # dependencies, begin_at, arrays, requeue over the book (the queue reads it)
     ("legionrm.scheduler.watch", "legionrm.scheduler.queue", "legionrm.scheduler.several"),
@@ -50,7 +50,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.scheduler.accounts", "legionrm.scheduler.enactment",
      "legionrm.scheduler.intake"),  # the Scheduler's parts (intake: submits and cancels in groups)
     ("legionrm.scheduler.scheduler",),
-    ("legionrm.scheduler.mobility",),
+    ("legionrm.scheduler.mobility", "legionrm.scheduler.grow.actor"),
     ("legionrm.scheduler.door", "legionrm.scheduler.wiring"),
     ("legionrm.scheduler.audit", "legionrm.scheduler.several.actor"),
     ("legionrm.scheduler.actor", "legionrm.inprocess"),

@@ -45,21 +45,41 @@ class HostTable:
     instances: np.ndarray
     next_event: np.ndarray
     risk: np.ndarray
+    kinds: tuple[str, ...] = ()  # the custom resource kinds (Ray custom resources) the two columns below hold
+    kind_total: np.ndarray | None = None  # (hosts, kinds): each host's capacity of each kind (0: it has none)
+    kind_free: np.ndarray | None = None  # (hosts, kinds): what it last reported free
 
     def __len__(self) -> int:
         return len(self.names)
 
     def take(self, idx: np.ndarray) -> "HostTable":
-        return HostTable(**{k: getattr(self, k)[idx] for k in self.__dataclass_fields__})
+        return HostTable(**{k: v if k == "kinds" or v is None else v[idx]
+                            for k, v in ((k, getattr(self, k)) for k in self.__dataclass_fields__)})
+
+    def kind(self, name: str, free: bool) -> np.ndarray:
+        """Each host's amount of the custom kind ``name``: free now, or in total (0 where it has none)."""
+        cols = self.kind_free if free else self.kind_total
+        if name not in self.kinds or cols is None:
+            return np.zeros(len(self))
+        return cols[:, self.kinds.index(name)]
+
+    def kinds_fit(self, req: ObjectRequest) -> np.ndarray:
+        """Hosts with, in total, one instance's worth of every custom kind ``req`` asks for."""
+        keep = np.ones(len(self), bool)
+        for name, need in req.custom():
+            keep &= _ge(self.kind(name, free=False), need)
+        return keep
 
     def slots(self, req: ObjectRequest) -> np.ndarray:
         """How many instances of ``req`` fit in each host's free capacity now."""
         if req.exclusive:
             whole = (self.instances == 0) & _ge(self.free_cpus, self.cpus) & _ge(self.free_memory_gb, self.memory_gb)
             fits = whole & _ge(self.cpus, req.cpus) & _ge(self.memory_gb, req.memory_gb) & _ge(self.gpus, req.gpus)
-            return fits.astype(np.int64)
+            return (fits & self.kinds_fit(req)).astype(np.int64)
         n = np.full(len(self), np.iinfo(np.int64).max, dtype=np.int64)
-        for free, need in ((self.free_cpus, req.cpus), (self.free_memory_gb, req.memory_gb), (self.free_gpus, req.gpus)):
+        custom = tuple((self.kind(name, free=True), need) for name, need in req.custom())
+        for free, need in ((self.free_cpus, req.cpus), (self.free_memory_gb, req.memory_gb), (self.free_gpus, req.gpus),
+                           *custom):
             if need > 0:
                 n = np.minimum(n, np.floor(free / need + 1e-9).astype(np.int64))
         return np.maximum(n, 0)
@@ -128,9 +148,10 @@ class TotalCapacityFilter:
     def apply(self, ctx: PlanContext, hosts: HostTable) -> FilterVerdict:
         r = ctx.request
         keep = _ge(hosts.cpus, r.cpus) & _ge(hosts.memory_gb, r.memory_gb) & _ge(hosts.gpus, r.gpus)
+        custom = "".join(f", {n:g} {k}" for k, n in r.custom())
         return FilterVerdict(
-            keep, codes.CAPACITY_TOTAL,
-            f"too small for one instance ({r.cpus:g} cpus, {r.memory_gb:g} GB, {r.gpus} gpus) even when empty",
+            keep & hosts.kinds_fit(r), codes.CAPACITY_TOTAL,
+            f"too small for one instance ({r.cpus:g} cpus, {r.memory_gb:g} GB, {r.gpus} gpus{custom}) even when empty",
         )
 
 

@@ -13,6 +13,7 @@ from legionrm import codes
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.mil import values as V
 from legionrm.models import Identity, ObjectRequest, Refusal
+from legionrm.models.reservations import BUILTIN_KINDS
 from legionrm.scheduler.planning.pipeline import INF, HostTable
 
 
@@ -57,8 +58,26 @@ def base_table(snap: CollectionSnapshot) -> HostTable:
         free_gpus=_or(num("free_gpus", np.nan), gpus),
         load=load, instances=num("instances", 0.0),
         next_event=_or(num("next_event", np.nan), np.full(len(rows), INF)),
-        risk=risk,
+        risk=risk, **_kind_columns(snap, rows),
     )
+
+
+def snapshot_kinds(snap: CollectionSnapshot) -> tuple[str, ...]:
+    """The custom resource kinds some resource of ``snap`` holds: an attribute
+    ``NAME`` exported beside ``free_NAME`` (a host's calendar dimension), but
+    the built-in ones; name order."""
+    names = set(snap.table.attribute_names())
+    return tuple(sorted(a for a in names if f"free_{a}" in names and a not in BUILTIN_KINDS))
+
+
+def _kind_columns(snap: CollectionSnapshot, rows: np.ndarray) -> dict[str, object]:
+    """HostTable's ``kinds``, ``kind_total`` and ``kind_free`` for ``rows`` (none: no columns)."""
+    kinds = snapshot_kinds(snap)
+    if not kinds:
+        return {}
+    total = np.stack([snap.numeric(k, rows, 0.0) for k in kinds], axis=1)
+    free = np.stack([_or(snap.numeric(f"free_{k}", rows, np.nan), total[:, i]) for i, k in enumerate(kinds)], axis=1)
+    return {"kinds": kinds, "kind_total": total, "kind_free": free}
 
 
 def _or(values: np.ndarray, fallback: np.ndarray) -> np.ndarray:

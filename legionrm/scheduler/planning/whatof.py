@@ -109,6 +109,7 @@ class Taken:
         self.n = n
         self.any = False
         self.cpu = self.mem = self.gpu = np.zeros(0)  # allocated by the first add
+        self.kind: dict[str, np.ndarray] = {}
 
     def add(self, rows: np.ndarray, req: ObjectRequest) -> None:
         """One instance of ``req`` on each of ``rows`` (a row may repeat; an
@@ -121,6 +122,8 @@ class Taken:
         np.add.at(self.cpu, rows, INF if req.exclusive else req.cpus)
         np.add.at(self.mem, rows, req.memory_gb)
         np.add.at(self.gpu, rows, req.gpus)
+        for name, need in req.custom():  # custom kinds (Ray custom resources), by name
+            np.add.at(self.kind.setdefault(name, np.zeros(self.n)), rows, need)
 
     def off(self, hosts: HostTable) -> HostTable:
         """``hosts`` with what was taken subtracted from their free capacity."""
@@ -128,9 +131,15 @@ class Taken:
             return hosts
         at = hosts.row
         dc, dm, dg = self.cpu[at], self.mem[at], self.gpu[at]
+        kind_free = hosts.kind_free
+        if self.kind and kind_free is not None:
+            kind_free = kind_free.copy()
+            for i, name in enumerate(hosts.kinds):
+                if name in self.kind:
+                    kind_free[:, i] -= self.kind[name][at]
         return dataclasses.replace(
             hosts, free_cpus=np.maximum(hosts.free_cpus - dc, 0), free_memory_gb=hosts.free_memory_gb - dm,
-            free_gpus=hosts.free_gpus - dg, instances=hosts.instances + (dc > 0),
+            free_gpus=hosts.free_gpus - dg, instances=hosts.instances + (dc > 0), kind_free=kind_free,
         )
 
 

@@ -37,6 +37,7 @@ def window_table(base: HostTable, snap: CollectionSnapshot, start: float, end: f
     free = {"cpus": base.free_cpus.copy(), "memory_gb": base.free_memory_gb.copy(), "gpus": base.free_gpus.copy()}
     total = {"cpus": base.cpus, "memory_gb": base.memory_gb, "gpus": base.gpus}
     instances = base.instances.copy()
+    kind_free = base.kind_free.copy() if base.kind_free is not None else None  # custom kinds: as the built-in ones
     has = snap.numeric(CALENDAR_STEPS, base.row, 0.0) > 0
     for i in np.flatnonzero(has).tolist():
         steps = decode(snap.record(str(base.names[i])).attributes.get(CALENDAR))
@@ -45,6 +46,9 @@ def window_table(base: HostTable, snap: CollectionSnapshot, start: float, end: f
         peak = steps.peak(start, end)
         for dim, col in free.items():
             col[i] = max(float(total[dim][i]) - peak.get(dim, 0.0), 0.0)
+        if kind_free is not None and base.kind_total is not None:
+            for k, kind in enumerate(base.kinds):
+                kind_free[i, k] = max(float(base.kind_total[i, k]) - peak.get(kind, 0.0), 0.0)
         instances[i] = float(any(v > 1e-9 for v in peak.values()))
     return dataclasses.replace(base, free_cpus=free["cpus"], free_memory_gb=free["memory_gb"], free_gpus=free["gpus"],
-                               instances=instances, next_event=np.full(len(base), INF))
+                               instances=instances, next_event=np.full(len(base), INF), kind_free=kind_free)

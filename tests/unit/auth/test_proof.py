@@ -243,7 +243,8 @@ def test_signer_digests_models_and_mappings_alike(ann, clock, verifier) -> None:
     signer = CallSigner(ann, clock, ttl_s=10)
     proof = signer.sign("reserve", {"resources": Resources(cpus=2)}, to=TO)
     assert code_of(verifier.verify_args(proof, "reserve", {"resources": {"cpus": 2.0, "memory_gb": 0.0, "gpus": 0,
-                                                                         "storage_gb": 0.0, "exclusive": False}})) == "ok"
+                                                                         "storage_gb": 0.0, "exclusive": False,
+                                                                         "custom": []}})) == "ok"
 
 
 # --- time ----------------------------------------------------------------------------------------

@@ -55,6 +55,7 @@ MUTATIONS: list[tuple[str, Any]] = [
     ("resources.gpus", 2),
     ("resources.storage_gb", 100.0),
     ("resources.exclusive", True),
+    ("resources.custom", (("tpu", 1.0),)),
     ("vault", "v2"),
     ("start", T0 - 10.0),
     ("end", T0 + 10_000.0),
