@@ -58,41 +58,16 @@ from typing import Any, Callable, Mapping
 
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.errors import SchedulingError
-from legionrm.models import (
-    CycleReport,
-    ElasticChange,
-    ElasticJobRequest,
-    Identity,
-    InstanceRef,
-)
-from legionrm.scheduler.elastic.book import (
-    UNBOUNDED_WORK,
-    ElasticBook,
-    Ledger,
-    core_fields,
-    drop,
-    owe,
-)
+from legionrm.models import CycleReport, ElasticChange, ElasticJobRequest, Identity, InstanceRef
+from legionrm.scheduler.elastic.book import UNBOUNDED_WORK, ElasticBook, Ledger, core_fields, drop, owe
 from legionrm.scheduler.elastic.book import JobEntry as _Job
 from legionrm.scheduler.elastic.book import OwedStop as _Owed
 from legionrm.scheduler.elastic.charges import PoolCharges
-from legionrm.scheduler.elastic.enact import (
-    GrowthContext,
-    HostStopper,
-    JobGrowth,
-    Refusals,
-    change,
-)
+from legionrm.scheduler.elastic.enact import GrowthContext, HostStopper, JobGrowth, Refusals, change
 from legionrm.scheduler.elastic.hosts import HOSTS, HostView
 from legionrm.scheduler.elastic.report import cycle_report
 from legionrm.scheduler.fairshare import CycleResult, DuccCore, ShareEvent, SharePolicy
-from legionrm.scheduler.ports import (
-    EnactorPort,
-    InstanceWatch,
-    PoolGate,
-    SnapshotSource,
-    Stopper,
-)
+from legionrm.scheduler.ports import EnactorPort, InstanceWatch, PoolGate, SnapshotSource, Stopper
 from legionrm.state import ElasticStore, StoredElasticJob, StoredStop, StoreFault
 
 log = logging.getLogger(__name__)
@@ -189,9 +164,11 @@ class ElasticCycle:
             refusal = self.charges.admit(request) if self.charges is not None else None
             if refusal is not None:  # the pools admit elastic work as they admit scheduleObjects work
                 raise SchedulingError(f"elastic job {jid!r}: {refusal.code}: {refusal.reason}")
-            now = self.clock()
+            now, charged = self.clock(), self.charges.charged(jid) if self.charges is not None else 0
+            row = self._row(jid)  # a job of the same id that completed may still owe stops: they stay in its row
             try:
-                self._write(StoredElasticJob(request, cls, now, True, self.charges.charged(jid) if self.charges else 0))
+                self._write(replace(row, request=request, ducc_class=cls, submitted=now, active=True, charged=charged)
+                            if row is not None else StoredElasticJob(request, cls, now, True, charged))
             except StoreFault:
                 if self.charges is not None:
                     self.charges.release(jid)
