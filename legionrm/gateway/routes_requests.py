@@ -23,7 +23,7 @@ from legionrm.auth.errors import AuthRefusedError
 from legionrm.errors import ConfigError
 from legionrm.gateway.door import INTAKE, PLANE, answer, body_of, refusal, status_of, user_of
 from legionrm.gateway.plane import Unavailable
-from legionrm.gateway.several.schedulers import each, find, on, roster, routed
+from legionrm.gateway.several.schedulers import each, find, roster, routed
 from legionrm.models import RequestInfo, SchedulingRequest, WorkEnd
 from legionrm.models.api import (
     ApiError,

@@ -209,11 +209,9 @@ class GroupIntake:
         return out
 
     def owner(self, request_id: str) -> str:
-        """Whose request ``request_id`` is (live or in the history); SchedulingError when unknown."""
-        entry = self.core.book.find(request_id)
-        if entry is None:
-            raise SchedulingError(f"no request {request_id!r} is known to scheduler {self.core.name!r}")
-        return str(entry.user)
+        """Whose request ``request_id`` is (live, in the history, or an array's own id, as a single
+        cancel asks); SchedulingError when unknown."""
+        return str(self.core.request_info(request_id).user)
 
 
 def _waiting(entry: Entry, failures: tuple[PlacementFailure, ...], reason: str) -> SchedulerResponse:
