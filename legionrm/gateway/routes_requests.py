@@ -38,7 +38,7 @@ from legionrm.models.priority import UpdateBody
 from legionrm.request_file import parse_request
 from legionrm.tomlio import loads_toml
 
-STATES = ("pending", "admitted", "placing", "reserved", "running", "completed", "failed", "cancelled")
+STATES = ("pending", "admitted", "placing", "reserved", "running", "completed", "failed", "cancelled", "preempted")
 
 
 def request_from(doc: dict[str, Any] | None, toml: str | None, overrides: dict[str, str], rid: str | None,
@@ -132,7 +132,7 @@ async def cancel_many(request: web.Request) -> web.Response:
     if not ids and (body.user or body.state):
         infos = await request.app[PLANE].call(user_of(request), "scheduler", "list_requests",
                                               {"user": body.user, "state": body.state})
-        ids = [i.id for i in infos if i.state not in ("completed", "failed", "cancelled")]
+        ids = [i.id for i in infos if i.state not in ("completed", "failed", "cancelled", "preempted")]
     done, refused = [], {}
     for rid in ids:
         try:

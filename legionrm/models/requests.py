@@ -12,12 +12,15 @@ from legionrm.models.reservations import InstanceRef
 from legionrm.models.schedules import PlacementFailure
 from legionrm.models.work import FAILED_ENDS, WorkResult
 
-RequestState = Literal["pending", "admitted", "placing", "reserved", "running", "completed", "failed", "cancelled"]
+RequestState = Literal["pending", "admitted", "placing", "reserved", "running", "completed", "failed", "cancelled",
+                       "preempted"]
 """``pending -> admitted -> placing -> running -> completed | failed | cancelled``;
 a request with a future start goes ``placing -> reserved -> running`` (its
-hosts reserved ahead, its instances started at its start time)."""
+hosts reserved ahead, its instances started at its start time).  A running
+request preempted (issue 26) ends ``preempted`` (``on_preempt = "cancel"``)
+or goes back to ``pending`` with a ``preempted`` event in its history."""
 
-FINAL_STATES: tuple[RequestState, ...] = ("completed", "failed", "cancelled")
+FINAL_STATES: tuple[RequestState, ...] = ("completed", "failed", "cancelled", "preempted")
 
 InstanceState = Literal["running", "ended", "lost", "stopped", "inert", "moved"]
 """``inert``: deactivated, its persistent state in a vault; ``moved``: this
@@ -33,7 +36,7 @@ class RequestEvent(Frozen):
 
 
 EventStatus = Literal["pending", "admitted", "placing", "reserved", "started", "ended", "failed", "cancelled",
-                     "host_lost", "migrated", "deactivated", "activated"]
+                     "host_lost", "migrated", "deactivated", "activated", "preempted"]
 """What a trigger may wait for: a request's transitions (``running`` is
 ``started``, ``completed`` is ``ended``) and its instances' (``started``,
 ``ended``, ``host_lost``) and objects' (``migrated``, ``deactivated``,

@@ -55,10 +55,11 @@ ALLOWED: dict[RequestState, frozenset[RequestState]] = {
     "admitted": frozenset({"placing", "pending", "failed", "cancelled"}),
     "placing": frozenset({"reserved", "running", "pending", "failed", "cancelled"}),
     "reserved": frozenset({"running", "failed", "cancelled"}),
-    "running": frozenset({"completed", "failed", "cancelled"}),
+    "running": frozenset({"completed", "failed", "cancelled", "preempted"}),
     "completed": frozenset(),
     "failed": frozenset(),
     "cancelled": frozenset(),
+    "preempted": frozenset(),
 }
 """Which state may follow which (final states have no successor)."""
 
@@ -341,23 +342,31 @@ class RequestBook:
         if len(draft.history) > HISTORY_LIMIT:
             del draft.history[HISTORY_LIMIT // 2]
 
-    def cancel(self, entry: Entry, reason: str) -> list[InstanceRef] | None:
-        """End a live request's running instances (``stopped``) and cancel it,
-        in one write; returns the instances to stop now (None, and no change,
-        when it already ended)."""
+    def cancel(self, entry: Entry, reason: str, state: RequestState = "cancelled", requeue: str | None = None
+               ) -> list[InstanceRef] | None:
+        """End a live request's running instances (``stopped``) and cancel it
+        (or end it ``state``: ``preempted``), in one write; returns the
+        instances to stop now (None, and no change, when it already ended).
+        With ``requeue`` (a reason) it goes back to ``pending`` after that
+        event, its attempts counted afresh (a preempted request requeued)."""
         with self._lock:
             if entry.final:
                 return None
             live, now = entry.live_instances(), self.clock()
-            draft = entry.draft(state="cancelled", reason=reason)
+            draft = entry.draft(state=state, reason=reason) if requeue is None else entry.draft(
+                state="pending", reason=requeue, attempts=0, failures=())
             for iid in live:
                 draft.instances[iid] = draft.instances[iid].model_copy(
                     update={"state": "stopped", "ended_at": now, "reason": reason})
-            self._event(draft, "cancelled", reason)
+            self._event(draft, state, reason)
+            if requeue is not None:
+                self._event(draft, "pending", requeue)
             self._commit(entry, draft)
             for iid in live:
                 self.tell(entry, INSTANCE_STATUS["stopped"], reason, iid)
-            self.tell(entry, STATUS_OF["cancelled"], reason)
+            self.tell(entry, STATUS_OF[state], reason)
+            if requeue is not None:
+                self.tell(entry, "pending", requeue)
             return [entry.refs[i] for i in live if i in entry.refs]
 
     def finish(self, entry: Entry, state: RequestState, reason: str, **changes: object) -> bool:

@@ -58,6 +58,7 @@ from legionrm.scheduler.enactment import Enactment
 from legionrm.scheduler.planner import Plan, Planner
 from legionrm.scheduler.planning.holds import Hold
 from legionrm.scheduler.planning.window import ahead_of
+from legionrm.enactor.after import after_refusal
 from legionrm.scheduler.ports import (
     EnactorPort,
     InstanceWatch,
@@ -218,9 +219,7 @@ class Scheduler:
         ``max_walltime_s``, else the queue's ``default_walltime_s``."""
         request = with_walltime(request, self.queue.site.max_walltime(request) or self._queue_spec.default_walltime_s)
         validate_request(request, self._clock())
-        refusal = self.accounts.refuse_owner(request)
-        if refusal is None:
-            refusal = self.queue.site.refuse(request)
+        refusal = self.accounts.refuse_owner(request) or after_refusal(request) or self.queue.site.refuse(request)
         if refusal is not None:  # refused at submit, never queued: no account for its work, or no QoS for it
             return refused_at_door(request, refusal)
         # claimed before the queue can see it, so a re-plan never races its first attempt
