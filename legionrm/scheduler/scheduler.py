@@ -58,6 +58,7 @@ from legionrm.scheduler.enactment import Enactment
 from legionrm.scheduler.planner import Plan, Planner
 from legionrm.scheduler.planning.holds import Hold
 from legionrm.scheduler.planning.window import ahead_of
+from legionrm.scheduler.preempt import Preemption
 from legionrm.enactor.after import after_refusal
 from legionrm.scheduler.ports import (
     EnactorPort,
@@ -157,6 +158,9 @@ class Scheduler:
                                                    settings.cluster.capacity().cpus), self._queue_spec.order)
         self._usages = UsageCache()  # running requests' cpus per host, between passes
         self.backfill = Backfill(self._queue_spec.policy, self._queue_spec.backfill_depth, profile=self._profile)
+        # preemption (issue 26): after a pass, non-preemptable or higher-QoS work may take preemptable work's cpus
+        self.preemption = Preemption(book, self.queue.site, self._profile, self.backfill.depth, enactment.stop,
+                                     accounts.book_back, clock)
         self._ahead = AheadStarts(book, enactment.enactor, book_back=accounts.book_back)  # starts ahead
         self._ticks = 0
         if book.store is not None:  # restarted: each request's past back in its stream, before any live event
@@ -242,7 +246,10 @@ class Scheduler:
         """Try every pending request again, in queue order; returns how many
         started.  Called on events (and by :meth:`tick`).  If a re-plan is
         already running, this asks it to go round once more and returns 0."""
-        return self.queue.replan(self._walk, self._wait)
+        started = self.queue.replan(self._walk, self._wait)
+        if self.preemption.enabled and self.preemption.run(self.queue.ready(self.queue.order())):
+            started += self.queue.replan(self._walk, self._wait)  # the freed cpus, kept for the preemptor
+        return started
 
     def _walk(self, order: list[Entry], gate: PassGate) -> int:
         """One pass of the backfill rules over ``order``, each attempt under the pass's QoS limits."""
@@ -393,6 +400,7 @@ class Scheduler:
         queue's reserved starts); leaves it running, pending or failed.  A
         write that fails undoes what the attempt did and answers with the
         fault (the request stays where its last write left it)."""
+        holds = (*holds, *self.preemption.holds_for(entry))  # cpus a preemption freed for another request
         try:
             return self._try(entry, holds)
         except StoreFault as fault:
