@@ -160,7 +160,7 @@ class Scheduler:
         self.backfill = Backfill(self._queue_spec.policy, self._queue_spec.backfill_depth, profile=self._profile)
         # preemption (issue 26): after a pass, non-preemptable or higher-QoS work may take preemptable work's cpus
         self.preemption = Preemption(book, self.queue.site, self._profile, self.backfill.depth, enactment.stop,
-                                     accounts.book_back, clock)
+                                     accounts.book_back, clock, lambda: self._collection.get().snapshot())
         self._ahead = AheadStarts(book, enactment.enactor, book_back=accounts.book_back)  # starts ahead
         self._ticks = 0
         if book.store is not None:  # restarted: each request's past back in its stream, before any live event

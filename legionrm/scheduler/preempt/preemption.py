@@ -38,7 +38,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from legionrm import codes
-from legionrm.models import InstanceRef
+from legionrm.collection.collection import CollectionSnapshot
+from legionrm.errors import LegionError
+from legionrm.models import Identity, InstanceRef
 from legionrm.scheduler.backfill import Profile, demand_of, usage_of, walltime_of
 from legionrm.scheduler.backfill.policy import outside
 from legionrm.scheduler.backfill.profile import INF, Demand, place
@@ -65,14 +67,16 @@ class Claim:
 
 class Preemption:
     """Preemption over ``book`` under ``site``'s QoS and fair share (see the
-    module).  ``profile`` is the pass's cpus-over-time view; ``depth`` the
+    module).  ``profile`` is the pass's cpus-over-time view, ``snapshot``
+    the Collection's (which hosts would take the preemptor); ``depth`` the
     backfill's number of reserved starts; ``stop`` stops one instance (the
     Enactment's); ``book_back`` gives a request's accounts back.  Thread-safe."""
 
     def __init__(self, book: RequestBook, site: SitePolicy, profile: Callable[[], Profile], depth: int,
                  stop: Callable[[InstanceRef, str], None], book_back: Callable[[Entry], None],
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float], snapshot: Callable[[], CollectionSnapshot | None] = lambda: None) -> None:
         self._book, self._site, self._profile, self._depth = book, site, profile, depth
+        self._snapshot = snapshot
         self._stop, self._book_back, self._clock = stop, book_back, clock
         self._lock = threading.Lock()
         self._claims: dict[str, Claim] = {}
@@ -124,7 +128,7 @@ class Preemption:
             me = self.rank(entry)
             demand, wall = demand_of(entry.request), walltime_of(entry.request)
             holds = self._holds(profile, blocked)
-            fits = _fits(profile, demand, wall, holds, _vetoed(entry, profile))
+            fits = _fits(profile, demand, wall, holds, _vetoed(entry, profile, self._snapshot()))
             if fits(profile.free) is not None:
                 continue  # free capacity suffices: the queue's pass starts it, no one is preempted
             if any(may_preempt(me, r) for r in ranks.values()):
@@ -190,11 +194,24 @@ class Preemption:
         return len(done)
 
 
-def _vetoed(entry: Entry, profile: Profile) -> list[int]:
-    """The hosts (profile positions) that refused ``entry``'s last attempt for
-    anything but their free capacity (an owner's veto, an access list, a
-    constraint): no preemption there can make room for it."""
+def _vetoed(entry: Entry, profile: Profile, snap: CollectionSnapshot | None) -> list[int]:
+    """The hosts (profile positions) no preemption can make room on for
+    ``entry``: those none of its objects' constraints match or whose access
+    lists refuse its user and class (the planner's query stage), and those
+    that refused its last attempt for anything but free capacity (an owner's
+    veto at reservation or start)."""
     refused = {f.resource for f in entry.failures if f.code != codes.CAPACITY}
+    if snap is not None:
+        rows = snap.rows('$kind == "host"')
+        names = snap.table.names[rows]
+        ok = np.zeros(len(rows), dtype=bool)
+        for o in entry.request.objects:
+            ident = Identity(user=entry.user, class_name=o.class_name, groups=entry.request.identity.groups)
+            try:
+                ok |= (snap.mask(f'$kind == "host" and ({o.constraint})') & snap.accepts(ident))[rows]
+            except LegionError:  # a constraint that does not compile: the planner says so
+                return list(range(len(profile.names)))
+        refused |= {str(n) for n in names[~ok]}
     return [i for h, i in profile.index.items() if h in refused]
 
 
