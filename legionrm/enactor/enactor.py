@@ -381,7 +381,8 @@ class Enactor:
                 vetoed.update(lost)
                 # in rounds: a key is created only once every key it is after runs (the request's after graph)
                 for wave in waves([k for k in pending if k not in lost], after):
-                    ready = [k for k in wave if all(p in started or p not in mapping for p in after.get(k, ()))]
+                    waiting = vetoed.keys() | set(deferred)  # predecessors that do not run (yet)
+                    ready = [k for k in wave if not any(p in waiting for p in after.get(k, ()))]
                     deferred += [k for k in wave if k not in ready]
                     self._start_wave(run, mapping, ready, started, vetoed, failures)
             if not vetoed:

@@ -223,7 +223,9 @@ class Scheduler:
         ``max_walltime_s``, else the queue's ``default_walltime_s``."""
         request = with_walltime(request, self.queue.site.max_walltime(request) or self._queue_spec.default_walltime_s)
         validate_request(request, self._clock())
-        refusal = self.accounts.refuse_owner(request) or after_refusal(request) or self.queue.site.refuse(request)
+        refusal = self.accounts.refuse_owner(request)
+        for check in (after_refusal, self.queue.site.refuse):
+            refusal = check(request) if refusal is None else refusal
         if refusal is not None:  # refused at submit, never queued: no account for its work, or no QoS for it
             return refused_at_door(request, refusal)
         # claimed before the queue can see it, so a re-plan never races its first attempt
