@@ -11,6 +11,8 @@ The file is a :class:`~legionrm.models.SchedulingRequest` with one
     walltime_s = 1800                 # optional: every object's walltime unless it gives its own
     qos = "normal"                    # optional: a [[qos]] of the cluster file (default: the class's)
     hold = true                       # optional: submit held; `legionrm release ID` lets it go
+    on_preempt = "requeue"            # optional: if preempted (a preemptable QoS), requeue (default) or
+                                      # "cancel" (it ends preempted)
     # priority = 100                  # administrators only (as an object's priority or weight):
                                       # anyone else's request that sets one is refused (request.priority)
 
@@ -25,6 +27,12 @@ The file is a :class:`~legionrm.models.SchedulingRequest` with one
     memory_gb = 8
     placement = "scatter"             # pack | scatter | vscatter | free
     constraint = '$gpus == 0 and $site == "uva"'
+
+    [[object]]
+    class_name = "Reducer"
+    name = "reduce"                   # optional: what `after` calls it (default: its class_name)
+    after = ["Worker"]                # optional: start once those objects of this request run
+                                      # (a cycle or an unknown name is refused at submit: request.after)
 
 Every problem is a :class:`ConfigError` naming the table (``object[1]``) and
 the key; a MIL constraint that does not parse names its position.
@@ -56,11 +64,11 @@ from legionrm.tomlio import (
 )
 
 TOP_KEYS = ("request_id", "pool", "activate", "identity", "object", "wait", "start", "start_in", "walltime_s", "qos",
-            "priority", "hold")
+            "priority", "hold", "on_preempt")
 NUMBERS = {"count": int, "cpus": float, "memory_gb": float, "gpus": int, "storage_gb": float, "walltime_s": float,
            "priority": int, "weight": float}
 """The numeric keys of an ``[[object]]`` table (a boolean is not a number; nan and inf are refused)."""
-STRINGS = ("class_name", "constraint", "vault_constraint", "placement", "ducc_class")
+STRINGS = ("class_name", "constraint", "vault_constraint", "placement", "ducc_class", "name")
 
 
 def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | None = None,
@@ -88,6 +96,9 @@ def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | N
         for key in STRINGS:
             expect(t, key, str, None, file=file, where=where)
         _args(t, file=file, where=where)
+        after = expect(t, "after", list, [], file=file, where=where)
+        if not all(isinstance(a, str) for a in after):
+            raise ConfigError("must be a list of object names", file=file, table=where, key="after")
         env = expect(t, "env", dict, {}, file=file, where=where)
         for key, v in env.items():
             if not isinstance(v, str):
@@ -122,7 +133,16 @@ def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | N
         objects=tuple(objects), activate=tuple(activate), start=start, walltime_s=walltime,
         qos=expect(doc, "qos", str, None, file=file, where=""), priority=expect(doc, "priority", int, None, file=file, where=""),
         hold="user" if expect(doc, "hold", bool, False, file=file, where="") else None,
+        on_preempt=_choice(doc, "on_preempt", ("requeue", "cancel"), file=file),
     ), file=file, where="")
+
+
+def _choice(doc: dict[str, Any], key: str, choices: tuple[str, ...], *, file: str) -> str | None:
+    """``doc[key]``, one of ``choices`` (None when absent)."""
+    value = expect(doc, key, str, None, file=file, where="")
+    if value is not None and value not in choices:
+        raise ConfigError(f"must be one of {', '.join(choices)}", file=file, key=key)
+    return value
 
 
 def _start(doc: dict[str, Any], now: float, *, file: str) -> float | None:

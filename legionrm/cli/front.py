@@ -198,8 +198,9 @@ def cli_show(args: argparse.Namespace) -> int:
     if info.get("archived"):
         print("  archived: it finished and left the live book; this is what the history keeps "
               "(its instances' accounting: legionrm history)")
-    if info.get("qos") or info.get("hold"):
-        print(f"  qos {info.get('qos') or '(its class default)'}" + (f", held by {info['hold']}" if info.get("hold") else ""))
+    if info.get("qos") or info.get("hold") or info.get("on_preempt"):
+        print(f"  qos {info.get('qos') or '(its class default)'}" + (f", held by {info['hold']}" if info.get("hold") else "")
+              + (f", if preempted: {info['on_preempt']}" if info.get("on_preempt") else ""))
     if info.get("start") is not None:
         print(f"  start {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(info['start']))} "
               f"({starts(info, time.time())})")

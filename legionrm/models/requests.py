@@ -144,6 +144,9 @@ class RequestInfo(Frozen):
     """The QoS it chose (None: its class's default)."""
     hold: str | None = None
     """``user`` or ``admin`` while held."""
+    on_preempt: str | None = None
+    """What preemption does to it: ``requeue`` or ``cancel`` (None: ``requeue``).
+    Who preempted it, and why, is in its history (a ``preempted`` event)."""
     archived: bool = False
     """It finished and left the live book: this is what the durable history keeps of it."""
 

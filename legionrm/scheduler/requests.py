@@ -140,6 +140,7 @@ class Entry:
             start=self.request.start,
             instances=tuple(self.instances.values()), failures=self.failures, history=tuple(self.history),
             exit_code=self.exit_code(), qos=self.request.qos, hold=self.request.hold, archived=self.archived,
+            on_preempt=self.request.on_preempt,
         )
 
     def ended(self) -> float:
