@@ -159,7 +159,7 @@ class Scheduler:
         self._usages = UsageCache()  # running requests' cpus per host, between passes
         self.backfill = Backfill(self._queue_spec.policy, self._queue_spec.backfill_depth, profile=self._profile)
         # preemption (issue 26): after a pass, non-preemptable or higher-QoS work may take preemptable work's cpus
-        self.preemption = Preemption(book, self.queue.site, self._profile, self.backfill.depth, enactment.stop,
+        self._preemption = Preemption(book, self.queue.site, self._profile, self.backfill.depth, enactment.stop,
                                      accounts.book_back, clock, lambda: self._collection.get().snapshot())
         self._ahead = AheadStarts(book, enactment.enactor, book_back=accounts.book_back)  # starts ahead
         self._ticks = 0
@@ -249,7 +249,7 @@ class Scheduler:
         started.  Called on events (and by :meth:`tick`).  If a re-plan is
         already running, this asks it to go round once more and returns 0."""
         started = self.queue.replan(self._walk, self._wait)
-        if self.preemption.enabled and self.preemption.run(self.queue.ready(self.queue.order())):
+        if self._preemption.enabled and self._preemption.run(self.queue.ready(self.queue.order())):
             started += self.queue.replan(self._walk, self._wait)  # the freed cpus, kept for the preemptor
         return started
 
@@ -402,7 +402,7 @@ class Scheduler:
         queue's reserved starts); leaves it running, pending or failed.  A
         write that fails undoes what the attempt did and answers with the
         fault (the request stays where its last write left it)."""
-        holds = (*holds, *self.preemption.holds_for(entry))  # cpus a preemption freed for another request
+        holds = (*holds, *self._preemption.holds_for(entry))  # cpus a preemption freed for another request
         try:
             return self._try(entry, holds)
         except StoreFault as fault:

@@ -108,7 +108,6 @@ def test_an_owners_veto_still_holds_and_no_work_is_preempted_on_the_vetoing_host
 
 def test_no_preemption_without_a_preemptable_qos() -> None:
     s = system(qos=[{"name": "normal"}, {"name": "urgent", "priority": 10}])
-    assert not s.scheduler.preemption.enabled
     fill(s, "normal")
     s.scheduler.scheduleObjects(req("a", "alice", "urgent"))
     s.scheduler.tick()
