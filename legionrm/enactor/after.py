@@ -9,15 +9,23 @@ itself, a cycle), :func:`key_after` turns the graph into placement keys for
 the Enactor (:attr:`~legionrm.models.EnactRequest.after`), and
 :func:`waves` orders a set of keys into rounds of creation, each round's
 predecessors all in earlier rounds; :func:`after_refusal` is the
-Scheduler's refusal at submit.  Pure.
+Scheduler's refusal at submit.
+
+After work that ends (a ``Command``: runner work) an object starts only once
+every instance of it ended well (``completed``): such a request starts in
+stages (:mod:`legionrm.scheduler.stages`).  :func:`ready` says which
+objects may start now, :func:`waits` whether a running request still has a
+stage to come; both read only the request and its instances (each knows the
+object it is of: ``InstanceInfo.name``), so a restarted Scheduler finds the
+same stage.  Pure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from legionrm import codes
-from legionrm.models import ObjectRequest, Refusal, SchedulingRequest
+from legionrm.models import InstanceInfo, ObjectRequest, Refusal, RequestEvent, SchedulingRequest
 
 
 def name_of(obj: ObjectRequest) -> str:
@@ -109,3 +117,61 @@ def waves(keys: Sequence[str], after: Mapping[str, Collection[str]]) -> list[lis
         done.update(wave)
         left = [k for k in left if k not in done]
     return out
+
+
+# --- stages: after work that ends ------------------------------------------------------
+
+Ends = Callable[[ObjectRequest], bool]
+"""Is this object work that ends (its class runs runner work)?"""
+
+
+def this_run(history: Sequence[RequestEvent], instances: Iterable[InstanceInfo]) -> list[InstanceInfo]:
+    """The instances of the request's current run: started since it last went
+    back to ``pending`` (a requeued request starts its graph afresh)."""
+    since = max((e.at for e in history if e.state == "pending"), default=float("-inf"))
+    return [i for i in instances if i.started_at >= since]
+
+
+def ready(objects: Sequence[ObjectRequest], run: Sequence[InstanceInfo], ends: Ends) -> list[int]:
+    """The indices of the objects not started in ``run`` that may start now:
+    each object it follows ended well (work that ends) or runs or starts with
+    it (anything else).  With no instances: the first stage."""
+    by_name = {name_of(o): o for o in objects}
+    started = {i.name for i in run if i.name is not None}
+    go: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for o in objects:
+            n = name_of(o)
+            if n in started or n in go:
+                continue
+            if all(_ended_well(by_name[p], run) if ends(by_name[p]) else (p in started or p in go)
+                   for p in o.after if p in by_name):
+                go.add(n)
+                changed = True
+    return [k for k, o in enumerate(objects) if name_of(o) in go]
+
+
+def _ended_well(obj: ObjectRequest, run: Sequence[InstanceInfo]) -> bool:
+    mine = [i for i in run if i.name == name_of(obj)]
+    return len(mine) >= obj.count and all(i.result is not None and i.result.state == "completed" for i in mine)
+
+
+def unstarted(objects: Sequence[ObjectRequest], run: Sequence[InstanceInfo]) -> list[str]:
+    """The objects with no instance in ``run`` (none when no object uses ``after``)."""
+    if not any(o.after for o in objects):
+        return []
+    started = {i.name for i in run}
+    return [name_of(o) for o in objects if name_of(o) not in started]
+
+
+def stalled(run: Sequence[InstanceInfo]) -> bool:
+    """Did an instance of ``run`` end other than well (failed, timed out,
+    stopped, its host lost)?  Then what waits for its stage never starts."""
+    return any(i.state == "lost" or (i.result is not None and i.result.state != "completed") for i in run)
+
+
+def waits(objects: Sequence[ObjectRequest], run: Sequence[InstanceInfo]) -> bool:
+    """Do objects of a running request wait for their stage (and may still get it)?"""
+    return bool(unstarted(objects, run)) and not stalled(run)

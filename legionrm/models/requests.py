@@ -73,6 +73,9 @@ class InstanceInfo(Frozen):
     saved_bytes: int | None = None
     result: WorkResult | None = None
     """A run's end and figures (runner work only), once its host gave them."""
+    name: str | None = None
+    """The object request it is an instance of (its ``name``, else its class;
+    set for requests that use ``after``: :mod:`legionrm.scheduler.stages`)."""
 
     @property
     def failed(self) -> bool:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Callable, Iterable
 
+from legionrm.enactor.after import this_run, unstarted, waits
 from legionrm.errors import SchedulingError
 from legionrm.events.triggers import INSTANCE_STATUS, STATUS_OF
 from legionrm.models import (
@@ -106,8 +107,9 @@ class Entry:
         return [i for i, info in self.instances.items() if info.state == "running"]
 
     def holds_objects(self) -> bool:
-        """Does any of its objects still run or rest inert (its state in a vault)?"""
-        return any(info.state in ("running", "inert") for info in self.instances.values())
+        """Does any of its objects still run or rest inert (its state in a vault), or wait for its stage?"""
+        return any(info.state in ("running", "inert") for info in self.instances.values()) or (
+            self.state == "running" and waits(self.request.objects, this_run(self.history, self.instances.values())))
 
     def walltime(self, class_name: str) -> float | None:
         """The walltime of the object request that made an instance of ``class_name`` (its class's first)."""
@@ -118,8 +120,9 @@ class Entry:
         return sum(o.count * o.cpus for o in self.request.objects)
 
     def failed_work(self) -> bool:
-        """Did any of its instances' work fail (a run that failed, or its host lost)?"""
-        return any(i.state == "lost" or i.failed for i in self.instances.values())
+        """Did any of its instances' work fail (a run that failed, or its host lost), or an object never start?"""
+        return any(i.state == "lost" or i.failed for i in self.instances.values()) or bool(
+            unstarted(self.request.objects, this_run(self.history, self.instances.values())))
 
     def exit_code(self) -> int | None:
         """Its runs' first non-zero exit code, else 0; None before any run's result is known."""
@@ -397,9 +400,9 @@ class RequestBook:
         return False
 
     def attach(self, entry: Entry, instances: Iterable[InstanceRef], state: RequestState | None = None,
-               reason: str = "", **changes: object) -> None:
-        """The request's instances started; with ``state``, the request moves
-        there (with ``changes``) in the same write."""
+               reason: str = "", names: dict[str, str] | None = None, **changes: object) -> None:
+        """The request's instances started (``names``: the object each is of);
+        with ``state``, the request moves there (with ``changes``) in the same write."""
         refs = list(instances)
         with self._lock:
             draft = entry.draft(**changes)
@@ -413,7 +416,8 @@ class RequestBook:
             for ref in refs:
                 draft.refs[ref.instance_id] = ref
                 draft.instances[ref.instance_id] = InstanceInfo(id=ref.instance_id, host=ref.host,
-                                                                started_at=ref.started_at)
+                                                                started_at=ref.started_at,
+                                                                name=(names or {}).get(ref.instance_id))
             self._commit(entry, draft)
             self._by_instance.update({ref.instance_id: entry.id for ref in refs})
             for ref in refs:

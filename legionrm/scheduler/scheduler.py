@@ -59,6 +59,7 @@ from legionrm.scheduler.planner import Plan, Planner
 from legionrm.scheduler.planning.holds import Hold
 from legionrm.scheduler.planning.window import ahead_of
 from legionrm.scheduler.preempt import Preemption
+from legionrm.scheduler.stages.advance import Stages, work_classes
 from legionrm.enactor.after import after_refusal
 from legionrm.scheduler.ports import (
     EnactorPort,
@@ -158,9 +159,10 @@ class Scheduler:
                                                    settings.cluster.capacity().cpus), self._queue_spec.order)
         self._usages = UsageCache()  # running requests' cpus per host, between passes
         self.backfill = Backfill(self._queue_spec.policy, self._queue_spec.backfill_depth, profile=self._profile)
-        # preemption (issue 26): after a pass, non-preemptable or higher-QoS work may take preemptable work's cpus
         self._preemption = Preemption(book, self.queue.site, self._profile, self.backfill.depth, enactment.stop,
                                      accounts.book_back, clock, lambda: self._collection.get().snapshot())
+        self._stages = Stages(work_classes(settings.cluster.classes), book, planner, collection, enactment,
+                              self.queue.claim, self._preemption.holds_for)
         self._ahead = AheadStarts(book, enactment.enactor, book_back=accounts.book_back)  # starts ahead
         self._ticks = 0
         if book.store is not None:  # restarted: each request's past back in its stream, before any live event
@@ -357,6 +359,7 @@ class Scheduler:
                                                       results.get(iid)):
                     ended += 1
                     self._classes_forget(iid)
+        self._stages.advance_all()  # later stages of requests whose after graph follows work that ended well
         settle_half_done(self)
         if self._ticks % RESULT_SWEEP_TICKS == 0:
             try:
@@ -442,6 +445,7 @@ class Scheduler:
             return self._refused(entry, [PlacementFailure(
                 key="*", resource=refusal.by, code=refusal.code, reason=refusal.reason, stage="plan")], 0)
         self.book.move(entry, "admitted", f"admitted to pool {request.pool}")
+        request = self._stages.first(request)  # a later stage starts once what it follows ended well
         try:
             plan = self.planner.make_schedules(request, self._collection.get().snapshot(), holds)
             if not plan.ok:
@@ -469,7 +473,7 @@ class Scheduler:
             if ahead is not None:
                 prefix = self._ahead.reserve(entry, result, len(plan.masters))
             else:
-                self.book.attach(entry, result.instances, "running", prefix[:-2])
+                self.book.attach(entry, result.instances, "running", prefix[:-2], self._stages.names(result, plan))
         except StoreFault:  # nothing the book does not know keeps running (or reserved)
             for ref in result.instances:
                 self.enactment.stop(ref, "its request could not be written")

@@ -47,6 +47,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.scheduler.planner",),
     ("legionrm.scheduler.sharegate", "legionrm.scheduler.ahead.starts", "legionrm.scheduler.backfill"),
     ("legionrm.scheduler.accounts", "legionrm.scheduler.enactment", "legionrm.scheduler.preempt"),  # the Scheduler's parts
+    ("legionrm.scheduler.stages",),  # over the enactment
     ("legionrm.scheduler.scheduler",),
     ("legionrm.scheduler.mobility",),
     ("legionrm.scheduler.door", "legionrm.scheduler.wiring"),
