@@ -109,7 +109,11 @@ class Entry:
     def holds_objects(self) -> bool:
         """Does any of its objects still run or rest inert (its state in a vault), or wait for its stage?"""
         return any(info.state in ("running", "inert") for info in self.instances.values()) or (
-            self.state == "running" and waits(self.request.objects, this_run(self.history, self.instances.values())))
+            self.state == "running" and self._graph() and waits(self.request.objects, this_run(self.history,
+                                                                                               self.instances.values())))
+
+    def _graph(self) -> bool:
+        return any(o.after for o in self.request.objects)
 
     def walltime(self, class_name: str) -> float | None:
         """The walltime of the object request that made an instance of ``class_name`` (its class's first)."""
@@ -121,8 +125,8 @@ class Entry:
 
     def failed_work(self) -> bool:
         """Did any of its instances' work fail (a run that failed, or its host lost), or an object never start?"""
-        return any(i.state == "lost" or i.failed for i in self.instances.values()) or bool(
-            unstarted(self.request.objects, this_run(self.history, self.instances.values())))
+        return any(i.state == "lost" or i.failed for i in self.instances.values()) or (self._graph() and bool(
+            unstarted(self.request.objects, this_run(self.history, self.instances.values()))))
 
     def exit_code(self) -> int | None:
         """Its runs' first non-zero exit code, else 0; None before any run's result is known."""

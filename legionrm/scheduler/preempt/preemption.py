@@ -79,6 +79,7 @@ class Preemption:
         self._snapshot = snapshot
         self._stop, self._book_back, self._clock = stop, book_back, clock
         self._lock = threading.Lock()
+        self._busy = threading.Lock()
         self._claims: dict[str, Claim] = {}
         self.enabled = any(q.preemptable for q in site.settings.qos.values())
         """No preemptable QoS: nothing can ever be preempted, and a pass costs nothing."""
@@ -120,24 +121,37 @@ class Preemption:
         ranks = {e.id: self.rank(e) for e in running}
         if not any(r.preemptable for r in ranks.values()):
             return 0
+        if not self._busy.acquire(blocking=False):
+            return 0  # another pass is choosing victims now: one at a time, never two for the same cpus
+        try:
+            return self._run(order, running, ranks)
+        finally:
+            self._busy.release()
+
+    def _run(self, order: Sequence[Entry], running: list[Entry], ranks: dict[str, Rank]) -> int:
         profile = self._profile()
         blocked: list[Entry] = []
+        holds: list[Hold] = []
         for entry in order:
             if entry.state != "pending" or outside(entry.request) or entry.id in self._claims:
                 continue
             me = self.rank(entry)
+            may = any(may_preempt(me, r) for r in ranks.values())
+            if not may and len(blocked) >= self._depth:
+                continue  # it neither preempts nor keeps a reserved start
             demand, wall = demand_of(entry.request), walltime_of(entry.request)
-            holds = self._holds(profile, blocked)
-            fits = _fits(profile, demand, wall, holds, _vetoed(entry, profile, self._snapshot()))
+            # only hosts that would take it count as free for it (its constraint, access lists, vetoes)
+            fits = _fits(profile, demand, wall, holds, _vetoed(entry, profile, self._snapshot()) if may else ())
             if fits(profile.free) is not None:
                 continue  # free capacity suffices: the queue's pass starts it, no one is preempted
-            if any(may_preempt(me, r) for r in ranks.values()):
+            if may:
                 victims = self._victims(entry, [e for e in running if may_preempt(me, ranks[e.id])], profile)
                 chosen = choose(profile.free, fits, me, victims)
                 if chosen is not None and chosen[0]:
                     return self._preempt(entry, me, chosen[0], chosen[1], profile, ranks)
             if len(blocked) < self._depth:
                 blocked.append(entry)  # it keeps a reserved start: those after it must not delay it
+                holds = self._holds(profile, blocked)
         return 0
 
     def _holds(self, profile: Profile, blocked: Sequence[Entry]) -> list[Hold]:

@@ -87,6 +87,19 @@ def test_a_requeued_victim_does_not_take_back_the_cpus_claimed_for_its_preemptor
     assert (state(s, "a"), state(s, "b2")) == ("running", "pending")
 
 
+def test_free_cpus_on_a_host_it_may_not_use_do_not_stop_a_preemption() -> None:
+    s = system(hosts=3)
+    fill(s)  # h0 and h1 full; h2 free, but the urgent request asks for h0
+    s.scheduler.scheduleObjects(SchedulingRequest(request_id="a", identity=Identity(user="alice"), qos="urgent",
+                                                  objects=(ObjectRequest(class_name="W", cpus=4, memory_gb=1,
+                                                                         walltime_s=100, constraint='$name == "h0"'),)))
+    s.scheduler.tick()
+    b1 = s.scheduler.request_info("b1")
+    assert (state(s, "a"), b1.state, state(s, "b2")) == ("running", "running", "running")
+    assert any(h.state == "preempted" for h in b1.history)  # requeued, and started again on h2
+    assert [i.host for i in b1.instances if i.state == "running"] == ["h2"]
+
+
 def test_no_one_is_preempted_while_free_capacity_suffices() -> None:
     s = system(hosts=3)
     fill(s)
