@@ -130,7 +130,8 @@ class Entry:
 
     def exit_code(self) -> int | None:
         """Its runs' first non-zero exit code, else 0; None before any run's result is known."""
-        codes = [i.result.exit_code for i in self.instances.values() if i.result and i.result.exit_code is not None]
+        codes = [i.result.exit_code for i in this_run(self.history, self.instances.values())  # a requeued run's own
+                 if i.result and i.result.exit_code is not None]
         return next((c for c in codes if c != 0), 0) if codes else None
 
     def draft(self, **changes: object) -> "Entry":
