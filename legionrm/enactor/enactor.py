@@ -27,10 +27,13 @@ The algorithm, as the manual states it and as this module runs it:
 4. On success the scheduler confirms (an approval callback; default
    approve).  If it declines, everything is released and the refusal is
    reported.  Then every instance is created through its class object with
-   the tokens.  A host may still veto at start: the vetoed mappings are
-   repaired with the master's applicable deltas (ones that do not move an
-   instance already started), reserving anew; if none works, the instances
-   started are stopped, everything is released and the failure reported.
+   the tokens, in rounds by the request's ``after`` graph (a key only once
+   every key it follows runs: :mod:`legionrm.enactor.after`).  A host may
+   still veto at start: the vetoed mappings are repaired with the master's
+   applicable deltas (ones that do not move an instance already started),
+   reserving anew, and what follows them waits for the repaired start; if
+   none works, the instances started are stopped, everything is released
+   and the failure reported.
 
 Reservation thrashing (releasing a reservation and asking for the same
 resource for the same mapping again) is counted in ``EnactResult.thrash``;

@@ -36,6 +36,7 @@ import logging
 from typing import Any, Callable, Sequence
 
 from legionrm import codes
+from legionrm.enactor.after import after_refusal
 from legionrm.errors import SchedulingError
 from legionrm.events.triggers import Triggers, past_events
 from legionrm.models import (
@@ -60,7 +61,6 @@ from legionrm.scheduler.planning.holds import Hold
 from legionrm.scheduler.planning.window import ahead_of
 from legionrm.scheduler.preempt import Preemption
 from legionrm.scheduler.stages.advance import Stages, work_classes
-from legionrm.enactor.after import after_refusal
 from legionrm.scheduler.ports import (
     EnactorPort,
     InstanceWatch,
@@ -247,9 +247,9 @@ class Scheduler:
                                                           reason=self._behind(), stage="plan")], 0)
 
     def replan(self) -> int:
-        """Try every pending request again, in queue order; returns how many
-        started.  Called on events (and by :meth:`tick`).  If a re-plan is
-        already running, this asks it to go round once more and returns 0."""
+        """Try every pending request again, in queue order, then let preemption free cpus for one
+        (:mod:`~legionrm.scheduler.preempt`); returns how many started.  Called on events (and by
+        :meth:`tick`).  If a re-plan is already running, this asks it to go round once more and returns 0."""
         started = self.queue.replan(self._walk, self._wait)
         if self._preemption.enabled and self._preemption.run(self.queue.ready(self.queue.order())):
             started += self.queue.replan(self._walk, self._wait)  # the freed cpus, kept for the preemptor

@@ -20,10 +20,10 @@ Each victim is, in this order:
 The preemptor's history says whom it preempted and why.  The cpus freed are
 then *claimed* for the preemptor (:meth:`holds_for`): every other attempt,
 the requeued victims' included, keeps a :class:`Hold` off them until the
-preemptor starts, leaves the queue, or :data:`CLAIM_S` passes; a request
+preemptor starts or ends, or :data:`CLAIM_S` passes; a request
 with a live claim preempts no more.  The preemptor itself is placed by the
 ordinary attempt: its reservations go through the hosts, whose owners may
-still refuse it (a veto holds; the claim lapses).  Hosts that refused its
+still refuse it (a veto holds; the claim lapses in time).  Hosts that refused its
 last attempt for anything but free capacity (a veto, an access list) are
 left out of the fit, so no work there is preempted for it.  Pure: no Ray.
 """
@@ -105,7 +105,7 @@ class Preemption:
         with self._lock:
             for rid, c in list(self._claims.items()):
                 e = self._book.get(rid)
-                if now >= c.until or e is None or e.state != "pending":
+                if now >= c.until or e is None or e.final or e.state in ("reserved", "running"):
                     del self._claims[rid]
 
     # --- a pass -------------------------------------------------------------------------
