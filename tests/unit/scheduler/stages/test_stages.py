@@ -75,3 +75,17 @@ def test_an_object_after_a_service_starts_with_it(tmp_path: Path) -> None:
         cmd("client", "true", "db"))))
     assert r.ok and len(r.instances) == 2  # a service does not end: its followers start once it runs
     s.scheduler.cancel("svc")
+
+
+def test_a_restarted_scheduler_finds_the_stage_again(tmp_path: Path) -> None:
+    from legionrm.state import RequestStore
+    from tests.unit.scheduler.test_restart import restarted
+
+    spec = system(tmp_path).spec
+    s = LocalSystem(spec, runs_dir=tmp_path / "runs2", store=RequestStore(tmp_path / "r.db"))
+    assert s.scheduler.scheduleObjects(SchedulingRequest(request_id="pipe", identity=Identity(user="alice"), objects=(
+        cmd("first", "sleep 1"), cmd("second", "true", "first")))).ok
+    restarted(s, RequestStore(tmp_path / "r.db"))
+    assert [i.name for i in s.scheduler.request_info("pipe").instances] == ["first"]  # written with its object
+    info = until(s, "pipe", ("completed", "failed"))
+    assert info.state == "completed" and names(info) == ["first", "second"]
