@@ -251,7 +251,7 @@ class Scheduler:
         (:mod:`~legionrm.scheduler.preempt`); returns how many started.  Called on events (and by
         :meth:`tick`).  If a re-plan is already running, this asks it to go round once more and returns 0."""
         started = self.queue.replan(self._walk, self._wait)
-        if self._preemption.enabled and self._preemption.run(self.queue.ready(self.queue.order())):
+        if self._preemption.run(lambda: self.queue.ready(self.queue.order())):
             started += self.queue.replan(self._walk, self._wait)  # the freed cpus, kept for the preemptor
         return started
 

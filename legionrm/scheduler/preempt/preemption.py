@@ -110,11 +110,12 @@ class Preemption:
 
     # --- a pass -------------------------------------------------------------------------
 
-    def run(self, order: Sequence[Entry]) -> int:
-        """Preempt for the first request of ``order`` (the pending requests
-        that may be tried now, in queue order) that needs it and can have
-        it; returns how many victims were preempted (0: none)."""
-        if not self.enabled or not order:
+    def run(self, order: Callable[[], Sequence[Entry]]) -> int:
+        """Preempt for the first request of ``order()`` (the pending requests
+        that may be tried now, in queue order; asked only when preemptable
+        work runs) that needs it and can have it; returns how many victims
+        were preempted (0: none)."""
+        if not self.enabled:
             return 0
         self._expire()
         running = self._book.in_state("running")
@@ -124,7 +125,7 @@ class Preemption:
         if not self._busy.acquire(blocking=False):
             return 0  # another pass is choosing victims now: one at a time, never two for the same cpus
         try:
-            return self._run(order, running, ranks)
+            return self._run(order(), running, ranks)
         finally:
             self._busy.release()
 
