@@ -160,7 +160,7 @@ class Scheduler:
         self._usages = UsageCache()  # running requests' cpus per host, between passes
         self.backfill = Backfill(self._queue_spec.policy, self._queue_spec.backfill_depth, profile=self._profile)
         self._preemption = Preemption(book, self.queue.site, self._profile, self.backfill.depth, enactment.stop,
-                                     accounts.book_back, clock, lambda: self._collection.get().snapshot())
+                                     accounts.book_back, clock, self.queue.claim, lambda: collection.get().snapshot())
         self._stages = Stages(work_classes(settings.cluster.classes), book, planner, collection, enactment,
                               self.queue.claim, self._preemption.holds_for)
         self._ahead = AheadStarts(book, enactment.enactor, book_back=accounts.book_back)  # starts ahead

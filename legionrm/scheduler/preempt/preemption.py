@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,6 +49,7 @@ from legionrm.scheduler.planning.holds import Hold
 from legionrm.scheduler.preempt.rules import Rank, Victim, choose, may_preempt, why
 from legionrm.scheduler.priority import SitePolicy
 from legionrm.scheduler.requests import Entry, RequestBook
+from legionrm.state import StoreFault
 
 CLAIM_S = 120.0
 """How long the cpus a preemption freed are kept for its preemptor (a host
@@ -67,16 +69,18 @@ class Claim:
 
 class Preemption:
     """Preemption over ``book`` under ``site``'s QoS and fair share (see the
-    module).  ``profile`` is the pass's cpus-over-time view, ``snapshot``
+    module).  ``claim`` gives a request to one attempt at a time (the
+    queue's); ``profile`` is the pass's cpus-over-time view, ``snapshot``
     the Collection's (which hosts would take the preemptor); ``depth`` the
     backfill's number of reserved starts; ``stop`` stops one instance (the
     Enactment's); ``book_back`` gives a request's accounts back.  Thread-safe."""
 
     def __init__(self, book: RequestBook, site: SitePolicy, profile: Callable[[], Profile], depth: int,
                  stop: Callable[[InstanceRef, str], None], book_back: Callable[[Entry], None],
-                 clock: Callable[[], float], snapshot: Callable[[], CollectionSnapshot | None] = lambda: None) -> None:
+                 clock: Callable[[], float], claim: Callable[[str], AbstractContextManager[bool]],
+                 snapshot: Callable[[], CollectionSnapshot | None] = lambda: None) -> None:
         self._book, self._site, self._profile, self._depth = book, site, profile, depth
-        self._snapshot = snapshot
+        self._claim, self._snapshot = claim, snapshot
         self._stop, self._book_back, self._clock = stop, book_back, clock
         self._lock = threading.Lock()
         self._busy = threading.Lock()
@@ -146,10 +150,12 @@ class Preemption:
             if fits(profile.free) is not None:
                 continue  # free capacity suffices: the queue's pass starts it, no one is preempted
             if may:
-                victims = self._victims(entry, [e for e in running if may_preempt(me, ranks[e.id])], profile)
+                victims = self._victims(entry, [e for e in running if may_preempt(me, ranks[e.id])], ranks, profile)
                 chosen = choose(profile.free, fits, me, victims)
                 if chosen is not None and chosen[0]:
-                    return self._preempt(entry, me, chosen[0], chosen[1], profile, ranks)
+                    with self._claim(entry.id) as claimed:  # no attempt of its own under way meanwhile
+                        if claimed and entry.state == "pending":
+                            return self._preempt(entry, me, chosen[0], chosen[1], profile, ranks)
             if len(blocked) < self._depth:
                 blocked.append(entry)  # it keeps a reserved start: those after it must not delay it
                 holds = self._holds(profile, blocked)
@@ -166,14 +172,16 @@ class Preemption:
                 holds.append(p.holding(e.id, start, take, start + wall if wall is not None else INF))
         return holds
 
-    def _victims(self, entry: Entry, running: Sequence[Entry], profile: Profile) -> list[Victim]:
+    def _victims(self, entry: Entry, running: Sequence[Entry], ranks: dict[str, Rank], profile: Profile
+                 ) -> list[Victim]:
+        """``running`` as victims: their users' fair-share factors, their start, their cpus per host."""
         factors = self._site.fairshare(self._book.entries(), self._clock(), {e.user for e in running})
         out = []
         for e in running:
             u = usage_of(e, profile)
             if u.hosts and e.id != entry.id:
                 started = max((r.started_at for r in e.refs.values()), default=0.0)
-                out.append(Victim(e.id, e.user, self.rank(e), factors.get(e.user, 1.0), started, u.hosts, u.cpus))
+                out.append(Victim(e.id, e.user, ranks[e.id], factors.get(e.user, 1.0), started, u.hosts, u.cpus))
         return out
 
     def _preempt(self, entry: Entry, me: Rank, victims: Sequence[Victim], take: np.ndarray, profile: Profile,
@@ -186,8 +194,12 @@ class Preemption:
                 continue
             reason = f"{codes.QUEUE_PREEMPTED}: preempted by {entry.id} ({why(me, ranks[v.id])})"
             requeue = victim.request.on_preempt != "cancel"
-            stopping = self._book.cancel(victim, reason, "preempted",
-                                         requeue=f"requeued after preemption by {entry.id}" if requeue else None)
+            try:  # written first: a write that fails leaves the victim running, untouched
+                stopping = self._book.cancel(victim, reason, "preempted",
+                                             requeue=f"requeued after preemption by {entry.id}" if requeue else None)
+            except StoreFault as fault:
+                log.warning("the preemption of %s waits for the store: %s", v.id, fault)
+                continue
             if stopping is None:
                 continue
             for ref in stopping:
@@ -204,7 +216,10 @@ class Preemption:
         with self._lock:
             self._claims[entry.id] = Claim(entry.id, Hold(entry.id, -INF, spare), self._clock() + CLAIM_S)
         rule = "not preemptable" if not me.preemptable else f"priority {me.priority}"
-        self._book.move(entry, "pending", f"preempted {', '.join(done)} to make room (QoS {me.qos}: {rule})")
+        try:
+            self._book.move(entry, "pending", f"preempted {', '.join(done)} to make room (QoS {me.qos}: {rule})")
+        except StoreFault as fault:  # only its history's note is lost; the victims' own say who preempted them
+            log.warning("request %s's note of its preemption waits for the store: %s", entry.id, fault)
         log.info("request %s preempted %s", entry.id, ", ".join(done))
         return len(done)
 
