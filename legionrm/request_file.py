@@ -31,8 +31,9 @@ The file is a :class:`~legionrm.models.SchedulingRequest` with one
     [[object]]
     class_name = "Reducer"
     name = "reduce"                   # optional: what `after` calls it (default: its class_name)
-    after = ["Worker"]                # optional: start once those objects of this request run
-                                      # (a cycle or an unknown name is refused at submit: request.after)
+    after = ["Worker"]                # optional: start once those objects of this request run (work
+                                      # that ends: once it ended well); a cycle or an unknown name is
+                                      # refused at submit (request.after)
 
 Every problem is a :class:`ConfigError` naming the table (``object[1]``) and
 the key; a MIL constraint that does not parse names its position.

@@ -62,7 +62,8 @@ class ObjectRequest(Frozen):
     ``after`` (None: its ``class_name``)."""
     after: tuple[str, ...] = Field((), max_length=MAX_OBJECTS)
     """The names of object requests of the same request this one follows: its
-    instances start only once theirs run (issue 26; a cycle, or a name no
+    instances start only once theirs run or, for work that ends (a
+    ``Command``), once they all ended well (issue 26; a cycle, or a name no
     object request has, is refused at submit: ``request.after``)."""
     count: int = Field(1, ge=1, le=MAX_INSTANCES)
     cpus: float = Field(1.0, ge=0, le=MAX_AMOUNT, allow_inf_nan=False)
