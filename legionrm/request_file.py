@@ -16,6 +16,8 @@ The file is a :class:`~legionrm.models.SchedulingRequest` with one
     begin_at = 2026-11-24T09:00:00Z   # optional: not before then (or seconds since the epoch)
     array = "0-99%10"                 # optional: 100 tasks ID_0 .. ID_99, at most 10 at once
     requeue = true                    # optional: back to the queue if its host is lost
+    on_preempt = "requeue"            # optional: if preempted (a preemptable QoS), requeue (default) or
+                                      # "cancel" (it ends preempted)
     # priority = 100                  # administrators only (as an object's priority or weight):
                                       # anyone else's request that sets one is refused (request.priority)
     scheduler = "gpu"                 # optional: the scheduler to place it (default: its class's, else the first)
@@ -33,6 +35,13 @@ The file is a :class:`~legionrm.models.SchedulingRequest` with one
     constraint = '$gpus == 0 and $site == "uva"'
     # gpus = 1                        # optional: GPUs per instance (Ray's num_gpus; the work sees CUDA_VISIBLE_DEVICES)
     # resources = { tpu = 1 }         # optional: Ray custom resources per instance (MIL sees $tpu, $free_tpu)
+
+    [[object]]
+    class_name = "Reducer"
+    name = "reduce"                   # optional: what `after` calls it (default: its class_name)
+    after = ["Worker"]                # optional: start once those objects of this request run (work
+                                      # that ends: once it ended well); a cycle or an unknown name is
+                                      # refused at submit (request.after)
 
 Every problem is a :class:`ConfigError` naming the table (``object[1]``) and
 the key; a MIL constraint that does not parse names its position.
@@ -66,11 +75,12 @@ from legionrm.tomlio import (
 )
 
 TOP_KEYS = ("request_id", "pool", "activate", "identity", "object", "wait", "start", "start_in", "walltime_s", "qos",
-            "priority", "hold", "scheduler", "after_ok", "after_any", "after_not_ok", "begin_at", "array", "requeue")
+            "priority", "hold", "scheduler", "after_ok", "after_any", "after_not_ok", "begin_at", "array", "requeue",
+            "on_preempt")
 NUMBERS = {"count": int, "cpus": float, "memory_gb": float, "gpus": int, "storage_gb": float, "walltime_s": float,
            "priority": int, "weight": float}
 """The numeric keys of an ``[[object]]`` table (a boolean is not a number; nan and inf are refused)."""
-STRINGS = ("class_name", "constraint", "vault_constraint", "placement", "ducc_class")
+STRINGS = ("class_name", "constraint", "vault_constraint", "placement", "ducc_class", "name")
 
 
 def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | None = None,
@@ -99,6 +109,9 @@ def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | N
             expect(t, key, str, None, file=file, where=where)
         _args(t, file=file, where=where)
         kind_amounts(t, file=file, where=where)
+        after = expect(t, "after", list, [], file=file, where=where)
+        if not all(isinstance(a, str) for a in after):
+            raise ConfigError("must be a list of object names", file=file, table=where, key="after")
         env = expect(t, "env", dict, {}, file=file, where=where)
         for key, v in env.items():
             if not isinstance(v, str):
@@ -135,6 +148,7 @@ def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | N
         hold="user" if expect(doc, "hold", bool, False, file=file, where="") else None,
         scheduler=expect(doc, "scheduler", str, None, file=file, where=""),
         **_waits(doc, file=file),
+        on_preempt=_choice(doc, "on_preempt", ("requeue", "cancel"), file=file),
     ), file=file, where="")
 
 
@@ -170,6 +184,14 @@ def _waits(doc: dict[str, Any], *, file: str) -> dict[str, Any]:
             raise ConfigError(str(exc), file=file, key="array") from None
     out["array"] = array
     return out
+
+
+def _choice(doc: dict[str, Any], key: str, choices: tuple[str, ...], *, file: str) -> str | None:
+    """``doc[key]``, one of ``choices`` (None when absent)."""
+    value = expect(doc, key, str, None, file=file, where="")
+    if value is not None and value not in choices:
+        raise ConfigError(f"must be one of {', '.join(choices)}", file=file, key=key)
+    return value
 
 
 def _start(doc: dict[str, Any], now: float, *, file: str) -> float | None:

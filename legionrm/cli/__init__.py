@@ -199,7 +199,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     ls = add("list", "requests you may see, oldest first: the live and recent ones (--all: every one kept)")
     ls.add_argument("--user", help="only this user's requests")
     ls.add_argument("--state", choices=["pending", "admitted", "placing", "reserved", "running", "completed", "failed",
-                                        "cancelled", "node_lost"],
+                                        "cancelled", "node_lost", "preempted"],
                     help="only requests in this state")
     ls.add_argument("--all", action="store_true",
                     help="every request the history keeps, not only the live and recent ones (1000 a page at most)")

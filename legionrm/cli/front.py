@@ -199,8 +199,9 @@ def cli_show(args: argparse.Namespace) -> int:
     if info.get("archived"):
         print("  archived: it finished and left the live book; this is what the history keeps "
               "(its instances' accounting: legionrm history)")
-    if info.get("qos") or info.get("hold"):
-        print(f"  qos {info.get('qos') or '(its class default)'}" + (f", held by {info['hold']}" if info.get("hold") else ""))
+    if info.get("qos") or info.get("hold") or info.get("on_preempt"):
+        print(f"  qos {info.get('qos') or '(its class default)'}" + (f", held by {info['hold']}" if info.get("hold") else "")
+              + (f", if preempted: {info['on_preempt']}" if info.get("on_preempt") else ""))
     for line in depend_lines(info):  # what it waits for; an array's tasks
         print(line)
     if info.get("start") is not None:

@@ -35,7 +35,7 @@ from legionrm.protocol import API_PREFIX, AS_HEADER
 Doc = dict[str, Any]
 Request = dict[str, Any] | str
 
-ENDED = ("completed", "failed", "cancelled", "node_lost")
+ENDED = ("completed", "failed", "cancelled", "node_lost", "preempted")
 """The states a request ends in (:data:`legionrm.models.FINAL_STATES`; a test holds them equal)."""
 RESULT_GRACE_S = 10.0
 """How long ``wait`` waits, after a request ended, for its runs' exit code."""

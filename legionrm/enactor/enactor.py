@@ -27,10 +27,13 @@ The algorithm, as the manual states it and as this module runs it:
 4. On success the scheduler confirms (an approval callback; default
    approve).  If it declines, everything is released and the refusal is
    reported.  Then every instance is created through its class object with
-   the tokens.  A host may still veto at start: the vetoed mappings are
-   repaired with the master's applicable deltas (ones that do not move an
-   instance already started), reserving anew; if none works, the instances
-   started are stopped, everything is released and the failure reported.
+   the tokens, in rounds by the request's ``after`` graph (a key only once
+   every key it follows runs: :mod:`legionrm.enactor.after`).  A host may
+   still veto at start: the vetoed mappings are repaired with the master's
+   applicable deltas (ones that do not move an instance already started),
+   reserving anew, and what follows them waits for the repaired start; if
+   none works, the instances started are stopped, everything is released
+   and the failure reported.
 
 Reservation thrashing (releasing a reservation and asking for the same
 resource for the same mapping again) is counted in ``EnactResult.thrash``;
@@ -52,6 +55,7 @@ from typing import Callable, Literal, Sequence
 
 from legionrm import codes
 from legionrm.auth.attest import attestation_key, reservation_of
+from legionrm.enactor.after import waves
 from legionrm.enactor.ports import CreateItem, ResourcePort
 from legionrm.enactor.held import start_reserved
 from legionrm.enactor.mapping import (
@@ -372,33 +376,19 @@ class Enactor:
         started: set[str] = set()
         vetoed: dict[str, list[PlacementFailure]] = {}
         pending = list(mapping)
+        deferred: list[str] = []  # after keys whose predecessors have not started yet (one was vetoed)
+        after = run.request.after
         while True:
             if pending:
                 # Renew any token that expired since it was granted, then start.
                 lost = self._reconcile(run, mapping, pending, failures)
                 vetoed.update(lost)
-                ready = [k for k in pending if k not in lost]
-                items = [self._create_item(run, mapping[k]) for k in ready]
-                answers = self.port.create_instances(items) if items else []
-                if len(answers) != len(items):
-                    raise EnactmentError(f"port answered {len(answers)} of {len(items)} create requests")
-                newly: list[str] = []
-                for k, ans in zip(ready, answers):
-                    if isinstance(ans, InstanceRef):
-                        run.started.append(ans)
-                        started.add(k)
-                    else:
-                        r = ans if isinstance(ans, Refusal) else Refusal(code=codes.RESOURCE_DEAD, reason=repr(ans))
-                        f = PlacementFailure(
-                            key=k, resource=r.by or mapping[k].host, code=r.code, reason=r.reason, stage="start",
-                            lasting=r.lasting,
-                        )
-                        failures.append(f)
-                        vetoed[k] = [f]
-                        newly.append(k)
-                # A host that vetoed the start is not asked to start on that token
-                # again: release it, so a delta that keeps the host reserves anew.
-                self._release(run, [(k, "host") for k in newly if (k, "host") in run.held])
+                # in rounds: a key is created only once every key it is after runs (the request's after graph)
+                for wave in waves([k for k in pending if k not in lost], after):
+                    waiting = vetoed.keys() | set(deferred)  # predecessors that do not run (yet)
+                    ready = [k for k in wave if not any(p in waiting for p in after.get(k, ()))]
+                    deferred += [k for k in wave if k not in ready]
+                    self._start_wave(run, mapping, ready, started, vetoed, failures)
             if not vetoed:
                 return True, mapping, failures, tried
             pending = []
@@ -419,11 +409,36 @@ class Enactor:
                     failures.append(verdict)
                     return False, mapping, failures, tried
                 mapping = target
-                pending = [k for k in target if k in delta.keys]
+                pending = [k for k in target if k in delta.keys] + [k for k in deferred if k not in delta.keys]
+                deferred = []
                 vetoed = {k: v for k, v in vetoed.items() if k not in delta.keys}
                 break
             if not pending:
                 return False, mapping, failures, tried
+
+    def _start_wave(self, run: _Run, mapping: dict[str, Placement], ready: list[str], started: set[str],
+                    vetoed: dict[str, list[PlacementFailure]], failures: list[PlacementFailure]) -> None:
+        """Create the instances of ``ready`` in one batch; the started join
+        ``started``, the refused ``vetoed`` (their host token released: a
+        host that vetoed a start is not asked again on that token, so a
+        delta that keeps the host reserves anew)."""
+        items = [self._create_item(run, mapping[k]) for k in ready]
+        answers = self.port.create_instances(items) if items else []
+        if len(answers) != len(items):
+            raise EnactmentError(f"port answered {len(answers)} of {len(items)} create requests")
+        newly: list[str] = []
+        for k, ans in zip(ready, answers):
+            if isinstance(ans, InstanceRef):
+                run.started.append(ans)
+                started.add(k)
+            else:
+                r = ans if isinstance(ans, Refusal) else Refusal(code=codes.RESOURCE_DEAD, reason=repr(ans))
+                f = PlacementFailure(key=k, resource=r.by or mapping[k].host, code=r.code, reason=r.reason,
+                                     stage="start", lasting=r.lasting)
+                failures.append(f)
+                vetoed[k] = [f]
+                newly.append(k)
+        self._release(run, [(k, "host") for k in newly if (k, "host") in run.held])
 
     def _create_item(self, run: _Run, p: Placement) -> CreateItem:
         req = run.request

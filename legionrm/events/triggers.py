@@ -46,13 +46,14 @@ STATUS_OF: dict[RequestState, EventStatus] = {
     "pending": "pending", "admitted": "admitted", "placing": "placing", "reserved": "reserved",
     "running": "started", "completed": "ended", "failed": "failed", "cancelled": "cancelled",
     "node_lost": "failed",  # its work failed with its host (the instance's own event is host_lost)
+    "preempted": "preempted",
 }
 """The event a request's move into each state fires."""
 
 INSTANCE_STATUS: dict[str, EventStatus] = {"ended": "ended", "stopped": "ended", "lost": "host_lost"}
 """The event an instance's end fires, by how it ended."""
 
-LATE: frozenset[str] = frozenset({"running", "completed", "failed", "cancelled", "node_lost"})
+LATE: frozenset[str] = frozenset({"running", "completed", "failed", "cancelled", "node_lost", "preempted"})
 """A request's transitions its instances' events come before (at the same time)."""
 
 Subscriber = Callable[[StatusEvent], object]

@@ -41,7 +41,7 @@ from legionrm.request_file import parse_request
 from legionrm.scheduler.watch.settle import page_cursor
 from legionrm.tomlio import loads_toml
 
-STATES = ("pending", "admitted", "placing", "reserved", "running", "completed", "failed", "cancelled", "node_lost")
+STATES = ("pending", "admitted", "placing", "reserved", "running", "completed", "failed", "cancelled", "node_lost", "preempted")
 
 
 def request_from(doc: dict[str, Any] | None, toml: str | None, overrides: dict[str, str], rid: str | None,
@@ -171,7 +171,7 @@ async def cancel_many(request: web.Request) -> web.Response:
     ids = list(body.ids)
     if not ids and (body.user or body.state):
         infos = await _listed(request, body.user, body.state)
-        ids = [i.id for i in infos if i.state not in ("completed", "failed", "cancelled", "node_lost")]
+        ids = [i.id for i in infos if i.state not in ("completed", "failed", "cancelled", "node_lost", "preempted")]
     done, refused = [], {}
     for rid in ids:
         try:

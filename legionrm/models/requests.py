@@ -13,13 +13,15 @@ from legionrm.models.schedules import PlacementFailure
 from legionrm.models.work import FAILED_ENDS, WorkResult
 
 RequestState = Literal["pending", "admitted", "placing", "reserved", "running", "completed", "failed", "cancelled",
-                       "node_lost"]
+                       "node_lost", "preempted"]
 """``pending -> admitted -> placing -> running -> completed | failed | cancelled``;
 a request with a future start goes ``placing -> reserved -> running`` (its
 hosts reserved ahead, its instances started at its start time); one whose
-host was lost ends ``node_lost`` (or, with ``requeue``, goes back to ``pending``)."""
+host was lost ends ``node_lost`` (or, with ``requeue``, goes back to ``pending``).
+A running request preempted (issue 26) ends ``preempted`` (``on_preempt = "cancel"``)
+or goes back to ``pending`` with a ``preempted`` event in its history."""
 
-FINAL_STATES: tuple[RequestState, ...] = ("completed", "failed", "cancelled", "node_lost")
+FINAL_STATES: tuple[RequestState, ...] = ("completed", "failed", "cancelled", "node_lost", "preempted")
 
 InstanceState = Literal["running", "ended", "lost", "stopped", "inert", "moved"]
 """``inert``: deactivated, its persistent state in a vault; ``moved``: this
@@ -35,7 +37,7 @@ class RequestEvent(Frozen):
 
 
 EventStatus = Literal["pending", "admitted", "placing", "reserved", "started", "ended", "failed", "cancelled",
-                     "host_lost", "migrated", "deactivated", "activated"]
+                     "host_lost", "migrated", "deactivated", "activated", "preempted"]
 """What a trigger may wait for: a request's transitions (``running`` is
 ``started``, ``completed`` is ``ended``) and its instances' (``started``,
 ``ended``, ``host_lost``) and objects' (``migrated``, ``deactivated``,
@@ -75,6 +77,9 @@ class InstanceInfo(Frozen):
     requeued: bool = False
     """Of an earlier run of its request, which went back to the queue (its host was lost): it no longer
     decides how the request ends."""
+    name: str | None = None
+    """The object request it is an instance of (its ``name``, else its class;
+    set for requests that use ``after``: :mod:`legionrm.scheduler.stages`)."""
 
     @property
     def failed(self) -> bool:
@@ -146,6 +151,9 @@ class RequestInfo(Frozen):
     """The QoS it chose (None: its class's default)."""
     hold: str | None = None
     """``user`` or ``admin`` while held."""
+    on_preempt: str | None = None
+    """What preemption does to it: ``requeue`` or ``cancel`` (None: ``requeue``).
+    Who preempted it, and why, is in its history (a ``preempted`` event)."""
     archived: bool = False
     """It finished and left the live book: this is what the durable history keeps of it."""
     after_ok: tuple[str, ...] = ()

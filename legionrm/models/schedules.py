@@ -64,6 +64,14 @@ class ObjectRequest(Frozen):
     ``MAX_PRIORITY``)."""
 
     class_name: str
+    name: str | None = Field(None, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$")
+    """What other object requests of the same request call this one in their
+    ``after`` (None: its ``class_name``)."""
+    after: tuple[str, ...] = Field((), max_length=MAX_OBJECTS)
+    """The names of object requests of the same request this one follows: its
+    instances start only once theirs run or, for work that ends (a
+    ``Command``), once they all ended well (issue 26; a cycle, or a name no
+    object request has, is refused at submit: ``request.after``)."""
     count: int = Field(1, ge=1, le=MAX_INSTANCES)
     cpus: float = Field(1.0, ge=0, le=MAX_AMOUNT, allow_inf_nan=False)
     memory_gb: float = Field(1.0, ge=0, le=MAX_AMOUNT, allow_inf_nan=False)
@@ -191,6 +199,11 @@ class SchedulingRequest(Frozen):
     def depends(self) -> dict[str, tuple[str, ...]]:
         """Its dependencies by kind (only the kinds it has)."""
         return {k: ids for k in ("after_ok", "after_any", "after_not_ok") if (ids := getattr(self, k))}
+    on_preempt: Literal["requeue", "cancel"] | None = None
+    """What preemption does to it (only work in a preemptable QoS is ever a
+    victim): ``requeue`` puts it back in the queue, ``cancel`` ends it
+    ``preempted``.  None: ``requeue``, as Slurm's ``PreemptMode=REQUEUE``
+    does for a batch job (requeueable by default)."""
 
     @model_validator(mode="after")
     def _walltimes(self) -> "SchedulingRequest":
@@ -333,6 +346,9 @@ class EnactRequest(Frozen):
     start: float | None = None
     """Reserve from this time (an advance reservation; None: now).  Each
     token then expires ``timeout_s`` after ``start`` if it is not used."""
+    after: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    """Per placement key, the placement keys whose instances must run before
+    it is started (the request's ``after`` graph; none: all start at once)."""
 
 
 class ReservedStart(Frozen):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 from typing import Callable
 
+from legionrm.enactor.after import key_after
 from legionrm.models import (
     EnactRequest,
     EnactResult,
@@ -71,7 +72,8 @@ class Enactment:
             timeout_s=self.token_timeout_s if timeout_s is None else timeout_s,
             # per placement key: two object requests of one class may differ
             duration_s={k: op.request.walltime_s for op in objs if op.request.walltime_s for k in op.keys},
-            args={k: op.request.start_args() for op in objs if op.request.start_args() for k in op.keys})
+            args={k: op.request.start_args() for op in objs if op.request.start_args() for k in op.keys},
+            after=key_after([op.request for op in objs], [op.keys for op in objs]))
         with self._lock:
             self._enacting[enact.request_id] = frozenset(k for op in objs for k in op.keys)
         try:

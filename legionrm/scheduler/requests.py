@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Callable, Iterable
 
+from legionrm.enactor.after import this_run, unstarted, waits
 from legionrm.errors import SchedulingError
 from legionrm.events.triggers import INSTANCE_STATUS, STATUS_OF
 from legionrm.models import (
@@ -55,11 +56,12 @@ ALLOWED: dict[RequestState, frozenset[RequestState]] = {
     "admitted": frozenset({"placing", "pending", "failed", "cancelled"}),
     "placing": frozenset({"reserved", "running", "pending", "failed", "cancelled"}),
     "reserved": frozenset({"running", "failed", "cancelled"}),
-    "running": frozenset({"completed", "failed", "cancelled", "node_lost", "pending"}),  # pending: requeued
+    "running": frozenset({"completed", "failed", "cancelled", "node_lost", "preempted", "pending"}),  # pending: requeued
     "completed": frozenset(),
     "node_lost": frozenset(),
     "failed": frozenset(),
     "cancelled": frozenset(),
+    "preempted": frozenset(),
 }
 """Which state may follow which (final states have no successor)."""
 
@@ -106,8 +108,13 @@ class Entry:
         return [i for i, info in self.instances.items() if info.state == "running"]
 
     def holds_objects(self) -> bool:
-        """Does any of its objects still run or rest inert (its state in a vault)?"""
-        return any(info.state in ("running", "inert") for info in self.instances.values())
+        """Does any of its objects still run or rest inert (its state in a vault), or wait for its stage?"""
+        return any(info.state in ("running", "inert") for info in self.instances.values()) or (
+            self.state == "running" and self._graph() and waits(self.request.objects, this_run(self.history,
+                                                                                               self.instances.values())))
+
+    def _graph(self) -> bool:
+        return any(o.after for o in self.request.objects)
 
     def walltime(self, class_name: str) -> float | None:
         """The walltime of the object request that made an instance of ``class_name`` (its class's first)."""
@@ -118,12 +125,14 @@ class Entry:
         return sum(o.count * o.cpus for o in self.request.objects)
 
     def failed_work(self) -> bool:
-        """Did any of its instances' work fail (a run that failed, or its host lost)?"""
-        return any((i.state == "lost" or i.failed) and not i.requeued for i in self.instances.values())
+        """Did any of its instances' work fail (a run that failed, or its host lost; a requeued run's
+        instances aside), or an object never start?"""
+        return any((i.state == "lost" or i.failed) and not i.requeued for i in self.instances.values()) or (
+            self._graph() and bool(unstarted(self.request.objects, this_run(self.history, self.instances.values()))))
 
     def exit_code(self) -> int | None:
         """Its runs' first non-zero exit code, else 0; None before any run's result is known."""
-        codes = [i.result.exit_code for i in self.instances.values()
+        codes = [i.result.exit_code for i in this_run(self.history, self.instances.values())  # a requeued run's own
                  if i.result and i.result.exit_code is not None and not i.requeued]
         return next((c for c in codes if c != 0), 0) if codes else None
 
@@ -144,6 +153,7 @@ class Entry:
             after_ok=self.request.after_ok, after_any=self.request.after_any, after_not_ok=self.request.after_not_ok,
             begin_at=self.request.begin_at, requeue=self.request.requeue, array=self.request.array,
             array_index=self.request.array_index,
+            on_preempt=self.request.on_preempt,
         )
 
     def ended(self) -> float:
@@ -367,23 +377,31 @@ class RequestBook:
         if len(draft.history) > HISTORY_LIMIT:
             del draft.history[HISTORY_LIMIT // 2]
 
-    def cancel(self, entry: Entry, reason: str) -> list[InstanceRef] | None:
-        """End a live request's running instances (``stopped``) and cancel it,
-        in one write; returns the instances to stop now (None, and no change,
-        when it already ended)."""
+    def cancel(self, entry: Entry, reason: str, state: RequestState = "cancelled", requeue: str | None = None
+               ) -> list[InstanceRef] | None:
+        """End a live request's running instances (``stopped``) and cancel it
+        (or end it ``state``: ``preempted``), in one write; returns the
+        instances to stop now (None, and no change, when it already ended).
+        With ``requeue`` (a reason) it goes back to ``pending`` after that
+        event, its attempts counted afresh (a preempted request requeued)."""
         with self._lock:
             if entry.final:
                 return None
             live, now = entry.live_instances(), self.clock()
-            draft = entry.draft(state="cancelled", reason=reason)
+            draft = entry.draft(state=state, reason=reason) if requeue is None else entry.draft(
+                state="pending", reason=requeue, attempts=0, failures=())
             for iid in live:
                 draft.instances[iid] = draft.instances[iid].model_copy(
                     update={"state": "stopped", "ended_at": now, "reason": reason})
-            self._event(draft, "cancelled", reason)
+            self._event(draft, state, reason)
+            if requeue is not None:
+                self._event(draft, "pending", requeue)
             self._commit(entry, draft)
             for iid in live:
                 self.tell(entry, INSTANCE_STATUS["stopped"], reason, iid)
-            self.tell(entry, STATUS_OF["cancelled"], reason)
+            self.tell(entry, STATUS_OF[state], reason)
+            if requeue is not None:
+                self.tell(entry, "pending", requeue)
             return [entry.refs[i] for i in live if i in entry.refs]
 
     def finish(self, entry: Entry, state: RequestState, reason: str, **changes: object) -> bool:
@@ -413,9 +431,9 @@ class RequestBook:
         return False
 
     def attach(self, entry: Entry, instances: Iterable[InstanceRef], state: RequestState | None = None,
-               reason: str = "", **changes: object) -> None:
-        """The request's instances started; with ``state``, the request moves
-        there (with ``changes``) in the same write."""
+               reason: str = "", names: dict[str, str] | None = None, **changes: object) -> None:
+        """The request's instances started (``names``: the object each is of);
+        with ``state``, the request moves there (with ``changes``) in the same write."""
         refs = list(instances)
         with self._lock:
             draft = entry.draft(**changes)
@@ -429,7 +447,8 @@ class RequestBook:
             for ref in refs:
                 draft.refs[ref.instance_id] = ref
                 draft.instances[ref.instance_id] = InstanceInfo(id=ref.instance_id, host=ref.host,
-                                                                started_at=ref.started_at)
+                                                                started_at=ref.started_at,
+                                                                name=(names or {}).get(ref.instance_id))
             self._commit(entry, draft)
             self._by_instance.update({ref.instance_id: entry.id for ref in refs})
             for ref in refs:

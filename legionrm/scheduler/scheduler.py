@@ -37,6 +37,7 @@ import logging
 from typing import Any, Callable, Sequence
 
 from legionrm import codes
+from legionrm.enactor.after import after_refusal
 from legionrm.errors import SchedulingError
 from legionrm.events.triggers import Triggers, past_events
 from legionrm.models import (
@@ -62,6 +63,8 @@ from legionrm.scheduler.intake import GroupIntake, Steps
 from legionrm.scheduler.planner import Plan, Planner
 from legionrm.scheduler.planning.holds import Hold
 from legionrm.scheduler.planning.window import ahead_of
+from legionrm.scheduler.preempt import Preemption
+from legionrm.scheduler.stages.advance import Stages, work_classes
 from legionrm.scheduler.ports import (
     EnactorPort,
     InstanceWatch,
@@ -165,6 +168,10 @@ class Scheduler:
         self._arrays = Arrays(book, self._depend)
         self._usages = UsageCache()  # running requests' cpus per host, between passes
         self.backfill = Backfill(self._queue_spec.policy, self._queue_spec.backfill_depth, profile=self._profile)
+        self._preemption = Preemption(book, self.queue.site, self._profile, self.backfill.depth, enactment.stop,
+                                     accounts.book_back, clock, self.queue.claim, lambda: collection.get().snapshot())
+        self._stages = Stages(work_classes(settings.cluster.classes), book, planner, collection, enactment,
+                              self.queue.claim, self._preemption.holds_for)
         self._ahead = AheadStarts(book, enactment.enactor, book_back=accounts.book_back)  # starts ahead
         self.queue.intake = GroupIntake(self, Steps(clock, self._at_submit, self._attempt, self._behind))  # in groups
         self._ticks = 0
@@ -253,13 +260,18 @@ class Scheduler:
         request = with_walltime(request, self.queue.site.max_walltime(request) or self._queue_spec.default_walltime_s)
         validate_request(request, self._clock())
         refusal = self.accounts.refuse_owner(request)
-        return request, refusal if refusal is not None else self.queue.site.refuse(request)
+        for check in (after_refusal, self.queue.site.refuse):  # an object graph that cannot run; no QoS for it
+            refusal = check(request) if refusal is None else refusal
+        return request, refusal
 
     def replan(self) -> int:
-        """Try every pending request again, in queue order; returns how many
-        started.  Called on events (and by :meth:`tick`).  If a re-plan is
-        already running, this asks it to go round once more and returns 0."""
-        return self.queue.replan(self._walk, self._wait)
+        """Try every pending request again, in queue order, then let preemption free cpus for one
+        (:mod:`~legionrm.scheduler.preempt`); returns how many started.  Called on events (and by
+        :meth:`tick`).  If a re-plan is already running, this asks it to go round once more and returns 0."""
+        started = self.queue.replan(self._walk, self._wait)
+        if self._preemption.run(lambda: self.queue.ready(self.queue.order())):
+            started += self.queue.replan(self._walk, self._wait)  # the freed cpus, kept for the preemptor
+        return started
 
     def _walk(self, order: list[Entry], gate: PassGate) -> int:
         """One pass of the backfill rules over ``order``, each attempt under the pass's QoS limits."""
@@ -369,6 +381,7 @@ class Scheduler:
                                                       results.get(iid)):
                     ended += 1
                     self._classes_forget(iid)
+        self._stages.advance_all()  # later stages of requests whose after graph follows work that ended well
         settle_half_done(self)
         if self._ticks % RESULT_SWEEP_TICKS == 0:
             try:
@@ -415,6 +428,7 @@ class Scheduler:
         queue's reserved starts); leaves it running, pending or failed.  A
         write that fails undoes what the attempt did and answers with the
         fault (the request stays where its last write left it)."""
+        holds = (*holds, *self._preemption.holds_for(entry))  # cpus a preemption freed for another request
         try:
             return self._try(entry, holds)
         except StoreFault as fault:
@@ -454,6 +468,7 @@ class Scheduler:
             return self._refused(entry, [PlacementFailure(
                 key="*", resource=refusal.by, code=refusal.code, reason=refusal.reason, stage="plan")], 0)
         self.book.move(entry, "admitted", f"admitted to pool {request.pool}")
+        request = self._stages.first(request)  # a later stage starts once what it follows ended well
         try:
             plan = self.planner.make_schedules(request, self._collection.get().snapshot(), holds)
             if not plan.ok:
@@ -481,7 +496,7 @@ class Scheduler:
             if ahead is not None:
                 prefix = self._ahead.reserve(entry, result, len(plan.masters))
             else:
-                self.book.attach(entry, result.instances, "running", prefix[:-2])
+                self.book.attach(entry, result.instances, "running", prefix[:-2], self._stages.names(result, plan))
         except StoreFault:  # nothing the book does not know keeps running (or reserved)
             for ref in result.instances:
                 self.enactment.stop(ref, "its request could not be written")

@@ -47,8 +47,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.scheduler.planning",),
     ("legionrm.scheduler.planner",),
     ("legionrm.scheduler.sharegate", "legionrm.scheduler.ahead.starts", "legionrm.scheduler.backfill"),
-    ("legionrm.scheduler.accounts", "legionrm.scheduler.enactment",
+    ("legionrm.scheduler.accounts", "legionrm.scheduler.enactment", "legionrm.scheduler.preempt",
      "legionrm.scheduler.intake"),  # the Scheduler's parts (intake: submits and cancels in groups)
+    ("legionrm.scheduler.stages",),  # over the enactment
     ("legionrm.scheduler.scheduler",),
     ("legionrm.scheduler.mobility", "legionrm.scheduler.grow.actor"),
     ("legionrm.scheduler.door", "legionrm.scheduler.wiring"),

@@ -1,5 +1,6 @@
 """The whole system on Ray: boot, query, scheduleObjects through a veto and a
-delta, and real instances on the reserved Ray nodes."""
+delta, and real instances on the reserved Ray nodes; preemption and the
+``after`` graph within a request."""
 
 from __future__ import annotations
 
@@ -20,7 +21,10 @@ def system(ray_cluster, ray_nodes):
     spec = load_cluster()
     spec = spec.model_copy(update={"hosts": spec.hosts + (
         HostSpec(name="ray-a", nodepool="ray", attributes={"site": "local"}),
-        HostSpec(name="ray-b", nodepool="ray", attributes={"site": "local"}))})
+        HostSpec(name="ray-b", nodepool="ray", attributes={"site": "local"})),
+        # issue 26: a preemptable QoS and one above it (every other test's requests stay in the default, normal)
+        "qos": ({"name": "normal", "default": True}, {"name": "scavenger", "preemptable": True},
+                {"name": "urgent", "priority": 10})})
     s = boot(spec, ray_nodes={"ray-a": ray_nodes["node_a"], "ray-b": ray_nodes["node_b"]}, heartbeat_s=0.5)
     yield s
     s.shutdown()
@@ -208,3 +212,57 @@ def test_a_reserved_request_starts_at_its_time_and_a_callback_actor_hears_it(sys
         assert system.unsubscribe(tid) is True
     finally:
         ray.kill(inbox)
+
+
+def _until(system, rid: str, states: tuple[str, ...], timeout: float = 30.0):
+    from legionrm.system import call
+
+    deadline = time.time() + timeout
+    while True:
+        info = call(system.scheduler.request_info.remote(rid))
+        if info.state in states or time.time() > deadline:
+            return info
+        time.sleep(0.2)
+
+
+def test_urgent_work_preempts_scavenger_work_on_a_ray_node(system) -> None:
+    from legionrm.system import call
+
+    free = float(system.query('$name == "ray-a"').records[0].attributes["free_cpus"])
+    assert free > 0
+    on_a = '$name == "ray-a"'
+    victim = system.schedule(SchedulingRequest(
+        request_id="ray-scav", identity=Identity(user="fay"), qos="scavenger", on_preempt="cancel",
+        objects=(ObjectRequest(class_name="Echo", cpus=free, memory_gb=0.1, constraint=on_a),)))
+    assert victim.ok, victim.message
+    urgent = system.schedule(SchedulingRequest(
+        request_id="ray-urgent", identity=Identity(user="gus"), qos="urgent",
+        objects=(ObjectRequest(class_name="Echo", cpus=free, memory_gb=0.1, constraint=on_a),)))
+    assert not urgent.ok and urgent.state == "pending"  # ray-a is full: it waits, then preempts on a tick
+    info = _until(system, "ray-urgent", ("running",))
+    assert info.state == "running" and info.instances[0].host == "ray-a", info
+    scav = call(system.scheduler.request_info.remote("ray-scav"))
+    assert scav.state == "preempted" and "preempted by ray-urgent" in scav.reason
+    assert all(i.state == "stopped" for i in scav.instances)
+    assert not any(i.user == "fay" for i in call(system.nodes["ray-a"].list_instances.remote("ray-a")))
+    call(system.scheduler.cancel.remote("ray-urgent"))
+
+
+def test_an_object_starts_after_the_one_it_follows_on_ray(system) -> None:
+    on_b = '$name == "ray-b"'
+    r = system.schedule(SchedulingRequest(
+        request_id="ray-after", identity=Identity(user="hal"), objects=(
+            ObjectRequest(class_name="Echo", name="second", after=("first",), cpus=0.1, memory_gb=0.1,
+                          constraint=on_b),
+            ObjectRequest(class_name="Echo", name="first", cpus=0.1, memory_gb=0.1, constraint=on_b))))
+    assert r.ok, r.message
+    first, second = r.instances[0], r.instances[1]  # created in rounds: the one followed first
+    assert first.started_at <= second.started_at
+    cycle = system.schedule(SchedulingRequest(
+        request_id="ray-cycle", identity=Identity(user="hal"), objects=(
+            ObjectRequest(class_name="Echo", name="a", after=("b",), cpus=0.1, memory_gb=0.1),
+            ObjectRequest(class_name="Echo", name="b", after=("a",), cpus=0.1, memory_gb=0.1))))
+    assert (cycle.state, cycle.failures[0].code) == ("refused", "request.after") and "a -> b -> a" in cycle.message
+    from legionrm.system import call
+
+    call(system.scheduler.cancel.remote("ray-after"))

@@ -41,9 +41,20 @@ def test_a_missing_request_id_is_generated_and_unique() -> None:
         pytest.param({**IDENT, "object": [{**OBJ, "placement": "spread"}]}, "object[0].placement", id="bad-placement"),
         pytest.param({**IDENT, "object": [{**OBJ, "constraint": "$cpus >>= 2"}]}, "object[0].constraint", id="bad-mil"),
         pytest.param({**IDENT}, "asks for nothing", id="empty"),
+        pytest.param({**IDENT, "object": [OBJ], "on_preempt": "kill"}, "on_preempt", id="bad-on-preempt"),
+        pytest.param({**IDENT, "object": [{**OBJ, "after": ["a", 1]}]}, "object[0].after", id="after-not-names"),
+        pytest.param({**IDENT, "object": [{**OBJ, "name": "no spaces"}]}, "object[0].name", id="bad-name"),
     ],
 )
 def test_bad_files_name_the_place(doc, where) -> None:
     with pytest.raises(ConfigError) as exc:
         parse_request(doc, file="r.toml")
     assert "r.toml" in str(exc.value) and where in str(exc.value)
+
+
+@pytest.mark.parametrize("on_preempt", [None, "requeue", "cancel"], ids=["default", "requeue", "cancel"])
+def test_on_preempt_name_and_after_are_read(on_preempt: str | None) -> None:
+    doc = {**IDENT, "object": [{**OBJ, "name": "db"}, {**OBJ, "after": ["db"]}],
+           **({"on_preempt": on_preempt} if on_preempt else {})}
+    r = parse_request(doc)
+    assert r.on_preempt == on_preempt and r.objects[0].name == "db" and r.objects[1].after == ("db",)

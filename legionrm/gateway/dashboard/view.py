@@ -15,7 +15,7 @@ from legionrm.models import CycleReport, RequestInfo, ResourceRecord, SchedulerS
 WAITING = ("pending", "admitted", "placing", "reserved")  # reserved: waits for its start time
 """Request states shown as the queue (not running yet, not ended)."""
 
-ENDED = ("completed", "failed", "cancelled", "node_lost")
+ENDED = ("completed", "failed", "cancelled", "node_lost", "preempted")
 
 EVENTS = 40
 """How many recent events the page lists."""
