@@ -4,11 +4,12 @@ the Enactor's fully reserved schedule.  Pure."""
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from legionrm import codes
 from legionrm.errors import SchedulingError
 from legionrm.models import (
+    EnactResult,
     InstanceRef,
     PlacementFailure,
     Refusal,
@@ -83,3 +84,12 @@ def refused_at_door(request: SchedulingRequest, refusal: Refusal, key: str = "*"
                             stage="plan", lasting=True)
     return SchedulerResponse(request_id=request.request_id, ok=False, failures=(fail,), state="refused",
                              message=f"{refusal.code}: {refusal.reason}")
+
+
+def succeeded(entry: Any, instances: list[InstanceRef], masters: int, result: EnactResult | None,
+              prefix: str) -> SchedulerResponse:
+    """The answer to an attempt that started ``instances`` for the book's ``entry``."""
+    where = ", ".join(f"{i.instance_id}@{i.host}" for i in instances)
+    return SchedulerResponse(request_id=entry.id, ok=True, instances=tuple(instances), masters=masters,
+                             enact=result, message=(prefix + where).rstrip(": "), state=entry.state)
+

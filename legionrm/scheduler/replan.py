@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, TypeVar
 
+from legionrm import codes
 from legionrm.models import EnactResult, PlacementFailure, SchedulingRequest
 
 P = TypeVar("P")
@@ -76,3 +77,21 @@ def enact_with_replans(
         if not result.ok:
             result = result.model_copy(update={"attempts": earlier + result.attempts})
     return plan, result
+
+
+NEVER = frozenset({
+    codes.CLASS_UNKNOWN, codes.RESPOOL_UNKNOWN, codes.RESPOOL_NOT_LEAF, codes.RESPOOL_DUPLICATE, codes.RESPOOL_LIMIT,
+    codes.DUCC_CLASS_UNKNOWN, codes.DUCC_USER, codes.ACTIVATE_UNKNOWN, codes.REQUEST_TOO_BIG,
+})
+"""Refusals of the request itself that no amount of waiting can change; with
+a plan failure marked ``lasting`` (every host refused for what it is), such
+a request fails at once instead of waiting.  A host's own lasting refusal
+(its owner's ``lasting = true``) is not asked again: the request waits for
+the other hosts (:func:`~legionrm.scheduler.replan.shunning`)."""
+
+
+def for_good(failures: Iterable[PlacementFailure], grows: Iterable[str] = ()) -> list[PlacementFailure]:
+    """The failures of ``failures`` no amount of waiting changes (:data:`NEVER`, or a plan failure
+    marked lasting), but for the codes in ``grows`` (an autoscaler's new node may end those)."""
+    grows = frozenset(grows)
+    return [f for f in failures if f.code in NEVER or (f.lasting and f.stage == "plan" and f.code not in grows)]

@@ -55,7 +55,7 @@ from legionrm.models import (
 from legionrm.scheduler.accounts import Accounts
 from legionrm.scheduler.ahead.starts import AheadStarts
 from legionrm.scheduler.backfill import Backfill, Profile, UsageCache, profile_of, with_walltime
-from legionrm.scheduler.confirm import Activator, activation, refused_at_door, validate_request
+from legionrm.scheduler.confirm import Activator, activation, refused_at_door, succeeded, validate_request
 from legionrm.scheduler.depend import Arrays, Depend
 from legionrm.scheduler.depend.hooks import cancel_never, end_run
 from legionrm.scheduler.enactment import Enactment
@@ -65,16 +65,11 @@ from legionrm.scheduler.planning.holds import Hold
 from legionrm.scheduler.planning.window import ahead_of
 from legionrm.scheduler.preempt import Preemption
 from legionrm.scheduler.stages.advance import Stages, work_classes
-from legionrm.scheduler.ports import (
-    EnactorPort,
-    InstanceWatch,
-    SnapshotSource,
-    Swappable,
-)
+from legionrm.scheduler.ports import EnactorPort, InstanceWatch, SnapshotSource, Swappable
 from legionrm.scheduler.priority import SitePolicy, site_settings
 from legionrm.scheduler.queue import PassGate, RequestQueue
 from legionrm.scheduler.grow import NO_NODE
-from legionrm.scheduler.replan import enact_with_replans, shunning
+from legionrm.scheduler.replan import enact_with_replans, for_good, shunning
 from legionrm.scheduler.requests import Entry, RequestBook
 from legionrm.scheduler.watch import Results, end_reason, sweep_orphans
 from legionrm.scheduler.watch.settle import settle_finished, settle_half_done
@@ -85,20 +80,10 @@ ORPHAN_SWEEP_TICKS = 10
 RESULT_SWEEP_TICKS = 2
 """Every how many ticks runs' late results are fetched, accounting records
 written, and the finished requests so accounted leave the live book."""
-"""The most requests one page of ``list --all`` gives."""
 
 log = logging.getLogger(__name__)
 
 
-NEVER = frozenset({
-    codes.CLASS_UNKNOWN, codes.RESPOOL_UNKNOWN, codes.RESPOOL_NOT_LEAF, codes.RESPOOL_DUPLICATE, codes.RESPOOL_LIMIT,
-    codes.DUCC_CLASS_UNKNOWN, codes.DUCC_USER, codes.ACTIVATE_UNKNOWN, codes.REQUEST_TOO_BIG,
-})
-"""Refusals of the request itself that no amount of waiting can change; with
-a plan failure marked ``lasting`` (every host refused for what it is), such
-a request fails at once instead of waiting.  A host's own lasting refusal
-(its owner's ``lasting = true``) is not asked again: the request waits for
-the other hosts (:func:`~legionrm.scheduler.replan.shunning`)."""
 
 
 class Scheduler:
@@ -456,7 +441,7 @@ class Scheduler:
             self.book.move(entry, "running", "activated")
             if self.book.finish(entry, "completed", "activated: the objects run under the requests that made them"):
                 self.accounts.book_back(entry)
-            return self._succeeded(entry, active, 0, None, "activated: ")
+            return succeeded(entry, active, 0, None, "activated: ")
         too_big = self.accounts.too_big(request)
         if too_big is not None:
             return self._refused(entry, [too_big], 0)
@@ -508,7 +493,7 @@ class Scheduler:
                 self.cancel(request.request_id)
             except StoreFault as fault:  # it runs on: the caller's cancel is answered by the state it sees
                 log.warning("the cancel of %s waits for the store: %s", request.request_id, fault)
-        return self._succeeded(entry, active + list(result.instances), len(plan.masters), result, prefix)
+        return succeeded(entry, active + list(result.instances), len(plan.masters), result, prefix)
 
     def _fresh_plan(self, request: SchedulingRequest, holds: Sequence[Hold] = ()) -> Plan | None:
         plan = self.planner.make_schedules(request, self._collection.get().snapshot(), holds)
@@ -520,8 +505,7 @@ class Scheduler:
         the request waits and nothing rules it out for good; else failed."""
         failures = tuple(failures)
         msg = "; ".join(f"{f.key} on {f.resource or '-'}: {f.code}: {f.reason}" for f in failures[:5]) or "no schedule"
-        grows = NO_NODE if self.accounts.grows else ()  # with an autoscaler, what a new node may end waits for one
-        never = [f for f in failures if f.code in NEVER or (f.lasting and f.stage == "plan" and f.code not in grows)]
+        never = for_good(failures, NO_NODE if self.accounts.grows else ())  # autoscaler: a new node may end those
         if request_cancelled := self.queue.cancel_asked(entry.id):
             self.book.move(entry, "cancelled", "cancelled while placing", failures=failures)
         elif never or not entry.request.wait or entry.attempts >= self._settings.max_attempts:
@@ -544,12 +528,6 @@ class Scheduler:
             return cancel_never(self, entry, why)
         return self._refused(entry, [PlacementFailure(key="*", resource=why.by, code=why.code, reason=why.reason,
                                                       stage="plan")], 0)
-
-    def _succeeded(self, entry: Entry, instances: list[InstanceRef], masters: int,
-                   result: EnactResult | None, prefix: str) -> SchedulerResponse:
-        where = ", ".join(f"{i.instance_id}@{i.host}" for i in instances)
-        return SchedulerResponse(request_id=entry.id, ok=True, instances=tuple(instances), masters=masters,
-                                 enact=result, message=(prefix + where).rstrip(": "), state=entry.state)
 
     # --- helpers --------------------------------------------------------------
 
