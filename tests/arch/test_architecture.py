@@ -36,7 +36,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # auth: models/errors only; objstate: its pure store and hooks
     ("legionrm.collection", "legionrm.naming", "legionrm.objstate.actor", "legionrm.events.actor"),
     ("legionrm.hostobj", "legionrm.enactor"),
-    ENGINES[:3] + ("legionrm.scheduler.planning.pipeline", "legionrm.scheduler.ports", "legionrm.scheduler.requests", "legionrm.scheduler.entry",
+    ("legionrm.scheduler.entry",),  # one request and its states' rules (the book holds them)
+    ENGINES[:3] + ("legionrm.scheduler.planning.pipeline", "legionrm.scheduler.ports", "legionrm.scheduler.requests",
                    "legionrm.scheduler.confirm", "legionrm.scheduler.replan", "legionrm.scheduler.grow"),
     ("legionrm.scheduler.priority",  # the site's order over the book's entries (the queue and config read it)
      "legionrm.scheduler.depend"),  # dependencies, begin_at, arrays, requeue over the book (the queue reads it)
