@@ -35,7 +35,6 @@ from legionrm.auth.guard import Guard
 from legionrm.hostobj.actor import spawn_ray_node_host
 from legionrm.models import (
     ClusterSpec,
-    HostSpec,
     NodeBinding,
     PoolChange,
     PoolSpec,
@@ -193,14 +192,15 @@ class NodeJoins:
         if b is None or time.monotonic() - self._nodes_seen_at < b.heartbeat_s:
             return []
         self._nodes_seen_at = time.monotonic()
-        new = joined((n["NodeID"] for n in ray.nodes() if n.get("Alive")), self._bound.values())
-        specs = {h.name: h for h in self._node_cluster.hosts}
+        alive = {n["NodeID"]: n for n in ray.nodes() if n.get("Alive")}
+        new = joined(alive, self._bound.values())
         for host, node_id in new.items():
             keep: dict[str, Any] = {} if b.state_dir is None else {
                 "state_path": str(Path(b.state_dir) / f"host-{host}.db"), "restarts": b.restarts,
                 "log_dir": str(Path(b.state_dir) / "runs" / host)}
             # get_if_exists: a scheduler Ray restarted finds the host it bound before
-            handle = spawn_ray_node_host(node_id, specs.get(host) or HostSpec(name=host),
+            # a [[host]] of its name, else the first [[ray_node]] rule it matches: as `up` binds its nodes
+            handle = spawn_ray_node_host(node_id, self._node_cluster.node_host(host, alive[node_id]),
                                          collection=self._node_collection, heartbeat_s=b.heartbeat_s,
                                          detached=b.detached, runner=self._node_cluster.runner,
                                          auth_home=self.auth_home, **keep)
