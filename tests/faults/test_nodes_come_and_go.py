@@ -1,6 +1,7 @@
 """Issue 27 item 2 live: a Ray node that joins after boot becomes a host (the
 default scheduler binds it within a heartbeat) and runs work; when it is
-removed, its work ends ``lost`` (``node_lost``) and the host leaves what
+removed, its work ends ``lost`` (the request ``node_lost``; one marked
+``requeue`` goes back to the queue) and the host leaves what
 the Collection answers.  The test adds the node itself and leaves the
 session's cluster as it found it."""
 
@@ -42,13 +43,21 @@ def test_a_node_that_joins_after_boot_runs_work_and_its_removal_ends_it_lost(ray
         r = system.schedule(SchedulingRequest(request_id="n-join", identity=Identity(user="nodes"), objects=(
             ObjectRequest(class_name="Echo", cpus=0.5, memory_gb=0.1, constraint=f'$name == "{host}"'),)))
         assert r.ok and r.instances[0].host == host, r.message
+        back = system.schedule(SchedulingRequest(request_id="n-requeue", identity=Identity(user="nodes"), requeue=True,
+                                                 objects=(ObjectRequest(class_name="Echo", cpus=0.5, memory_gb=0.1,
+                                                                        constraint=f'$name == "{host}"'),)))
+        assert back.ok and back.instances[0].host == host, back.message
         t1 = time.monotonic()
         ray_cluster.remove_node(node)
         node = None
         info = eventually(lambda: call(system.scheduler.request_info.remote("n-join")),
                           lambda i: i.state != "running", 90)
         lost_s = time.monotonic() - t1
-        assert info.state == "failed" and info.instances[0].state == "lost", info
+        assert info.state == "node_lost" and info.instances[0].state == "lost", info
+        # requeue = true: back to the queue, the loss in its history (its constraint names the gone host: it waits)
+        again = eventually(lambda: call(system.scheduler.request_info.remote("n-requeue")),
+                           lambda i: i.state == "pending", 60)
+        assert again.state == "pending" and any("node.lost" in e.reason for e in again.history), again
         gone = eventually(lambda: [r.name for r in system.query("true").records], lambda got: host not in got, 60)
         assert host not in gone, gone
         with capsys.disabled():

@@ -121,7 +121,7 @@ def test_a_dead_scheduler_is_one_line_on_the_page(dashboard) -> None:
     ray.get(gone.ping.remote(), timeout=30)
     ray.kill(gone)
     plane = RayControlPlane(home)
-    plane._handles["scheduler"] = gone  # reach-in: the plane's found Scheduler is this dead one
+    plane._handles[plane._actor("scheduler")] = gone  # reach-in: the plane's found default Scheduler is this dead one
     with in_thread(make_app(plane, home, dashboard_user="ops", dashboard_key=KEY)) as url:
         with urllib.request.urlopen(f"{url}/api/state?key={KEY}", timeout=30) as r:
             view = json.loads(r.read())
