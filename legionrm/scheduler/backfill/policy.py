@@ -27,6 +27,7 @@ onto the same free cpus.  Pure; no Ray.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -141,7 +142,9 @@ class Backfill:
         holds, reserved = self._holds(base, blocked, hints)
         fits = Fits(base, holds)
         asked: dict[int, bool] = {}  # fits' answers by shape key, in this state (the hot path: an int's lookup)
-        started, trying, room = 0, True, float(base.free.sum())
+        started, trying = 0, True
+        # least[i + 1] > all that is free (nothing after i fits) from position stop on (least never falls)
+        stop = bisect_right(least, float(base.free.sum()) + EPS) - 1
         for i, (entry, shape) in enumerate(zip(order, shapes)):
             if entry.state != "pending" or (skip is not None and skip(entry)):
                 continue
@@ -159,7 +162,7 @@ class Backfill:
                 holds, reserved = self._holds(base, blocked, hints)  # the reservations again, from what now runs
                 fits.changed(holds)
                 asked = {}
-                room = float(base.free.sum())
+                stop = bisect_right(least, float(base.free.sum()) + EPS) - 1
             elif outcome is None or shape.outside:
                 continue
             elif self.mode == "fcfs":
@@ -169,7 +172,7 @@ class Backfill:
                 holds, reserved = self._holds(base, blocked, hints)
                 fits.changed(holds)
                 asked = {}
-            if least[i + 1] > room + EPS and len(blocked) >= self.depth:
+            if i >= stop and len(blocked) >= self.depth:
                 trying = False  # nothing after this fits in all that is free (the holds only take more)
         self.reserved = {r.entry.id: r.start for r in reserved if r.start is not None}
         return started

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable, Iterable
+from operator import itemgetter
 from typing import Protocol
 
 import numpy as np
@@ -139,7 +140,8 @@ class SitePolicy:
             if user in self._users:
                 factor[self._users[user]] = f
         cols[:, 3] = factor[users]
-        return [pending[i] for i in order_of(cols, lambda i: pending[i].id, now, self.formula)]
+        at = order_of(cols, lambda i: pending[i].id, now, self.formula)
+        return list(itemgetter(*at)(pending)) if len(at) > 1 else [pending[i] for i in at]
 
     def _row_of(self, entry: Entry) -> tuple[float, float, float, float, float]:
         """``entry``'s row of :func:`order_of`'s columns, with its user's number
