@@ -149,10 +149,11 @@ class SitePolicy:
         """``entry``'s row of :func:`order_of`'s columns, with its user's number
         in place of the fair-share factor (kept while its request is the same object)."""
         job = self._job_of(entry)
-        user = self._users.get(job.user)
-        if user is None:
-            user = self._users[job.user] = len(self._user_names)
-            self._user_names.append(job.user)
+        with self._lock:  # (a user's number is given once, whichever thread sees them first)
+            user = self._users.get(job.user)
+            if user is None:
+                user = self._users[job.user] = len(self._user_names)
+                self._user_names.append(job.user)
         row = (job.submitted, job.cpus, float(job.qos_priority), float(user),
                float("nan") if job.fixed is None else float(job.fixed))
         self._rows[entry.id] = (entry.request, row)
