@@ -66,8 +66,7 @@ def checked(seeds: int) -> tuple[int, int]:
 def timed(q: CpuQueue, rules: Backfill, site: SitePolicy) -> tuple[float, float, Outcome]:
     """The site's order and one pass: (CPU seconds of this process, wall seconds, what it did)."""
     t, w = time.process_time(), time.perf_counter()
-    order = site.order(q.order, now=0.0)
-    q.order = order + [e for e in q.order if e.state != "pending"]
+    q.order = site.order(q.order, now=0.0)  # the queue keeps what waits (what runs is in q.running)
     out = q.run(rules)
     return time.process_time() - t, time.perf_counter() - w, out
 

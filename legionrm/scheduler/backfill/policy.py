@@ -27,6 +27,7 @@ onto the same free cpus.  Pure; no Ray.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -82,11 +83,14 @@ class Shape:
     walltime: float | None
     need: float
     outside: bool
+    key: int
+    """The same number for the same ``(demand, walltime)`` (what :class:`Fits` answers by)."""
 
     @staticmethod
-    def of(request: SchedulingRequest) -> Shape:
-        demand = demand_of(request)
-        return Shape(request, demand, walltime_of(request), need(demand), outside(request))
+    def of(request: SchedulingRequest, keys: dict[tuple[Demand, float | None], int]) -> Shape:
+        demand, walltime = demand_of(request), walltime_of(request)
+        key = keys.setdefault((demand, walltime), len(keys))
+        return Shape(request, demand, walltime, need(demand), outside(request), key)
 
 
 @dataclass
@@ -117,6 +121,7 @@ class Backfill:
         self._profile = profile
         self._usage = usage
         self._shapes: dict[int, Shape] = {}  # by id() of the request object
+        self._keys: dict[tuple[Demand, float | None], int] = {}
         self.reserved: dict[str, float] = {}
         """Each blocked top request's reserved start, by request id, as the last pass left them."""
 
@@ -136,7 +141,10 @@ class Backfill:
         blocked: list[Entry] = []
         holds, reserved = self._holds(base, blocked, hints)
         fits = Fits(base, holds)
-        started, trying, room = 0, True, float(base.free.sum())
+        asked: dict[int, bool] = {}  # fits' answers by shape key, in this state (the hot path: an int's lookup)
+        started, trying = 0, True
+        # least[i + 1] > all that is free (nothing after i fits) from position stop on (least never falls)
+        stop = bisect_right(least, float(base.free.sum()) + EPS) - 1
         for i, (entry, shape) in enumerate(zip(order, shapes)):
             if entry.state != "pending" or (skip is not None and skip(entry)):
                 continue
@@ -144,14 +152,17 @@ class Backfill:
                 if self.mode == "fcfs":
                     break  # this one cannot start: it blocks the rest
                 continue
-            ok = shape.outside or fits(shape.demand, shape.walltime)
+            ok = shape.outside or asked.get(shape.key)
+            if ok is None:
+                ok = asked[shape.key] = fits(shape.demand, shape.walltime)
             outcome = attempt(entry, (*holds, *base.unreported())) if ok else False
             if outcome:
                 started += 1
                 base.add(self._usage(entry, base))
                 holds, reserved = self._holds(base, blocked, hints)  # the reservations again, from what now runs
                 fits.changed(holds)
-                room = float(base.free.sum())
+                asked = {}
+                stop = bisect_right(least, float(base.free.sum()) + EPS) - 1
             elif outcome is None or shape.outside:
                 continue
             elif self.mode == "fcfs":
@@ -160,7 +171,8 @@ class Backfill:
                 blocked.append(entry)
                 holds, reserved = self._holds(base, blocked, hints)
                 fits.changed(holds)
-            if least[i + 1] > room + EPS and len(blocked) >= self.depth:
+                asked = {}
+            if i >= stop and len(blocked) >= self.depth:
                 trying = False  # nothing after this fits in all that is free (the holds only take more)
         self.reserved = {r.entry.id: r.start for r in reserved if r.start is not None}
         return started
@@ -169,16 +181,16 @@ class Backfill:
         """Each request's :class:`Shape`, read once per request object (a
         changed request is a new object); kept for the next passes."""
         kept = self._shapes
-        if len(kept) > 2 * len(order) + 1000:  # forget the requests gone since
-            kept = self._shapes = {}
-        out = []
-        for entry in order:
-            request = entry.request
-            shape = kept.get(id(request))  # (the shape holds its request: no other takes its id meanwhile)
+        if len(kept) > 2 * len(order) + 1000:  # forget the requests gone since (and their shapes' keys)
+            kept, self._keys = {}, {}
+            self._shapes = kept
+        # (a shape holds its request: no other takes its id meanwhile)
+        out = [kept.get(id(entry.request)) for entry in order]
+        for i, shape in enumerate(out):
             if shape is None:
-                shape = kept[id(request)] = Shape.of(request)
-            out.append(shape)
-        return out
+                request = order[i].request
+                out[i] = kept[id(request)] = Shape.of(request, self._keys)
+        return out  # type: ignore[return-value]
 
     def gate(self, entry: Entry, order: Sequence[Entry]) -> tuple[Hold, ...] | None:
         """The holds a fresh submission ``entry`` must keep if tried now, or

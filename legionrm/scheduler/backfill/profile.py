@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -87,7 +88,8 @@ class Profile:
         """What the hosts last reported free (``free`` is never more)."""
         # the events (time, host, +cpus back / -cpus taken), as arrays plus those not merged in yet
         self._ev: tuple[np.ndarray, np.ndarray, np.ndarray] = (np.empty(0), np.empty(0, np.int64), np.empty(0))
-        self._pending: list[tuple[float, int, float]] = list(events)
+        self._pending: list[np.ndarray] = []  # (k, 3) chunks of events
+        self._push(events)
         self._steps: tuple[np.ndarray, np.ndarray] | None = None
         self._later: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._gains: np.ndarray | None = None  # the cpus given back by each moment (running sums of the events)
@@ -113,7 +115,13 @@ class Profile:
 
     def release(self, *usages: Usage) -> None:
         """Count running work the hosts already report: its cpus come back at its end."""
-        self._push([(u.end, h, c) for u in usages if u.end < INF for h, c in zip(u.hosts, u.cpus)])
+        ending = [u for u in usages if u.end < INF]
+        # as columns (a pass starts from tens of thousands of usages): the events in the same order
+        ends = np.repeat(np.fromiter((u.end for u in ending), float, len(ending)),
+                         np.fromiter((len(u.hosts) for u in ending), np.int64, len(ending)))
+        hosts = np.fromiter(chain.from_iterable(u.hosts for u in ending), float, len(ends))
+        cpus = np.fromiter(chain.from_iterable(u.cpus for u in ending), float, len(ends))
+        self._push(np.column_stack([ends, hosts, cpus]))
 
     def add(self, usage: Usage) -> None:
         """Count ``usage``: cpus taken now (or at its start) and given back at its end."""
@@ -125,8 +133,10 @@ class Profile:
             self._push((usage.end, h, c) for h, c in zip(usage.hosts, usage.cpus))
         self._steps = self._later = self._gains = self._seen = None
 
-    def _push(self, events: Iterable[tuple[float, int, float]]) -> None:
-        self._pending.extend(events)
+    def _push(self, events: Iterable[tuple[float, int, float]] | np.ndarray) -> None:
+        chunk = events if isinstance(events, np.ndarray) else np.array(list(events), dtype=float).reshape(-1, 3)
+        if len(chunk):
+            self._pending.append(chunk)
         self._steps = self._later = self._gains = self._seen = None
 
     def _events(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -135,7 +145,7 @@ class Profile:
         again, so a pass that adds one start at a time stays linear."""
         if self._pending:
             t, h, d = self._ev
-            new = np.array(self._pending, dtype=float).reshape(-1, 3)
+            new = np.concatenate(self._pending) if len(self._pending) > 1 else self._pending[0]
             new = new[np.argsort(new[:, 0], kind="stable")]
             self._pending = []
             if len(t) and len(new) * 8 < len(t):

@@ -65,7 +65,7 @@ class CpuQueue:
         self._started: list[tuple[str, tuple[int, ...], tuple[float, ...]]] = []
         self._given: list[Sequence[Hold]] = []
         rules = kind if isinstance(kind, Backfill) else self.rules(kind, mode, depth)
-        rules.walk([e for e in self.order if e.state == "pending"], self._attempt)
+        rules.walk(self.order, self._attempt)  # (the walk passes over what is not pending)
         return Outcome(self._started, dict(rules.reserved))
 
     def _attempt(self, entry: Entry, holds: Sequence[Hold]) -> bool | None:

@@ -21,7 +21,7 @@ positions, computed as columns (the queue's every pass); a simulator
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -106,13 +106,21 @@ def order(jobs: Sequence[PendingJob], fairshare: Mapping[str, float], now: float
     """The positions in ``jobs`` in the order :func:`rank` gives (the same
     formula and ties), computed as numpy columns: the queue's hot path."""
     n = len(jobs)
-    if n == 0:
-        return []
-    w = formula.weights
     nan = float("nan")  # (no administrator's priority)
     get = fairshare.get
     cols = np.array([(j.submitted, j.cpus, j.qos_priority, get(j.user, 1.0), nan if j.fixed is None else j.fixed)
                      for j in jobs], dtype=float).reshape(n, 5)  # one pass over the jobs, not one per column
+    return order_of(cols, lambda i: jobs[i].id, now, formula)
+
+
+def order_of(cols: np.ndarray, id_of: Callable[[int], str], now: float, formula: Formula) -> list[int]:
+    """:func:`order` over the jobs as columns: one row per job of ``(submitted,
+    cpus, qos priority, fair-share factor, fixed priority or NaN)``;
+    ``id_of(i)``, job ``i``'s id, is read only for ties."""
+    n = len(cols)
+    if n == 0:
+        return []
+    w = formula.weights
     sub, cpus, qp, fixed = cols[:, 0].copy(), cols[:, 1], cols[:, 2], cols[:, 4]
     fs = np.clip(cols[:, 3], 0.0, 1.0)
     qos = np.clip(qp / formula.max_qos_priority, 0.0, 1.0) if formula.max_qos_priority > 0 else np.zeros(n)
@@ -126,7 +134,7 @@ def order(jobs: Sequence[PendingJob], fairshare: Mapping[str, float], now: float
     same = np.flatnonzero((prio[at][1:] == prio[at][:-1]) & (sub[at][1:] == sub[at][:-1]))
     out = at.tolist()
     for lo, hi in _runs(same.tolist()):
-        out[lo:hi] = sorted(out[lo:hi], key=lambda i: jobs[i].id)
+        out[lo:hi] = sorted(out[lo:hi], key=id_of)
     return out
 
 

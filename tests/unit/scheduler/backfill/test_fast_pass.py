@@ -78,3 +78,22 @@ def test_the_sparse_shadow_time_is_the_dense_one(free: list[float], ends: list[t
     if fast is not None and dense is not None:
         assert fast[0] == dense[0]
         assert np.array_equal(fast[1], dense[1])
+
+
+def test_the_shapes_kept_between_passes_are_forgotten_together_with_their_numbers() -> None:
+    """A long queue, then a short one: the rules forget the shapes of the
+    requests gone and the numbers they answer by together (a shape kept with
+    a number given anew would share another shape's answers), and each pass
+    decides as the reference."""
+    q = generate(7, hosts=40, requests=1500, ends=20)
+    kept = q.rules(Backfill, "easy", 2)  # type: ignore[arg-type]
+    first = q.run(kept)
+    assert (first.started, first.reserved) == (lambda s: (s.started, s.reserved))(q.run(ReferenceBackfill, "easy", 2))
+    q.settle(first, 0.3)
+    fresh = generate(8, hosts=40, requests=40, ends=20)  # other shapes, numbered anew
+    old = [e for e in q.order if e.state == "pending"][:40]  # their shapes numbered first by the long pass
+    q.order = [x for pair in zip(old, fresh.order) for x in pair]
+    fast, slow = q.run(kept), q.run(ReferenceBackfill, "easy", 2)  # type: ignore[arg-type]
+    assert fast.started and (fast.started, fast.reserved) == (slow.started, slow.reserved)
+    assert len(kept._shapes) < 100  # (the long queue's shapes were forgotten)
+    assert all(kept._keys[s.demand, s.walltime] == s.key for s in kept._shapes.values())
