@@ -54,6 +54,10 @@ class Calendar:
         self._bookings: dict[str, Booking] = {}
         self._cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._steps: tuple[int, tuple[np.ndarray, np.ndarray]] | None = None  # (limit, steps) while bookings stay
+        # the last amount and window check() found to fit, with the arrays it read (rebuilt on any change):
+        # add() right after check() of the same booking does not compute it twice
+        self._fit: tuple[object, tuple[bytes, float, float]] | None = None
+        self._at: tuple[object, float, np.ndarray] | None = None  # the last usage_at, with the arrays it read
 
     # --- bookings --------------------------------------------------------------------
 
@@ -131,8 +135,12 @@ class Calendar:
     def usage_at(self, t: float) -> np.ndarray:
         """Summed amount of the bookings covering time ``t``."""
         starts, ends, amounts = self._arrays()
+        if self._at is not None and self._at[0] is self._cache and self._at[1] == t:  # a heartbeat asks 3 times
+            return self._at[2].copy()
         live = (starts <= t) & (t < ends)
-        return live.astype(float) @ amounts
+        usage = live.astype(float) @ amounts
+        self._at = (self._cache, t, usage.copy())
+        return usage
 
     def free_at(self, t: float) -> np.ndarray:
         return self.capacity - self.usage_at(t)
@@ -166,11 +174,15 @@ class Calendar:
             return "total"
         if not self._bookings:  # the common case on an idle host: nothing to collide with
             return "ok"
+        asked = (vec.tobytes(), float(start), math.inf if end is None else float(end))
+        if self._fit is not None and self._fit[0] is self._cache and self._fit[1] == asked:
+            return "ok"
         usage = self._usage_points(start, end) + vec
         if (usage[0] > cap).any():
             return "capacity"
         if (usage > cap).any():
             return "calendar"
+        self._fit = (self._cache, asked)
         return "ok"
 
     def fits(self, amount: Sequence[float] | np.ndarray, start: float, end: float | None) -> bool:
@@ -264,7 +276,7 @@ class Calendar:
         vec = np.asarray(amount, dtype=float)
         if vec.shape != self.capacity.shape:
             raise ValueError(f"amount {amount!r} does not match dims {self.dims}")
-        if np.isnan(vec).any() or (vec < 0).any():  # NaN compares false and a negative amount makes room: both would overbook
+        if not (vec >= 0).all():  # a NaN (compares false) or a negative amount (makes room) would overbook
             raise ValueError(f"amount {amount!r} must be non-negative numbers")
         return vec
 
