@@ -174,7 +174,8 @@ class Calendar:
             return "total"
         if not self._bookings:  # the common case on an idle host: nothing to collide with
             return "ok"
-        asked = (vec.tobytes(), float(start), math.inf if end is None else float(end))
+        # the capacity is part of the question: a calendar whose capacity changed asks again
+        asked = (vec.tobytes() + cap.tobytes(), float(start), math.inf if end is None else float(end))
         if self._fit is not None and self._fit[0] is self._cache and self._fit[1] == asked:
             return "ok"
         usage = self._usage_points(start, end) + vec

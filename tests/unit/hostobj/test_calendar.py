@@ -135,3 +135,20 @@ def test_set_end_cannot_overbook() -> None:
     with pytest.raises(ValueError):
         c.set_end("x", 15)
     assert c.get("x").end == 10
+
+
+def test_a_fit_remembered_for_add_is_forgotten_by_every_change() -> None:
+    """check() remembers its last fit for the add() that follows; a booking, a removal or the same
+    question asked again after a change must never answer from it (else the guard would overbook)."""
+    cal = Calendar([4.0])
+    for i in range(4):
+        assert cal.check([1.0], 0.0, 10.0) == "ok"
+        cal.add(f"b{i}", [1.0], 0.0, 10.0)
+    assert cal.check([1.0], 0.0, 10.0) == "capacity"
+    with pytest.raises(ValueError, match="overbook"):
+        cal.add("b4", [1.0], 0.0, 10.0)
+    assert cal.remove("b0") and cal.check([1.0], 0.0, 10.0) == "ok"  # room again: the refusal is not remembered
+    assert cal.check([2.0], 0.0, 10.0) == "capacity"
+    cal.add("b5", [1.0], 0.0, 10.0)
+    assert cal.check([1.0], 0.0, 10.0) == "capacity"
+    assert float(cal.usage_at(5.0)[0]) == 4.0 and float(cal.usage_at(5.0)[0]) == 4.0  # asked twice: the same
