@@ -6,8 +6,10 @@ a :class:`ReloadPlan`: the pool changes (applied all or nothing through the
 Peloton validators by the pool owner), the schedulers whose nodepools or
 constraint changed (each told what it now serves), and the new roster.  A
 change that cannot be made live is refused here, in one line, before
-anything is touched: adding or removing a scheduler, or changing hosts,
-vaults or classes (those need ``down`` and ``up``).
+anything is touched: adding or removing a scheduler, or changing any
+other part of the file (hosts, vaults, classes, QoS, fair share, the
+queue, the runner, Ray-node rules...: those need ``down`` and ``up``), so a
+change is never silently left unapplied.
 """
 
 from __future__ import annotations
@@ -17,6 +19,11 @@ from dataclasses import dataclass, field
 from legionrm.models import ClusterSpec, PoolChange, PoolSpec, SchedulerSpec
 from legionrm.scheduler.pools import changes_between
 from legionrm.scheduler.several.route import Roster
+
+
+LIVE_PARTS = frozenset({"pools", "schedulers", "source"})
+"""The parts of a cluster file a reload applies live (``source``: where it was read from);
+a change to any other part is refused, never silently ignored."""
 
 
 @dataclass(frozen=True)
@@ -45,7 +52,7 @@ def plan_reload(roster: Roster, pools: tuple[PoolSpec, ...], running: ClusterSpe
         return ReloadPlan(refused=f"the schedulers would change from {', '.join(roster.names)} to {', '.join(names)}: "
                                   "adding, removing or reordering schedulers needs `legionrm down` and `up`")
     if running is not None:
-        for part in ("hosts", "vaults", "classes"):
+        for part in (p for p in ClusterSpec.model_fields if p not in LIVE_PARTS):
             if getattr(running, part) != getattr(new, part):
                 return ReloadPlan(refused=f"the cluster file's {part} changed: reload applies pools and schedulers; "
                                           f"a change to {part} needs `legionrm down` and `up`")

@@ -87,6 +87,9 @@ def test_what_reload_cannot_apply_live_is_refused_in_one_line(gateway) -> None:
     with pytest.raises(ClientError) as err:
         admin.reload('[[host]]\nname = "solo"\nattributes = { cpus = 2 }\n')
     assert err.value.code == "reload.refused" and "hosts" in str(err.value)
+    with pytest.raises(ClientError) as err:  # not applied live: refused, never silently ignored
+        admin.reload(cluster_text('\n[[qos]]\nname = "extra"\npriority = 5\n'))
+    assert err.value.code == "reload.refused" and "qos" in str(err.value)
     with pytest.raises(ClientError) as err:  # a bad file: the file, the table and the key, in one line
         admin.reload(cluster_text('\n[[pool]]\npath = "/x"\ncolour = 1\n'), "bad.toml")
     assert "bad.toml" in str(err.value) and "\n" not in str(err.value)
