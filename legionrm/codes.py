@@ -212,7 +212,7 @@ QOS_MAX_PENDING_PER_USER = code("qos.max_pending_per_user",
 REQUEST_AFTER = code("request.after", "an object's after names an object the request does not have, or the "
                      "objects follow each other in a cycle: refused at submit")
 QUEUE_PREEMPTED = code("queue.preempted", "the request ran in a preemptable QoS and was preempted for higher-priority or "
-                 "non-preemptable work (requeued or ended, by its on_preempt)")
+                       "non-preemptable work (requeued or ended, by its on_preempt)")
 QUEUE_HELD = code("queue.held", "the request is held: it waits until released")
 QUEUE_NOT_PENDING = code("queue.not_pending", "hold, release, update and top act on pending requests only")
 DEPEND_WAITING = code("depend.waiting", "it waits for the requests it names (after_ok, after_any, after_not_ok) "

@@ -24,7 +24,7 @@ from legionrm.errors import ConfigError
 from legionrm.gateway.door import INTAKE, PLANE, answer, body_of, refusal, status_of, user_of
 from legionrm.gateway.plane import Unavailable
 from legionrm.gateway.several.schedulers import each, find, roster, routed
-from legionrm.models import RequestInfo, SchedulingRequest, WorkEnd
+from legionrm.models import FINAL_STATES, RequestInfo, RequestState, SchedulingRequest, WorkEnd
 from legionrm.models.api import (
     ApiError,
     CancelBody,
@@ -41,7 +41,7 @@ from legionrm.request_file import parse_request
 from legionrm.scheduler.watch.settle import page_cursor
 from legionrm.tomlio import loads_toml
 
-STATES = ("pending", "admitted", "placing", "reserved", "running", "completed", "failed", "cancelled", "node_lost", "preempted")
+STATES = get_args(RequestState)  # every state a request may be in, in its life's order
 
 
 def request_from(doc: dict[str, Any] | None, toml: str | None, overrides: dict[str, str], rid: str | None,
@@ -171,7 +171,7 @@ async def cancel_many(request: web.Request) -> web.Response:
     ids = list(body.ids)
     if not ids and (body.user or body.state):
         infos = await _listed(request, body.user, body.state)
-        ids = [i.id for i in infos if i.state not in ("completed", "failed", "cancelled", "node_lost", "preempted")]
+        ids = [i.id for i in infos if i.state not in FINAL_STATES]
     done, refused = [], {}
     for rid in ids:
         try:

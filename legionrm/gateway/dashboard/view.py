@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from legionrm.models import CycleReport, RequestInfo, ResourceRecord, SchedulerStatus
+from legionrm.models import FINAL_STATES, CycleReport, RequestInfo, ResourceRecord, SchedulerStatus
 
 WAITING = ("pending", "admitted", "placing", "reserved")  # reserved: waits for its start time
 """Request states shown as the queue (not running yet, not ended)."""
 
-ENDED = ("completed", "failed", "cancelled", "node_lost", "preempted")
+ENDED = FINAL_STATES
 
 EVENTS = 40
 """How many recent events the page lists."""
