@@ -95,13 +95,24 @@ class RequestQueue:
 
     def ask_cancel(self, request_id: str) -> None:
         """Cancel ``request_id`` once the attempt under way ends."""
-        self._cancel_asked.add(request_id)
+        with self._lock:
+            self._cancel_asked.add(request_id)
+
+    def cancels_left(self) -> list[str]:
+        """The cancels asked while an attempt held a request that no attempt
+        carried out (the claim was a check, or the attempt ended without
+        looking); each is handed out once, for the caller to carry out now."""
+        with self._lock:
+            left = sorted(self._cancel_asked - self._attempting)
+            self._cancel_asked.difference_update(left)
+        return left
 
     def cancel_asked(self, request_id: str) -> bool:
         """True (once) when a cancel of ``request_id`` waits for its attempt to end."""
-        if request_id in self._cancel_asked:
-            self._cancel_asked.discard(request_id)
-            return True
+        with self._lock:
+            if request_id in self._cancel_asked:
+                self._cancel_asked.discard(request_id)
+                return True
         return False
 
     def ready(self, order: list[Entry]) -> list[Entry]:

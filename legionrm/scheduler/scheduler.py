@@ -72,7 +72,7 @@ from legionrm.scheduler.grow import NO_NODE
 from legionrm.scheduler.replan import enact_with_replans, for_good, shunning
 from legionrm.scheduler.requests import Entry, RequestBook
 from legionrm.scheduler.watch import Results, end_reason, sweep_orphans
-from legionrm.scheduler.watch.settle import settle_finished, settle_half_done
+from legionrm.scheduler.watch.settle import settle_cancels, settle_finished, settle_half_done
 from legionrm.state import StoreFault
 
 ORPHAN_SWEEP_TICKS = 10
@@ -368,6 +368,7 @@ class Scheduler:
                     self._classes_forget(iid)
         self._stages.advance_all()  # later stages of requests whose after graph follows work that ended well
         settle_half_done(self)
+        settle_cancels(self)
         if self._ticks % RESULT_SWEEP_TICKS == 0:
             try:
                 self.results.sweep()

@@ -45,6 +45,17 @@ def settle_half_done(core: Any) -> None:
             return
 
 
+def settle_cancels(core: Any) -> None:
+    """A cancel that came while a claim only checked its request (no attempt
+    carried it out) is carried out now: a tick late at most, never lost."""
+    for request_id in core.queue.cancels_left():
+        try:
+            core.cancel(request_id, replan=False)
+        except StoreFault as fault:  # asked again: a later tick tries it
+            core.queue.ask_cancel(request_id)
+            log.warning("the cancel of %s waits for the store: %s", request_id, fault)
+
+
 def settle_finished(core: Any) -> None:
     """The finished requests accounted (``Results.settled``) leave the live book, each
     written to the history first; a write that fails waits for a later sweep."""

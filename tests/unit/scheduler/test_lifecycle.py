@@ -23,6 +23,7 @@ from legionrm.models import (
 )
 from legionrm.models.cluster import PoolResourceSpec
 from legionrm.scheduler.audit import audit, views_of
+from legionrm.scheduler.priority import QueueControl
 from legionrm.scheduler.requests import ALLOWED, RequestBook
 from legionrm.scheduler.wiring import pool_gate
 from legionrm.testing import FakeClock
@@ -112,6 +113,24 @@ def test_cancel_a_running_and_a_pending_request_books_everything_back() -> None:
     assert s.scheduler.cancel("run").state == "cancelled"  # idempotent
     with pytest.raises(SchedulingError):
         s.scheduler.cancel("nosuch")
+
+
+def test_a_cancel_that_comes_while_a_check_claims_the_request_is_carried_out_by_the_next_tick() -> None:
+    """A cancel waits while a claim holds its request; a claim that only
+    checks (a pass's limit check, a settling sweep) never carries it out, and
+    a held request is never attempted, so only the tick can: never lost."""
+    s, _ = system()
+    assert s.scheduler.scheduleObjects(req("run", count=2)).ok
+    assert s.scheduler.scheduleObjects(req("wait", count=2)).state == "pending"
+    QueueControl(s.scheduler.book, s.scheduler.queue.site, s.scheduler.replan).hold("wait", admin=True)  # no pass will try it: only the tick sees the cancel
+    with s.scheduler.queue.claim("wait") as claimed:
+        assert claimed
+        assert s.scheduler.cancel("wait").state == "pending"  # asked: carried out once the claim ends
+    s.scheduler.tick()
+    assert states(s)["wait"] == "cancelled"
+    s.scheduler.tick()  # once: the next tick has nothing left to carry out
+    assert s.scheduler.queue.cancels_left() == []
+    assert books_balance(s) == []
 
 
 def test_cancelling_the_running_one_lets_the_waiting_one_run() -> None:
