@@ -277,6 +277,10 @@ CREDENTIALS = code("credentials", "no usable credentials file (missing, unreadab
 HOST_DRAINED = code("host.drained", "the host is drained by an administrator: it finishes its work and takes no new work")
 REQUEST_NO_SCHEDULER = code("request.no_scheduler", "the request (or its class) names no scheduler this system runs")
 RELOAD_REFUSED = code("reload.refused", "a live change the validators refused: nothing was changed")
+RELOAD_ROLLED_BACK = code("reload.rolled_back", "a live change failed part way (an actor refused or failed): "
+                          "what it had applied was set back, so nothing was changed")
+RELOAD_PARTIAL = code("reload.partial", "a live change failed part way and setting back what it had applied "
+                      "failed too: the reason names what is left changed")
 
 # --- the command line (--json's error.code; else the legionrm error class's name) -------------------
 CLI_TIMEOUT = code("timeout", "the running system did not answer in time", "cli")

@@ -18,12 +18,15 @@ from legionrm.auth.actordoor import ActorDoor
 from legionrm.auth.guard import GATEWAY, Guard, load_agent
 from legionrm.auth.proof import CallSigner
 from legionrm.collection.door import CollectionDoor
+from legionrm.config import parse_cluster
 from legionrm.errors import SchedulingError
 from legionrm.inprocess import LocalSystem
-from legionrm.models import ClusterSpec, PoolChange, PoolSpec, Refusal, SchedulerSpec
+from legionrm.hostobj.live import reconfigure
+from legionrm.models import BoundNode, ClusterSpec, OwnerPolicy, PoolChange, PoolSpec, Refusal, SchedulerSpec, SitePolicySpec
 from legionrm.scheduler.door import SchedulerDoor, status_for
 from legionrm.scheduler.pools import refused_or_reconfigured, specs_of
 from legionrm.scheduler.several import Roster
+from legionrm.tomlio import loads_toml
 
 
 class LocalPlane:
@@ -48,6 +51,10 @@ class LocalPlane:
 
     def cluster(self) -> ClusterSpec:
         return self.system.spec
+
+    def record_reload(self, text: str, roster: Roster) -> None:
+        """After a reload: its cluster file is the one the system runs."""
+        self.system.spec = parse_cluster(loads_toml(text), file=self.system.spec.source)
 
     async def call(self, user: str, target: str, method: str, args: dict[str, Any]) -> Any:
         if target == f"scheduler:{self.system.scheduler.name}":
@@ -77,6 +84,22 @@ class _SchedulerFacade:
         h.drain(reason) if reason is not None else h.resume()
         self.system.heartbeat()
         return True
+
+    def reconfigure_site(self, site: SitePolicySpec, check: bool = False, proof: Any = None) -> Refusal | None:
+        """As the actor's: the Scheduler's site policy from now on (an administrator's)."""
+        self.door.require_admin(proof, "reconfigure_site", {"site": site, "check": check}, "reload")
+        return self.door.core.queue.site.reload(site, self.door.core.book.entries(), check)
+
+    def reconfigure_owners(self, changes: list[OwnerPolicy], check: bool = False, cluster: ClusterSpec | None = None,
+                           proof: Any = None) -> Refusal | None:
+        """As the actor's: the hosts' and vaults' owners' policies and access lists (an administrator's)."""
+        self.door.require_admin(proof, "reconfigure_owners", {"changes": changes, "check": check, "cluster": cluster},
+                                "reload")
+        return reconfigure(lambda n: self.system.host(n) or self.system.vaults.get(n), changes, check)
+
+    def bound_nodes(self, proof: Any = None) -> list[BoundNode]:
+        self.door.require_admin(proof, "bound_nodes", {}, "reload")
+        return []  # an in-process system binds no Ray node
 
     def status(self, proof: Any = None) -> Any:
         return status_for(self.door.core, None, self.door.view_user(proof, "status", {}))

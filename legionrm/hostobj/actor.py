@@ -34,6 +34,7 @@ from legionrm.hostobj.classes.actor import (  # noqa: F401 - re-exported
 )
 from legionrm.hostobj.durable import Keeper
 from legionrm.hostobj.group import HostGroup, InstanceKey, TokenRef
+from legionrm.hostobj.live.calls import OwnerCalls
 from legionrm.hostobj.runner.owner import build_work
 from legionrm.hostobj.ray_node import RayNodeHost
 from legionrm.hostobj.resource import ResourceObject
@@ -151,7 +152,7 @@ class _OneResource(_Beating):
 
 
 @ray.remote(num_cpus=0)
-class HostActor(_OneResource, HostStateCalls, _DrainCalls):
+class HostActor(_OneResource, HostStateCalls, _DrainCalls, OwnerCalls):
     """One host object (a real Ray node when ``node_id`` is given).
 
     Answers both single calls and the batched calls of a host group, so the
@@ -253,7 +254,7 @@ class HostActor(_OneResource, HostStateCalls, _DrainCalls):
 
 
 @ray.remote(num_cpus=0)
-class HostGroupActor(_Beating, HostStateCalls, _DrainCalls):
+class HostGroupActor(_Beating, HostStateCalls, _DrainCalls, OwnerCalls):
     """Many simulated host objects in one process; one batched call per Enactor step."""
 
     def __init__(self, name: str, specs: list[HostSpec], collection: Any = None, heartbeat_s: float = 5.0,
@@ -350,7 +351,7 @@ class HostGroupActor(_Beating, HostStateCalls, _DrainCalls):
 
 
 @ray.remote(num_cpus=0)
-class VaultActor(_OneResource, VaultStateCalls):
+class VaultActor(_OneResource, VaultStateCalls, OwnerCalls):
     def __init__(self, spec: VaultSpec, collection: Any = None, heartbeat_s: float = 5.0,
                  auth_home: str | None = None, shelf_dir: str | None = None,  # objects' states: shelf_dir
                  state_path: str | None = None) -> None:

@@ -22,7 +22,7 @@ from legionrm.models import ClassSpec, HostSpec, Resources, VaultSpec
 from legionrm.objstate import StateShelf
 
 
-def _owner_class(path: str | None, base: type, where: str) -> type | None:
+def owner_class(path: str | None, base: type, where: str) -> type | None:
     """The resource subclass ``path`` names, or None when it names a policy (or nothing)."""
     if not path:
         return None
@@ -50,7 +50,7 @@ def build_host(
     common = dict(
         attributes=spec.attributes, access=spec.access, nodepool=spec.nodepool, clock=clock, sink=sink, secret=secret, **extra
     )
-    owner = _owner_class(spec.policy, HostObject, where)
+    owner = owner_class(spec.policy, HostObject, where)
     if owner is not None and not issubclass(owner, cls):  # an owner's HostObject on a Ray node: its hooks, the node's work
         owner = type(owner.__name__, (owner, cls), {"__module__": owner.__module__, "__doc__": owner.__doc__})
     if owner is not None:
@@ -80,7 +80,7 @@ def build_vault(
         attributes=spec.attributes, access=spec.access, serves=spec.serves, clock=clock, sink=sink, secret=secret,
         shelf=shelf, quota_gb=float(quota) if quota is not None else None,
     )
-    owner = _owner_class(spec.policy, VaultObject, where)
+    owner = owner_class(spec.policy, VaultObject, where)
     if owner is not None:
         try:
             return owner(spec.name, cap, **common, **spec.policy_args)

@@ -87,9 +87,13 @@ from legionrm.models.schedules import (  # noqa: F401
     ScheduleSuite,
     SchedulingRequest,
 )
+from legionrm.models.reload import BoundNode, OwnerPolicy, SitePolicySpec  # noqa: F401
 from legionrm.models.work import FAILED_ENDS, AccountRecord, WorkEnd, WorkResult  # noqa: F401
 
 __all__ = [
+    "BoundNode",
+    "OwnerPolicy",
+    "SitePolicySpec",
     "FINAL_STATES",
     "AuditFinding",
     "EventStatus",

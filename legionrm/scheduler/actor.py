@@ -70,7 +70,7 @@ from legionrm.scheduler.ports import PoolGate
 from legionrm.scheduler.priority.calls import QueueCalls
 from legionrm.scheduler.several import ServedCollection
 from legionrm.scheduler.several.actor import PoolActor, RemotePoolGate  # noqa: F401 - re-exported (system.py)
-from legionrm.scheduler.several.actor import NodeJoins
+from legionrm.scheduler.several.actor import NodeJoins, ReloadCalls
 from legionrm.scheduler.watch import HostWatch
 from legionrm.scheduler.watch.calls import HistoryCalls, WorkCalls
 from legionrm.scheduler.grow.actor import request_resources
@@ -174,7 +174,7 @@ def ray_watch(carriers: dict[str, Any], signer: CallSigner | None = None) -> Hos
 
 
 @ray.remote(num_cpus=0, max_concurrency=8, concurrency_groups={"control": 4})
-class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls, NodeJoins, IntakeCalls):
+class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls, NodeJoins, IntakeCalls, ReloadCalls):
     """``cluster`` (optional) brings the ``[fairshare]`` policy for the elastic
     cycle; ``carriers`` maps host names to the actors that carry them and
     ``class_actors`` class names to class actors, for stopping instances;

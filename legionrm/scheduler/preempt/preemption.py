@@ -85,8 +85,12 @@ class Preemption:
         self._lock = threading.Lock()
         self._busy = threading.Lock()
         self._claims: dict[str, Claim] = {}
-        self.enabled = any(q.preemptable for q in site.settings.qos.values())
-        """No preemptable QoS: nothing can ever be preempted, and a pass costs nothing."""
+
+    @property
+    def enabled(self) -> bool:
+        """No preemptable QoS: nothing can ever be preempted, and a pass costs nothing
+        (read each time: ``legionrm reload`` may change the QoS)."""
+        return any(q.preemptable for q in self._site.settings.qos.values())
 
     def rank(self, entry: Entry) -> Rank:
         """What the rules read of ``entry``'s QoS."""

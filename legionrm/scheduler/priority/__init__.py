@@ -21,11 +21,11 @@ out in docs/priority.md.  No Ray anywhere here.
 from legionrm.scheduler.priority.control import QueueControl, QueueError
 from legionrm.scheduler.priority.limits import Ask, QosLimits
 from legionrm.scheduler.priority.multifactor import Factors, Formula, PendingJob, Weights, factors, order, rank
-from legionrm.scheduler.priority.settings import Group, Qos, SiteSettings, site_settings
+from legionrm.scheduler.priority.settings import Group, Qos, SiteSettings, settings_of, site_settings, site_spec
 from legionrm.scheduler.priority.sharetree import ShareTree
 from legionrm.scheduler.priority.site import SitePolicy
 from legionrm.scheduler.priority.usage import Usage, UsageLedger, Use, decayed_cpu_seconds
 
 __all__ = ["Ask", "Factors", "Formula", "Group", "PendingJob", "Qos", "QosLimits", "QueueControl", "QueueError",
            "ShareTree", "SitePolicy", "SiteSettings", "Usage", "UsageLedger", "Use", "Weights", "decayed_cpu_seconds",
-           "factors", "order", "rank", "site_settings"]
+           "factors", "order", "rank", "settings_of", "site_settings", "site_spec"]

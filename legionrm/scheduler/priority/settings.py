@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from legionrm.errors import ConfigError
-from legionrm.models import ClusterSpec
+from legionrm.models import ClassSpec, ClusterSpec, SitePolicySpec
 from legionrm.scheduler.priority.multifactor import Formula, Weights
 from legionrm.tomlio import MAX_AMOUNT, bounded, check_keys, expect, require, tables
 
@@ -141,6 +141,19 @@ def site_settings(spec: ClusterSpec) -> SiteSettings:
                             hi=MAX_TIME_S),
         formula=Formula(weights=Weights(**w), max_age_s=max_age,
                         max_qos_priority=max(q.priority for q in qos.values())))
+
+
+def site_spec(spec: ClusterSpec) -> SitePolicySpec:
+    """The parts of ``spec`` :func:`site_settings` reads (what ``legionrm reload`` sends each Scheduler)."""
+    return SitePolicySpec(source=spec.source, qos=spec.qos,
+                          class_qos={c.name: c.qos for c in spec.classes if c.qos is not None},
+                          fairshare={k: v for k, v in spec.fairshare.items() if k in SITE_KEYS})
+
+
+def settings_of(site: SitePolicySpec) -> SiteSettings:
+    """:func:`site_settings` of what :func:`site_spec` kept.  Raises ConfigError."""
+    classes = tuple(ClassSpec(name=name, qos=qos) for name, qos in site.class_qos.items())
+    return site_settings(ClusterSpec(source=site.source, qos=site.qos, classes=classes, fairshare=site.fairshare))
 
 
 def _groups(fs: dict[str, Any], file: str) -> tuple[Group, ...]:

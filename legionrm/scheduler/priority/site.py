@@ -21,11 +21,12 @@ from typing import Protocol
 import numpy as np
 
 from legionrm import codes
-from legionrm.models import AccountRecord, Refusal, SchedulingRequest
+from legionrm.errors import ConfigError
+from legionrm.models import FINAL_STATES, AccountRecord, Refusal, SchedulingRequest, SitePolicySpec
 from legionrm.models.priority import PrioReport, PrioRow, ShareReport
 from legionrm.scheduler.priority.limits import Ask, QosLimits
 from legionrm.scheduler.priority.multifactor import Factors, PendingJob, factors, order_of, rank
-from legionrm.scheduler.priority.settings import SiteSettings
+from legionrm.scheduler.priority.settings import SiteSettings, settings_of
 from legionrm.scheduler.priority.sharetree import ShareTree
 from legionrm.scheduler.priority.usage import Usage, UsageLedger, Use
 from legionrm.scheduler.requests import Entry
@@ -85,6 +86,49 @@ class SitePolicy:
         walls = [o.walltime_s for o in entry.request.objects if o.walltime_s is not None]
         return Ask(entry.id, entry.user, self.qos_of(entry.request), entry.submitted, entry.cpus(),
                    max(walls) if walls else None)
+
+    # --- a live change (``legionrm reload``) ------------------------------------------------
+
+    def refused(self, settings: SiteSettings, entries: Iterable[Entry]) -> Refusal | None:
+        """Why ``settings`` cannot replace the running ones: a request of ``entries`` not yet
+        finished is in a QoS they do not define (its limits, order and preemption read it)."""
+        for e in entries:
+            if e.state in FINAL_STATES:
+                continue
+            first = e.request.objects[0].class_name if e.request.objects else None
+            name = settings.qos_name(first, e.request.qos)
+            if name not in settings.qos:
+                return Refusal(code=codes.RELOAD_REFUSED, by="qos",
+                               reason=f"request {e.id} ({e.state}) is in QoS {name!r}, which the new file does not "
+                                      f"define (it defines {', '.join(sorted(settings.qos))})")
+        return None
+
+    def reconfigure(self, settings: SiteSettings, entries: Iterable[Entry]) -> Refusal | None:
+        """Order and limit by ``settings`` from now on (QoS, fair-share groups, weights, half-life),
+        unless :meth:`refused` says why not: then nothing changes.  A pass under way ends
+        with the settings it began with; what was cached of each request is forgotten, and a
+        new half-life counts the accounting records again."""
+        why = self.refused(settings, entries)
+        if why is not None:
+            return why
+        with self._lock:
+            if settings.half_life_s != self.settings.half_life_s:
+                self._ledger, self._row = UsageLedger(settings.half_life_s), 0
+            self.formula = dataclasses.replace(settings.formula, total_cpus=self.formula.total_cpus)
+            self.tree = ShareTree(settings.groups)
+            self.settings = settings
+            self._jobs, self._rows = {}, {}
+        return None
+
+    def reload(self, spec: SitePolicySpec, entries: Iterable[Entry], check: bool = False) -> Refusal | None:
+        """:meth:`reconfigure` to the site policy ``spec`` describes (with ``check``: only
+        :meth:`refused`, changing nothing); settings that do not validate are refused too."""
+        try:
+            settings = settings_of(spec)
+        except ConfigError as exc:
+            return Refusal(code=codes.RELOAD_REFUSED, by="qos", reason=str(exc))
+        entries = list(entries)
+        return self.refused(settings, entries) if check else self.reconfigure(settings, entries)
 
     # --- usage and fair share --------------------------------------------------------------
 

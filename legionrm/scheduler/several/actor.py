@@ -6,6 +6,10 @@ actor admits through, so several schedulers share one set of pool totals;
 it books who admitted each request, so each scheduler audits what it holds.
 :class:`RemotePoolGate` is one scheduler's view of it.
 
+A reload's calls on a Scheduler actor (:class:`ReloadCalls`) forward to the
+pure cores: its site policy, and (the default scheduler's) the owners'
+policies of the hosts and vaults, through the actors that carry them.
+
 Ray nodes that join after ``up`` (issue 27 item 2) become hosts within a
 heartbeat: the default scheduler's actor looks at Ray's nodes once a
 heartbeat (:class:`NodeJoins`) and binds each live node no host is bound to
@@ -34,15 +38,19 @@ from legionrm.auth.guard import SCHEDULER as SCHEDULER_AGENT
 from legionrm.auth.guard import Guard
 from legionrm.hostobj.actor import spawn_ray_node_host
 from legionrm.models import (
+    BoundNode,
     ClusterSpec,
     NodeBinding,
+    OwnerPolicy,
     PoolChange,
     PoolSpec,
     Refusal,
     Resources,
     SchedulingRequest,
+    SitePolicySpec,
 )
-from legionrm.naming import POOLS, class_name
+from legionrm import codes
+from legionrm.naming import POOLS, class_name, host_name, named_actor, vault_name
 from legionrm.scheduler.pools import refused_or_reconfigured, specs_of
 from legionrm.scheduler.ports import PoolGate
 
@@ -212,3 +220,61 @@ class NodeJoins:
                                          proof=signed(self._signer, "add_resources", args, to=class_name(name)))
             log.warning("Ray node %s joined: bound as host %s", node_id, host)
         return list(new)
+
+
+class ReloadCalls:
+    """Mixin of a Scheduler actor: what ``legionrm reload`` asks of it (an administrator's),
+    each first with ``check`` (nothing changes) and then to apply (see
+    :mod:`legionrm.gateway.several.reload`)."""
+
+    door: Any
+    core: Any
+    _carriers: dict[str, Any]
+    _vaults: dict[str, Any]
+    _signer: Any
+    _bound: dict[str, str]
+    _node_cluster: ClusterSpec
+
+    @ray.method(concurrency_group="control")
+    def reconfigure_site(self, site: SitePolicySpec, check: bool = False, proof: Any = None) -> Refusal | None:
+        """Order and limit the queue by ``site`` from now on (:meth:`SitePolicy.reload
+        <legionrm.scheduler.priority.SitePolicy.reload>`): None, or why not and nothing changed."""
+        self.door.require_admin(proof, "reconfigure_site", {"site": site, "check": check}, "reload")
+        return self.core.queue.site.reload(site, self.core.book.entries(), check)
+
+    @ray.method(concurrency_group="control")
+    def reconfigure_owners(self, changes: list[OwnerPolicy], check: bool = False, cluster: ClusterSpec | None = None,
+                           proof: Any = None) -> Refusal | None:
+        """Give each host and vault of ``changes`` its owner's policy and access list, through the
+        actors that carry them (:func:`legionrm.hostobj.live.reconfigure` on each, all at once);
+        ``cluster`` (when given, and not ``check``) is what the Ray nodes that join from now on
+        are bound by.  None, or the first refusal (an actor that fails raises)."""
+        self.door.require_admin(proof, "reconfigure_owners", {"changes": changes, "check": check, "cluster": cluster},
+                                "reload")
+        by_actor: dict[int, tuple[str, Any, list[OwnerPolicy]]] = {}
+        for c in changes:
+            kept = self._carriers if c.kind == "host" else self._vaults
+            handle = kept.get(c.resource) or named_actor((host_name if c.kind == "host" else vault_name)(c.resource))
+            if handle is None:
+                return Refusal(code=codes.RELOAD_REFUSED, by=c.resource, reason=f"no actor carries {c.kind} {c.resource!r}")
+            by_actor.setdefault(id(handle), (c.resource, handle, []))[2].append(c)
+        refs = [h.reconfigure.remote(cs, check, proof=signed(self._signer, "reconfigure", {"changes": cs, "check": check},
+                                                            to=to)) for to, h, cs in by_actor.values()]
+        refused = next((r for r in ray.get(refs, timeout=CALL_TIMEOUT_S) if r is not None), None)
+        if refused is None and cluster is not None and not check and getattr(self, "_node_cluster", None) is not None:
+            self._node_cluster = cluster
+        return refused
+
+    @ray.method(concurrency_group="control")
+    def bound_nodes(self, proof: Any = None) -> list[BoundNode]:
+        """The Ray nodes this scheduler bound as hosts (the default one binds them), as a
+        ``[[ray_node]]`` rule matches them (an administrator's)."""
+        self.door.require_admin(proof, "bound_nodes", {}, "reload")
+        bound = dict(getattr(self, "_bound", {}))
+        if not bound:
+            return []
+        seen = {n["NodeID"]: n for n in ray.nodes()}
+        return [BoundNode(host=h, node_id=n, address=str(seen.get(n, {}).get("NodeManagerAddress", "")),
+                          hostname=str(seen.get(n, {}).get("NodeManagerHostname", "")),
+                          labels={str(k): str(v) for k, v in (seen.get(n, {}).get("Labels") or {}).items()})
+                for h, n in sorted(bound.items())]
