@@ -303,8 +303,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         if verb == "drain":
             dr.add_argument("--reason", required=True, metavar="TEXT", help="why (shown by `legionrm hosts`)")
         gateway_flags(dr)
-    rl = add("reload", "apply a cluster file's pools and schedulers to the running system, all or nothing "
-                       "(administrators); a refused change changes nothing and says why")
+    rl = add("reload", "apply a cluster file's pools, schedulers, QoS and fair share, and hosts' and vaults' "
+                       "policies and access lists to the running system, all or nothing (administrators); "
+                       "a refused change changes nothing and says why")
     rl.add_argument("--cluster", metavar="FILE", help="the cluster file (default: the one the system runs)")
     gateway_flags(rl)
 

@@ -1,5 +1,5 @@
 """An administrator's live changes: ``legionrm reload [--cluster FILE]`` (a cluster
-file's pools and schedulers, all or nothing) and ``legionrm pools
+file's pools, schedulers, site policy and owners' policies and access lists, all or nothing) and ``legionrm pools
 create|update PATH KIND=RESERVATION:LIMIT[:SHARE]... [--default]`` / ``pools delete PATH``."""
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ def _print_changes(changes: list[str], as_json: bool) -> None:
 
 
 def cli_reload(args: argparse.Namespace) -> int:
-    """``legionrm reload [--cluster FILE]``: the file's pools and schedulers applied live, all or nothing."""
+    """``legionrm reload [--cluster FILE]``: what the file changes applied live, all or nothing
+    (:mod:`legionrm.gateway.several.reload`)."""
     path = Path(args.cluster) if args.cluster else running_cluster()
     try:
         text = path.read_text(encoding="utf-8")
