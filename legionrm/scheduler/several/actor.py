@@ -32,6 +32,7 @@ from typing import Any, Iterable
 
 import ray
 
+from legionrm import codes
 from legionrm.auth import CallSigner, signed
 from legionrm.auth.actordoor import ActorDoor
 from legionrm.auth.guard import SCHEDULER as SCHEDULER_AGENT
@@ -49,7 +50,6 @@ from legionrm.models import (
     SchedulingRequest,
     SitePolicySpec,
 )
-from legionrm import codes
 from legionrm.naming import POOLS, class_name, host_name, named_actor, vault_name
 from legionrm.scheduler.pools import refused_or_reconfigured, specs_of
 from legionrm.scheduler.ports import PoolGate
