@@ -105,9 +105,9 @@ class SitePolicy:
 
     def reconfigure(self, settings: SiteSettings, entries: Iterable[Entry]) -> Refusal | None:
         """Order and limit by ``settings`` from now on (QoS, fair-share groups, weights, half-life),
-        unless :meth:`refused` says why not: then nothing changes.  A pass under way ends
-        with the settings it began with; what was cached of each request is forgotten, and a
-        new half-life counts the accounting records again."""
+        unless :meth:`refused` says why not: then nothing changes.  What was kept of each
+        request is forgotten (and nothing read across the change is kept), so the next pass
+        reads only the new settings; a new half-life counts the accounting records again."""
         why = self.refused(settings, entries)
         if why is not None:
             return why
@@ -156,8 +156,10 @@ class SitePolicy:
         cached = self._jobs.get(entry.id)
         if cached is not None and cached[0] is entry.request:
             return cached[1]
+        settings = self.settings
         job = self._job_of(entry)
-        self._jobs[entry.id] = (entry.request, job)
+        if self.settings is settings:  # (read across a reload: not kept, read anew next time)
+            self._jobs[entry.id] = (entry.request, job)
         return job
 
     def _job_of(self, entry: Entry) -> PendingJob:
@@ -192,6 +194,7 @@ class SitePolicy:
     def _row_of(self, entry: Entry) -> tuple[float, float, float, float, float]:
         """``entry``'s row of :func:`order_of`'s columns, with its user's number
         in place of the fair-share factor (kept while its request is the same object)."""
+        settings = self.settings
         job = self._job_of(entry)
         with self._lock:  # (a user's number is given once, whichever thread sees them first)
             user = self._users.get(job.user)
@@ -200,7 +203,8 @@ class SitePolicy:
                 self._user_names.append(job.user)
         row = (job.submitted, job.cpus, float(job.qos_priority), float(user),
                float("nan") if job.fixed is None else float(job.fixed))
-        self._rows[entry.id] = (entry.request, row)
+        if self.settings is settings:  # (read across a reload: not kept, read anew next pass)
+            self._rows[entry.id] = (entry.request, row)
         return row
 
     def rank(self, entries: list[Entry], now: float | None = None) -> list[tuple[Entry, Factors]]:

@@ -32,6 +32,7 @@ EXPECTED_CODE = {ATTESTED: "auth.no_proof", OWN: "auth.not_owner", ENACTOR: "aut
 _RESOURCE_COMMON = {
     "ping": OPEN, "make_reservations": ATTESTED, "cancel_reservations": OWN, "cancel_requests": SYSTEM,
     "audit_views": SYSTEM, "heartbeat": SYSTEM, "expire": SYSTEM, "shutdown": ADMIN,
+    "reconfigure": SYSTEM,  # an owner's policy and access list (legionrm reload): the Scheduler or an admin
 }
 _HOSTS_COMMON = {"drain": SYSTEM}  # drain or resume a host: the Scheduler (for an administrator) or an admin
 
@@ -59,7 +60,7 @@ METHODS: dict[str, dict[str, str]] = {
         "approve": ENACTOR, "approve_growth": ENACTOR,
         "audit": ADMIN, "tick": ADMIN, "run_cycle": ADMIN, "stop_cycle": ADMIN, "setCollection": ADMIN,
         "setEnactor": ADMIN, "hold": OWN, "release": OWN, "update": ADMIN, "top": ADMIN, "share": VIEW, "prio": VIEW,
-        "drain": ADMIN, "serve": ADMIN, "submit_batch": GATEWAY, "cancel_batch": GATEWAY,
+        "drain": ADMIN, "serve": ADMIN, "reconfigure_site": ADMIN, "reconfigure_owners": ADMIN, "bound_nodes": ADMIN, "submit_batch": GATEWAY, "cancel_batch": GATEWAY,
     },
     "PoolActor": {"ping": OPEN, "admit": SYSTEM, "release": SYSTEM, "held": SYSTEM, "set_capacity": SYSTEM,
                   "report": ANY, "capacity": ANY, "specs": ANY, "reconfigure": ADMIN},
