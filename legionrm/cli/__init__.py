@@ -10,7 +10,6 @@ never start Ray.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import importlib
 import os
 import re
@@ -377,6 +376,8 @@ def when(text: str) -> float:
         return float(text)
     except ValueError:
         pass
+    import datetime as dt  # here: only `history --since/--until` reads a date
+
     try:
         return dt.datetime.fromisoformat(text).timestamp()
     except ValueError:

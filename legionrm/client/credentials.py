@@ -19,6 +19,11 @@ A client looks for it (:func:`find`) at ``--credentials FILE``, then
 account on the head) the home's own ``auth/users/<LEGIONRM_USER or login>.credentials``
 that ``legionrm up`` writes for the administrator who started it.  A file
 that group or others may read is refused, as a key file is.
+
+A file in the very form :meth:`Credentials.text` writes is read line by line
+(:func:`plain`); any other TOML goes to ``tomllib``, so a CLI call on a file
+as ``user add`` wrote it does not import a TOML parser (a test holds the two
+readings equal).
 """
 
 from __future__ import annotations
@@ -26,13 +31,11 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-import tomllib
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from legionrm.client.errors import CredentialsError
 from legionrm.client.signing import key_pem
-from legionrm.homefs import login_name, write_private
 
 FORMAT_VERSION = 1
 ENV = "LEGIONRM_CREDENTIALS"
@@ -74,6 +77,8 @@ class Credentials(NamedTuple):
     def write(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write this file at ``path`` with mode 0600 (atomically, never readable by others:
         :func:`legionrm.homefs.write_private`); an existing one is kept unless ``overwrite``."""
+        from legionrm.homefs import write_private  # here: a call that only reads credentials does not pay for it
+
         target = Path(path)
         if not overwrite and target.exists():
             raise CredentialsError(f"{target}: already exists; remove it first")
@@ -97,8 +102,13 @@ def read(path: str | os.PathLike[str]) -> Credentials:
     if len(data) > MAX_BYTES:
         raise CredentialsError(f"{where}: too large to be a credentials file")
     try:
-        doc = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        text = data.decode("utf-8")
+        doc = plain(text)
+        if doc is None:
+            import tomllib  # here: a file not in the form text() writes
+
+            doc = tomllib.loads(text)
+    except (UnicodeDecodeError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
         raise CredentialsError(f"{where}: not a credentials file: {exc}") from None
     if doc.get("version") != FORMAT_VERSION:
         raise CredentialsError(f"{where}: version must be {FORMAT_VERSION}, not {doc.get('version')!r}")
@@ -114,6 +124,43 @@ def read(path: str | os.PathLike[str]) -> Credentials:
                        fingerprint=fp, path=where)
 
 
+_PEM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=- ")
+"""What a line of a PEM block may hold: base64, its padding, and the BEGIN / END lines."""
+
+
+def plain(text: str) -> dict[str, Any] | None:
+    """The keys of a credentials file in the form :meth:`Credentials.text` writes (comment lines,
+    ``version = 1``, ``key = "text"`` without escapes, the key in a ``\"\"\"`` block of PEM lines),
+    as ``tomllib`` reads them; None for anything else (then ``tomllib`` reads it: escapes, other
+    spacing, tables, a key twice, a line this form never has)."""
+    doc: dict[str, Any] = {}
+    lines = iter(text.split("\n"))
+    for line in lines:
+        if not line or (line[0] == "#" and line.isprintable()):
+            continue
+        key, eq, value = line.partition(" = ")
+        if not eq or key in doc or key not in ("version", "url", "user", "fingerprint", "private_key"):
+            return None
+        if key == "version" and value == "1":
+            doc[key] = 1
+        elif key == "private_key" and value == '"""':
+            block = []
+            for row in lines:
+                if row == '"""':
+                    break
+                if not _PEM.issuperset(row):
+                    return None
+                block.append(row + "\n")
+            else:
+                return None  # no closing delimiter
+            doc[key] = "".join(block)
+        elif (key != "version" and len(value) >= 2 and value[0] == value[-1] == '"' and value[1:-1].isprintable()
+              and '"' not in value[1:-1] and "\\" not in value):
+            doc[key] = value[1:-1]
+        else:
+            return None
+    return doc
+
 
 def candidates(explicit: str | os.PathLike[str] | None = None) -> list[Path]:
     """Where a client looks, in order (see the module doc)."""
@@ -123,6 +170,8 @@ def candidates(explicit: str | os.PathLike[str] | None = None) -> list[Path]:
     if os.environ.get(ENV):
         return [Path(os.environ[ENV])]
     out.append(Path.home() / ".legionrm" / "credentials")
+    from legionrm.homefs import login_name
+
     home = Path(os.environ.get("LEGIONRM_HOME", str(Path.home() / ".legionrm")))
     out.append(home / "auth" / "users" / f"{os.environ.get('LEGIONRM_USER') or login_name()}{SUFFIX}")
     return out

@@ -19,17 +19,19 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import secrets
+import os
 import time
-from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from legionrm.client.errors import CredentialsError
 from legionrm.errors import ConfigError
 from legionrm.protocol import AS_HEADER, SIGNATURE_LABEL
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 ALG = "ed25519"
 """RFC 9421's name for the algorithm (section 3.3.6)."""
@@ -47,9 +49,26 @@ def load_key(pem: str, where: str = "credentials") -> Ed25519PrivateKey:
         except (binascii.Error, ValueError):
             der = b""
         if len(der) == len(PKCS8_ED25519) + 32 and der.startswith(PKCS8_ED25519):
-            return Ed25519PrivateKey.from_private_bytes(der[len(PKCS8_ED25519):])
+            return from_seed(der[len(PKCS8_ED25519):])
     raise CredentialsError(f"{where}: 'private_key' is not an Ed25519 private key in PKCS#8 PEM "
                            "(-----BEGIN PRIVATE KEY-----)")
+
+
+def from_seed(seed: bytes) -> Ed25519PrivateKey:
+    """The Ed25519 key of a 32-byte seed: the very object ``Ed25519PrivateKey.from_private_bytes``
+    returns (that classmethod only forwards to cryptography's compiled binding), made by the binding
+    directly when it is there.  The public module's import (typing, cryptography's enums and
+    serialization classes) costs about as much as the rest of a ``legionrm list``'s own imports;
+    the binding alone is the one shared library.  Another cryptography, whose binding differs,
+    goes through the public module."""
+    try:
+        from cryptography.hazmat.bindings._rust import openssl
+
+        return openssl.ed25519.from_private_bytes(seed)  # type: ignore[no-any-return]
+    except (ImportError, AttributeError):
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+        return Ed25519PrivateKey.from_private_bytes(seed)
 
 
 def key_pem(key: Ed25519PrivateKey) -> str:
@@ -83,7 +102,7 @@ class RequestSigner:
         """The ``Content-Digest``, ``Signature-Input`` and ``Signature`` fields of the call
         ``method target`` (``target``: the path and query as sent) with ``body``; ``as_user``: the
         ``Legionrm-As`` field it carries, covered too.  ``created`` and ``nonce`` default to now
-        and 32 random hex digits."""
+        and 32 random hex digits (``os.urandom``, what ``secrets.token_hex`` reads, without its imports)."""
         path, _, query = target.partition("?")
         digest = content_digest(body)
         covered = [("@method", method.upper()), ("@path", path or "/"), ("@query", "?" + query)]
@@ -94,7 +113,7 @@ class RequestSigner:
         covered.append(("content-digest", digest))
         ids = " ".join(f'"{name}"' for name, _ in covered)
         params = (f"({ids});created={int(time.time()) if created is None else created};keyid={self._keyid};alg=\"{ALG}\""
-                  f";nonce={sf_string(secrets.token_hex(16) if nonce is None else nonce, 'nonce')}")
+                  f";nonce={sf_string(os.urandom(16).hex() if nonce is None else nonce, 'nonce')}")
         base = "\n".join([f'"{name}": {value}' for name, value in covered] + [f'"@signature-params": {params}'])
         signature = base64.b64encode(self._key.sign(base.encode("ascii"))).decode("ascii")
         return {"Content-Digest": digest, "Signature-Input": f"{SIGNATURE_LABEL}={params}",

@@ -6,7 +6,8 @@ from these documents (:mod:`legionrm.cli.front`), so ``legionrm list`` imports
 no model; :class:`~legionrm.client.client.Client` turns the same documents
 into the gateway's pydantic models for Python programs.
 
-HTTP is the standard library's ``http.client``: one keep-alive connection
+HTTP is :mod:`legionrm.client.http11` (not ``http.client``, whose import of
+the ``email`` package is a third of a CLI call): one keep-alive connection
 per thread (a connection the gateway closed while idle is opened anew before
 the next call), each call signed (:mod:`legionrm.client.signing`).  An https
 gateway is reached only if its certificate's SHA-256 fingerprint is the one
@@ -16,21 +17,23 @@ pinned in the credentials.  A refusal raises a
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import select
-import ssl
 import threading
 import time
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import quote, urlencode, urlsplit
 
 from legionrm import codes
 from legionrm.client.credentials import Credentials, find, fingerprint
 from legionrm.client.errors import ConnectionFailedError, GatewayError, error_for
+from legionrm.client.http11 import Connection
 from legionrm.client.signing import RequestSigner, load_key
 from legionrm.protocol import API_PREFIX, AS_HEADER
+
+if TYPE_CHECKING:
+    import ssl
 
 Doc = dict[str, Any]
 Request = dict[str, Any] | str
@@ -55,7 +58,7 @@ class Wire:
         self._prefix = url.path.rstrip("/") + API_PREFIX
         self._tls = _pinned(credentials) if self._https else None
         self._local = threading.local()
-        self._open: list[http.client.HTTPConnection] = []
+        self._open: list[Connection] = []
         self._lock = threading.Lock()
 
     @classmethod
@@ -92,17 +95,15 @@ class Wire:
             headers[AS_HEADER] = self.as_user
         conn = self._connection()
         try:
-            conn.request(method, target, body=content or None, headers=headers)
-            resp = conn.getresponse()
-            data = resp.read()
-        except (OSError, http.client.HTTPException) as exc:
+            resp = conn.request(method, target, content, headers)
+        except OSError as exc:
             self._forget(conn)
             raise ConnectionFailedError(codes.CLIENT_UNREACHABLE, f"cannot reach the gateway at "
                                         f"{self.credentials.url}: {exc or type(exc).__name__}") from None
         if resp.will_close:
             self._forget(conn)
         try:
-            doc = json.loads(data) if data else None
+            doc = json.loads(resp.body) if resp.body else None
         except ValueError:
             doc = None
         if 200 <= resp.status < 300:
@@ -111,20 +112,19 @@ class Wire:
             raise error_for(resp.status, doc["code"], str(doc.get("reason", "")), str(doc.get("by", "gateway")))
         raise error_for(resp.status, codes.HTTP_STATUS.of(str(resp.status)), resp.reason or "no answer")
 
-    def _connection(self) -> http.client.HTTPConnection:
-        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+    def _connection(self) -> Connection:
+        conn: Connection | None = getattr(self._local, "conn", None)
         if conn is not None and (conn.sock is None or select.select([conn.sock], [], [], 0)[0]):
             self._forget(conn)  # closed (by close()), or readable while idle: the gateway closed it
             conn = None
         if conn is None:
-            conn = (http.client.HTTPSConnection(self._host, self._port, timeout=self.timeout, context=self._tls)
-                    if self._https else http.client.HTTPConnection(self._host, self._port, timeout=self.timeout))
+            conn = Connection(self._host, self._port, timeout=self.timeout, tls=self._tls)
             self._local.conn = conn
             with self._lock:
                 self._open.append(conn)
         return conn
 
-    def _forget(self, conn: http.client.HTTPConnection) -> None:
+    def _forget(self, conn: Connection) -> None:
         conn.close()
         self._local.conn = None
         with self._lock:
@@ -279,6 +279,8 @@ def _content(body: Any) -> bytes:
 
 def _pinned(c: Credentials) -> ssl.SSLContext:
     """For an https gateway: trust exactly its certificate, once its fingerprint is the pinned one."""
+    import ssl  # here: an http gateway's call (127.0.0.1, the CLI on the head) does not pay for it
+
     parts = urlsplit(c.url)
     try:
         pem = ssl.get_server_certificate((parts.hostname or "", parts.port or 443), timeout=10)

@@ -1,0 +1,147 @@
+"""HTTP/1.1 as the gateway's client speaks it: one request, one answer, on a kept-alive socket.
+
+The standard library's ``http.client`` parses an answer's header fields with
+the ``email`` package, whose import is a third of what a CLI call costs
+(``benchmarks/bench_cli.py``); a gateway call needs far less.  A
+:class:`Connection` sends a request with a ``Content-Length`` body and reads
+the answer's status line, its header fields and its body: by
+``Content-Length``, chunked, or up to the close.  It is kept open unless the
+answer says otherwise (``Connection: close``, HTTP/1.0, a body read to the
+close).  A malformed answer or a closed socket raises :class:`ProtocolError`
+(an ``OSError``, as the socket's own failures are).
+
+The TLS context (https) is the caller's; this module never imports ``ssl``.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    import io
+    import ssl
+
+MAX_LINE = 65_536
+"""The longest status line, header line or chunk-size line accepted (as ``http.client``)."""
+MAX_FIELDS = 100
+"""The most header fields an answer may carry (as ``http.client``)."""
+
+
+class ProtocolError(ConnectionError):
+    """The gateway's answer is not HTTP/1.x, or the connection ended inside it."""
+
+
+class Answer(NamedTuple):
+    """An answer: its status, reason phrase, header fields (names in lower case) and body."""
+
+    status: int
+    reason: str
+    fields: dict[str, str]
+    body: bytes
+    will_close: bool
+
+
+class Connection:
+    """One connection to ``host:port`` (over TLS with ``tls``), opened on the first request."""
+
+    def __init__(self, host: str, port: int, *, timeout: float, tls: ssl.SSLContext | None = None) -> None:
+        self.host, self.port, self.timeout, self.tls = host, port, timeout, tls
+        self.sock: socket.socket | None = None
+        self._in: io.BufferedReader | None = None
+
+    def close(self) -> None:
+        sock, self.sock, reader, self._in = self.sock, None, self._in, None
+        if reader is not None:
+            reader.close()
+        if sock is not None:
+            sock.close()
+
+    def _open(self) -> None:
+        # a host name as bytes: as str, getaddrinfo encodes it with the idna codec, an import of its own
+        host = self.host.encode("ascii") if self.host.isascii() else self.host
+        sock = socket.create_connection((host, self.port), self.timeout)  # type: ignore[arg-type]
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.tls is not None:
+            sock = self.tls.wrap_socket(sock, server_hostname=self.host)
+        self.sock, self._in = sock, sock.makefile("rb")
+
+    def request(self, method: str, target: str, body: bytes, fields: dict[str, str]) -> Answer:
+        """Send ``method target`` with ``fields`` and ``body``; the answer, read in full."""
+        if self.sock is None:
+            self._open()
+        assert self.sock is not None and self._in is not None
+        host = self.host if ":" not in self.host else f"[{self.host}]"
+        head = [f"{method} {target} HTTP/1.1", f"Host: {host}:{self.port}", "Accept-Encoding: identity"]
+        head += [f"{k}: {v}" for k, v in fields.items()]
+        if body or method in ("POST", "PUT", "PATCH"):
+            head.append(f"Content-Length: {len(body)}")
+        self.sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+        return self._answer(method)
+
+    def _line(self) -> bytes:
+        assert self._in is not None
+        line = self._in.readline(MAX_LINE + 1)
+        if len(line) > MAX_LINE:
+            raise ProtocolError("an answer's line is too long")
+        if not line:
+            raise ProtocolError("the gateway closed the connection without answering")
+        return line
+
+    def _answer(self, method: str) -> Answer:
+        while True:  # skip informational answers (100 Continue)
+            version, _, rest = self._line().decode("latin-1").rstrip("\r\n").partition(" ")
+            code, _, reason = rest.partition(" ")
+            if not version.startswith("HTTP/1.") or len(code) != 3 or not code.isdigit():
+                raise ProtocolError(f"not an HTTP answer: {version} {rest}"[:200])
+            fields = self._fields()
+            status = int(code)
+            if not 100 <= status < 200:
+                break
+        conn = fields.get("connection", "").lower()
+        will_close = "close" in conn or (version == "HTTP/1.0" and "keep-alive" not in conn)
+        if method == "HEAD" or status in (204, 304):
+            body = b""
+        elif "chunked" in fields.get("transfer-encoding", "").lower():
+            body = self._chunked()
+        elif "content-length" in fields:
+            body = self._exactly(int(fields["content-length"]))
+        else:
+            assert self._in is not None
+            body, will_close = self._in.read(), True
+        if will_close:
+            self.close()
+        return Answer(status, reason, fields, body, will_close)
+
+    def _fields(self) -> dict[str, str]:
+        fields: dict[str, str] = {}
+        for _ in range(MAX_FIELDS + 1):
+            line = self._line()
+            if line in (b"\r\n", b"\n"):
+                return fields
+            name, colon, value = line.decode("latin-1").partition(":")
+            if colon:
+                key = name.strip().lower()
+                fields[key] = f"{fields[key]}, {value.strip()}" if key in fields else value.strip()
+        raise ProtocolError(f"an answer with more than {MAX_FIELDS} header fields")
+
+    def _exactly(self, n: int) -> bytes:
+        assert self._in is not None
+        data = self._in.read(n)
+        if len(data) < n:
+            raise ProtocolError(f"the answer ended after {len(data)} of {n} bytes")
+        return data
+
+    def _chunked(self) -> bytes:
+        parts = []
+        while True:
+            size = self._line().split(b";", 1)[0].strip()
+            try:
+                n = int(size, 16)
+            except ValueError:
+                raise ProtocolError(f"a bad chunk size {size[:40]!r}") from None
+            if n == 0:
+                self._fields()  # the trailer, up to its blank line
+                return b"".join(parts)
+            parts.append(self._exactly(n))
+            self._line()  # the chunk's CRLF
