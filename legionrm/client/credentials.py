@@ -28,7 +28,6 @@ readings equal).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from pathlib import Path
@@ -45,6 +44,8 @@ MAX_BYTES = 16_384
 
 def fingerprint(der: bytes) -> str:
     """The pinned form of a certificate: ``sha256:`` and the SHA-256 of its DER bytes, hex pairs with colons."""
+    import hashlib  # here: only an https gateway's certificate is fingerprinted
+
     return "sha256:" + ":".join(f"{b:02X}" for b in hashlib.sha256(der).digest())
 
 

@@ -6,7 +6,7 @@ administrator acts as someone, and ``Content-Digest`` (the SHA-256 of the
 body), with ``created``, ``keyid`` (the user), ``alg`` and a fresh random
 ``nonce`` as its parameters.  These components and parameters are fixed, so
 the signature base (RFC 9421 section 2.5) is built here directly, with
-hashlib and Ed25519 alone: a CLI call pays for neither a structured-field
+SHA-256 and Ed25519 alone: a CLI call pays for neither a structured-field
 parser nor a signature framework.  It is the same base, byte for byte, that
 the ``http-message-signatures`` package builds (a test signs both ways and
 compares), and the gateway checks every call with that package
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import os
 import time
 from typing import TYPE_CHECKING, Any
@@ -27,6 +26,14 @@ from urllib.parse import urlsplit
 from legionrm.client.errors import CredentialsError
 from legionrm.errors import ConfigError
 from legionrm.protocol import AS_HEADER, SIGNATURE_LABEL
+
+try:  # CPython's own SHA-256 (3.12 on: _sha2): hashlib would also load OpenSSL's libcrypto, for one digest
+    from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]
+except ImportError:
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+    except ImportError:
+        from hashlib import sha256  # type: ignore[assignment,unused-ignore]
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -80,7 +87,7 @@ def key_pem(key: Ed25519PrivateKey) -> str:
 
 def content_digest(body: bytes) -> str:
     """The ``Content-Digest`` field of ``body`` (RFC 9530): its SHA-256, as a structured-field byte sequence."""
-    return "sha-256=:" + base64.b64encode(hashlib.sha256(body).digest()).decode("ascii") + ":"
+    return "sha-256=:" + base64.b64encode(sha256(body).digest()).decode("ascii") + ":"
 
 
 def sf_string(text: str, what: str) -> str:
