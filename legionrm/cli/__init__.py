@@ -15,11 +15,14 @@ import os
 import re
 import sys
 import time
-from typing import Callable, Sequence
 
 from legionrm.cli.errors import describe
 from legionrm.cli.submitflags import add_submit_flags
 from legionrm.version import __version__
+
+TYPE_CHECKING = False  # typing's, without importing typing: a CLI call never loads it
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
 
 # subcommand -> "module:function"; the function takes the parsed args and
 # returns an exit status.  Imported lazily so `legionrm place` never pays for Ray.

@@ -14,7 +14,10 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # typing's, without importing typing: a CLI call never loads it
+if TYPE_CHECKING:
+    from typing import Any
 
 KINDS = (("after_ok", "completed (ended well)"), ("after_any", "ended, however"),
          ("after_not_ok", "ended other than completed"))

@@ -30,11 +30,16 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
-from typing import Any, NamedTuple
+from collections import namedtuple
 
 from legionrm.client.errors import CredentialsError
 from legionrm.client.signing import key_pem
+
+TYPE_CHECKING = False  # typing's, without importing typing: a CLI call never loads it
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+    from typing import Any
 
 FORMAT_VERSION = 1
 ENV = "LEGIONRM_CREDENTIALS"
@@ -49,15 +54,13 @@ def fingerprint(der: bytes) -> str:
     return "sha256:" + ":".join(f"{b:02X}" for b in hashlib.sha256(der).digest())
 
 
-class Credentials(NamedTuple):
-    """The gateway's URL, the user, their Ed25519 private key (PEM) and the pinned certificate fingerprint.
-    (A NamedTuple, not a dataclass: a CLI call does not pay for importing dataclasses.)"""
+class Credentials(namedtuple("Credentials", ("url", "user", "private_key_pem", "fingerprint", "path"), defaults=("", ""))):
+    """The gateway's ``url``, the ``user``, their Ed25519 private key (``private_key_pem``), the pinned
+    certificate ``fingerprint`` (default "") and the file it was read from (``path``, default ""), all
+    str.  (collections' namedtuple, not a dataclass or typing's NamedTuple: a CLI call does not pay
+    for importing dataclasses or typing.)"""
 
-    url: str
-    user: str
-    private_key_pem: str
-    fingerprint: str = ""
-    path: str = ""
+    __slots__ = ()
 
     def __repr__(self) -> str:  # never the key
         return f"Credentials(url={self.url!r}, user={self.user!r}, fingerprint={self.fingerprint!r}, path={self.path!r})"
@@ -78,7 +81,9 @@ class Credentials(NamedTuple):
     def write(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write this file at ``path`` with mode 0600 (atomically, never readable by others:
         :func:`legionrm.homefs.write_private`); an existing one is kept unless ``overwrite``."""
-        from legionrm.homefs import write_private  # here: a call that only reads credentials does not pay for it
+        from pathlib import Path  # here: a call that only reads credentials pays for neither
+
+        from legionrm.homefs import write_private
 
         target = Path(path)
         if not overwrite and target.exists():
@@ -163,27 +168,41 @@ def plain(text: str) -> dict[str, Any] | None:
     return doc
 
 
+def _places(explicit: str | os.PathLike[str] | None = None) -> Iterator[str]:
+    """Where a client looks, in order, each made only when the one before it is not there (the
+    home's file asks for the login name: a user with their own file does not pay for that)."""
+    if explicit:
+        yield os.fspath(explicit)
+        return
+    if os.environ.get(ENV):
+        yield os.environ[ENV]
+        return
+    own = os.path.join(os.path.expanduser("~"), ".legionrm")
+    yield os.path.join(own, "credentials")
+    user = os.environ.get("LEGIONRM_USER")
+    if not user:
+        from legionrm.homefs import login_name
+
+        user = login_name()
+    yield os.path.join(os.environ.get("LEGIONRM_HOME", own), "auth", "users", f"{user}{SUFFIX}")
+
+
 def candidates(explicit: str | os.PathLike[str] | None = None) -> list[Path]:
     """Where a client looks, in order (see the module doc)."""
-    out: list[Path] = []
-    if explicit:
-        return [Path(explicit)]
-    if os.environ.get(ENV):
-        return [Path(os.environ[ENV])]
-    out.append(Path.home() / ".legionrm" / "credentials")
-    from legionrm.homefs import login_name
+    from pathlib import Path
 
-    home = Path(os.environ.get("LEGIONRM_HOME", str(Path.home() / ".legionrm")))
-    out.append(home / "auth" / "users" / f"{os.environ.get('LEGIONRM_USER') or login_name()}{SUFFIX}")
-    return out
+    return [Path(p) for p in _places(explicit)]
 
 
 def find(explicit: str | os.PathLike[str] | None = None) -> Credentials:
-    """The first credentials file of :func:`candidates` that exists, read; else one line saying where we looked."""
-    places = candidates(explicit)
-    for p in places:
-        if explicit or os.environ.get(ENV) or p.exists():
+    """The first credentials file of :func:`candidates` that exists, read (one named by
+    ``explicit`` or ``$LEGIONRM_CREDENTIALS`` is read whether it exists or not: its absence is
+    said); else one line saying where we looked."""
+    looked = []
+    for p in _places(explicit):
+        if explicit or os.environ.get(ENV) or os.path.exists(p):
             return read(p)
-    raise CredentialsError("no credentials: looked at " + ", ".join(map(str, places))
+        looked.append(p)
+    raise CredentialsError("no credentials: looked at " + ", ".join(looked)
                            + f" (pass --credentials FILE or set {ENV}; an administrator makes one with "
                            "`legionrm user add NAME`)")

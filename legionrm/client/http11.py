@@ -16,8 +16,9 @@ The TLS context (https) is the caller's; this module never imports ``ssl``.
 from __future__ import annotations
 
 import socket
-from typing import TYPE_CHECKING, NamedTuple
+from collections import namedtuple
 
+TYPE_CHECKING = False  # typing's, without importing typing: a CLI call never loads it
 if TYPE_CHECKING:
     import io
     import ssl
@@ -32,14 +33,11 @@ class ProtocolError(ConnectionError):
     """The gateway's answer is not HTTP/1.x, or the connection ended inside it."""
 
 
-class Answer(NamedTuple):
-    """An answer: its status, reason phrase, header fields (names in lower case) and body."""
+class Answer(namedtuple("Answer", ("status", "reason", "fields", "body", "will_close"))):
+    """An answer: its ``status`` (int), ``reason`` phrase, header ``fields`` (a dict, names in lower
+    case), ``body`` (bytes), and whether the connection closed after it (``will_close``)."""
 
-    status: int
-    reason: str
-    fields: dict[str, str]
-    body: bytes
-    will_close: bool
+    __slots__ = ()
 
 
 class Connection:

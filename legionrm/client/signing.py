@@ -20,8 +20,6 @@ import base64
 import binascii
 import os
 import time
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from legionrm.client.errors import CredentialsError
 from legionrm.errors import ConfigError
@@ -35,8 +33,10 @@ except ImportError:
     except ImportError:
         from hashlib import sha256  # type: ignore[assignment,unused-ignore]
 
+TYPE_CHECKING = False  # typing's, without importing typing: a CLI call never loads it
 if TYPE_CHECKING:
     from datetime import datetime
+    from typing import Any
 
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -129,6 +129,8 @@ class RequestSigner:
     def sign(self, request: Any, body: bytes, created: datetime | None = None) -> None:
         """Add the three fields to ``request`` in place (anything with ``method``, ``url`` and
         ``headers``, e.g. an ``httpx.Request``), signed now (or at ``created``)."""
+        from urllib.parse import urlsplit  # here: the CLI's calls never come this way
+
         url = urlsplit(str(request.url))
         target = url.path + (f"?{url.query}" if url.query else "")
         request.headers.update(self.headers(request.method, target, body, request.headers.get(AS_HEADER),

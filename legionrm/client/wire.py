@@ -22,7 +22,6 @@ import os
 import select
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import quote, urlencode, urlsplit
 
 from legionrm import codes
@@ -32,11 +31,13 @@ from legionrm.client.http11 import Connection
 from legionrm.client.signing import RequestSigner, load_key
 from legionrm.protocol import API_PREFIX, AS_HEADER
 
+TYPE_CHECKING = False  # typing's, without importing typing: a CLI call never loads it
 if TYPE_CHECKING:
     import ssl
+    from typing import Any, Self
 
-Doc = dict[str, Any]
-Request = dict[str, Any] | str
+Doc = dict[str, "Any"]
+Request = dict[str, "Any"] | str
 
 ENDED = ("completed", "failed", "cancelled", "node_lost", "preempted")
 """The states a request ends in (:data:`legionrm.models.FINAL_STATES`; a test holds them equal)."""
