@@ -17,7 +17,6 @@ same documents).
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 import time
@@ -279,6 +278,8 @@ def cli_history(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"records": records}, indent=2))
     elif args.csv:
+        import csv  # here: only history --csv writes CSV
+
         w = csv.writer(sys.stdout)
         w.writerow(HISTORY_FIELDS)
         for r in records:

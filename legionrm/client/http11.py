@@ -11,6 +11,9 @@ close).  A malformed answer or a closed socket raises :class:`ProtocolError`
 (an ``OSError``, as the socket's own failures are).
 
 The TLS context (https) is the caller's; this module never imports ``ssl``.
+A call's target and its gateway's address are made here too (:func:`quote`,
+:func:`query`, :func:`split_url`: ``urllib.parse``'s answers for what a
+client sends, without its import; tests hold them equal).
 """
 
 from __future__ import annotations
@@ -27,6 +30,42 @@ MAX_LINE = 65_536
 """The longest status line, header line or chunk-size line accepted (as ``http.client``)."""
 MAX_FIELDS = 100
 """The most header fields an answer may carry (as ``http.client``)."""
+
+
+UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~")
+"""The bytes a URL carries as themselves (RFC 3986 section 2.3); ``quote`` escapes every other."""
+
+
+def quote(text: str) -> str:
+    """``urllib.parse.quote(text, safe="")``: each byte of ``text``'s UTF-8 but :data:`UNRESERVED` as ``%XX``
+    (a request id with a ``/`` stays one path segment)."""
+    data = text.encode("utf-8")
+    return "".join(chr(b) if b in UNRESERVED else f"%{b:02X}" for b in data)
+
+
+def query(params: dict[str, object]) -> str:
+    """``urllib.parse.urlencode(params, quote_via=quote)`` for text and number values."""
+    return "&".join(f"{quote(str(k))}={quote(str(v))}" for k, v in params.items())
+
+
+def split_url(url: str) -> tuple[str, str, int | None, str]:
+    """A gateway's ``scheme://host[:port][/path]`` as ``urllib.parse.urlsplit`` reads it: the scheme and
+    host in lower case (an IPv6 host without its brackets, any ``user@`` dropped), the port (None when
+    not given) and the path (no query or fragment); ValueError for a URL without ``://`` or a port
+    that is not one."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or not scheme.isascii() or not scheme.isalpha():
+        raise ValueError(f"not a scheme://host URL: {url!r}")
+    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    hostport, path = rest[:end].rpartition("@")[2], rest[end:].split("#", 1)[0].split("?", 1)[0]
+    if hostport.startswith("["):
+        host, _, after = hostport[1:].partition("]")
+        port = after[1:] if after.startswith(":") else ""
+    else:
+        host, _, port = hostport.partition(":")
+    if port and not (port.isascii() and port.isdigit() and int(port) <= 65535):
+        raise ValueError(f"not a port: {port!r} in {url!r}")
+    return scheme.lower(), host.lower(), int(port) if port else None, path
 
 
 class ProtocolError(ConnectionError):

@@ -16,8 +16,7 @@ can call legionrm.
 
 from __future__ import annotations
 
-import base64
-import binascii
+import binascii  # base64's own base (b64encode and b64decode only forward to it)
 import os
 import time
 
@@ -52,7 +51,7 @@ def load_key(pem: str, where: str = "credentials") -> Ed25519PrivateKey:
     body = "".join(line.strip() for line in pem.strip().splitlines()[1:-1])
     if pem.strip().startswith("-----BEGIN PRIVATE KEY-----") and pem.strip().endswith("-----END PRIVATE KEY-----"):
         try:
-            der = base64.b64decode(body, validate=True)
+            der = binascii.a2b_base64(body.encode("ascii"), strict_mode=True)  # = b64decode(validate=True)
         except (binascii.Error, ValueError):
             der = b""
         if len(der) == len(PKCS8_ED25519) + 32 and der.startswith(PKCS8_ED25519):
@@ -80,14 +79,19 @@ def from_seed(seed: bytes) -> Ed25519PrivateKey:
 
 def key_pem(key: Ed25519PrivateKey) -> str:
     """``key`` as the PKCS#8 PEM text :func:`load_key` reads (what a credentials file holds)."""
-    der = base64.b64encode(PKCS8_ED25519 + key.private_bytes_raw()).decode("ascii")
+    der = _b64(PKCS8_ED25519 + key.private_bytes_raw())
     lines = [der[i:i + 64] for i in range(0, len(der), 64)]
     return "\n".join(["-----BEGIN PRIVATE KEY-----", *lines, "-----END PRIVATE KEY-----", ""])
 
 
+def _b64(data: bytes) -> str:
+    """``base64.b64encode(data)`` as text."""
+    return binascii.b2a_base64(data, newline=False).decode("ascii")
+
+
 def content_digest(body: bytes) -> str:
     """The ``Content-Digest`` field of ``body`` (RFC 9530): its SHA-256, as a structured-field byte sequence."""
-    return "sha-256=:" + base64.b64encode(sha256(body).digest()).decode("ascii") + ":"
+    return "sha-256=:" + _b64(sha256(body).digest()) + ":"
 
 
 def sf_string(text: str, what: str) -> str:
@@ -122,7 +126,7 @@ class RequestSigner:
         params = (f"({ids});created={int(time.time()) if created is None else created};keyid={self._keyid};alg=\"{ALG}\""
                   f";nonce={sf_string(os.urandom(16).hex() if nonce is None else nonce, 'nonce')}")
         base = "\n".join([f'"{name}": {value}' for name, value in covered] + [f'"@signature-params": {params}'])
-        signature = base64.b64encode(self._key.sign(base.encode("ascii"))).decode("ascii")
+        signature = _b64(self._key.sign(base.encode("ascii")))
         return {"Content-Digest": digest, "Signature-Input": f"{SIGNATURE_LABEL}={params}",
                 "Signature": f"{SIGNATURE_LABEL}=:{signature}:"}
 

@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import json
 import os
+import _thread  # threading's own base (get_ident, allocate_lock): importing threading costs a CLI call more
 import select
-import threading
 import time
-from urllib.parse import quote, urlencode, urlsplit
 
 from legionrm import codes
 from legionrm.client.credentials import Credentials, find, fingerprint
-from legionrm.client.errors import ConnectionFailedError, GatewayError, error_for
-from legionrm.client.http11 import Connection
+from legionrm.client.errors import ConnectionFailedError, CredentialsError, GatewayError, error_for
+from legionrm.client.http11 import Connection, query, quote, split_url
 from legionrm.client.signing import RequestSigner, load_key
 from legionrm.protocol import API_PREFIX, AS_HEADER
 
@@ -53,14 +52,16 @@ class Wire:
         self.credentials, self.as_user, self.timeout = credentials, as_user, timeout
         self.user = credentials.user
         self._signer = RequestSigner(credentials.user, load_key(credentials.private_key_pem, credentials.path))
-        url = urlsplit(credentials.url)
-        self._https = url.scheme == "https"
-        self._host, self._port = url.hostname or "127.0.0.1", url.port or (443 if self._https else 80)
-        self._prefix = url.path.rstrip("/") + API_PREFIX
+        try:
+            scheme, host, port, path = split_url(credentials.url)
+        except ValueError as exc:
+            raise CredentialsError(f"{credentials.path or 'credentials'}: 'url' is not a gateway's: {exc}") from None
+        self._https = scheme == "https"
+        self._host, self._port = host or "127.0.0.1", port or (443 if self._https else 80)
+        self._prefix = path.rstrip("/") + API_PREFIX
         self._tls = _pinned(credentials) if self._https else None
-        self._local = threading.local()
-        self._open: list[Connection] = []
-        self._lock = threading.Lock()
+        self._conns: dict[int, Connection] = {}  # each thread's connection, by its thread's id
+        self._lock = _thread.allocate_lock()
 
     @classmethod
     def from_credentials(cls, path: str | os.PathLike[str] | None = None, **kw: Any) -> Self:
@@ -71,7 +72,7 @@ class Wire:
     def close(self) -> None:
         """Close every thread's connection (a later call opens a new one)."""
         with self._lock:
-            conns, self._open = self._open, []
+            conns, self._conns = list(self._conns.values()), {}
         for c in conns:
             c.close()
 
@@ -87,8 +88,8 @@ class Wire:
         """One signed call of ``path`` (under ``/api/v1``); the answer's JSON, or the error it carries
         raised.  ``body``: JSON bytes, a JSON-able mapping, or a pydantic model (sent without its defaults)."""
         content = _content(body)
-        query = urlencode({k: v for k, v in (params or {}).items() if v is not None}, quote_via=quote)
-        target = self._prefix + path + (f"?{query}" if query else "")
+        q = query({k: v for k, v in (params or {}).items() if v is not None})
+        target = self._prefix + path + (f"?{q}" if q else "")
         headers = {"Accept": "application/json", **self._signer.headers(method, target, content, self.as_user)}
         if content:
             headers["Content-Type"] = "application/json"
@@ -114,23 +115,23 @@ class Wire:
         raise error_for(resp.status, codes.HTTP_STATUS.of(str(resp.status)), resp.reason or "no answer")
 
     def _connection(self) -> Connection:
-        conn: Connection | None = getattr(self._local, "conn", None)
+        # a thread's id may be a finished thread's: its connection is idle, this thread may take it
+        me = _thread.get_ident()
+        conn = self._conns.get(me)
         if conn is not None and (conn.sock is None or select.select([conn.sock], [], [], 0)[0]):
-            self._forget(conn)  # closed (by close()), or readable while idle: the gateway closed it
+            self._forget(conn)  # closed (by its answer), or readable while idle: the gateway closed it
             conn = None
         if conn is None:
             conn = Connection(self._host, self._port, timeout=self.timeout, tls=self._tls)
-            self._local.conn = conn
             with self._lock:
-                self._open.append(conn)
+                self._conns[me] = conn
         return conn
 
     def _forget(self, conn: Connection) -> None:
         conn.close()
-        self._local.conn = None
         with self._lock:
-            if conn in self._open:
-                self._open.remove(conn)
+            for k in [k for k, c in self._conns.items() if c is conn]:
+                del self._conns[k]
 
     # --- requests (each answers the gateway's JSON) ---------------------------------------------
 
@@ -256,7 +257,7 @@ class Wire:
 
 def segment(text: str) -> str:
     """``text`` as one path segment (a request id with a ``/`` cannot reach another route)."""
-    return quote(text, safe="")
+    return quote(text)
 
 
 def request_fields(request: Request) -> Doc:
@@ -282,9 +283,9 @@ def _pinned(c: Credentials) -> ssl.SSLContext:
     """For an https gateway: trust exactly its certificate, once its fingerprint is the pinned one."""
     import ssl  # here: an http gateway's call (127.0.0.1, the CLI on the head) does not pay for it
 
-    parts = urlsplit(c.url)
+    _, host, port, _ = split_url(c.url)
     try:
-        pem = ssl.get_server_certificate((parts.hostname or "", parts.port or 443), timeout=10)
+        pem = ssl.get_server_certificate((host, port or 443), timeout=10)
     except OSError as exc:
         raise ConnectionFailedError(codes.CLIENT_UNREACHABLE, f"cannot reach the gateway at {c.url}: {exc}") from None
     got = fingerprint(ssl.PEM_cert_to_DER_cert(pem))

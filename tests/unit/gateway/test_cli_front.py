@@ -86,16 +86,17 @@ def test_no_credentials_is_one_line(monkeypatch, tmp_path, capsys) -> None:
 
 LEAN = ("ray", "numpy", "pydantic", "legionrm.models", "httpx", "http_message_signatures", "rich", "lark", "aiohttp",
         "http.client", "email", "ssl", "tomllib", "cryptography.hazmat.primitives", "encodings.idna", "hashlib", "typing",
-        "pathlib")
+        "pathlib", "urllib.parse", "threading", "base64", "csv")
 """What a CLI call through an http gateway does without (issue 29 item 2): Ray, numpy, the models, the
 gateway's own libraries, http.client and its email parser, TLS, a TOML parser for a credentials file
 as ``user add`` writes it, cryptography's public modules (its binding signs), the idna codec, hashlib (and
-OpenSSL's libcrypto with it: the body's SHA-256 is CPython's own), typing, and pathlib (which the editable
-install's finder loads at start: the probe forgets it first, as an installed legionrm never loads it)."""
+OpenSSL's libcrypto with it: the body's SHA-256 is CPython's own), typing, pathlib, urllib.parse, threading,
+base64 and csv.  The editable install's finder loads pathlib and urllib.parse at start: the probe forgets
+them first (an installed legionrm has no such finder)."""
 PROBE = """
 import json, sys
-for name in [m for m in sys.modules if m == "pathlib"]:
-    del sys.modules[name]
+for name in ("pathlib", "urllib.parse"):
+    sys.modules.pop(name, None)
 from legionrm.cli import main
 code = main(sys.argv[1:])
 print(json.dumps({"code": code, "loaded": sorted(m for m in %r if m in sys.modules)}))

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import socket
 import threading
+import urllib.parse
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from legionrm.client.http11 import Connection, ProtocolError
+from legionrm.client.http11 import Connection, ProtocolError, query, quote, split_url
 
 
 class Server:
@@ -140,3 +143,37 @@ def test_no_answer_at_all_is_a_protocol_error() -> None:
 
 def test_protocol_errors_are_os_errors_as_the_sockets_own() -> None:
     assert issubclass(ProtocolError, OSError)  # the Wire turns every OSError into client.unreachable
+
+
+# --- a call's target and the gateway's address, as urllib.parse makes and reads them -------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(st.characters(blacklist_categories=("Cs",)), max_size=20))
+def test_quote_is_urllibs_with_nothing_safe(text: str) -> None:
+    assert quote(text) == urllib.parse.quote(text, safe="")
+
+
+@settings(max_examples=200, deadline=None)
+@given(params=st.dictionaries(st.sampled_from(["user", "state", "cursor", "since", "all", "instance"]),
+                              st.one_of(st.text(st.characters(blacklist_categories=("Cs",)), max_size=12),
+                                        st.integers(), st.floats(allow_nan=False))))
+def test_query_is_urlencode_quoted_as_a_path(params: dict) -> None:
+    assert query(params) == urllib.parse.urlencode(params, quote_via=urllib.parse.quote)
+
+
+URLS = ["http://127.0.0.1:8470", "https://10.1.2.3:8470", "http://127.0.0.1:8470/", "https://Gw.Example.ORG/base/",
+        "http://[::1]:8470/p?x=1#f", "http://[fe80::1]/", "https://user@host:1/a/b", "http://host", "HTTP://h:0",
+        "http://h:65535/x#y", "https://h?q", "http://h:/p"]
+
+
+@pytest.mark.parametrize("url", URLS)
+def test_split_url_reads_a_gateway_url_as_urlsplit(url: str) -> None:
+    u = urllib.parse.urlsplit(url)
+    assert split_url(url) == (u.scheme, u.hostname or "", u.port, u.path)
+
+
+@pytest.mark.parametrize("url", ["http://h:x", "http://h:70000", "127.0.0.1:8470", "http://h:-1", "http://h:８"])
+def test_a_url_that_is_not_a_gateways_is_a_value_error(url: str) -> None:
+    with pytest.raises(ValueError):
+        split_url(url)
