@@ -21,7 +21,7 @@ import json
 import sys
 import time
 
-from legionrm.cli.submitflags import depend_lines, submit_overrides
+from legionrm.cli.submitflags import depend_lines, request_text, submit_overrides
 from legionrm.client.wire import ENDED, Doc, Wire
 from legionrm.errors import ConfigError
 
@@ -105,12 +105,6 @@ def _overrides(pairs: list[str] | None) -> dict[str, str]:
     return out
 
 
-def read_text(path: str) -> str:
-    """A request file's text (``open``, not pathlib: a CLI call does not import it)."""
-    with open(path, encoding="utf-8") as f:
-        return f.read()
-
-
 def ended_line(info: Doc) -> str:
     """``ID: STATE (reason); exit code N``: how ``wait`` and ``submit --wait`` say a request ended."""
     return (f"{info['id']}: {info['state']}" + (f" ({info['reason']})" if info.get("reason") else "")
@@ -121,7 +115,7 @@ def cli_submit(args: argparse.Namespace) -> int:
     """``legionrm submit FILE|- [--set k=v]... [--id NAME] [--wait]``: exit 0 placed (or queued),
     1 when it could not be scheduled."""
     try:
-        text = sys.stdin.read() if args.request == "-" else read_text(args.request)
+        text = request_text(args.request)
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror}", file=args.request) from None
     c = client(args)
@@ -399,7 +393,7 @@ def cli_prio(args: argparse.Namespace) -> int:
 
 def cli_explain(args: argparse.Namespace) -> int:
     """``legionrm explain FILE [--host H]...``: the plan without enacting it; exit 1 when none."""
-    text = read_text(args.request) if args.request != "-" else sys.stdin.read()
+    text = request_text(args.request)
     plan = client(args).explain(text, hosts=args.host or ())
     suite = plan["suite"]
     masters = suite.get("masters", ())

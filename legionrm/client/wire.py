@@ -17,9 +17,9 @@ pinned in the credentials.  A refusal raises a
 
 from __future__ import annotations
 
+import _thread  # threading's own base (get_ident, allocate_lock): importing threading costs a CLI call more
 import json
 import os
-import _thread  # threading's own base (get_ident, allocate_lock): importing threading costs a CLI call more
 import select
 import time
 
