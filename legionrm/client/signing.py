@@ -63,10 +63,10 @@ def load_key(pem: str, where: str = "credentials") -> Ed25519PrivateKey:
 def from_seed(seed: bytes) -> Ed25519PrivateKey:
     """The Ed25519 key of a 32-byte seed: the very object ``Ed25519PrivateKey.from_private_bytes``
     returns (that classmethod only forwards to cryptography's compiled binding), made by the binding
-    directly when it is there.  The public module's import (typing, cryptography's enums and
-    serialization classes) costs about as much as the rest of a ``legionrm list``'s own imports;
-    the binding alone is the one shared library.  Another cryptography, whose binding differs,
-    goes through the public module."""
+    directly when it is there: the public module's import (typing, cryptography's enums and
+    serialization classes) costs a CLI call about 10 ms more than the binding's shared library
+    alone (``benchmarks/README.md``).  Another cryptography, whose binding differs, goes through
+    the public module."""
     try:
         from cryptography.hazmat.bindings._rust import openssl
 
