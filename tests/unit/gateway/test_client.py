@@ -228,3 +228,19 @@ def test_the_binding_makes_the_key_the_public_module_makes(monkeypatch) -> None:
         return real(name, *a, **kw)  # type: ignore[arg-type]
     monkeypatch.setattr(builtins, "__import__", no_binding)
     assert from_seed(seed).sign(message) == want
+
+
+def test_threads_share_a_wire_each_on_its_own_kept_connection(gateway) -> None:
+    """Calls from many threads through one Wire: each answer is its caller's, and each thread keeps
+    one connection across its calls (by its thread's id), none shared by two threads at once.  (80
+    calls: under the gateway's burst of 100, whatever the machine's speed.)"""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from legionrm.client.wire import Wire
+
+    with Wire.from_credentials(gateway.credentials("ann")) as w:
+        with ThreadPoolExecutor(6) as pool:
+            got = list(pool.map(lambda i: (w.whoami()["user"], w.list(state="running"), i), range(40)))
+        assert got == [("ann", [], i) for i in range(40)]
+        assert 1 <= len(w._conns) <= 6 and len({id(c) for c in w._conns.values()}) == len(w._conns)
+    assert w._conns == {}  # close() closed them all
