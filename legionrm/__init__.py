@@ -7,9 +7,12 @@ The public names are loaded when first used, so ``import legionrm.client``
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
 
 from legionrm.version import __version__
+
+TYPE_CHECKING = False  # typing's, without importing typing: a CLI call never loads it
+if TYPE_CHECKING:
+    from typing import Any
 
 _WHERE = {
     "Client": "legionrm.client.client",

@@ -21,20 +21,19 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import NamedTuple
+from collections import namedtuple
 
 _CODE = re.compile(r"^[a-z][a-z_]*(\.[a-z_]+)?$")
 
 
-class Code(NamedTuple):  # not a dataclass: every CLI call imports this module, and dataclasses pulls in inspect
-    """One registry entry: the code as a program sees it, its category and what it means.
-    For a family (``resource.<kind>``), ``code`` is the pattern."""
+class Code(namedtuple("Code", ("code", "category", "meaning", "for_hooks"), defaults=(False,))):
+    """One registry entry: the ``code`` as a program sees it, its ``category`` and what it means
+    (``meaning``), all str; ``for_hooks`` (bool, default False): offered to owner hooks (their
+    policies refuse with it), legionrm's own code need not give it.  For a family
+    (``resource.<kind>``), ``code`` is the pattern.  (collections' namedtuple: every CLI call
+    imports this module, and typing's NamedTuple or a dataclass would load typing or inspect.)"""
 
-    code: str
-    category: str
-    meaning: str
-    for_hooks: bool = False
-    """Offered to owner hooks (their policies refuse with it); legionrm's own code need not give it."""
+    __slots__ = ()
 
 
 REGISTRY: dict[str, Code] = {}
@@ -53,10 +52,10 @@ def code(text: str, meaning: str, category: str | None = None, *, for_hooks: boo
     return text
 
 
-class Family(NamedTuple):
-    """Codes made of a fixed category and a variable name (``resource.ncpus``)."""
+class Family(namedtuple("Family", ("prefix",))):
+    """Codes made of a fixed category and a variable name (``resource.ncpus``): the ``prefix`` (str)."""
 
-    prefix: str
+    __slots__ = ()
 
     def of(self, name: str) -> str:
         """The family's code for ``name``."""

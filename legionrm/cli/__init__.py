@@ -10,17 +10,19 @@ never start Ray.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import importlib
 import os
 import re
 import sys
 import time
-from typing import Callable, Sequence
 
 from legionrm.cli.errors import describe
 from legionrm.cli.submitflags import add_submit_flags
 from legionrm.version import __version__
+
+TYPE_CHECKING = False  # typing's, without importing typing: a CLI call never loads it
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
 
 # subcommand -> "module:function"; the function takes the parsed args and
 # returns an exit status.  Imported lazily so `legionrm place` never pays for Ray.
@@ -378,6 +380,8 @@ def when(text: str) -> float:
         return float(text)
     except ValueError:
         pass
+    import datetime as dt  # here: only `history --since/--until` reads a date
+
     try:
         return dt.datetime.fromisoformat(text).timestamp()
     except ValueError:

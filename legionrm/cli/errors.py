@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import NamedTuple
+from collections import namedtuple
 
 from legionrm import codes
 from legionrm.errors import LegionError
@@ -33,11 +33,11 @@ _RAY = (
 )
 
 
-class Failure(NamedTuple):
-    """What a user is told: a code (``ConfigError``, ``timeout``, ...) and a message."""
+class Failure(namedtuple("Failure", ("code", "message"))):
+    """What a user is told: a ``code`` (``ConfigError``, ``timeout``, ...) and a ``message`` (both str).
+    (collections' namedtuple, not typing's NamedTuple: a CLI call does not load typing.)"""
 
-    code: str
-    message: str
+    __slots__ = ()
 
     def line(self, command: str) -> str:
         return f"legionrm {command}: {self.message}"

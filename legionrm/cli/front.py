@@ -17,16 +17,18 @@ same documents).
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 import time
-from pathlib import Path
-from typing import Any, Callable, Iterable
 
-from legionrm.cli.submitflags import depend_lines, submit_overrides
+from legionrm.cli.submitflags import depend_lines, request_text, submit_overrides
 from legionrm.client.wire import ENDED, Doc, Wire
 from legionrm.errors import ConfigError
+
+TYPE_CHECKING = False  # typing's, without importing typing: a CLI call never loads it
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
 
 
 def client(args: argparse.Namespace) -> Wire:
@@ -113,7 +115,7 @@ def cli_submit(args: argparse.Namespace) -> int:
     """``legionrm submit FILE|- [--set k=v]... [--id NAME] [--wait]``: exit 0 placed (or queued),
     1 when it could not be scheduled."""
     try:
-        text = sys.stdin.read() if args.request == "-" else Path(args.request).read_text(encoding="utf-8")
+        text = request_text(args.request)
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror}", file=args.request) from None
     c = client(args)
@@ -270,6 +272,8 @@ def cli_history(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"records": records}, indent=2))
     elif args.csv:
+        import csv  # here: only history --csv writes CSV
+
         w = csv.writer(sys.stdout)
         w.writerow(HISTORY_FIELDS)
         for r in records:
@@ -389,7 +393,7 @@ def cli_prio(args: argparse.Namespace) -> int:
 
 def cli_explain(args: argparse.Namespace) -> int:
     """``legionrm explain FILE [--host H]...``: the plan without enacting it; exit 1 when none."""
-    text = Path(args.request).read_text(encoding="utf-8") if args.request != "-" else sys.stdin.read()
+    text = request_text(args.request)
     plan = client(args).explain(text, hosts=args.host or ())
     suite = plan["suite"]
     masters = suite.get("masters", ())

@@ -13,11 +13,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # typing's, without importing typing: a CLI call never loads it
+if TYPE_CHECKING:
+    from typing import Any
 
 KINDS = (("after_ok", "completed (ended well)"), ("after_any", "ended, however"),
          ("after_not_ok", "ended other than completed"))
+
+
+def request_text(path: str) -> str:
+    """A request file's text, or stdin's for ``-`` (``open``, not pathlib: a CLI call does not import it)."""
+    if path == "-":
+        return sys.stdin.read()
+    with open(path, encoding="utf-8") as f:
+        return f.read()
 
 
 def add_submit_flags(sp: argparse.ArgumentParser) -> None:

@@ -11,7 +11,10 @@ neither Ray nor numpy (a test checks).
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+
+TYPE_CHECKING = False  # typing's, without importing typing: a CLI call never loads it
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Client", "Credentials"]
 

@@ -19,20 +19,27 @@ A client looks for it (:func:`find`) at ``--credentials FILE``, then
 account on the head) the home's own ``auth/users/<LEGIONRM_USER or login>.credentials``
 that ``legionrm up`` writes for the administrator who started it.  A file
 that group or others may read is refused, as a key file is.
+
+A file in the very form :meth:`Credentials.text` writes is read line by line
+(:func:`plain`); any other TOML goes to ``tomllib``, so a CLI call on a file
+as ``user add`` wrote it does not import a TOML parser (a test holds the two
+readings equal).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
-import tomllib
-from pathlib import Path
-from typing import Any, NamedTuple
+from collections import namedtuple
 
 from legionrm.client.errors import CredentialsError
 from legionrm.client.signing import key_pem
-from legionrm.homefs import login_name, write_private
+
+TYPE_CHECKING = False  # typing's, without importing typing: a CLI call never loads it
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+    from typing import Any
 
 FORMAT_VERSION = 1
 ENV = "LEGIONRM_CREDENTIALS"
@@ -42,18 +49,18 @@ MAX_BYTES = 16_384
 
 def fingerprint(der: bytes) -> str:
     """The pinned form of a certificate: ``sha256:`` and the SHA-256 of its DER bytes, hex pairs with colons."""
+    import hashlib  # here: only an https gateway's certificate is fingerprinted
+
     return "sha256:" + ":".join(f"{b:02X}" for b in hashlib.sha256(der).digest())
 
 
-class Credentials(NamedTuple):
-    """The gateway's URL, the user, their Ed25519 private key (PEM) and the pinned certificate fingerprint.
-    (A NamedTuple, not a dataclass: a CLI call does not pay for importing dataclasses.)"""
+class Credentials(namedtuple("Credentials", ("url", "user", "private_key_pem", "fingerprint", "path"), defaults=("", ""))):
+    """The gateway's ``url``, the ``user``, their Ed25519 private key (``private_key_pem``), the pinned
+    certificate ``fingerprint`` (default "") and the file it was read from (``path``, default ""), all
+    str.  (collections' namedtuple, not a dataclass or typing's NamedTuple: a CLI call does not pay
+    for importing dataclasses or typing.)"""
 
-    url: str
-    user: str
-    private_key_pem: str
-    fingerprint: str = ""
-    path: str = ""
+    __slots__ = ()
 
     def __repr__(self) -> str:  # never the key
         return f"Credentials(url={self.url!r}, user={self.user!r}, fingerprint={self.fingerprint!r}, path={self.path!r})"
@@ -74,6 +81,10 @@ class Credentials(NamedTuple):
     def write(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write this file at ``path`` with mode 0600 (atomically, never readable by others:
         :func:`legionrm.homefs.write_private`); an existing one is kept unless ``overwrite``."""
+        from pathlib import Path  # here: a call that only reads credentials pays for neither
+
+        from legionrm.homefs import write_private
+
         target = Path(path)
         if not overwrite and target.exists():
             raise CredentialsError(f"{target}: already exists; remove it first")
@@ -97,8 +108,13 @@ def read(path: str | os.PathLike[str]) -> Credentials:
     if len(data) > MAX_BYTES:
         raise CredentialsError(f"{where}: too large to be a credentials file")
     try:
-        doc = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        text = data.decode("utf-8")
+        doc = plain(text)
+        if doc is None:
+            import tomllib  # here: a file not in the form text() writes
+
+            doc = tomllib.loads(text)
+    except (UnicodeDecodeError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
         raise CredentialsError(f"{where}: not a credentials file: {exc}") from None
     if doc.get("version") != FORMAT_VERSION:
         raise CredentialsError(f"{where}: version must be {FORMAT_VERSION}, not {doc.get('version')!r}")
@@ -114,26 +130,79 @@ def read(path: str | os.PathLike[str]) -> Credentials:
                        fingerprint=fp, path=where)
 
 
+_PEM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=- ")
+"""What a line of a PEM block may hold: base64, its padding, and the BEGIN / END lines."""
+
+
+def plain(text: str) -> dict[str, Any] | None:
+    """The keys of a credentials file in the form :meth:`Credentials.text` writes (comment lines,
+    ``version = 1``, ``key = "text"`` without escapes, the key in a ``\"\"\"`` block of PEM lines),
+    as ``tomllib`` reads them; None for anything else (then ``tomllib`` reads it: escapes, other
+    spacing, tables, a key twice, a line this form never has)."""
+    doc: dict[str, Any] = {}
+    lines = iter(text.split("\n"))
+    for line in lines:
+        if not line or (line[0] == "#" and line.isprintable()):
+            continue
+        key, eq, value = line.partition(" = ")
+        if not eq or key in doc or key not in ("version", "url", "user", "fingerprint", "private_key"):
+            return None
+        if key == "version" and value == "1":
+            doc[key] = 1
+        elif key == "private_key" and value == '"""':
+            block = []
+            for row in lines:
+                if row == '"""':
+                    break
+                if not _PEM.issuperset(row):
+                    return None
+                block.append(row + "\n")
+            else:
+                return None  # no closing delimiter
+            doc[key] = "".join(block)
+        elif (key != "version" and len(value) >= 2 and value[0] == value[-1] == '"' and value[1:-1].isprintable()
+              and '"' not in value[1:-1] and "\\" not in value):
+            doc[key] = value[1:-1]
+        else:
+            return None
+    return doc
+
+
+def _places(explicit: str | os.PathLike[str] | None = None) -> Iterator[str]:
+    """Where a client looks, in order, each made only when the one before it is not there (the
+    home's file asks for the login name: a user with their own file does not pay for that)."""
+    if explicit:
+        yield os.fspath(explicit)
+        return
+    if os.environ.get(ENV):
+        yield os.environ[ENV]
+        return
+    own = os.path.join(os.path.expanduser("~"), ".legionrm")
+    yield os.path.join(own, "credentials")
+    user = os.environ.get("LEGIONRM_USER")
+    if not user:
+        from legionrm.homefs import login_name
+
+        user = login_name()
+    yield os.path.join(os.environ.get("LEGIONRM_HOME", own), "auth", "users", f"{user}{SUFFIX}")
+
 
 def candidates(explicit: str | os.PathLike[str] | None = None) -> list[Path]:
     """Where a client looks, in order (see the module doc)."""
-    out: list[Path] = []
-    if explicit:
-        return [Path(explicit)]
-    if os.environ.get(ENV):
-        return [Path(os.environ[ENV])]
-    out.append(Path.home() / ".legionrm" / "credentials")
-    home = Path(os.environ.get("LEGIONRM_HOME", str(Path.home() / ".legionrm")))
-    out.append(home / "auth" / "users" / f"{os.environ.get('LEGIONRM_USER') or login_name()}{SUFFIX}")
-    return out
+    from pathlib import Path
+
+    return [Path(p) for p in _places(explicit)]
 
 
 def find(explicit: str | os.PathLike[str] | None = None) -> Credentials:
-    """The first credentials file of :func:`candidates` that exists, read; else one line saying where we looked."""
-    places = candidates(explicit)
-    for p in places:
-        if explicit or os.environ.get(ENV) or p.exists():
+    """The first credentials file of :func:`candidates` that exists, read (one named by
+    ``explicit`` or ``$LEGIONRM_CREDENTIALS`` is read whether it exists or not: its absence is
+    said); else one line saying where we looked."""
+    looked = []
+    for p in _places(explicit):
+        if explicit or os.environ.get(ENV) or os.path.exists(p):
             return read(p)
-    raise CredentialsError("no credentials: looked at " + ", ".join(map(str, places))
+        looked.append(p)
+    raise CredentialsError("no credentials: looked at " + ", ".join(looked)
                            + f" (pass --credentials FILE or set {ENV}; an administrator makes one with "
                            "`legionrm user add NAME`)")

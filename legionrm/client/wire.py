@@ -6,7 +6,8 @@ from these documents (:mod:`legionrm.cli.front`), so ``legionrm list`` imports
 no model; :class:`~legionrm.client.client.Client` turns the same documents
 into the gateway's pydantic models for Python programs.
 
-HTTP is the standard library's ``http.client``: one keep-alive connection
+HTTP is :mod:`legionrm.client.http11` (not ``http.client``, whose import of
+the ``email`` package is a third of a CLI call): one keep-alive connection
 per thread (a connection the gateway closed while idle is opened anew before
 the next call), each call signed (:mod:`legionrm.client.signing`).  An https
 gateway is reached only if its certificate's SHA-256 fingerprint is the one
@@ -16,24 +17,26 @@ pinned in the credentials.  A refusal raises a
 
 from __future__ import annotations
 
-import http.client
+import _thread  # threading's own base (get_ident, allocate_lock): importing threading costs a CLI call more
 import json
 import os
 import select
-import ssl
-import threading
 import time
-from typing import Any, Self
-from urllib.parse import quote, urlencode, urlsplit
 
 from legionrm import codes
 from legionrm.client.credentials import Credentials, find, fingerprint
-from legionrm.client.errors import ConnectionFailedError, GatewayError, error_for
+from legionrm.client.errors import ConnectionFailedError, CredentialsError, GatewayError, error_for
+from legionrm.client.http11 import Connection, query, quote, split_url
 from legionrm.client.signing import RequestSigner, load_key
 from legionrm.protocol import API_PREFIX, AS_HEADER
 
-Doc = dict[str, Any]
-Request = dict[str, Any] | str
+TYPE_CHECKING = False  # typing's, without importing typing: a CLI call never loads it
+if TYPE_CHECKING:
+    import ssl
+    from typing import Any, Self
+
+Doc = dict[str, "Any"]
+Request = dict[str, "Any"] | str
 
 ENDED = ("completed", "failed", "cancelled", "node_lost", "preempted")
 """The states a request ends in (:data:`legionrm.models.FINAL_STATES`; a test holds them equal)."""
@@ -49,14 +52,16 @@ class Wire:
         self.credentials, self.as_user, self.timeout = credentials, as_user, timeout
         self.user = credentials.user
         self._signer = RequestSigner(credentials.user, load_key(credentials.private_key_pem, credentials.path))
-        url = urlsplit(credentials.url)
-        self._https = url.scheme == "https"
-        self._host, self._port = url.hostname or "127.0.0.1", url.port or (443 if self._https else 80)
-        self._prefix = url.path.rstrip("/") + API_PREFIX
+        try:
+            scheme, host, port, path = split_url(credentials.url)
+        except ValueError as exc:
+            raise CredentialsError(f"{credentials.path or 'credentials'}: 'url' is not a gateway's: {exc}") from None
+        self._https = scheme == "https"
+        self._host, self._port = host or "127.0.0.1", port or (443 if self._https else 80)
+        self._prefix = path.rstrip("/") + API_PREFIX
         self._tls = _pinned(credentials) if self._https else None
-        self._local = threading.local()
-        self._open: list[http.client.HTTPConnection] = []
-        self._lock = threading.Lock()
+        self._conns: dict[int, Connection] = {}  # each thread's connection, by its thread's id
+        self._lock = _thread.allocate_lock()
 
     @classmethod
     def from_credentials(cls, path: str | os.PathLike[str] | None = None, **kw: Any) -> Self:
@@ -67,7 +72,7 @@ class Wire:
     def close(self) -> None:
         """Close every thread's connection (a later call opens a new one)."""
         with self._lock:
-            conns, self._open = self._open, []
+            conns, self._conns = list(self._conns.values()), {}
         for c in conns:
             c.close()
 
@@ -83,8 +88,8 @@ class Wire:
         """One signed call of ``path`` (under ``/api/v1``); the answer's JSON, or the error it carries
         raised.  ``body``: JSON bytes, a JSON-able mapping, or a pydantic model (sent without its defaults)."""
         content = _content(body)
-        query = urlencode({k: v for k, v in (params or {}).items() if v is not None}, quote_via=quote)
-        target = self._prefix + path + (f"?{query}" if query else "")
+        q = query({k: v for k, v in (params or {}).items() if v is not None})
+        target = self._prefix + path + (f"?{q}" if q else "")
         headers = {"Accept": "application/json", **self._signer.headers(method, target, content, self.as_user)}
         if content:
             headers["Content-Type"] = "application/json"
@@ -92,17 +97,15 @@ class Wire:
             headers[AS_HEADER] = self.as_user
         conn = self._connection()
         try:
-            conn.request(method, target, body=content or None, headers=headers)
-            resp = conn.getresponse()
-            data = resp.read()
-        except (OSError, http.client.HTTPException) as exc:
+            resp = conn.request(method, target, content, headers)
+        except OSError as exc:
             self._forget(conn)
             raise ConnectionFailedError(codes.CLIENT_UNREACHABLE, f"cannot reach the gateway at "
                                         f"{self.credentials.url}: {exc or type(exc).__name__}") from None
         if resp.will_close:
             self._forget(conn)
         try:
-            doc = json.loads(data) if data else None
+            doc = json.loads(resp.body) if resp.body else None
         except ValueError:
             doc = None
         if 200 <= resp.status < 300:
@@ -111,25 +114,24 @@ class Wire:
             raise error_for(resp.status, doc["code"], str(doc.get("reason", "")), str(doc.get("by", "gateway")))
         raise error_for(resp.status, codes.HTTP_STATUS.of(str(resp.status)), resp.reason or "no answer")
 
-    def _connection(self) -> http.client.HTTPConnection:
-        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+    def _connection(self) -> Connection:
+        # a thread's id may be a finished thread's: its connection is idle, this thread may take it
+        me = _thread.get_ident()
+        conn = self._conns.get(me)
         if conn is not None and (conn.sock is None or select.select([conn.sock], [], [], 0)[0]):
-            self._forget(conn)  # closed (by close()), or readable while idle: the gateway closed it
+            self._forget(conn)  # closed (by its answer), or readable while idle: the gateway closed it
             conn = None
         if conn is None:
-            conn = (http.client.HTTPSConnection(self._host, self._port, timeout=self.timeout, context=self._tls)
-                    if self._https else http.client.HTTPConnection(self._host, self._port, timeout=self.timeout))
-            self._local.conn = conn
+            conn = Connection(self._host, self._port, timeout=self.timeout, tls=self._tls)
             with self._lock:
-                self._open.append(conn)
+                self._conns[me] = conn
         return conn
 
-    def _forget(self, conn: http.client.HTTPConnection) -> None:
+    def _forget(self, conn: Connection) -> None:
         conn.close()
-        self._local.conn = None
         with self._lock:
-            if conn in self._open:
-                self._open.remove(conn)
+            for k in [k for k, c in self._conns.items() if c is conn]:
+                del self._conns[k]
 
     # --- requests (each answers the gateway's JSON) ---------------------------------------------
 
@@ -255,7 +257,7 @@ class Wire:
 
 def segment(text: str) -> str:
     """``text`` as one path segment (a request id with a ``/`` cannot reach another route)."""
-    return quote(text, safe="")
+    return quote(text)
 
 
 def request_fields(request: Request) -> Doc:
@@ -279,9 +281,11 @@ def _content(body: Any) -> bytes:
 
 def _pinned(c: Credentials) -> ssl.SSLContext:
     """For an https gateway: trust exactly its certificate, once its fingerprint is the pinned one."""
-    parts = urlsplit(c.url)
+    import ssl  # here: an http gateway's call (127.0.0.1, the CLI on the head) does not pay for it
+
+    _, host, port, _ = split_url(c.url)
     try:
-        pem = ssl.get_server_certificate((parts.hostname or "", parts.port or 443), timeout=10)
+        pem = ssl.get_server_certificate((host, port or 443), timeout=10)
     except OSError as exc:
         raise ConnectionFailedError(codes.CLIENT_UNREACHABLE, f"cannot reach the gateway at {c.url}: {exc}") from None
     got = fingerprint(ssl.PEM_cert_to_DER_cert(pem))

@@ -80,6 +80,17 @@ LAZY = {
     ("legionrm.cli.front", "legionrm.models"): "same",
     ("legionrm.cli.front", "legionrm.client.client"): "the typed Client (pydantic), only for the queue verbs and views",
     ("legionrm.cli.front", "legionrm.client.errors"): "same",
+    # a CLI call through the gateway imports only what it uses (issue 29 item 2, benchmarks/bench_cli.py)
+    ("legionrm.cli", "datetime"): "only `history --since/--until` reads a date",
+    ("legionrm.cli.front", "csv"): "only `history --csv` writes CSV",
+    ("legionrm.client.credentials", "hashlib"): "only an https gateway's certificate is fingerprinted",
+    ("legionrm.client.credentials", "pathlib"): "only to write a credentials file, or for candidates()",
+    ("legionrm.client.credentials", "legionrm.homefs"): "same; and the login name, only when no own file is there",
+    ("legionrm.client.credentials", "tomllib"): "only for a credentials file not in the form text() writes",
+    ("legionrm.client.signing", "cryptography.hazmat.bindings._rust"): "the key, made when a call is signed",
+    ("legionrm.client.signing", "cryptography.hazmat.primitives.asymmetric.ed25519"): "same, without the binding",
+    ("legionrm.client.signing", "urllib.parse"): "only to sign a request object (httpx's), never on a CLI call",
+    ("legionrm.client.wire", "ssl"): "only an https gateway's calls",
 }
 """Imports inside a function, allowed on purpose (heavy, optional, lazy)."""
 

@@ -3,9 +3,13 @@
 Each verb runs in a fresh interpreter, as a user's shell starts it: ``legionrm.cli``
 is imported, the verb's arguments parsed and its module loaded, and it runs as far as
 looking for credentials (none there: one line, exit 2).  Then neither Ray nor numpy
-may be loaded, nor pydantic, httpx or the signature framework: the verbs print from
-the gateway's JSON and sign with hashlib and Ed25519 alone
-(:mod:`legionrm.client.wire`, :mod:`legionrm.client.signing`).
+may be loaded, nor pydantic, httpx or the signature framework, nor the gateway's
+libraries (aiohttp), the MIL parser (lark), http.client (its email parser), ssl,
+tomllib or cryptography's public modules: the verbs print from the gateway's JSON,
+speak HTTP/1.1 themselves and sign with SHA-256 and Ed25519's binding alone
+(:mod:`legionrm.client.wire`, :mod:`legionrm.client.http11`,
+:mod:`legionrm.client.signing`).  tests/unit/gateway/test_cli_front.py checks the
+same after whole calls through a gateway.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ import sys
 
 import pytest
 
-HEAVY = ("ray", "numpy", "pydantic", "httpx", "http_message_signatures", "rich")
+HEAVY = ("ray", "numpy", "pydantic", "legionrm.models", "httpx", "http_message_signatures", "rich", "aiohttp", "lark",
+         "http.client", "email", "ssl", "tomllib", "cryptography.hazmat.primitives")
 VERBS = [["list"], ["show", "r1"], ["wait", "r1"], ["logs", "r1"], ["cancel", "r1"], ["hosts"], ["pools"],
          ["status"], ["submit", "-"], ["explain", "-"], ["show", "r1", "--follow"]]
 PROBE = """

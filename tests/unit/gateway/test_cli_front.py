@@ -84,15 +84,41 @@ def test_no_credentials_is_one_line(monkeypatch, tmp_path, capsys) -> None:
     assert "no credentials: looked at" in capsys.readouterr().err
 
 
-def test_the_cli_module_imports_neither_ray_nor_numpy() -> None:
+LEAN = ("ray", "numpy", "pydantic", "legionrm.models", "httpx", "http_message_signatures", "rich", "lark", "aiohttp",
+        "http.client", "email", "ssl", "tomllib", "cryptography.hazmat.primitives", "encodings.idna", "hashlib", "typing",
+        "pathlib", "urllib.parse", "threading", "base64", "csv")
+"""What a CLI call through an http gateway does without (issue 29 item 2): Ray, numpy, the models, the
+gateway's own libraries, http.client and its email parser, TLS, a TOML parser for a credentials file
+as ``user add`` writes it, cryptography's public modules (its binding signs), the idna codec, hashlib (and
+OpenSSL's libcrypto with it: the body's SHA-256 is CPython's own), typing, pathlib, urllib.parse, threading,
+base64 and csv.  The editable install's finder loads pathlib and urllib.parse at start: the probe forgets
+them first (an installed legionrm has no such finder)."""
+PROBE = """
+import json, sys
+for name in ("pathlib", "urllib.parse"):
+    sys.modules.pop(name, None)
+from legionrm.cli import main
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "loaded": sorted(m for m in %r if m in sys.modules)}))
+""" % (LEAN,)
+
+
+@pytest.mark.parametrize("argv", [["list"], ["list", "--json"], ["show", "w-9"], ["hosts"]], ids=" ".join)
+def test_a_call_through_the_gateway_imports_none_of_the_heavy_modules(gateway, argv: list[str]) -> None:
+    """A fresh interpreter, as a user's shell starts one, makes the whole call (signed, sent, answered,
+    printed), then none of :data:`LEAN` is loaded (the import-time check, tests/arch/test_lean_cli.py,
+    stops before the call: this one sees what the call itself imports)."""
     import os
     import subprocess
     import sys
-    code = ("import sys, legionrm.cli, legionrm.cli.front; "
-            "print(sorted(m for m in ('ray', 'numpy', 'rich') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
-    assert out.stdout.strip() == "[]", out.stderr
+    creds = str(gateway.credentials("ann"))
+    with gateway.client("ann") as c:
+        c.submit(WORKER, id="w-9")
+    out = subprocess.run([sys.executable, "-c", PROBE, *argv, "--credentials", creds], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, check=False)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["code"] == 0 and ("w-9" in out.stdout or argv == ["hosts"]), out.stderr
+    assert got["loaded"] == []
 
 
 def test_show_lists_the_vetoes_a_placed_request_met(ann, capsys) -> None:

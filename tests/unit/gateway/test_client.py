@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from legionrm.auth.keys import generate_private_key
 from legionrm.client import credentials
@@ -167,3 +170,77 @@ def test_a_connection_closed_between_calls_is_opened_anew(gateway) -> None:
         first = c.wire._connection()
         c.close()
         assert c.whoami().user == "ann" and c.wire._connection() is not first
+
+
+# --- a credentials file as `user add` writes it is read without tomllib, as tomllib reads it -------
+
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(url=_TEXT, user=_TEXT, fp=_TEXT, seed=st.binary(min_size=32, max_size=32))
+def test_a_written_file_reads_the_same_without_tomllib(url: str, user: str, fp: str, seed: bytes) -> None:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    text = Credentials.of(url, user, Ed25519PrivateKey.from_private_bytes(seed), fp).text()
+    fast = credentials.plain(text)
+    try:
+        want = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:  # e.g. a control character in the user's name, in the comment line
+        assert fast is None
+        return
+    assert fast in (None, want)
+    if all(c.isprintable() and c not in '"\\' for c in url + user + fp):
+        assert fast == want  # the form text() writes for ordinary names is read without tomllib
+
+
+@settings(max_examples=300, deadline=None)
+@given(at=st.integers(0, 400), cut=st.integers(0, 5), put=st.text(st.sampled_from(' "\\=#\n\r\t[]x1\'.'), max_size=4))
+def test_any_other_text_is_read_by_tomllib_or_as_tomllib_reads_it(at: int, cut: int, put: str) -> None:
+    text = Credentials.of("http://127.0.0.1:8470", "ann", generate_private_key()).text()
+    text = text[:at] + put + text[at + cut:]
+    fast = credentials.plain(text)
+    try:
+        want = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        assert fast is None  # never a reading of a file that is not TOML
+        return
+    assert fast in (None, want)
+
+
+def test_the_binding_makes_the_key_the_public_module_makes(monkeypatch) -> None:
+    """:func:`~legionrm.client.signing.from_seed` signs as ``Ed25519PrivateKey.from_private_bytes``'s
+    key does, through the compiled binding and, when the binding is not there, the public module."""
+    import builtins
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from legionrm.client.signing import from_seed
+
+    seed, message = bytes(range(32)), b"@method: GET"
+    want = Ed25519PrivateKey.from_private_bytes(seed).sign(message)
+    assert from_seed(seed).sign(message) == want
+    real = builtins.__import__
+
+    def no_binding(name: str, *a: object, **kw: object) -> object:
+        if name == "cryptography.hazmat.bindings._rust":
+            raise ImportError(name)
+        return real(name, *a, **kw)  # type: ignore[arg-type]
+    monkeypatch.setattr(builtins, "__import__", no_binding)
+    assert from_seed(seed).sign(message) == want
+
+
+def test_threads_share_a_wire_each_on_its_own_kept_connection(gateway) -> None:
+    """Calls from many threads through one Wire: each answer is its caller's, and each thread keeps
+    one connection across its calls (by its thread's id), none shared by two threads at once.  (80
+    calls: under the gateway's burst of 100, whatever the machine's speed.)"""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from legionrm.client.wire import Wire
+
+    with Wire.from_credentials(gateway.credentials("ann")) as w:
+        with ThreadPoolExecutor(6) as pool:
+            got = list(pool.map(lambda i: (w.whoami()["user"], w.list(state="running"), i), range(40)))
+        assert got == [("ann", [], i) for i in range(40)]
+        assert 1 <= len(w._conns) <= 6 and len({id(c) for c in w._conns.values()}) == len(w._conns)
+    assert w._conns == {}  # close() closed them all
