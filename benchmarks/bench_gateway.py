@@ -203,7 +203,6 @@ def main() -> int:
     from legionrm.config import load_cluster
     from legionrm.gateway.routes_users import write_credentials
     from legionrm.homefs import private_dir, write_private
-    from legionrm.naming import SCHEDULER, NAMESPACE
     from legionrm.system import boot, local_cluster
 
     profile = Path(args.profile).resolve() if args.profile else None
@@ -233,7 +232,7 @@ def main() -> int:
                 admin = Client.from_credentials(write_credentials(home, "ops", url))
                 run_pairs(clients[:4], 5, "warm")  # connections open, code paths warm
                 spy_bin = shutil.which("py-spy", path=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
-                pid = ray.get(ray.get_actor(SCHEDULER, namespace=NAMESPACE).__ray_call__.remote(lambda self: os.getpid()))
+                pid = ray.get(system.scheduler.__ray_call__.remote(lambda self: os.getpid()))  # the default scheduler's actor
                 before = {"callers": cpu_s(), "gateway": cpu_s(proc.pid), "scheduler": cpu_s(pid)}
                 if profile and spy_bin:
                     spy = subprocess.Popen([spy_bin, "record", "-p", str(pid), "-o", str(profile / "scheduler.txt"),
