@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from pydantic_core import to_json
+
 from legionrm.models import (
     EnactResult,
     InstanceInfo,
@@ -135,16 +137,13 @@ class RequestStore(KeyedStore):
 def _body(*, request: SchedulingRequest, submitted: float, state: str, reason: str, history: list[RequestEvent],
           instances: dict[str, InstanceInfo], refs: dict[str, InstanceRef], failures: tuple[PlacementFailure, ...],
           earliest_start: float | None, attempts: int, held: EnactResult | None = None) -> str:
-    """One request's row body: its fields as JSON, pydantic's own form (so a reload gives back the same models)."""
-    return json.dumps({
-        "request": request.model_dump(mode="json"), "submitted": submitted, "state": state, "reason": reason,
-        "history": [e.model_dump(mode="json") for e in history],
-        "instances": {k: v.model_dump(mode="json") for k, v in instances.items()},
-        "refs": {k: v.model_dump(mode="json") for k, v in refs.items()},
-        "failures": [f.model_dump(mode="json") for f in failures[:20]],
-        "earliest_start": earliest_start, "attempts": attempts,
-        "held": held.model_dump(mode="json") if held is not None else None,
-    })
+    """One request's row body: its fields as JSON, pydantic's own form (so a reload gives back the same models),
+    written by pydantic's serializer in one pass (a time that is not finite as JSON's ``Infinity``, as ``json`` does)."""
+    return to_json({
+        "request": request, "submitted": submitted, "state": state, "reason": reason, "history": history,
+        "instances": instances, "refs": refs, "failures": failures[:20], "earliest_start": earliest_start,
+        "attempts": attempts, "held": held,
+    }, inf_nan_mode="constants").decode()
 
 
 def _where(user: str | None, state: str | None, after: tuple[float, str] | None) -> tuple[str, list[object]]:
