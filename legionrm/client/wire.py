@@ -6,9 +6,10 @@ from these documents (:mod:`legionrm.cli.front`), so ``legionrm list`` imports
 no model; :class:`~legionrm.client.client.Client` turns the same documents
 into the gateway's pydantic models for Python programs.
 
-HTTP is the standard library's ``http.client``: one keep-alive connection
-per thread (a connection the gateway closed while idle is opened anew before
-the next call), each call signed (:mod:`legionrm.client.signing`).  An https
+HTTP is a lean HTTP/1.1 connection of its own (:mod:`legionrm.client.conn`):
+one keep-alive connection per thread (a connection the gateway closed while
+idle is opened anew before the next call), each call signed
+(:mod:`legionrm.client.signing`).  An https
 gateway is reached only if its certificate's SHA-256 fingerprint is the one
 pinned in the credentials.  A refusal raises a
 :class:`~legionrm.client.errors.GatewayError` subclass carrying its code.
@@ -16,10 +17,8 @@ pinned in the credentials.  A refusal raises a
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
-import select
 import ssl
 import threading
 import time
@@ -27,6 +26,7 @@ from typing import Any, Self
 from urllib.parse import quote, urlencode, urlsplit
 
 from legionrm import codes
+from legionrm.client.conn import Connection
 from legionrm.client.credentials import Credentials, find, fingerprint
 from legionrm.client.errors import ConnectionFailedError, GatewayError, error_for
 from legionrm.client.signing import RequestSigner, load_key
@@ -55,7 +55,7 @@ class Wire:
         self._prefix = url.path.rstrip("/") + API_PREFIX
         self._tls = _pinned(credentials) if self._https else None
         self._local = threading.local()
-        self._open: list[http.client.HTTPConnection] = []
+        self._open: list[Connection] = []
         self._lock = threading.Lock()
 
     @classmethod
@@ -92,39 +92,36 @@ class Wire:
             headers[AS_HEADER] = self.as_user
         conn = self._connection()
         try:
-            conn.request(method, target, body=content or None, headers=headers)
-            resp = conn.getresponse()
-            data = resp.read()
-        except (OSError, http.client.HTTPException) as exc:
+            answer = conn.request(method, target, headers, content)
+        except OSError as exc:
             self._forget(conn)
             raise ConnectionFailedError(codes.CLIENT_UNREACHABLE, f"cannot reach the gateway at "
                                         f"{self.credentials.url}: {exc or type(exc).__name__}") from None
-        if resp.will_close:
+        if answer.closes:
             self._forget(conn)
         try:
-            doc = json.loads(data) if data else None
+            doc = json.loads(answer.body) if answer.body else None
         except ValueError:
             doc = None
-        if 200 <= resp.status < 300:
+        if 200 <= answer.status < 300:
             return doc
         if isinstance(doc, dict) and "code" in doc:
-            raise error_for(resp.status, doc["code"], str(doc.get("reason", "")), str(doc.get("by", "gateway")))
-        raise error_for(resp.status, codes.HTTP_STATUS.of(str(resp.status)), resp.reason or "no answer")
+            raise error_for(answer.status, doc["code"], str(doc.get("reason", "")), str(doc.get("by", "gateway")))
+        raise error_for(answer.status, codes.HTTP_STATUS.of(str(answer.status)), answer.reason or "no answer")
 
-    def _connection(self) -> http.client.HTTPConnection:
-        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
-        if conn is not None and (conn.sock is None or select.select([conn.sock], [], [], 0)[0]):
+    def _connection(self) -> Connection:
+        conn: Connection | None = getattr(self._local, "conn", None)
+        if conn is not None and conn.stale():
             self._forget(conn)  # closed (by close()), or readable while idle: the gateway closed it
             conn = None
         if conn is None:
-            conn = (http.client.HTTPSConnection(self._host, self._port, timeout=self.timeout, context=self._tls)
-                    if self._https else http.client.HTTPConnection(self._host, self._port, timeout=self.timeout))
+            conn = Connection(self._host, self._port, self.timeout, self._tls)
             self._local.conn = conn
             with self._lock:
                 self._open.append(conn)
         return conn
 
-    def _forget(self, conn: http.client.HTTPConnection) -> None:
+    def _forget(self, conn: Connection) -> None:
         conn.close()
         self._local.conn = None
         with self._lock:

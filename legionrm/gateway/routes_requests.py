@@ -48,7 +48,9 @@ def request_from(doc: dict[str, Any] | None, toml: str | None, overrides: dict[s
     """The :class:`SchedulingRequest` a submit body describes, as ``user``'s (see the module doc)."""
     if (doc is None) == (toml is None):
         raise ConfigError("give the request as `request` (its tables) or `toml` (its text), one of them", file="body")
-    doc = loads_toml(toml, file="request") if toml is not None else copy.deepcopy(doc or {})
+    # the caller's doc is left as it was: --set changes nested tables (a deep copy), the rest only the top
+    doc = (loads_toml(toml, file="request") if toml is not None else
+           copy.deepcopy(doc or {}) if overrides else dict(doc or {}))
     for key, value in overrides.items():
         set_key(doc, key, value)
     ident = doc.get("identity")
