@@ -54,6 +54,8 @@ from _report import check, info  # noqa: E402
 
 TARGET_PAIRS = 500.0
 TARGET_P99_MS = 500.0
+IDLE_S = 4.0
+"""How long the processes' CPU is measured with no call before the run."""
 REQUEST = {"hold": True, "object": [{"class_name": "Worker", "count": 1, "cpus": 0.5, "memory_gb": 0.5, "walltime_s": 600}]}
 
 
@@ -241,6 +243,9 @@ def main() -> int:
                 run_pairs(clients[:4], 5, "warm")  # connections open, code paths warm
                 pid = ray.get(system.scheduler.__ray_call__.remote(lambda self: os.getpid()))  # the default scheduler's actor
                 pids = {"callers": os.getpid(), "gateway": proc.pid, "scheduler": pid}
+                quiet = {k: cpu_s(p if k != "callers" else None) for k, p in pids.items()}
+                time.sleep(IDLE_S)  # what each process burns with no call at all (ticks, the gauges' poll)
+                idle = {k: (cpu_s(p if k != "callers" else None) - quiet[k]) / IDLE_S for k, p in pids.items()}
                 before = {"callers": cpu_s(), "gateway": cpu_s(proc.pid), "scheduler": cpu_s(pid)}
                 spies = [subprocess.Popen([spy_bin, "record", "-p", str(p), "-o", str(profile / f"{name}.txt"), "-f",
                                            "raw", "-r", "200", "--nonblocking", "--gil"],
@@ -273,7 +278,11 @@ def main() -> int:
     check("gateway: every request accounted for", "0 wrong", f"{len(problems)} wrong", not problems,
           note="; ".join(problems[:3]))
     info("gateway: CPU per pair, by process", " / ".join(f"{used[k] / max(pairs, 1) * 1e3:.2f}" for k in used) + " ms",
-         note="the callers / the gateway / the Scheduler actor (user + system)")
+         note="the callers / the gateway / the Scheduler actor (user + system), "
+              f"total {sum(used.values()) / max(pairs, 1) * 1e3:.2f} ms")
+    info("gateway: CPU a second with no call, by process", " / ".join(f"{idle[k] * 1e3:.0f}" for k in idle) + " ms",
+         note=f"over {IDLE_S:g} s before the run; less that, a pair costs "
+              + " / ".join(f"{max(used[k] - idle[k] * wall, 0.0) / max(pairs, 1) * 1e3:.2f}" for k in used) + " ms")
     if profile:
         show_profile(profile)
     return 0
