@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import logging
 import os
@@ -59,6 +60,7 @@ async def _serve(args: argparse.Namespace) -> None:
         doc["dashboard"] = f"{url}/?key={key}"
     write_private(home / GATEWAY_FILE, doc)
     print(json.dumps(doc), flush=True)  # `up` reads the first line: the gateway is serving
+    gc.freeze()  # what start-up made (Ray, the app) lives as long as the process: out of the collector's way
     gauges = asyncio.get_running_loop().create_task(keep_gauges(app, args.admin))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
