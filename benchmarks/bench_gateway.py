@@ -20,8 +20,11 @@ submitted, and each acknowledged request in the state store's file on disk
 (its live table or its history).  With ``--history N`` the Scheduler boots on
 a state store whose history already holds N finished requests (the rate must
 be the same after 100,000 of them as on a fresh system).
-With ``--profile DIR`` the gateway runs under cProfile (its top lines are
-printed) and the Scheduler actor is sampled with py-spy when it is installed.
+With ``--profile DIR`` the callers, the gateway and the Scheduler actor are
+sampled with py-spy (``pip install py-spy``) while the pairs run, counting
+only samples that hold the GIL (Python on the CPU, not a thread waiting on a
+socket or an fsync), and the top frames of each are printed; without py-spy
+the gateway runs under cProfile instead.
 
     python benchmarks/bench_gateway.py [--threads 20] [--pairs 50] [--history 0] [--profile DIR]
 
@@ -51,12 +54,19 @@ from _report import check, info  # noqa: E402
 
 TARGET_PAIRS = 500.0
 TARGET_P99_MS = 500.0
+IDLE_S = 4.0
+"""How long the processes' CPU is measured with no call before the run."""
 REQUEST = {"hold": True, "object": [{"class_name": "Worker", "count": 1, "cpus": 0.5, "memory_gb": 0.5, "walltime_s": 600}]}
 
 
+def py_spy() -> str | None:
+    """The py-spy program beside this Python (or on the PATH), if installed."""
+    return shutil.which("py-spy", path=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
+
+
 def start_gateway(home: Path, profile: Path | None) -> tuple[subprocess.Popen[str], str]:
-    """The gateway process as ``up`` starts it (under cProfile with ``profile``); its URL."""
-    pre = [sys.executable] + (["-m", "cProfile", "-o", str(profile / "gateway.prof")] if profile else [])
+    """The gateway process as ``up`` starts it (under cProfile with ``profile`` when there is no py-spy); its URL."""
+    pre = [sys.executable] + (["-m", "cProfile", "-o", str(profile / "gateway.prof")] if profile and not py_spy() else [])
     log = open(home / "gateway.log", "w")
     proc = subprocess.Popen([*pre, "-m", "legionrm.gateway", "--home", str(home), "--port", "0", "--admin", "ops",
                              "--no-dashboard"], stdout=subprocess.PIPE, stderr=log, text=True,
@@ -193,7 +203,7 @@ def main() -> int:
     p.add_argument("--threads", type=int, default=20)
     p.add_argument("--pairs", type=int, default=50, help="submit+cancel pairs per thread")
     p.add_argument("--history", type=int, default=0, help="finished requests in the history before the run")
-    p.add_argument("--profile", help="a folder: profile the gateway (cProfile) and the Scheduler (py-spy)")
+    p.add_argument("--profile", help="a folder: sample the callers, the gateway and the Scheduler with py-spy")
     args = p.parse_args()
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     import ray
@@ -203,7 +213,6 @@ def main() -> int:
     from legionrm.config import load_cluster
     from legionrm.gateway.routes_users import write_credentials
     from legionrm.homefs import private_dir, write_private
-    from legionrm.naming import SCHEDULER, NAMESPACE
     from legionrm.system import boot, local_cluster
 
     profile = Path(args.profile).resolve() if args.profile else None
@@ -218,7 +227,7 @@ def main() -> int:
         registry.add_user(u)
     print(f"gateway: {args.threads} threads x {args.pairs} submit+cancel pairs through the gateway of a real system "
           f"({os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f})")
-    proc = spy = None
+    proc = None
     if args.history:
         private_dir(state)
         took = seed_history(state, args.history)
@@ -232,18 +241,22 @@ def main() -> int:
                 clients = [Client.from_credentials(write_credentials(home, u, url)) for u in users]
                 admin = Client.from_credentials(write_credentials(home, "ops", url))
                 run_pairs(clients[:4], 5, "warm")  # connections open, code paths warm
-                spy_bin = shutil.which("py-spy", path=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
-                pid = ray.get(ray.get_actor(SCHEDULER, namespace=NAMESPACE).__ray_call__.remote(lambda self: os.getpid()))
+                pid = ray.get(system.scheduler.__ray_call__.remote(lambda self: os.getpid()))  # the default scheduler's actor
+                pids = {"callers": os.getpid(), "gateway": proc.pid, "scheduler": pid}
+                quiet = {k: cpu_s(p if k != "callers" else None) for k, p in pids.items()}
+                time.sleep(IDLE_S)  # what each process burns with no call at all (ticks, the gauges' poll)
+                idle = {k: (cpu_s(p if k != "callers" else None) - quiet[k]) / IDLE_S for k, p in pids.items()}
                 before = {"callers": cpu_s(), "gateway": cpu_s(proc.pid), "scheduler": cpu_s(pid)}
-                if profile and spy_bin:
-                    spy = subprocess.Popen([spy_bin, "record", "-p", str(pid), "-o", str(profile / "scheduler.txt"),
-                                            "-f", "raw", "-r", "200", "--nonblocking"],
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                spies = [subprocess.Popen([spy_bin, "record", "-p", str(p), "-o", str(profile / f"{name}.txt"), "-f",
+                                           "raw", "-r", "200", "--nonblocking", "--gil"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                         for name, p in pids.items()] if profile and (spy_bin := py_spy()) else []
                 wall, lat, acked, errors = run_pairs(clients, args.pairs, "gw")
                 used = {"callers": cpu_s() - before["callers"], "gateway": cpu_s(proc.pid) - before["gateway"],
                         "scheduler": cpu_s(pid) - before["scheduler"]}
-                if spy is not None:
+                for spy in spies:
                     spy.send_signal(signal.SIGINT)
+                for spy in spies:
                     spy.wait(60)
                 expected = {f"gw-{k}-{n}" for k in range(len(clients)) for n in range(args.pairs)}
                 problems = errors[:5] + account(admin, state, acked, expected)
@@ -265,14 +278,19 @@ def main() -> int:
     check("gateway: every request accounted for", "0 wrong", f"{len(problems)} wrong", not problems,
           note="; ".join(problems[:3]))
     info("gateway: CPU per pair, by process", " / ".join(f"{used[k] / max(pairs, 1) * 1e3:.2f}" for k in used) + " ms",
-         note="the callers / the gateway / the Scheduler actor (user + system)")
+         note="the callers / the gateway / the Scheduler actor (user + system), "
+              f"total {sum(used.values()) / max(pairs, 1) * 1e3:.2f} ms")
+    info("gateway: CPU a second with no call, by process", " / ".join(f"{idle[k] * 1e3:.0f}" for k in idle) + " ms",
+         note=f"over {IDLE_S:g} s before the run; less that, a pair costs "
+              + " / ".join(f"{max(used[k] - idle[k] * wall, 0.0) / max(pairs, 1) * 1e3:.2f}" for k in used) + " ms")
     if profile:
         show_profile(profile)
     return 0
 
 
 def show_profile(profile: Path) -> None:
-    """The gateway's top cProfile lines (cumulative and own time) and the Scheduler's hottest frames."""
+    """Each process's hottest frames (py-spy: share of its samples with the frame on the stack, and
+    share with it on top), else the gateway's top cProfile lines."""
     import pstats
 
     prof = profile / "gateway.prof"
@@ -280,19 +298,27 @@ def show_profile(profile: Path) -> None:
         for key in ("cumulative", "tottime"):
             print(f"\n--- gateway, by {key} ---")
             pstats.Stats(str(prof)).strip_dirs().sort_stats(key).print_stats(25)
-    raw = profile / "scheduler.txt"
-    if raw.exists():
-        own: dict[str, int] = {}
+    for name in ("callers", "gateway", "scheduler"):
+        raw = profile / f"{name}.txt"
+        if not raw.exists():
+            continue
+        on: dict[str, int] = {}
+        top: dict[str, int] = {}
         total = 0
         for line in raw.read_text().splitlines():
             stack, _, n = line.rpartition(" ")
             if not n.isdigit():
                 continue
             total += int(n)
-            for frame in set(stack.split(";")):
-                own[frame] = own.get(frame, 0) + int(n)
-        print(f"\n--- scheduler actor (py-spy, {total} samples): frames on the stack, share of samples ---")
-        for frame, n in sorted(own.items(), key=lambda x: -x[1])[:40]:
+            frames = stack.split(";")
+            for frame in set(frames):
+                on[frame] = on.get(frame, 0) + int(n)
+            top[frames[-1]] = top.get(frames[-1], 0) + int(n)
+        print(f"\n--- {name} (py-spy, {total} samples holding the GIL): frames on the stack ---")
+        for frame, n in sorted(on.items(), key=lambda x: -x[1])[:40]:
+            print(f"  {100 * n / max(total, 1):5.1f}%  {frame}")
+        print(f"--- {name}: frames on top ---")
+        for frame, n in sorted(top.items(), key=lambda x: -x[1])[:20]:
             print(f"  {100 * n / max(total, 1):5.1f}%  {frame}")
 
 

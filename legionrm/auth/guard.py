@@ -78,13 +78,14 @@ class ReloadingRegistry:
 
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
+        self._path = str(registry.path) if registry.path is not None else None  # made once: looked at per call
         self._lock = threading.Lock()
         with self._lock:
             self._stamp = self._now_stamp()
             registry.reload()  # what this stamp describes (the file may have changed since the registry read it)
 
     def _now_stamp(self) -> tuple[int, int, int]:
-        path = self.registry.path
+        path = self._path
         if path is None:
             return (0, 0, 0)
         try:
@@ -95,7 +96,7 @@ class ReloadingRegistry:
 
     def fresh(self) -> Registry:
         """The registry, read again first if its file changed since it was last read."""
-        if self.registry.path is not None:
+        if self._path is not None:
             with self._lock:
                 stamp = self._now_stamp()
                 if stamp != self._stamp:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import os
 import stat
 from dataclasses import dataclass, field
@@ -51,6 +52,13 @@ def encode_public_key(key: Ed25519PublicKey) -> str:
 
 def decode_public_key(text: str) -> Ed25519PublicKey:
     """The public key written by :func:`encode_public_key`; ``ValueError`` if it is not one."""
+    if not isinstance(text, str):
+        raise ValueError("public key is not base64 text")
+    return _decoded_key(text)
+
+
+@functools.lru_cache(maxsize=4096)  # every verifier decodes the same few keys at every call: each once
+def _decoded_key(text: str) -> Ed25519PublicKey:
     raw = b64decode_exact(text, PUBLIC_KEY_BYTES, what="public key")
     return Ed25519PublicKey.from_public_bytes(raw)
 

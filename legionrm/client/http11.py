@@ -104,7 +104,11 @@ class Connection:
         self.sock, self._in = sock, sock.makefile("rb")
 
     def request(self, method: str, target: str, body: bytes, fields: dict[str, str]) -> Answer:
-        """Send ``method target`` with ``fields`` and ``body``; the answer, read in full."""
+        """Send ``method target`` with ``fields`` and ``body``; the answer, read in full.
+        A target or field that would split the request (a space in the target, a line break
+        anywhere) is refused (ProtocolError) before anything is sent."""
+        if any(c in target for c in " \r\n") or any(c in f"{k}{v}" for k, v in fields.items() for c in "\r\n"):
+            raise ProtocolError(f"refused to send {method} {target!r}: it would split the request")
         if self.sock is None:
             self._open()
         assert self.sock is not None and self._in is not None

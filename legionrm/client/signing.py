@@ -96,7 +96,7 @@ def content_digest(body: bytes) -> str:
 
 def sf_string(text: str, what: str) -> str:
     """``text`` as a structured-field string (RFC 8941 section 3.3.3): printable ASCII only."""
-    if not all(" " <= c <= "~" for c in text):
+    if not (text.isascii() and text.isprintable()):  # printable ASCII: " " to "~"
         raise ConfigError(f"{what} {text!r} must be printable ASCII to be signed", file=what)
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 

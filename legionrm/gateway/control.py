@@ -52,10 +52,20 @@ class RayControlPlane:
         self.timeout_s = timeout_s
         self.home = Path(home)
         self._handles: dict[str, Any] = {}
+        self._up = str(self.home / "up.json")
+        self._roster: tuple[tuple[int, int, int], Roster] | None = None
 
     def roster(self) -> Roster:
-        """The system's schedulers as ``up`` (or the last ``reload``) wrote them in ``up.json``."""
-        return Roster.from_json(self._state().get("roster"))
+        """The system's schedulers as ``up`` (or the last ``reload``) wrote them in ``up.json``: read
+        again whenever that file changed (one ``stat`` per call: every call of a route asks)."""
+        try:
+            st = os.stat(self._up)
+            stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = (0, 0, 0)
+        if self._roster is None or self._roster[0] != stamp:
+            self._roster = (stamp, Roster.from_json(self._state().get("roster")))
+        return self._roster[1]
 
     def _state(self) -> dict[str, Any]:
         try:

@@ -34,6 +34,7 @@ class LocalPlane:
 
     def __init__(self, system: LocalSystem, home: str | os.PathLike[str]) -> None:
         self.system = system
+        self._roster: tuple[ClusterSpec, Roster] | None = None
         self.signer = CallSigner(load_agent(home, GATEWAY), time.time)
         self.doors: dict[str, Any] = {
             "scheduler": _SchedulerFacade(SchedulerDoor(system.scheduler, Guard.for_home(home, by="scheduler"),
@@ -44,10 +45,13 @@ class LocalPlane:
         }
 
     def roster(self) -> Roster:
-        """Its one scheduler (as the cluster file describes it) and the classes' choices."""
+        """Its one scheduler (as the cluster file describes it) and the classes' choices (made again
+        when the system's spec changed)."""
         name, spec = self.system.scheduler.name, self.system.spec
-        mine = next((s for s in spec.scheduler_specs() if s.name == name), SchedulerSpec(name=name))
-        return Roster((mine,), Roster.of(spec).by_class)
+        if self._roster is None or self._roster[0] is not spec:
+            mine = next((s for s in spec.scheduler_specs() if s.name == name), SchedulerSpec(name=name))
+            self._roster = (spec, Roster((mine,), Roster.of(spec).by_class))
+        return self._roster[1]
 
     def cluster(self) -> ClusterSpec:
         return self.system.spec

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import logging
 import os
@@ -38,7 +39,10 @@ from legionrm.gateway.serve import (
 )
 
 log = logging.getLogger("legionrm.gateway")
-GAUGE_S = 2.0
+GAUGE_S = 10.0
+"""How often the gauges are set from a poll of the whole view (every live and recent request, the
+Collection's snapshot): each poll costs the gateway and the Scheduler tens of milliseconds, and a
+metrics scrape comes every 10-15 s anyway.  (At 2 s it was a fifth of a busy gateway's CPU.)"""
 
 
 async def _serve(args: argparse.Namespace) -> None:
@@ -56,6 +60,7 @@ async def _serve(args: argparse.Namespace) -> None:
         doc["dashboard"] = f"{url}/?key={key}"
     write_private(home / GATEWAY_FILE, doc)
     print(json.dumps(doc), flush=True)  # `up` reads the first line: the gateway is serving
+    gc.freeze()  # what start-up made (Ray, the app) lives as long as the process: out of the collector's way
     gauges = asyncio.get_running_loop().create_task(keep_gauges(app, args.admin))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -34,7 +34,6 @@ from legionrm.models.api import (
     LogsResult,
     RequestList,
     SubmitBody,
-    SubmitResult,
 )
 from legionrm.models.priority import PrioReport, UpdateBody
 from legionrm.request_file import parse_request
@@ -49,7 +48,9 @@ def request_from(doc: dict[str, Any] | None, toml: str | None, overrides: dict[s
     """The :class:`SchedulingRequest` a submit body describes, as ``user``'s (see the module doc)."""
     if (doc is None) == (toml is None):
         raise ConfigError("give the request as `request` (its tables) or `toml` (its text), one of them", file="body")
-    doc = loads_toml(toml, file="request") if toml is not None else copy.deepcopy(doc or {})
+    # the caller's doc is left as it was: --set changes nested tables (a deep copy), the rest only the top
+    doc = (loads_toml(toml, file="request") if toml is not None else
+           copy.deepcopy(doc or {}) if overrides else dict(doc or {}))
     for key, value in overrides.items():
         set_key(doc, key, value)
     ident = doc.get("identity")
@@ -91,10 +92,10 @@ def set_key(doc: dict[str, Any], dotted: str, text: str) -> None:
 async def submit(request: web.Request) -> web.Response:
     body: SubmitBody = await body_of(request, SubmitBody)
     req = request_from(body.request, body.toml, body.set, body.id, user_of(request))
-    # in a batch with the others arriving now for the same scheduler
-    response = await request.app[INTAKE].submit(user_of(request), req, to=f"scheduler:{routed(request, req)}")
-    return answer(SubmitResult(id=response.request_id, ok=response.ok, state=response.state, response=response),
-                  201 if response.ok or response.state == "pending" else 200)  # 200: answered, not taken
+    # in a batch with the others arriving now for the same scheduler; its answer (a SubmitResult) as it came
+    got = await request.app[INTAKE].submit(user_of(request), req, to=f"scheduler:{routed(request, req)}")
+    return web.Response(text=got.result_json(), content_type="application/json",
+                        status=201 if got.ok or got.state == "pending" else 200)  # 200: answered, not taken
 
 
 async def list_requests(request: web.Request) -> web.Response:
@@ -153,16 +154,18 @@ async def show(request: web.Request) -> web.Response:
     return answer(info)
 
 
-async def _cancel(request: web.Request, rid: str, reason: str) -> Any:
+async def _cancel(request: web.Request, rid: str, reason: str) -> RequestInfo | str:
+    """The request's info after its cancel: a RequestInfo, or its JSON as the Scheduler's batch answered it."""
     names = roster(request).names
     if len(names) == 1:  # in a batch with the others arriving now; with several, the one that holds it
-        return await request.app[INTAKE].cancel(user_of(request), rid, reason, to=f"scheduler:{names[0]}")
-    return await find(request, "cancel", {"request_id": rid, "reason": reason})
+        return (await request.app[INTAKE].cancel(user_of(request), rid, reason, to=f"scheduler:{names[0]}")).info
+    return await find(request, "cancel", {"request_id": rid, "reason": reason})  # type: ignore[no-any-return]
 
 
 async def cancel_one(request: web.Request) -> web.Response:
     reason = (await body_of(request, CancelBody)).reason
-    return answer(await _cancel(request, request.match_info["id"], reason))
+    got = await _cancel(request, request.match_info["id"], reason)
+    return web.Response(text=got, content_type="application/json") if isinstance(got, str) else answer(got)
 
 
 async def cancel_many(request: web.Request) -> web.Response:
@@ -175,7 +178,8 @@ async def cancel_many(request: web.Request) -> web.Response:
     done, refused = [], {}
     for rid in ids:
         try:
-            done.append(await _cancel(request, rid, body.reason))
+            got = await _cancel(request, rid, body.reason)
+            done.append(RequestInfo.model_validate_json(got) if isinstance(got, str) else got)
         except Exception as exc:  # noqa: BLE001 -- each id answers for itself
             _, code, reason, by = status_of(exc)
             refused[rid] = ApiError(code=code, reason=reason.splitlines()[0] if reason else code, by=by)

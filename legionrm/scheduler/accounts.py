@@ -135,11 +135,14 @@ class Accounts:
 
     def book_back_many(self, entries: list[Entry]) -> None:
         """:meth:`book_back` for many finished requests that no attempt holds: one look at the pools'
-        charges (one call to a remote pool owner, not one per request), and only those charged there."""
+        charges (one call to a remote pool owner, not one per request), and only those charged there.
+        A request never tried (no attempt, no instance, nothing held: an attempt counts itself before
+        it charges a pool) holds no charge, so a group of only such requests needs no look."""
         held = getattr(self.pools, "held", None)  # a gate without the look (no pools): release each, locally
-        charged = held() if held is not None and entries else None
+        tried = any(e.attempts or e.instances or e.held is not None for e in entries)
+        charged = held() if held is not None and tried else None
         for entry in entries:
-            if charged is None or entry.id in charged:
+            if held is None or (charged is not None and entry.id in charged):
                 self.pools.release(entry.id)
             if self.shares is not None:
                 self.shares.release(entry.id)

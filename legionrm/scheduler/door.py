@@ -128,13 +128,9 @@ class SchedulerDoor:
                 return refused_at_door(request, ok, key=iid)
         return request
 
-    def submit_batch(self, items: list[tuple[str, SchedulingRequest]], proof: Any = None) -> list[Any]:
-        """Many users' submits at once (:func:`legionrm.scheduler.intake.door.submit_batch`)."""
-        return intake_door.submit_batch(self, items, proof)
-
-    def cancel_batch(self, items: list[tuple[str, str, str]], proof: Any = None) -> list[Any]:
-        """Many users' cancels at once (:func:`legionrm.scheduler.intake.door.cancel_batch`)."""
-        return intake_door.cancel_batch(self, items, proof)
+    def intake_batch(self, items: list[Any], proof: Any = None) -> list[Any]:
+        """Many users' submits and cancels at once (:func:`legionrm.scheduler.intake.door.intake_batch`)."""
+        return intake_door.intake_batch(self, items, proof)
 
     def list_requests(self, user: str | None = None, state: str | None = None, proof: Any = None) -> list[RequestInfo]:
         who = self.caller(proof, "list_requests", {"user": user, "state": state})

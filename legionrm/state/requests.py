@@ -17,11 +17,14 @@ read the history.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
+
+from pydantic_core import to_json
 
 from legionrm.models import (
     EnactResult,
@@ -32,6 +35,9 @@ from legionrm.models import (
     SchedulingRequest,
 )
 from legionrm.state.sqlite import KeyedStore, StateError
+
+SETTLED_PARSED = 4096
+"""How many settled requests the store keeps parsed (more than a ``list`` of the recent ones shows)."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,9 @@ class RequestStore(KeyedStore):
                              "state TEXT NOT NULL, submitted REAL NOT NULL, ended REAL NOT NULL, body TEXT NOT NULL)")
             self._db.execute("CREATE INDEX IF NOT EXISTS requests_finished_order ON requests_finished (submitted, id)")
             self._db.execute("CREATE INDEX IF NOT EXISTS requests_finished_ended ON requests_finished (ended)")
+        self._settled: dict[str, StoredRequest] = {}
+        """A settled row's body -> the request it holds: the recent ones are read at every ``list`` (the
+        dashboard's and the gauges' polls), and a settled row never changes (settled again, it is another body)."""
 
     def put(self, *, request: SchedulingRequest, submitted: float, state: str, reason: str,
             history: list[RequestEvent], instances: dict[str, InstanceInfo], refs: dict[str, InstanceRef],
@@ -119,7 +128,17 @@ class RequestStore(KeyedStore):
         where, wargs = _where(user, state, after)
         sql = f"SELECT body FROM {source}{where} ORDER BY submitted, id LIMIT ?"
         rows = self._read(sql, (*args, *wargs, limit))
-        return [_stored(json.loads(r[0])) for r in rows]
+        return [self._parsed(r[0]) for r in rows]
+
+    def _parsed(self, body: str) -> StoredRequest:
+        """The settled request ``body`` holds, parsed once (a copy of its lists and maps each time)."""
+        item = self._settled.get(body)
+        if item is None:
+            if len(self._settled) >= SETTLED_PARSED:
+                self._settled.clear()
+            item = self._settled[body] = _stored(json.loads(body))
+        return dataclasses.replace(item, history=list(item.history), instances=dict(item.instances),
+                                   refs=dict(item.refs))
 
     def finished_counts(self, *, user: str | None = None, recent: tuple[float, int] | None = None) -> dict[str, int]:
         """How many settled requests (of ``user``; ``recent`` as in :meth:`finished_page`) are in each state."""
@@ -135,16 +154,13 @@ class RequestStore(KeyedStore):
 def _body(*, request: SchedulingRequest, submitted: float, state: str, reason: str, history: list[RequestEvent],
           instances: dict[str, InstanceInfo], refs: dict[str, InstanceRef], failures: tuple[PlacementFailure, ...],
           earliest_start: float | None, attempts: int, held: EnactResult | None = None) -> str:
-    """One request's row body: its fields as JSON, pydantic's own form (so a reload gives back the same models)."""
-    return json.dumps({
-        "request": request.model_dump(mode="json"), "submitted": submitted, "state": state, "reason": reason,
-        "history": [e.model_dump(mode="json") for e in history],
-        "instances": {k: v.model_dump(mode="json") for k, v in instances.items()},
-        "refs": {k: v.model_dump(mode="json") for k, v in refs.items()},
-        "failures": [f.model_dump(mode="json") for f in failures[:20]],
-        "earliest_start": earliest_start, "attempts": attempts,
-        "held": held.model_dump(mode="json") if held is not None else None,
-    })
+    """One request's row body: its fields as JSON, pydantic's own form (so a reload gives back the same models),
+    written by pydantic's serializer in one pass (a time that is not finite as JSON's ``Infinity``, as ``json`` does)."""
+    return to_json({
+        "request": request, "submitted": submitted, "state": state, "reason": reason, "history": history,
+        "instances": instances, "refs": refs, "failures": failures[:20], "earliest_start": earliest_start,
+        "attempts": attempts, "held": held,
+    }, inf_nan_mode="constants").decode()
 
 
 def _where(user: str | None, state: str | None, after: tuple[float, str] | None) -> tuple[str, list[object]]:

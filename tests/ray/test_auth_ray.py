@@ -16,6 +16,7 @@ import pytest
 import ray
 
 from legionrm.models import Identity, ObjectRequest, ReservedStart, SchedulingRequest
+from legionrm.models.intake import Cancel, Submit
 from legionrm.objstate.actor import digest
 
 pytestmark = pytest.mark.ray
@@ -263,8 +264,8 @@ def stranger_calls(system: Any, work: dict[str, Any]) -> dict[tuple[str, str], t
                                           "limit": 100}, None),
         ("SchedulerActor", "history"): (sc, {"user": None, "since": None, "until": None, "state": None}, None),
         ("SchedulerActor", "cancel"): (sc, {"request_id": rid, "reason": "x"}, None),
-        ("SchedulerActor", "submit_batch"): (sc, {"items": [("root", req)]}, None),
-        ("SchedulerActor", "cancel_batch"): (sc, {"items": [("alice", rid, "x")]}, None),
+        ("SchedulerActor", "intake_batch"): (sc, {"items": [Submit("root", req.model_dump_json()),
+                                                            Cancel("alice", rid, "x")]}, None),
         ("SchedulerActor", "deactivate"): (sc, {"object_id": iid, "reason": "x"}, None),
         ("SchedulerActor", "activate"): (sc, {"object_id": iid, "constraint": "true"}, None),
         ("SchedulerActor", "migrate"): (sc, {"object_id": iid, "constraint": "true"}, None),

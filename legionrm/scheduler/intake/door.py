@@ -2,7 +2,8 @@
 
 The gateway verified each user's own signed HTTP call; it sends the calls
 that arrived together as one group, signed once by the gateway agent
-(``submit_batch`` / ``cancel_batch``, each item naming its user).  The
+(``intake_batch``: submits and cancels, each item naming its user, in the
+compact form of :mod:`legionrm.models.intake`).  The
 group's proof must verify and be the gateway agent's (else the whole call
 is refused, as any call with a bad proof is); each item's user must be a
 user of the registry (else that item alone is refused, ``auth.unknown_user``,
@@ -12,8 +13,8 @@ applies to each item as that user's
 administrator for a cancel).  An open door (no guard) takes the items as
 they are, as it takes single calls.
 
-Replies cross Ray in a list, one per item: an answer, or the exception
-that item met (made picklable: one that is not becomes a
+Replies cross Ray in a list, one per item: an answer in its compact form,
+or the exception that item met (made picklable: one that is not becomes a
 :class:`~legionrm.errors.SchedulingError` with its text).
 """
 
@@ -22,76 +23,87 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
+from pydantic import ValidationError
+
 from legionrm import codes
 from legionrm.auth import VerifiedCaller, may_act_on
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.auth.guard import raise_if_refused
 from legionrm.auth.proof import DELEGATE_KIND
 from legionrm.errors import SchedulingError
-from legionrm.models import Refusal, SchedulingRequest
+from legionrm.models import RequestInfo, Refusal, SchedulerResponse, SchedulingRequest
+from legionrm.models.intake import Cancel, Cancelled, Submit, Submitted
 from legionrm.scheduler.confirm import refused_at_door
 
 
-def submit_batch(door: Any, items: list[tuple[str, SchedulingRequest]], proof: Any = None) -> list[Any]:
-    """Each ``(user, request)`` of ``items`` submitted as ``user``'s; one reply per item, in order."""
-    callers = _callers(door, proof, "submit_batch", {"items": items}, [u for u, _ in items])
+def intake_batch(door: Any, items: list[Submit | Cancel], proof: Any = None) -> list[Any]:
+    """Each :class:`Submit` of ``items`` submitted as its user's, each :class:`Cancel` cancelled as its
+    user's (the request's owner or an administrator), all in one group (the submits first, one durable
+    write); one reply per item, in order: :class:`Submitted`, :class:`Cancelled`, or the error it met."""
+    callers = _callers(door, proof, "intake_batch", {"items": items}, items)
     out: list[Any] = [None] * len(items)
-    todo: list[tuple[int, SchedulingRequest]] = []
-    for i, ((_, request), who) in enumerate(zip(items, callers)):
-        if isinstance(who, Refusal):
-            out[i] = refused_at_door(request, who)
-            continue
-        got = request if who is None else door.admit(who, request)
-        if isinstance(got, SchedulingRequest):
-            todo.append((i, got))
-        else:
-            out[i] = got
-    for (i, _), reply in zip(todo, door.core.queue.intake.submit([r for _, r in todo])):
-        out[i] = reply
-    return [_portable(r) for r in out]
-
-
-def cancel_batch(door: Any, items: list[tuple[str, str, str]], proof: Any = None) -> list[Any]:
-    """Each ``(user, request_id, reason)`` of ``items`` cancelled as ``user``'s (its owner or an
-    administrator); one reply per item, in order: the request's info, or the error it met."""
-    callers = _callers(door, proof, "cancel_batch", {"items": items}, [u for u, _, _ in items])
-    out: list[Any] = [None] * len(items)
-    todo: list[tuple[int, tuple[str, str]]] = []
-    for i, ((_, rid, reason), who) in enumerate(zip(items, callers)):
+    submits: list[tuple[int, SchedulingRequest]] = []
+    cancels: list[tuple[int, tuple[str, str]]] = []
+    intake = door.core.queue.intake
+    for i, (item, who) in enumerate(zip(items, callers)):
         try:
+            if isinstance(item, Submit):
+                try:
+                    request = SchedulingRequest.model_validate_json(item.request)
+                except ValidationError as exc:  # the gateway sends what it validated: never, short of a bug
+                    raise SchedulingError(f"a submit's request is not a valid SchedulingRequest: "
+                                          f"{exc.error_count()} bad field(s)") from None
+                got = (refused_at_door(request, who) if isinstance(who, Refusal) else
+                       request if who is None else door.admit(who, request))
+                if isinstance(got, SchedulingRequest):
+                    submits.append((i, got))
+                else:
+                    out[i] = got
+                continue
             if isinstance(who, Refusal):
                 raise AuthRefusedError(who.code, who.reason, who.by)
             if who is not None:
-                raise_if_refused(may_act_on(who, door.core.queue.intake.owner(rid), admin_may=True))
-            todo.append((i, (rid, reason)))
+                raise_if_refused(may_act_on(who, intake.owner(item.request_id), admin_may=True))
+            cancels.append((i, (item.request_id, item.reason)))
         except Exception as exc:  # noqa: BLE001 -- each item answers for itself
             out[i] = exc
-    for (i, _), reply in zip(todo, door.core.queue.intake.cancel([x for _, x in todo])):
+    done, gone = intake.take([r for _, r in submits], [c for _, c in cancels])
+    for (i, _), reply in zip(submits, done):
         out[i] = reply
-    return [_portable(r) for r in out]
+    for (i, _), reply in zip(cancels, gone):
+        out[i] = reply
+    return [_compact(r) for r in out]
 
 
-def _callers(door: Any, proof: Any, call: str, args: dict[str, Any], users: list[str]
+def _callers(door: Any, proof: Any, call: str, args: dict[str, Any], items: Any
              ) -> list[VerifiedCaller | Refusal | None]:
-    """Each item's caller (None on an open door); AuthRefusedError when the group's proof is not the gateway's."""
-    if door.guard is None:
-        return [None] * len(users)
-    signer = door.guard.require(proof, call, args)
-    if signer.kind != DELEGATE_KIND:
+    """Each item's caller (None on an open door); AuthRefusedError when the group's proof is not the
+    gateway's, SchedulingError when ``items`` is not a list of Submit and Cancel items."""
+    signer = None if door.guard is None else door.guard.require(proof, call, args)
+    if signer is not None and signer.kind != DELEGATE_KIND:
         raise AuthRefusedError(codes.AUTH_FORBIDDEN, f"{signer.name!r} may not send calls of other users", "scheduler")
+    if not isinstance(items, list) or not all(isinstance(it, (Submit, Cancel)) for it in items):
+        raise SchedulingError(f"{call} takes a list of Submit and Cancel items")
+    if door.guard is None:
+        return [None] * len(items)
     registry, known = door.guard.verifier.registry, {}
     out: list[VerifiedCaller | Refusal | None] = []
-    for user in users:
+    for user in (it.user if isinstance(it.user, str) else "" for it in items):
         if user not in known:
-            p = registry.principal(user) if isinstance(user, str) else None
+            p = registry.principal(user)
             known[user] = (VerifiedCaller.of(p, call) if p is not None and p.is_user else
                            Refusal(code=codes.AUTH_UNKNOWN_USER, by="scheduler", reason=f"no user {user!r} in the registry"))
         out.append(known[user])
     return out
 
 
-def _portable(reply: Any) -> Any:
-    """``reply`` as it can cross Ray: an exception that does not pickle becomes a SchedulingError of its text."""
+def _compact(reply: Any) -> Any:
+    """``reply`` as it crosses Ray: an answer as its compact form, an exception that does not pickle as a
+    SchedulingError of its text."""
+    if isinstance(reply, SchedulerResponse):
+        return Submitted(reply.request_id, reply.ok, reply.state, reply.model_dump_json())
+    if isinstance(reply, RequestInfo):
+        return Cancelled(reply.model_dump_json())
     if isinstance(reply, BaseException):
         try:
             pickle.loads(pickle.dumps(reply))
@@ -101,14 +113,10 @@ def _portable(reply: Any) -> Any:
 
 
 class IntakeCalls:
-    """The Scheduler actor's group calls (a mixin of :class:`~legionrm.scheduler.actor.SchedulerActor`)."""
+    """The Scheduler actor's group call (a mixin of :class:`~legionrm.scheduler.actor.SchedulerActor`)."""
 
     door: Any
 
-    def submit_batch(self, items: list[tuple[str, SchedulingRequest]], proof: Any = None) -> list[Any]:
-        """Many users' submits, one durable write (:func:`submit_batch`)."""
-        return self.door.submit_batch(items, proof)  # type: ignore[no-any-return]
-
-    def cancel_batch(self, items: list[tuple[str, str, str]], proof: Any = None) -> list[Any]:
-        """Many users' cancels, one durable write (:func:`cancel_batch`)."""
-        return self.door.cancel_batch(items, proof)  # type: ignore[no-any-return]
+    def intake_batch(self, items: list[Submit | Cancel], proof: Any = None) -> list[Any]:
+        """Many users' submits and cancels, one durable write (:func:`intake_batch`)."""
+        return self.door.intake_batch(items, proof)  # type: ignore[no-any-return]

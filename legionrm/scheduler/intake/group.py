@@ -1,21 +1,23 @@
 """Submits and cancels in groups, over the Scheduler core: one durable write for many.
 
-:func:`submit_group` is :meth:`Scheduler.scheduleObjects` for many requests
-at once: each is checked as a submit is (walltime, validation, owner, QoS:
-a refusal answers that request alone); those accepted enter the book in
-one transaction synced to the disk (:meth:`RequestBook.commit_group`), and
-only then does any answer go back.  Each is then handled as a fresh submit
-is: tried now when the queue's rules would try it (one at a time, as
+:meth:`GroupIntake.submit` is :meth:`Scheduler.scheduleObjects` for many
+requests at once: each is checked as a submit is (walltime, validation,
+owner, QoS: a refusal answers that request alone); those accepted enter the
+book in one transaction synced to the disk (:meth:`RequestBook.commit_group`),
+and only then does any answer go back.  Each is then handled as a fresh
+submit is: tried now when the queue's rules would try it (one at a time, as
 today), otherwise left waiting with its reason (over a QoS limit, behind
 others) in a second group write; one submitted held waits from the first
 write on (its reason is written with it).  A request that must be answered
 at once (``wait = false``) or that activates objects takes the one-at-a-time
 path whole.
 
-:func:`cancel_group` cancels many: the pending requests no attempt holds
-are cancelled in one durable write (their queue's next pass, the
+:meth:`GroupIntake.cancel` cancels many: the pending requests no attempt
+holds are cancelled in one durable write (their queue's next pass, the
 Scheduler's tick, sees the room they leave); any other goes through
-:meth:`Scheduler.cancel` as ever.
+:meth:`Scheduler.cancel` as ever.  :meth:`GroupIntake.take` does both for
+the submits and cancels that arrived together, the submits first, with one
+durable write for the new requests and the cancelled ones alike.
 
 A group write that fails (:class:`~legionrm.state.StoreFault`) answers
 every member of the group with the fault and leaves the book as it was.
@@ -74,25 +76,25 @@ class GroupIntake:
 
     def submit(self, requests: Sequence[SchedulingRequest]) -> list[Reply]:
         """Admit ``requests`` together (see the module doc); one reply per request, in order."""
+        return self.take(requests, ())[0]
+
+    def cancel(self, items: Sequence[tuple[str, str]]) -> list[Reply]:
+        """Cancel each ``(request_id, reason)`` of ``items`` (see the module doc); one reply per item, in
+        order: the request's :class:`~legionrm.models.RequestInfo` after the cancel, or the exception it met
+        (an unknown id: SchedulingError)."""
+        return self.take((), items)[1]
+
+    def take(self, requests: Sequence[SchedulingRequest], cancels: Sequence[tuple[str, str]]
+             ) -> tuple[list[Reply], list[Reply]]:
+        """:meth:`submit` ``requests`` and :meth:`cancel` ``cancels`` together, the submits first, with one
+        durable write for the new requests and the cancels alike; the replies of each, in order."""
         out: list[Reply] = [None] * len(requests)
-        book, queue = self.core.book, self.core.queue
+        gone: list[Reply] = [None] * len(cancels)
         with ExitStack() as claims:  # each claimed before the queue can see it, as scheduleObjects does
-            taken: list[tuple[int, SchedulingRequest]] = []
-            for i, request in enumerate(requests):
-                if one_at_a_time(request):
-                    continue
-                try:
-                    request, refusal = self.steps.at_submit(request)
-                except Exception as exc:  # noqa: BLE001 -- a bad request answers for itself
-                    out[i] = exc
-                    continue
-                if refusal is not None:
-                    out[i] = refused_at_door(request, refusal)
-                elif request.request_id in book or not claims.enter_context(queue.claim(request.request_id)):
-                    out[i] = SchedulingError(f"request id {request.request_id!r} was already scheduled")
-                else:
-                    taken.append((i, request))
-            entries = self._admit(taken, out)
+            taken = self._taken(requests, out, claims)
+            with ExitStack() as cancelling:
+                group = self._cancellable(cancels, cancelling)
+                entries = self._admit(taken, out, group, gone)
             self._first_try([(i, e) for (i, _), e in zip(taken, entries) if e is not None and out[i] is None], out)
         for i, request in enumerate(requests):  # the one-at-a-time ones, after the group is safe on disk
             if out[i] is None:
@@ -100,12 +102,57 @@ class GroupIntake:
                     out[i] = self.core.scheduleObjects(request)
                 except Exception as exc:  # noqa: BLE001
                     out[i] = exc
-        return out
+        for i, (rid, reason) in enumerate(cancels):  # unknown, finished, placed or under way: one at a time
+            if gone[i] is None:
+                try:
+                    gone[i] = self.core.cancel(rid, reason)
+                except Exception as exc:  # noqa: BLE001
+                    gone[i] = exc
+        return out, gone
 
-    def _admit(self, taken: list[tuple[int, SchedulingRequest]], out: list[Reply]) -> list[Entry | None]:
-        """The taken requests in the book, pending, in one durable write (each answered with the fault if it
-        fails).  One submitted held waits from the start: its reason is in the same write, and it is answered."""
-        if not taken:
+    def _taken(self, requests: Sequence[SchedulingRequest], out: list[Reply], claims: ExitStack
+               ) -> list[tuple[int, SchedulingRequest]]:
+        """The requests of the group (checked as a submit is, each claimed); the others answered or left
+        to the one-at-a-time path."""
+        book, queue = self.core.book, self.core.queue
+        taken: list[tuple[int, SchedulingRequest]] = []
+        for i, request in enumerate(requests):
+            if one_at_a_time(request):
+                continue
+            try:
+                request, refusal = self.steps.at_submit(request)
+            except Exception as exc:  # noqa: BLE001 -- a bad request answers for itself
+                out[i] = exc
+                continue
+            if refusal is not None:
+                out[i] = refused_at_door(request, refusal)
+            elif request.request_id in book or not claims.enter_context(queue.claim(request.request_id)):
+                out[i] = SchedulingError(f"request id {request.request_id!r} was already scheduled")
+            else:
+                taken.append((i, request))
+        return taken
+
+    def _cancellable(self, cancels: Sequence[tuple[str, str]], claims: ExitStack) -> list[tuple[int, Entry, str]]:
+        """The cancels of the group: pending requests no attempt holds (each claimed), each once."""
+        book, queue = self.core.book, self.core.queue
+        group: list[tuple[int, Entry, str]] = []
+        seen: set[str] = set()
+        for i, (rid, reason) in enumerate(cancels):
+            entry = book.get(rid)
+            if entry is None or entry.state != "pending" or rid in seen:
+                continue  # the one-at-a-time path answers it (unknown, finished, placed, or under way)
+            if not claims.enter_context(queue.claim(rid)) or entry.state != "pending":
+                continue
+            seen.add(rid)
+            group.append((i, entry, reason))
+        return group
+
+    def _admit(self, taken: list[tuple[int, SchedulingRequest]], out: list[Reply],
+               group: list[tuple[int, Entry, str]], gone: list[Reply]) -> list[Entry | None]:
+        """The taken requests in the book, pending, and the ``group`` of cancels cancelled, in one durable
+        write (each answered with the fault if it fails).  One submitted held waits from the start: its
+        reason is in the same write, and it is answered.  A cancelled request's pool charge is given back."""
+        if not taken and not group:
             return []
         book, site, now = self.core.book, self.core.queue.site, self.steps.clock()
         drafts = [Entry(request=r, submitted=now, history=[RequestEvent(at=now, state="pending", reason="submitted")])
@@ -118,17 +165,25 @@ class GroupIntake:
                 held[d.id] = PlacementFailure(key="*", resource=why.by, code=why.code, reason=why.reason, stage="plan")
                 d.reason, d.failures, d.earliest_start = f"{why.code}: {why.reason}"[:500], (held[d.id],), next_end
                 d.history.append(RequestEvent(at=now, state="pending", reason=d.reason))
-        try:
-            book.commit_group([(None, d) for d in drafts])
+        try:  # record: each cancel's transition is in its history (a new entry's history is its own)
+            book.commit_group([(None, d) for d in drafts] + [(e, e.draft(state="cancelled", reason=r))
+                                                            for _, e, r in group], record=True)
         except (StoreFault, SchedulingError) as exc:
             for i, _ in taken:
                 out[i] = exc
+            for i, _, _ in group:
+                gone[i] = exc
             return [None] * len(taken)
         for (i, _), d in zip(taken, drafts):
             book.tell(d, "pending", "submitted")
             if d.id in held:
                 book.tell(d, STATUS_OF["pending"], d.reason)
                 out[i] = _waiting(d, (held[d.id],), d.reason)
+        for i, entry, reason in group:
+            book.tell(entry, STATUS_OF["cancelled"], reason)
+            gone[i] = entry.info()
+        if group:
+            self.core.accounts.book_back_many([e for _, e, _ in group])  # still claimed: none charged meanwhile
         return list(drafts)
 
     def _first_try(self, fresh: list[tuple[int, Entry]], out: list[Reply]) -> None:
@@ -172,46 +227,11 @@ class GroupIntake:
                 book.tell(entry, STATUS_OF["pending"], reason)
             out[i] = _waiting(entry, failures, reason)
 
-    def cancel(self, items: Sequence[tuple[str, str]]) -> list[Reply]:
-        """Cancel each ``(request_id, reason)`` of ``items`` (see the module doc); one reply per item, in
-        order: the request's :class:`~legionrm.models.RequestInfo` after the cancel, or the exception it met
-        (an unknown id: SchedulingError)."""
-        out: list[Reply] = [None] * len(items)
-        book, queue = self.core.book, self.core.queue
-        with ExitStack() as claims:
-            group: list[tuple[int, Entry, str]] = []
-            seen: set[str] = set()
-            for i, (rid, reason) in enumerate(items):
-                entry = book.get(rid)
-                if entry is None or entry.state != "pending" or rid in seen:
-                    continue  # the one-at-a-time path answers it (unknown, finished, placed, or under way)
-                if not claims.enter_context(queue.claim(rid)) or entry.state != "pending":
-                    continue
-                seen.add(rid)
-                group.append((i, entry, reason))
-            if group:
-                try:
-                    book.commit_group([(e, e.draft(state="cancelled", reason=r)) for _, e, r in group], record=True)
-                except StoreFault as fault:
-                    for i, _, _ in group:
-                        out[i] = fault
-                    group = []
-                for i, entry, reason in group:
-                    book.tell(entry, STATUS_OF["cancelled"], reason)
-                    out[i] = entry.info()
-                self.core.accounts.book_back_many([e for _, e, _ in group])  # still claimed: none charged meanwhile
-        for i, (rid, reason) in enumerate(items):
-            if out[i] is None:
-                try:
-                    out[i] = self.core.cancel(rid, reason)
-                except Exception as exc:  # noqa: BLE001
-                    out[i] = exc
-        return out
-
     def owner(self, request_id: str) -> str:
         """Whose request ``request_id`` is (live, in the history, or an array's own id, as a single
         cancel asks); SchedulingError when unknown."""
-        return str(self.core.request_info(request_id).user)
+        entry = self.core.book.get(request_id)  # live: its own user, without building its whole story
+        return entry.user if entry is not None else str(self.core.request_info(request_id).user)
 
 
 def _waiting(entry: Entry, failures: tuple[PlacementFailure, ...], reason: str) -> SchedulerResponse:

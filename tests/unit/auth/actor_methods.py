@@ -60,7 +60,7 @@ METHODS: dict[str, dict[str, str]] = {
         "approve": ENACTOR, "approve_growth": ENACTOR,
         "audit": ADMIN, "tick": ADMIN, "run_cycle": ADMIN, "stop_cycle": ADMIN, "setCollection": ADMIN,
         "setEnactor": ADMIN, "hold": OWN, "release": OWN, "update": ADMIN, "top": ADMIN, "share": VIEW, "prio": VIEW,
-        "drain": ADMIN, "serve": ADMIN, "reconfigure_site": ADMIN, "reconfigure_owners": ADMIN, "bound_nodes": ADMIN, "submit_batch": GATEWAY, "cancel_batch": GATEWAY,
+        "drain": ADMIN, "serve": ADMIN, "reconfigure_site": ADMIN, "reconfigure_owners": ADMIN, "bound_nodes": ADMIN, "intake_batch": GATEWAY,
     },
     "PoolActor": {"ping": OPEN, "admit": SYSTEM, "release": SYSTEM, "held": SYSTEM, "set_capacity": SYSTEM,
                   "report": ANY, "capacity": ANY, "specs": ANY, "reconfigure": ADMIN},

@@ -177,3 +177,13 @@ def test_split_url_reads_a_gateway_url_as_urlsplit(url: str) -> None:
 def test_a_url_that_is_not_a_gateways_is_a_value_error(url: str) -> None:
     with pytest.raises(ValueError):
         split_url(url)
+
+
+@pytest.mark.parametrize("target, fields", [("/a b", {}), ("/a\r\nX: y", {}), ("/", {"A": "b\r\nX: y"}),
+                                            ("/", {"A\nX": "y"})],
+                         ids=["space", "target-crlf", "field-value-crlf", "field-name-lf"])
+def test_a_request_that_would_split_is_refused_before_it_is_sent(serve, target: str, fields: dict[str, str]) -> None:
+    conn, server = serve(OK)
+    with pytest.raises(ProtocolError):
+        conn.request("GET", target, b"", fields)
+    assert server.requests == []

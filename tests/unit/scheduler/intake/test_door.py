@@ -1,5 +1,6 @@
 """The door of a group: only the gateway agent sends one; each item is its user's, with every rule of
-a single call (unknown user, a user's own priority, another's request) applied to it alone."""
+a single call (unknown user, a user's own priority, another's request) applied to it alone; items and
+answers cross in their compact form (a request's JSON in, a model's JSON out)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from legionrm.auth.errors import AuthRefusedError
 from legionrm.auth.guard import Guard
 from legionrm.errors import SchedulingError
 from legionrm.models import RequestInfo, SchedulerResponse
+from legionrm.models.intake import Cancel, Cancelled, Submit, Submitted
 from legionrm.scheduler.door import SchedulerDoor
 from tests.unit.scheduler.intake.test_group import held, system
 
@@ -34,15 +36,28 @@ class World:
         return getattr(self.door, method)(**args, proof=proof)
 
 
+def submit(user: str, request) -> Submit:  # type: ignore[no-untyped-def]
+    return Submit(user, request.model_dump_json())
+
+
 @pytest.mark.parametrize("signer, code", [(None, "auth.no_proof"), ("alice", "auth.forbidden"),
                                           ("ops", "auth.forbidden"), ("host", "auth.forbidden")],
                          ids=["no-proof", "a-user", "an-admin", "another-agent"])
 def test_only_the_gateway_sends_a_group(tmp_path, signer, code) -> None:
     w = World(tmp_path / "r.db")
-    for method, items in (("submit_batch", [("alice", held("a1"))]), ("cancel_batch", [("alice", "a1", "x")])):
+    for items in ([submit("alice", held("a1"))], [Cancel("alice", "a1", "x")]):
         with pytest.raises(AuthRefusedError) as refused:
-            w.call(signer, method, items=items)
+            w.call(signer, "intake_batch", items=items)
         assert refused.value.code == code
+    assert w.s.scheduler.book.entries() == []
+
+
+@pytest.mark.parametrize("items", [[("alice", "{}")], "not a list", [submit("alice", held("a1")), 3]],
+                         ids=["a-plain-tuple", "not-a-list", "one-not-an-item"])
+def test_a_group_of_anything_else_is_refused_whole(tmp_path, items) -> None:
+    w = World(tmp_path / "r.db")
+    with pytest.raises(SchedulingError, match="Submit and Cancel"):
+        w.call("gateway", "intake_batch", items=items)
     assert w.s.scheduler.book.entries() == []
 
 
@@ -50,17 +65,36 @@ def test_each_item_is_its_users_with_the_rules_of_a_single_call(tmp_path) -> Non
     w = World(tmp_path / "r.db")
     claims_bob = held("a2", user="bob")  # the request says bob: the item is alice's, so it is alice's
     pushy = held("a3").model_copy(update={"priority": 10**6})
-    got = w.call("gateway", "submit_batch", items=[("alice", held("a1")), ("alice", claims_bob), ("alice", pushy),
-                                                   ("nobody", held("n1")), ("ops", held("o1").model_copy(
-                                                       update={"priority": 5}))])
-    assert [type(g) for g in got] == [SchedulerResponse] * 5
-    assert [g.state for g in got] == ["pending", "pending", "refused", "refused", "pending"]
-    assert got[2].failures[0].code == "request.priority" and got[3].failures[0].code == "auth.unknown_user"
+    got = w.call("gateway", "intake_batch", items=[
+        submit("alice", held("a1")), submit("alice", claims_bob), submit("alice", pushy), submit("nobody", held("n1")),
+        submit("ops", held("o1").model_copy(update={"priority": 5})), Submit("alice", "{not json")])
+    assert [type(g) for g in got] == [Submitted] * 5 + [SchedulingError]
+    assert [g.state for g in got[:5]] == ["pending", "pending", "refused", "refused", "pending"]
+    answers = [SchedulerResponse.model_validate_json(g.response) for g in got[:5]]
+    assert [(a.request_id, a.ok, a.state) for a in answers] == [g[:3] for g in got[:5]]
+    assert answers[2].failures[0].code == "request.priority" and answers[3].failures[0].code == "auth.unknown_user"
     assert w.s.scheduler.book.find("a2").user == "alice"
-    gone = w.call("gateway", "cancel_batch", items=[("bob", "a1", "x"), ("alice", "a1", "mine"), ("ops", "o1", "x"),
-                                                    ("alice", "zz", "x"), ("nobody", "a2", "x")])
+    gone = w.call("gateway", "intake_batch", items=[
+        Cancel("bob", "a1", "x"), Cancel("alice", "a1", "mine"), Cancel("ops", "o1", "x"), Cancel("alice", "zz", "x"),
+        Cancel("nobody", "a2", "x")])
     assert isinstance(gone[0], AuthRefusedError) and gone[0].code == "auth.not_owner"
-    assert [g.state for g in gone[1:3]] == ["cancelled", "cancelled"] and isinstance(gone[1], RequestInfo)
+    assert [type(g) for g in gone[1:3]] == [Cancelled] * 2
+    infos = [RequestInfo.model_validate_json(g.info) for g in gone[1:3]]
+    assert [(i.id, i.state) for i in infos] == [("a1", "cancelled"), ("o1", "cancelled")]
     assert isinstance(gone[3], SchedulingError) and "no request" in str(gone[3])
     assert isinstance(gone[4], AuthRefusedError) and gone[4].code == "auth.unknown_user"
     assert w.s.scheduler.book.find("a2").state == "pending"
+
+
+def test_submits_and_cancels_of_one_group_are_answered_in_order(tmp_path) -> None:
+    """A group of both kinds: the submits go in first, so a cancel of one submitted in the same group
+    finds it; each answer is at its item's place."""
+    w = World(tmp_path / "r.db")
+    w.call("gateway", "intake_batch", items=[submit("alice", held("a1"))])
+    got = w.call("gateway", "intake_batch", items=[Cancel("alice", "a1", "bye"), submit("bob", held("b1")),
+                                                   submit("alice", held("a2")), Cancel("bob", "a1", "mine?")])
+    assert [type(g) for g in got] == [Cancelled, Submitted, Submitted, AuthRefusedError]
+    assert RequestInfo.model_validate_json(got[0].info).state == "cancelled"
+    assert [g.request_id for g in got[1:3]] == ["b1", "a2"]
+    assert {e.id: e.state for e in w.s.scheduler.book.entries()} == {"a1": "cancelled", "b1": "pending",
+                                                                    "a2": "pending"}

@@ -125,3 +125,38 @@ def test_a_group_is_one_durable_write(tmp_path, monkeypatch) -> None:
     got = s.scheduler.queue.intake.submit([req(f"p{n}", cpus=4) for n in range(4)])  # two hosts of 4 cpus
     assert [r.state for r in got] == ["running", "running", "pending", "pending"]
     assert writes[0] == (4, True) and [w for w in writes[1:] if w[1]] == [(1, True)]  # the one behind the other
+
+
+def test_submits_and_cancels_together_are_one_durable_write(tmp_path, monkeypatch) -> None:
+    """:meth:`GroupIntake.take`: the new requests and the cancelled ones in one write, synced; each
+    list of replies matches its list."""
+    s = system(tmp_path / "r.db")
+    s.scheduler.queue.intake.submit([held(f"h{n}") for n in range(10)])
+    writes: list[tuple[int, bool]] = []
+    store = s.scheduler.book.store
+    real = store.put_many
+    monkeypatch.setattr(store, "put_many", lambda items, durable=True: writes.append((len(items), durable))
+                        or real(items, durable))
+    done, gone = s.scheduler.queue.intake.take([held(f"n{n}") for n in range(5)],
+                                              [(f"h{n}", "bye") for n in range(10)] + [("nobody", "bye")])
+    assert writes == [(15, True)]
+    assert [r.state for r in done] == ["pending"] * 5
+    assert [g.state for g in gone[:10]] == ["cancelled"] * 10 and isinstance(gone[10], SchedulingError)
+    assert set(stored(tmp_path / "r.db").values()) == {"pending", "cancelled"}
+
+
+def test_a_cancelled_group_looks_at_the_pools_charges_only_when_one_was_tried(tmp_path, monkeypatch) -> None:
+    """A request never tried (held since its submit) holds no pool charge: cancelling a group of them
+    asks the pool owner nothing; a group with one that was tried asks once, and gives back its charge."""
+    s = system(tmp_path / "r.db")
+    pools = s.scheduler.accounts.pools
+    looks: list[int] = []
+    real = pools.held
+    monkeypatch.setattr(pools, "held", lambda *a: looks.append(1) or real(*a))
+    s.scheduler.queue.intake.submit([held(f"h{n}") for n in range(5)])
+    assert [g.state for g in s.scheduler.queue.intake.cancel([(f"h{n}", "bye") for n in range(5)])] == ["cancelled"] * 5
+    assert looks == []
+    got = s.scheduler.queue.intake.submit([req("big", cpus=4), req("tried", cpus=4, count=2)])  # the 2nd waits
+    assert [r.state for r in got] == ["running", "pending"] and s.scheduler.book.get("tried").attempts >= 1
+    assert [g.state for g in s.scheduler.queue.intake.cancel([("tried", "bye")])] == ["cancelled"]
+    assert looks == [1] and "tried" not in real()
