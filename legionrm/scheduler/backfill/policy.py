@@ -36,7 +36,8 @@ import numpy as np
 
 from legionrm.models import SchedulingRequest
 from legionrm.scheduler.backfill.fits import Fits
-from legionrm.scheduler.backfill.profile import EPS, INF, Demand, Profile, Usage, need, usage_of
+from legionrm.scheduler.backfill.profile import EPS, INF, Demand, Profile, Shadow, Usage, need, usage_of
+from legionrm.scheduler.backfill.top import Top
 from legionrm.scheduler.planning.holds import Hold
 from legionrm.scheduler.priority.slots import Ordered, Slots
 from legionrm.scheduler.requests import Entry
@@ -127,7 +128,7 @@ class Backfill:
         least = np.minimum.accumulate(needs[::-1])[::-1].tolist() + [INF]
         base = self._profile()
         blocked: list[Entry] = []
-        holds, reserved = self._holds(base, blocked, hints)
+        holds, reserved, top = self._holds(base, blocked, hints)
         fits = Fits(base, holds)
         known = [0] * len(shapes)  # fits' answers by shape number in this state: 0 not asked, 1 fits, 2 does not
         # without a skip to show every request to, a request whose shape is known not to fit is passed by
@@ -156,8 +157,12 @@ class Backfill:
             outcome = attempt(entry, (*holds, *base.unreported())) if ok else False
             if outcome:
                 started += 1
-                base.add(self._usage(entry, base))
-                holds, reserved = self._holds(base, blocked, hints)  # the reservations again, from what now runs
+                usage = self._usage(entry, base)
+                base.add(usage)
+                if top is not None and top.keeps(usage, base):  # the start provably leaves the reservation
+                    holds = [top.hold]
+                else:  # the reservations again, from what now runs
+                    holds, reserved, top = self._holds(base, blocked, hints)
                 fits.changed(holds)
                 known = [0] * len(shapes)
                 stop = bisect_right(least, float(base.free.sum()) + EPS) - 1
@@ -167,7 +172,7 @@ class Backfill:
                 break
             elif len(blocked) < self.depth:
                 blocked.append(entry)
-                holds, reserved = self._holds(base, blocked, hints)
+                holds, reserved, top = self._holds(base, blocked, hints)
                 fits.changed(holds)
                 known = [0] * len(shapes)
                 passing = fast and len(blocked) >= self.depth
@@ -225,40 +230,40 @@ class Backfill:
         base = self._profile()
         blocked = [e for e in ahead if not outside(e.request)
                    and not base.fits_now(demand_of(e.request), walltime_of(e.request))][:self.depth]
-        holds, _ = self._holds(base, blocked)
+        holds, _, _ = self._holds(base, blocked)
         if not base.fits_now(demand_of(entry.request), walltime_of(entry.request), holds):
             return None
         return (*holds, *base.unreported())
 
     def _reserve(self, profile: Profile, entry: Entry, hints: dict[str, tuple[float, float]] | None
-                 ) -> tuple[float, np.ndarray] | None:
+                 ) -> Shadow | None:
         """``entry``'s shadow time and cpus on ``profile``.  ``hints`` (for the
         top blocked request only, on the pass's own profile, which only loses
         cpus as the pass goes): its last answer narrows the next search."""
         found = profile.shadow(demand_of(entry.request), walltime_of(entry.request),
                                *(hints.get(entry.id, (-INF, INF)) if hints is not None else (-INF, INF)))
-        if found is None:
-            return None
-        if hints is not None:
-            hints[entry.id] = (found[2], found[0])
-        return found[0], found[1]
+        if found is not None and hints is not None:
+            hints[entry.id] = (found.first, found.start)
+        return found
 
     def _holds(self, base: Profile, blocked: Sequence[Entry], hints: dict[str, tuple[float, float]] | None = None
-               ) -> tuple[list[Hold], list[Reserved]]:
+               ) -> tuple[list[Hold], list[Reserved], Top | None]:
         """The reservations of ``blocked``, in order, over a copy of ``base``
-        (``hints``: the pass's, see :meth:`_reserve`)."""
+        (``hints``: the pass's, see :meth:`_reserve`), and the top one as a
+        :class:`Top` when it is the only one (a later start may keep it)."""
         if not blocked:
-            return [], []
+            return [], [], None
         p = base.copy()
-        holds, reserved = [], []
+        holds, reserved, top = [], [], None
         for entry in blocked:
             wall = walltime_of(entry.request)
             found = self._reserve(p, entry, hints if entry is blocked[0] else None)
             if found is None:
                 reserved.append(Reserved(entry, None))
                 continue
-            start, take = found
-            end = start + wall if wall is not None else float("inf")
-            holds.append(p.holding(entry.id, start, take, end))
-            reserved.append(Reserved(entry, start))
-        return holds, reserved
+            end = found.start + wall if wall is not None else float("inf")
+            holds.append(p.holding(entry.id, found.start, found.take, end))
+            reserved.append(Reserved(entry, found.start))
+            if hints is not None and len(blocked) == 1:
+                top = Top.of(found, holds[-1], demand_of(entry.request), p)
+        return holds, reserved, top
