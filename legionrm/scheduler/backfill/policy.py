@@ -265,5 +265,5 @@ class Backfill:
             holds.append(p.holding(entry.id, found.start, found.take, end))
             reserved.append(Reserved(entry, found.start))
             if hints is not None and len(blocked) == 1:
-                top = Top.of(found, holds[-1], demand_of(entry.request), p)
+                top = Top.of(found, holds[-1], demand_of(entry.request))
         return holds, reserved, top

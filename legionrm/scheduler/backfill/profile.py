@@ -320,14 +320,19 @@ class Profile:
         while True:
             window = np.minimum(row, self.total)
             if total_need <= window.sum() + EPS:
-                # take the cpus that are busy now first: the ones free now stay for backfilling
-                take = place(window, demand, np.argsort(-(window - np.minimum(self.free, window)), kind="stable"))
+                take = self.placed(window, demand)
                 if take is not None:
                     self._seen = (float(times[k]), window)
                     return Shadow(float(times[k]), take, first, row)
             if k + 1 >= len(times):
                 return None
             row, k = self._row(k + 1, row, k), k + 1
+
+    def placed(self, window: np.ndarray, demand: Demand) -> np.ndarray | None:
+        """The cpus per host a reservation of ``demand`` takes from ``window``
+        (the cpus free at its start): :func:`place` onto the cpus that are
+        busy now first, so the ones free now stay for backfilling."""
+        return place(window, demand, np.argsort(-(window - np.minimum(self.free, window)), kind="stable"))
 
     def _sum_row(self, k: int) -> np.ndarray:
         """:meth:`_row` summed at once (a bound to narrow the moments by, not the figure used)."""

@@ -41,48 +41,55 @@ from legionrm.scheduler.planning.holds import Hold
 
 @dataclass
 class Top:
-    """One reservation (``found``, ``hold``) of a pass and what a later start is checked against."""
+    """One reservation (``found``, ``hold``) of ``demand`` in a pass and what a later start is checked against."""
 
     found: Shadow
     hold: Hold
+    demand: Demand
     row: np.ndarray
     """Each host's free cpus at the start (uncapped), kept up to date with the starts that run past it."""
-    spare: np.ndarray
-    """Each host's cpus at the start that the reservation does not take (the hold's, on every host)."""
     single: bool
     """One kind of instance."""
     smallest: float
     """The cpus of its smallest instance."""
 
     @staticmethod
-    def of(found: Shadow, hold: Hold, demand: Demand, profile: Profile) -> Top | None:
-        """The reservation ``found`` on ``profile`` with its ``hold`` (None: found over the dense table; not kept)."""
+    def of(found: Shadow, hold: Hold, demand: Demand) -> Top | None:
+        """The reservation ``found`` with its ``hold`` (None: found over the dense table; not kept)."""
         if found.row is None:
             return None
         sizes = {c for n, c in demand if c > EPS}
-        row = found.row.copy()
-        return Top(found, hold, row, np.minimum(row, profile.total) - found.take, len(sizes) <= 1,
-                   min(sizes, default=np.inf))
+        return Top(found, hold, demand, found.row.copy(), len(sizes) <= 1, min(sizes, default=np.inf))
 
     def keeps(self, usage: Usage, profile: Profile) -> bool:
         """After ``usage`` started on ``profile`` (counted there already), is
-        the reservation the same?  If so :attr:`hold` is brought up to date."""
-        start = self.found.start
-        if usage.start > profile.now or not usage.hosts or not (self.single or self.found.first == start):
+        the reserved start the same?  If so :attr:`found` (the cpus it takes)
+        and :attr:`hold` are brought up to date."""
+        start, take, total = self.found.start, self.found.take, profile.total
+        if not usage.hosts:  # it took no cpus (it had nothing to place)
+            return True
+        if usage.start > profile.now or not (self.single or self.found.first == start):
             return False
         hosts = np.asarray(usage.hosts, np.int64)
         cpus = np.asarray(usage.cpus, float)
         if len(np.unique(hosts)) < len(hosts):  # several instances on one host: what it took there in all
             hosts, at = np.unique(hosts, return_inverse=True)
             cpus = np.bincount(at, cpus, minlength=len(hosts))
-        total = profile.total[hosts]
-        if usage.end <= start:  # it ends by the start: the hosts it runs on must hold no instance then
-            room = np.maximum(np.minimum(self.row[hosts], total), 0.0)
-            return not bool(np.any(np.floor(room / self.smallest + EPS) > 0))
-        if bool(np.any(self.row[hosts] > total)) or bool(np.any(cpus > self.spare[hosts] + EPS)):
-            return False
-        self.row[hosts] -= cpus
-        self.spare[hosts] = np.minimum(self.row[hosts], total) - self.found.take[hosts]
-        bound = np.flatnonzero(self.spare < profile.total - EPS)  # (as Profile.holding: the hosts it binds)
-        self.hold = Hold(self.hold.request_id, start, Spare(profile.names, bound, np.maximum(self.spare[bound], 0.0)))
+        if usage.end <= start:  # it ends by the start: the same cpus then, the hosts perhaps in another order
+            room = np.maximum(np.minimum(self.row[hosts], total[hosts]), 0.0)
+            if not bool(np.any(np.floor(room / self.smallest + EPS) > 0)):
+                return True  # (no instance fits on its hosts then: the order of the others is the same)
+            placed = profile.placed(np.minimum(self.row, total), self.demand)
+            if placed is None:  # (several kinds: another order may not place them all)
+                return False
+            take = placed
+        else:
+            spare = np.minimum(self.row[hosts], total[hosts]) - take[hosts]
+            if bool(np.any(self.row[hosts] > total[hosts])) or bool(np.any(cpus > spare + EPS)):
+                return False
+            self.row[hosts] -= cpus
+        self.found = self.found._replace(take=take)
+        spare_all = np.minimum(self.row, total) - take
+        bound = np.flatnonzero(spare_all < total - EPS)  # (as Profile.holding: the hosts it binds)
+        self.hold = Hold(self.hold.request_id, start, Spare(profile.names, bound, np.maximum(spare_all[bound], 0.0)))
         return True

@@ -26,6 +26,9 @@ class Slots:
     still wanted; columns kept by slot are then read again.  Not thread-safe:
     one pass at a time numbers (its owner's lock)."""
 
+    SLACK = 1000
+    """How many more slots than twice those still wanted :meth:`crowded` allows."""
+
     def __init__(self) -> None:
         self.of: dict[int, int] = {}
         """Slot by ``id()`` of the request object."""
@@ -50,8 +53,8 @@ class Slots:
         return found
 
     def crowded(self, live: int) -> bool:
-        """Are most slots requests gone (more than twice ``live`` and a thousand)?"""
-        return len(self.requests) > 2 * live + 1000
+        """Are most slots requests gone (more than twice ``live`` and :attr:`SLACK`)?"""
+        return len(self.requests) > 2 * live + self.SLACK
 
     def renew(self, keep: Iterable[int]) -> np.ndarray:
         """A new epoch numbering only the slots ``keep`` (0, 1, ... in that
