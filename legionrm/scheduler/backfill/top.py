@@ -88,7 +88,7 @@ class Top:
             if bool(np.any(self.row[hosts] > total[hosts])) or bool(np.any(cpus > spare + EPS)):
                 return False
             self.row[hosts] -= cpus
-        self.found = self.found._replace(take=take)
+        self.found = Shadow(start, take, self.found.first, self.found.row)
         spare_all = np.minimum(self.row, total) - take
         bound = np.flatnonzero(spare_all < total - EPS)  # (as Profile.holding: the hosts it binds)
         self.hold = Hold(self.hold.request_id, start, Spare(profile.names, bound, np.maximum(spare_all[bound], 0.0)))

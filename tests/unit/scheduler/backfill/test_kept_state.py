@@ -22,7 +22,7 @@ from legionrm.scheduler.backfill.top import Top
 from legionrm.scheduler.priority import SitePolicy, site_settings
 from legionrm.scheduler.priority.slots import Slots
 from legionrm.scheduler.requests import Entry
-from tests.unit.scheduler.backfill.test_fast_pass import CPUS, SHAPE, WALL, queues
+from tests.unit.scheduler.backfill.test_fast_pass import SHAPE, WALL, queues
 
 SETTINGS = site_settings(ClusterSpec())
 
