@@ -12,7 +12,8 @@ or submission order; see :class:`Backfill`) and, by the policy:
   it will take then; a later request is tried only when it fits now within
   the holds: it ends by the reserved start, or it uses only cpus that will
   still be spare then.  After every start the reservations are computed
-  again from what now runs, so they never move later.
+  again from what now runs, so they never move later (or kept, when the
+  start provably leaves the one reservation as it was: :mod:`.top`).
 
 A fresh submission goes through :meth:`Backfill.gate`: it is tried at once
 only if the pass would try it there (nothing it would delay, nothing strict
@@ -91,8 +92,11 @@ class Backfill:
     running instances).
 
     A pass asks what fits once per shape and state (:class:`Fits`), reads
-    each request's shape once while the request is unchanged (kept between
-    passes), and stops trying once no later request can fit (all
+    each request's shape once per request object (kept between passes by
+    the request's slot, the order's when it is an :class:`Ordered`), passes
+    by requests whose shape is known not to fit without reading them, keeps
+    the top reservation through a start that leaves it (:class:`Top`), and
+    stops trying once no later request can fit (all
     reservations made, none of the rest fits in the cpus free in all): the
     same starts and reservations as :class:`ReferenceBackfill`
     (:mod:`.reference`), which asks every request afresh."""
