@@ -12,7 +12,8 @@ or submission order; see :class:`Backfill`) and, by the policy:
   it will take then; a later request is tried only when it fits now within
   the holds: it ends by the reserved start, or it uses only cpus that will
   still be spare then.  After every start the reservations are computed
-  again from what now runs, so they never move later.
+  again from what now runs, so they never move later (or kept, when the
+  start provably leaves the one reservation as it was: :mod:`.top`).
 
 A fresh submission goes through :meth:`Backfill.gate`: it is tried at once
 only if the pass would try it there (nothing it would delay, nothing strict
@@ -36,8 +37,10 @@ import numpy as np
 
 from legionrm.models import SchedulingRequest
 from legionrm.scheduler.backfill.fits import Fits
-from legionrm.scheduler.backfill.profile import EPS, INF, Demand, Profile, Usage, need, usage_of
+from legionrm.scheduler.backfill.profile import EPS, INF, Demand, Profile, Shadow, Usage, need, usage_of
+from legionrm.scheduler.backfill.top import Top
 from legionrm.scheduler.planning.holds import Hold
+from legionrm.scheduler.priority.slots import Ordered, Slots
 from legionrm.scheduler.requests import Entry
 
 Mode = Literal["greedy", "fcfs", "easy"]
@@ -74,25 +77,6 @@ def walltime_of(request: SchedulingRequest) -> float | None:
     return None if not walls or any(w is None for w in walls) else max(w for w in walls if w is not None)
 
 
-@dataclass(frozen=True)
-class Shape:
-    """What the pass rules read of one request."""
-
-    request: SchedulingRequest
-    demand: Demand
-    walltime: float | None
-    need: float
-    outside: bool
-    key: int
-    """The same number for the same ``(demand, walltime)`` (what :class:`Fits` answers by)."""
-
-    @staticmethod
-    def of(request: SchedulingRequest, keys: dict[tuple[Demand, float | None], int]) -> Shape:
-        demand, walltime = demand_of(request), walltime_of(request)
-        key = keys.setdefault((demand, walltime), len(keys))
-        return Shape(request, demand, walltime, need(demand), outside(request), key)
-
-
 @dataclass
 class Reserved:
     """A blocked request's reserved start (None: no known end frees enough for it)."""
@@ -108,8 +92,11 @@ class Backfill:
     running instances).
 
     A pass asks what fits once per shape and state (:class:`Fits`), reads
-    each request's shape once while the request is unchanged (kept between
-    passes), and stops trying once no later request can fit (all
+    each request's shape once per request object (kept between passes by
+    the request's slot, the order's when it is an :class:`Ordered`), passes
+    by requests whose shape is known not to fit without reading them, keeps
+    the top reservation through a start that leaves it (:class:`Top`), and
+    stops trying once no later request can fit (all
     reservations made, none of the rest fits in the cpus free in all): the
     same starts and reservations as :class:`ReferenceBackfill`
     (:mod:`.reference`), which asks every request afresh."""
@@ -120,8 +107,13 @@ class Backfill:
         self.depth = depth if mode == "easy" else 0
         self._profile = profile
         self._usage = usage
-        self._shapes: dict[int, Shape] = {}  # by id() of the request object
-        self._keys: dict[tuple[Demand, float | None], int] = {}
+        self._own = Slots()  # the requests' slots when the order comes without them (a plain list)
+        self._table: tuple[Slots, int] | None = None  # whose slots (and which epoch) the shape numbers are kept by
+        self._by_slot = np.empty(0, np.int64)  # each slot's shape number (-1: not read yet)
+        self._numbers: dict[tuple[Demand, float | None, bool], int] = {}
+        self._shapes: list[tuple[Demand, float | None]] = []  # each number's demand and walltime
+        self._need: list[float] = []
+        self._outside: list[bool] = []
         self.reserved: dict[str, float] = {}
         """Each blocked top request's reserved start, by request id, as the last pass left them."""
 
@@ -132,65 +124,99 @@ class Backfill:
         if not order:
             self.reserved = {}
             return 0
-        shapes = self._shapes_of(order)
+        keys = self._numbers_of(order)
         hints: dict[str, tuple[float, float]] = {}  # the top reservation's (first moment, start), this pass
+        shapes, outs = self._shapes, self._outside
         # the least cpus any request from position i on needs (one the rules leave alone: it may always start)
-        least = np.minimum.accumulate(np.fromiter((-1.0 if s.outside else s.need for s in reversed(shapes)),
-                                                  float, len(shapes)))[::-1].tolist() + [INF]
+        needs = np.where(np.array(outs, bool)[keys], -1.0, np.array(self._need)[keys])
+        least = np.minimum.accumulate(needs[::-1])[::-1].tolist() + [INF]
         base = self._profile()
         blocked: list[Entry] = []
-        holds, reserved = self._holds(base, blocked, hints)
+        holds, reserved, top = self._holds(base, blocked, hints)
         fits = Fits(base, holds)
-        asked: dict[int, bool] = {}  # fits' answers by shape key, in this state (the hot path: an int's lookup)
+        known = [0] * len(shapes)  # fits' answers by shape number in this state: 0 not asked, 1 fits, 2 does not
+        # without a skip to show every request to, a request whose shape is known not to fit is passed by
+        # unread once the reservations are all made (it would not be tried, nor reserved for)
+        fast = skip is None and self.mode != "fcfs"
+        passing = fast and not self.depth
         started, trying = 0, True
         # least[i + 1] > all that is free (nothing after i fits) from position stop on (least never falls)
         stop = bisect_right(least, float(base.free.sum()) + EPS) - 1
-        for i, (entry, shape) in enumerate(zip(order, shapes)):
+        for i, k in enumerate(keys.tolist()):
+            if passing and known[k] == 2:
+                continue
+            entry = order[i]
             if entry.state != "pending" or (skip is not None and skip(entry)):
                 continue
             if not trying:  # (skip still sees every request: it records why one over a limit waits)
-                if self.mode == "fcfs":
-                    break  # this one cannot start: it blocks the rest
+                if self.mode == "fcfs" or skip is None:
+                    break  # fcfs: this one cannot start, it blocks the rest; else nothing is left to do
                 continue
-            ok = shape.outside or asked.get(shape.key)
-            if ok is None:
-                ok = asked[shape.key] = fits(shape.demand, shape.walltime)
+            if outs[k]:
+                ok = True
+            else:
+                if not known[k]:
+                    known[k] = 1 if fits(*shapes[k]) else 2
+                ok = known[k] == 1
             outcome = attempt(entry, (*holds, *base.unreported())) if ok else False
             if outcome:
                 started += 1
-                base.add(self._usage(entry, base))
-                holds, reserved = self._holds(base, blocked, hints)  # the reservations again, from what now runs
+                usage = self._usage(entry, base)
+                base.add(usage)
+                if top is not None and top.keeps(usage, base):  # the start provably leaves the reservation
+                    holds = [top.hold]
+                else:  # the reservations again, from what now runs
+                    holds, reserved, top = self._holds(base, blocked, hints)
                 fits.changed(holds)
-                asked = {}
+                known = [0] * len(shapes)
                 stop = bisect_right(least, float(base.free.sum()) + EPS) - 1
-            elif outcome is None or shape.outside:
+            elif outcome is None or outs[k]:
                 continue
             elif self.mode == "fcfs":
                 break
             elif len(blocked) < self.depth:
                 blocked.append(entry)
-                holds, reserved = self._holds(base, blocked, hints)
+                holds, reserved, top = self._holds(base, blocked, hints)
                 fits.changed(holds)
-                asked = {}
+                known = [0] * len(shapes)
+                passing = fast and len(blocked) >= self.depth
             if i >= stop and len(blocked) >= self.depth:
                 trying = False  # nothing after this fits in all that is free (the holds only take more)
         self.reserved = {r.entry.id: r.start for r in reserved if r.start is not None}
         return started
 
-    def _shapes_of(self, order: Sequence[Entry]) -> list[Shape]:
-        """Each request's :class:`Shape`, read once per request object (a
-        changed request is a new object); kept for the next passes."""
-        kept = self._shapes
-        if len(kept) > 2 * len(order) + 1000:  # forget the requests gone since (and their shapes' keys)
-            kept, self._keys = {}, {}
-            self._shapes = kept
-        # (a shape holds its request: no other takes its id meanwhile)
-        out = [kept.get(id(entry.request)) for entry in order]
-        for i, shape in enumerate(out):
-            if shape is None:
-                request = order[i].request
-                out[i] = kept[id(request)] = Shape.of(request, self._keys)
-        return out  # type: ignore[return-value]
+    def _numbers_of(self, order: Sequence[Entry]) -> np.ndarray:
+        """Each request's shape number (the same for the same demand,
+        walltime and :func:`outside`), read once per request object and kept
+        by its slot: the order's (:class:`Ordered`), else this pass rule's own."""
+        if isinstance(order, Ordered) and order.valid():
+            table, slots = order.table, order.slots
+        else:
+            table, slots = self._own, self._own.find(order)
+            if table.crowded(len(order)):  # most requests numbered are gone: number those left afresh
+                moved = np.full(len(table.requests), -1, np.int64)
+                old = table.renew(slots.tolist())
+                moved[old] = np.arange(len(old))
+                slots = moved[slots]
+        if self._table != (table, table.epoch):  # other slots: the shapes are read again (and numbered anew)
+            self._table, self._by_slot = (table, table.epoch), np.empty(0, np.int64)
+            self._numbers, self._shapes, self._need, self._outside = {}, [], [], []
+        if len(self._by_slot) < len(table.requests):
+            self._by_slot = np.concatenate([self._by_slot, np.full(len(table.requests) - len(self._by_slot), -1)])
+        keys = self._by_slot[slots]
+        for i in np.flatnonzero(keys < 0).tolist():
+            keys[i] = self._by_slot[slots[i]] = self._number(order[i].request)
+        return keys
+
+    def _number(self, request: SchedulingRequest) -> int:
+        demand, walltime, out = demand_of(request), walltime_of(request), outside(request)
+        key = self._numbers.get((demand, walltime, out))
+        if key is None:
+            key = self._numbers[demand, walltime, out] = len(self._shapes)
+            self._shapes.append((demand, walltime))
+            self._need.append(need(demand))
+            self._outside.append(out)
+        return key
 
     def gate(self, entry: Entry, order: Sequence[Entry]) -> tuple[Hold, ...] | None:
         """The holds a fresh submission ``entry`` must keep if tried now, or
@@ -208,40 +234,40 @@ class Backfill:
         base = self._profile()
         blocked = [e for e in ahead if not outside(e.request)
                    and not base.fits_now(demand_of(e.request), walltime_of(e.request))][:self.depth]
-        holds, _ = self._holds(base, blocked)
+        holds, _, _ = self._holds(base, blocked)
         if not base.fits_now(demand_of(entry.request), walltime_of(entry.request), holds):
             return None
         return (*holds, *base.unreported())
 
     def _reserve(self, profile: Profile, entry: Entry, hints: dict[str, tuple[float, float]] | None
-                 ) -> tuple[float, np.ndarray] | None:
+                 ) -> Shadow | None:
         """``entry``'s shadow time and cpus on ``profile``.  ``hints`` (for the
         top blocked request only, on the pass's own profile, which only loses
         cpus as the pass goes): its last answer narrows the next search."""
         found = profile.shadow(demand_of(entry.request), walltime_of(entry.request),
                                *(hints.get(entry.id, (-INF, INF)) if hints is not None else (-INF, INF)))
-        if found is None:
-            return None
-        if hints is not None:
-            hints[entry.id] = (found[2], found[0])
-        return found[0], found[1]
+        if found is not None and hints is not None:
+            hints[entry.id] = (found.first, found.start)
+        return found
 
     def _holds(self, base: Profile, blocked: Sequence[Entry], hints: dict[str, tuple[float, float]] | None = None
-               ) -> tuple[list[Hold], list[Reserved]]:
+               ) -> tuple[list[Hold], list[Reserved], Top | None]:
         """The reservations of ``blocked``, in order, over a copy of ``base``
-        (``hints``: the pass's, see :meth:`_reserve`)."""
+        (``hints``: the pass's, see :meth:`_reserve`), and the top one as a
+        :class:`Top` when it is the only one (a later start may keep it)."""
         if not blocked:
-            return [], []
+            return [], [], None
         p = base.copy()
-        holds, reserved = [], []
+        holds, reserved, top = [], [], None
         for entry in blocked:
             wall = walltime_of(entry.request)
             found = self._reserve(p, entry, hints if entry is blocked[0] else None)
             if found is None:
                 reserved.append(Reserved(entry, None))
                 continue
-            start, take = found
-            end = start + wall if wall is not None else float("inf")
-            holds.append(p.holding(entry.id, start, take, end))
-            reserved.append(Reserved(entry, start))
-        return holds, reserved
+            end = found.start + wall if wall is not None else float("inf")
+            holds.append(p.holding(entry.id, found.start, found.take, end))
+            reserved.append(Reserved(entry, found.start))
+            if hints is not None and len(blocked) == 1:
+                top = Top.of(found, holds[-1], demand_of(entry.request))
+        return holds, reserved, top

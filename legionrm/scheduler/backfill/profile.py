@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
+from typing import NamedTuple
 
 import numpy as np
 
@@ -46,6 +47,18 @@ class Usage:
     cpus: tuple[float, ...]
     end: float
     start: float = -INF
+
+
+class Shadow(NamedTuple):
+    """A blocked request's reserved start as :meth:`Profile.shadow` found it."""
+
+    start: float
+    take: np.ndarray
+    """The cpus it takes per host then."""
+    first: float
+    """The first moment tried (each before it fails a bound that only more cpus lift; -inf: not known)."""
+    row: np.ndarray | None
+    """Each host's free cpus at ``start``, before the cap at its total (None: found over the dense table)."""
 
 
 class Spare(Mapping[str, float]):
@@ -257,8 +270,7 @@ class Profile:
         found = self.shadow(demand, walltime)
         return None if found is None else found[:2]
 
-    def shadow(self, demand: Demand, walltime: float | None, since: float = -INF, by: float = INF
-               ) -> tuple[float, np.ndarray, float] | None:
+    def shadow(self, demand: Demand, walltime: float | None, since: float = -INF, by: float = INF) -> Shadow | None:
         """The earliest start at which ``demand`` fits for its whole
         ``walltime`` (the shadow time) and the cpus it takes per host then,
         or None when no known end frees enough (work without a walltime
@@ -278,7 +290,8 @@ class Profile:
         pass re-reserving after each start then looks at a moment or two."""
         times, upto, hosts, cpus = self.later()
         if len(cpus) and float(cpus.min()) < 0:
-            return self.reserve_dense(demand, walltime)
+            dense = self.reserve_dense(demand, walltime)
+            return None if dense is None else Shadow(dense[0], dense[1], -INF, None)
         total_need = need(demand)
         items = [(n, c) for n, c in sorted(demand, key=lambda d: -d[1]) if c > EPS]
         # an upper bound of each moment's free sum (uncapped): moments before it cannot hold the total
@@ -307,14 +320,19 @@ class Profile:
         while True:
             window = np.minimum(row, self.total)
             if total_need <= window.sum() + EPS:
-                # take the cpus that are busy now first: the ones free now stay for backfilling
-                take = place(window, demand, np.argsort(-(window - np.minimum(self.free, window)), kind="stable"))
+                take = self.placed(window, demand)
                 if take is not None:
                     self._seen = (float(times[k]), window)
-                    return float(times[k]), take, first
+                    return Shadow(float(times[k]), take, first, row)
             if k + 1 >= len(times):
                 return None
             row, k = self._row(k + 1, row, k), k + 1
+
+    def placed(self, window: np.ndarray, demand: Demand) -> np.ndarray | None:
+        """The cpus per host a reservation of ``demand`` takes from ``window``
+        (the cpus free at its start): :func:`place` onto the cpus that are
+        busy now first, so the ones free now stay for backfilling."""
+        return place(window, demand, np.argsort(-(window - np.minimum(self.free, window)), kind="stable"))
 
     def _sum_row(self, k: int) -> np.ndarray:
         """:meth:`_row` summed at once (a bound to narrow the moments by, not the figure used)."""

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
 from legionrm.scheduler.backfill.policy import Attempt, Backfill, demand_of, outside, walltime_of
-from legionrm.scheduler.backfill.profile import Profile
+from legionrm.scheduler.backfill.profile import INF, Profile, Shadow
 from legionrm.scheduler.requests import Entry
 
 
@@ -28,7 +26,7 @@ class ReferenceBackfill(Backfill):
             return 0
         base = self._profile()
         blocked: list[Entry] = []
-        holds, reserved = self._holds(base, blocked)
+        holds, reserved, _ = self._holds(base, blocked)
         started = 0
         for entry in order:
             if entry.state != "pending" or (skip is not None and skip(entry)):
@@ -39,7 +37,7 @@ class ReferenceBackfill(Backfill):
             if outcome:
                 started += 1
                 base.add(self._usage(entry, base))
-                holds, reserved = self._holds(base, blocked)
+                holds, reserved, _ = self._holds(base, blocked)
                 continue
             if outcome is None or outside(request):
                 continue
@@ -47,10 +45,11 @@ class ReferenceBackfill(Backfill):
                 break
             if len(blocked) < self.depth:
                 blocked.append(entry)
-                holds, reserved = self._holds(base, blocked)
+                holds, reserved, _ = self._holds(base, blocked)
         self.reserved = {r.entry.id: r.start for r in reserved if r.start is not None}
         return started
 
     def _reserve(self, profile: Profile, entry: Entry, hints: dict[str, tuple[float, float]] | None
-                 ) -> tuple[float, np.ndarray] | None:
-        return profile.reserve_dense(demand_of(entry.request), walltime_of(entry.request))
+                 ) -> Shadow | None:
+        found = profile.reserve_dense(demand_of(entry.request), walltime_of(entry.request))
+        return None if found is None else Shadow(found[0], found[1], -INF, None)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable, Iterable
-from itertools import chain
 from operator import itemgetter
 from typing import Protocol
 
@@ -28,6 +27,7 @@ from legionrm.scheduler.priority.limits import Ask, QosLimits
 from legionrm.scheduler.priority.multifactor import Factors, PendingJob, factors, order_of, rank
 from legionrm.scheduler.priority.settings import SiteSettings, settings_of
 from legionrm.scheduler.priority.sharetree import ShareTree
+from legionrm.scheduler.priority.slots import Ordered, Slots
 from legionrm.scheduler.priority.usage import Usage, UsageLedger, Use
 from legionrm.scheduler.requests import Entry
 
@@ -53,7 +53,9 @@ class SitePolicy:
         self._row = 0
         self._lock = threading.Lock()
         self._jobs: dict[str, tuple[SchedulingRequest, PendingJob]] = {}
-        self._rows: dict[str, tuple[SchedulingRequest, tuple[float, float, float, float, float]]] = {}
+        self._table_lock = threading.Lock()  # the order's table: slots, rows, users' numbers
+        self._slots = Slots()
+        self._cols = np.zeros((0, 6))  # each slot's row: submitted, cpus, QoS priority, user, fixed priority, held
         self._users: dict[str, int] = {}  # each user's number in the rows, and the names by number
         self._user_names: list[str] = []
 
@@ -117,7 +119,9 @@ class SitePolicy:
             self.formula = dataclasses.replace(settings.formula, total_cpus=self.formula.total_cpus)
             self.tree = ShareTree(settings.groups)
             self.settings = settings
-            self._jobs, self._rows = {}, {}
+            self._jobs = {}
+        with self._table_lock:  # after the settings: a row worked out before this goes with its table
+            self._slots, self._cols = Slots(), np.zeros((0, 6))
         return None
 
     def reload(self, spec: SitePolicySpec, entries: Iterable[Entry], check: bool = False) -> Refusal | None:
@@ -169,43 +173,72 @@ class SitePolicy:
 
     def order(self, entries: list[Entry], now: float | None = None) -> list[Entry]:
         """The pending requests that are not held, in the order they go next
-        (:func:`order_of`: as numpy columns, each request's row read once
-        while its request is the same object)."""
+        (:func:`order_of`, as numpy columns: each request's row is worked out
+        once, kept by its slot while its request is the same object).  The
+        list is an :class:`Ordered`: the walk of the backfill pass reads each
+        entry's slot there."""
         now = self._clock() if now is None else now
-        pending = [e for e in entries if e.state == "pending" and e.request.hold is None]
-        kept = self._rows
-        rows = [got[1] if (got := kept.get(e.request.request_id)) is not None and got[0] is e.request
-                else self._row_of(e) for e in pending]  # (the pass's hot path: one lookup a request)
-        if len(kept) > 2 * len(rows) + 1000:  # those gone since are forgotten now and then (a new dict)
-            self._rows = {e.id: kept[e.id] for e in pending if e.id in kept}
-        # (read flat: numpy need not find the shape of 100,000 tuples)
-        cols = np.fromiter(chain.from_iterable(rows), float, 5 * len(rows)).reshape(len(rows), 5)
+        with self._table_lock:
+            table = self._slots
+            get = table.of.get
+            # the one look at each entry (the pass's hot path): a pending request's slot (-1: not numbered yet),
+            # -2 running (its usage counts in the fair share), -3 the rest
+            found = np.fromiter([get(id(e.request), -1) if (s := e.state) == "pending" else -2 if s == "running"
+                                 else -3 for e in entries], np.int64, len(entries))
+            new = np.flatnonzero(found == -1)
+            if len(new):
+                found[new] = self._number([entries[i] for i in new.tolist()])
+            at = np.flatnonzero(found >= 0)
+            slots = found[at]
+            if table.crowded(len(slots)):  # most requests numbered are gone: number those left afresh
+                old = table.renew(slots.tolist())
+                moved = np.full(len(self._cols), -1, np.int64)
+                moved[old] = np.arange(len(old))
+                self._cols, slots = self._cols[old], moved[slots]
+            epoch, cols = table.epoch, self._cols[slots]
+            names = list(self._user_names)
+        unheld = cols[:, 5] == 0.0
+        at, slots, cols = at[unheld], slots[unheld], cols[unheld, :5]
         users = cols[:, 3].astype(np.int64)
-        names = self._user_names
-        fs = self.fairshare(entries, now, [names[u] for u in np.unique(users).tolist()])
+        running = [entries[i] for i in np.flatnonzero(found == -2).tolist()]
+        fs = self.fairshare(running, now, [names[u] for u in np.unique(users).tolist()])
         factor = np.ones(len(names))
-        for user, f in fs.items():
-            if user in self._users:
-                factor[self._users[user]] = f
+        for u, name in enumerate(names):
+            factor[u] = fs.get(name, 1.0)
         cols[:, 3] = factor[users]
-        at = order_of(cols, lambda i: pending[i].id, now, self.formula)
-        return list(itemgetter(*at)(pending)) if len(at) > 1 else [pending[i] for i in at]
+        ranked = np.asarray(order_of(cols, lambda i: entries[at[i]].id, now, self.formula), np.int64)
+        picked = at[ranked].tolist()
+        out = itemgetter(*picked)(entries) if len(picked) > 1 else [entries[i] for i in picked]
+        return Ordered(out, table, epoch, slots[ranked])
 
-    def _row_of(self, entry: Entry) -> tuple[float, float, float, float, float]:
-        """``entry``'s row of :func:`order_of`'s columns, with its user's number
-        in place of the fair-share factor (kept while its request is the same object)."""
-        settings = self.settings
-        job = self._job_of(entry)
-        with self._lock:  # (a user's number is given once, whichever thread sees them first)
+    def _number(self, entries: list[Entry]) -> np.ndarray:
+        """Slots for requests not numbered yet, and their rows of :func:`order_of`'s
+        columns, with the user's number in place of the fair-share factor and a
+        last column, 1 when held (under the table's lock)."""
+        table = self._slots
+        slots, rows = [], []
+        for entry in entries:
+            slot = table.of.get(id(entry.request))  # (two entries may share one request)
+            if slot is not None:
+                slots.append(slot)
+                continue
+            slots.append(table.add(entry.request))
+            job = self._job_of(entry)
             user = self._users.get(job.user)
             if user is None:
                 user = self._users[job.user] = len(self._user_names)
                 self._user_names.append(job.user)
-        row = (job.submitted, job.cpus, float(job.qos_priority), float(user),
-               float("nan") if job.fixed is None else float(job.fixed))
-        if self.settings is settings:  # (read across a reload: not kept, read anew next pass)
-            self._rows[entry.id] = (entry.request, row)
-        return row
+            rows.append((job.submitted, job.cpus, float(job.qos_priority), float(user),
+                         float("nan") if job.fixed is None else float(job.fixed),
+                         0.0 if entry.request.hold is None else 1.0))
+        if len(table.requests) > len(self._cols):
+            grown = np.zeros((max(len(table.requests), 2 * len(self._cols)), 6))
+            grown[:len(self._cols)] = self._cols
+            self._cols = grown
+        fresh = np.asarray(slots, np.int64)
+        if rows:
+            self._cols[len(table.requests) - len(rows):len(table.requests)] = rows
+        return fresh
 
     def rank(self, entries: list[Entry], now: float | None = None) -> list[tuple[Entry, Factors]]:
         """The pending requests that are not held, in the order they go next, with their factors."""

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from legionrm.scheduler.backfill import Backfill
+from legionrm.scheduler.backfill import Backfill, demand_of, walltime_of
 from legionrm.scheduler.backfill.profile import INF, Profile, Usage
 from legionrm.scheduler.backfill.reference import ReferenceBackfill
 from legionrm.scheduler.backfill.synthetic import SIZES, CpuQueue, generate, request
@@ -95,5 +95,6 @@ def test_the_shapes_kept_between_passes_are_forgotten_together_with_their_number
     q.order = [x for pair in zip(old, fresh.order) for x in pair]
     fast, slow = q.run(kept), q.run(ReferenceBackfill, "easy", 2)  # type: ignore[arg-type]
     assert fast.started and (fast.started, fast.reserved) == (slow.started, slow.reserved)
-    assert len(kept._shapes) < 100  # (the long queue's shapes were forgotten)
-    assert all(kept._keys[s.demand, s.walltime] == s.key for s in kept._shapes.values())
+    assert len(kept._own.requests) < 100  # (the long queue's requests were forgotten, and their shapes)
+    for slot, r in enumerate(kept._own.requests):  # each request's number is its shape's now
+        assert kept._shapes[kept._by_slot[slot]] == (demand_of(r), walltime_of(r))
