@@ -415,12 +415,16 @@ def _num(v: float | None, fmt: str = "g") -> str:
 
 
 def host_lines(hosts: list[Doc]) -> str:
-    """``legionrm hosts``' table of ``HostRow`` documents (``drained``: why an administrator drained it)."""
-    return columns(("name", "state", "cpus free/total", "memory GB", "load", "owner policy", "pool", "drained"),
+    """``legionrm hosts``' table of ``HostRow`` documents (``custom``: each custom kind free/total;
+    ``drained``: why an administrator drained it)."""
+    return columns(("name", "state", "cpus free/total", "memory GB", "gpus free/total", "custom", "load",
+                    "owner policy", "pool", "drained"),
                    [(h["name"], h["state"], f"{_num(h.get('cpus_free'))}/{_num(h.get('cpus_total'))}",
-                     _num(h.get("memory_gb")), _num(h.get("load"), ".2f"), h.get("owner_policy") or "-",
+                     _num(h.get("memory_gb")), f"{_num(h.get('gpus_free'))}/{_num(h.get('gpus_total'))}",
+                     " ".join(f"{k} {_num(f)}/{_num(t)}" for k, (f, t) in (h.get("custom") or {}).items()) or "-",
+                     _num(h.get("load"), ".2f"), h.get("owner_policy") or "-",
                      h.get("pool") or "-", h.get("drained") or "-") for h in hosts],
-                   right=("cpus free/total", "memory GB", "load"))
+                   right=("cpus free/total", "memory GB", "gpus free/total", "load"))
 
 
 def cli_hosts(args: argparse.Namespace) -> int:

@@ -28,6 +28,7 @@ from legionrm.heartbeat import DEGRADED
 from legionrm.gateway.routes_requests import request_from
 from legionrm.gateway.several.schedulers import on, routed
 from legionrm.models import ResourceRecord
+from legionrm.models.reservations import BUILTIN_KINDS
 from legionrm.models.api import (
     GatewayStatus,
     Health,
@@ -89,8 +90,11 @@ def host_row(r: ResourceRecord, pool_of: dict[str, str]) -> HostRow:
         v = a.get(key)
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
+    kinds = sorted(k for k in a if k not in BUILTIN_KINDS and num(k) is not None and num("free_" + k) is not None)
     return HostRow(name=r.name, state=str(a.get("state", "unknown")) if r.available else "off",
                    cpus_free=num("free_cpus"), cpus_total=num("cpus"), memory_gb=num("memory_gb"), load=num("load"),
+                   gpus_free=num("free_gpus"), gpus_total=num("gpus"),
+                   custom={k: (num("free_" + k), num(k) or 0.0) for k in kinds},
                    owner_policy=str(a.get("policy", "")), pool=pool_of.get(r.name, r.nodepool or ""),
                    degraded=str(a.get(DEGRADED) or ""),
                    drained=str(a.get("drain_reason") or "drained") if a.get("drained") else None)

@@ -141,6 +141,10 @@ class HostRow(Body):
     cpus_free: float | None = None
     cpus_total: float | None = None
     memory_gb: float | None = None
+    gpus_free: float | None = None
+    gpus_total: float | None = None
+    custom: dict[str, tuple[float | None, float]] = Field(default_factory=dict)
+    """Each custom resource kind (a Ray node's custom resources): name -> (free, total)."""
     load: float | None = None
     owner_policy: str = ""
     pool: str = ""
