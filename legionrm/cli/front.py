@@ -459,7 +459,7 @@ def cli_pools(args: argparse.Namespace) -> int:
 
 
 def cli_status(args: argparse.Namespace) -> int:
-    """``legionrm status``: the gateway, the Scheduler's summary (as the caller may see it), the hosts."""
+    """``legionrm status``: the gateway, the hosts, every scheduler's queue (as the caller may see it), the pools."""
     c = client(args)
     st, hosts = c.status(), c.hosts()["hosts"]
     if args.json:
@@ -477,11 +477,11 @@ def cli_status(args: argparse.Namespace) -> int:
         print(f"  ! {len(degraded)} degraded ({', '.join(h['name'] for h in degraded[:5])}): {degraded[0]['degraded']}")
     if st.get("answering") is not None:  # an administrator: every resource the system booted answers, or why not
         print(answering_line(st["answering"]))
-    s = st.get("scheduler")
+    if st.get("schedulers"):  # every scheduler's queue, one table (as `legionrm schedulers`)
+        from legionrm.cli.several.schedulers import scheduler_table
+        print(scheduler_table(st["schedulers"]))
+    s = st.get("scheduler")  # the default's: the pools and the store are the system's
     if s is not None:
-        ran, reqs = s.get("hosts") or {}, s.get("requests") or {}
-        print(f"{s.get('instances', 0)} instances" + (": " + ", ".join(f"{h} {n}" for h, n in sorted(ran.items())) if ran else "")
-              + ("; requests " + ", ".join(f"{k} {v}" for k, v in sorted(reqs.items())) if reqs else ""))
         if s.get("pools"):
             print(pool_lines(s["pools"]))
         store = s.get("store")

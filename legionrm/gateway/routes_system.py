@@ -26,7 +26,7 @@ from legionrm.gateway.door import (
 )
 from legionrm.heartbeat import DEGRADED
 from legionrm.gateway.routes_requests import request_from
-from legionrm.gateway.several.schedulers import on, routed
+from legionrm.gateway.several.schedulers import on, roster, routed, scheduler_rows, statuses
 from legionrm.models import ResourceRecord
 from legionrm.models.reservations import BUILTIN_KINDS
 from legionrm.models.api import (
@@ -51,14 +51,16 @@ async def whoami(request: web.Request) -> web.Response:
 
 
 async def status(request: web.Request) -> web.Response:
-    errors: list[str] = []
-    try:
-        sched = await request.app[PLANE].call(user_of(request), "scheduler", "status", {})
-    except Exception as exc:  # noqa: BLE001 -- the gateway answers even when the Scheduler does not
-        _, code, reason, _ = status_of(exc)
+    """The gateway, the default scheduler's summary, every scheduler's queue (as the caller may see them)."""
+    r = roster(request)
+    got = await statuses(request.app[PLANE], user_of(request), r)
+    sched, errors = got[0], []  # the default's (the first)
+    if isinstance(sched, BaseException):  # the gateway answers even when the Scheduler does not
+        _, code, reason, _ = status_of(sched)
         sched, errors = None, [f"scheduler: {code}: {reason.splitlines()[0] if reason else ''}"]
     silent = await _answering(request) if _is_admin(request) else None
     return answer(GatewayStatus(version=__version__, user=user_of(request), scheduler=sched, errors=tuple(errors),
+                                schedulers=scheduler_rows(r, got),
                                 answering=silent.as_json() if silent is not None else None))
 
 

@@ -213,8 +213,9 @@ class GatewayStatus(Body):
 
     version: str
     user: str
-    scheduler: SchedulerStatus | None = None
+    scheduler: SchedulerStatus | None = None  # the default scheduler's
     errors: tuple[str, ...] = ()
+    schedulers: tuple[SchedulerRow, ...] = ()  # every scheduler and its queue (as ``legionrm schedulers``)
     answering: dict[str, Any] | None = None
     """For an administrator: how many of the resources ``up`` booted answer, and why the others do
     not (``{"total", "not_answering", "refusals"}``, :class:`legionrm.collection.answering.Answering`)."""
