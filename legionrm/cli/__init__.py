@@ -28,7 +28,7 @@ COMMANDS: dict[str, str] = {
     "demo": "legionrm.cli.demo:cli_main",
     "up": "legionrm.cli.updown:cli_up",
     "down": "legionrm.cli.updown:cli_down",
-    "status": "legionrm.cli.front:cli_status",
+    "status": "legionrm.cli.several.status:cli_status",
     "query": "legionrm.cli.shell:cli_query",
     "shell": "legionrm.cli.shell:cli_shell",
     "submit": "legionrm.cli.front:cli_submit",

@@ -78,6 +78,15 @@ def lifted(request: SchedulingRequest, snapshot: Callable[[], Any]) -> Schedulin
                                           for o in request.objects)})
 
 
+def lift_vetoes(book: Any, entry: Any, snapshot: Callable[[], Any]) -> SchedulingRequest:
+    """The request of ``entry`` (of the request book ``book``) to attempt now: with the vetoes
+    :func:`lifted` lifts written first (``book.amend``), so the host is asked again."""
+    request = lifted(entry.request, snapshot)
+    if request is not None:
+        book.amend(entry, request=request)
+    return entry.request  # type: ignore[no-any-return]
+
+
 def enact_with_replans(
     request: SchedulingRequest,
     plan: P,

@@ -28,7 +28,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from itertools import chain
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 from legionrm.errors import SchedulingError
 from legionrm.events.triggers import INSTANCE_STATUS, STATUS_OF
@@ -44,7 +44,6 @@ from legionrm.models import (
     WorkResult,
 )
 from legionrm.scheduler.entry import ALLOWED, HISTORY_LIMIT, LIVE_STATES, Entry
-from legionrm.scheduler.replan import lifted
 from legionrm.state import RequestStore, StoredRequest
 
 
@@ -251,14 +250,10 @@ class RequestBook:
             self._commit(entry, draft)
             self.tell(entry, STATUS_OF[state], reason)
 
-    def lift_vetoes(self, entry: Entry, snapshot: Callable[[], Any]) -> SchedulingRequest:
-        """``entry``'s request with the lasting vetoes whose host's owner mark changed lifted
-        (:func:`~legionrm.scheduler.replan.lifted`), written first when any was; no transition."""
+    def amend(self, entry: Entry, **changes: object) -> None:
+        """Write ``changes`` to ``entry``'s fields (no transition, nothing told), then make them so."""
         with self._lock:
-            request = lifted(entry.request, snapshot)
-            if request is not None:
-                self._commit(entry, entry.draft(request=request))
-            return entry.request
+            self._commit(entry, entry.draft(**changes))
 
     def _event(self, draft: Entry, state: RequestState, reason: str) -> None:
         draft.history.append(RequestEvent(at=self.clock(), state=state, reason=reason))
