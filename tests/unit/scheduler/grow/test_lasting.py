@@ -146,3 +146,15 @@ def test_lifting_leaves_a_users_own_avoided_hosts_and_an_unseen_host_keeps_its_v
     out = lifted(r, Snap)
     assert out is not None and out.vetoed == {"gone": "old"} and out.objects[0].avoid_hosts == ("mine", "gone")
     assert lifted(out, Snap) is None
+
+
+def test_a_changed_request_is_written_even_when_its_state_and_reason_stay(tmp_path) -> None:
+    """A pending request re-planned with the same reason keeps no new history, but a change to
+    what it asks (a lasting veto's avoided host) is written, not only noted in memory."""
+    s = system(lasting=True, store=RequestStore(tmp_path / "r.db"))
+    book = s.scheduler.book
+    entry = book.add(req("x"))
+    vetoed_one = entry.request.model_copy(update={"vetoed": {"h0": "m"}})
+    book.move(entry, "pending", entry.reason, request=vetoed_one)
+    stored = {i.request.request_id: i.request for i in RequestStore(tmp_path / "r.db").load()}
+    assert stored["x"].vetoed == {"h0": "m"} and len(book.get("x").history) == 1
