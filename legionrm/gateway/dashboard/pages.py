@@ -79,12 +79,13 @@ async def poll(app: web.Application, user: str | None = None) -> dict[str, Any]:
             return None
 
     r = roster_of(plane)
+    targets = ["scheduler", *(f"scheduler:{n}" for n in r.names[1:])]  # the default first, as ever
     snap, reports, enactor, *per = await asyncio.gather(
-        *(ask(t, m, a) for _, t, m, a in POLLS), *(ask(f"scheduler:{n}", m, a) for _, m, a in EACH for n in r.names))
+        *(ask(t, m, a) for _, t, m, a in POLLS), *(ask(t, m, a) for _, m, a in EACH for t in targets))
     status, requests = per[:len(r.names)], per[len(r.names):]
     records = [snap.record(n) for n in snap.resource_names()] if snap is not None else None
-    mine = [i for got in requests if got is not None for i in got]  # every scheduler's requests
-    view = build_view(Poll(now=time.time(), records=records, requests=mine if any(g is not None for g in requests)
+    every = [i for got in requests if got is not None for i in got]  # every scheduler's requests
+    view = build_view(Poll(now=time.time(), records=records, requests=every if any(g is not None for g in requests)
                            else None, status=status[0], schedulers=list(scheduler_rows(r, status)),
                            report=reports[-1] if reports else None, enactor=enactor, errors=sorted(errors)))
     view["info"] = settings["info"]
