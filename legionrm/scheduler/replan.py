@@ -84,7 +84,8 @@ def lift_vetoes(book: Any, entry: Any, snapshot: Callable[[], Any]) -> Schedulin
     request = lifted(entry.request, snapshot)
     if request is not None:
         book.amend(entry, request=request)
-    return entry.request  # type: ignore[no-any-return]
+    now: SchedulingRequest = entry.request
+    return now
 
 
 def enact_with_replans(

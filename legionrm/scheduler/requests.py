@@ -237,7 +237,7 @@ class RequestBook:
         with self._lock:
             if entry.state == state and entry.reason == reason:
                 if "request" in changes:  # what it asks (a lasting veto's avoided host) is written first
-                    self._commit(entry, entry.draft(**changes))
+                    self.amend(entry, **changes)
                 else:
                     vars(entry).update(changes)
                 return
