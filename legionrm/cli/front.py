@@ -442,13 +442,15 @@ def pool_json(pools: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def pool_lines(pools: dict[str, dict[str, Any]]) -> str:
+    """The pools' table; ``custom``: each custom kind the pool names or holds, allocated/limit (``-``: no limit)."""
     rows = []
     for path, p in sorted(pools.items()):
         alloc, ent = p.get("allocation", {}) or {}, p.get("entitlement", {}) or {}
+        custom = " ".join(f"{k} {c['allocation']:g}/{_num(c.get('limit'))}" for k, c in (p.get("custom") or {}).items())
         rows.append((path, f"{alloc.get('cpu', 0):g} / {ent.get('cpu', 0):.4g}",
                      f"{alloc.get('memory', 0) / 1024:g} / {ent.get('memory', 0) / 1024:.4g}",
-                     f"{alloc.get('gpu', 0):g} / {ent.get('gpu', 0):.4g}"))
-    return "pools (allocated / entitled)\n" + columns(("pool", "cpus", "memory GB", "gpus"), rows,
+                     f"{alloc.get('gpu', 0):g} / {ent.get('gpu', 0):.4g}", custom or "-"))
+    return "pools (allocated / entitled)\n" + columns(("pool", "cpus", "memory GB", "gpus", "custom"), rows,
                                                       right=("cpus", "memory GB", "gpus"))
 
 

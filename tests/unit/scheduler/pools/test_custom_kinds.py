@@ -95,3 +95,36 @@ def test_a_reload_changes_a_custom_limit_and_keeps_the_charges() -> None:
     assert new.report()["/ml/a"]["custom"] == {"tpu": {"allocation": 2.0, "limit": 2.0}}
     out = new.admit(req("more", "/ml/a", tpu=1))
     assert out is not None and out.code == codes.RESPOOL_ENTITLEMENT
+
+
+CLUSTER = f"""
+[[host]]
+name = "t1"
+resources = {{ tpu = 4 }}
+[host.attributes]
+cpus = 100
+memory_gb = 1000
+
+[[class]]
+name = "W"
+{POOLS}"""
+
+
+def test_a_system_charges_a_custom_kind_and_pools_shows_it(capsys) -> None:
+    """In a system: a request asking ``resources = { tpu = n }`` runs, is charged to its pool,
+    and ``status`` / ``pools`` show that pool's custom allocation and limit."""
+    from legionrm.cli.front import pool_lines
+    from legionrm.config import parse_cluster
+    from legionrm.inprocess import LocalSystem
+    from legionrm.scheduler.door import status_for
+    from legionrm.scheduler.wiring import pool_gate
+
+    spec = parse_cluster(tomllib.loads(CLUSTER))
+    s = LocalSystem(spec, pools=pool_gate(spec))
+    assert s.scheduler.scheduleObjects(req("t", "/ml/a", tpu=2)).ok
+    refused = s.scheduler.scheduleObjects(req("u", "/ml/a", tpu=2).model_copy(update={"wait": False}))
+    assert not refused.ok and refused.failures[0].code == codes.RESPOOL_ENTITLEMENT, refused.message
+    pools = status_for(s.scheduler, None, None).pools
+    assert pools["/ml/a"]["custom"] == {"tpu": {"allocation": 2.0, "limit": 3.0}}
+    row = next(line for line in pool_lines(pools).splitlines() if line.startswith("/ml/a "))
+    assert row.endswith("tpu 2/3"), row
