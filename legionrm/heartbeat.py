@@ -89,6 +89,9 @@ def decode(text: AttrValue | None) -> Steps | None:
 DEGRADED = "degraded"
 """The attribute a resource whose state file cannot be written carries (the
 fault, one line): it still answers and beats, but grants nothing new."""
+OWNER_MARK = "owner_mark"
+"""The attribute that changes when what may refuse on a host for good changes (its owner's class or
+policy, or an administrator's resume): a lasting refusal met under another mark is asked again."""
 WITHDRAWN = ("next_event", CALENDAR, CALENDAR_STEPS, DEGRADED)
 """Attributes a resource publishes only while they hold (a booking ahead, a
 calendar that changes after now, a failing state file): a heartbeat without one withdraws it."""

@@ -319,15 +319,17 @@ class System:
         return call(self.collection.query.remote(text, caller, False, proof=proof))
 
     def shutdown(self) -> None:
-        """Stop every actor of this system, instances first, and any instance
-        actor of its Ray-node hosts still running after them (idempotent)."""
+        """Stop every actor of this system, instances first (the hosts of Ray nodes that joined after
+        boot too), and any instance actor of its Ray-node hosts still running after them (idempotent)."""
+        joined: list[str] = []  # the hosts the default scheduler bound as nodes joined: no booted list names them
         for name, handle in self.schedulers.items():
             try:
-                proof = signed(self.signer, "stop_cycle", {}, to=scheduler_name(name))
-                call(handle.stop_cycle.remote(proof=proof), 10)
+                joined += call(handle.stop_cycle.remote(proof=signed(self.signer, "stop_cycle", {},
+                                                                     to=scheduler_name(name))), 10) or []
             except Exception:  # already gone
                 pass
-        carriers = [*self.nodes.items(), *((group_name(g), h) for g, h in self.groups.items())]
+        nodes = {**{h: a for h in joined if (a := named_actor(host_name(h))) is not None}, **self.nodes}
+        carriers = [*nodes.items(), *((group_name(g), h) for g, h in self.groups.items())]
         for to, h in carriers:
             try:  # as this driver's user: an administrator's shutdown (else refused, and the actors are killed)
                 reason = "host group stopped" if to.startswith(group_name("")) else "host stopped"
@@ -339,15 +341,13 @@ class System:
                 call(v.shutdown.remote(proof=signed(self.signer, "shutdown", {}, to=name)), 10)
             except Exception:  # already gone
                 pass
-        for h in self.handles():
-            if h is None:
-                continue
+        for h in [*self.handles(), *nodes.values()]:
             try:
                 ray.kill(h)
-            except Exception:  # already gone
+            except Exception:  # already gone (or None)
                 pass
         # instance actors are detached: those a dead host could not stop would outlive everything
-        kill_named([n for host in self.nodes for n in instance_actor_names(host + "~")])
+        kill_named([n for host in nodes for n in instance_actor_names(host + "~")])
 
 
 def ray_node_hosts() -> dict[str, str]:

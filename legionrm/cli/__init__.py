@@ -30,7 +30,7 @@ COMMANDS: dict[str, str] = {
     "demo": "legionrm.cli.demo:cli_main",
     "up": "legionrm.cli.updown:cli_up",
     "down": "legionrm.cli.updown:cli_down",
-    "status": "legionrm.cli.front:cli_status",
+    "status": "legionrm.cli.several.status:cli_status",
     "query": "legionrm.cli.shell:cli_query",
     "shell": "legionrm.cli.shell:cli_shell",
     "submit": "legionrm.cli.front:cli_submit",
@@ -247,7 +247,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     gateway_flags(sr)
     pr = add("prio", "each pending request's priority and its factors, in queue order (as sprio)")
     gateway_flags(pr)
-    ho = add("hosts", "the hosts you may use: state, cpus free/total, memory, load, owner policy, pool")
+    ho = add("hosts", "the hosts you may use: state, cpus, memory, gpus, custom kinds, load, owner policy, pool")
     gateway_flags(ho)
     for name, what, flag in (("deactivate", "save a running object's state to a vault and stop it (it stays, inert)", None),
                              ("activate", "place an inert object anew and restore its state", "--on"),

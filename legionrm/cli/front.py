@@ -419,12 +419,16 @@ def _num(v: float | None, fmt: str = "g") -> str:
 
 
 def host_lines(hosts: list[Doc]) -> str:
-    """``legionrm hosts``' table of ``HostRow`` documents (``drained``: why an administrator drained it)."""
-    return columns(("name", "state", "cpus free/total", "memory GB", "load", "owner policy", "pool", "drained"),
+    """``legionrm hosts``' table of ``HostRow`` documents (``custom``: each custom kind free/total;
+    ``drained``: why an administrator drained it)."""
+    return columns(("name", "state", "cpus free/total", "memory GB", "gpus free/total", "custom", "load",
+                    "owner policy", "pool", "drained"),
                    [(h["name"], h["state"], f"{_num(h.get('cpus_free'))}/{_num(h.get('cpus_total'))}",
-                     _num(h.get("memory_gb")), _num(h.get("load"), ".2f"), h.get("owner_policy") or "-",
+                     _num(h.get("memory_gb")), f"{_num(h.get('gpus_free'))}/{_num(h.get('gpus_total'))}",
+                     " ".join(f"{k} {_num(f)}/{_num(t)}" for k, (f, t) in (h.get("custom") or {}).items()) or "-",
+                     _num(h.get("load"), ".2f"), h.get("owner_policy") or "-",
                      h.get("pool") or "-", h.get("drained") or "-") for h in hosts],
-                   right=("cpus free/total", "memory GB", "load"))
+                   right=("cpus free/total", "memory GB", "gpus free/total", "load"))
 
 
 def cli_hosts(args: argparse.Namespace) -> int:
@@ -442,53 +446,21 @@ def pool_json(pools: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def pool_lines(pools: dict[str, dict[str, Any]]) -> str:
+    """The pools' table; ``custom``: each custom kind the pool names or holds, allocated/limit (``-``: no limit)."""
     rows = []
     for path, p in sorted(pools.items()):
         alloc, ent = p.get("allocation", {}) or {}, p.get("entitlement", {}) or {}
+        custom = " ".join(f"{k} {c['allocation']:g}/{_num(c.get('limit'))}" for k, c in (p.get("custom") or {}).items())
         rows.append((path, f"{alloc.get('cpu', 0):g} / {ent.get('cpu', 0):.4g}",
                      f"{alloc.get('memory', 0) / 1024:g} / {ent.get('memory', 0) / 1024:.4g}",
-                     f"{alloc.get('gpu', 0):g} / {ent.get('gpu', 0):.4g}"))
-    return "pools (allocated / entitled)\n" + columns(("pool", "cpus", "memory GB", "gpus"), rows,
+                     f"{alloc.get('gpu', 0):g} / {ent.get('gpu', 0):.4g}", custom or "-"))
+    return "pools (allocated / entitled)\n" + columns(("pool", "cpus", "memory GB", "gpus", "custom"), rows,
                                                       right=("cpus", "memory GB", "gpus"))
 
 
 def cli_pools(args: argparse.Namespace) -> int:
     pools = client(args).pools()["pools"]
     print(json.dumps({"pools": pools}, indent=2) if args.json else pool_lines(pools) if pools else "no pools")
-    return 0
-
-
-def cli_status(args: argparse.Namespace) -> int:
-    """``legionrm status``: the gateway, the Scheduler's summary (as the caller may see it), the hosts."""
-    c = client(args)
-    st, hosts = c.status(), c.hosts()["hosts"]
-    if args.json:
-        if st.get("scheduler"):
-            st["scheduler"]["pools"] = pool_json(st["scheduler"].get("pools") or {})
-        print(json.dumps({"gateway": c.credentials.url, **st, "hosts": hosts}, indent=2))
-        return 0
-    print(f"gateway {c.credentials.url} (legionrm {st['version']}), you are {st['user']}")
-    for e in st.get("errors", ()):
-        print(f"  ! {e}")
-    up = sum(h["state"] != "off" for h in hosts)
-    print(f"{len(hosts)} hosts you may use, {up} available")
-    degraded = [h for h in hosts if h.get("degraded")]
-    if degraded:  # they answer and beat, but grant nothing new until their state file takes writes again
-        print(f"  ! {len(degraded)} degraded ({', '.join(h['name'] for h in degraded[:5])}): {degraded[0]['degraded']}")
-    if st.get("answering") is not None:  # an administrator: every resource the system booted answers, or why not
-        print(answering_line(st["answering"]))
-    s = st.get("scheduler")
-    if s is not None:
-        ran, reqs = s.get("hosts") or {}, s.get("requests") or {}
-        print(f"{s.get('instances', 0)} instances" + (": " + ", ".join(f"{h} {n}" for h, n in sorted(ran.items())) if ran else "")
-              + ("; requests " + ", ".join(f"{k} {v}" for k, v in sorted(reqs.items())) if reqs else ""))
-        if s.get("pools"):
-            print(pool_lines(s["pools"]))
-        store = s.get("store")
-        if store:
-            print(f"store {store['path']}: {store['bytes'] / 1024:.0f} KB")
-            if store.get("fault"):
-                print(f"  ! {store['fault']}")
     return 0
 
 

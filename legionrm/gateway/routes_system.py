@@ -26,8 +26,9 @@ from legionrm.gateway.door import (
 )
 from legionrm.heartbeat import DEGRADED
 from legionrm.gateway.routes_requests import request_from
-from legionrm.gateway.several.schedulers import on, routed
+from legionrm.gateway.several.schedulers import on, roster, routed, scheduler_rows, statuses
 from legionrm.models import ResourceRecord
+from legionrm.models.reservations import BUILTIN_KINDS
 from legionrm.models.api import (
     GatewayStatus,
     Health,
@@ -50,14 +51,16 @@ async def whoami(request: web.Request) -> web.Response:
 
 
 async def status(request: web.Request) -> web.Response:
-    errors: list[str] = []
-    try:
-        sched = await request.app[PLANE].call(user_of(request), "scheduler", "status", {})
-    except Exception as exc:  # noqa: BLE001 -- the gateway answers even when the Scheduler does not
-        _, code, reason, _ = status_of(exc)
+    """The gateway, the default scheduler's summary, every scheduler's queue (as the caller may see them)."""
+    r = roster(request)
+    got = await statuses(request.app[PLANE], user_of(request), r)
+    sched, errors = got[0], []  # the default's (the first)
+    if isinstance(sched, BaseException):  # the gateway answers even when the Scheduler does not
+        _, code, reason, _ = status_of(sched)
         sched, errors = None, [f"scheduler: {code}: {reason.splitlines()[0] if reason else ''}"]
     silent = await _answering(request) if _is_admin(request) else None
     return answer(GatewayStatus(version=__version__, user=user_of(request), scheduler=sched, errors=tuple(errors),
+                                schedulers=scheduler_rows(r, got),
                                 answering=silent.as_json() if silent is not None else None))
 
 
@@ -89,8 +92,11 @@ def host_row(r: ResourceRecord, pool_of: dict[str, str]) -> HostRow:
         v = a.get(key)
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
+    kinds = sorted(k for k in a if k not in BUILTIN_KINDS and num(k) is not None and num("free_" + k) is not None)
     return HostRow(name=r.name, state=str(a.get("state", "unknown")) if r.available else "off",
                    cpus_free=num("free_cpus"), cpus_total=num("cpus"), memory_gb=num("memory_gb"), load=num("load"),
+                   gpus_free=num("free_gpus"), gpus_total=num("gpus"),
+                   custom={k: (num("free_" + k), num(k) or 0.0) for k in kinds},
                    owner_policy=str(a.get("policy", "")), pool=pool_of.get(r.name, r.nodepool or ""),
                    degraded=str(a.get(DEGRADED) or ""),
                    drained=str(a.get("drain_reason") or "drained") if a.get("drained") else None)

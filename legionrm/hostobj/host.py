@@ -27,7 +27,8 @@ from typing import Any, Iterable, Mapping
 
 from legionrm import codes
 from legionrm.hostobj import tokens
-from legionrm.hostobj.policies import ADMIT, Verdict
+from legionrm.heartbeat import OWNER_MARK
+from legionrm.hostobj.policies import ADMIT, Verdict, owner_mark
 from legionrm.hostobj.runner.owner import NoOsUser
 from legionrm.hostobj.records import Reservation, public
 from legionrm.hostobj.resource import ResourceObject
@@ -75,6 +76,7 @@ class HostObject(ResourceObject):
         self.stopped: collections.deque[StopRecord] = collections.deque(maxlen=1000)
         self.states: dict[str, bytes] = {}  # a simulated instance's state (what save / restore move)
         self.drained: str | None = None  # why an administrator drained it (None: it takes new work)
+        self.resumes = 0  # how many times an administrator resumed it (its owner mark says)
 
     # --- drain (Slurm's DRAIN with a reason): finish what runs, take nothing new ----------
 
@@ -86,8 +88,10 @@ class HostObject(ResourceObject):
 
     @public
     def resume(self) -> None:
-        """Take new work again.  Idempotent."""
+        """Take new work again, and be asked again by the requests its owner refused for good
+        (its :func:`owner_mark` changes).  Idempotent but for that."""
         self.drained = None
+        self.resumes += 1
 
     def _closed(self) -> Refusal | None:
         if self.drained is None:
@@ -187,6 +191,7 @@ class HostObject(ResourceObject):
         attrs["instances"] = len(self._instances)
         attrs["drained"] = self.drained is not None  # the scheduler's drained filter reads these two
         attrs["drain_reason"] = self.drained or ""
+        attrs[OWNER_MARK] = owner_mark(self, self.resumes)
         return attrs
 
     def shutdown(self, reason: str = "host stopped") -> None:

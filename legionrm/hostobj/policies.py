@@ -18,6 +18,7 @@ bare name of a policy here, plus keyword arguments).
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import re
 import time
@@ -486,3 +487,24 @@ def load_policy(path: str, args: Mapping[str, Any] | None = None) -> Policy:
     if lasting:
         policy.lasting = True
     return policy
+
+
+def describe(value: Any) -> str:
+    """A policy as its settings say it (its class and attributes, composed policies within): two
+    policies that decide alike describe alike; stable across processes (no ids, no hashes)."""
+    if isinstance(value, Policy):
+        return f"{type(value).__module__}.{type(value).__qualname__}({describe(sorted(vars(value).items()))})"
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return "[" + ",".join(describe(v) for v in (sorted(value, key=repr) if isinstance(value, (set, frozenset))
+                                                      else value)) + "]"
+    if isinstance(value, Mapping):
+        return describe(sorted(value.items()))
+    return repr(value)
+
+
+def owner_mark(host: Any, resumes: int) -> str:
+    """What may refuse on ``host`` for good, as a short mark: its owner's class, its policy
+    (:func:`describe`) and how often an administrator resumed it.  A lasting refusal met
+    under one mark is asked again under another (:mod:`legionrm.scheduler.replan`)."""
+    what = f"{type(host).__module__}.{type(host).__qualname__}|{describe(host.policy)}|{resumes}"
+    return hashlib.sha256(what.encode()).hexdigest()[:16]

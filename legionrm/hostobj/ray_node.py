@@ -20,6 +20,12 @@ A ``Command`` (runner work, :mod:`legionrm.hostobj.work`) is no Ray actor:
 the host starts it through its runner (as every host object with one
 does), as the owner's OS account, in a process of its own.
 
+Which GPU devices an instance sees (``CUDA_VISIBLE_DEVICES``) is the host's
+choice, from one ledger for Ray actors and runner work alike: Ray counts an
+actor's ``num_gpus`` but never sees the runner's work, so left to itself it
+could give an actor a device a run already uses.  Each instance's devices are
+in its ``InstanceRef.gpus``, so a restarted host reads the ledger back.
+
 Every reservation rule of the base class still applies: Ray only ever sees
 work the host object already admitted, and the reserved resources are what
 Ray accounts, so the two cannot disagree about what is free.
@@ -124,7 +130,7 @@ class RayNodeHost(HostObject):
         self.node_id = node_id
         self._actors: dict[str, Any] = {}
         self._ray_kinds = custom_resources(node)  # kind -> Ray's name, for the instance actors' options
-        self._gpus: dict[str, tuple[int, ...]] = {}  # the GPU devices each runner work holds (CUDA_VISIBLE_DEVICES)
+        self._gpus: dict[str, tuple[int, ...]] = {}  # the GPU devices each instance holds, Ray actor or runner work
 
     def _launch(
         self, ref: InstanceRef, token: ReservationToken, impl: str | None, args: dict[str, Any]
@@ -137,17 +143,26 @@ class RayNodeHost(HostObject):
         except Exception as exc:  # a bad path refuses this start, it does not break the host
             return self._refuse(codes.START_FAILED, f"cannot load {path!r}: {exc}")
         r = token.resources
-        if is_work(cls):  # no Ray worker: the host picks its GPU devices, and the run sees only those
-            ids = self._gpus[ref.instance_id] = gpu_devices(self._gpus, self.capacity.gpus, r.gpus)
+        # one ledger of devices for both kinds of work: Ray would give an actor the devices its own count
+        # says are free, blind to the runner's work (which Ray never sees), so the host picks them for both
+        ids = self._gpus[ref.instance_id] = gpu_devices(self._gpus, self.capacity.gpus, r.gpus)
+        ref = ref.model_copy(update={"gpus": ids})
+        if is_work(cls):  # no Ray worker: the run sees only its devices
             started = self._start_work(ref, token, with_devices(args, ids))
-            if isinstance(started, Refusal):
-                self._gpus.pop(ref.instance_id, None)
-            return started
+        else:
+            started = self._start_actor(ref, cls, path, r, ids, args)
+        if isinstance(started, Refusal):
+            self._gpus.pop(ref.instance_id, None)
+        return started
+
+    def _start_actor(self, ref: InstanceRef, cls: Any, path: str, r: Resources, ids: tuple[int, ...],
+                     args: dict[str, Any]) -> InstanceRef | Refusal:
+        """Start a Ray-actor instance pinned to the node with the reserved resources; it sees the devices ``ids``."""
         opts: dict[str, Any] = dict(
             name=instance_name(ref.instance_id),
             namespace=NAMESPACE,
             num_cpus=r.cpus,
-            num_gpus=r.gpus,  # Ray gives the actor those GPUs and sets its CUDA_VISIBLE_DEVICES
+            num_gpus=r.gpus,  # Ray counts them; which devices the actor sees is the host's ledger's (runtime_env)
             resources={self._ray_kinds.get(k, k): v for k, v in r.custom},
             max_restarts=0,
             lifetime="detached",  # it outlives a restart of this host's actor (reattach finds it by name)
@@ -155,19 +170,25 @@ class RayNodeHost(HostObject):
         )
         if r.memory_gb > 0:
             opts["memory"] = int(r.memory_gb * GB)
+        if ids:
+            opts["runtime_env"] = devices_env(getattr(cls, "_default_options", {}).get("runtime_env"), ids)
         try:
             # a plain class gets the save / restore methods a host calls (objstate.hooks)
             actor_cls = cls if isinstance(cls, ray.actor.ActorClass) else ray.remote(with_state_hooks(cls))
-            self._actors[ref.instance_id] = actor_cls.options(**opts).remote(**args)
+            self._actors[ref.instance_id] = self._create_actor(actor_cls, opts, args)
         except Exception as exc:
             return self._refuse(codes.START_FAILED, f"Ray refused to start {path!r}: {exc}")
         return ref.model_copy(update={"node_id": self.node_id})
 
+    def _create_actor(self, actor_cls: Any, opts: dict[str, Any], args: dict[str, Any]) -> Any:
+        """The Ray actor of an instance, created (a test's fake host records the options instead)."""
+        return actor_cls.options(**opts).remote(**args)
+
     def _halt(self, ref: InstanceRef, reason: str) -> None:
         """Kill the instance's actor: by its handle, else by its name (detached, it is never reaped by Ray);
         runner work: end its process group as ``reason`` says."""
+        self._gpus.pop(ref.instance_id, None)
         if ref.work:
-            self._gpus.pop(ref.instance_id, None)
             return super()._halt(ref, reason)
         handle = self._actors.pop(ref.instance_id, None)
         if handle is not None:
@@ -242,6 +263,7 @@ class RayNodeHost(HostObject):
         does not list (started, never recorded) is killed.  Returns the ids
         stopped."""
         gone = []
+        self._gpus = {ref.instance_id: ref.gpus for ref in super().list_instances() if ref.gpus}  # the ledger again
         for ref in super().list_instances():
             if ref.work:  # its process was a child of the old one: nothing waits for it any more
                 if self.work is not None:
@@ -285,6 +307,19 @@ def with_devices(args: dict[str, Any], ids: tuple[int, ...]) -> dict[str, Any]:
         return args
     env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, ids))
     return {**args, "env": json.dumps(env, sort_keys=True)}
+
+
+NOSET_DEVICES = "RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES"
+"""Ray's switch that leaves a worker's ``CUDA_VISIBLE_DEVICES`` as its environment set it."""
+
+
+def devices_env(runtime_env: Any, ids: tuple[int, ...]) -> dict[str, Any]:
+    """A Ray actor's ``runtime_env`` (the class's own, when it has one) with ``CUDA_VISIBLE_DEVICES`` the
+    devices ``ids`` and Ray told to leave it so (else Ray sets it to the devices of its own count)."""
+    env = dict(runtime_env) if isinstance(runtime_env, dict) else {}
+    env["env_vars"] = {**dict(env.get("env_vars") or {}), "CUDA_VISIBLE_DEVICES": ",".join(map(str, ids)),
+                       NOSET_DEVICES: "1"}
+    return env
 
 
 class Probe:

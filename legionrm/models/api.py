@@ -141,6 +141,10 @@ class HostRow(Body):
     cpus_free: float | None = None
     cpus_total: float | None = None
     memory_gb: float | None = None
+    gpus_free: float | None = None
+    gpus_total: float | None = None
+    custom: dict[str, tuple[float | None, float]] = Field(default_factory=dict)
+    """Each custom resource kind (a Ray node's custom resources): name -> (free, total)."""
     load: float | None = None
     owner_policy: str = ""
     pool: str = ""
@@ -209,8 +213,9 @@ class GatewayStatus(Body):
 
     version: str
     user: str
-    scheduler: SchedulerStatus | None = None
+    scheduler: SchedulerStatus | None = None  # the default scheduler's
     errors: tuple[str, ...] = ()
+    schedulers: tuple[SchedulerRow, ...] = ()  # every scheduler and its queue (as ``legionrm schedulers``)
     answering: dict[str, Any] | None = None
     """For an administrator: how many of the resources ``up`` booted answer, and why the others do
     not (``{"total", "not_answering", "refusals"}``, :class:`legionrm.collection.answering.Answering`)."""

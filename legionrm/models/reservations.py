@@ -107,6 +107,9 @@ class InstanceRef(Frozen):
     work: bool = False
     """Run by its host's runner as its owner's OS account (a ``Command``): its
     host keeps its result (``work_results``) and output (``work_output``)."""
+    gpus: tuple[int, ...] = ()
+    """The GPU devices its host gave it (its ``CUDA_VISIBLE_DEVICES``), from the host's one ledger
+    of devices for Ray actors and runner work alike (:class:`~legionrm.hostobj.ray_node.RayNodeHost`)."""
     scheduler: str = ""
     """Who issued the reservation it runs on (its holder's ``enactor``: a
     scheduler's name, or its elastic cycle's): only that scheduler sweeps and

@@ -188,6 +188,10 @@ class SchedulingRequest(Frozen):
     """This request is task ``array_index`` of an array (set by the Scheduler, never by its user)."""
     requeue: bool = False
     """When its host is lost, it goes back to the queue instead of ending ``node_lost``."""
+    vetoed: dict[str, str] = Field(default_factory=dict, max_length=MAX_INSTANCES)
+    """The hosts whose owner refused it for good (a lasting refusal), each with the host's
+    ``owner_mark`` then: kept out of its plans (``avoid_hosts``) until that mark changes (set by
+    the Scheduler, never by its user: :mod:`legionrm.scheduler.replan`)."""
 
     @field_validator("array")
     @classmethod

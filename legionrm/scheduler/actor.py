@@ -502,8 +502,10 @@ class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls, NodeJoins, IntakeCalls
         user = self.door.view_user(proof, "cycle_reports", {"after": after, "timeout_s": timeout_s})
         return [own_report(r, user) for r in self.runner.wait_reports(after, timeout_s)]
 
-    def stop_cycle(self, proof: Any = None) -> None:
-        """Stop the timer and the cycle (stopping the system): an administrator's."""
+    def stop_cycle(self, proof: Any = None) -> list[str]:
+        """Stop the timer and the cycle (stopping the system): an administrator's.  Answers the hosts
+        it bound as Ray nodes joined after boot (the stopper stops those too: no booted list names them)."""
         self.door.require_admin(proof, "stop_cycle", {}, "stop_system")
         self._ticking.set()
         self.runner.stop()
+        return self._joined()

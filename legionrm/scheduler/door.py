@@ -388,7 +388,7 @@ def status_for(core: Any, last: CycleReport | None, user: str | None) -> Schedul
         requests=core.book.count_states(),
         instances=sum(hosts.values()), hosts=hosts, last_cycle=last.cycle if last else 0,
         elastic={k: j.model_copy(update={"instances": ()}) for k, j in (last.jobs if last else {}).items()},
-        pools={path: {k: v for k, v in entry.items() if k in ("entitlement", "allocation")}
+        pools={path: {k: v for k, v in entry.items() if k in ("entitlement", "allocation", "custom")}
                for path, entry in (report() if report else {}).items()},
         store=store_status(core.book.store, core.results.store),
     )

@@ -12,9 +12,10 @@ the Scheduler decides to plan again, so it lives in the Scheduler.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 from legionrm import codes
+from legionrm.heartbeat import OWNER_MARK
 from legionrm.models import EnactResult, PlacementFailure, SchedulingRequest
 
 P = TypeVar("P")
@@ -34,14 +35,57 @@ def avoiding(request: SchedulingRequest, hosts: set[str]) -> SchedulingRequest:
         o.model_copy(update={"avoid_hosts": tuple(sorted(set(o.avoid_hosts) | hosts))}) for o in request.objects)})
 
 
-def shunning(request: SchedulingRequest, failures: Iterable[PlacementFailure]) -> dict[str, SchedulingRequest]:
+def shunning(request: SchedulingRequest, failures: Iterable[PlacementFailure],
+             snapshot: Callable[[], Any] | None = None) -> dict[str, SchedulingRequest]:
     """The change that keeps the hosts whose owner refused ``request`` for good
     (a reservation or start refused ``lasting``) out of its later plans: the
-    book's ``request=`` (nothing when none did).  Such a host is not asked again;
-    the request waits for the others."""
-    hosts = {name for f in failures if f.lasting and f.stage in ("reserve", "start") and f.resource
-             for name in (f.resource, f.resource.rsplit("@", 1)[-1])}
-    return {"request": avoiding(request, hosts)} if hosts else {}
+    book's ``request=`` (nothing when none did).  Such a host is not asked again
+    while its ``owner_mark`` (read from ``snapshot()``, the Collection's) stays
+    what it was: the request remembers it in ``vetoed``, with the request, so it
+    is written before it is acted on and a restarted scheduler keeps it; the
+    request waits for the others (:func:`lifted` asks such a host again)."""
+    lasting = [f for f in failures if f.lasting and f.stage in ("reserve", "start") and f.resource]
+    names = {name for f in lasting for name in (f.resource, f.resource.rsplit("@", 1)[-1])}
+    if not names:
+        return {}
+    snap = snapshot() if snapshot is not None else None
+    marks = {h: mark_of(snap, h) for h in {f.resource.rsplit("@", 1)[-1] for f in lasting}}
+    return {"request": avoiding(request, names).model_copy(update={"vetoed": {**request.vetoed, **marks}})}
+
+
+def mark_of(snap: Any, host: str) -> str:
+    """``host``'s ``owner_mark`` in the Collection's snapshot ``snap`` ("" when it has none, or is not there)."""
+    try:
+        return str(snap.record(host).attributes.get(OWNER_MARK, "")) if snap is not None else ""
+    except (KeyError, LookupError):
+        return ""
+
+
+def lifted(request: SchedulingRequest, snapshot: Callable[[], Any]) -> SchedulingRequest | None:
+    """``request`` with the lasting vetoes that no longer hold lifted: each host of ``vetoed``
+    whose ``owner_mark`` changed since (its owner's policy changed, or an administrator resumed
+    it) leaves ``vetoed`` and ``avoid_hosts`` (as ``Policy@host`` too), so it is asked again.
+    None when none was lifted (or none is kept); a host not in the snapshot keeps its veto."""
+    if not request.vetoed:
+        return None
+    snap = snapshot()
+    gone = {h for h, mark in request.vetoed.items() if (now := mark_of(snap, h)) and now != mark}
+    if not gone:
+        return None
+    return request.model_copy(update={"vetoed": {h: m for h, m in request.vetoed.items() if h not in gone},
+                                      "objects": tuple(o.model_copy(update={"avoid_hosts": tuple(
+                                          n for n in o.avoid_hosts if n.rsplit("@", 1)[-1] not in gone)})
+                                          for o in request.objects)})
+
+
+def lift_vetoes(book: Any, entry: Any, snapshot: Callable[[], Any]) -> SchedulingRequest:
+    """The request of ``entry`` (of the request book ``book``) to attempt now: with the vetoes
+    :func:`lifted` lifts written first (``book.amend``), so the host is asked again."""
+    request = lifted(entry.request, snapshot)
+    if request is not None:
+        book.amend(entry, request=request)
+    now: SchedulingRequest = entry.request
+    return now
 
 
 def enact_with_replans(

@@ -232,10 +232,14 @@ class RequestBook:
         """Record a transition, with ``changes`` to the entry's other fields
         (``failures``, ``earliest_start``) written with it.  A no-op when
         already in ``state`` with the same reason, so a re-planned pending
-        request does not fill its history (its ``changes`` are only noted in memory)."""
+        request does not fill its history (its ``changes`` are only noted in memory,
+        but a changed ``request``, which is written)."""
         with self._lock:
             if entry.state == state and entry.reason == reason:
-                vars(entry).update(changes)
+                if "request" in changes:  # what it asks (a lasting veto's avoided host) is written first
+                    self.amend(entry, **changes)
+                else:
+                    vars(entry).update(changes)
                 return
             if entry.state != state and state not in ALLOWED[entry.state]:
                 raise SchedulingError(f"request {entry.id!r} cannot go from {entry.state} to {state}")
@@ -249,6 +253,11 @@ class RequestBook:
             self._event(draft, state, reason)
             self._commit(entry, draft)
             self.tell(entry, STATUS_OF[state], reason)
+
+    def amend(self, entry: Entry, **changes: object) -> None:
+        """Write ``changes`` to ``entry``'s fields (no transition, nothing told), then make them so."""
+        with self._lock:
+            self._commit(entry, entry.draft(**changes))
 
     def _event(self, draft: Entry, state: RequestState, reason: str) -> None:
         draft.history.append(RequestEvent(at=self.clock(), state=state, reason=reason))

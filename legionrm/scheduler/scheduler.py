@@ -69,7 +69,7 @@ from legionrm.scheduler.ports import EnactorPort, InstanceWatch, SnapshotSource,
 from legionrm.scheduler.priority import SitePolicy, site_settings
 from legionrm.scheduler.queue import PassGate, RequestQueue
 from legionrm.scheduler.grow import NO_NODE
-from legionrm.scheduler.replan import enact_with_replans, for_good, shunning
+from legionrm.scheduler.replan import enact_with_replans, for_good, lift_vetoes, shunning
 from legionrm.scheduler.requests import Entry, RequestBook
 from legionrm.scheduler.watch import Results, end_reason, sweep_orphans
 from legionrm.scheduler.watch.settle import settle_cancels, settle_finished, settle_half_done
@@ -430,7 +430,7 @@ class Scheduler:
                                      state=entry.state)
 
     def _try(self, entry: Entry, holds: Sequence[Hold]) -> SchedulerResponse:
-        request = entry.request
+        request = lift_vetoes(self.book, entry, self._collection.get().snapshot)  # owners that may say yes now
         entry.attempts += 1
         running = {i: ref for i in request.activate if (ref := self.book.running_ref(i)) is not None}
         active, unknown = activation(request.activate, running, self.name, self._activator)
@@ -515,7 +515,8 @@ class Scheduler:
             self.book.move(entry, "failed", why[:500], failures=failures)
         else:
             self.book.move(entry, "pending", f"{failures[0].code}: {failures[0].reason}"[:500] if failures else msg,
-                           failures=failures, earliest_start=self.book.next_end(), **shunning(entry.request, failures))
+                           failures=failures, earliest_start=self.book.next_end(),
+                           **shunning(entry.request, failures, self._collection.get().snapshot))
         if entry.final and not request_cancelled:
             self.accounts.book_back(entry)
         else:  # written: its pool charge (if it had one) goes only now

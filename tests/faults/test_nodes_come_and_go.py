@@ -72,3 +72,34 @@ def test_a_node_that_joins_after_boot_runs_work_and_its_removal_ends_it_lost(ray
                 pass
         system.shutdown()
     assert set(ray_nodes) == {"head", "node_a", "node_b"}
+
+
+def test_shutdown_stops_the_host_of_a_node_that_joined_after_boot_and_its_work(ray_cluster, ray_nodes) -> None:
+    """``System.shutdown`` stops what the default scheduler bound as nodes joined: that host's
+    actor and its instances' (detached) actors; nothing of it is left running."""
+    import ray
+
+    from legionrm.naming import host_name, instance_actor_names, named_actor
+    from legionrm.system import boot
+
+    system = boot(SPEC, heartbeat_s=0.5, bind_nodes=True, node_vaults_too=False)
+    node = None
+    try:
+        before = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+        node = ray_cluster.add_node(num_cpus=1, resources={"node_d": 1})
+        ray_cluster.wait_for_nodes()
+        host = f"ray-{next(iter({n['NodeID'] for n in ray.nodes() if n.get('Alive')} - before))[:8]}"
+        eventually(lambda: [r.name for r in system.query("true").records], lambda got: host in got, 60)
+        r = system.schedule(SchedulingRequest(request_id="n-stop", identity=Identity(user="nodes"), objects=(
+            ObjectRequest(class_name="Echo", cpus=0.5, memory_gb=0.1, constraint=f'$name == "{host}"'),)))
+        assert r.ok and r.instances[0].host == host, r.message
+        assert instance_actor_names(host + "~") and named_actor(host_name(host)) is not None
+        system.shutdown()
+        left = eventually(lambda: (instance_actor_names(host + "~"), named_actor(host_name(host))),
+                          lambda got: got == ([], None), 30)
+        assert left == ([], None), left
+    finally:
+        system.shutdown()
+        if node is not None:
+            ray_cluster.remove_node(node)
+    assert set(ray_nodes) == {"head", "node_a", "node_b"}

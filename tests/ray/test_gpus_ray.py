@@ -48,6 +48,26 @@ def req(rid: str, user: str = "alice", cpus: float = 0.5, **need: object) -> Sch
         ObjectRequest(class_name="Probe", cpus=cpus, memory_gb=0.1, **need),))
 
 
+def test_a_ray_actor_sees_the_devices_its_host_picked_not_rays_own(gpu_system) -> None:
+    """Ray counts the actor's GPU (its own pick is device 0, the node's only one), but the actor
+    sees the device the host's ledger gave it (here 1): Ray leaves CUDA_VISIBLE_DEVICES alone.
+    (First in the file: later tests hold the node's GPU.)"""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from legionrm.hostobj.ray_node import Probe, devices_env
+    from legionrm.system import call, node_ids
+
+    node = node_ids(("gpu_node",))["gpu_node"]
+    probe = ray.remote(Probe).options(num_cpus=0, num_gpus=1, runtime_env=devices_env(None, (1,)),
+                                      scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote()
+    try:
+        where = call(probe.where.remote(), 60)
+        assert where["resources"].get("GPU") == 1.0 and where["cuda_visible_devices"] == "1", where
+    finally:
+        ray.kill(probe)
+
+
 def test_a_fake_gpu_node_takes_a_gpu_request_and_the_work_sees_its_gpu(gpu_system) -> None:
     from legionrm.system import call, instance_actor
 

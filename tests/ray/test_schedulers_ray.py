@@ -94,6 +94,8 @@ def test_each_request_goes_to_its_scheduler_and_is_found_by_the_gateway(two) -> 
     assert {i.id for i in alice.list()} == {"s-one", "s-two"}
     rows = {r.name: r for r in users["ops"].schedulers().schedulers}
     assert rows["one"].default and rows["one"].requests.get("running") == 1 and rows["two"].instances == 1
+    status = users["ops"].status()  # `status` lists every scheduler's queue too, as `schedulers` does
+    assert [(s.name, s.requests.get("running"), s.instances) for s in status.schedulers] == [("one", 1, 1), ("two", 1, 1)]
     with pytest.raises(Exception) as err:
         alice.submit(worker("ghost"))
     assert getattr(err.value, "code", "") == "request.no_scheduler"

@@ -17,16 +17,18 @@ def serves(row: Doc) -> str:
     return where if constraint == "true" else f"{where} where {constraint}"
 
 
+def scheduler_table(rows: list[Doc]) -> str:
+    """``SchedulerRow`` documents as one table (``schedulers`` prints it, and ``status``)."""
+    return columns(("name", "serves", "pending", "running", "instances", "note"), [(
+        r["name"] + (" (default)" if r.get("default") else ""), serves(r), (r.get("requests") or {}).get("pending", 0),
+        (r.get("requests") or {}).get("running", 0), r.get("instances", 0), r.get("error") or "") for r in rows],
+        right=("pending", "running", "instances"))
+
+
 def cli_schedulers(args: argparse.Namespace) -> int:
     """``legionrm schedulers``: each scheduler, what it serves, its queue."""
     rows = client(args).schedulers()["schedulers"]
-    if args.json:
-        print(json.dumps({"schedulers": rows}, indent=2))
-        return 0
-    print(columns(("name", "serves", "pending", "running", "instances", "note"), [(
-        r["name"] + (" (default)" if r.get("default") else ""), serves(r), (r.get("requests") or {}).get("pending", 0),
-        (r.get("requests") or {}).get("running", 0), r.get("instances", 0), r.get("error") or "") for r in rows],
-        right=("pending", "running", "instances")))
+    print(json.dumps({"schedulers": rows}, indent=2) if args.json else scheduler_table(rows))
     return 0
 
 

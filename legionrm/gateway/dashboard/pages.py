@@ -6,7 +6,9 @@ keeps as an HTTP-only cookie for its own fetches of ``/api/state``.  Each
 poll makes the same calls as the API, through the same control plane, signed
 by the gateway acting for that administrator; a part that fails is one line
 in the view's ``errors`` (:func:`legionrm.gateway.dashboard.view.build_view`).
-``up --no-dashboard`` leaves these pages out; the API stays.
+Every scheduler is asked for its status and its requests: the page lists
+each scheduler's queue, and the requests of them all.  ``up --no-dashboard``
+leaves these pages out; the API stays.
 """
 
 from __future__ import annotations
@@ -22,17 +24,21 @@ from aiohttp import web
 from legionrm import codes
 from legionrm.gateway.dashboard.view import Poll, build_view
 from legionrm.gateway.door import PLANE, SETTINGS, refusal, status_of
+from legionrm.gateway.several.schedulers import roster_of, scheduler_rows
 
 KEY_COOKIE = "legionrm_dashboard_key"
 CALL_TIMEOUT_S = 5.0
 POLLS: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
     ("records", "collection", "snapshot", {}),
-    ("requests", "scheduler", "list_requests", {"user": None, "state": None}),
-    ("status", "scheduler", "status", {}),
     ("reports", "scheduler", "cycle_reports", {"after": 0, "timeout_s": 0.0}),
     ("enactor", "enactor", "stats", {}),
 )
-"""Each part of a poll: its name, the actor, the call and its arguments."""
+"""Each part of a poll asked once: its name, the actor, the call and its arguments."""
+EACH: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("status", "status", {}),
+    ("requests", "list_requests", {"user": None, "state": None}),
+)
+"""Each part of a poll asked of every scheduler (``scheduler:NAME``): its name, the call, its arguments."""
 
 
 def add(app: web.Application) -> None:
@@ -72,9 +78,15 @@ async def poll(app: web.Application, user: str | None = None) -> dict[str, Any]:
             errors.append(f"{target}.{method}: {code}: {(reason.splitlines() or [''])[0]}")
             return None
 
-    snap, requests, status, reports, enactor = await asyncio.gather(*(ask(t, m, a) for _, t, m, a in POLLS))
+    r = roster_of(plane)
+    targets = ["scheduler", *(f"scheduler:{n}" for n in r.names[1:])]  # the default first, as ever
+    snap, reports, enactor, *per = await asyncio.gather(
+        *(ask(t, m, a) for _, t, m, a in POLLS), *(ask(t, m, a) for _, m, a in EACH for t in targets))
+    status, requests = per[:len(r.names)], per[len(r.names):]
     records = [snap.record(n) for n in snap.resource_names()] if snap is not None else None
-    view = build_view(Poll(now=time.time(), records=records, requests=requests, status=status,
+    every = [i for got in requests if got is not None for i in got]  # every scheduler's requests
+    view = build_view(Poll(now=time.time(), records=records, requests=every if any(g is not None for g in requests)
+                           else None, status=status[0], schedulers=list(scheduler_rows(r, status)),
                            report=reports[-1] if reports else None, enactor=enactor, errors=sorted(errors)))
     view["info"] = settings["info"]
     return view

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from legionrm.models import FINAL_STATES, CycleReport, RequestInfo, ResourceRecord, SchedulerStatus
+from legionrm.models.api import SchedulerRow
 
 WAITING = ("pending", "admitted", "placing", "reserved")  # reserved: waits for its start time
 """Request states shown as the queue (not running yet, not ended)."""
@@ -29,7 +30,8 @@ class Poll:
     now: float
     records: list[ResourceRecord] | None = None
     requests: list[RequestInfo] | None = None
-    status: SchedulerStatus | None = None
+    status: SchedulerStatus | None = None  # the default scheduler's
+    schedulers: list[SchedulerRow] = field(default_factory=list)  # every scheduler's queue
     report: CycleReport | None = None
     enactor: dict[str, int] | None = None
     errors: list[str] = field(default_factory=list)
@@ -53,6 +55,13 @@ def host_rows(records: list[ResourceRecord], instances: dict[str, int]) -> list[
             "instances": int(instances.get(r.name, 0)), "policy": str(a.get("policy", "")),
         })
     return rows
+
+
+def scheduler_row(row: SchedulerRow) -> dict[str, Any]:
+    """A scheduler's queue (as ``legionrm schedulers`` counts it): its requests pending and running, its instances."""
+    return {"name": row.name, "default": row.default, "serves": ", ".join(row.nodepools) or "every nodepool",
+            "pending": row.requests.get("pending", 0), "running": row.requests.get("running", 0),
+            "instances": row.instances, "error": row.error or ""}
 
 
 def request_row(info: RequestInfo, now: float) -> dict[str, Any]:
@@ -119,7 +128,7 @@ def events(requests: list[RequestInfo], report: CycleReport | None, limit: int =
 
 
 def build_view(poll: Poll) -> dict[str, Any]:
-    """The page's whole state: hosts, the queue and what runs, fair share,
+    """The page's whole state: hosts, every scheduler's queue, the queue and what runs, fair share,
     pools, recent events, counts and the errors of this poll."""
     status = poll.status
     requests = poll.requests or []
@@ -135,12 +144,14 @@ def build_view(poll: Poll) -> dict[str, Any]:
             "hosts": sum(1 for h in hosts if h["kind"] == "host"),
             "available": sum(1 for h in hosts if h["kind"] == "host" and h["available"]),
             "vaults": sum(1 for h in hosts if h["kind"] == "vault"),
-            "instances": status.instances if status else None,
+            "instances": (sum(r.instances for r in poll.schedulers) if poll.schedulers
+                          else status.instances if status else None),
             "requests": dict(sorted(states.items())),
             "last_cycle": status.last_cycle if status else None,
             "enactor": dict(poll.enactor or {}),
         },
         "hosts": hosts,
+        "schedulers": [scheduler_row(r) for r in poll.schedulers],
         "pending": [r for r in rows if r["state"] in WAITING],
         "running": [r for r in rows if r["state"] == "running"],
         "ended": [r for r in rows if r["state"] in ENDED][-20:],

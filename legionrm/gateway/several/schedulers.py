@@ -40,8 +40,37 @@ from legionrm.scheduler.several import Roster
 
 def roster(request: web.Request) -> Roster:
     """The system's schedulers, as its control plane knows them (one default when it does not say)."""
-    get = getattr(request.app[PLANE], "roster", None)
+    return roster_of(request.app[PLANE])
+
+
+def roster_of(plane: Any) -> Roster:
+    """``plane``'s schedulers (one default when it does not say)."""
+    get = getattr(plane, "roster", None)
     return get() if get is not None else Roster()
+
+
+async def statuses(plane: Any, user: str, r: Roster) -> list[Any]:
+    """Each scheduler of ``r``'s status as ``user`` may see it, in roster order (an exception: it did not answer)."""
+    return await asyncio.gather(*(plane.call(user, f"scheduler:{n}", "status", {}) for n in r.names),
+                                return_exceptions=True)
+
+
+def scheduler_rows(r: Roster, got: list[Any]) -> tuple[SchedulerRow, ...]:
+    """A :class:`SchedulerRow` per scheduler of ``r`` from its status in ``got`` (:func:`statuses`;
+    an exception or None: the row says it did not answer)."""
+    rows = []
+    for spec, status in zip(r.schedulers, got):
+        row = SchedulerRow(name=spec.name, default=spec.name == r.default, nodepools=spec.nodepools,
+                           constraint=spec.constraint)
+        if isinstance(status, BaseException):
+            _, code, reason, _ = status_of(status)
+            row = row.model_copy(update={"error": f"{code}: {reason.splitlines()[0] if reason else ''}"})
+        elif status is None:
+            row = row.model_copy(update={"error": "it did not answer"})
+        else:
+            row = row.model_copy(update={"requests": dict(status.requests), "instances": status.instances})
+        rows.append(row)
+    return tuple(rows)
 
 
 async def on(request: web.Request, name: str, method: str, args: dict[str, Any]) -> Any:
@@ -85,17 +114,7 @@ async def each(request: web.Request, method: str, args: dict[str, Any]) -> list[
 async def schedulers(request: web.Request) -> web.Response:
     """Every scheduler, what it serves and its queue (a user sees their own requests in it)."""
     r = roster(request)
-    rows = []
-    for spec, (_, status) in zip(r.schedulers, await each(request, "status", {})):
-        row = SchedulerRow(name=spec.name, default=spec.name == r.default, nodepools=spec.nodepools,
-                           constraint=spec.constraint)
-        if isinstance(status, BaseException):
-            _, code, reason, _ = status_of(status)
-            row = row.model_copy(update={"error": f"{code}: {reason.splitlines()[0] if reason else ''}"})
-        else:
-            row = row.model_copy(update={"requests": dict(status.requests), "instances": status.instances})
-        rows.append(row)
-    return answer(SchedulerList(schedulers=tuple(rows)))
+    return answer(SchedulerList(schedulers=scheduler_rows(r, await statuses(request.app[PLANE], user_of(request), r))))
 
 
 async def _set_drain(request: web.Request, reason: str | None) -> web.Response:

@@ -10,7 +10,9 @@ Modules, lowest first: ``vec`` (resource vectors), ``gang`` (gangs and
 queues), ``config`` (a pool's configuration, paths), ``validate`` (Peloton's
 validators, in order, with its messages), ``tree`` (the tree: create, update,
 delete, lookup), ``entitlement``, ``admission``, ``preempt``, ``respool``
-(:class:`ResourcePoolTree`, the one object a scheduler holds), ``spec``
+(:class:`ResourcePoolTree`, the one object a scheduler holds), ``custom``
+(custom kinds: capped by the pools that name them, charged beside the
+vectors), ``spec``
 (the ``[[pool]]`` table format and the tree builder), ``gate``
 (:class:`RespoolGate`, admission for ``scheduleObjects``), ``file``
 (``legionrm pools`` files).

@@ -67,6 +67,7 @@ from legionrm.errors import (
     PoolValidationError,
 )
 from legionrm.models import ClusterSpec, Refusal, Resources, SchedulingRequest
+from legionrm.scheduler.pools.custom import CustomLedger, custom_need
 from legionrm.scheduler.pools.gang import TOTAL
 from legionrm.scheduler.pools.respool import (
     MB_PER_GB,
@@ -119,6 +120,7 @@ class RespoolGate:
         if default_pool is not None and not tree.get(default_pool).is_leaf:
             raise AdmissionError(f"default pool {default_pool} is not a leaf node")
         self._held: dict[str, str] = {}  # admitted request id -> its leaf's path
+        self._custom = CustomLedger()  # what each admitted request holds of the custom kinds
         self._lock = threading.Lock()
         tree.compute_entitlement(self._capacity)  # the root's limit is the capacity from the start
 
@@ -146,6 +148,9 @@ class RespoolGate:
                 need = _over(gang.need, limit)
                 return Refusal(code=codes.RESPOOL_LIMIT, by=by,
                                reason=f"request {rid} needs {need} (the pool's limit): it can never be admitted in {path}")
+            custom = custom_need(request)  # its custom kinds: capped by the pools that name them (pools.custom)
+            if custom and (over := self._custom.refusal(self._tree.get(path), rid, custom)) is not None:
+                return over
             try:
                 self._tree.enqueue(gang, path)
             except AdmissionError as exc:  # the id is queued or admitted in the tree by someone else
@@ -158,6 +163,7 @@ class RespoolGate:
                 raise
             if refusal is None:
                 self._held[rid] = path
+                self._custom.charge(rid, path, custom)
                 return None
             self._tree.cancel(gang.id)  # synchronous caller: nothing stays queued (module docstring)
             return refusal.model_copy(update={"by": f"{GATE}:{refusal.by}"})
@@ -168,6 +174,7 @@ class RespoolGate:
         with self._lock:
             if self._held.pop(request_id, None) is not None:
                 self._tree.release(request_id)
+            self._custom.release(request_id)
 
     # --- capacity and state -----------------------------------------------------
 
@@ -200,9 +207,14 @@ class RespoolGate:
             return as_dict(self._tree.get(path).alloc[TOTAL])
 
     def report(self) -> dict[str, dict[str, object]]:
-        """Per pool entitlements, allocation and queues, JSON-ready (as ``legionrm pools``)."""
+        """Per pool entitlements, allocation and queues, JSON-ready (as ``legionrm pools``); a pool
+        that names or holds custom kinds also its ``custom``: kind -> allocation and limit."""
         with self._lock:
-            return self._tree.report()
+            out = self._tree.report()
+            for pool in self._tree.pools():
+                if custom := self._custom.report(pool):
+                    out[pool.path]["custom"] = custom
+            return out
 
     # --- helpers ----------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from legionrm.errors import PoolRuleError
 from legionrm.scheduler.pools.config import PoolConfig, ResourceSpec, split_path
+from legionrm.scheduler.pools.custom import is_custom
 from legionrm.scheduler.pools.vec import KINDS, go_num
 
 if TYPE_CHECKING:
@@ -91,7 +92,12 @@ def check_resources(config: "PoolConfig", path: str) -> "PoolConfig":
     """ValidateResourcePool's per-resource rules, in list order; returns the config with missing kinds added."""
     seen: set[str] = set()
     for r in config.resources:
-        if r.kind not in KINDS:
+        if is_custom(r.kind) and r.reservation != 0:  # a custom kind is capped, never reserved (pools.custom)
+            raise PoolRuleError(
+                f"resource pool config: custom kind {r.kind} is capped by its limit alone, its reservation must be 0",
+                path=path, rule="resource_pool", kind=r.kind, value=r.reservation, bound=0.0,
+            )  # fmt: skip
+        if r.kind not in KINDS and not is_custom(r.kind):
             raise PoolRuleError(
                 f"resource pool config has unknown resource type {r.kind}", path=path, rule="resource_pool", kind=r.kind
             )
@@ -150,6 +156,8 @@ def _parent(tree: "PoolTree", change: Change, config: "PoolConfig", implied: str
     pconf = parent.config
     for r in config.resources:
         pr = pconf.spec(r.kind)
+        if pr is None and is_custom(r.kind):  # a parent that does not name a custom kind does not cap it
+            continue
         if pr is None:
             raise PoolRuleError(
                 f"parent {parent.path} doesn't have resource kind {r.kind}", path=change.path, rule="parent", kind=r.kind
@@ -172,6 +180,8 @@ def _siblings(parent: "ResourcePool", change: Change, name: str) -> None:
 
 def _children_reservations(parent: "ResourcePool", change: Change, config: "PoolConfig") -> None:
     for r in config.resources:
+        if is_custom(r.kind):  # never reserved
+            continue
         # Go's order of operations, so that the sum prints as upstream's would:
         # new + (sum over all current children, in creation order) - own old reservation.
         siblings = 0.0

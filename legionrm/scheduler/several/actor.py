@@ -194,6 +194,11 @@ class NodeJoins:
         self._bound = dict(binding.known) if binding is not None else {}  # host name -> node id
         self._nodes_seen_at = 0.0
 
+    def _joined(self) -> list[str]:
+        """The hosts bound since boot (those of the nodes that joined), by name."""
+        known = self._binding.known if self._binding is not None else {}
+        return sorted(h for h in self._bound if h not in known)
+
     def _join_nodes(self) -> list[str]:
         """Bind every live Ray node no host is bound to yet (at most once a heartbeat); the hosts bound."""
         b = self._binding

@@ -56,7 +56,7 @@ def test_user_verbs_reach_the_gateway_with_credentials(name: str) -> None:
     """A user verb takes the credentials file, --as (admins) and --json; never a Ray address."""
     options = {o for a in subparsers()[name]._actions for o in a.option_strings}
     assert {"--credentials", "--as", "--json"} <= options
-    assert COMMANDS[name].startswith(("legionrm.cli.front:", "legionrm.cli.shell:"))
+    assert COMMANDS[name].startswith(("legionrm.cli.front:", "legionrm.cli.shell:", "legionrm.cli.several."))
 
 
 def test_up_joins_a_ray_by_address() -> None:

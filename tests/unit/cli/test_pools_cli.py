@@ -121,7 +121,7 @@ INVALID = [
      "/a: resource cpu, reservation 70 exceeds limit 60"),
     ("children-over-root", BASE.replace("reservation = 20", "reservation = 80"),
      "/b: Aggregated child reservation 110 of kind `cpu` exceed parent `/` reservations 100"),
-    ("unknown-kind", BASE + "[pool.tpu]\nreservation = 1\nlimit = 1\n", "/b: resource pool config has unknown resource type tpu"),
+    ("unknown-kind", BASE + "[pool.cpus]\nreservation = 1\nlimit = 1\n", "/b: resource pool config has unknown resource type cpus"),
     ("controller-percent", BASE.replace("= 50", "= 120"), "/a: controller limit, max percent cannot be more than 100"),
     ("sibling-taken", BASE.replace('path = "/b"', 'path = "/a"'), "/a: resource pool:a already exists"),
     ("parent-missing", BASE.replace('path = "/b"', 'path = "/x/b"'), "/x/b: resource pool (/x) not found"),

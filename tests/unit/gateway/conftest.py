@@ -47,11 +47,13 @@ class Gateway:
     admin_path: Path = Path()
 
 
-def serve(tmp_path: Path, **app_kw: Any) -> Iterator[Gateway]:
+def serve(tmp_path: Path, wrap: Callable[[LocalPlane], Any] | None = None, **app_kw: Any) -> Iterator[Gateway]:
+    """A gateway over an in-process system; ``wrap`` puts something before its control plane (a fake scheduler)."""
     home = tmp_path / "home"
     ensure_home(home, operator=ADMIN)
     system = LocalSystem(load_cluster(None))
-    app = make_app(LocalPlane(system, home), home, **app_kw)
+    plane = LocalPlane(system, home)
+    app = make_app(wrap(plane) if wrap is not None else plane, home, **app_kw)
     with in_thread(app) as url:
         gw = Gateway(home=home, url=url, registry=Registry(auth_home(home)), system=system)
         gw.admin_path = home / "admin.credentials"

@@ -173,15 +173,38 @@ def test_every_verb_has_json() -> None:
     assert lacking == []
 
 
-def test_hosts_prints_name_state_cpus_memory_load_owner_policy_pool(ann, capsys) -> None:
+def test_hosts_prints_name_state_cpus_memory_gpus_custom_load_owner_policy_pool(ann, capsys) -> None:
     run, _ = ann
     assert run("hosts")[0] == 0
-    header = capsys.readouterr().out.splitlines()[0].split("  ")
-    assert [h.strip() for h in header if h.strip()] == ["name", "state", "cpus free/total", "memory GB", "load",
-                                                        "owner policy", "pool", "drained"]
+    lines = capsys.readouterr().out.splitlines()
+    assert [h.strip() for h in lines[0].split("  ") if h.strip()] == [
+        "name", "state", "cpus free/total", "memory GB", "gpus free/total", "custom", "load", "owner policy", "pool",
+        "drained"]
+    assert any(line.startswith("gpu1 ") and " 4/4 " in line for line in lines), lines  # the GPU host's gpus
     assert run("hosts", "--json")[0] == 0
-    row = json.loads(capsys.readouterr().out)["hosts"][0]
-    assert {"name", "state", "cpus_free", "cpus_total", "memory_gb", "load", "owner_policy", "pool"} <= set(row)
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["hosts"]}
+    assert {"name", "state", "cpus_free", "cpus_total", "memory_gb", "gpus_free", "gpus_total", "custom", "load",
+            "owner_policy", "pool"} <= set(rows["gpu1"])
+    assert (rows["gpu1"]["gpus_free"], rows["gpu1"]["gpus_total"]) == (4, 4)
+
+
+def test_a_hosts_row_carries_its_gpus_and_custom_kinds_as_its_node_reports_them() -> None:
+    """A Ray node's custom resources (``tpu``, the test cluster's ``node_a``) are its host's custom
+    kinds: the row carries each (free, total), as ``hosts`` prints them compactly."""
+    from legionrm.cli.front import host_lines
+    from legionrm.gateway.routes_system import host_row
+    from legionrm.hostobj.host import HostObject
+    from legionrm.models import Holder, ReservationRequest, Resources
+    from legionrm.models.reservations import custom_kinds
+
+    host = HostObject("ray-1", Resources(cpus=4, memory_gb=8, gpus=2, custom=custom_kinds({"tpu": 2, "node_a": 1})))
+    host.make_reservation(ReservationRequest(request_id="r", resource="ray-1", holder=Holder(user="u"),
+                                             resources=Resources(cpus=1, gpus=1, custom=(("tpu", 1.0),))))
+    row = host_row(host.record(), {})
+    assert (row.gpus_free, row.gpus_total) == (1, 2)
+    assert row.custom == {"node_a": (1.0, 1.0), "tpu": (1.0, 2.0)}
+    line = host_lines([json.loads(row.model_dump_json())]).splitlines()[1]
+    assert " 1/2 " in line and "node_a 1/1 tpu 1/2" in line, line
 
 
 def test_user_add_os_user_and_list_through_the_gateway(gateway, capsys) -> None:

@@ -101,8 +101,8 @@ def test_a_kind_the_parent_lacks() -> None:
 
 ORDER = [
     # two broken rules at once: the earlier validator (or the earlier resource) speaks
-    ("unknown-before-negative", PoolConfig(resources=(spec("cpu", -1, 2), spec("tpu", 1, 1))), "negative cpu: Reservation -1"),
-    ("resource-order", PoolConfig(resources=(spec("tpu", 1, 1), spec("cpu", -1, 2))), "unknown resource type tpu"),
+    ("unknown-before-negative", PoolConfig(resources=(spec("cpu", -1, 2), spec("cpus", 1, 1))), "negative cpu: Reservation -1"),
+    ("resource-order", PoolConfig(resources=(spec("cpus", 1, 1), spec("cpu", -1, 2))), "unknown resource type cpus"),
     ("pool-before-parent", PoolConfig(resources=(spec("cpu", 90, 85),)), "reservation 90 exceeds limit 85"),
     ("parent-before-children", cfg(res={"cpu": 60}, lim={"cpu": 81}), "limit 81 exceeds parent limit 80"),
     ("children-before-controller", cfg(res={"cpu": 60}, lim={"cpu": 80}, controller=150), "Aggregated child reservation 80"),
