@@ -127,6 +127,8 @@ class SitePolicy:
         while its request is the same object)."""
         now = self._clock() if now is None else now
         pending = [e for e in entries if e.state == "pending" and e.request.hold is None]
+        if len(pending) < 2:  # the order of one needs no factors (a submit to an empty queue: no usage read)
+            return pending
         kept = self._rows
         rows = [got[1] if (got := kept.get(e.request.request_id)) is not None and got[0] is e.request
                 else self._row_of(e) for e in pending]  # (the pass's hot path: one lookup a request)
