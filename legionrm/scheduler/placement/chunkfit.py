@@ -197,6 +197,9 @@ def match_mask(table: NodeTable, check: Check, idx: np.ndarray) -> np.ndarray:
     return col.equals_mask(str(v), casefold=check.res in ("host", "vnode"))[idx]
 
 
+_NO_LIMIT = int(np.iinfo(np.int64).max)  # (read once: an iinfo is built anew per call)
+
+
 def chunks_per_host(
     table: NodeTable,
     chunk: CompiledChunk,
@@ -215,7 +218,7 @@ def chunks_per_host(
     """
     n = len(idx)
     ok = np.ones(n, bool) if matched is None else matched
-    cap = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    cap = np.full(n, _NO_LIMIT, dtype=np.int64)
     constrained = False
     for c in chunk.checks:
         if not c.consumable:
