@@ -280,7 +280,8 @@ class Calendar:
         vec = np.asarray(amount, dtype=float)
         if vec.shape != self.capacity.shape:
             raise ValueError(f"amount {amount!r} does not match dims {self.dims}")
-        if not all(x >= 0 for x in vec.tolist()):  # (a few numbers: Python beats a numpy pass)  # a NaN (compares false) or a negative amount (makes room) would overbook
+        # a NaN (compares false) or a negative amount (makes room) would overbook; (a few numbers: Python's pass)
+        if not all(x >= 0 for x in vec.tolist()):
             raise ValueError(f"amount {amount!r} must be non-negative numbers")
         return vec
 

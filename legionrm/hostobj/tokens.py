@@ -20,8 +20,9 @@ import hmac
 import json
 import math
 import secrets
+from collections.abc import Mapping
 from json.encoder import encode_basestring_ascii as _quote
-from typing import Any, Mapping
+from typing import Any
 
 from pydantic import BaseModel
 

@@ -14,7 +14,12 @@ from hypothesis import strategies as st
 
 from legionrm.scheduler.placement import PlaceConfig, Placer, requested_resources
 from legionrm.scheduler.placement.buckets import BucketPlacer, BucketSet, first_true
-from legionrm.scheduler.placement.chunkfit import BadValue, _few_per_host, _numpy_per_host, compile_request
+from legionrm.scheduler.placement.chunkfit import (
+    BadValue,
+    _few_per_host,
+    _numpy_per_host,
+    compile_request,
+)
 from legionrm.scheduler.placement.nodes import NodeSpec, NodeTable
 from legionrm.scheduler.placement.nodestate import HostState
 from legionrm.scheduler.placement.pernode import PerNodePlacer
