@@ -90,7 +90,7 @@ class Calendar:
             raise ValueError(f"booking {key!r}: start {start} and end {stop} must be times")
         if not stop > start:
             raise ValueError(f"booking {key!r}: end {stop} must be after start {start}")
-        if self.check(vec, start, stop) != "ok":
+        if self._check(vec, start, stop) != "ok":
             raise ValueError(f"booking {key!r} would overbook {dict(zip(self.dims, vec.tolist()))} at {start}")
         self._bookings[key] = Booking(key, vec, float(start), stop)
         self._cache = self._steps = None
@@ -168,7 +168,10 @@ class Calendar:
         ``start``; ``"calendar"``: free at ``start`` but a later booking in the
         window collides; ``"ok"``: it fits.
         """
-        vec = self._vec(amount)
+        return self._check(self._vec(amount), start, end)
+
+    def _check(self, vec: np.ndarray, start: float, end: float | None) -> Check:
+        """:meth:`check` of an amount :meth:`_vec` read already."""
         cap = self.capacity + _EPS
         if (vec > cap).any():
             return "total"
@@ -277,7 +280,8 @@ class Calendar:
         vec = np.asarray(amount, dtype=float)
         if vec.shape != self.capacity.shape:
             raise ValueError(f"amount {amount!r} does not match dims {self.dims}")
-        if not (vec >= 0).all():  # a NaN (compares false) or a negative amount (makes room) would overbook
+        # a NaN (compares false) or a negative amount (makes room) would overbook; (a few numbers: Python's pass)
+        if not all(x >= 0 for x in vec.tolist()):
             raise ValueError(f"amount {amount!r} must be non-negative numbers")
         return vec
 

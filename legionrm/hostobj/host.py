@@ -132,7 +132,7 @@ class HostObject(ResourceObject):
         verdict = self._ask_owner("admit_start", self.admit_start, token, class_name)
         if isinstance(verdict, Refusal):
             return verdict
-        ref = InstanceRef(
+        ref = InstanceRef.trusted(  # the host's own values
             instance_id=f"{self.name}{tokens.TOKEN_ID_SEP}i{next(self._ids)}",
             class_name=class_name,
             host=self.name,

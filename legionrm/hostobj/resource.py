@@ -97,6 +97,9 @@ class ResourceObject(Durable):
         self.joined = False
         self.measured_load: float | None = None  # set by a real host from its own measurements
 
+    _secret = property(lambda self: self._signer.secret, lambda self, secret: setattr(self, "_signer", tokens.Signer(secret)))
+    """The secret that signs (a restore puts the stored one back): held by its :class:`~legionrm.hostobj.tokens.Signer`."""
+
     attestations: Any = None
     """An :class:`~legionrm.auth.AttestationVerifier` holding the Scheduler's
     public key, or None (no identity checks: in-process systems and tests).
@@ -232,23 +235,20 @@ class ResourceObject(Durable):
         verdict = self._ask_owner("admit_reservation", self.admit_reservation, request)
         if isinstance(verdict, Refusal):
             return verdict
-        denied = self._access_refusal(request.holder.identity())
+        denied = self._access_refusal(request.holder)  # (a holder reads as the identity it names)
         if denied is not None:
             return denied
         expires = start + request.timeout_s
-        token = tokens.sign(
-            ReservationToken(
-                token_id=tokens.make_token_id(self.name, request.request_id, self._secret, next(self._grants)),
-                issuer=self.name,
-                holder=request.holder,
-                resources=request.resources,
-                vault=request.vault,
-                start=start,
-                end=end,
-                expires_at=expires if end is None else min(expires, end),
-                reusable=request.reusable,
-            ),
-            self._secret,
+        token = self._signer.signed(
+            token_id=self._signer.token_id(self.name, request.request_id, next(self._grants)),
+            issuer=self.name,
+            holder=request.holder,
+            resources=request.resources,
+            vault=request.vault,
+            start=start,
+            end=end,
+            expires_at=expires if end is None else min(expires, end),
+            reusable=request.reusable,
         )
         try:
             self.calendar.add(token.token_id, amount, start, end)
@@ -420,7 +420,7 @@ class ResourceObject(Durable):
         """Every token check, in order; the reservation when the token may be used now."""
         if token.issuer != self.name:
             return self._refuse(codes.TOKEN_WRONG_ISSUER, f"token issued by {token.issuer!r}, not by {self.name!r}")
-        if not tokens.verify(token, self._secret):
+        if not self._signer.verify(token):
             return self._refuse(codes.TOKEN_FORGED, "token signature does not match: forged or altered")
         res = self._by_token.get(token.token_id)
         if res is not None and not tokens.same(token, res.token):

@@ -6,6 +6,11 @@ the issuing resource holds.  Any change to any field (holder, resources, times,
 issuer) breaks the signature, so a token cannot be forged or altered by its
 holder; only the issuer can check it, which is all Legion asks (the token goes
 back to the resource that made it).
+
+A resource signs and checks through its :class:`Signer`: the HMAC keyed once
+(each signature copies the keyed state instead of hashing the key again), and
+the canonical bytes written directly for the usual field types, byte for byte
+what the model's JSON dump gives (anything else takes the dump itself).
 """
 
 from __future__ import annotations
@@ -13,9 +18,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 import secrets
+from collections.abc import Mapping
+from json.encoder import encode_basestring_ascii as _quote
+from typing import Any
 
-from legionrm.models import ReservationToken
+from pydantic import BaseModel
+
+from legionrm.models import Holder, ReservationToken, Resources
 
 SECRET_BYTES = 32
 TOKEN_ID_SEP = "~"  # token ids are "<resource>~<hex>": a host group routes by the prefix
@@ -29,20 +40,65 @@ def new_secret() -> bytes:
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 """One encoder for every token (``json.dumps`` with options builds a new one per call)."""
 
+_SIGNED = tuple(sorted(k for k in ReservationToken.model_fields if k != "signature"))
+"""The signed fields, in the canonical (sorted) order."""
+_HEADS = tuple(("{" if i == 0 else ",") + _quote(k) + ":" for i, k in enumerate(_SIGNED))
+
+_NESTED = frozenset({Holder, Resources})
+"""The nested models of a token (frozen: a model's text never changes)."""
+_parts: dict[int, tuple[BaseModel, str]] = {}
+"""The canonical JSON of nested models (a holder, an amount) by identity: a
+batch's tokens share them.  The model is kept with its text, so an id is never
+taken for another object's."""
+
+
+def _part(model: BaseModel) -> str:
+    got = _parts.get(id(model))
+    if got is not None and got[0] is model:
+        return got[1]
+    text = _CANONICAL.encode(model.model_dump(mode="json"))
+    if len(_parts) >= 4096:  # (a bound: a long-lived resource meets many holders)
+        _parts.clear()
+    _parts[id(model)] = (model, text)
+    return text
+
+
+def _value(v: Any) -> str | None:
+    """``v`` as the JSON dump writes it, or None when only the dump may say."""
+    t = type(v)
+    if t is str:
+        return _quote(v)
+    if t is float:
+        return float.__repr__(v) if math.isfinite(v) else None
+    if v is None:
+        return "null"
+    if t is bool:
+        return "true" if v else "false"
+    if t is int:
+        return int.__repr__(v)
+    if t in _NESTED:
+        return _part(v)
+    return None
+
+
+def canonical_of(fields: Mapping[str, Any]) -> bytes:
+    """The bytes that are signed for a token of ``fields`` (every field but
+    ``signature``, all given): sorted keys, compact JSON."""
+    out = []
+    for head, key in zip(_HEADS, _SIGNED):
+        text = _value(fields[key])
+        if text is None:  # an unusual value (a non-finite time): the model's own dump
+            return _CANONICAL.encode(ReservationToken.model_construct(**fields).model_dump(
+                mode="json", exclude={"signature"})).encode()
+        out.append(head)
+        out.append(text)
+    out.append("}")
+    return "".join(out).encode()
+
 
 def canonical(token: ReservationToken) -> bytes:
     """The bytes that are signed: every field except ``signature``, sorted keys."""
-    body = token.model_dump(mode="json", exclude={"signature"})
-    return _CANONICAL.encode(body).encode()
-
-
-def signature(token: ReservationToken, secret: bytes) -> str:
-    return hmac.new(secret, canonical(token), hashlib.sha256).hexdigest()
-
-
-def sign(token: ReservationToken, secret: bytes) -> ReservationToken:
-    """A copy of ``token`` carrying its signature."""
-    return token.model_copy(update={"signature": signature(token, secret)})
+    return canonical_of(token.__dict__)
 
 
 def _equal(a: str, b: str) -> bool:
@@ -52,9 +108,47 @@ def _equal(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode("utf-8", "surrogatepass"), b.encode("utf-8", "surrogatepass"))
 
 
+class Signer:
+    """HMAC-SHA256 under one resource's ``secret``, keyed once."""
+
+    def __init__(self, secret: bytes) -> None:
+        self.secret = secret
+        self._mac = hmac.new(secret, digestmod=hashlib.sha256)
+
+    def _hex(self, data: bytes) -> str:
+        mac = self._mac.copy()
+        mac.update(data)
+        return mac.hexdigest()
+
+    def signature(self, token: ReservationToken) -> str:
+        return self._hex(canonical(token))
+
+    def signed(self, **fields: Any) -> ReservationToken:
+        """A new token of ``fields`` (validated as the model does), signed."""
+        token = ReservationToken(**fields)
+        return token.replaced(signature=self.signature(token))
+
+    def verify(self, token: ReservationToken) -> bool:
+        """True when ``token`` is exactly as this secret signed it."""
+        return _equal(token.signature, self.signature(token))
+
+    def token_id(self, resource: str, request_id: str, serial: int = 0) -> str:
+        """See :func:`make_token_id`."""
+        return f"{resource}{TOKEN_ID_SEP}{self._hex(f'id:{request_id}:{serial}'.encode())[:20]}"
+
+
+def signature(token: ReservationToken, secret: bytes) -> str:
+    return Signer(secret).signature(token)
+
+
+def sign(token: ReservationToken, secret: bytes) -> ReservationToken:
+    """A copy of ``token`` carrying its signature."""
+    return token.replaced(signature=signature(token, secret))
+
+
 def verify(token: ReservationToken, secret: bytes) -> bool:
     """True when ``token`` is exactly as the holder of ``secret`` signed it."""
-    return _equal(token.signature, signature(token, secret))
+    return Signer(secret).verify(token)
 
 
 def same(a: ReservationToken, b: ReservationToken) -> bool:
@@ -67,8 +161,7 @@ def make_token_id(resource: str, request_id: str, secret: bytes, serial: int = 0
     ``(request_id, serial)``.  A resource passes the serial number of the
     grant, so a request id granted again after its first record was forgotten
     gets a new id (an old token or id never names the new reservation)."""
-    digest = hmac.new(secret, f"id:{request_id}:{serial}".encode(), hashlib.sha256).hexdigest()[:20]
-    return f"{resource}{TOKEN_ID_SEP}{digest}"
+    return Signer(secret).token_id(resource, request_id, serial)
 
 
 def issuer_of(token_id: str) -> str:

@@ -57,6 +57,31 @@ class Frozen(BaseModel):
         return out
 
 
+    @classmethod
+    def trusted(cls, **values: Any) -> Any:
+        """One instance from trusted, already valid ``values`` (the rest take their defaults), as
+        :meth:`trusted_many` makes them; TypeError for a required field not given or a name no field has."""
+        shape = _SHAPES.get(cls)
+        if shape is None:  # (once per class: the defaults in field order, what must be given)
+            fields = cls.model_fields
+            shape = _SHAPES[cls] = ({k: None if f.is_required() else f.get_default() for k, f in fields.items()},
+                                    frozenset(k for k, f in fields.items() if f.is_required() or f.default_factory))
+        template, needed = shape
+        if not needed <= values.keys() or not values.keys() <= template.keys():
+            raise TypeError(f"{cls.__name__}.trusted: give {sorted(needed)}, and only fields, not {sorted(values)}")
+        m = cls.__new__(cls)
+        d = template.copy()
+        d.update(values)
+        _set_dict(m, d)
+        _set_fields_set(m, set(values))
+        _set_extra(m, None)
+        _set_private(m, None)
+        return m
+
+
+_SHAPES: dict[type, tuple[dict[str, Any], frozenset[str]]] = {}
+"""Per model class: its fields' defaults in field order, and the fields :meth:`Frozen.trusted` must be given."""
+
 # pydantic keeps these in slots of BaseModel: their descriptors set them fastest
 _set_dict = BaseModel.__dict__["__dict__"].__set__
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__

@@ -333,9 +333,8 @@ class RequestBook:
                 self._event(draft, state, reason)
             for ref in refs:
                 draft.refs[ref.instance_id] = ref
-                draft.instances[ref.instance_id] = InstanceInfo(id=ref.instance_id, host=ref.host,
-                                                                started_at=ref.started_at,
-                                                                name=(names or {}).get(ref.instance_id))
+                draft.instances[ref.instance_id] = InstanceInfo.trusted(  # (a ref's own, valid values)
+                    id=ref.instance_id, host=ref.host, started_at=ref.started_at, name=(names or {}).get(ref.instance_id))
             self._commit(entry, draft)
             self._by_instance.update({ref.instance_id: entry.id for ref in refs})
             for ref in refs:

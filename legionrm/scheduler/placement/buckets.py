@@ -23,6 +23,7 @@ of the live bitmaps, so they are never stale (L2).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
 from typing import cast
 
 import numpy as np
@@ -343,7 +344,7 @@ class BucketPlacer(PathPlacer):
             if len(taken) == 1:
                 hs, c = taken[0]
                 if c == 1:  # one bucket, one copy per host: already ascending
-                    result.append([(h, 1) for h in hs.tolist()])
+                    result.append(list(zip(hs.tolist(), repeat(1))))
                     continue
                 cs = np.full(len(hs), c, np.int64)
             else:

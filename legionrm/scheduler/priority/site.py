@@ -199,6 +199,8 @@ class SitePolicy:
             names = list(self._user_names)
         unheld = cols[:, 5] == 0.0
         at, slots, cols = at[unheld], slots[unheld], cols[unheld, :5]
+        if len(at) < 2:  # the order of one needs no factors (a submit to an empty queue: no usage read)
+            return Ordered([entries[i] for i in at.tolist()], table, epoch, slots)
         users = cols[:, 3].astype(np.int64)
         running = [entries[i] for i in np.flatnonzero(found == -2).tolist()]
         fs = self.fairshare(running, now, [names[u] for u in np.unique(users).tolist()])

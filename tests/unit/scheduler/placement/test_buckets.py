@@ -9,10 +9,17 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from legionrm.scheduler.placement import PlaceConfig, Placer, requested_resources
 from legionrm.scheduler.placement.buckets import BucketPlacer, BucketSet, first_true
-from legionrm.scheduler.placement.chunkfit import BadValue
+from legionrm.scheduler.placement.chunkfit import (
+    BadValue,
+    _few_per_host,
+    _numpy_per_host,
+    compile_request,
+)
 from legionrm.scheduler.placement.nodes import NodeSpec, NodeTable
 from legionrm.scheduler.placement.nodestate import HostState
 from legionrm.scheduler.placement.pernode import PerNodePlacer
@@ -457,3 +464,15 @@ def test_values_of_the_wrong_kind_are_refused(why: str, select: str, resource: s
 def test_a_size_no_host_defines_is_shown_as_a_size() -> None:
     r = make([node("n1", ncpus=2)]).place(req("1:ncpus=1:mem=1gb"), 0, 10)
     assert r.status == "never" and "mem (R: 1gb A: 0kb T: 0kb)" in r.comment
+
+
+
+@settings(max_examples=200, deadline=None)
+@given(cpus=st.lists(st.integers(0, 300) | st.floats(0, 1e6), min_size=1, max_size=70),
+       ask=st.sampled_from(["1", "3", "0.5", "7"]), mem=st.sampled_from(["", ":mem=1gb", ":mem=0mb"]))
+def test_a_few_hosts_are_counted_as_numpy_counts_them(cpus: list[float], ask: str, mem: str) -> None:
+    """chunks_per_host counts a few hosts (a bucket set's representatives) in Python: as numpy does."""
+    table = NodeTable([node(f"n{i}", ncpus=c, mem="4gb") for i, c in enumerate(cpus)], resources=RES)
+    chunk = compile_request(table, req(f"1:ncpus={ask}{mem}"))[0]
+    idx = np.arange(table.n)
+    assert _few_per_host(table, chunk, idx, None) == _numpy_per_host(table, chunk, idx, None).tolist()
