@@ -35,6 +35,7 @@ from legionrm.hostobj.classes.actor import (  # noqa: F401 - re-exported
 from legionrm.hostobj.durable import Keeper
 from legionrm.hostobj.group import HostGroup, InstanceKey, TokenRef
 from legionrm.hostobj.live.calls import OwnerCalls
+from legionrm.hostobj.live.owner import owners_back
 from legionrm.hostobj.runner.owner import build_work
 from legionrm.hostobj.ray_node import RayNodeHost
 from legionrm.hostobj.resource import ResourceObject
@@ -172,6 +173,7 @@ class HostActor(_OneResource, HostStateCalls, _DrainCalls, OwnerCalls):
             self.core = build_host(spec, sink=sink)
         self._batch = HostGroup(self.core.name, [self.core], sink=self.core.sink)  # batches for a group of one
         self._keeper = Keeper.open(state_path, [self.core])  # restarted: its grants back, dead instances ended
+        owners_back([self.core])  # and the policy a reload gave it
         guard_resources([self.core], auth_home)
         self.door, self.views = resource_doors(auth_home, self.core.name, self._batch.attested_holder,
                                                self._batch.instance_holder)
@@ -267,6 +269,7 @@ class HostGroupActor(_Beating, HostStateCalls, _DrainCalls, OwnerCalls):
         self.core = HostGroup(name, hosts, sink=sink)
         # with a state file, what the hosts granted survives a restart of this actor
         self._keeper = Keeper.open(state_path, hosts)
+        owners_back(hosts)
         self.door, self.views = resource_doors(auth_home, group_name(name), self.core.attested_holder,
                                                self.core.instance_holder, audience=[s.name for s in specs])
 
@@ -360,6 +363,7 @@ class VaultActor(_OneResource, VaultStateCalls, OwnerCalls):
         self.core = build_vault(spec, sink=auth_sink(collection, auth_home, "vault", [spec.name]),
                                 shelf=self._open_shelf(spec.name, shelf_dir))
         self._keeper = Keeper.open(state_path, [self.core])  # restarted: its grants and uses back
+        owners_back([self.core])
         guard_resources([self.core], auth_home)
         self.door, self.views = resource_doors(auth_home, self.core.name,
                                                lambda r, t: self.core.attested_holder(t) if r == self.core.name else None)

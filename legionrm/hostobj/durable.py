@@ -31,7 +31,7 @@ import threading
 from typing import Any, Iterable, Mapping
 
 from legionrm.hostobj.records import Reservation, public
-from legionrm.models import InstanceRef, Refusal, ReservationRequest, ReservationToken
+from legionrm.models import InstanceRef, OwnerPolicy, Refusal, ReservationRequest, ReservationToken
 from legionrm.state import HostStore, StoreFault
 
 FORMAT = 1
@@ -43,6 +43,11 @@ class Durable:
     """What a :class:`~legionrm.hostobj.resource.ResourceObject` keeps across a
     restart and gives back, as its methods (the resource's base class, kept in
     this module; ``self`` is always a ResourceObject, whose records these read)."""
+
+    owner_change: OwnerPolicy | None = None
+    """The owner's policy and access list a ``legionrm reload`` gave it (None: the cluster
+    file's at ``up``), kept with its state so a restarted actor takes it back
+    (:func:`~legionrm.hostobj.live.owner.owners_back`)."""
 
     @public
     def cancel_requests(self, request_ids: list[str] | tuple[str, ...], *, prefix: bool = False) -> list[str]:
@@ -79,6 +84,7 @@ class Durable:
                 "instances": [{"ref": ref.model_dump(mode="json"), "token_id": r.token.token_id}
                               for ref, r in getattr(self, "_instances", {}).values()],
                 "uses": dict(getattr(self, "_uses", {})),
+                "owner": None if self.owner_change is None else self.owner_change.model_dump(mode="json"),
             }
 
     def restore_durable(self, body: Mapping[str, Any]) -> int:
@@ -116,6 +122,8 @@ class Durable:
             uses = getattr(self, "_uses", None)
             if uses is not None:  # a vault: the space each instance uses, by use id
                 uses.update({u: t for u, t in body.get("uses", {}).items() if t in self._by_token})
+            if body.get("owner") is not None:  # a reload's policy: the actor puts it back (owners_back)
+                self.owner_change = OwnerPolicy.model_validate(body["owner"])
             self._next_deadline = -math.inf  # the next call sweeps what came due while the actor was down
         return back
 

@@ -6,6 +6,6 @@
   only forwards to ``owner``.
 """
 
-from legionrm.hostobj.live.owner import policy_for, reconfigure
+from legionrm.hostobj.live.owner import owners_back, policy_for, reconfigure
 
-__all__ = ["policy_for", "reconfigure"]
+__all__ = ["owners_back", "policy_for", "reconfigure"]

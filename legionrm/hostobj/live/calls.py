@@ -22,7 +22,8 @@ class OwnerCalls:
         """Give each resource of ``changes`` its owner's policy and access list, all or none
         (``legionrm reload``; with ``check`` only whether it could): the system or an administrator."""
         self.views.require_system(proof, "reconfigure", {"changes": changes, "check": check}, admin=True)
-        return reconfigure(self._carried, changes, check)
+        keeper = getattr(self, "_keeper", None)
+        return reconfigure(self._carried, changes, check, keep=None if keeper is None else keeper.save)
 
     def _carried(self, name: str) -> ResourceObject | None:
         group = getattr(self, "_batch", None) or self.core

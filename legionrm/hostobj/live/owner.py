@@ -14,6 +14,7 @@ granted; the new policy judges what is asked from then on.  Pure: no Ray.
 
 from __future__ import annotations
 
+import logging
 from typing import Callable, Sequence
 
 from legionrm import codes
@@ -25,6 +26,9 @@ from legionrm.hostobj.records import public
 from legionrm.hostobj.resource import ResourceObject
 from legionrm.hostobj.vault import VaultObject
 from legionrm.models import AccessPolicy, OwnerPolicy, Refusal
+from legionrm.state import StoreFault
+
+log = logging.getLogger(__name__)
 
 Find = Callable[[str], ResourceObject | None]
 """The resource of a name among those an actor carries (None: not carried here)."""
@@ -59,10 +63,14 @@ def _swap(resource: ResourceObject, policy: Policy | None, access: AccessPolicy)
     resource.policy, resource.access = policy, access
 
 
-def reconfigure(find: Find, changes: Sequence[OwnerPolicy], check: bool = False) -> Refusal | None:
+def reconfigure(find: Find, changes: Sequence[OwnerPolicy], check: bool = False,
+                keep: Callable[[], object] | None = None) -> Refusal | None:
     """Give each resource of ``changes`` its policy and access list, all or none (see the
-    module); with ``check``, only say whether it could.  None when done (or possible), else
-    the refusal (``reload.refused``, naming the resource) and nothing changed."""
+    module); with ``check``, only say whether it could.  ``keep`` writes the resources'
+    durable states (their ``owner_change`` with them) before any policy changes; a write
+    that fails (StoreFault) changes nothing and is answered with the fault's code.  None
+    when done (or possible), else the refusal (``reload.refused``, naming the resource)
+    and nothing changed.  Idempotent."""
     built: list[tuple[ResourceObject, Policy | None, AccessPolicy]] = []
     for change in changes:
         resource = find(change.resource)
@@ -76,8 +84,37 @@ def reconfigure(find: Find, changes: Sequence[OwnerPolicy], check: bool = False)
             return Refusal(code=codes.RELOAD_REFUSED, by=change.resource, reason=f"{where}{exc}")
     if check:
         return None
+    if keep is not None:  # written first: an actor Ray restarts takes these policies back (owners_back)
+        before = [(resource, resource.owner_change) for resource, _, _ in built]
+        for (resource, _, _), change in zip(built, changes):
+            resource.owner_change = change
+        try:
+            keep()
+        except StoreFault as fault:
+            for resource, old in before:
+                resource.owner_change = old
+            return Refusal(code=fault.code, by=changes[0].resource, reason=f"the new policies are not written: {fault}")
     for resource, policy, access in built:
         _swap(resource, policy, access)
         if resource.joined:  # the record carries the access list (a heartbeat carries attributes only)
             resource.join()
     return None
+
+
+def owners_back(resources: Sequence[ResourceObject]) -> None:
+    """After a restart of the actor carrying ``resources``: each that a reload had given an
+    owner's policy (its restored ``owner_change``) takes it back before it serves.  A
+    policy that no longer builds (its module gone since) leaves the cluster file's, and
+    says so in the log: the resource still serves."""
+    for resource in resources:
+        change = resource.owner_change
+        if change is None:
+            continue
+        try:
+            _swap(resource, policy_for(resource, change), change.access)
+        except ConfigError as exc:
+            log.warning("%s %s keeps the cluster file's policy: its reloaded one does not build: %s",
+                        change.kind, change.resource, exc)
+            continue
+        if resource.joined:
+            resource.join()

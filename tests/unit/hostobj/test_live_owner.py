@@ -8,7 +8,9 @@ from __future__ import annotations
 import pytest
 
 from legionrm.hostobj import HostGroup, HostObject, build_host, build_vault
-from legionrm.hostobj.live import reconfigure
+from legionrm.hostobj.durable import Keeper
+from legionrm.hostobj.live import owners_back, reconfigure
+from legionrm.state import StoreFault
 from legionrm.models import (
     AccessPolicy,
     Holder,
@@ -126,3 +128,36 @@ def test_a_vault_takes_its_owners_policy_too() -> None:
                          access=AccessPolicy(deny_users=("ann",)))
     assert reconfigure(lambda n: v if n == "v1" else None, [change]) is None
     assert v.policy is not None and v.policy.name == "DenyUsers(ann)" and "ann" in sink.records["v1"].access.deny_users
+
+
+def fresh(path: str) -> tuple[HostGroup, Keeper]:
+    """The group as an actor Ray restarted builds it: from the cluster file, then its state file."""
+    g, _ = group()
+    keeper = Keeper.open(path, [g.get(n) for n in g.names()])
+    owners_back([g.get(n) for n in g.names()])
+    return g, keeper
+
+
+def test_a_reloaded_policy_is_written_first_and_an_actor_restarted_takes_it_back(tmp_path) -> None:
+    path = str(tmp_path / "hosts.sqlite")
+    g, keeper = fresh(path)
+    access = AccessPolicy(deny_users=("cy",))
+    assert reconfigure(g.get, [deny("h1", "ann", access=access)], keep=keeper.save) is None
+    keeper.store.close()
+    back, _ = fresh(path)
+    assert state(back)[0] == ("DenyUsers(ann)", access)  # not the cluster file's (no policy, open access)
+    assert isinstance(ask(back, "h1"), Refusal) and not isinstance(ask(back, "h2"), Refusal)
+    assert state(back)[1:] == state(group()[0])[1:]  # the hosts no reload touched: as the file says
+
+
+def test_a_policy_the_store_cannot_write_is_not_applied(tmp_path) -> None:
+    g, keeper = fresh(str(tmp_path / "hosts.sqlite"))
+    before = state(g)
+
+    def full() -> None:
+        raise StoreFault("state.disk_full", "host state", "hosts.sqlite", "database or disk is full")
+
+    why = reconfigure(g.get, [deny("h1", "ann")], keep=full)
+    assert isinstance(why, Refusal) and why.code == "state.disk_full"
+    assert state(g) == before and g.get("h1").owner_change is None
+    assert not isinstance(ask(g, "h1"), Refusal)
