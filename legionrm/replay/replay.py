@@ -30,7 +30,8 @@ import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from legionrm.inprocess import LocalSystem
+from legionrm.collection.collection import Collection
+from legionrm.enactor.enactor import Enactor
 from legionrm.models import (
     ClassSpec,
     ClusterSpec,
@@ -43,8 +44,11 @@ from legionrm.models import (
     SchedulingRequest,
     StatusEvent,
 )
+from legionrm.replay.hosts import ReplayHosts
 from legionrm.replay.metrics import Outcome
 from legionrm.replay.swf import Job
+from legionrm.scheduler.scheduler import Scheduler
+from legionrm.scheduler.wiring import SchedulerPorts, wire
 
 POLICIES: dict[str, QueueSpec] = {
     "fcfs": QueueSpec(policy="fcfs", order="submit"),
@@ -93,6 +97,19 @@ def request_of(job: Job, cpus_per_host: int) -> SchedulingRequest:
                              objects=tuple(objects))
 
 
+def build(spec: ClusterSpec, clock: Callable[[], float]) -> tuple[Scheduler, ReplayHosts]:
+    """The real Scheduler (:func:`~legionrm.scheduler.wiring.wire`) over a Collection of ``spec``'s
+    hosts, negotiating through the real Enactor with the replay's hosts (:mod:`.hosts`)."""
+    collection = Collection(heartbeat_interval_s=spec.collection.heartbeat_interval_s,
+                            stale_after=spec.collection.stale_after, clock=clock)
+    fleet = ReplayHosts(spec.hosts, collection, clock)
+    # simulated hosts never veto: one master without deltas is all a plan needs
+    settings = SchedulerSettings(cluster=spec, max_masters=1, max_deltas=0, max_attempts=10**9)
+    ports = SchedulerPorts(collection=collection, clock=clock, stopper=fleet,
+                           enactor=lambda approve: Enactor(fleet, clock=clock, approve=approve))
+    return wire(settings, ports).scheduler, fleet
+
+
 class _Clock:
     def __init__(self) -> None:
         self.now = EPOCH
@@ -107,11 +124,7 @@ def replay(jobs: Sequence[Job], hosts: int, cpus_per_host: int, policy: str | Qu
     refused by the Scheduler (``request.too_big``) and left out."""
     queue = POLICIES[policy] if isinstance(policy, str) else policy
     clock = _Clock()
-    spec = cluster(hosts, cpus_per_host, queue)
-    # simulated hosts never veto: one master without deltas is all a plan needs
-    system = LocalSystem(spec, clock=clock, settings=SchedulerSettings(
-        cluster=spec, max_masters=1, max_deltas=0, max_attempts=10**9))
-    sched = system.scheduler
+    sched, fleet = build(cluster(hosts, cpus_per_host, queue), clock)
     by_id = {f"job{j.number:010d}": j for j in jobs}
     out = Replay()
     ends: list[tuple[float, str]] = []  # (time, request id)
@@ -119,8 +132,7 @@ def replay(jobs: Sequence[Job], hosts: int, cpus_per_host: int, policy: str | Qu
 
     def report() -> None:
         if changed:
-            for group in system.groups.values():  # one batched report per host group
-                group.heartbeat(sorted(changed))
+            fleet.report(sorted(changed))
             changed.clear()
 
     def seen(event: StatusEvent) -> None:
@@ -141,7 +153,7 @@ def replay(jobs: Sequence[Job], hosts: int, cpus_per_host: int, policy: str | Qu
         t = min(EPOCH + order[i].submit if i < len(order) else float("inf"), ends[0][0] if ends else float("inf"))
         clock.now = t
         if t - full > FULL_REPORT_S:
-            system.heartbeat()
+            fleet.report()
             full = t
         while ends and ends[0][0] <= t:
             _, rid = heapq.heappop(ends)
