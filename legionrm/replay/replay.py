@@ -1,8 +1,14 @@
 """A trace replayed through the real Scheduler, in simulated time.
 
-The in-process system (:class:`~legionrm.inprocess.LocalSystem`) is built
-with ``hosts`` simulated hosts of ``cpus_per_host`` cpus each and a clock
-the replay moves.  A job of ``p`` processors is one request: ``p //
+The Scheduler is the real one (:func:`~legionrm.scheduler.wiring.wire`:
+its queue, site policy, backfill and planner), planning over a real
+Collection and negotiating through the real Enactor, with a clock the
+replay moves.  Below the Enactor, ``hosts`` simulated hosts of
+``cpus_per_host`` cpus each are the replay's light hosts
+(:class:`~legionrm.replay.hosts.ReplayHosts`: the same grants, refusals
+and reported attributes as live simulated hosts, without signed tokens,
+class objects or calendars; see that module for what they leave out).
+A job of ``p`` processors is one request: ``p //
 cpus_per_host`` whole-host instances (class ``Job``) and one instance of the
 rest (class ``JobPart``), each with the job's requested time as its
 walltime.  At each time point, in order:
