@@ -116,9 +116,10 @@ class ReplayHosts:
         r = request.resources
         cap, used = self._cap[i], self._used[i]
         amount = cap if r.exclusive else (float(r.cpus), float(r.memory_gb), float(r.gpus))
-        if r.custom or any(a > c + _EPS for a, c in zip(amount, cap)):
+        (a0, a1, a2), (c0, c1, c2) = amount, cap  # (three dimensions, spelt out: once per instance)
+        if r.custom or a0 > c0 + _EPS or a1 > c1 + _EPS or a2 > c2 + _EPS:
             return Refusal(code=codes.CAPACITY_TOTAL, by=name, reason=f"asks {_show(r)}; capacity is {_show_vec(cap)}")
-        if any(u + a > c + _EPS for u, a, c in zip(used, amount, cap)):
+        if used[0] + a0 > c0 + _EPS or used[1] + a1 > c1 + _EPS or used[2] + a2 > c2 + _EPS:
             free = tuple(c - u for c, u in zip(cap, used))
             return Refusal(code=codes.CAPACITY, by=name, reason=f"asks {_show(r)}; free at start: {_show_vec(free)}")
         end = now + request.duration_s if request.duration_s is not None else None
