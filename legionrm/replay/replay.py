@@ -53,6 +53,7 @@ from legionrm.models import (
 from legionrm.replay.hosts import ReplayHosts
 from legionrm.replay.metrics import Outcome
 from legionrm.replay.swf import Job
+from legionrm.scheduler.depend.hooks import end_runs
 from legionrm.scheduler.scheduler import Scheduler
 from legionrm.scheduler.wiring import SchedulerPorts, wire
 
@@ -164,11 +165,13 @@ def replay(jobs: Sequence[Job], hosts: int, cpus_per_host: int, policy: str | Qu
         while ends and ends[0][0] <= t:
             _, rid = heapq.heappop(ends)
             entry = sched.book.get(rid)
-            for iid in entry.live_instances() if entry is not None else ():
+            live = entry.live_instances() if entry is not None else []
+            for iid in live:
                 ref = entry.refs[iid]
                 sched.enactment.stop(ref, "ended")
-                sched.instance_ended(iid, "ended", replan=False)
                 changed.add(ref.host)
+            if live:  # the Scheduler is told, as its watch would tell it (one write for the request's instances)
+                end_runs(sched, entry, live, "ended")
         report()
         while i < len(order) and EPOCH + order[i].submit <= t:
             sched.scheduleObjects(request_of(order[i], cpus_per_host), try_now=False)
