@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from legionrm import codes
 from legionrm.collection.collection import Collection
+from legionrm.enactor.ports import CreateItem
 from legionrm.hostobj.build import build_host
 from legionrm.hostobj.tokens import TOKEN_ID_SEP
 from legionrm.models import (
@@ -141,11 +142,11 @@ class ReplayHosts:
             if b is not None and b.status == "active" and (b.token is t or b.token == t):
                 self._free(b)
 
-    def create_instances(self, items: Sequence) -> list[InstanceRef | Refusal]:
+    def create_instances(self, items: Sequence[CreateItem]) -> list[InstanceRef | Refusal]:
         """Start each item's instance on its token's host (the checks: see the module)."""
         return [self._start(it) for it in items]
 
-    def _start(self, item) -> InstanceRef | Refusal:
+    def _start(self, item: CreateItem) -> InstanceRef | Refusal:
         token: ReservationToken = item.host_token
         name = item.host
         b = self._bookings.get(token.token_id)
