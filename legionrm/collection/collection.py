@@ -95,6 +95,11 @@ class CollectionSnapshot:
         self._served = served
         self._alive_mask: np.ndarray | None = None
 
+    @property
+    def served_query(self) -> str | None:
+        """The MIL query the resources this view serves match (None: every resource)."""
+        return self._served
+
     def served(self, text: str) -> "CollectionSnapshot":
         """This view as one scheduler sees it: the resources not matching the
         MIL ``text`` are unavailable (a scheduler serving some nodepools plans

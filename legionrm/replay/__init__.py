@@ -2,7 +2,8 @@
 Scheduler in simulated time (``legionrm simulate --swf``).
 
 - :mod:`.swf`: the trace format;
-- :mod:`.replay`: the in-process system, the time points, the policies;
+- :mod:`.replay`: the Scheduler it runs, the time points, the policies;
+- :mod:`.hosts`: the simulated hosts below the Enactor (a light resource port);
 - :mod:`.metrics`: utilization, waits, bounded slowdown, Jain's index.
 """
 

@@ -1,8 +1,14 @@
 """A trace replayed through the real Scheduler, in simulated time.
 
-The in-process system (:class:`~legionrm.inprocess.LocalSystem`) is built
-with ``hosts`` simulated hosts of ``cpus_per_host`` cpus each and a clock
-the replay moves.  A job of ``p`` processors is one request: ``p //
+The Scheduler is the real one (:func:`~legionrm.scheduler.wiring.wire`:
+its queue, site policy, backfill and planner), planning over a real
+Collection and negotiating through the real Enactor, with a clock the
+replay moves.  Below the Enactor, ``hosts`` simulated hosts of
+``cpus_per_host`` cpus each are the replay's light hosts
+(:class:`~legionrm.replay.hosts.ReplayHosts`: the same grants, refusals
+and reported attributes as live simulated hosts, without signed tokens,
+class objects or calendars; see that module for what they leave out).
+A job of ``p`` processors is one request: ``p //
 cpus_per_host`` whole-host instances (class ``Job``) and one instance of the
 rest (class ``JobPart``), each with the job's requested time as its
 walltime.  At each time point, in order:
@@ -30,7 +36,8 @@ import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from legionrm.inprocess import LocalSystem
+from legionrm.collection.collection import Collection
+from legionrm.enactor.enactor import Enactor
 from legionrm.models import (
     ClassSpec,
     ClusterSpec,
@@ -43,8 +50,12 @@ from legionrm.models import (
     SchedulingRequest,
     StatusEvent,
 )
+from legionrm.replay.hosts import ReplayHosts
 from legionrm.replay.metrics import Outcome
 from legionrm.replay.swf import Job
+from legionrm.scheduler.depend.hooks import end_runs
+from legionrm.scheduler.scheduler import Scheduler
+from legionrm.scheduler.wiring import SchedulerPorts, wire
 
 POLICIES: dict[str, QueueSpec] = {
     "fcfs": QueueSpec(policy="fcfs", order="submit"),
@@ -93,6 +104,19 @@ def request_of(job: Job, cpus_per_host: int) -> SchedulingRequest:
                              objects=tuple(objects))
 
 
+def build(spec: ClusterSpec, clock: Callable[[], float]) -> tuple[Scheduler, ReplayHosts]:
+    """The real Scheduler (:func:`~legionrm.scheduler.wiring.wire`) over a Collection of ``spec``'s
+    hosts, negotiating through the real Enactor with the replay's hosts (:mod:`.hosts`)."""
+    collection = Collection(heartbeat_interval_s=spec.collection.heartbeat_interval_s,
+                            stale_after=spec.collection.stale_after, clock=clock)
+    fleet = ReplayHosts(spec.hosts, collection, clock)
+    # simulated hosts never veto: one master without deltas is all a plan needs
+    settings = SchedulerSettings(cluster=spec, max_masters=1, max_deltas=0, max_attempts=10**9)
+    ports = SchedulerPorts(collection=collection, clock=clock, stopper=fleet,
+                           enactor=lambda approve: Enactor(fleet, clock=clock, approve=approve))
+    return wire(settings, ports).scheduler, fleet
+
+
 class _Clock:
     def __init__(self) -> None:
         self.now = EPOCH
@@ -107,11 +131,7 @@ def replay(jobs: Sequence[Job], hosts: int, cpus_per_host: int, policy: str | Qu
     refused by the Scheduler (``request.too_big``) and left out."""
     queue = POLICIES[policy] if isinstance(policy, str) else policy
     clock = _Clock()
-    spec = cluster(hosts, cpus_per_host, queue)
-    # simulated hosts never veto: one master without deltas is all a plan needs
-    system = LocalSystem(spec, clock=clock, settings=SchedulerSettings(
-        cluster=spec, max_masters=1, max_deltas=0, max_attempts=10**9))
-    sched = system.scheduler
+    sched, fleet = build(cluster(hosts, cpus_per_host, queue), clock)
     by_id = {f"job{j.number:010d}": j for j in jobs}
     out = Replay()
     ends: list[tuple[float, str]] = []  # (time, request id)
@@ -119,8 +139,7 @@ def replay(jobs: Sequence[Job], hosts: int, cpus_per_host: int, policy: str | Qu
 
     def report() -> None:
         if changed:
-            for group in system.groups.values():  # one batched report per host group
-                group.heartbeat(sorted(changed))
+            fleet.report(sorted(changed))
             changed.clear()
 
     def seen(event: StatusEvent) -> None:
@@ -141,16 +160,18 @@ def replay(jobs: Sequence[Job], hosts: int, cpus_per_host: int, policy: str | Qu
         t = min(EPOCH + order[i].submit if i < len(order) else float("inf"), ends[0][0] if ends else float("inf"))
         clock.now = t
         if t - full > FULL_REPORT_S:
-            system.heartbeat()
+            fleet.report()
             full = t
         while ends and ends[0][0] <= t:
             _, rid = heapq.heappop(ends)
             entry = sched.book.get(rid)
-            for iid in entry.live_instances() if entry is not None else ():
+            live = entry.live_instances() if entry is not None else []
+            for iid in live:
                 ref = entry.refs[iid]
                 sched.enactment.stop(ref, "ended")
-                sched.instance_ended(iid, "ended", replan=False)
                 changed.add(ref.host)
+            if live:  # the Scheduler is told, as its watch would tell it (one write for the request's instances)
+                end_runs(sched, entry, live, "ended")
         report()
         while i < len(order) and EPOCH + order[i].submit <= t:
             sched.scheduleObjects(request_of(order[i], cpus_per_host), try_now=False)

@@ -81,7 +81,8 @@ class Entry:
 
     def holds_objects(self) -> bool:
         """Does any of its objects still run or rest inert (its state in a vault), or wait for its stage?"""
-        return any(info.state in ("running", "inert") for info in self.instances.values()) or (
+        # newest first: instances end in the order they started, so one still running is found at once
+        return any(info.state in ("running", "inert") for info in reversed(self.instances.values())) or (
             self.state == "running" and self._graph() and waits(self.request.objects, this_run(self.history,
                                                                                                self.instances.values())))
 

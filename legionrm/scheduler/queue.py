@@ -65,6 +65,11 @@ class RequestQueue:
         why = self.depend_why(entry)  # (a Refusal is falsy: an Outcome)
         return why if why is not None else self.site.blocked(entry, self.site.limits(self._book.entries(), entry.user))
 
+    def unlimited(self, entry: Entry) -> bool:
+        """Can nothing keep ``entry`` waiting (no dependency, ``begin_at``, array limit, hold or QoS limit)?"""
+        r = entry.request
+        return (self.depend is None or self.depend.unbound(r)) and self.site.unlimited(r)
+
     def depend_why(self, entry: Entry, counts: ArrayCounts | None = None) -> Refusal | None:
         """Why ``entry``'s dependencies, ``begin_at`` or array keep it waiting (a held one: only its hold)."""
         return None if self.depend is None or entry.request.hold is not None else self.depend.blocked(entry, counts)
@@ -155,6 +160,8 @@ class PassGate:
         """True when ``entry`` is over a limit of its QoS now: it waits
         (``wait``, pending with the limit as its reason) and the pass goes
         past it (no reserved start, nobody kept waiting behind it)."""
+        if self._queue.unlimited(entry):  # (most requests: no claim, no count to ask)
+            return False
         with self._queue.claim(entry.id) as claimed:
             return claimed and entry.state == "pending" and self._waits(entry)
 

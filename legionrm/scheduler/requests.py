@@ -375,17 +375,26 @@ class RequestBook:
         already ended (idempotent)."""
         with self._lock:
             entry = self.owner_of(instance_id)
-            if entry is None:
+            if entry is None or not self.end_instances(entry, [instance_id], state, reason, result):
                 return None
-            info = entry.instances[instance_id]
-            if info.state != "running":
-                return None
-            draft = entry.draft()
-            draft.instances[instance_id] = info.model_copy(
-                update={"state": state, "ended_at": self.clock(), "reason": reason, "result": result})
-            self._commit(entry, draft)
-            self.tell(entry, INSTANCE_STATUS.get(state, "ended"), reason, instance_id)
             return entry
+
+    def end_instances(self, entry: Entry, instance_ids: Iterable[str], state: str, reason: str,
+                      result: WorkResult | None = None) -> list[str]:
+        """Mark ``entry``'s instances ``instance_ids`` ended, in one write; returns those that
+        were running (the others, unknown or ended already, are left as they are)."""
+        with self._lock:
+            ending = [i for i in instance_ids if (info := entry.instances.get(i)) is not None and info.state == "running"]
+            if not ending:
+                return []
+            draft, now = entry.draft(), self.clock()
+            for iid in ending:
+                draft.instances[iid] = entry.instances[iid].model_copy(
+                    update={"state": state, "ended_at": now, "reason": reason, "result": result})
+            self._commit(entry, draft)
+            for iid in ending:
+                self.tell(entry, INSTANCE_STATUS.get(state, "ended"), reason, iid)
+            return ending
 
 
     def set_result(self, entry: Entry, instance_id: str, result: WorkResult) -> None:

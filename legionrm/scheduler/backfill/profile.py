@@ -63,12 +63,17 @@ class Shadow(NamedTuple):
 
 class Spare(Mapping[str, float]):
     """A hold's spare cpus by host name, kept as the profile's arrays (a
-    pass reads them as arrays; the planner's ``held_table`` reads the names,
-    built on first use)."""
+    pass reads them as arrays, and so does the planner's ``held_table``,
+    through :attr:`columns`; the names are built on first use)."""
 
     def __init__(self, names: list[str], hosts: np.ndarray, cpus: np.ndarray) -> None:
         self.names, self.hosts, self.cpus = names, hosts, cpus
         self._dict: dict[str, float] | None = None
+
+    @property
+    def columns(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """``(names, positions, spares)``: the spare of host ``names[positions[k]]`` is ``spares[k]``."""
+        return self.names, self.hosts, self.cpus
 
     def _as_dict(self) -> dict[str, float]:
         if self._dict is None:
@@ -138,12 +143,13 @@ class Profile:
 
     def add(self, usage: Usage) -> None:
         """Count ``usage``: cpus taken now (or at its start) and given back at its end."""
+        hosts, cpus = np.array(usage.hosts, dtype=float), np.array(usage.cpus, dtype=float)
         if usage.start <= self.now:
             np.subtract.at(self.free, list(usage.hosts), usage.cpus)
-        else:
-            self._push((usage.start, h, -c) for h, c in zip(usage.hosts, usage.cpus))
+        else:  # (as columns: the events in the same order)
+            self._push(np.column_stack([np.full(len(hosts), usage.start), hosts, -cpus]))
         if usage.end < INF:
-            self._push((usage.end, h, c) for h, c in zip(usage.hosts, usage.cpus))
+            self._push(np.column_stack([np.full(len(hosts), usage.end), hosts, cpus]))
         self._steps = self._later = self._gains = self._seen = None
 
     def _push(self, events: Iterable[tuple[float, int, float]] | np.ndarray) -> None:

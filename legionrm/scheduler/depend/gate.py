@@ -31,7 +31,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from legionrm import codes
-from legionrm.models import FINAL_STATES, Refusal
+from legionrm.models import FINAL_STATES, Refusal, SchedulingRequest
 from legionrm.models.arrays import parse_array, task_id
 from legionrm.scheduler.requests import LIVE_STATES, Entry, RequestBook
 
@@ -106,6 +106,12 @@ class Depend:
     def counts(self) -> ArrayCounts:
         """The arrays' running tasks now (for one pass: :meth:`ArrayCounts.started` keeps it up)."""
         return ArrayCounts(self.book)
+
+    @staticmethod
+    def unbound(request: SchedulingRequest) -> bool:
+        """Does ``request`` have no dependency, no ``begin_at`` and no array limit (then :meth:`blocked` is None)?"""
+        return (not request.after_ok and not request.after_any and not request.after_not_ok
+                and request.begin_at is None and (request.array is None or request.array_index is None))
 
     def blocked(self, entry: Entry, counts: ArrayCounts | None = None) -> Refusal | None:
         """Why ``entry`` may not start now (see the module); None: it may."""

@@ -25,6 +25,16 @@ def end_run(core: Any, entry: Entry, instance_id: str, reason: str) -> None:
             core.accounts.book_back(entry)
 
 
+def end_runs(core: Any, entry: Entry, instance_ids: list[str], reason: str) -> list[str]:
+    """``entry``'s instances ``instance_ids`` ended by themselves (not lost): as
+    :meth:`~legionrm.scheduler.scheduler.Scheduler.instance_ended` for each, without
+    a re-plan, in one write of the book; returns those that were running."""
+    ended = core.book.end_instances(entry, instance_ids, "ended", reason)
+    if ended:
+        end_run(core, entry, ended[-1], reason)  # (none was lost: only the last can end the request)
+    return ended
+
+
 def cancel_never(core: Any, entry: Entry, why: Refusal) -> SchedulerResponse:
     """A dependency of ``entry`` can never be met: it ends cancelled, with ``why`` as its reason."""
     if core.book.finish(entry, "cancelled", f"{why.code}: {why.reason}"[:500]):

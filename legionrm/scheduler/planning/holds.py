@@ -15,6 +15,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from legionrm.scheduler.planning.pipeline import HostTable
 
 
@@ -36,11 +38,36 @@ def held_table(table: HostTable, holds: Sequence[Hold], end: float) -> HostTable
     binding = [h for h in holds if end > h.start and h.spare]
     if not binding:
         return table
-    where = {str(n): i for i, n in enumerate(table.names)}
+    where: dict[str, int] | None = None
     free = table.free_cpus.copy()
     for hold in binding:
+        columns = getattr(hold.spare, "columns", None)
+        if columns is not None:  # the queue's holds: as arrays (the hosts named once per list of names)
+            names, hosts, spares = columns
+            at = _positions(names, table.names)[hosts]
+            keep = at >= 0
+            at = at[keep]
+            free[at] = np.minimum(free[at], np.maximum(spares[keep], 0.0))
+            continue
+        where = where if where is not None else {str(n): i for i, n in enumerate(table.names)}
         for host, spare in hold.spare.items():
             i = where.get(host)
             if i is not None:
                 free[i] = min(free[i], max(spare, 0.0))
     return dataclasses.replace(table, free_cpus=free)
+
+
+_last: tuple[list[str], np.ndarray, np.ndarray] | None = None
+"""The last names :func:`_positions` placed, the table names it placed them in, and their positions."""
+
+
+def _positions(names: list[str], table_names: np.ndarray) -> np.ndarray:
+    """Each of ``names``'s position in ``table_names`` (-1: not there); kept for the same two lists."""
+    global _last
+    last = _last
+    if last is not None and last[0] is names and last[1] is table_names:
+        return last[2]
+    where = {str(n): i for i, n in enumerate(table_names)}
+    pos = np.fromiter((where.get(n, -1) for n in names), np.int64, len(names))
+    _last = (names, table_names, pos)
+    return pos

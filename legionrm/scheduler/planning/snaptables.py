@@ -42,8 +42,28 @@ def host_groups(snap: CollectionSnapshot) -> np.ndarray:
     return out
 
 
+_last: tuple[object, float, str | None, HostTable] | None = None
+"""The last table :func:`base_table` built, with what it was built from."""
+
+
 def base_table(snap: CollectionSnapshot) -> HostTable:
-    """Every available host in the snapshot as columns, name order."""
+    """Every available host in the snapshot as columns, name order.  Read-only
+    arrays: the table of the same table contents, time and served hosts is
+    built once (a pass and each of its attempts read it again, from snapshots
+    of an unchanged Collection)."""
+    global _last
+    last = _last
+    if last is not None and last[0] is snap.table and last[1] == float(snap.now) and last[2] == snap.served_query:
+        return last[3]
+    table = _build(snap)
+    for value in vars(table).values():
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+    _last = (snap.table, float(snap.now), snap.served_query, table)
+    return table
+
+
+def _build(snap: CollectionSnapshot) -> HostTable:
     rows = snap.rows('$kind == "host"')
     num = lambda attr, default: snap.numeric(attr, rows, default)  # noqa: E731
     cpus, mem, gpus = num("cpus", 0.0), num("memory_gb", 0.0), num("gpus", 0.0)

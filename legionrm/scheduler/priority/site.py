@@ -270,6 +270,13 @@ class SitePolicy:
                     pending.append(self.ask(e))
         return QosLimits(self.settings.qos, held, pending)
 
+    def unlimited(self, request: SchedulingRequest) -> bool:
+        """Can no limit ever keep ``request`` waiting: not held, and its QoS is known and has no limit
+        (then :meth:`blocked` is None whatever the pass's counts; a pass need not ask)."""
+        q = self.settings.qos.get(self.qos_of(request))
+        return (request.hold is None and q is not None and q.max_walltime_s is None
+                and q.max_pending_per_user is None and q.max_running_cpus_per_user is None)
+
     def blocked(self, entry: Entry, limits: QosLimits) -> Refusal | None:
         """Why ``entry`` may not be tried now: held, or over a limit of its QoS (None: it may)."""
         if entry.request.hold is not None:
