@@ -210,8 +210,7 @@ class SitePolicy:
         cols[:, 3] = factor[users]
         ranked = np.asarray(order_of(cols, lambda i: entries[at[i]].id, now, self.formula), np.int64)
         picked = at[ranked].tolist()
-        out = itemgetter(*picked)(entries) if len(picked) > 1 else [entries[i] for i in picked]
-        return Ordered(out, table, epoch, slots[ranked])
+        return Ordered(itemgetter(*picked)(entries), table, epoch, slots[ranked])  # (two or more: a tuple)
 
     def _number(self, entries: list[Entry]) -> np.ndarray:
         """Slots for requests not numbered yet, and their rows of :func:`order_of`'s
