@@ -95,10 +95,15 @@ def reconfigure(find: Find, changes: Sequence[OwnerPolicy], check: bool = False,
                 resource.owner_change = old
             return Refusal(code=fault.code, by=changes[0].resource, reason=f"the new policies are not written: {fault}")
     for resource, policy, access in built:
-        _swap(resource, policy, access)
-        if resource.joined:  # the record carries the access list (a heartbeat carries attributes only)
-            resource.join()
+        _take(resource, policy, access)
     return None
+
+
+def _take(resource: ResourceObject, policy: Policy | None, access: AccessPolicy) -> None:
+    """``resource`` judges by ``policy`` and ``access`` from now on, and the Collection hears the new access list."""
+    _swap(resource, policy, access)
+    if resource.joined:  # the record carries the access list (a heartbeat carries attributes only)
+        resource.join()
 
 
 def owners_back(resources: Sequence[ResourceObject]) -> None:
@@ -111,10 +116,9 @@ def owners_back(resources: Sequence[ResourceObject]) -> None:
         if change is None:
             continue
         try:
-            _swap(resource, policy_for(resource, change), change.access)
+            policy = policy_for(resource, change)
         except ConfigError as exc:
             log.warning("%s %s keeps the cluster file's policy: its reloaded one does not build: %s",
                         change.kind, change.resource, exc)
             continue
-        if resource.joined:
-            resource.join()
+        _take(resource, policy, change.access)
