@@ -40,7 +40,8 @@ from typing import Any, Callable, Mapping, Protocol, cast
 
 import numpy as np
 
-from legionrm.collection.table import AttributeTable, TableSnapshot
+from legionrm.collection.snapshot import TableSnapshot
+from legionrm.collection.table import AttributeTable
 from legionrm.errors import CollectionError, UnknownResourceError
 from legionrm.mil import compile_query
 from legionrm.mil import values as V

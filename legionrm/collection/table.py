@@ -13,213 +13,25 @@ table copies a column (once) only when it next writes a row that a live
 snapshot can see.  Appending rows beyond what the snapshot sees copies
 nothing.  Strings go into one append-only dictionary shared with snapshots
 (codes are never reused; a string outlives the rows that used it).
+
+Each column is a :class:`~legionrm.collection.column.MutableColumn`, a
+snapshot a :class:`~legionrm.collection.snapshot.TableSnapshot`; values are
+checked by :mod:`legionrm.collection.attrvalues`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from legionrm.collection.attrvalues import as_column, check_values, plain_values
+from legionrm.collection.column import MutableColumn
+from legionrm.collection.snapshot import TableSnapshot
 from legionrm.errors import CollectionError, UnknownResourceError
 from legionrm.mil import values as V
-from legionrm.mil.columns import Column, ColumnTable, StringDict, column_from_values
-
-_DTYPES = {"b": bool, "i": np.int64, "f": np.float64, "s": np.int32}
-_KIND_FIELD = {V.BOOL: "b", V.INT: "i", V.FLOAT: "f", V.STR: "s"}
-
-
-class _MutableColumn:
-    """Arrays of one attribute at the table's capacity, plus live-row tag counts.
-
-    The per-row tag array is allocated only once the live rows stop sharing
-    one kind (``utag``): a column every resource exports as an int costs its
-    int64 array and nothing more.
-    """
-
-    __slots__ = ("cap", "tag", "utag", "b", "i", "f", "s", "counts", "shared", "snap_rows")
-
-    def __init__(self, capacity: int, n: int) -> None:
-        self.cap = capacity
-        self.tag: np.ndarray | None = None  # None: every live row has kind utag
-        self.utag = V.UNDEF
-        self.b: np.ndarray | None = None
-        self.i: np.ndarray | None = None
-        self.f: np.ndarray | None = None
-        self.s: np.ndarray | None = None
-        self.counts = [0] * 6
-        self.counts[V.UNDEF] = n
-        self.shared = False  # a snapshot holds views of rows [0, snap_rows)
-        self.snap_rows = 0
-
-    def arrays(self) -> Iterable[tuple[str, np.ndarray]]:
-        for k in ("tag", "b", "i", "f", "s"):
-            a = getattr(self, k)
-            if a is not None:
-                yield k, a
-
-    def tag_at(self, row: int) -> int:
-        return int(self.tag[row]) if self.tag is not None else self.utag
-
-    def set_tag(self, row: int, t: int) -> None:
-        """Set a row's kind (after before_write); allocates the tag array on divergence."""
-        if self.tag is None:
-            if t == self.utag:
-                return
-            if sum(self.counts) == 0:  # no live row yet: the new kind becomes the shared one
-                self.utag = t
-                return
-            self.tag = np.full(self.cap, self.utag, dtype=np.int8)
-        self.tag[row] = t
-
-    def grow(self, capacity: int) -> None:
-        self.cap = capacity
-        for k, a in list(self.arrays()):
-            new = np.zeros(capacity, dtype=a.dtype)
-            new[: len(a)] = a
-            setattr(self, k, new)
-        self.shared = False  # fresh arrays: snapshots keep the old ones
-
-    def before_write(self, row: int) -> None:
-        """Copy the arrays if a snapshot can see ``row`` (copy-on-write)."""
-        if self.shared and row < self.snap_rows:
-            for k, a in list(self.arrays()):
-                setattr(self, k, a.copy())
-            self.shared = False
-
-    def data(self, field: str) -> np.ndarray:
-        a = getattr(self, field)
-        if a is None:
-            a = np.zeros(self.cap, dtype=_DTYPES[field])
-            setattr(self, field, a)
-        return a
-
-    def put(self, row: int, value: V.Value, codes: StringDict, *, new_row: bool = False) -> None:
-        """Write a MIL value (never ERROR) at a row (``new_row``: one just appended,
-        not yet counted); keeps counts."""
-        self.before_write(row)
-        t = V.tag_of(value)
-        if not new_row:
-            self.counts[self.tag_at(row)] -= 1
-        self.set_tag(row, t)
-        self.counts[t] += 1
-        if t == V.BOOL:
-            self.data("b")[row] = value
-        elif t == V.INT:
-            self.data("i")[row] = value
-        elif t == V.FLOAT:
-            self.data("f")[row] = value
-        elif t == V.STR:
-            self.data("s")[row] = codes.code(value)  # type: ignore[arg-type]
-
-    def view(self, n: int) -> Column | None:
-        """An immutable Column over rows [0, n); None if no row exports it."""
-        if self.counts[V.UNDEF] == n:
-            return None
-        uniform = next((t for t, c in enumerate(self.counts) if c == n), None)
-        # Several snapshots may share these arrays: protect the longest view.
-        self.snap_rows = max(self.snap_rows, n) if self.shared else n
-        self.shared = True
-        kw: dict[str, Any] = {}
-        for k in ("b", "i", "f", "s"):
-            a = getattr(self, k)
-            if a is not None:
-                v = a[:n]
-                v.flags.writeable = False
-                kw[k] = v
-        if uniform is not None:
-            return Column(n, uniform=uniform, **kw)
-        assert self.tag is not None  # mixed kinds always have a tag array
-        tag = self.tag[:n]
-        tag.flags.writeable = False
-        return Column(n, tag=tag, **kw)
-
-
-class TableSnapshot(ColumnTable):
-    """An immutable view of the table at one moment: what planners and queries read.
-
-    ``names[row]`` is the resource at ``row`` (live rows only, dense);
-    ``column(attr)`` the attribute's Column (None when no resource exports it).
-    Later upserts and removals never change a snapshot.
-    """
-
-    def __init__(
-        self, names: np.ndarray, columns: dict[str, Column], strings: StringDict, version: int,
-        order_box: list[np.ndarray | None] | None = None,
-    ) -> None:
-        self.names = names
-        self._columns = columns
-        self.strings = strings
-        self.version = version
-        self._index: dict[str, int] | None = None
-        self._order_box: list[np.ndarray | None] = order_box if order_box is not None else [None]
-
-    @property
-    def membership(self) -> object:
-        """An object that stays the same (``is``) between snapshots with the
-        same resources in the same rows: a new one after every join or leave."""
-        return self._order_box
-
-    def name_order(self) -> np.ndarray:
-        """The rows in name order (read-only).  Computed once per membership:
-        snapshots between the same joins and leaves share it."""
-        order = self._order_box[0]
-        if order is None:
-            order = np.asarray(np.argsort(self.names, kind="stable"), dtype=np.int64)
-            order.flags.writeable = False
-            self._order_box[0] = order
-        return order
-
-    def column(self, attr: str) -> Column | None:
-        return self._columns.get(attr)
-
-    def attribute_names(self) -> list[str]:
-        """Attributes exported by at least one resource, sorted."""
-        return sorted(self._columns)
-
-    def query(self, q: Any) -> np.ndarray:
-        """Row indices (ascending) where the compiled query ``q`` is exactly true."""
-        return np.flatnonzero(q.mask(self))
-
-    def index(self, name: str) -> int | None:
-        """The row of ``name`` in this snapshot, or None (index built on first use)."""
-        if self._index is None:
-            self._index = {str(nm): k for k, nm in enumerate(self.names.tolist())}
-        return self._index.get(name)
-
-
-_PLAIN = frozenset({bool, float, str})
-
-
-def _plain_values(attr: object, vals: list[Any]) -> bool:
-    """True when ``attr`` is a good name and every value is already a MIL value
-    as it stands (bool, float, str, or an int within 64 bits): what
-    :func:`_check_values` would pass unchanged, checked per column."""
-    if not isinstance(attr, str) or not attr:
-        return False
-    kinds = set(map(type, vals))
-    if int in kinds:
-        ints = [v for v in vals if type(v) is int]
-        if min(ints) < V.INT64_MIN or max(ints) > V.INT64_MAX:
-            return False
-        kinds.discard(int)
-    return kinds <= _PLAIN
-
-
-def _check_values(name: str, attrs: Mapping[str, Any]) -> dict[str, V.Value]:
-    out: dict[str, V.Value] = {}
-    for k, v in attrs.items():
-        if not isinstance(k, str) or not k:
-            raise CollectionError(f"resource {name!r}: attribute names are non-empty strings, got {k!r}")
-        mv = V.from_attr(v)
-        if mv is V.ERROR:
-            raise CollectionError(
-                f"resource {name!r}: attribute {k!r} = {v!r}: values must be bool, int (64-bit), float or str"
-            )
-        out[k] = mv
-    return out
-
+from legionrm.mil.columns import Column, StringDict
 
 class AttributeTable:
     """The mutable table; single owner (the Collection core), not thread-safe."""
@@ -231,7 +43,7 @@ class AttributeTable:
         self._names_shared = False
         self._snap_rows = 0
         self._index: dict[str, int] = {}
-        self._cols: dict[str, _MutableColumn] = {}
+        self._cols: dict[str, MutableColumn] = {}
         self._strings = StringDict()
         self._version = 0
         self._snapshot: TableSnapshot | None = None
@@ -266,10 +78,10 @@ class AttributeTable:
             self._names = self._names.copy()
             self._names_shared = False
 
-    def _column(self, attr: str) -> _MutableColumn:
+    def _column(self, attr: str) -> MutableColumn:
         c = self._cols.get(attr)
         if c is None:
-            c = self._cols[attr] = _MutableColumn(self._cap, self._n)
+            c = self._cols[attr] = MutableColumn(self._cap, self._n)
         return c
 
     def _append_row(self, name: str, values: dict[str, V.Value]) -> int:
@@ -304,7 +116,7 @@ class AttributeTable:
         """
         if not isinstance(name, str) or not name:
             raise CollectionError(f"a resource name is a non-empty string, got {name!r}")
-        values = _check_values(name, attrs)
+        values = check_values(name, attrs)
         row = self._index.get(name)
         if row is None:
             self._append_row(name, values)
@@ -338,14 +150,14 @@ class AttributeTable:
                 rows, vals = by_attr.setdefault(attr, ([], []))
                 rows.append(row)
                 vals.append(v)
-        if any(not _plain_values(attr, vals) for attr, (_, vals) in by_attr.items()):
+        if any(not plain_values(attr, vals) for attr, (_, vals) in by_attr.items()):
             # a value to refuse or convert somewhere: check update by update (the rare path)
             good: list[tuple[str, Mapping[str, Any]]] = []
             for k, (name, attrs) in enumerate(updates):
                 if name not in self._index:
                     continue
                 try:
-                    good.append((name, _check_values(name, attrs)))
+                    good.append((name, check_values(name, attrs)))
                 except CollectionError as exc:
                     errors.append((k, exc))
             errors.sort(key=lambda e: e[0])
@@ -415,7 +227,7 @@ class AttributeTable:
         for attr, col in columns.items():
             if len(col) != m:
                 raise CollectionError(f"bulk_insert: column {attr!r} has {len(col)} values for {m} resources")
-            prepared[attr] = _as_column(attr, col, scratch)
+            prepared[attr] = as_column(attr, col, scratch)
         if m == 0:  # nothing to add (and no row at index n to touch when the table is full)
             return
         start = self._n
@@ -494,30 +306,3 @@ class AttributeTable:
                 cols[attr] = col
         self._snapshot = TableSnapshot(names, cols, self._strings, self._version, self._order_box)
         return self._snapshot
-
-
-def _as_column(attr: str, col: Any, strings: StringDict) -> Column:
-    """A bulk column as a Column (full length) with codes in ``strings``."""
-    m = len(col)
-    if isinstance(col, np.ndarray) and col.dtype != object:
-        kind = col.dtype.kind
-        if kind == "b":
-            return Column(m, uniform=V.BOOL, b=col.astype(bool))
-        if kind in "iu":
-            if kind == "u" and m and col.max() > V.INT64_MAX:
-                raise CollectionError(f"bulk_insert: column {attr!r} has integers beyond 64 bits")
-            return Column(m, uniform=V.INT, i=col.astype(np.int64))
-        if kind == "f":
-            return Column(m, uniform=V.FLOAT, f=col.astype(np.float64))
-        if kind in "US":
-            uniq, inv = np.unique(col, return_inverse=True)
-            codes = np.fromiter((strings.code(str(u)) for u in uniq.tolist()), dtype=np.int32, count=len(uniq))
-            return Column(m, uniform=V.STR, s=codes[inv.reshape(-1)])
-        raise CollectionError(f"bulk_insert: column {attr!r} has unsupported dtype {col.dtype}")
-    vals = []
-    for v in col:
-        mv = V.from_attr(v)
-        if mv is V.ERROR:
-            raise CollectionError(f"bulk_insert: column {attr!r}: {v!r} is not bool, int (64-bit), float or str")
-        vals.append(mv)
-    return column_from_values(vals, strings)
