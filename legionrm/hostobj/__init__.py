@@ -9,21 +9,17 @@ from legionrm.hostobj.calendar import BUSY, BUSY_LATER, FREE, Calendar
 from legionrm.hostobj.classobj import ClassObject, ClassPolicy
 from legionrm.hostobj.group import HostGroup
 from legionrm.hostobj.host import HostObject
+from legionrm.hostobj.owners.policy import ADMIT, AllOf, AnyOf, Policy, load_policy
 from legionrm.hostobj.policies import (
-    ADMIT,
-    AllOf,
     AllowClasses,
     AllowGroups,
     AllowUsers,
-    AnyOf,
     DenyClasses,
     DenyGroups,
     DenyUsers,
     HoursOfWeek,
     LoadCeiling,
     MaxInstancesPerUser,
-    Policy,
-    load_policy,
 )
 from legionrm.hostobj.resource import CollectionSink, NullSink, ResourceObject
 from legionrm.hostobj.vault import VaultObject

@@ -15,7 +15,7 @@ from typing import Any, Callable
 from legionrm.errors import ConfigError
 from legionrm.hostobj.classobj import ClassObject, ClassPolicy, Resolver
 from legionrm.hostobj.host import HostObject
-from legionrm.hostobj.policies import Policy, import_object, load_policy
+from legionrm.hostobj.owners.policy import READY_MADE, Policy, import_object, load_policy
 from legionrm.hostobj.resource import CollectionSink
 from legionrm.hostobj.vault import VaultObject
 from legionrm.models import ClassSpec, HostSpec, Resources, VaultSpec
@@ -26,7 +26,7 @@ def owner_class(path: str | None, base: type, where: str) -> type | None:
     """The resource subclass ``path`` names, or None when it names a policy (or nothing)."""
     if not path:
         return None
-    obj = import_object(path, default_module="legionrm.hostobj.policies")
+    obj = import_object(path, default_module=READY_MADE)
     if isinstance(obj, type) and issubclass(obj, base):
         return obj
     if isinstance(obj, type) and issubclass(obj, (Policy, ClassPolicy)):

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Mapping
 from legionrm import codes
 from legionrm.hostobj import tokens
 from legionrm.heartbeat import OWNER_MARK
-from legionrm.hostobj.policies import ADMIT, Verdict, owner_mark
+from legionrm.hostobj.owners.policy import ADMIT, Verdict, owner_mark
 from legionrm.hostobj.runner.owner import NoOsUser
 from legionrm.hostobj.records import Reservation, public
 from legionrm.hostobj.resource import ResourceObject

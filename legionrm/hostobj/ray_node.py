@@ -44,7 +44,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from legionrm import codes
 from legionrm.hostobj.host import HostObject
-from legionrm.hostobj.policies import import_object
+from legionrm.hostobj.owners.policy import import_object
 from legionrm.hostobj.runner.instances import is_work
 from legionrm.hostobj.tokens import TOKEN_ID_SEP as ID_SEP
 from legionrm.models import AttrValue, InstanceRef, Refusal, ReservationToken, Resources

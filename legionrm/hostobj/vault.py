@@ -29,7 +29,7 @@ import itertools
 from typing import Any, Iterable
 
 from legionrm import codes
-from legionrm.hostobj.policies import ADMIT, Admission, Verdict
+from legionrm.hostobj.owners.policy import ADMIT, Admission, Verdict
 from legionrm.hostobj.records import public
 from legionrm.hostobj.resource import ResourceObject
 from legionrm.models import (

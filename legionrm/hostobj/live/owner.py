@@ -21,7 +21,7 @@ from legionrm import codes
 from legionrm.errors import ConfigError
 from legionrm.hostobj.build import owner_class
 from legionrm.hostobj.host import HostObject
-from legionrm.hostobj.policies import Policy, load_policy
+from legionrm.hostobj.owners.policy import Policy, load_policy
 from legionrm.hostobj.records import public
 from legionrm.hostobj.resource import ResourceObject
 from legionrm.hostobj.vault import VaultObject

@@ -13,7 +13,7 @@ import time
 from typing import Any, Callable, Mapping
 
 from legionrm.homefs import write_private
-from legionrm.hostobj.policies import import_object
+from legionrm.hostobj.owners.policy import import_object
 from legionrm.hostobj.runner.accounts import Account, RunError
 from legionrm.hostobj.runner.cgroup import Cgroup
 from legionrm.hostobj.runner.files import session_members

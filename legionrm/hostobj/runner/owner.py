@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Literal
 from legionrm import codes
 from legionrm.auth import guard
 from legionrm.auth.registry import Registry
-from legionrm.hostobj.policies import import_object
+from legionrm.hostobj.owners.policy import import_object
 from legionrm.hostobj.runner.accounts import Account, RunError
 from legionrm.hostobj.runner.instances import WorkInstances, is_work
 from legionrm.hostobj.runner.process import Runner, RunnerSettings, default_work_root
