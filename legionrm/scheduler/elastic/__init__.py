@@ -9,7 +9,8 @@ Modules: ``enact`` (carrying a cycle's decisions out: growth, stops), ``hosts``
 (the core's machines kept in line with the Collection), ``book``
 (the book written ahead to the state store, and restored after a restart),
 ``charges`` (the pools), ``report`` (a cycle's report),
-``cycle`` (:class:`ElasticCycle`), ``runner`` (the clock: a thread that runs
+``jobs`` (the callers' side: jobs admitted, completed, updated, processes gone),
+``cycle`` (:class:`ElasticCycle`, over ``jobs``), ``runner`` (the clock: a thread that runs
 the cycle when due and lets callers wait for its reports).
 
 May import: the fair-share engine's public names, the Collection,

@@ -27,6 +27,10 @@ One cycle (:meth:`ElasticCycle.run_once`), in DUCC's order:
    for ``refusal_memory_s``; hosts whose access policy refuses the caller are
    never asked.
 
+Callers change the jobs between cycles through the methods of its base,
+:class:`~legionrm.scheduler.elastic.jobs.ElasticJobs` (``submit``,
+``complete``, ``update``, ``report_investment``, ``instance_gone``...).
+
 A cycle is :meth:`~ElasticCycle.due` on its timer (``interval_s``) or at once
 when an event was noted: an arrival, a completion, a process that ended by
 itself, or a host joining, leaving, coming back or going unavailable
@@ -54,29 +58,28 @@ import logging
 import threading
 import time
 from dataclasses import replace
-from typing import Any, Callable, Mapping
+from typing import Callable
 
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.errors import SchedulingError
-from legionrm.models import CycleReport, ElasticChange, ElasticJobRequest, Identity, InstanceRef
-from legionrm.scheduler.elastic.book import UNBOUNDED_WORK, ElasticBook, Ledger, core_fields, drop, owe
-from legionrm.scheduler.elastic.book import JobEntry as _Job
+from legionrm.models import CycleReport, ElasticChange, Identity, InstanceRef
+from legionrm.scheduler.elastic.book import ElasticBook, Ledger, drop, owe
 from legionrm.scheduler.elastic.book import OwedStop as _Owed
 from legionrm.scheduler.elastic.charges import PoolCharges
 from legionrm.scheduler.elastic.enact import GrowthContext, HostStopper, JobGrowth, Refusals, change
 from legionrm.scheduler.elastic.hosts import HOSTS, HostView
+from legionrm.scheduler.elastic.jobs import ElasticJobs
 from legionrm.scheduler.elastic.report import cycle_report
-from legionrm.scheduler.fairshare import CycleResult, DuccCore, ShareEvent, SharePolicy
+from legionrm.scheduler.fairshare import CycleResult, DuccCore, ShareEvent
 from legionrm.scheduler.ports import EnactorPort, InstanceWatch, PoolGate, SnapshotSource, Stopper
-from legionrm.state import ElasticStore, StoredElasticJob, StoredStop, StoreFault
+from legionrm.state import ElasticStore, StoreFault
 
 log = logging.getLogger(__name__)
 
-UPDATABLE = ("work_items", "time_per_item_ms", "init_time_ms", "max_processes", "threads")
 __all__ = ["ElasticCycle", "EnactorPort", "HostStopper", "SnapshotSource", "Stopper"]
 
 
-class ElasticCycle:
+class ElasticCycle(ElasticJobs):
     """The continuous cycle over elastic fair-share jobs (see the module doc).
 
     ``core`` is the DUCC core (its classes, nodepools and settings are the
@@ -133,137 +136,6 @@ class ElasticCycle:
         # request ids must never repeat across restarts: hosts answer a known id with its old token
         self._epoch = f"{int(clock() * 1000):x}"
         self.hosts = HostView()  # the hosts the core was last brought in line with
-
-    # --- work -----------------------------------------------------------------------------
-
-    def submit(self, request: ElasticJobRequest) -> None:
-        """Admit an elastic job; it grows from the next cycle (due at once).
-
-        Raises SchedulingError for a duplicate id, an unknown class or a class
-        that is not FAIR_SHARE.  A user the class does not admit is kept,
-        refused, with the reason in the report (as the core does).
-        """
-        with self._lock:
-            jid = request.job_id
-            if jid in self.ledger.jobs or jid in self.core.jobs:
-                raise SchedulingError(f"elastic job {jid!r} already exists")
-            classes = self.core.classes
-            cls = request.ducc_class or classes.defaults.get(SharePolicy.FAIR_SHARE)
-            if cls is None:
-                raise SchedulingError(f"elastic job {jid!r}: no ducc_class given and no default FAIR_SHARE class")
-            rc = classes.classes.get(cls)
-            if rc is None:
-                raise SchedulingError(
-                    f"elastic job {jid!r}: unknown class {cls!r} (known: {', '.join(sorted(classes.classes))})"
-                )
-            if rc.policy is not SharePolicy.FAIR_SHARE:
-                raise SchedulingError(
-                    f"elastic job {jid!r}: class {cls!r} is {rc.policy.value}; the cycle runs FAIR_SHARE work "
-                    "(fixed work goes through scheduleObjects)"
-                )
-            refusal = self.charges.admit(request) if self.charges is not None else None
-            if refusal is not None:  # the pools admit elastic work as they admit scheduleObjects work
-                raise SchedulingError(f"elastic job {jid!r}: {refusal.code}: {refusal.reason}")
-            now, charged = self.clock(), self.charges.charged(jid) if self.charges is not None else 0
-            row = self._row(jid)  # a job of the same id that completed may still owe stops: they stay in its row
-            try:
-                self._write(replace(row, request=request, ducc_class=cls, submitted=now, active=True, charged=charged)
-                            if row is not None else StoredElasticJob(request, cls, now, True, charged))
-            except StoreFault:
-                if self.charges is not None:
-                    self.charges.release(jid)
-                raise
-            self.core.submit(jid, request.user, request.memory_gb, cls=cls, kind="job", submit=now,
-                             **core_fields(request))
-            self.ledger.jobs[jid] = _Job(request, cls)
-            self._events.append(f"arrival {jid}")
-
-    def complete(self, job_id: str) -> bool:
-        """The job is done: the core forgets it now and its instances stop at
-        the start of the next cycle (due at once).  Idempotent: False when the
-        job is unknown.  No I/O but the book's write."""
-        with self._lock:
-            if job_id not in self.ledger.jobs:
-                return False
-            row = self._row(job_id)
-            if row is not None:  # its processes stay in the book, as stops owed, until they are stopped
-                ended = tuple(s for s in row.shares if s.share in self.ledger.inst)
-                row = replace(row, active=False, charged=0, shares=tuple(s for s in row.shares if s not in ended),
-                              owed=row.owed + tuple(StoredStop(s.instance, None, "dropped by the core") for s in ended))
-            self._write(row)
-            del self.ledger.jobs[job_id]
-            self.core.complete_job(job_id)
-            if self.charges is not None:
-                self.charges.release(job_id)
-            self._events.append(f"completion {job_id}")
-            return True
-
-    def update(self, job_id: str, **fields: Any) -> ElasticJobRequest:
-        """Progress from the job: ``work_items`` left (None: unbounded),
-        ``time_per_item_ms``, ``init_time_ms``, ``max_processes``, ``threads``.
-        Read by the next cycle's caps.  Raises SchedulingError for an unknown
-        job or field.  Returns the job's request as now known."""
-        with self._lock:
-            job = self._job(job_id)
-            bad = sorted(set(fields) - set(UPDATABLE))
-            if bad:
-                raise SchedulingError(f"elastic job {job_id!r}: cannot update {bad} (known: {', '.join(UPDATABLE)})")
-            core_fields = dict(fields)
-            if "work_items" in fields and fields["work_items"] is None:
-                core_fields["work_items"] = UNBOUNDED_WORK
-            updated = job.request.model_copy(update=fields)
-            row = self._row(job_id)
-            self._write(row and replace(row, request=updated))
-            self.core.update_job(job_id, **core_fields)
-            job.request = updated
-            return job.request
-
-    def report_investment(self, investments: Mapping[str, float]) -> int:
-        """Milliseconds each instance has spent on its current work (DUCC's
-        investment): the core evicts the least invested first.  Unknown
-        instance ids are ignored; returns how many were recorded."""
-        with self._lock:
-            shares = {}
-            for iid, ms in investments.items():
-                sid = self.ledger.share_of.get(iid)
-                share = self.ledger.share(self.core, sid) if sid is not None else None
-                if share is not None:
-                    shares[sid] = (share, float(ms))
-            rows = (self._row(j) for j in dict.fromkeys(share.job for share, _ in shares.values()))
-            self._write(*(r and replace(r, shares=tuple(replace(s, investment_ms=shares[s.share][1])
-                                                        if s.share in shares else s for s in r.shares)) for r in rows))
-            for share, ms in shares.values():
-                share.investment_ms = ms
-            return len(shares)
-
-    def instance_gone(self, instance_id: str, reason: str = "exited") -> bool:
-        """An instance ended by itself (crashed, walltime, stopped by its
-        host): the core frees its share and the job regrows next cycle (due at
-        once).  Idempotent: False for an unknown instance."""
-        with self._lock:
-            sid = self.ledger.share_of.get(instance_id)
-            if sid is None:
-                return False
-            self._write(drop(self._row(self.ledger.inst[sid][0]), instance_id))
-            job, _ = self.ledger.forget(sid)
-            self.core.confirm_exit(sid)
-            self._events.append(f"exit {job} {instance_id} ({reason})")
-            return True
-
-    def instance_ids(self) -> set[str]:
-        """The instances the cycle runs now (not orphans to anyone else)."""
-        with self._lock:
-            return set(self.ledger.share_of) | (self.book.adopting() if self.book is not None else set())
-
-    def charged_jobs(self) -> set[str]:
-        """The jobs the pools hold an ``elastic:<id>`` allocation for (by the cycle's own charges)."""
-        with self._lock:
-            return {j for j in self.ledger.jobs if self.charges is not None and self.charges.charged(j) > 0}
-
-    def share_of(self, instance_id: str) -> int | None:
-        """The core's share id behind a running instance (None: not one of ours)."""
-        with self._lock:
-            return self.ledger.share_of.get(instance_id)
 
     # --- timing -------------------------------------------------------------------------------
 
@@ -508,27 +380,3 @@ class ElasticCycle:
             if state != "running" and sid is not None:
                 self._try_stop(self.ledger.inst[sid][1], why)  # its class is told (the host has nothing left to stop)
                 self.instance_gone(iid, why)
-
-    def _save(self, *jobs: str) -> None:
-        """Write ``jobs`` as they are now."""
-        if self.book is not None and jobs:
-            self.book.save(self, jobs)
-
-    def _row(self, job: str) -> StoredElasticJob | None:
-        """``job`` as the book would write it now (None: no book, or a job it does not know)."""
-        return self.book.row(self, job) if self.book is not None else None
-
-    def _write(self, *rows: StoredElasticJob | None) -> None:
-        """Write ``rows``, what jobs are to become, before the change is made
-        (:class:`~legionrm.state.StoreFault`: nothing written; the caller changes nothing)."""
-        if self.book is not None:
-            self.book.write(rows)
-
-    # --- bookkeeping --------------------------------------------------------------------------
-
-    def _job(self, job_id: str) -> _Job:
-        job = self.ledger.jobs.get(job_id)
-        if job is None:
-            raise SchedulingError(f"no elastic job {job_id!r}")
-        return job
-
