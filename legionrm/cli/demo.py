@@ -60,6 +60,7 @@ from legionrm.client.client import Client
 from legionrm.client.credentials import Credentials
 from legionrm.client.errors import GatewayError
 from legionrm.config import load_cluster
+from legionrm.driver import call, instance_actor, local_cluster, node_ids
 from legionrm.gateway.app import make_app
 from legionrm.gateway.control import RayControlPlane
 from legionrm.gateway.serve import in_thread
@@ -75,7 +76,7 @@ from legionrm.models import (
     VaultSpec,
 )
 from legionrm.naming import SCHEDULER, class_name, group_name
-from legionrm.system import boot, call, instance_actor, local_cluster, node_ids
+from legionrm.system import boot
 
 RAY_HOSTS = {"ray-a": "node_a", "ray-b": "node_b"}
 USERS = ("alice", "bob", "carol", "dave", "visitor", "mallory")
