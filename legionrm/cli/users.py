@@ -21,7 +21,7 @@ import json
 
 from legionrm import codes
 from legionrm.auth.errors import AuthRefusedError
-from legionrm.cli.front import typed
+from legionrm.cli.front.connect import typed
 
 
 def cli_user(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from legionrm.cli.front import client
+from legionrm.cli.front.connect import client
 from legionrm.errors import ConfigError
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from legionrm.cli.front import client, columns
+from legionrm.cli.front.connect import client
+from legionrm.cli.front.lines import columns
 from legionrm.client.wire import Doc
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from legionrm.cli.front import answering_line, client, pool_json, pool_lines
+from legionrm.cli.front.cluster import answering_line, pool_json, pool_lines
+from legionrm.cli.front.connect import client
 from legionrm.cli.several.schedulers import scheduler_table
 
 

@@ -85,7 +85,8 @@ class FakeLogs:
     (["logs", "r1", "--follow", "--instance", "h~i1"], "out0\nout1\nout2\n", "err1\nerr2\nerr3\n", ["h~i1"] * 3),
 ], ids=["once", "stderr-of-instance-2", "follow-until-it-ends"])
 def test_logs_prints_each_stream_once_and_follows_until_the_end(monkeypatch, capsys, argv, out, err, instances) -> None:
-    from legionrm.cli import front, main
+    from legionrm.cli import main
+    from legionrm.cli.front import requests as front
 
     fake = FakeLogs()
     monkeypatch.setattr(front, "client", lambda args: fake)
