@@ -22,14 +22,16 @@ of the live bitmaps, so they are never stale (L2).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from itertools import repeat
 from typing import cast
 
 import numpy as np
 
 from legionrm.scheduler.placement.base import PathPlacer, PlaceConfig, SearchOutcome
 from legionrm.scheduler.placement.chunkfit import (
+    _FEW,
+    _NO_LIMIT,
     NO_NODE_RESOURCES,
     NO_TOTAL_NODES,
     CompiledChunk,
@@ -95,7 +97,8 @@ class BucketSet:
         self.nfree = np.asarray([int(f.sum()) for f in self.free], dtype=np.int64)
         self.nlater = np.asarray([int(f.sum()) for f in self.busy_later], dtype=np.int64)
         self._parts: dict[int, tuple[np.ndarray, list[Part]]] = {}
-        self._cpn: dict[tuple, np.ndarray] = {}
+        self._cpn: dict[tuple, tuple[np.ndarray, list[bool]]] = {}
+        self._totals: dict[str, list[float] | None] = {}
         state.subscribe(self.refresh)
 
     def _shape(self) -> "_Shape":
@@ -230,24 +233,51 @@ class BucketSet:
         return int(np.count_nonzero(f) + np.count_nonzero(bl))
 
     def chunks_per_node(self, chunk: CompiledChunk, b: int) -> int:
-        """How many copies of ``chunk`` one host of bucket ``b`` can hold (totals); cached."""
-        return int(self.chunks_per_bucket(chunk)[b])
+        """How many copies of ``chunk`` one host of bucket ``b`` can hold (totals)."""
+        return self.chunks_per_bucket(chunk)[b]
 
-    def chunks_per_bucket(self, chunk: CompiledChunk) -> np.ndarray:
-        """:meth:`chunks_per_node` for every bucket at once: one vector test on
-        the buckets' representatives.  Which buckets match (the non-consumable
-        checks) is cached by those checks alone, so requests that differ only
-        in amounts share it; the amounts are divided in per request."""
+    def chunks_per_bucket(self, chunk: CompiledChunk) -> list[int]:
+        """:meth:`chunks_per_node` for every bucket at once, tested on the
+        buckets' representatives: exactly :func:`chunks_per_host` of them.
+        Which buckets match (the non-consumable checks) is cached by those
+        checks alone, so requests that differ only in amounts share it; the
+        amounts are divided in per request, in Python over the few buckets'
+        totals (kept per resource) with the float operations numpy would do."""
         ok = self._cpn.get(chunk.match_key)
         if ok is None:
             if len(self._cpn) > 4096:
                 self._cpn.clear()
-            ok = np.ones(len(self.rep), bool)
+            mask = np.ones(len(self.rep), bool)
             for c in chunk.checks:
                 if not c.consumable:
-                    ok &= match_mask(self.table, c, self.rep)
-            self._cpn[chunk.match_key] = ok
-        return chunks_per_host(self.table, chunk, self.rep, matched=ok)
+                    mask &= match_mask(self.table, c, self.rep)
+            ok = self._cpn[chunk.match_key] = (mask, mask.tolist())
+        cap: list[int] | None = None
+        for c in chunk.checks:
+            if not c.consumable or c.amount <= 0:
+                continue
+            have = self._rep_totals(c.res)
+            if have is None:  # many buckets, or a total that is not finite: numpy's own rules
+                return chunks_per_host(self.table, chunk, self.rep, matched=ok[0]).tolist()
+            a = c.amount
+            got = [math.floor(h / a + 1e-9) for h in have]  # (as np.floor(np.maximum(h, 0) / a + 1e-9))
+            if any(g > _NO_LIMIT for g in got):
+                return chunks_per_host(self.table, chunk, self.rep, matched=ok[0]).tolist()
+            cap = got if cap is None else list(map(min, cap, got))
+        if cap is None:
+            return [int(m) for m in ok[1]]
+        return [g if m else 0 for g, m in zip(cap, ok[1])]
+
+    def _rep_totals(self, res: str) -> list[float] | None:
+        """The representatives' totals of ``res``, clipped at 0, as floats (None:
+        more than a few buckets, or a value that is not finite)."""
+        hit = self._totals.get(res, False)
+        if hit is False:
+            have = self.table.total(res)[self.rep].tolist() if len(self.rep) <= _FEW else None
+            if have is not None and not all(math.isfinite(h) for h in have):
+                have = None
+            hit = self._totals[res] = None if have is None else [max(h, 0.0) for h in have]
+        return hit
 
 
 def first_true(bits: np.ndarray, k: int) -> np.ndarray:
@@ -304,12 +334,18 @@ class BucketPlacer(PathPlacer):
                                      chunk=ch.index)
             cb_map.append(entries)
         # A necessary condition by counts, so hopeless requests cost O(buckets).
+        counts = (bs.nfree + bs.nlater).tolist() if live else None  # usable hosts of each whole bucket
         for ch, entries in zip(chunks, cb_map):
-            if sum(bs.usable(parts[k], view, live) * c for k, c in entries) < ch.count:
+            can = 0
+            for k, c in entries:
+                part = parts[k]
+                can += c * (counts[part.b] if counts is not None and part.positions is None
+                            else bs.usable(part, view, live))
+            if can < ch.count:
                 return SearchOutcome("not_now", NO_NODE_RESOURCES, chunk=ch.index)
-        working: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        working: dict[int, list[np.ndarray | None]] = {}  # part -> [free, busy-later] bitmaps this request edits
         deadline = view.now + walltime
-        result: list[list[tuple[int, int]]] = []
+        result: list[tuple[np.ndarray, np.ndarray]] = []
         for ch, entries in zip(chunks, cb_map):
             need = ch.count
             taken: list[tuple[np.ndarray, int]] = []
@@ -317,14 +353,18 @@ class BucketPlacer(PathPlacer):
                 if need <= 0:
                     break
                 part = parts[k]
-                if k not in working:
-                    working[k] = bs.bits(part, view, live)
-                free_w, later_w = working[k]
+                bits = working.get(k)
+                if bits is None:
+                    if live and part.positions is None and bs.nlater[part.b] == 0:
+                        bits = working[k] = [bs.free[part.b].copy(), None]  # no busy-later host: one bitmap
+                    else:
+                        bits = working[k] = list(bs.bits(part, view, live))
+                free_w, later_w = bits
                 members = bs.hosts_of(part)
                 hosts_needed = -(-need // c)
                 got = 0
                 # busy-later hosts first, when the work ends before their next event
-                if not (live and part.positions is None and bs.nlater[part.b] == 0):
+                if later_w is not None:
                     cand = np.flatnonzero(later_w)
                     if len(cand):
                         fit = cand[view.next_event[members[cand]] >= deadline][:hosts_needed]
@@ -341,23 +381,23 @@ class BucketPlacer(PathPlacer):
                 need -= got * c
             if need > 0:
                 return SearchOutcome("not_now", NO_NODE_RESOURCES, chunk=ch.index)
+            if len(taken) == 1 and taken[0][1] == 1:  # one bucket, one copy per host: already ascending
+                result.append((taken[0][0], np.ones(len(taken[0][0]), np.int64)))
+                continue
             if len(taken) == 1:
                 hs, c = taken[0]
-                if c == 1:  # one bucket, one copy per host: already ascending
-                    result.append(list(zip(hs.tolist(), repeat(1))))
-                    continue
                 cs = np.full(len(hs), c, np.int64)
             else:
                 hs = np.concatenate([h for h, _ in taken])
                 cs = np.concatenate([np.full(len(h), c, np.int64) for h, c in taken])
                 order = np.argsort(hs, kind="stable")
                 hs, cs = hs[order], cs[order]
-            # emit min(c, remaining) copies per host in ascending node index
+            # min(c, remaining) copies per host in ascending node index
             before = np.concatenate(([0], np.cumsum(cs)[:-1]))
             copies = np.minimum(np.maximum(ch.count - before, 0), cs)
             keep = copies > 0
-            result.append(list(zip(hs[keep].tolist(), copies[keep].tolist())))
-        return SearchOutcome("run", "", result)
+            result.append((hs[keep], copies[keep]))
+        return SearchOutcome("run", "", arrays=result)
 
     def _map_chunk(
         self, ch: CompiledChunk, hosts: np.ndarray, parts: list[Part], scatter: bool
@@ -374,7 +414,7 @@ class BucketPlacer(PathPlacer):
         entries: list[tuple[int, int]] = []
         ever = 0
         fail: int | None = None
-        per_bucket = bs.chunks_per_bucket(ch).tolist()
+        per_bucket = bs.chunks_per_bucket(ch)
         for k, part in enumerate(parts):
             c = per_bucket[part.b]
             if c > 0:

@@ -140,6 +140,43 @@ def _amount_for(col: Column | None, value: float) -> float:
     return float(value)
 
 
+_Piece = tuple[Check, str] | None
+"""One requested resource compiled: its check and its exec_vnode text (a
+consumable's; '' for the others), or None when PBS drops it."""
+
+
+def _piece(table: NodeTable, name: str, written: object, index: int) -> _Piece:
+    """``name=written`` compiled against ``table`` (see :func:`compile_chunk`);
+    kept per table, since what a value compiles to depends on the table alone:
+    the many requests of a cycle that ask for the same value (``ncpus=1``)
+    compile it once.  A value that cannot be of the hosts' kind is not kept
+    (its error names the chunk)."""
+    pieces = cast("dict[tuple, _Piece]", table.derived.setdefault("compiled values", {}))
+    key = (name, type(written), written if isinstance(written, (str, int, float, bool)) else repr(written))
+    if key in pieces:
+        return pieces[key]
+    value = classify(written)
+    col = table.columns.get(name)
+    out: _Piece = None
+    if table.checked(name) or isinstance(value, bool):  # else not on the resources line: PBS drops it
+        value = _coerce(col, name, written, value, index)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            amt = _amount_for(col, value)
+            if isinstance(value, Size):
+                shown: object = value
+            elif col is not None and col.kind == "size":
+                shown = Size(amt)
+            else:
+                shown = value
+            out = (Check(name, amt, True, written), f":{name}={exec_amount(shown)}")
+        else:
+            out = (Check(name, value, False, written), "")
+    if len(pieces) > 65536:
+        pieces.clear()
+    pieces[key] = out
+    return out
+
+
 def compile_chunk(table: NodeTable, chunk: Chunk, index: int) -> CompiledChunk:
     """Compile one chunk against ``table`` (see module docs for the rules).
     Raises BadValue for a value that cannot be of the hosts' kind."""
@@ -148,31 +185,23 @@ def compile_chunk(table: NodeTable, chunk: Chunk, index: int) -> CompiledChunk:
         res.setdefault(k, v)
     noncons: list[Check] = []
     cons: list[Check] = []
-    amounts: list[tuple[str, float]] = []
     suffix: list[str] = []
     for name, written in res.items():
-        value = classify(written)
-        col = table.columns.get(name)
-        if not (table.checked(name) or isinstance(value, bool)):
-            continue  # not on the resources line: PBS drops it from the select's resource set
-        value = _coerce(col, name, written, value, index)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            amt = _amount_for(col, value)
-            cons.append(Check(name, amt, True, written))
-            amounts.append((name, amt))
-            if isinstance(value, Size):
-                shown: object = value
-            elif col is not None and col.kind == "size":
-                shown = Size(amt)
-            else:
-                shown = value
-            suffix.append(f":{name}={exec_amount(shown)}")
+        piece = _piece(table, name, written, index)
+        if piece is None:
+            continue
+        check, text = piece
+        if check.consumable:
+            cons.append(check)
+            suffix.append(text)
         else:
-            noncons.append(Check(name, value, False, written))
-    checks = tuple(reversed(noncons)) + tuple(cons)
-    key = tuple((c.res, type(c.value).__name__, c.value, c.consumable) for c in checks)
-    match_key = tuple(k for k in key if not k[3])
-    return CompiledChunk(index, chunk.count, chunk, checks, tuple(amounts), "".join(suffix), key, match_key)
+            noncons.append(check)
+    noncons.reverse()
+    checks = (*noncons, *cons)
+    amounts = tuple((c.res, cast(float, c.value)) for c in cons)
+    match_key = tuple((c.res, type(c.value).__name__, c.value, False) for c in noncons)
+    key = match_key + tuple((c.res, "float", c.value, True) for c in cons)
+    return CompiledChunk(index, chunk.count, chunk, checks, amounts, "".join(suffix), key, match_key)
 
 
 def compile_request(table: NodeTable, request: SelectRequest) -> tuple[CompiledChunk, ...]:
@@ -369,7 +398,6 @@ def _aggregate(
         return err, None
     # job-wide consumables summed over the select
     need: dict[str, float] = {}
-    sizes = {c.res: _written_size(c) for ch in chunks for c in ch.checks if c.consumable}
     for ch in chunks:
         for r, a in ch.amounts:
             need[r] = need.get(r, 0.0) + a * ch.count
@@ -377,7 +405,9 @@ def _aggregate(
         t = sums.total(idx, r)
         a = pool_a.get(r, 0.0)
         if amount > (t if total else a) + 1e-9:
-            return _insufficient(r, table.columns.get(r), amount, a, t, sizes.get(r, False)), None
+            # (the text shows a size as the request's last chunk naming ``r`` wrote it)
+            size = [_written_size(c) for ch in chunks for c in ch.checks if c.consumable and c.res == r][-1]
+            return _insufficient(r, table.columns.get(r), amount, a, t, size), None
     # each chunk against the set as a whole (booleans always honoured)
     for ch in chunks:
         for c in ch.checks:
