@@ -127,9 +127,9 @@ class PlacementResult:
     @cached_property
     def allocation(self) -> list[list[tuple[int, int]]]:
         """Per select chunk, (node index, copies) in ascending node index."""
-        if self._alloc is not None:
-            return self._alloc
-        return [list(zip(h.tolist(), c.tolist())) for h, c in self._arrays or ()]
+        if self._arrays is None:
+            return self._alloc or []
+        return [list(zip(h.tolist(), c.tolist())) for h, c in self._arrays]
 
     def chunk_arrays(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """:attr:`allocation` as (node indices, copies) arrays per select chunk."""
@@ -377,7 +377,7 @@ class PathPlacer:
             reason=out.text,
             path_reason=path_reason,
             placement_set=out.pset,
-            _alloc=out.chunks if out.arrays is None else None,
+            _alloc=out.chunks or None,  # (no empty list kept per refused request)
             _arrays=out.arrays,
             _now=now,
             _chunk=out.chunk,

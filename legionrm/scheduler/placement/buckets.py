@@ -310,7 +310,7 @@ class BucketPlacer(PathPlacer):
                  buckets: BucketSet | None = None) -> None:
         super().__init__(table, config, state)
         self.buckets = buckets if buckets is not None else BucketSet(table, self.state, self.config.requested)
-        self._maps: dict[tuple, tuple[np.ndarray, tuple[list[tuple[int, int]], int, int | None]]] = {}
+        self._maps: dict[tuple, tuple[np.ndarray, list[tuple[int, int]], int, int | None]] = {}
 
     def _search(
         self,
@@ -409,7 +409,7 @@ class BucketPlacer(PathPlacer):
         key = (ch.key, id(hosts), scatter)
         hit = self._maps.get(key)
         if hit is not None and hit[0] is hosts:
-            return hit[1]
+            return hit[1], hit[2], hit[3]
         bs = self.buckets
         entries: list[tuple[int, int]] = []
         ever = 0
@@ -425,7 +425,7 @@ class BucketPlacer(PathPlacer):
                 fail = int(bs.rep[part.b])
         if len(self._maps) > 4096:
             self._maps.clear()
-        self._maps[key] = (hosts, (entries, ever, fail))
+        self._maps[key] = (hosts, entries, ever, fail)
         return entries, ever, fail
 
     def bucket_of(self, host: str) -> str:
