@@ -17,8 +17,7 @@ paths run before searching.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import cast
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -50,8 +49,7 @@ INVALID_STATE = "Node is in an ineligible state: {state}"
 DEFAULT_CHUNK: dict[str, ResValue] = {"ncpus": 1}
 
 
-@dataclass(frozen=True, slots=True)
-class Check:
+class Check(NamedTuple):
     """One requested resource of a chunk, in host-column units."""
 
     res: str
@@ -65,8 +63,11 @@ class Check:
         return cast(float, self.value)
 
 
-@dataclass(frozen=True, slots=True)
-class CompiledChunk:
+class CompiledChunk(NamedTuple):
+    """One select chunk compiled against a node table (immutable).  A named
+    tuple, not a dataclass: one is made per chunk of every request placed,
+    and a tuple is the cheapest immutable value Python builds."""
+
     index: int
     count: int
     source: Chunk
@@ -146,58 +147,73 @@ consumable's; '' for the others), its part of the chunk's key and its
 shared by every chunk that asks for the value (fewer objects per request)."""
 
 
+_PIECES = "compiled values"  # (the key of the piece cache in ``table.derived``)
+
+
 def _piece(table: NodeTable, name: str, written: object, index: int) -> _Piece:
-    """``name=written`` compiled against ``table`` (see :func:`compile_chunk`);
-    kept per table, since what a value compiles to depends on the table alone:
-    the many requests of a cycle that ask for the same value (``ncpus=1``)
-    compile it once.  A value that cannot be of the hosts' kind is not kept
-    (its error names the chunk)."""
-    pieces = cast("dict[tuple, _Piece]", table.derived.setdefault("compiled values", {}))
-    key = (name, type(written), written if isinstance(written, (str, int, float, bool)) else repr(written))
-    if key in pieces:
-        return pieces[key]
+    """``name=written`` compiled against ``table`` (see :func:`compile_chunk`),
+    to be kept per table (:func:`compile_chunk` keeps it): what a value
+    compiles to depends on the table alone, so the many requests of a cycle
+    that ask for the same value (``ncpus=1``) compile it once."""
     value = classify(written)
     col = table.columns.get(name)
-    out: _Piece = None
-    if table.checked(name) or isinstance(value, bool):  # else not on the resources line: PBS drops it
-        value = _coerce(col, name, written, value, index)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            amt = _amount_for(col, value)
-            if isinstance(value, Size):
-                shown: object = value
-            elif col is not None and col.kind == "size":
-                shown = Size(amt)
-            else:
-                shown = value
-            out = (Check(name, amt, True, written), f":{name}={exec_amount(shown)}", (name, "float", amt, True),
-                   (name, amt))
+    if not (table.checked(name) or isinstance(value, bool)):
+        return None  # not on the resources line: PBS drops it from the select's resource set
+    value = _coerce(col, name, written, value, index)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        amt = _amount_for(col, value)
+        if isinstance(value, Size):
+            shown: object = value
+        elif col is not None and col.kind == "size":
+            shown = Size(amt)
         else:
-            out = (Check(name, value, False, written), "", (name, type(value).__name__, value, False), None)
-    if len(pieces) > 65536:
-        pieces.clear()
-    pieces[key] = out
-    return out
+            shown = value
+        return Check(name, amt, True, written), f":{name}={exec_amount(shown)}", (name, "float", amt, True), (name, amt)
+    return Check(name, value, False, written), "", (name, type(value).__name__, value, False), None
 
 
 def compile_chunk(table: NodeTable, chunk: Chunk, index: int) -> CompiledChunk:
     """Compile one chunk against ``table`` (see module docs for the rules).
-    Raises BadValue for a value that cannot be of the hosts' kind."""
+    Raises BadValue for a value that cannot be of the hosts' kind (such a
+    value is not kept: its error names the chunk)."""
+    pieces = cast("dict[tuple, _Piece] | None", table.derived.get(_PIECES))
+    if pieces is None:
+        pieces = table.derived[_PIECES] = {}
     given = chunk.resources
     items = list(given.items())
-    items += [(k, v) for k, v in DEFAULT_CHUNK.items() if k not in given]
-    noncons: list[_Piece] = []
-    cons: list[_Piece] = []
+    for k, v in DEFAULT_CHUNK.items():
+        if k not in given:
+            items.append((k, v))
+    checks: list[Check] = []
+    keys: list[tuple] = []
+    cons: list[Check] = []
+    cons_keys: list[tuple] = []
+    amounts: list[tuple[str, float]] = []
+    suffix: list[str] = []
     for name, written in items:
-        piece = _piece(table, name, written, index)
-        if piece is not None:
-            (cons if piece[3] is not None else noncons).append(piece)
-    noncons.reverse()
-    checks = tuple(p[0] for p in noncons) + tuple(p[0] for p in cons)  # type: ignore[index]
-    amounts = tuple(p[3] for p in cons)  # type: ignore[index]
-    match_key = tuple(p[2] for p in noncons)  # type: ignore[index]
-    key = match_key + tuple(p[2] for p in cons)  # type: ignore[index]
-    suffix = "".join(p[1] for p in cons)  # type: ignore[index]
-    return CompiledChunk(index, chunk.count, chunk, checks, amounts, suffix, key, match_key)  # type: ignore[arg-type]
+        key = (name, type(written), written)
+        if key in pieces:
+            piece = pieces[key]
+        else:
+            piece = _piece(table, name, written, index)
+            if len(pieces) > 65536:
+                pieces.clear()
+            pieces[key] = piece
+        if piece is None:
+            continue
+        if piece[3] is None:
+            checks.append(piece[0])
+            keys.append(piece[2])
+        else:
+            cons.append(piece[0])
+            cons_keys.append(piece[2])
+            amounts.append(piece[3])
+            suffix.append(piece[1])
+    checks.reverse()  # PBS's order: non-consumables in reverse order of appearance, then consumables
+    keys.reverse()
+    match_key = tuple(keys)
+    return CompiledChunk(index, chunk.count, chunk, tuple(checks + cons), tuple(amounts), "".join(suffix),
+                         match_key + tuple(cons_keys), match_key)
 
 
 def compile_request(table: NodeTable, request: SelectRequest) -> tuple[CompiledChunk, ...]:
