@@ -281,23 +281,37 @@ class BucketSet:
 
 
 def first_true(bits: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the first ``k`` True entries, scanning in growing blocks."""
+    """Indices of the first ``k`` True entries: one ``nonzero`` for a bitmap
+    of up to 16,384 hosts, else a scan in growing blocks."""
     n = len(bits)
     if k <= 0 or n == 0:
         return np.zeros(0, np.int64)
-    step = max(4 * k, 2048)
+    step = max(8 * k, 16384)
     if step >= n:
-        return np.flatnonzero(bits)[:k]
+        return bits.nonzero()[0][:k]
     found: list[np.ndarray] = []
     got = 0
     start = 0
     while start < n and got < k:
-        seg = np.flatnonzero(bits[start : start + step])[: k - got] + start
+        seg = bits[start : start + step].nonzero()[0][: k - got] + start
         found.append(seg)
         got += len(seg)
         start += step
         step *= 2
     return np.concatenate(found) if len(found) > 1 else found[0]
+
+
+_ONES = np.ones(0, np.int64)
+
+
+def ones(n: int) -> np.ndarray:
+    """``n`` ones (int64), a read-only view of one kept array: the copies of
+    a scatter answer, one per host."""
+    global _ONES
+    if len(_ONES) < n:
+        _ONES = np.ones(max(n, 2 * len(_ONES), 1024), np.int64)
+        _ONES.flags.writeable = False
+    return _ONES[:n]
 
 
 class BucketPlacer(PathPlacer):
@@ -343,10 +357,14 @@ class BucketPlacer(PathPlacer):
                             else bs.usable(part, view, live))
             if can < ch.count:
                 return SearchOutcome("not_now", NO_NODE_RESOURCES, chunk=ch.index)
-        working: dict[int, list[np.ndarray | None]] = {}  # part -> [free, busy-later] bitmaps this request edits
+        # Per part, its [free, busy-later (None: none), own copy?] bitmaps: a chunk marks the hosts it
+        # takes so a later chunk of the request does not take them again; the live bitmaps are copied
+        # only then (the last chunk, the only one of most requests, reads them as they are).
+        working: dict[int, list] = {}
         deadline = view.now + walltime
         result: list[tuple[np.ndarray, np.ndarray]] = []
-        for ch, entries in zip(chunks, cb_map):
+        for ci, (ch, entries) in enumerate(zip(chunks, cb_map)):
+            mark = ci < len(chunks) - 1
             need = ch.count
             taken: list[tuple[np.ndarray, int]] = []
             for k, c in entries:
@@ -355,34 +373,40 @@ class BucketPlacer(PathPlacer):
                 part = parts[k]
                 bits = working.get(k)
                 if bits is None:
-                    if live and part.positions is None and bs.nlater[part.b] == 0:
-                        bits = working[k] = [bs.free[part.b].copy(), None]  # no busy-later host: one bitmap
+                    if live and part.positions is None:
+                        b = part.b
+                        bits = [bs.free[b], bs.busy_later[b] if bs.nlater[b] else None, False]
                     else:
-                        bits = working[k] = list(bs.bits(part, view, live))
-                free_w, later_w = bits
+                        bits = [*bs.bits(part, view, live), True]
+                    working[k] = bits
+                if mark and not bits[2]:
+                    bits[:] = [bits[0].copy(), None if bits[1] is None else bits[1].copy(), True]
+                free_w, later_w, _ = bits
                 members = bs.hosts_of(part)
                 hosts_needed = -(-need // c)
                 got = 0
                 # busy-later hosts first, when the work ends before their next event
                 if later_w is not None:
-                    cand = np.flatnonzero(later_w)
+                    cand = later_w.nonzero()[0]
                     if len(cand):
                         fit = cand[view.next_event[members[cand]] >= deadline][:hosts_needed]
                         if len(fit):
-                            later_w[fit] = False
+                            if mark:
+                                later_w[fit] = False
                             taken.append((members[fit], c))
                             got += len(fit)
                 if got < hosts_needed:
                     pick = first_true(free_w, hosts_needed - got)
                     if len(pick):
-                        free_w[pick] = False
+                        if mark:
+                            free_w[pick] = False
                         taken.append((members[pick], c))
                         got += len(pick)
                 need -= got * c
             if need > 0:
                 return SearchOutcome("not_now", NO_NODE_RESOURCES, chunk=ch.index)
             if len(taken) == 1 and taken[0][1] == 1:  # one bucket, one copy per host: already ascending
-                result.append((taken[0][0], np.ones(len(taken[0][0]), np.int64)))
+                result.append((taken[0][0], ones(len(taken[0][0]))))
                 continue
             if len(taken) == 1:
                 hs, c = taken[0]
