@@ -30,8 +30,8 @@ import numpy as np
 
 from legionrm.scheduler.placement.base import PathPlacer, PlaceConfig, SearchOutcome
 from legionrm.scheduler.placement.chunkfit import (
-    _FEW,
-    _NO_LIMIT,
+    FEW_HOSTS,
+    NO_LIMIT,
     NO_NODE_RESOURCES,
     NO_TOTAL_NODES,
     CompiledChunk,
@@ -261,7 +261,7 @@ class BucketSet:
                 return chunks_per_host(self.table, chunk, self.rep, matched=ok[0]).tolist()
             a = c.amount
             got = [math.floor(h / a + 1e-9) for h in have]  # (as np.floor(np.maximum(h, 0) / a + 1e-9))
-            if any(g > _NO_LIMIT for g in got):
+            if any(g > NO_LIMIT for g in got):
                 return chunks_per_host(self.table, chunk, self.rep, matched=ok[0]).tolist()
             cap = got if cap is None else list(map(min, cap, got))
         if cap is None:
@@ -271,13 +271,12 @@ class BucketSet:
     def _rep_totals(self, res: str) -> list[float] | None:
         """The representatives' totals of ``res``, clipped at 0, as floats (None:
         more than a few buckets, or a value that is not finite)."""
-        hit = self._totals.get(res, False)
-        if hit is False:
-            have = self.table.total(res)[self.rep].tolist() if len(self.rep) <= _FEW else None
+        if res not in self._totals:
+            have = self.table.total(res)[self.rep].tolist() if len(self.rep) <= FEW_HOSTS else None
             if have is not None and not all(math.isfinite(h) for h in have):
                 have = None
-            hit = self._totals[res] = None if have is None else [max(h, 0.0) for h in have]
-        return hit
+            self._totals[res] = None if have is None else [max(h, 0.0) for h in have]
+        return self._totals[res]
 
 
 def first_true(bits: np.ndarray, k: int) -> np.ndarray:

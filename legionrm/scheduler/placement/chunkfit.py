@@ -68,8 +68,8 @@ class CompiledChunk(NamedTuple):
     tuple, not a dataclass: one is made per chunk of every request placed,
     and a tuple is the cheapest immutable value Python builds."""
 
-    index: int
-    count: int
+    index: int  # type: ignore[assignment]  # (shadows tuple.index: nothing calls that on a chunk)
+    count: int  # type: ignore[assignment]  # (shadows tuple.count, likewise)
     source: Chunk
     checks: tuple[Check, ...]  # reason order
     amounts: tuple[tuple[str, float], ...]  # consumables in request order (exec_vnode order)
@@ -238,7 +238,7 @@ def match_mask(table: NodeTable, check: Check, idx: np.ndarray) -> np.ndarray:
     return col.equals_mask(str(v), casefold=check.res in ("host", "vnode"))[idx]
 
 
-_NO_LIMIT = int(np.iinfo(np.int64).max)  # (read once: an iinfo is built anew per call)
+NO_LIMIT = int(np.iinfo(np.int64).max)  # (read once: an iinfo is built anew per call)
 
 
 def chunks_per_host(
@@ -262,7 +262,7 @@ def chunks_per_host(
         for c in chunk.checks:
             if not c.consumable:
                 ok &= match_mask(table, c, idx)
-    few = _few_per_host(table, chunk, idx, avail) if len(idx) <= _FEW else None
+    few = _few_per_host(table, chunk, idx, avail) if len(idx) <= FEW_HOSTS else None
     cap = np.array(few, dtype=np.int64) if few is not None else _numpy_per_host(table, chunk, idx, avail)
     return np.where(ok, cap, 0)
 
@@ -270,7 +270,7 @@ def chunks_per_host(
 def _numpy_per_host(table: NodeTable, chunk: CompiledChunk, idx: np.ndarray,
                     avail: dict[str, np.ndarray] | None) -> np.ndarray:
     """:func:`chunks_per_host`'s counts before the match, over any number of hosts."""
-    cap = np.full(len(idx), _NO_LIMIT, dtype=np.int64)
+    cap = np.full(len(idx), NO_LIMIT, dtype=np.int64)
     constrained = False
     for c in chunk.checks:
         if not c.consumable or c.amount <= 0:
@@ -281,7 +281,7 @@ def _numpy_per_host(table: NodeTable, chunk: CompiledChunk, idx: np.ndarray,
     return cap if constrained else np.ones(len(idx), dtype=np.int64)
 
 
-_FEW = 64
+FEW_HOSTS = 64
 """Up to this many hosts (a bucket set's representatives), :func:`chunks_per_host` counts in Python:
 the same float operations, without a numpy call's overhead each (a test compares the two)."""
 
@@ -298,7 +298,7 @@ def _few_per_host(table: NodeTable, chunk: CompiledChunk, idx: np.ndarray,
         if not all(math.isfinite(h) for h in have):
             return None
         got = [math.floor(max(h, 0.0) / c.amount + 1e-9) for h in have]  # (as np.floor(np.maximum(h, 0) / a + 1e-9))
-        if any(g > _NO_LIMIT for g in got):  # (past int64: numpy's rules again)
+        if any(g > NO_LIMIT for g in got):  # (past int64: numpy's rules again)
             return None
         cap = got if cap is None else [min(a, b) for a, b in zip(cap, got)]
     return [1] * len(idx) if cap is None else cap
