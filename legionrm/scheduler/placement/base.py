@@ -86,6 +86,9 @@ class SearchOutcome:
     text: str
     chunks: list[list[tuple[int, int]]] = field(default_factory=list)
     pset: str | None = None
+    arrays: list[tuple[np.ndarray, np.ndarray]] | None = None
+    """The same answer as numpy arrays per chunk: (hosts ascending, copies),
+    given by a path that works in arrays instead of ``chunks``."""
     chunk: int | None = None  # the select chunk a refusal is about, when it is about one
 
 
@@ -107,7 +110,8 @@ class PlacementResult:
     reason: str = ""
     path_reason: str = ""
     placement_set: str | None = None
-    allocation: list[list[tuple[int, int]]] = field(default_factory=list, repr=False)
+    _alloc: list[list[tuple[int, int]]] | None = field(default=None, repr=False)
+    _arrays: list[tuple[np.ndarray, np.ndarray]] | None = field(default=None, repr=False)
     request: SelectRequest | None = field(default=None, repr=False)  # what was placed, compiled as
     compiled: tuple[CompiledChunk, ...] = field(default=(), repr=False)
     queue: str | None = field(default=None, repr=False)  # in this queue, for this long
@@ -116,8 +120,23 @@ class PlacementResult:
     _now: float = field(default=0.0, repr=False)
     _chunk: int | None = field(default=None, repr=False)  # the select chunk a refusal is about
 
-    # The texts are made when asked for: the live planner reads ``allocation``
-    # only, and a 1,000-chunk exec_vnode costs more than placing it.
+    # The texts are made when asked for: the live planner reads ``chunk_arrays``
+    # only, and a 1,000-chunk exec_vnode costs more than placing it.  So is the
+    # allocation as Python pairs when the path answered in arrays (buckets).
+
+    @cached_property
+    def allocation(self) -> list[list[tuple[int, int]]]:
+        """Per select chunk, (node index, copies) in ascending node index."""
+        if self._arrays is None:
+            return self._alloc or []
+        return [list(zip(h.tolist(), c.tolist())) for h, c in self._arrays]
+
+    def chunk_arrays(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """:attr:`allocation` as (node indices, copies) arrays per select chunk."""
+        if self._arrays is not None:
+            return self._arrays
+        return [(np.fromiter((h for h, _ in a), np.int64, len(a)), np.fromiter((c for _, c in a), np.int64, len(a)))
+                for a in self._alloc or ()]
 
     @cached_property
     def exec_vnode(self) -> str:
@@ -358,7 +377,8 @@ class PathPlacer:
             reason=out.text,
             path_reason=path_reason,
             placement_set=out.pset,
-            allocation=out.chunks,
+            _alloc=out.chunks or None,  # (no empty list kept per refused request)
+            _arrays=out.arrays,
             _now=now,
             _chunk=out.chunk,
             _placer=self,

@@ -22,14 +22,16 @@ of the live bitmaps, so they are never stale (L2).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from itertools import repeat
 from typing import cast
 
 import numpy as np
 
 from legionrm.scheduler.placement.base import PathPlacer, PlaceConfig, SearchOutcome
 from legionrm.scheduler.placement.chunkfit import (
+    FEW_HOSTS,
+    NO_LIMIT,
     NO_NODE_RESOURCES,
     NO_TOTAL_NODES,
     CompiledChunk,
@@ -95,7 +97,8 @@ class BucketSet:
         self.nfree = np.asarray([int(f.sum()) for f in self.free], dtype=np.int64)
         self.nlater = np.asarray([int(f.sum()) for f in self.busy_later], dtype=np.int64)
         self._parts: dict[int, tuple[np.ndarray, list[Part]]] = {}
-        self._cpn: dict[tuple, np.ndarray] = {}
+        self._cpn: dict[tuple, tuple[np.ndarray, list[bool]]] = {}
+        self._totals: dict[str, list[float] | None] = {}
         state.subscribe(self.refresh)
 
     def _shape(self) -> "_Shape":
@@ -230,44 +233,84 @@ class BucketSet:
         return int(np.count_nonzero(f) + np.count_nonzero(bl))
 
     def chunks_per_node(self, chunk: CompiledChunk, b: int) -> int:
-        """How many copies of ``chunk`` one host of bucket ``b`` can hold (totals); cached."""
-        return int(self.chunks_per_bucket(chunk)[b])
+        """How many copies of ``chunk`` one host of bucket ``b`` can hold (totals)."""
+        return self.chunks_per_bucket(chunk)[b]
 
-    def chunks_per_bucket(self, chunk: CompiledChunk) -> np.ndarray:
-        """:meth:`chunks_per_node` for every bucket at once: one vector test on
-        the buckets' representatives.  Which buckets match (the non-consumable
-        checks) is cached by those checks alone, so requests that differ only
-        in amounts share it; the amounts are divided in per request."""
+    def chunks_per_bucket(self, chunk: CompiledChunk) -> list[int]:
+        """:meth:`chunks_per_node` for every bucket at once, tested on the
+        buckets' representatives: exactly :func:`chunks_per_host` of them.
+        Which buckets match (the non-consumable checks) is cached by those
+        checks alone, so requests that differ only in amounts share it; the
+        amounts are divided in per request, in Python over the few buckets'
+        totals (kept per resource) with the float operations numpy would do."""
         ok = self._cpn.get(chunk.match_key)
         if ok is None:
             if len(self._cpn) > 4096:
                 self._cpn.clear()
-            ok = np.ones(len(self.rep), bool)
+            mask = np.ones(len(self.rep), bool)
             for c in chunk.checks:
                 if not c.consumable:
-                    ok &= match_mask(self.table, c, self.rep)
-            self._cpn[chunk.match_key] = ok
-        return chunks_per_host(self.table, chunk, self.rep, matched=ok)
+                    mask &= match_mask(self.table, c, self.rep)
+            ok = self._cpn[chunk.match_key] = (mask, mask.tolist())
+        cap: list[int] | None = None
+        for c in chunk.checks:
+            if not c.consumable or c.amount <= 0:
+                continue
+            have = self._rep_totals(c.res)
+            if have is None:  # many buckets, or a total that is not finite: numpy's own rules
+                return chunks_per_host(self.table, chunk, self.rep, matched=ok[0]).tolist()
+            a = c.amount
+            got = [math.floor(h / a + 1e-9) for h in have]  # (as np.floor(np.maximum(h, 0) / a + 1e-9))
+            if any(g > NO_LIMIT for g in got):
+                return chunks_per_host(self.table, chunk, self.rep, matched=ok[0]).tolist()
+            cap = got if cap is None else list(map(min, cap, got))
+        if cap is None:
+            return [int(m) for m in ok[1]]
+        return [g if m else 0 for g, m in zip(cap, ok[1])]
+
+    def _rep_totals(self, res: str) -> list[float] | None:
+        """The representatives' totals of ``res``, clipped at 0, as floats (None:
+        more than a few buckets, or a value that is not finite)."""
+        if res not in self._totals:
+            have = self.table.total(res)[self.rep].tolist() if len(self.rep) <= FEW_HOSTS else None
+            if have is not None and not all(math.isfinite(h) for h in have):
+                have = None
+            self._totals[res] = None if have is None else [max(h, 0.0) for h in have]
+        return self._totals[res]
 
 
 def first_true(bits: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the first ``k`` True entries, scanning in growing blocks."""
+    """Indices of the first ``k`` True entries: one ``nonzero`` for a bitmap
+    of up to 16,384 hosts, else a scan in growing blocks."""
     n = len(bits)
     if k <= 0 or n == 0:
         return np.zeros(0, np.int64)
-    step = max(4 * k, 2048)
+    step = max(8 * k, 16384)
     if step >= n:
-        return np.flatnonzero(bits)[:k]
+        return bits.nonzero()[0][:k]
     found: list[np.ndarray] = []
     got = 0
     start = 0
     while start < n and got < k:
-        seg = np.flatnonzero(bits[start : start + step])[: k - got] + start
+        seg = bits[start : start + step].nonzero()[0][: k - got] + start
         found.append(seg)
         got += len(seg)
         start += step
         step *= 2
     return np.concatenate(found) if len(found) > 1 else found[0]
+
+
+_ONES = np.ones(0, np.int64)
+
+
+def ones(n: int) -> np.ndarray:
+    """``n`` ones (int64), a read-only view of one kept array: the copies of
+    a scatter answer, one per host."""
+    global _ONES
+    if len(_ONES) < n:
+        _ONES = np.ones(max(n, 2 * len(_ONES), 1024), np.int64)
+        _ONES.flags.writeable = False
+    return _ONES[:n]
 
 
 class BucketPlacer(PathPlacer):
@@ -280,7 +323,7 @@ class BucketPlacer(PathPlacer):
                  buckets: BucketSet | None = None) -> None:
         super().__init__(table, config, state)
         self.buckets = buckets if buckets is not None else BucketSet(table, self.state, self.config.requested)
-        self._maps: dict[tuple, tuple[np.ndarray, tuple[list[tuple[int, int]], int, int | None]]] = {}
+        self._maps: dict[tuple, tuple[np.ndarray, list[tuple[int, int]], int, int | None]] = {}
 
     def _search(
         self,
@@ -304,60 +347,80 @@ class BucketPlacer(PathPlacer):
                                      chunk=ch.index)
             cb_map.append(entries)
         # A necessary condition by counts, so hopeless requests cost O(buckets).
+        counts = (bs.nfree + bs.nlater).tolist() if live else None  # usable hosts of each whole bucket
         for ch, entries in zip(chunks, cb_map):
-            if sum(bs.usable(parts[k], view, live) * c for k, c in entries) < ch.count:
+            can = 0
+            for k, c in entries:
+                part = parts[k]
+                can += c * (counts[part.b] if counts is not None and part.positions is None
+                            else bs.usable(part, view, live))
+            if can < ch.count:
                 return SearchOutcome("not_now", NO_NODE_RESOURCES, chunk=ch.index)
-        working: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        # Per part, its [free, busy-later (None: none), own copy?] bitmaps: a chunk marks the hosts it
+        # takes so a later chunk of the request does not take them again; the live bitmaps are copied
+        # only then (the last chunk, the only one of most requests, reads them as they are).
+        working: dict[int, list] = {}
         deadline = view.now + walltime
-        result: list[list[tuple[int, int]]] = []
-        for ch, entries in zip(chunks, cb_map):
+        result: list[tuple[np.ndarray, np.ndarray]] = []
+        for ci, (ch, entries) in enumerate(zip(chunks, cb_map)):
+            mark = ci < len(chunks) - 1
             need = ch.count
             taken: list[tuple[np.ndarray, int]] = []
             for k, c in entries:
                 if need <= 0:
                     break
                 part = parts[k]
-                if k not in working:
-                    working[k] = bs.bits(part, view, live)
-                free_w, later_w = working[k]
+                bits = working.get(k)
+                if bits is None:
+                    if live and part.positions is None:
+                        b = part.b
+                        bits = [bs.free[b], bs.busy_later[b] if bs.nlater[b] else None, False]
+                    else:
+                        bits = [*bs.bits(part, view, live), True]
+                    working[k] = bits
+                if mark and not bits[2]:
+                    bits[:] = [bits[0].copy(), None if bits[1] is None else bits[1].copy(), True]
+                free_w, later_w, _ = bits
                 members = bs.hosts_of(part)
                 hosts_needed = -(-need // c)
                 got = 0
                 # busy-later hosts first, when the work ends before their next event
-                if not (live and part.positions is None and bs.nlater[part.b] == 0):
-                    cand = np.flatnonzero(later_w)
+                if later_w is not None:
+                    cand = later_w.nonzero()[0]
                     if len(cand):
                         fit = cand[view.next_event[members[cand]] >= deadline][:hosts_needed]
                         if len(fit):
-                            later_w[fit] = False
+                            if mark:
+                                later_w[fit] = False
                             taken.append((members[fit], c))
                             got += len(fit)
                 if got < hosts_needed:
                     pick = first_true(free_w, hosts_needed - got)
                     if len(pick):
-                        free_w[pick] = False
+                        if mark:
+                            free_w[pick] = False
                         taken.append((members[pick], c))
                         got += len(pick)
                 need -= got * c
             if need > 0:
                 return SearchOutcome("not_now", NO_NODE_RESOURCES, chunk=ch.index)
+            if len(taken) == 1 and taken[0][1] == 1:  # one bucket, one copy per host: already ascending
+                result.append((taken[0][0], ones(len(taken[0][0]))))
+                continue
             if len(taken) == 1:
                 hs, c = taken[0]
-                if c == 1:  # one bucket, one copy per host: already ascending
-                    result.append(list(zip(hs.tolist(), repeat(1))))
-                    continue
                 cs = np.full(len(hs), c, np.int64)
             else:
                 hs = np.concatenate([h for h, _ in taken])
                 cs = np.concatenate([np.full(len(h), c, np.int64) for h, c in taken])
                 order = np.argsort(hs, kind="stable")
                 hs, cs = hs[order], cs[order]
-            # emit min(c, remaining) copies per host in ascending node index
+            # min(c, remaining) copies per host in ascending node index
             before = np.concatenate(([0], np.cumsum(cs)[:-1]))
             copies = np.minimum(np.maximum(ch.count - before, 0), cs)
             keep = copies > 0
-            result.append(list(zip(hs[keep].tolist(), copies[keep].tolist())))
-        return SearchOutcome("run", "", result)
+            result.append((hs[keep], copies[keep]))
+        return SearchOutcome("run", "", arrays=result)
 
     def _map_chunk(
         self, ch: CompiledChunk, hosts: np.ndarray, parts: list[Part], scatter: bool
@@ -369,12 +432,12 @@ class BucketPlacer(PathPlacer):
         key = (ch.key, id(hosts), scatter)
         hit = self._maps.get(key)
         if hit is not None and hit[0] is hosts:
-            return hit[1]
+            return hit[1], hit[2], hit[3]
         bs = self.buckets
         entries: list[tuple[int, int]] = []
         ever = 0
         fail: int | None = None
-        per_bucket = bs.chunks_per_bucket(ch).tolist()
+        per_bucket = bs.chunks_per_bucket(ch)
         for k, part in enumerate(parts):
             c = per_bucket[part.b]
             if c > 0:
@@ -385,7 +448,7 @@ class BucketPlacer(PathPlacer):
                 fail = int(bs.rep[part.b])
         if len(self._maps) > 4096:
             self._maps.clear()
-        self._maps[key] = (hosts, (entries, ever, fail))
+        self._maps[key] = (hosts, entries, ever, fail)
         return entries, ever, fail
 
     def bucket_of(self, host: str) -> str:

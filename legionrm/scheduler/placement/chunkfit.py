@@ -17,9 +17,7 @@ paths run before searching.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from functools import cached_property
-from typing import cast
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -51,8 +49,7 @@ INVALID_STATE = "Node is in an ineligible state: {state}"
 DEFAULT_CHUNK: dict[str, ResValue] = {"ncpus": 1}
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(NamedTuple):
     """One requested resource of a chunk, in host-column units."""
 
     res: str
@@ -66,10 +63,13 @@ class Check:
         return cast(float, self.value)
 
 
-@dataclass(frozen=True)
-class CompiledChunk:
-    index: int
-    count: int
+class CompiledChunk(NamedTuple):
+    """One select chunk compiled against a node table (immutable).  A named
+    tuple, not a dataclass: one is made per chunk of every request placed,
+    and a tuple is the cheapest immutable value Python builds."""
+
+    index: int  # type: ignore[assignment]  # (shadows tuple.index: nothing calls that on a chunk)
+    count: int  # type: ignore[assignment]  # (shadows tuple.count, likewise)
     source: Chunk
     checks: tuple[Check, ...]  # reason order
     amounts: tuple[tuple[str, float], ...]  # consumables in request order (exec_vnode order)
@@ -77,7 +77,7 @@ class CompiledChunk:
     key: tuple = ()  # what decides fit: the checks (hashable, for caches)
     match_key: tuple = ()  # what decides fit apart from amounts: the non-consumable checks
 
-    @cached_property
+    @property
     def text(self) -> str:
         """The chunk in select syntax (made when a message needs it)."""
         return self.source.text()
@@ -140,39 +140,80 @@ def _amount_for(col: Column | None, value: float) -> float:
     return float(value)
 
 
+_Piece = tuple[Check, str, tuple, tuple[str, float] | None] | None
+"""One requested resource compiled: its check, its exec_vnode text (a
+consumable's; '' for the others), its part of the chunk's key and its
+(resource, amount) (a consumable's), or None when PBS drops it.  Kept and
+shared by every chunk that asks for the value (fewer objects per request)."""
+
+
+_PIECES = "compiled values"  # (the key of the piece cache in ``table.derived``)
+
+
+def _piece(table: NodeTable, name: str, written: object, index: int) -> _Piece:
+    """``name=written`` compiled against ``table`` (see :func:`compile_chunk`),
+    to be kept per table (:func:`compile_chunk` keeps it): what a value
+    compiles to depends on the table alone, so the many requests of a cycle
+    that ask for the same value (``ncpus=1``) compile it once."""
+    value = classify(written)
+    col = table.columns.get(name)
+    if not (table.checked(name) or isinstance(value, bool)):
+        return None  # not on the resources line: PBS drops it from the select's resource set
+    value = _coerce(col, name, written, value, index)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        amt = _amount_for(col, value)
+        if isinstance(value, Size):
+            shown: object = value
+        elif col is not None and col.kind == "size":
+            shown = Size(amt)
+        else:
+            shown = value
+        return Check(name, amt, True, written), f":{name}={exec_amount(shown)}", (name, "float", amt, True), (name, amt)
+    return Check(name, value, False, written), "", (name, type(value).__name__, value, False), None
+
+
 def compile_chunk(table: NodeTable, chunk: Chunk, index: int) -> CompiledChunk:
     """Compile one chunk against ``table`` (see module docs for the rules).
-    Raises BadValue for a value that cannot be of the hosts' kind."""
-    res = dict(chunk.resources)
+    Raises BadValue for a value that cannot be of the hosts' kind (such a
+    value is not kept: its error names the chunk)."""
+    pieces = cast("dict[tuple, _Piece] | None", table.derived.get(_PIECES))
+    if pieces is None:
+        pieces = table.derived[_PIECES] = {}
+    given = chunk.resources
+    items = list(given.items())
     for k, v in DEFAULT_CHUNK.items():
-        res.setdefault(k, v)
-    noncons: list[Check] = []
+        if k not in given:
+            items.append((k, v))
+    checks: list[Check] = []
+    keys: list[tuple] = []
     cons: list[Check] = []
+    cons_keys: list[tuple] = []
     amounts: list[tuple[str, float]] = []
     suffix: list[str] = []
-    for name, written in res.items():
-        value = classify(written)
-        col = table.columns.get(name)
-        if not (table.checked(name) or isinstance(value, bool)):
-            continue  # not on the resources line: PBS drops it from the select's resource set
-        value = _coerce(col, name, written, value, index)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            amt = _amount_for(col, value)
-            cons.append(Check(name, amt, True, written))
-            amounts.append((name, amt))
-            if isinstance(value, Size):
-                shown: object = value
-            elif col is not None and col.kind == "size":
-                shown = Size(amt)
-            else:
-                shown = value
-            suffix.append(f":{name}={exec_amount(shown)}")
+    for name, written in items:
+        key = (name, type(written), written)
+        if key in pieces:
+            piece = pieces[key]
         else:
-            noncons.append(Check(name, value, False, written))
-    checks = tuple(reversed(noncons)) + tuple(cons)
-    key = tuple((c.res, type(c.value).__name__, c.value, c.consumable) for c in checks)
-    match_key = tuple(k for k in key if not k[3])
-    return CompiledChunk(index, chunk.count, chunk, checks, tuple(amounts), "".join(suffix), key, match_key)
+            piece = _piece(table, name, written, index)
+            if len(pieces) > 65536:
+                pieces.clear()
+            pieces[key] = piece
+        if piece is None:
+            continue
+        if piece[3] is None:
+            checks.append(piece[0])
+            keys.append(piece[2])
+        else:
+            cons.append(piece[0])
+            cons_keys.append(piece[2])
+            amounts.append(piece[3])
+            suffix.append(piece[1])
+    checks.reverse()  # PBS's order: non-consumables in reverse order of appearance, then consumables
+    keys.reverse()
+    match_key = tuple(keys)
+    return CompiledChunk(index, chunk.count, chunk, tuple(checks + cons), tuple(amounts), "".join(suffix),
+                         match_key + tuple(cons_keys), match_key)
 
 
 def compile_request(table: NodeTable, request: SelectRequest) -> tuple[CompiledChunk, ...]:
@@ -197,7 +238,7 @@ def match_mask(table: NodeTable, check: Check, idx: np.ndarray) -> np.ndarray:
     return col.equals_mask(str(v), casefold=check.res in ("host", "vnode"))[idx]
 
 
-_NO_LIMIT = int(np.iinfo(np.int64).max)  # (read once: an iinfo is built anew per call)
+NO_LIMIT = int(np.iinfo(np.int64).max)  # (read once: an iinfo is built anew per call)
 
 
 def chunks_per_host(
@@ -221,7 +262,7 @@ def chunks_per_host(
         for c in chunk.checks:
             if not c.consumable:
                 ok &= match_mask(table, c, idx)
-    few = _few_per_host(table, chunk, idx, avail) if len(idx) <= _FEW else None
+    few = _few_per_host(table, chunk, idx, avail) if len(idx) <= FEW_HOSTS else None
     cap = np.array(few, dtype=np.int64) if few is not None else _numpy_per_host(table, chunk, idx, avail)
     return np.where(ok, cap, 0)
 
@@ -229,7 +270,7 @@ def chunks_per_host(
 def _numpy_per_host(table: NodeTable, chunk: CompiledChunk, idx: np.ndarray,
                     avail: dict[str, np.ndarray] | None) -> np.ndarray:
     """:func:`chunks_per_host`'s counts before the match, over any number of hosts."""
-    cap = np.full(len(idx), _NO_LIMIT, dtype=np.int64)
+    cap = np.full(len(idx), NO_LIMIT, dtype=np.int64)
     constrained = False
     for c in chunk.checks:
         if not c.consumable or c.amount <= 0:
@@ -240,7 +281,7 @@ def _numpy_per_host(table: NodeTable, chunk: CompiledChunk, idx: np.ndarray,
     return cap if constrained else np.ones(len(idx), dtype=np.int64)
 
 
-_FEW = 64
+FEW_HOSTS = 64
 """Up to this many hosts (a bucket set's representatives), :func:`chunks_per_host` counts in Python:
 the same float operations, without a numpy call's overhead each (a test compares the two)."""
 
@@ -257,7 +298,7 @@ def _few_per_host(table: NodeTable, chunk: CompiledChunk, idx: np.ndarray,
         if not all(math.isfinite(h) for h in have):
             return None
         got = [math.floor(max(h, 0.0) / c.amount + 1e-9) for h in have]  # (as np.floor(np.maximum(h, 0) / a + 1e-9))
-        if any(g > _NO_LIMIT for g in got):  # (past int64: numpy's rules again)
+        if any(g > NO_LIMIT for g in got):  # (past int64: numpy's rules again)
             return None
         cap = got if cap is None else [min(a, b) for a, b in zip(cap, got)]
     return [1] * len(idx) if cap is None else cap
@@ -369,7 +410,6 @@ def _aggregate(
         return err, None
     # job-wide consumables summed over the select
     need: dict[str, float] = {}
-    sizes = {c.res: _written_size(c) for ch in chunks for c in ch.checks if c.consumable}
     for ch in chunks:
         for r, a in ch.amounts:
             need[r] = need.get(r, 0.0) + a * ch.count
@@ -377,7 +417,9 @@ def _aggregate(
         t = sums.total(idx, r)
         a = pool_a.get(r, 0.0)
         if amount > (t if total else a) + 1e-9:
-            return _insufficient(r, table.columns.get(r), amount, a, t, sizes.get(r, False)), None
+            # (the text shows a size as the request's last chunk naming ``r`` wrote it)
+            size = [_written_size(c) for ch in chunks for c in ch.checks if c.consumable and c.res == r][-1]
+            return _insufficient(r, table.columns.get(r), amount, a, t, size), None
     # each chunk against the set as a whole (booleans always honoured)
     for ch in chunks:
         for c in ch.checks:

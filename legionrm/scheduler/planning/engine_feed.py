@@ -186,7 +186,8 @@ class EngineFeed:
         res = cyc.placer.place(request, float(snap.now), obj.walltime_s, hosts=hosts)
         if not res.runs:
             return EngineAnswer(res.status, [], res.comment, res.reason, res.earliest_start, res.path, res.path_reason)
-        nodes = np.fromiter((h for alloc in res.allocation for h, copies in alloc for _ in range(copies)), np.int64)
+        per_chunk = [np.repeat(h, c) for h, c in res.chunk_arrays()]  # (the answer in arrays: no Python pairs)
+        nodes = np.concatenate(per_chunk) if per_chunk else np.zeros(0, np.int64)
         names = cyc.placer.table.names
         return EngineAnswer(res.status, [names[h] for h in nodes.tolist()], res.comment, res.reason,
                             res.earliest_start, res.path, res.path_reason, cyc.row_of_node[nodes])
