@@ -47,7 +47,6 @@ from legionrm.models import (
     ScheduleProposal,
     SchedulerResponse,
     SchedulerSettings,
-    SchedulerSpec,
     SchedulerStatus,
     ScheduleSuite,
     SchedulingRequest,
@@ -69,7 +68,7 @@ from legionrm.scheduler.door import SchedulerDoor, own_report, status_for
 from legionrm.scheduler.elastic import CycleRunner, HostStopper
 from legionrm.scheduler.ports import PoolGate
 from legionrm.scheduler.priority.calls import QueueCalls
-from legionrm.scheduler.several import ServedCollection
+from legionrm.scheduler.several.kept import KeptReload
 from legionrm.scheduler.several.actor import PoolActor, RemotePoolGate  # noqa: F401 - re-exported (system.py)
 from legionrm.scheduler.several.actor import NodeJoins, ReloadCalls
 from legionrm.scheduler.watch import HostWatch
@@ -77,6 +76,7 @@ from legionrm.scheduler.watch.calls import HistoryCalls, WorkCalls
 from legionrm.scheduler.grow.actor import request_resources
 from legionrm.scheduler.wiring import SchedulerPorts, wire
 from legionrm.state import AccountingStore, ElasticStore, RequestStore
+from legionrm.state.reloaded import ReloadedStore
 
 log = logging.getLogger(__name__)
 
@@ -202,6 +202,10 @@ class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls, NodeJoins, IntakeCalls
         cluster = cluster or ClusterSpec()
         if classes is not None:  # the classes this Scheduler places (the cluster's, as the system passes them)
             cluster = cluster.model_copy(update={"classes": tuple(classes)})
+        # what the reloads of this boot changed (Ray restarts an actor with its first arguments and its id)
+        self._kept = KeptReload(ReloadedStore(state_path) if state_path else None,
+                                ray.get_runtime_context().get_actor_id(), name)
+        cluster = self._kept.cluster(cluster)
         wired = wire(SchedulerSettings(cluster=cluster, name=name), SchedulerPorts(
             collection=RemoteCollection(collection, CALL_TIMEOUT_S, signer=self._signer),
             enactor=lambda approval: self._remote_enactor(enactor, "approve"), pools=pools,
@@ -367,15 +371,6 @@ class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls, NodeJoins, IntakeCalls
         self.door.require_admin(proof, "drain", {"host": host, "reason": reason}, "vary_hosts")
         handle = self._carriers.get(host) or named_actor(host_name(host))
         return handle is not None and RemoteCarrier(handle, self._signer, host).set_drain(host, reason)
-
-    @ray.method(concurrency_group="control")
-    def serve(self, spec: SchedulerSpec, proof: Any = None) -> None:
-        """Plan over the hosts ``spec`` serves from now on (``legionrm reload``): an administrator's."""
-        self.door.require_admin(proof, "serve", {"spec": spec}, "vary_hosts")
-        current = self.core.getCollection()
-        served = ServedCollection(getattr(current, "source", current), spec)
-        self.core.setCollection(served)
-        self.cycle.collection = served
 
     def tick(self, proof: Any = None) -> int:
         """Watch and re-plan now (normally the timer does): an administrator's."""

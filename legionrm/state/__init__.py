@@ -7,7 +7,9 @@ what host objects and vaults granted (secrets, token serials, open
 reservations, instances, vault uses);
 :class:`~legionrm.state.accounting.AccountingStore` one record per finished instance;
 :class:`~legionrm.state.elastic.ElasticStore` the elastic cycle's jobs,
-their running processes, pool charges and the stops owed.  SQLite in WAL
+their running processes, pool charges and the stops owed;
+:class:`~legionrm.state.reloaded.ReloadedStore` the site policy and nodepools a
+reload gave a Scheduler (for the actor Ray restarts).  SQLite in WAL
 mode: a crash leaves every committed transition, and a reader never blocks
 the writer.  A write that fails raises :class:`StoreFault` (``state.disk_full``
 or ``state.io_error``, with the path) with nothing written; the fault seam

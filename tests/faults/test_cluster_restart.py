@@ -24,13 +24,25 @@ from pathlib import Path
 
 import pytest
 
-from legionrm.config import default_cluster_path, load_cluster
 from legionrm.homefs import exposed
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
-from tests.faults import durable_system
+from tests.faults import durable_system, lean_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.ray
+
+LEAN_FILE = """
+[[host]]
+name = "batch"
+count = 2
+nodepool = "batch"
+attributes = { cpus = 4, memory_gb = 8 }
+
+[[class]]
+name = "Command"
+implementation = "legionrm.hostobj.work:Command"
+host_list = ["ray-*"]
+"""
 
 
 def _kill_head(home: Path) -> bool:
@@ -60,10 +72,11 @@ def test_a_new_up_on_the_same_home_knows_what_the_lost_cluster_held(tmp_path: Pa
     run = tmp_path / "run.toml"  # its sleep outlives a SIGKILLed head (a session of its own): short, so it ends soon
     run.write_text('request_id = "r-run"\n[identity]\nuser = "%s"\n[[object]]\nclass_name = "Command"\n'
                    'cpus = 1\nmemory_gb = 0.2\nargs = { command = "sleep 120" }\n' % os.environ.get("USER", "root"))
-    # the work runs as the service's own account here (a test system: this user is trusted with it)
+    # the work runs as the service's own account here (a test system: this user is trusted with it);
+    # a lean file (a host group, the Ray node bound as a host with its vault, the class r-run needs):
+    # each actor of a boot is a worker process to start, twice here
     cluster = tmp_path / "cluster.toml"
-    cluster.write_text(default_cluster_path().read_text()
-                       + f'\n[runner]\nrun_as = "service"\nwork_dir = "{tmp_path / "work"}"\n')
+    cluster.write_text(LEAN_FILE + f'\n[runner]\nrun_as = "service"\nwork_dir = "{tmp_path / "work"}"\n')
     # --gateway-port 0: a free port, so another test's system on this machine never collides with it
     up = lrm("up", "--cluster", str(cluster), "--no-dashboard", "--no-ray-dashboard", "--no-ray-token",
              "--gateway-port", "0", "--timeout", "180", timeout=240)
@@ -154,7 +167,7 @@ def _answers_whole(system, capacity: dict[str, float]) -> None:
 
 @pytest.mark.parametrize("how", ["killed", "down"], ids=["whole-system-killed", "clean-down-up"])
 def test_a_second_boot_on_the_same_home_answers_from_every_resource(ray_cluster, tmp_path, how) -> None:
-    spec = load_cluster()
+    spec = lean_cluster()  # two host groups, a vault, the class the work is of: what the checks below ask of
     before = {}
     with _booted(spec, tmp_path) as first:
         assert first.signer is not None  # the driver's user is the home's administrator

@@ -1,6 +1,6 @@
 """Kill the Scheduler actor: Ray restarts it, it reloads its requests from the
-state store, and the books still balance (nothing lost, leaked or doubled).
-Prints the time to recover."""
+state store (and the site policy a reload gave it), and the books still
+balance (nothing lost, leaked or doubled).  Prints the time to recover."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from legionrm.config import load_cluster
 from tests.faults import durable_system
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
 from legionrm.models.requests import FINAL_STATES
+from legionrm.scheduler.priority import site_spec
 
 pytestmark = pytest.mark.ray
 
@@ -40,6 +41,19 @@ def test_a_killed_scheduler_comes_back_knowing_every_request(system, capsys) -> 
     before = {i.id: settled.get(i.state, i.state) for i in call(system.scheduler.list_requests.remote())}
     first_pid = call(system.scheduler.__ray_call__.remote(lambda self: __import__("os").getpid()))
 
+    def _site_settings(actor) -> tuple[list[str], float]:  # (nested: Ray ships it by value)
+        """The QoS names and the half-life the Scheduler actor orders its queue by."""
+        settings = actor.core.queue.site.settings
+        return sorted(settings.qos), settings.half_life_s
+
+    # a reload's site policy (a QoS added, the half-life changed), written before it is taken
+    spec = load_cluster()
+    site = site_spec(spec.model_copy(update={"qos": (*spec.qos, {"name": "gold", "priority": 900}),
+                                             "fairshare": {**spec.fairshare, "half_life_s": 3600.0}}))
+    assert call(system.scheduler.reconfigure_site.remote(site)) is None
+    reloaded = call(system.scheduler.__ray_call__.remote(_site_settings))
+    assert "gold" in reloaded[0] and reloaded[1] == 3600.0
+
     t0 = time.monotonic()
     ray.kill(system.scheduler, no_restart=False)
     pid = None
@@ -58,6 +72,7 @@ def test_a_killed_scheduler_comes_back_knowing_every_request(system, capsys) -> 
     with capsys.disabled():
         print(f"\n  scheduler killed and back with its {len(after)} requests in {recovered:.2f} s")
     assert after == before
+    assert call(system.scheduler.__ray_call__.remote(_site_settings)) == reloaded  # not the file's of `boot`
     assert "f-run" in call(system.pools.held.remote())  # still charged, once
     instances = {i.instance_id for i in call(system.scheduler.instances.remote())}
     assert instances == {i.instance_id for i in run.instances}  # the running instances re-attached

@@ -7,8 +7,10 @@ it books who admitted each request, so each scheduler audits what it holds.
 :class:`RemotePoolGate` is one scheduler's view of it.
 
 A reload's calls on a Scheduler actor (:class:`ReloadCalls`) forward to the
-pure cores: its site policy, and (the default scheduler's) the owners'
-policies of the hosts and vaults, through the actors that carry them.
+pure cores: its site policy and what it serves (both written to its state
+store first, :mod:`~legionrm.scheduler.several.kept`), and (the default
+scheduler's) the owners' policies of the hosts and vaults, through the
+actors that carry them.
 
 Ray nodes that join after ``up`` (issue 27 item 2) become hosts within a
 heartbeat: the default scheduler's actor looks at Ray's nodes once a
@@ -47,12 +49,15 @@ from legionrm.models import (
     PoolSpec,
     Refusal,
     Resources,
+    SchedulerSpec,
     SchedulingRequest,
     SitePolicySpec,
 )
 from legionrm.naming import POOLS, class_name, host_name, named_actor, vault_name
 from legionrm.scheduler.pools import refused_or_reconfigured, specs_of
 from legionrm.scheduler.ports import PoolGate
+from legionrm.scheduler.several.kept import KeptReload
+from legionrm.scheduler.several.served import ServedCollection
 
 CALL_TIMEOUT_S = 120.0
 
@@ -234,18 +239,36 @@ class ReloadCalls:
 
     door: Any
     core: Any
+    cycle: Any
     _carriers: dict[str, Any]
     _vaults: dict[str, Any]
     _signer: Any
     _bound: dict[str, str]
     _node_cluster: ClusterSpec
+    _kept: KeptReload
 
     @ray.method(concurrency_group="control")
     def reconfigure_site(self, site: SitePolicySpec, check: bool = False, proof: Any = None) -> Refusal | None:
         """Order and limit the queue by ``site`` from now on (:meth:`SitePolicy.reload
-        <legionrm.scheduler.priority.SitePolicy.reload>`): None, or why not and nothing changed."""
+        <legionrm.scheduler.priority.SitePolicy.reload>`), written to the state store first so
+        that a restarted actor does too (:class:`~legionrm.scheduler.several.kept.KeptReload`):
+        None, or why not and nothing changed."""
         self.door.require_admin(proof, "reconfigure_site", {"site": site, "check": check}, "reload")
-        return self.core.queue.site.reload(site, self.core.book.entries(), check)
+        return self._kept.site(self.core.queue.site, self.core.book.entries, site, check)
+
+    @ray.method(concurrency_group="control")
+    def serve(self, spec: SchedulerSpec, proof: Any = None) -> Refusal | None:
+        """Plan over the hosts ``spec`` serves from now on (``legionrm reload``), written to the
+        state store first: an administrator's.  None, or why not (not written) and nothing changed."""
+        self.door.require_admin(proof, "serve", {"spec": spec}, "vary_hosts")
+        refused = self._kept.serves(spec)
+        if refused is not None:
+            return refused
+        current = self.core.getCollection()
+        served = ServedCollection(getattr(current, "source", current), spec)
+        self.core.setCollection(served)
+        self.cycle.collection = served
+        return None
 
     @ray.method(concurrency_group="control")
     def reconfigure_owners(self, changes: list[OwnerPolicy], check: bool = False, cluster: ClusterSpec | None = None,
