@@ -92,8 +92,8 @@ async def keep_gauges(app: web.Application, admin: str) -> None:
 
 
 def run_loop(main: Coroutine[Any, Any, None]) -> None:
-    """Run ``main`` on uvloop when it is installed (it cut the gateway's CPU a call: the event loop's
-    own Python -- selector, transports, handles -- was a fifth of a busy gateway), else on asyncio's loop."""
+    """Run ``main`` on uvloop when it is installed (its loop, transports and handles are C: the gateway
+    spends less CPU a call, ``benchmarks/README.md``), else on asyncio's own loop."""
     if uvloop is not None:
         uvloop.run(main)
     else:
