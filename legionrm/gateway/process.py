@@ -29,7 +29,7 @@ from aiohttp import web
 try:  # libuv's event loop: the gateway's sockets and callbacks in C (see run_loop)
     import uvloop
 except ImportError:  # pragma: no cover -- a dependency; asyncio's own loop serves the same, slower
-    uvloop = None
+    uvloop = None  # type: ignore[assignment]
 
 from legionrm import metrics
 from legionrm.gateway import tls

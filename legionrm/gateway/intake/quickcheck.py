@@ -44,7 +44,7 @@ try:  # libsodium's Ed25519 (see fast_key)
     from nacl.bindings import crypto_sign_open
     from nacl.exceptions import CryptoError
 except ImportError:  # pragma: no cover -- a dependency; OpenSSL's verify serves the same, slower
-    crypto_sign_open = None
+    crypto_sign_open = None  # type: ignore[assignment]
 
 W = TypeVar("W")
 
@@ -74,6 +74,8 @@ class SodiumKey:
 def fast_key(key: Ed25519PublicKey) -> Verifying:
     """``key`` as :func:`quick_verify` checks with it (see the module doc): libsodium's when installed."""
     return SodiumKey(key.public_bytes_raw()) if crypto_sign_open is not None else key
+
+
 _SAFE = r'[ !#-\[\]-~]'  # printable ASCII but '"' and '\\': a structured-field string with nothing escaped
 _INPUT = re.compile(
     re.escape(SIGNATURE_LABEL) + r'=\("@method" "@path" "@query"(?P<as> "' + re.escape(AS_HEADER.lower())
