@@ -16,6 +16,7 @@ gateway's pydantic model (:mod:`legionrm.models.api`).  A refusal raises a
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -85,12 +86,22 @@ class Client:
         except ValidationError as exc:
             raise GatewayError(codes.CLIENT_ANSWER, f"the gateway's answer is not a {model.__name__}: {exc}") from None
 
+    def _reader(self, model: type[M]) -> Callable[[bytes], M]:
+        """A success's body read straight as ``model`` (one pass of pydantic's JSON parser: a third of
+        what ``json.loads`` and then :meth:`_as` cost), refused as :meth:`_as` refuses."""
+        def read(body: bytes) -> M:
+            try:
+                return model.model_validate_json(body)
+            except ValidationError as exc:
+                raise GatewayError(codes.CLIENT_ANSWER, f"the gateway's answer is not a {model.__name__}: {exc}") from None
+        return read
+
     # --- requests ------------------------------------------------------------------------------
 
     def submit(self, request: Request, *, set: dict[str, str] | None = None, id: str | None = None) -> SubmitResult:
         """Submit ``request`` (a dict shaped like a request file, or its TOML text); ``set``
         overrides dotted keys (``{"object.0.count": "4"}``), ``id`` names it."""
-        return self._as(SubmitResult, self.wire.submit(request, set=set, id=id))
+        return self.wire.submit(request, set=set, id=id, read=self._reader(SubmitResult))  # type: ignore[return-value]
 
     schedule_objects = submit  # Legion's name for it
 
@@ -104,14 +115,15 @@ class Client:
                   limit: int | None = None, cursor: str | None = None) -> RequestList:
         """One page of :meth:`list`: at most ``limit`` requests after ``cursor``; its ``next`` is
         the cursor of the page after it (None: no more)."""
-        return self._as(RequestList, self.wire.list_page(user, state, all=all, limit=limit, cursor=cursor))
+        return self.wire.list_page(user, state, all=all, limit=limit, cursor=cursor,  # type: ignore[return-value]
+                                   read=self._reader(RequestList))
 
     def show(self, request_id: str) -> RequestInfo:
         """One request: its state, history, instances and the vetoes it met (``failures``)."""
-        return self._as(RequestInfo, self.wire.show(request_id))
+        return self.wire.show(request_id, read=self._reader(RequestInfo))  # type: ignore[return-value]
 
     def cancel(self, request_id: str, reason: str = "cancelled by its user") -> RequestInfo:
-        return self._as(RequestInfo, self.wire.cancel(request_id, reason))
+        return self.wire.cancel(request_id, reason, read=self._reader(RequestInfo))  # type: ignore[return-value]
 
     def cancel_many(self, ids: tuple[str, ...] | list[str] = (), *, user: str | None = None, state: str | None = None,
                     reason: str = "cancelled by its user") -> CancelResult:

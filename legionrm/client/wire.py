@@ -33,6 +33,7 @@ from legionrm.protocol import API_PREFIX, AS_HEADER
 TYPE_CHECKING = False  # typing's, without importing typing: a CLI call never loads it
 if TYPE_CHECKING:
     import ssl
+    from collections.abc import Callable
     from typing import Any, Self
 
 Doc = dict[str, "Any"]
@@ -84,9 +85,12 @@ class Wire:
 
     # --- one call ----------------------------------------------------------------------------
 
-    def call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
+    def call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None, *,
+             read: Callable[[bytes], Any] | None = None) -> Any:
         """One signed call of ``path`` (under ``/api/v1``); the answer's JSON, or the error it carries
-        raised.  ``body``: JSON bytes, a JSON-able mapping, or a pydantic model (sent without its defaults)."""
+        raised.  ``body``: JSON bytes, a JSON-able mapping, or a pydantic model (sent without its defaults).
+        ``read``: what a success's body is made into instead of its JSON (the typed Client validates
+        the bytes as its model in one pass, not ``json.loads`` and then the model)."""
         content = _content(body)
         q = query({k: v for k, v in (params or {}).items() if v is not None})
         target = self._prefix + path + (f"?{q}" if q else "")
@@ -104,6 +108,8 @@ class Wire:
                                         f"{self.credentials.url}: {exc or type(exc).__name__}") from None
         if resp.will_close:
             self._forget(conn)
+        if read is not None and 200 <= resp.status < 300:
+            return read(resp.body)
         try:
             doc = json.loads(resp.body) if resp.body else None
         except ValueError:
@@ -135,10 +141,11 @@ class Wire:
 
     # --- requests (each answers the gateway's JSON) ---------------------------------------------
 
-    def submit(self, request: Request, *, set: dict[str, str] | None = None, id: str | None = None) -> Doc:
-        """``POST /requests``: a ``SubmitResult``."""
+    def submit(self, request: Request, *, set: dict[str, str] | None = None, id: str | None = None,
+               read: Callable[[bytes], Any] | None = None) -> Doc:
+        """``POST /requests``: a ``SubmitResult`` (``read``: see :meth:`call`)."""
         body: Doc = {**request_fields(request), **({"set": dict(set)} if set else {}), **({"id": id} if id else {})}
-        return self.call("POST", "/requests", body)  # type: ignore[no-any-return]
+        return self.call("POST", "/requests", body, read=read)  # type: ignore[no-any-return]
 
     def list(self, user: str | None = None, state: str | None = None, *, all: bool = False,
              limit: int | None = None, cursor: str | None = None) -> list[Doc]:
@@ -146,19 +153,22 @@ class Wire:
         return list(self.list_page(user, state, all=all, limit=limit, cursor=cursor)["requests"])
 
     def list_page(self, user: str | None = None, state: str | None = None, *, all: bool = False,
-                  limit: int | None = None, cursor: str | None = None) -> Doc:
+                  limit: int | None = None, cursor: str | None = None, read: Callable[[bytes], Any] | None = None) -> Doc:
         """``GET /requests?all=&limit=&cursor=``: a ``RequestList``, the live and recent requests
         (``all``: every one the history keeps), at most ``limit`` after ``cursor``; its ``next`` is
         the cursor of the page after it (None: no more)."""
         params = {"user": user, "state": state, "all": "1" if all else None, "limit": limit, "cursor": cursor}
-        return self.call("GET", "/requests", params=params)  # type: ignore[no-any-return]
+        return self.call("GET", "/requests", params=params, read=read)  # type: ignore[no-any-return]
 
-    def show(self, request_id: str) -> Doc:
-        """``GET /requests/{id}``: a ``RequestInfo``."""
-        return self.call("GET", f"/requests/{segment(request_id)}")  # type: ignore[no-any-return]
+    def show(self, request_id: str, read: Callable[[bytes], Any] | None = None) -> Doc:
+        """``GET /requests/{id}``: a ``RequestInfo`` (``read``: see :meth:`call`)."""
+        return self.call("GET", f"/requests/{segment(request_id)}", read=read)  # type: ignore[no-any-return]
 
-    def cancel(self, request_id: str, reason: str = "cancelled by its user") -> Doc:
-        return self.call("POST", f"/requests/{segment(request_id)}/cancel", {"reason": reason})  # type: ignore[no-any-return]
+    def cancel(self, request_id: str, reason: str = "cancelled by its user", read: Callable[[bytes], Any] | None = None
+               ) -> Doc:
+        """``POST /requests/{id}/cancel``: a ``RequestInfo`` (``read``: see :meth:`call`)."""
+        return self.call("POST", f"/requests/{segment(request_id)}/cancel", {"reason": reason},  # type: ignore[no-any-return]
+                         read=read)
 
     def cancel_many(self, ids: tuple[str, ...] | list[str] = (), *, user: str | None = None, state: str | None = None,
                     reason: str = "cancelled by its user") -> Doc:

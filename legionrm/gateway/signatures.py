@@ -45,11 +45,9 @@ from http_message_signatures import (
 )
 from http_message_signatures.exceptions import HTTPMessageSignaturesException
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
 from legionrm import codes
 from legionrm.auth.keys import decode_public_key
-from legionrm.gateway.intake.quickcheck import quick_verify
+from legionrm.gateway.intake.quickcheck import Verifying, fast_key, quick_verify
 from legionrm.auth.principals import Principal
 from legionrm.auth.proof import NonceCache, PrincipalSource
 from legionrm.models.api import AS_HEADER, COVERED, MAX_SKEW_S, SIGNATURE_LABEL
@@ -127,7 +125,7 @@ class SignatureCheck:
         self.nonces = NonceCache(max_nonces)
         self._verifier = _Verifier(signature_algorithm=algorithms.ED25519, key_resolver=_Keys(principals))
         self._lock = threading.Lock()
-        self._keys: dict[str, Ed25519PublicKey] = {}
+        self._keys: dict[str, Verifying] = {}
 
     def verify(self, method: str, path_qs: str, headers: Any, body: bytes) -> Principal:
         """The user who signed this call, or :class:`Refused`.  ``path_qs`` is the raw
@@ -181,8 +179,9 @@ class SignatureCheck:
         assert isinstance(created, int)  # the package requires it
         return user, nonce, created
 
-    def _key_of(self, user: str) -> tuple[Principal, Ed25519PublicKey] | None:
-        """``user`` and their public key as the registry holds them now (a key decoded once, then kept)."""
+    def _key_of(self, user: str) -> tuple[Principal, Verifying] | None:
+        """``user`` and their public key as the registry holds them now (a key decoded once, then kept,
+        as :func:`~legionrm.gateway.intake.quickcheck.fast_key` checks with it)."""
         p = self.principals.principal(user)
         if p is None or not p.is_user:
             return None
@@ -190,7 +189,7 @@ class SignatureCheck:
         if key is None:
             if len(self._keys) > 10_000:  # keys of removed or re-keyed users: start afresh
                 self._keys.clear()
-            key = self._keys[p.public_key] = decode_public_key(p.public_key)
+            key = self._keys[p.public_key] = fast_key(decode_public_key(p.public_key))
         return p, key
 
     @staticmethod

@@ -9,6 +9,7 @@ from legionrm.client.errors import (
     AuthenticationError,
     BadRequestError,
     ForbiddenError,
+    GatewayError,
     LegionError,
     NotFoundError,
     RateLimitedError,
@@ -16,6 +17,7 @@ from legionrm.client.errors import (
 )
 from legionrm.gateway.signatures import RateLimit
 from legionrm.models import RequestInfo
+from legionrm.models.api import SubmitResult
 
 from .conftest import ADMIN, DASH_KEY, WORKER
 
@@ -214,3 +216,16 @@ def test_history_is_each_users_own_and_an_admins_all(gateway) -> None:
     with pytest.raises(BadRequestError) as bad:
         ann.history(state="sleeping")
     assert bad.value.code == "request.invalid"
+
+
+def test_the_client_reads_an_answer_as_its_model_as_json_loads_would(gateway) -> None:
+    """The typed Client validates an answer's bytes in one pass: the same models as the JSON read and
+    then validated; an answer that is not its model is ``client.answer``."""
+    ann = gateway.client("ann")
+    got = ann.submit({"hold": True, "object": [{"class_name": "Worker", "count": 1}]}, id="read-1")
+    assert isinstance(got, SubmitResult) and got == ann._as(SubmitResult, got.model_dump(mode="json"))
+    assert ann.show("read-1") == ann._as(RequestInfo, ann.wire.show("read-1"))
+    assert ann.cancel("read-1").state == "cancelled"
+    with pytest.raises(GatewayError) as bad:
+        ann._reader(RequestInfo)(b'{"id": 1}')
+    assert bad.value.code == "client.answer"

@@ -8,11 +8,16 @@ from typing import Any
 
 import httpx
 import pytest
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from legionrm.auth.guard import ReloadingRegistry
 from legionrm.auth.registry import Registry
 from legionrm.client.signing import RequestSigner
 from legionrm.gateway import signatures
+from legionrm.gateway.intake import quickcheck
 from legionrm.gateway.signatures import (
     RateLimit,
     Refused,
@@ -152,3 +157,30 @@ def test_the_quick_path_judges_a_call_of_its_shape_alone(tmp_path, monkeypatch) 
     assert present(w, signed(key), body=BODY + b" ") == "auth.bad_signature" and general == ["x"]
     assert present(w, signed(key, method="GET", body=b"", path="/api/v1/requests"), body=b"") == "ann"
     assert general == ["x"]
+
+
+def test_the_quick_path_uses_libsodium_when_installed(tmp_path) -> None:
+    """The door's keys are libsodium's (PyNaCl is a dependency), and the quick path still judges alone."""
+    reg = Registry(tmp_path)
+    key = reg.add_user("ann").private_key
+    check = SignatureCheck(ReloadingRegistry(Registry(tmp_path)))
+    assert present({"check": check}, signed(key)) == "ann"
+    found = check._key_of("ann")
+    assert found is not None and isinstance(found[1], quickcheck.SodiumKey)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.binary(max_size=300), flip=st.integers(min_value=0, max_value=64 * 8 - 1))
+def test_libsodium_accepts_what_openssl_accepts_and_refuses_an_altered_signature(data: bytes, flip: int) -> None:
+    """The same verdict as OpenSSL's on a good signature, on the same one with any bit flipped, and on other data."""
+    private = Ed25519PrivateKey.generate()
+    sig = private.sign(data)
+    quick = quickcheck.SodiumKey(private.public_key().public_bytes_raw())
+    quick.verify(sig, data)
+    bad = bytearray(sig)
+    bad[flip // 8] ^= 1 << (flip % 8)
+    for key in (quick, private.public_key()):
+        with pytest.raises(InvalidSignature):
+            key.verify(bytes(bad), data)
+    with pytest.raises(InvalidSignature):
+        quick.verify(sig, data + b"x")
