@@ -228,7 +228,7 @@ class ResourceObject(Durable):
             return pairing
         start = now if request.start is None or request.start <= now else float(request.start)
         end = start + request.duration_s if request.duration_s is not None and math.isfinite(request.duration_s) else None
-        amount = self._vector(request.resources)
+        amount = self._amounts(request.resources)
         fit = self.calendar.check(amount, start, end)
         if fit != "ok":
             return self._capacity_refusal(fit, request.resources, start, end)
@@ -239,16 +239,16 @@ class ResourceObject(Durable):
         if denied is not None:
             return denied
         expires = start + request.timeout_s
-        token = self._signer.signed(
+        token = self._signer.granted(  # (every value below is already valid: the request's, or made here)
             token_id=self._signer.token_id(self.name, request.request_id, next(self._grants)),
             issuer=self.name,
             holder=request.holder,
             resources=request.resources,
             vault=request.vault,
-            start=start,
-            end=end,
-            expires_at=expires if end is None else min(expires, end),
-            reusable=request.reusable,
+            start=float(start),
+            end=None if end is None else float(end),
+            expires_at=float(expires if end is None else min(expires, end)),
+            reusable=bool(request.reusable),
         )
         try:
             self.calendar.add(token.token_id, amount, start, end)
@@ -523,7 +523,15 @@ class ResourceObject(Durable):
         """The calendar amount for ``r``; an exclusive request books the whole resource."""
         if exclusive_ok and r.exclusive:
             return self.calendar.capacity.copy()
-        return np.array([r.amount(d) for d in self.dims], dtype=float)
+        return np.array(self._amounts(r, False), dtype=float)
+
+    def _amounts(self, r: Resources, exclusive_ok: bool = True) -> tuple[float, ...]:
+        """:meth:`_vector` as a tuple of floats (what the calendar's check reads without numpy)."""
+        if exclusive_ok and r.exclusive:
+            return tuple(self.calendar.capacity.tolist())
+        got = r.__dict__
+        custom = dict(reversed(r.custom)) if r.custom else {}  # (the first of a kind counts, as Resources.amount reads it)
+        return tuple(float(got[d]) if d in _BUILT_IN else float(custom.get(d, 0.0)) for d in self.dims)
 
     def _capacity_refusal(self, fit: str, r: Resources, start: float, end: float | None) -> Refusal:
         amount = self._vector(r)
@@ -541,6 +549,10 @@ class ResourceObject(Durable):
 
     def _refuse(self, code: str, reason: str) -> Refusal:
         return Refusal(code=code, reason=reason, by=self.name)
+
+
+_BUILT_IN = frozenset({"cpus", "memory_gb", "gpus", "storage_gb"})
+"""The dimensions a :class:`~legionrm.models.Resources` holds as fields (the rest are its custom kinds)."""
 
 
 def _num(v: float, dim: str) -> AttrValue:
