@@ -530,6 +530,8 @@ class ResourceObject(Durable):
         if exclusive_ok and r.exclusive:
             return tuple(self.calendar.capacity.tolist())
         got = r.__dict__
+        if self.dims == _HOST_DIMS:  # (the usual host: no custom kinds)
+            return (float(got["cpus"]), float(got["memory_gb"]), float(got["gpus"]))
         custom = dict(reversed(r.custom)) if r.custom else {}  # (the first of a kind counts, as Resources.amount reads it)
         return tuple(float(got[d]) if d in _BUILT_IN else float(custom.get(d, 0.0)) for d in self.dims)
 
@@ -553,6 +555,7 @@ class ResourceObject(Durable):
 
 _BUILT_IN = frozenset({"cpus", "memory_gb", "gpus", "storage_gb"})
 """The dimensions a :class:`~legionrm.models.Resources` holds as fields (the rest are its custom kinds)."""
+_HOST_DIMS = ("cpus", "memory_gb", "gpus")
 
 
 def _num(v: float, dim: str) -> AttrValue:
