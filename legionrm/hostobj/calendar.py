@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 
@@ -343,3 +343,17 @@ class Calendar:
                 np.array([b.vals for b in bs], dtype=float).reshape(len(bs), d),
             )
         return self._cache
+
+
+_BUILT_IN = frozenset({"cpus", "memory_gb", "gpus", "storage_gb"})
+"""The dimensions a :class:`~legionrm.models.Resources` holds as fields (the rest are its custom kinds)."""
+_HOST_DIMS = ("cpus", "memory_gb", "gpus")
+
+
+def amounts_of(r: Any, dims: tuple[str, ...]) -> tuple[float, ...]:
+    """A :class:`~legionrm.models.Resources`' amount of each of ``dims`` (``Resources.amount`` of each), as floats."""
+    got = r.__dict__
+    if dims == _HOST_DIMS:  # (the usual host: no custom kinds)
+        return (float(got["cpus"]), float(got["memory_gb"]), float(got["gpus"]))
+    custom = dict(reversed(r.custom)) if r.custom else {}  # (the first of a kind counts, as Resources.amount reads it)
+    return tuple(float(got[d]) if d in _BUILT_IN else float(custom.get(d, 0.0)) for d in dims)

@@ -27,7 +27,7 @@ import numpy as np
 from legionrm import codes
 from legionrm.heartbeat import DEGRADED, MAX_STEPS, Publisher, beat
 from legionrm.hostobj import tokens
-from legionrm.hostobj.calendar import Calendar, State
+from legionrm.hostobj.calendar import Calendar, State, amounts_of
 from legionrm.hostobj.durable import Durable
 from legionrm.hostobj.policies import ADMIT, Policy, Verdict, ask_owner, owner_attributes
 from legionrm.hostobj.records import Reservation, audit_view, forget_after, public
@@ -521,19 +521,11 @@ class ResourceObject(Durable):
 
     def _vector(self, r: Resources, exclusive_ok: bool = True) -> np.ndarray:
         """The calendar amount for ``r``; an exclusive request books the whole resource."""
-        if exclusive_ok and r.exclusive:
-            return self.calendar.capacity.copy()
-        return np.array(self._amounts(r, False), dtype=float)
+        return np.array(self._amounts(r, exclusive_ok), dtype=float)
 
     def _amounts(self, r: Resources, exclusive_ok: bool = True) -> tuple[float, ...]:
         """:meth:`_vector` as a tuple of floats (what the calendar's check reads without numpy)."""
-        if exclusive_ok and r.exclusive:
-            return tuple(self.calendar.capacity.tolist())
-        got = r.__dict__
-        if self.dims == _HOST_DIMS:  # (the usual host: no custom kinds)
-            return (float(got["cpus"]), float(got["memory_gb"]), float(got["gpus"]))
-        custom = dict(reversed(r.custom)) if r.custom else {}  # (the first of a kind counts, as Resources.amount reads it)
-        return tuple(float(got[d]) if d in _BUILT_IN else float(custom.get(d, 0.0)) for d in self.dims)
+        return tuple(self.calendar.capacity.tolist()) if exclusive_ok and r.exclusive else amounts_of(r, self.dims)
 
     def _capacity_refusal(self, fit: str, r: Resources, start: float, end: float | None) -> Refusal:
         amount = self._vector(r)
@@ -551,11 +543,6 @@ class ResourceObject(Durable):
 
     def _refuse(self, code: str, reason: str) -> Refusal:
         return Refusal(code=code, reason=reason, by=self.name)
-
-
-_BUILT_IN = frozenset({"cpus", "memory_gb", "gpus", "storage_gb"})
-"""The dimensions a :class:`~legionrm.models.Resources` holds as fields (the rest are its custom kinds)."""
-_HOST_DIMS = ("cpus", "memory_gb", "gpus")
 
 
 def _num(v: float, dim: str) -> AttrValue:
