@@ -59,6 +59,7 @@ from legionrm.enactor.after import waves
 from legionrm.enactor.ports import CreateItem, ResourcePort
 from legionrm.enactor.held import start_reserved
 from legionrm.enactor.mapping import (
+    RequestShape,
     Slot,
     apply_delta,
     by_key,
@@ -303,23 +304,16 @@ class Enactor:
         req = run.request
         requests: list[ReservationRequest] = []
         groups: list[str | None] = []
+        shape = RequestShape(req)
         for (k, kind), sp in missing:
             p = target[k]
             n = run.sent.get((k, kind), 0)
             run.sent[(k, kind)] = n + 1
-            requests.append(
-                ReservationRequest(
-                    request_id=f"{reservation_of(req.request_id, k, kind)}/{n}",
-                    resource=sp[0],
-                    holder=req.holder,
-                    resources=slot_ask(p, kind),
-                    vault=p.vault if kind == "host" else None,
-                    start=req.start,
-                    duration_s=by_key(req.duration_s, p),
-                    timeout_s=req.timeout_s,
-                    attestation=req.attestations.get(attestation_key(sp[0], reservation_of(req.request_id, k, kind))),
-                )
-            )
+            res = reservation_of(req.request_id, k, kind)
+            requests.append(shape.request(
+                request_id=f"{res}/{n}", resource=sp[0], resources=slot_ask(p, kind),
+                vault=p.vault if kind == "host" else None, duration_s=by_key(req.duration_s, p),
+                attestation=req.attestations.get(attestation_key(sp[0], res))))
             groups.append(p.group if kind == "host" else None)  # a group carries hosts only
         answers = self.port.reserve(requests, groups)
         if len(answers) != len(requests):

@@ -18,6 +18,7 @@ from legionrm.models import (
     DeltaSchedule,
     EnactRequest,
     Placement,
+    ReservationRequest,
     PlacementFailure,
     Resources,
 )
@@ -86,6 +87,30 @@ def delta_wave(deltas: Sequence[DeltaSchedule], used: set[int], failing) -> list
             wave.append((di, d))
             keys |= d.keys
     return wave
+
+
+class RequestShape:
+    """The reservation requests of one enactment, one validated shape for all.
+
+    What every request of an enactment shares (holder, start, timeout) is
+    validated once, in the first request built; each further request is that
+    one with its own values put in without validating them again: they are
+    the schedule's validated values (names, amounts, vaults), the enactment's
+    attestations, and a duration checked here as the model checks it (a
+    duration the model would refuse is built through the model, which raises)."""
+
+    def __init__(self, req: EnactRequest) -> None:
+        self.req = req
+        self.first: ReservationRequest | None = None
+
+    def request(self, *, duration_s: float | None, **values: Any) -> ReservationRequest:
+        req = self.req
+        if self.first is None or not (duration_s is None or duration_s > 0):
+            made = ReservationRequest(holder=req.holder, start=req.start, timeout_s=req.timeout_s,
+                                      duration_s=duration_s, **values)
+            self.first = self.first or made
+            return made
+        return self.first.replaced(duration_s=None if duration_s is None else float(duration_s), **values)
 
 
 def by_key(table: dict, p: Placement):

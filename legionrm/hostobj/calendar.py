@@ -5,7 +5,10 @@ storage for a vault) over the half-open interval ``[start, end)``; ``end`` is
 ``math.inf`` for an open-ended booking.  Usage at a time is the sum of the
 bookings covering it, and it only rises at booking starts, so the peak over a
 window is the maximum over the window's start and the booking starts inside it.
-The work is numpy over the bookings (a cached matrix), never a loop over time.
+The work is numpy over the bookings (a cached matrix), never a loop over time;
+the check of a booking on a calendar of a few bookings (the usual host) is
+plain Python over them, which is cheaper than numpy on 3-element vectors and
+gives the same answers (``tests/unit/hostobj/test_calendar.py`` compares the two).
 
 The calendar is the base check of every resource object: :meth:`add` refuses
 to overbook, so no owner hook or caller bug can push usage past capacity.
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 
@@ -33,12 +36,20 @@ Check = Literal["ok", "total", "capacity", "calendar"]
 _EPS = 1e-9  # float slack so 0.1+0.2 cpus still fits 0.3
 
 
-@dataclass(frozen=True)
+SMALL = 8
+"""Up to this many bookings, :meth:`Calendar.check` sums in plain Python (no matrix built)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Booking:
     key: str
-    amount: np.ndarray
+    vals: tuple[float, ...]  # the amount, one number per dimension
     start: float
     end: float  # math.inf when open-ended
+
+    @property
+    def amount(self) -> np.ndarray:
+        return np.array(self.vals, dtype=float)
 
 
 class Calendar:
@@ -54,9 +65,10 @@ class Calendar:
         self._bookings: dict[str, Booking] = {}
         self._cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._steps: tuple[int, tuple[np.ndarray, np.ndarray]] | None = None  # (limit, steps) while bookings stay
-        # the last amount and window check() found to fit, with the arrays it read (rebuilt on any change):
+        self._version = 0  # bumped by every change of the bookings
+        # the last amount and window check() found to fit, with the version it read:
         # add() right after check() of the same booking does not compute it twice
-        self._fit: tuple[object, tuple[bytes, float, float]] | None = None
+        self._fit: tuple[int, tuple[tuple[float, ...], tuple[float, ...], float, float]] | None = None
         self._at: tuple[object, float, np.ndarray] | None = None  # the last usage_at, with the arrays it read
 
     # --- bookings --------------------------------------------------------------------
@@ -82,7 +94,7 @@ class Calendar:
         that would push usage past capacity at any time (the overbooking guard:
         callers :meth:`check` first and only ever add what fits).
         """
-        vec = self._vec(amount)
+        vals = self._vals(amount)
         stop = math.inf if end is None else float(end)
         if key in self._bookings:
             raise ValueError(f"booking {key!r} exists")
@@ -90,16 +102,16 @@ class Calendar:
             raise ValueError(f"booking {key!r}: start {start} and end {stop} must be times")
         if not stop > start:
             raise ValueError(f"booking {key!r}: end {stop} must be after start {start}")
-        if self._check(vec, start, stop) != "ok":
-            raise ValueError(f"booking {key!r} would overbook {dict(zip(self.dims, vec.tolist()))} at {start}")
-        self._bookings[key] = Booking(key, vec, float(start), stop)
-        self._cache = self._steps = None
+        if self._check(vals, start, stop) != "ok":
+            raise ValueError(f"booking {key!r} would overbook {dict(zip(self.dims, vals))} at {start}")
+        self._bookings[key] = Booking(key, vals, float(start), stop)
+        self._changed()
 
     def remove(self, key: str) -> bool:
         """Drop a booking; False if there was none (idempotent)."""
         if self._bookings.pop(key, None) is None:
             return False
-        self._cache = self._steps = None
+        self._changed()
         return True
 
     def set_end(self, key: str, end: float | None) -> None:
@@ -112,14 +124,14 @@ class Calendar:
         if stop > b.end:
             self.remove(key)
             try:
-                self.add(key, b.amount, b.start, stop)
+                self.add(key, b.vals, b.start, stop)
             except ValueError:
                 self._bookings[key] = b  # put it back as it was
-                self._cache = self._steps = None
+                self._changed()
                 raise
             return
-        self._bookings[key] = Booking(key, b.amount, b.start, stop)
-        self._cache = self._steps = None
+        self._bookings[key] = Booking(key, b.vals, b.start, stop)
+        self._changed()
 
     def prune(self, now: float) -> list[str]:
         """Remove bookings that ended at or before ``now``; returns their keys."""
@@ -127,7 +139,7 @@ class Calendar:
         for k in gone:
             del self._bookings[k]
         if gone:
-            self._cache = self._steps = None
+            self._changed()
         return gone
 
     # --- questions ---------------------------------------------------------------------
@@ -168,25 +180,48 @@ class Calendar:
         ``start``; ``"calendar"``: free at ``start`` but a later booking in the
         window collides; ``"ok"``: it fits.
         """
-        return self._check(self._vec(amount), start, end)
+        return self._check(self._vals(amount), start, end)
 
-    def _check(self, vec: np.ndarray, start: float, end: float | None) -> Check:
-        """:meth:`check` of an amount :meth:`_vec` read already."""
-        cap = self.capacity + _EPS
-        if (vec > cap).any():
+    def _check(self, vals: tuple[float, ...], start: float, end: float | None) -> Check:
+        """:meth:`check` of an amount :meth:`_vals` read already."""
+        cap = [c + _EPS for c in self.capacity.tolist()]
+        if any(v > c for v, c in zip(vals, cap)):
             return "total"
         if not self._bookings:  # the common case on an idle host: nothing to collide with
             return "ok"
+        stop = math.inf if end is None else float(end)
         # the capacity is part of the question: a calendar whose capacity changed asks again
-        asked = (vec.tobytes() + cap.tobytes(), float(start), math.inf if end is None else float(end))
-        if self._fit is not None and self._fit[0] is self._cache and self._fit[1] == asked:
+        asked = (vals, tuple(cap), float(start), stop)
+        if self._fit is not None and self._fit[0] == self._version and self._fit[1] == asked:
             return "ok"
-        usage = self._usage_points(start, end) + vec
-        if (usage[0] > cap).any():
+        fit = self._check_small(vals, cap, start, stop) if len(self._bookings) <= SMALL else self._check_big(vals, cap, start, stop)
+        if fit == "ok":
+            self._fit = (self._version, asked)
+        return fit
+
+    def _check_big(self, vals: tuple[float, ...], cap: list[float], start: float, stop: float) -> Check:
+        """The check as numpy over the bookings' matrix (many bookings)."""
+        bound = np.array(cap)
+        usage = self._usage_points(start, stop) + np.array(vals)
+        if (usage[0] > bound).any():
             return "capacity"
-        if (usage > cap).any():
+        if (usage > bound).any():
             return "calendar"
-        self._fit = (self._cache, asked)
+        return "ok"
+
+    def _check_small(self, vals: tuple[float, ...], cap: list[float], start: float, stop: float) -> Check:
+        """The check in plain Python over a few bookings, as :meth:`_check_big`
+        reads them: the usage (the covering bookings summed, then the amount)
+        at ``start``, then at each booking start inside the window."""
+        bookings = self._bookings.values()
+        for at, code in ((float(start), "capacity"),
+                         *((b.start, "calendar") for b in bookings if start < b.start < stop)):
+            use = [0.0] * len(vals)
+            for b in bookings:
+                if b.start <= at < b.end:
+                    use = [u + x for u, x in zip(use, b.vals)]
+            if any(u + v > c for u, v, c in zip(use, vals, cap)):
+                return code  # type: ignore[return-value]
         return "ok"
 
     def fits(self, amount: Sequence[float] | np.ndarray, start: float, end: float | None) -> bool:
@@ -276,6 +311,19 @@ class Calendar:
 
     # --- internals ------------------------------------------------------------------
 
+    def _changed(self) -> None:
+        self._cache = self._steps = None
+        self._version += 1
+
+    def _vals(self, amount: Sequence[float] | np.ndarray) -> tuple[float, ...]:
+        """``amount`` as a tuple of floats, checked as :meth:`_vec` checks it."""
+        vals = tuple(float(x) for x in (amount.tolist() if isinstance(amount, np.ndarray) else amount))
+        if len(vals) != len(self.capacity) or (isinstance(amount, np.ndarray) and amount.ndim != 1):
+            raise ValueError(f"amount {amount!r} does not match dims {self.dims}")
+        if not all(x >= 0 for x in vals):  # a NaN (compares false) or a negative amount (makes room) would overbook
+            raise ValueError(f"amount {amount!r} must be non-negative numbers")
+        return vals
+
     def _vec(self, amount: Sequence[float] | np.ndarray) -> np.ndarray:
         vec = np.asarray(amount, dtype=float)
         if vec.shape != self.capacity.shape:
@@ -292,6 +340,20 @@ class Calendar:
             self._cache = (
                 np.array([b.start for b in bs], dtype=float),
                 np.array([b.end for b in bs], dtype=float),
-                np.array([b.amount for b in bs], dtype=float).reshape(len(bs), d),
+                np.array([b.vals for b in bs], dtype=float).reshape(len(bs), d),
             )
         return self._cache
+
+
+_BUILT_IN = frozenset({"cpus", "memory_gb", "gpus", "storage_gb"})
+"""The dimensions a :class:`~legionrm.models.Resources` holds as fields (the rest are its custom kinds)."""
+_HOST_DIMS = ("cpus", "memory_gb", "gpus")
+
+
+def amounts_of(r: Any, dims: tuple[str, ...]) -> tuple[float, ...]:
+    """A :class:`~legionrm.models.Resources`' amount of each of ``dims`` (``Resources.amount`` of each), as floats."""
+    got = r.__dict__
+    if dims == _HOST_DIMS:  # (the usual host: no custom kinds)
+        return (float(got["cpus"]), float(got["memory_gb"]), float(got["gpus"]))
+    custom = dict(reversed(r.custom)) if r.custom else {}  # (the first of a kind counts, as Resources.amount reads it)
+    return tuple(float(got[d]) if d in _BUILT_IN else float(custom.get(d, 0.0)) for d in dims)

@@ -137,7 +137,7 @@ class ClassObject:
         the one named in the host's token.  Not idempotent: each success is
         one more instance.  The batch of one of :meth:`create_instances`.
         """
-        return self._create([_Ask(host, vault, token, args, vault_token, holder)])[0]
+        return self._create([_Ask(host, vault, token, args, vault_token, holder, False)])[0]
 
     def create_instances(self, items: Sequence[CreateRequest]) -> list[InstanceRef | Refusal]:
         """Create an instance for each item: one instance or refusal per item, in order.
@@ -155,7 +155,7 @@ class ClassObject:
         reached counting the accepted ones, or the vault token an accepted
         item already uses) waits for those starts, in a further round.
         """
-        return self._create([_Ask(r.host, r.vault, r.token, r.args, r.vault_token, r.holder) for r in items])
+        return self._create([_Ask(r.host, r.vault, r.token, r.args, r.vault_token, r.holder, True) for r in items])
 
     def destroy_instance(self, instance_id: str, reason: str = "destroyed") -> bool:
         """Stop an instance on its host and release its vault space.  Idempotent."""
@@ -278,8 +278,9 @@ class ClassObject:
             if isinstance(use, Refusal):
                 return use
             use_id = use
-        start = StartRequest(token=token, class_name=self.name, holder=holder, vault=vault_name,
-                             args=dict(ask.args or {}), impl=impl)
+        # a create request's parts are valid already (a CreateRequest): its start is built without validating them again
+        start = (StartRequest.trusted if ask.valid else StartRequest)(
+            token=token, class_name=self.name, holder=holder, vault=vault_name, args=dict(ask.args or {}), impl=impl)
         return _Admitted(index, host_port, start, vault_port, use_id)
 
     def _start(self, wave: Sequence["_Admitted"], out: list[InstanceRef | Refusal | None]) -> None:
@@ -341,6 +342,7 @@ class _Ask:
     args: Mapping[str, Any] | None
     vault_token: ReservationToken | None
     holder: Holder | None
+    valid: bool  # its values are a CreateRequest's (validated), not create_instance's arguments
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ import numpy as np
 from legionrm import codes
 from legionrm.heartbeat import DEGRADED, MAX_STEPS, Publisher, beat
 from legionrm.hostobj import tokens
-from legionrm.hostobj.calendar import Calendar, State
+from legionrm.hostobj.calendar import Calendar, State, amounts_of
 from legionrm.hostobj.durable import Durable
 from legionrm.hostobj.policies import ADMIT, Policy, Verdict, ask_owner, owner_attributes
 from legionrm.hostobj.records import Reservation, audit_view, forget_after, public
@@ -228,7 +228,7 @@ class ResourceObject(Durable):
             return pairing
         start = now if request.start is None or request.start <= now else float(request.start)
         end = start + request.duration_s if request.duration_s is not None and math.isfinite(request.duration_s) else None
-        amount = self._vector(request.resources)
+        amount = self._amounts(request.resources)
         fit = self.calendar.check(amount, start, end)
         if fit != "ok":
             return self._capacity_refusal(fit, request.resources, start, end)
@@ -239,16 +239,16 @@ class ResourceObject(Durable):
         if denied is not None:
             return denied
         expires = start + request.timeout_s
-        token = self._signer.signed(
+        token = self._signer.granted(  # (every value below is already valid: the request's, or made here)
             token_id=self._signer.token_id(self.name, request.request_id, next(self._grants)),
             issuer=self.name,
             holder=request.holder,
             resources=request.resources,
             vault=request.vault,
-            start=start,
-            end=end,
-            expires_at=expires if end is None else min(expires, end),
-            reusable=request.reusable,
+            start=float(start),
+            end=None if end is None else float(end),
+            expires_at=float(expires if end is None else min(expires, end)),
+            reusable=bool(request.reusable),
         )
         try:
             self.calendar.add(token.token_id, amount, start, end)
@@ -521,9 +521,11 @@ class ResourceObject(Durable):
 
     def _vector(self, r: Resources, exclusive_ok: bool = True) -> np.ndarray:
         """The calendar amount for ``r``; an exclusive request books the whole resource."""
-        if exclusive_ok and r.exclusive:
-            return self.calendar.capacity.copy()
-        return np.array([r.amount(d) for d in self.dims], dtype=float)
+        return np.array(self._amounts(r, exclusive_ok), dtype=float)
+
+    def _amounts(self, r: Resources, exclusive_ok: bool = True) -> tuple[float, ...]:
+        """:meth:`_vector` as a tuple of floats (what the calendar's check reads without numpy)."""
+        return tuple(self.calendar.capacity.tolist()) if exclusive_ok and r.exclusive else amounts_of(r, self.dims)
 
     def _capacity_refusal(self, fit: str, r: Resources, start: float, end: float | None) -> Refusal:
         amount = self._vector(r)

@@ -128,6 +128,15 @@ class Signer:
         token = ReservationToken(**fields)
         return token.replaced(signature=self.signature(token))
 
+    def granted(self, **fields: Any) -> ReservationToken:
+        """A new token of ``fields``, signed, built without validation: for a
+        resource's own grant, whose every value is already of the field's type
+        (the request's validated holder and amount, names and floats it made).
+        The same token, byte for byte, as :meth:`signed` makes of them."""
+        token = ReservationToken.trusted(**fields, signature="")
+        token.__dict__["signature"] = self.signature(token)  # (set in place: nothing holds the new token yet)
+        return token
+
     def verify(self, token: ReservationToken) -> bool:
         """True when ``token`` is exactly as this secret signed it."""
         return _equal(token.signature, self.signature(token))

@@ -6,8 +6,10 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from legionrm.hostobj.calendar import BUSY, BUSY_LATER, FREE, Calendar
+from legionrm.hostobj.calendar import BUSY, BUSY_LATER, FREE, SMALL, Calendar
 
 
 def cal() -> Calendar:
@@ -152,3 +154,28 @@ def test_a_fit_remembered_for_add_is_forgotten_by_every_change() -> None:
     cal.add("b5", [1.0], 0.0, 10.0)
     assert cal.check([1.0], 0.0, 10.0) == "capacity"
     assert float(cal.usage_at(5.0)[0]) == 4.0 and float(cal.usage_at(5.0)[0]) == 4.0  # asked twice: the same
+
+
+_times = st.sampled_from([0.0, 10.0, 15.0, 20.0, 30.0, 50.0])
+_amounts = st.lists(st.sampled_from([0.0, 0.1, 0.2, 0.3, 1.0, 1.5, 2.0, 4.0]), min_size=2, max_size=2)
+
+
+@settings(max_examples=300, deadline=None)
+@given(bookings=st.lists(st.tuples(_amounts, _times, st.one_of(st.none(), st.sampled_from([5.0, 10.0, 40.0]))),
+                         max_size=SMALL),
+       amount=_amounts, start=_times, length=st.one_of(st.none(), st.sampled_from([1.0, 5.0, 25.0])))
+def test_the_plain_python_check_answers_as_the_numpy_one(bookings, amount, start, length) -> None:
+    """A calendar of a few bookings checks in plain Python: the same answer
+    (ok, total, capacity, calendar) as the numpy check over the same bookings."""
+    c = Calendar([4.0, 4.0])
+    for i, (amt, at, dur) in enumerate(bookings):
+        if c.check(amt, at, None if dur is None else at + dur) == "ok":
+            c.add(f"b{i}", amt, at, None if dur is None else at + dur)
+    end = None if length is None else start + length
+    cap = [x + 1e-9 for x in c.capacity.tolist()]
+    vals, stop = tuple(amount), math.inf if end is None else end
+    big = "total" if any(v > k for v, k in zip(vals, cap)) else (
+        "ok" if not len(c) else c._check_big(vals, cap, start, stop))
+    assert c.check(amount, start, end) == big
+    if len(c):
+        assert c._check_small(vals, cap, start, stop) == c._check_big(vals, cap, start, stop)

@@ -37,6 +37,10 @@ def test_the_canonical_bytes_are_the_dump(tid, issuer, holder, amount, vault, st
         signed = tokens.Signer(b"k" * 32).signed(**fields)
         assert tokens.verify(signed, b"k" * 32) and not tokens.verify(signed, b"j" * 32)
         assert signed.signature == tokens.signature(signed, b"k" * 32)
+        # a resource's own grant, built without validation from valid values: the same token
+        granted = tokens.Signer(b"k" * 32).granted(**fields)
+        assert granted == signed and granted.signature == signed.signature
+        assert granted.model_dump_json() == signed.model_dump_json()
 
 
 def test_a_change_of_any_field_breaks_the_signature() -> None:
