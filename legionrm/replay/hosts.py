@@ -125,9 +125,9 @@ class ReplayHosts:
             return Refusal(code=codes.CAPACITY, by=name, reason=f"asks {_show(r)}; free at start: {_show_vec(free)}")
         end = now + request.duration_s if request.duration_s is not None else None
         expires = now + request.timeout_s
-        token = ReservationToken(  # fields as a host fills them; unsigned (see the module)
+        token = ReservationToken.trusted(  # fields as a host fills them (valid: built here); unsigned (see the module)
             token_id=f"{name}{TOKEN_ID_SEP}r{next(self._grants)}", issuer=name, holder=request.holder,
-            resources=r, start=now, end=end, expires_at=expires if end is None else min(expires, end))
+            resources=r, start=now, end=end, expires_at=float(expires if end is None else min(expires, end)))
         for d in range(3):
             used[d] += amount[d]
         self._open[i] += 1
@@ -163,7 +163,7 @@ class ReplayHosts:
         if token.expires_at <= now:
             self._free(b)
             return Refusal(code=codes.TOKEN_EXPIRED, by=name, reason=f"token {token.token_id!r} expired unused")
-        ref = InstanceRef(
+        ref = InstanceRef.trusted(  # (valid values: built here)
             instance_id=f"{name}{TOKEN_ID_SEP}i{next(self._ids[b.host])}", class_name=item.class_name, host=name,
             token_id=token.token_id, user=item.holder.user, started_at=now, scheduler=token.holder.enactor)
         b.status = "used"

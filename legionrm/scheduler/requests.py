@@ -389,8 +389,8 @@ class RequestBook:
                 return []
             draft, now = entry.draft(), self.clock()
             for iid in ending:
-                draft.instances[iid] = entry.instances[iid].model_copy(
-                    update={"state": state, "ended_at": now, "reason": reason, "result": result})
+                draft.instances[iid] = entry.instances[iid].replaced(  # (valid values: no validation)
+                    state=state, ended_at=float(now), reason=reason, result=result)
             self._commit(entry, draft)
             for iid in ending:
                 self.tell(entry, INSTANCE_STATUS.get(state, "ended"), reason, iid)
