@@ -14,7 +14,8 @@ rest (class ``JobPart``), each with the job's requested time as its
 walltime.  At each time point, in order:
 
 1. the jobs ending then are released (their instances stop on their hosts
-   and the Scheduler is told, as its watch would);
+   and the Scheduler is told, as its watch would), and leave its live book
+   (:func:`settle`, as its tick would);
 2. the jobs submitted then are queued (``scheduleObjects(..., try_now=False)``);
 3. one scheduling pass runs (``Scheduler.replan``).
 
