@@ -27,8 +27,8 @@ from legionrm.scheduler.priority import SitePolicy
 from legionrm.scheduler.priority.limits import QosLimits
 from legionrm.scheduler.requests import Entry, RequestBook
 
-_HOLD = attrgetter("request.hold")
-_SUBMIT_ORDER = attrgetter("submitted", "request.request_id")
+_REQUEST, _HOLD = attrgetter("request"), attrgetter("hold")
+_SUBMIT_ORDER = attrgetter("submitted", "id")
 """Submission order: oldest first, then by id (read in C: a pass sorts every waiting request)."""
 
 Walk = Callable[[list[Entry], "PassGate"], int]
@@ -63,7 +63,7 @@ class RequestQueue:
         if self.by == "site":
             return self.site.order(entries)
         pending = self._book.in_state("pending")
-        if set(map(_HOLD, pending)) - {None}:  # (the common case, nobody held, is read without a loop in Python)
+        if set(map(_HOLD, map(_REQUEST, pending))) - {None}:  # (the common case, nobody held, is read without a loop in Python)
             pending = [e for e in pending if e.request.hold is None]
         return sorted(pending, key=_SUBMIT_ORDER)
 
