@@ -485,7 +485,7 @@ def _floats(col: Any, n: int, rows: np.ndarray | None, default: float) -> np.nda
     if col is not None and col.uniform in (V.INT, V.FLOAT, V.BOOL):  # one kind everywhere: no masks
         arr = {V.INT: col.i, V.FLOAT: col.f, V.BOOL: col.b}[col.uniform]
         if arr is not None:
-            vals = np.broadcast_to(arr, (n,))
+            vals = arr if arr.shape == (n,) else np.broadcast_to(arr, (n,))  # (a full column as it is: no wrapper)
             return (vals if rows is None else vals[rows]).astype(np.float64)
     out = np.full(n, default, dtype=np.float64)
     if col is not None:

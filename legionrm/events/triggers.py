@@ -179,7 +179,7 @@ class Triggers:
         request's stream, call every matching trigger's subscriber; returns
         the stamped event.  Never raises for a subscriber."""
         with self._lock:
-            event = event.model_copy(update={"seq": self._next(event.at)})
+            event = event.replaced(seq=self._next(event.at))  # (a copy without validation: only its seq is new)
             stream = self._streams.get(event.request_id)
             if stream is None:
                 stream = self._streams[event.request_id] = deque(maxlen=self.keep_per_request)

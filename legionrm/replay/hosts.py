@@ -125,9 +125,9 @@ class ReplayHosts:
             return Refusal(code=codes.CAPACITY, by=name, reason=f"asks {_show(r)}; free at start: {_show_vec(free)}")
         end = now + request.duration_s if request.duration_s is not None else None
         expires = now + request.timeout_s
-        token = ReservationToken(  # fields as a host fills them; unsigned (see the module)
+        token = ReservationToken.trusted(  # fields as a host fills them (valid: built here); unsigned (see the module)
             token_id=f"{name}{TOKEN_ID_SEP}r{next(self._grants)}", issuer=name, holder=request.holder,
-            resources=r, start=now, end=end, expires_at=expires if end is None else min(expires, end))
+            resources=r, start=now, end=end, expires_at=float(expires if end is None else min(expires, end)))
         for d in range(3):
             used[d] += amount[d]
         self._open[i] += 1
@@ -163,7 +163,7 @@ class ReplayHosts:
         if token.expires_at <= now:
             self._free(b)
             return Refusal(code=codes.TOKEN_EXPIRED, by=name, reason=f"token {token.token_id!r} expired unused")
-        ref = InstanceRef(
+        ref = InstanceRef.trusted(  # (valid values: built here)
             instance_id=f"{name}{TOKEN_ID_SEP}i{next(self._ids[b.host])}", class_name=item.class_name, host=name,
             token_id=token.token_id, user=item.holder.user, started_at=now, scheduler=token.holder.enactor)
         b.status = "used"
@@ -216,8 +216,9 @@ class ReplayHosts:
         """Hosts ``names`` (None: all) expire their unused reservations that timed out and send
         the Collection, in one ``update_many``, those of their attributes that changed since they last did."""
         now = float(self._clock())
-        for b in [b for b in self._bookings.values() if b.status == "active" and b.token.expires_at <= now]:
-            self._free(b)
+        if any(self._open):  # (unused reservations are rare between passes: most reports look at none)
+            for b in [b for b in self._bookings.values() if b.status == "active" and b.token.expires_at <= now]:
+                self._free(b)
         updates: list[tuple[str, dict[str, AttrValue | None]]] = []
         for name in self.names if names is None else names:
             attrs = self.attributes(name)

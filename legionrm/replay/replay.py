@@ -14,7 +14,8 @@ rest (class ``JobPart``), each with the job's requested time as its
 walltime.  At each time point, in order:
 
 1. the jobs ending then are released (their instances stop on their hosts
-   and the Scheduler is told, as its watch would);
+   and the Scheduler is told, as its watch would), and leave its live book
+   (:func:`settle`, as its tick would);
 2. the jobs submitted then are queued (``scheduleObjects(..., try_now=False)``);
 3. one scheduling pass runs (``Scheduler.replan``).
 
@@ -54,6 +55,7 @@ from legionrm.replay.hosts import ReplayHosts
 from legionrm.replay.metrics import Outcome
 from legionrm.replay.swf import Job
 from legionrm.scheduler.depend.hooks import end_runs
+from legionrm.scheduler.requests import Entry
 from legionrm.scheduler.scheduler import Scheduler
 from legionrm.scheduler.wiring import SchedulerPorts, wire
 
@@ -117,6 +119,15 @@ def build(spec: ClusterSpec, clock: Callable[[], float]) -> tuple[Scheduler, Rep
     return wire(settings, ports).scheduler, fleet
 
 
+def settle(sched: Scheduler, entry: Entry) -> None:
+    """A finished request leaves the live book (for its memory of recent ones) and its events are
+    forgotten, as a live Scheduler's tick settles it once its accounting is written (a replay keeps
+    no accounting store: nothing to write first).  The passes then read only what waits and runs,
+    not every job ever submitted."""
+    for rid in sched.book.settle([entry]):
+        sched.triggers.forget(rid)
+
+
 class _Clock:
     def __init__(self) -> None:
         self.now = EPOCH
@@ -172,6 +183,8 @@ def replay(jobs: Sequence[Job], hosts: int, cpus_per_host: int, policy: str | Qu
                 changed.add(ref.host)
             if live:  # the Scheduler is told, as its watch would tell it (one write for the request's instances)
                 end_runs(sched, entry, live, "ended")
+            if entry is not None and entry.final:  # it leaves the live book, as a tick's sweep settles it
+                settle(sched, entry)
         report()
         while i < len(order) and EPOCH + order[i].submit <= t:
             sched.scheduleObjects(request_of(order[i], cpus_per_host), try_now=False)

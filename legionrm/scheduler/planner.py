@@ -66,10 +66,10 @@ from legionrm.scheduler.planning.pipeline import (
 from legionrm.scheduler.planning.enginepick import engine_applies, engine_picks
 from legionrm.scheduler.planning.whatof import assign  # noqa: F401  (what of, imported from here by callers)
 from legionrm.scheduler.planning.whatof import Ordered, Rows, Taken, assign_slots, first_fit
+from legionrm.scheduler.planning.snapmasks import query_mask, vaults_of
 from legionrm.scheduler.planning.snaptables import (
     VaultTable,
     base_table,
-    vault_table,
 )
 
 QUERY_FILTER = "query"
@@ -213,7 +213,7 @@ class Planner:
         if unknown:
             return Plan(request.request_id, [], unknown, [])
         base = base_table(snap)
-        vaults = vault_table(snap)
+        vaults = vaults_of(snap)  # (kept while the snapshot's table is the same, as its masks)
         keys = keys_of(request)
         ahead = ahead_of(request, float(snap.now))  # a future start: hosts free over its window, not now
         objects = [self._object_plan(o, request.identity, snap, base, k, ahead, holds)
@@ -282,7 +282,7 @@ class Planner:
     ) -> ObjectPlan:
         ident = Identity(user=caller.user, class_name=obj.class_name, groups=caller.groups)
         text = f'$kind == "host" and ({obj.constraint})'
-        matching = snap.mask(text)[base.row]
+        matching = query_mask(snap, text)[base.row]
         accepting = matching & snap.accepts(ident)[base.row]  # the query once, then the access lists
         query_drops = [
             (base.names[~matching], Refusal(code=codes.QUERY_NO_MATCH, reason=f"does not satisfy {obj.constraint!r}",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
+from operator import attrgetter
 from typing import Any, Callable, Iterator, Literal
 
 from legionrm.models import Refusal
@@ -25,6 +26,10 @@ from legionrm.scheduler.depend import ArrayCounts, Depend
 from legionrm.scheduler.priority import SitePolicy
 from legionrm.scheduler.priority.limits import QosLimits
 from legionrm.scheduler.requests import Entry, RequestBook
+
+_REQUEST, _HOLD = attrgetter("request"), attrgetter("hold")
+_SUBMIT_ORDER = attrgetter("submitted", "id")
+"""Submission order: oldest first, then by id (read in C: a pass sorts every waiting request)."""
 
 Walk = Callable[[list[Entry], "PassGate"], int]
 """One pass over the waiting requests in order, each tried through the gate; returns how many started."""
@@ -57,8 +62,10 @@ class RequestQueue:
     def _order(self, entries: list[Entry]) -> list[Entry]:
         if self.by == "site":
             return self.site.order(entries)
-        return sorted((e for e in self._book.in_state("pending") if e.request.hold is None),
-                      key=lambda e: (e.submitted, e.id))
+        pending = self._book.in_state("pending")
+        if set(map(_HOLD, map(_REQUEST, pending))) - {None}:  # (the common case, nobody held, is read without a loop in Python)
+            pending = [e for e in pending if e.request.hold is None]
+        return sorted(pending, key=_SUBMIT_ORDER)
 
     def blocked(self, entry: Entry) -> Refusal | None:
         """Why ``entry`` may not be tried now (held, a dependency, or over a QoS limit); None: it may."""

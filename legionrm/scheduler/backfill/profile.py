@@ -424,21 +424,23 @@ def usage_of(entry: Entry, profile: Profile) -> Usage:
 
 class UsageCache:
     """Each running request's :class:`Usage`, kept between passes while its
-    live instances and the host set stay the same (a pass then reads only
-    what changed)."""
+    instances and the host set stay the same (a pass then reads only what
+    changed).  The book changes an entry's instances only by writing a new
+    map (:meth:`~legionrm.scheduler.requests.Entry.draft`), so the same map
+    object means the same instances."""
 
     def __init__(self) -> None:
         self._names: list[str] = []
-        self._usages: dict[str, tuple[int, Usage]] = {}
+        self._usages: dict[str, tuple[object, Usage]] = {}
 
     def usages(self, profile: Profile, running: Iterable[Entry]) -> list[Usage]:
         if profile.names != self._names:
             self._names, self._usages = profile.names, {}
-        kept: dict[str, tuple[int, Usage]] = {}
+        kept: dict[str, tuple[object, Usage]] = {}
         for entry in running:
-            live = len(entry.live_instances())
             got = self._usages.get(entry.id)
-            kept[entry.id] = got if got is not None and got[0] == live else (live, usage_of(entry, profile))
+            kept[entry.id] = (got if got is not None and got[0] is entry.instances
+                              else (entry.instances, usage_of(entry, profile)))
         self._usages = kept
         return [u for _, u in kept.values()]
 
