@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Literal, Sequence
 
 import numpy as np
 
@@ -316,22 +316,20 @@ class Calendar:
         self._version += 1
 
     def _vals(self, amount: Sequence[float] | np.ndarray) -> tuple[float, ...]:
-        """``amount`` as a tuple of floats, checked as :meth:`_vec` checks it."""
-        vals = tuple(float(x) for x in (amount.tolist() if isinstance(amount, np.ndarray) else amount))
-        if len(vals) != len(self.capacity) or (isinstance(amount, np.ndarray) and amount.ndim != 1):
+        """``amount`` as a tuple of floats, one a dimension, each non-negative; else ValueError."""
+        try:  # (a nested amount has lists for numbers)
+            vals = tuple(float(x) for x in (amount.tolist() if isinstance(amount, np.ndarray) else amount))
+        except TypeError:
+            vals = ()
+        if len(vals) != len(self.capacity):
             raise ValueError(f"amount {amount!r} does not match dims {self.dims}")
         if not all(x >= 0 for x in vals):  # a NaN (compares false) or a negative amount (makes room) would overbook
             raise ValueError(f"amount {amount!r} must be non-negative numbers")
         return vals
 
     def _vec(self, amount: Sequence[float] | np.ndarray) -> np.ndarray:
-        vec = np.asarray(amount, dtype=float)
-        if vec.shape != self.capacity.shape:
-            raise ValueError(f"amount {amount!r} does not match dims {self.dims}")
-        # a NaN (compares false) or a negative amount (makes room) would overbook; (a few numbers: Python's pass)
-        if not all(x >= 0 for x in vec.tolist()):
-            raise ValueError(f"amount {amount!r} must be non-negative numbers")
-        return vec
+        """:meth:`_vals` as a vector (for the numpy questions)."""
+        return np.array(self._vals(amount), dtype=float)
 
     def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self._cache is None:
@@ -344,16 +342,3 @@ class Calendar:
             )
         return self._cache
 
-
-_BUILT_IN = frozenset({"cpus", "memory_gb", "gpus", "storage_gb"})
-"""The dimensions a :class:`~legionrm.models.Resources` holds as fields (the rest are its custom kinds)."""
-_HOST_DIMS = ("cpus", "memory_gb", "gpus")
-
-
-def amounts_of(r: Any, dims: tuple[str, ...]) -> tuple[float, ...]:
-    """A :class:`~legionrm.models.Resources`' amount of each of ``dims`` (``Resources.amount`` of each), as floats."""
-    got = r.__dict__
-    if dims == _HOST_DIMS:  # (the usual host: no custom kinds)
-        return (float(got["cpus"]), float(got["memory_gb"]), float(got["gpus"]))
-    custom = dict(reversed(r.custom)) if r.custom else {}  # (the first of a kind counts, as Resources.amount reads it)
-    return tuple(float(got[d]) if d in _BUILT_IN else float(custom.get(d, 0.0)) for d in dims)

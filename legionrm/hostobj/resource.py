@@ -27,7 +27,7 @@ import numpy as np
 from legionrm import codes
 from legionrm.heartbeat import DEGRADED, MAX_STEPS, Publisher, beat
 from legionrm.hostobj import tokens
-from legionrm.hostobj.calendar import Calendar, State, amounts_of
+from legionrm.hostobj.calendar import Calendar, State
 from legionrm.hostobj.durable import Durable
 from legionrm.hostobj.policies import ADMIT, Policy, Verdict, ask_owner, owner_attributes
 from legionrm.hostobj.records import Reservation, audit_view, forget_after, public
@@ -525,7 +525,7 @@ class ResourceObject(Durable):
 
     def _amounts(self, r: Resources, exclusive_ok: bool = True) -> tuple[float, ...]:
         """:meth:`_vector` as a tuple of floats (what the calendar's check reads without numpy)."""
-        return tuple(self.calendar.capacity.tolist()) if exclusive_ok and r.exclusive else amounts_of(r, self.dims)
+        return tuple(self.calendar.capacity.tolist()) if exclusive_ok and r.exclusive else r.amounts(self.dims)
 
     def _capacity_refusal(self, fit: str, r: Resources, start: float, end: float | None) -> Refusal:
         amount = self._vector(r)

@@ -31,9 +31,21 @@ class Resources(Frozen):
 
     def amount(self, kind: str) -> float:
         """How much of ``kind`` (a built-in dimension or a custom kind; 0 when absent)."""
-        if kind in type(self).model_fields and kind not in ("custom", "exclusive"):
+        if kind in _AMOUNT_FIELDS:
             return float(getattr(self, kind))
         return next((float(v) for k, v in self.custom if k == kind), 0.0)
+
+    def amounts(self, kinds: tuple[str, ...]) -> tuple[float, ...]:
+        """:meth:`amount` of each of ``kinds``, in one pass (a host reads it at every grant)."""
+        got = self.__dict__
+        if not self.custom:
+            return tuple(float(got[k]) if k in _AMOUNT_FIELDS else 0.0 for k in kinds)
+        custom = dict(reversed(self.custom))  # (the first of a kind counts, as amount() reads it)
+        return tuple(float(got[k]) if k in _AMOUNT_FIELDS else float(custom.get(k, 0.0)) for k in kinds)
+
+
+_AMOUNT_FIELDS = frozenset(Resources.model_fields) - {"custom", "exclusive"}
+"""The dimensions a :class:`Resources` holds as fields (any other kind is a custom one)."""
 
 
 def custom_kinds(amounts: Mapping[str, float]) -> tuple[tuple[str, float], ...]:
