@@ -53,6 +53,11 @@ from legionrm.models.schedules import ScheduleSuite
 M = TypeVar("M", bound=BaseModel)
 
 
+def _not_a(model: type[BaseModel], exc: ValidationError) -> GatewayError:
+    """The refusal of an answer that is not a ``model`` (the gateway and this client disagree)."""
+    return GatewayError(codes.CLIENT_ANSWER, f"the gateway's answer is not a {model.__name__}: {exc}")
+
+
 class Client:
     """A user's connection to the gateway named in their credentials (see the module doc).
     ``as_user``: an administrator's calls made as that user (refused for anyone else)."""
@@ -84,7 +89,7 @@ class Client:
         try:
             return model.model_validate(doc)
         except ValidationError as exc:
-            raise GatewayError(codes.CLIENT_ANSWER, f"the gateway's answer is not a {model.__name__}: {exc}") from None
+            raise _not_a(model, exc) from None
 
     def _reader(self, model: type[M]) -> Callable[[bytes], M]:
         """A success's body read straight as ``model`` (one pass of pydantic's JSON parser: a third of
@@ -93,7 +98,7 @@ class Client:
             try:
                 return model.model_validate_json(body)
             except ValidationError as exc:
-                raise GatewayError(codes.CLIENT_ANSWER, f"the gateway's answer is not a {model.__name__}: {exc}") from None
+                raise _not_a(model, exc) from None
         return read
 
     # --- requests ------------------------------------------------------------------------------
