@@ -279,6 +279,11 @@ class ReloadCalls:
         are bound by.  None, or the first refusal (an actor that fails raises)."""
         self.door.require_admin(proof, "reconfigure_owners", {"changes": changes, "check": check, "cluster": cluster},
                                 "reload")
+        binds = cluster if not check and getattr(self, "_node_cluster", None) is not None else None
+        if binds is not None:  # written first: the actor Ray restarts binds the nodes that join by them too
+            refused = self._kept.rules(binds.ray_nodes)
+            if refused is not None:
+                return refused
         by_actor: dict[int, tuple[str, Any, list[OwnerPolicy]]] = {}
         for c in changes:
             kept = self._carriers if c.kind == "host" else self._vaults
@@ -289,8 +294,10 @@ class ReloadCalls:
         refs = [h.reconfigure.remote(cs, check, proof=signed(self._signer, "reconfigure", {"changes": cs, "check": check},
                                                             to=to)) for to, h, cs in by_actor.values()]
         refused = next((r for r in ray.get(refs, timeout=CALL_TIMEOUT_S) if r is not None), None)
-        if refused is None and cluster is not None and not check and getattr(self, "_node_cluster", None) is not None:
-            self._node_cluster = cluster
+        if binds is not None and refused is None:
+            self._node_cluster = binds
+        elif binds is not None:  # not taken: the store back to the rules the actor binds by
+            self._kept.rules(self._node_cluster.ray_nodes)
         return refused
 
     @ray.method(concurrency_group="control")

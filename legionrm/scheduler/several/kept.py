@@ -2,8 +2,9 @@
 given back to the Scheduler Ray restarts: :class:`KeptReload`.
 
 A reload changes a running Scheduler's site policy (the ``[[qos]]`` tables,
-each class's default QoS, the site's keys of ``[fairshare]``) and what it
-serves (its nodepools and constraint).  Ray restarts a Scheduler actor with
+each class's default QoS, the site's keys of ``[fairshare]``), what it
+serves (its nodepools and constraint) and, for the default Scheduler, the
+``[[ray_node]]`` rules the Ray nodes that join are bound by.  Ray restarts a Scheduler actor with
 the arguments it was first made with, the cluster file of ``up``; so each
 change is first written to the Scheduler's state store
 (:class:`~legionrm.state.reloaded.ReloadedStore`), under the actor's boot
@@ -21,7 +22,7 @@ import threading
 from typing import Callable, Iterable
 
 from legionrm.errors import ConfigError
-from legionrm.models import ClusterSpec, Refusal, SchedulerSpec, SitePolicySpec
+from legionrm.models import ClusterSpec, RayNodeRule, Refusal, SchedulerSpec, SitePolicySpec
 from legionrm.scheduler.priority import SitePolicy
 from legionrm.scheduler.priority.settings import SITE_KEYS, settings_of, site_spec
 from legionrm.scheduler.requests import Entry
@@ -69,6 +70,8 @@ class KeptReload:
                             "validate: %s", self.name, exc)
         if back.serves is not None:
             cluster = with_serves(cluster, back.serves)
+        if back.rules is not None:
+            cluster = cluster.model_copy(update={"ray_nodes": back.rules})
         self.site_now = site_spec(cluster)
         return cluster
 
@@ -96,11 +99,17 @@ class KeptReload:
         """Write that this Scheduler serves ``spec``, before it does: None, or why it is not written."""
         return self._write(serves=spec)
 
-    def _write(self, *, site: SitePolicySpec | None = None, serves: SchedulerSpec | None = None) -> Refusal | None:
+    def rules(self, rules: tuple[RayNodeRule, ...]) -> Refusal | None:
+        """Write that the Ray nodes that join are bound by ``rules``, before they are: None, or
+        why it is not written."""
+        return self._write(rules=rules)
+
+    def _write(self, *, site: SitePolicySpec | None = None, serves: SchedulerSpec | None = None,
+               rules: tuple[RayNodeRule, ...] | None = None) -> Refusal | None:
         if self.store is None:
             return None
         try:
-            self.store.write(self.boot, site=site, serves=serves)
+            self.store.write(self.boot, site=site, serves=serves, rules=rules)
         except StoreFault as fault:
             return Refusal(code=fault.code, by=self.name, reason=f"the reloaded settings are not written: {fault}")
         return None

@@ -120,3 +120,21 @@ def test_a_request_that_comes_between_the_check_and_the_change_keeps_the_store_a
     assert settings(s) == before
     _, again = booted(tmp_path / "scheduler.db")
     assert settings(again) == before
+
+
+def test_a_restarted_scheduler_binds_joining_nodes_by_the_reloaded_ray_node_rules(tmp_path) -> None:
+    file_rules = spec(ray_node=[{"hostname": "gpu-*", "nodepool": "gpu"}])
+    reloaded = spec(ray_node=[{"hostname": "gpu-*", "nodepool": "batch", "attributes": {"rack": "r9"}}]).ray_nodes
+    kept = KeptReload(ReloadedStore(tmp_path / "scheduler.db"), "actor-1", "default")
+    assert kept.cluster(file_rules).ray_nodes == file_rules.ray_nodes
+    assert kept.rules(reloaded) is None
+    node = {"NodeManagerHostname": "gpu-7", "NodeManagerAddress": "10.0.0.7"}
+    again = KeptReload(ReloadedStore(tmp_path / "scheduler.db"), "actor-1", "default").cluster(file_rules)
+    assert again.ray_nodes == reloaded
+    assert again.node_host("ray-0a", node).nodepool == "batch"  # a node that joins now: the reloaded rule
+    fresh = KeptReload(ReloadedStore(tmp_path / "scheduler.db"), "actor-2", "default").cluster(file_rules)
+    assert fresh.ray_nodes == file_rules.ray_nodes  # a new `up`: its file's rules
+    with faults.inject("full", "scheduler.db"):
+        why = kept.rules(file_rules.ray_nodes)
+    assert why is not None and why.code == codes.STATE_DISK_FULL
+    assert ReloadedStore(tmp_path / "scheduler.db").load("actor-1").rules == reloaded  # nothing written
