@@ -172,7 +172,7 @@ class HostActor(_OneResource, HostStateCalls, _DrainCalls, OwnerCalls):
         else:
             self.core = build_host(spec, sink=sink)
         self._batch = HostGroup(self.core.name, [self.core], sink=self.core.sink)  # batches for a group of one
-        self._keeper = Keeper.open(state_path, [self.core])  # restarted: its grants back, dead instances ended
+        self._keeper = Keeper.open(state_path, [self.core], _boot())  # restarted: its grants back, dead instances ended
         owners_back([self.core])  # and the policy a reload gave it
         guard_resources([self.core], auth_home)
         self.door, self.views = resource_doors(auth_home, self.core.name, self._batch.attested_holder,
@@ -268,7 +268,7 @@ class HostGroupActor(_Beating, HostStateCalls, _DrainCalls, OwnerCalls):
         guard_resources(hosts, auth_home)
         self.core = HostGroup(name, hosts, sink=sink)
         # with a state file, what the hosts granted survives a restart of this actor
-        self._keeper = Keeper.open(state_path, hosts)
+        self._keeper = Keeper.open(state_path, hosts, _boot())
         owners_back(hosts)
         self.door, self.views = resource_doors(auth_home, group_name(name), self.core.attested_holder,
                                                self.core.instance_holder, audience=[s.name for s in specs])
@@ -362,7 +362,7 @@ class VaultActor(_OneResource, VaultStateCalls, OwnerCalls):
             private_umask()
         self.core = build_vault(spec, sink=auth_sink(collection, auth_home, "vault", [spec.name]),
                                 shelf=self._open_shelf(spec.name, shelf_dir))
-        self._keeper = Keeper.open(state_path, [self.core])  # restarted: its grants and uses back
+        self._keeper = Keeper.open(state_path, [self.core], _boot())  # restarted: its grants and uses back
         owners_back([self.core])
         guard_resources([self.core], auth_home)
         self.door, self.views = resource_doors(auth_home, self.core.name,
@@ -442,6 +442,11 @@ class RemoteCarrier:
 
 
 # --- spawning ----------------------------------------------------------------
+
+
+def _boot() -> str:
+    """This actor's boot: its id, which Ray keeps when it restarts the actor (see :attr:`~legionrm.hostobj.durable.Durable.boot`)."""
+    return ray.get_runtime_context().get_actor_id() or ""
 
 
 def _opts(name: str, detached: bool, *, on_head: bool = True) -> dict[str, Any]:

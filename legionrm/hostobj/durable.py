@@ -48,6 +48,10 @@ class Durable:
     """The owner's policy and access list a ``legionrm reload`` gave it (None: the cluster
     file's at ``up``), kept with its state so a restarted actor takes it back
     (:func:`~legionrm.hostobj.live.owner.owners_back`)."""
+    boot: str = ""
+    """The boot of the actor carrying it (its Ray actor id, which Ray keeps when it restarts the
+    actor and a new ``up`` does not): an :attr:`owner_change` comes back only in the boot that
+    made it, so a new ``up`` starts from the policy its cluster file gives."""
 
     @public
     def cancel_requests(self, request_ids: list[str] | tuple[str, ...], *, prefix: bool = False) -> list[str]:
@@ -85,6 +89,7 @@ class Durable:
                               for ref, r in getattr(self, "_instances", {}).values()],
                 "uses": dict(getattr(self, "_uses", {})),
                 "owner": None if self.owner_change is None else self.owner_change.model_dump(mode="json"),
+                "owner_boot": self.boot,
             }
 
     def restore_durable(self, body: Mapping[str, Any]) -> int:
@@ -122,7 +127,8 @@ class Durable:
             uses = getattr(self, "_uses", None)
             if uses is not None:  # a vault: the space each instance uses, by use id
                 uses.update({u: t for u, t in body.get("uses", {}).items() if t in self._by_token})
-            if body.get("owner") is not None:  # a reload's policy: the actor puts it back (owners_back)
+            if body.get("owner") is not None and body.get("owner_boot") == self.boot:  # a reload's policy, this
+                # boot's: the actor puts it back (owners_back); another boot's file gave its own policy at `up`
                 self.owner_change = OwnerPolicy.model_validate(body["owner"])
             self._next_deadline = -math.inf  # the next call sweeps what came due while the actor was down
         return back
@@ -138,10 +144,14 @@ class Keeper:
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, path: str | None, resources: Iterable[Any]) -> "Keeper | None":
+    def open(cls, path: str | None, resources: Iterable[Any], boot: str = "") -> "Keeper | None":
         """A keeper of ``resources`` in the SQLite file ``path`` (None: no file,
         no keeper), with what was stored there restored into them first and
-        each restored resource that can (``reattach``) re-attached."""
+        each restored resource that can (``reattach``) re-attached.  ``boot``
+        is the carrying actor's (:attr:`Durable.boot`), given to each resource."""
+        resources = list(resources)
+        for resource in resources:
+            resource.boot = boot
         if not path:
             return None
         keeper = cls(HostStore(path), resources)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -59,7 +61,7 @@ def live(ray_cluster):
     ensure_home(home, operator="ops")
     alice = Registry(auth_home(home)).add_user("alice").private_key
     spec = parse_cluster(loads_toml(CLUSTER), file="live.toml")
-    system = boot(spec, heartbeat_s=0.5, auth_home=home)
+    system = boot(spec, heartbeat_s=0.5, auth_home=home, state_dir=f"{home}/state")  # (kept: a restart takes it back)
     (Path(home) / "live.toml").write_text(CLUSTER)
     (Path(home) / "up.json").write_text(json.dumps({"roster": Roster.of(spec).as_json(),
                                                     "cluster": str(Path(home) / "live.toml")}))
@@ -68,7 +70,7 @@ def live(ray_cluster):
         with in_thread(make_app(RayControlPlane(home), home)) as url:
             admin_key = load_private_key(Registry(auth_home(home)).key_path("ops"))
             yield (Client.from_credentials(Credentials.of(url, "alice", alice).write(f"{home}/a.cred")),
-                   Client.from_credentials(Credentials.of(url, "ops", admin_key).write(f"{home}/o.cred")))
+                   Client.from_credentials(Credentials.of(url, "ops", admin_key).write(f"{home}/o.cred")), system)
     finally:
         dataclasses.replace(system, signer=ops).shutdown()
         shutil.rmtree(home, ignore_errors=True)
@@ -81,7 +83,7 @@ def everything(alice: Client, ops: Client) -> tuple:
 
 
 def test_a_qos_limit_reloaded_holds_the_next_request_pending_at_once(live) -> None:
-    alice, ops = live
+    alice, ops, _ = live
     first = alice.submit({**WORKER, "qos": "small"}, id="q-first")
     assert first.ok, first.response
     assert "site policy (qos, fair share)" in ops.reload(CLUSTER.replace(*LIMIT), "live.toml").changes
@@ -93,7 +95,7 @@ def test_a_qos_limit_reloaded_holds_the_next_request_pending_at_once(live) -> No
 
 
 def test_a_host_policy_reloaded_takes_no_more_of_that_users_work(live) -> None:
-    alice, ops = live
+    alice, ops, _ = live
     assert {h.name for h in alice.hosts().hosts} == {"h1", "h2"}
     got = ops.reload(CLUSTER.replace(*LIMIT).replace(*DENY_H1), "live.toml").changes
     assert "host h1 policy and access" in got
@@ -109,8 +111,39 @@ def test_a_host_policy_reloaded_takes_no_more_of_that_users_work(live) -> None:
         alice.cancel(rid)
 
 
+def test_a_host_group_ray_restarts_takes_the_reloaded_policy_back(live) -> None:
+    """The reload of the test before gave h1 an owner's policy: written to the group's state
+    first, so the actor Ray restarts (the same boot) judges by it again, not by the file of `up`."""
+    import ray
+
+    from legionrm.system import call
+
+    alice, ops, system = live
+    ops.reload(CLUSTER.replace(*LIMIT).replace(*DENY_H1), "live.toml")  # (as the test before left it)
+    (group,) = system.groups.values()
+
+    def policy() -> tuple[int, str | None]:  # (the process, h1's policy), read inside the actor
+        return call(group.__ray_call__.remote(lambda g: (os.getpid(), getattr(g.core.get("h1").policy, "name", None))), 5)
+
+    old_pid, before = policy()
+    assert before == "DenyUsers(alice)"
+    ray.kill(group, no_restart=False)
+    deadline = time.monotonic() + 60
+    while True:  # back when a fresh process answers (calls fail while it restarts)
+        try:
+            pid, after = policy()
+            if pid != old_pid:
+                break
+        except ray.exceptions.RayError:
+            pass
+        assert time.monotonic() < deadline, "the host group did not come back"
+        time.sleep(0.2)
+    assert after == "DenyUsers(alice)"  # not the file's (no policy)
+    assert {h.name for h in alice.hosts().hosts} == {"h2"}
+
+
 def test_a_refused_reload_changes_nothing(live) -> None:
-    alice, ops = live
+    alice, ops, _ = live
     ops.reload(CLUSTER.replace(*LIMIT).replace(*DENY_H1), "live.toml")
     alice.submit({**WORKER, "qos": "small"}, id="r-held")
     held = alice.wait("r-held", timeout=30, until=("running", *FINAL_STATES))  # (the cpus the test before freed: a beat)

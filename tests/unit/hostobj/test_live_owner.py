@@ -130,10 +130,11 @@ def test_a_vault_takes_its_owners_policy_too() -> None:
     assert v.policy is not None and v.policy.name == "DenyUsers(ann)" and "ann" in sink.records["v1"].access.deny_users
 
 
-def fresh(path: str) -> tuple[HostGroup, Keeper]:
-    """The group as an actor Ray restarted builds it: from the cluster file, then its state file."""
+def fresh(path: str, boot: str = "actor-1") -> tuple[HostGroup, Keeper]:
+    """The group as an actor Ray restarted builds it (``boot``: its actor id, which a restart keeps
+    and a new ``up`` does not): from the cluster file, then its state file."""
     g, _ = group()
-    keeper = Keeper.open(path, [g.get(n) for n in g.names()])
+    keeper = Keeper.open(path, [g.get(n) for n in g.names()], boot)
     owners_back([g.get(n) for n in g.names()])
     return g, keeper
 
@@ -148,6 +149,20 @@ def test_a_reloaded_policy_is_written_first_and_an_actor_restarted_takes_it_back
     assert state(back)[0] == ("DenyUsers(ann)", access)  # not the cluster file's (no policy, open access)
     assert isinstance(ask(back, "h1"), Refusal) and not isinstance(ask(back, "h2"), Refusal)
     assert state(back)[1:] == state(group()[0])[1:]  # the hosts no reload touched: as the file says
+
+
+def test_a_new_up_on_the_same_state_file_starts_from_its_cluster_files_policy(tmp_path) -> None:
+    path = str(tmp_path / "hosts.sqlite")
+    g, keeper = fresh(path)
+    assert reconfigure(g.get, [deny("h1", "ann")], keep=keeper.save) is None
+    keeper.store.close()
+    new_up, keeper = fresh(path, boot="actor-2")
+    assert state(new_up) == state(group()[0])  # the file's policies, not the reload the last boot took
+    assert not isinstance(ask(new_up, "h1"), Refusal)
+    keeper.save()
+    keeper.store.close()
+    again, _ = fresh(path, boot="actor-2")  # and what the new boot writes no longer carries the old reload
+    assert state(again) == state(group()[0])
 
 
 def test_a_policy_the_store_cannot_write_is_not_applied(tmp_path) -> None:
