@@ -84,6 +84,23 @@ def _float_op(op: str, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.nda
     return np.fmod(x, y), zero
 
 
+def numeric_tags(a: Column, b: Column, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The result tags of a numeric operation on the mixed columns ``a`` and ``b``, and the
+    rows it computes as int and as float: error when either is (or is a string), undefined
+    when either is, float when either is, else int."""
+    ta, tb = a.tags(), b.tags()
+    err, und = strict_tags(ta, tb)
+    bad = ~err & ~und & ((ta == STR) | (tb == STR))
+    ok = ~(err | und | bad)
+    isf = ok & ((ta == FLOAT) | (tb == FLOAT))
+    isi = ok & ~isf
+    tag = np.full(n, INT, dtype=np.int8)
+    tag[isf] = FLOAT
+    tag[und] = UNDEF
+    tag[err | bad] = ERR
+    return tag, isi, isf
+
+
 def arith(op: str, a: Column, b: Column, n: int) -> Column:
     ua, ub = a.uniform, b.uniform
     if ua is not None and ub is not None:
@@ -104,16 +121,7 @@ def arith(op: str, a: Column, b: Column, n: int) -> Column:
                 data = {k: bcast(v, n) for k, v in data.items()}
             return select(n, tag, **data)
         return const(n, kind, **data) if r.ndim == 0 else Column(n, uniform=kind, **data)
-    ta, tb = a.tags(), b.tags()
-    err, und = strict_tags(ta, tb)
-    bad = ~err & ~und & ((ta == STR) | (tb == STR))
-    ok = ~(err | und | bad)
-    isf = ok & ((ta == FLOAT) | (tb == FLOAT))
-    isi = ok & ~isf
-    tag = np.full(n, INT, dtype=np.int8)
-    tag[isf] = FLOAT
-    tag[und] = UNDEF
-    tag[err | bad] = ERR
+    tag, isi, isf = numeric_tags(a, b, n)
     i = f = None
     if isi.any():
         i, zero = _int_op(op, ints(a), ints(b))
@@ -146,16 +154,7 @@ def maxmin(fn: str, a: Column, b: Column, n: int) -> Column:
         if ua == FLOAT or ub == FLOAT:
             return Column(n, uniform=FLOAT, f=ffloat(floats(a), floats(b)))
         return Column(n, uniform=INT, i=fmax(ints(a), ints(b)))
-    ta, tb = a.tags(), b.tags()
-    err, und = strict_tags(ta, tb)
-    bad = ~err & ~und & ((ta == STR) | (tb == STR))
-    ok = ~(err | und | bad)
-    isf = ok & ((ta == FLOAT) | (tb == FLOAT))
-    isi = ok & ~isf
-    tag = np.full(n, INT, dtype=np.int8)
-    tag[isf] = FLOAT
-    tag[und] = UNDEF
-    tag[err | bad] = ERR
+    tag, isi, isf = numeric_tags(a, b, n)
     i = bcast(fmax(ints(a), ints(b)), n) if isi.any() else None
     f = bcast(ffloat(floats(a), floats(b)), n) if isf.any() else None
     return select(n, tag, i=i, f=f)
