@@ -44,6 +44,21 @@ _SCALARS = frozenset((str, int, float, bool, type(None)))
 """The exact types JSON writes as they are: what :func:`_plain` hands back unchanged."""
 
 
+_TUPLES: dict[type, bool] = {}
+"""Per type met: is it a tuple the checks below would walk as a list (a NamedTuple; not a Mapping too)?"""
+
+
+def _a_tuple(kind: type) -> bool:
+    """Is ``kind`` a tuple subclass and nothing :func:`_plain` checks first (asked once a type: the
+    abstract-class check of ``Mapping`` costs microseconds each time)?"""
+    got = _TUPLES.get(kind)
+    if got is None:
+        if len(_TUPLES) > 1000:  # types made on the fly: start afresh
+            _TUPLES.clear()
+        got = _TUPLES[kind] = issubclass(kind, tuple) and not issubclass(kind, (BaseModel, Mapping))
+    return got
+
+
 def _plain(value: Any) -> Any:
     """``value`` as plain JSON data: models dumped, mappings and sequences walked.
 
@@ -56,7 +71,7 @@ def _plain(value: Any) -> Any:
         return value
     if kind is dict:
         return {str(k): _plain(v) for k, v in value.items()}
-    if kind is list or kind is tuple or (isinstance(value, tuple) and hasattr(kind, "_fields")):  # a NamedTuple
+    if kind is list or kind is tuple or _a_tuple(kind):
         return [v if type(v) in _SCALARS else _plain(v) for v in value]
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
