@@ -146,15 +146,42 @@ def seed_history(state_dir: Path, n: int) -> float:
     return time.perf_counter() - t0
 
 
-def cpu_s(pid: int | None = None) -> float:
-    """CPU seconds (user + system) process ``pid`` (None: this one, all its threads) has used."""
+def cpu_s(pid: int | None = None, *, system: bool = False) -> float:
+    """CPU seconds (user + system; ``system``: the kernel's share alone) process ``pid`` (None: this
+    one, all its threads) has used."""
     if pid is None:
         import resource
 
         r = resource.getrusage(resource.RUSAGE_SELF)
-        return r.ru_utime + r.ru_stime
+        return r.ru_stime if system else r.ru_utime + r.ru_stime
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return (int(fields[12]) + (0 if system else int(fields[11]))) / os.sysconf("SC_CLK_TCK")
+
+
+def ray_threads_s(pid: int) -> float:
+    """CPU seconds the threads of process ``pid`` named otherwise than its main thread have used: in the
+    gateway, Ray's own (its core worker's io, gRPC's pollers, named by Ray; Python's threads keep the
+    process's name).  Threads that ended are not counted."""
+    main = Path(f"/proc/{pid}/comm").read_text().strip()
+    total = 0.0
+    for t in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name, stat = (t / "comm").read_text().strip(), (t / "stat").read_text()
+        except OSError:  # it ended meanwhile
+            continue
+        if name != main:
+            fields = stat.rpartition(")")[2].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def ray_own(cluster: Any) -> list[int]:
+    """The pids of the head node's raylet and GCS server (empty when Ray's layout is not the one known)."""
+    try:
+        procs = cluster.head_node.all_processes
+        return [info.process.pid for kind in ("raylet", "gcs_server") for info in procs.get(kind, ())]
+    except AttributeError:
+        return []
 
 
 def on_disk(state_dir: Path) -> dict[str, int]:
@@ -243,17 +270,24 @@ def main() -> int:
                 run_pairs(clients[:4], 5, "warm")  # connections open, code paths warm
                 pid = ray.get(system.scheduler.__ray_call__.remote(lambda self: os.getpid()))  # the default scheduler's actor
                 pids = {"callers": os.getpid(), "gateway": proc.pid, "scheduler": pid}
+                ray_pids = ray_own(cluster)
                 quiet = {k: cpu_s(p if k != "callers" else None) for k, p in pids.items()}
                 time.sleep(IDLE_S)  # what each process burns with no call at all (ticks, the gauges' poll)
                 idle = {k: (cpu_s(p if k != "callers" else None) - quiet[k]) / IDLE_S for k, p in pids.items()}
                 before = {"callers": cpu_s(), "gateway": cpu_s(proc.pid), "scheduler": cpu_s(pid)}
+                ray_before = sum(cpu_s(p) for p in ray_pids)
+                kernel = {k: cpu_s(p if k != "callers" else None, system=True) for k, p in pids.items()}
                 spies = [subprocess.Popen([spy_bin, "record", "-p", str(p), "-o", str(profile / f"{name}.txt"), "-f",
                                            "raw", "-r", "200", "--nonblocking", "--gil"],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                          for name, p in pids.items()] if profile and (spy_bin := py_spy()) else []
+                in_ray = ray_threads_s(proc.pid)
                 wall, lat, acked, errors = run_pairs(clients, args.pairs, "gw")
+                in_ray = ray_threads_s(proc.pid) - in_ray
                 used = {"callers": cpu_s() - before["callers"], "gateway": cpu_s(proc.pid) - before["gateway"],
                         "scheduler": cpu_s(pid) - before["scheduler"]}
+                ray_used = sum(cpu_s(p) for p in ray_pids) - ray_before
+                kernel = {k: cpu_s(p if k != "callers" else None, system=True) - kernel[k] for k, p in pids.items()}
                 for spy in spies:
                     spy.send_signal(signal.SIGINT)
                 for spy in spies:
@@ -280,6 +314,14 @@ def main() -> int:
     info("gateway: CPU per pair, by process", " / ".join(f"{used[k] / max(pairs, 1) * 1e3:.2f}" for k in used) + " ms",
          note="the callers / the gateway / the Scheduler actor (user + system), "
               f"total {sum(used.values()) / max(pairs, 1) * 1e3:.2f} ms")
+    info("gateway: CPU per pair, Ray's own processes", f"{ray_used / max(pairs, 1) * 1e3:.2f} ms",
+         note=f"the raylet and the GCS ({len(ray_pids)} processes): the Ray calls' other end")
+    info("gateway: of which the kernel's (system), by process",
+         " / ".join(f"{kernel[k] / max(pairs, 1) * 1e3:.2f}" for k in kernel) + " ms",
+         note="the sockets, the fsyncs, the wake-ups: CPU a pair no Python change removes")
+    info("gateway: of the gateway's, Ray's threads", f"{in_ray / max(pairs, 1) * 1e3:.2f} ms",
+         note="its core worker's io and gRPC threads; the rest is the event loop's thread (aiohttp, the door, "
+              "the routes, Ray's Python side)")
     info("gateway: CPU a second with no call, by process", " / ".join(f"{idle[k] * 1e3:.0f}" for k in idle) + " ms",
          note=f"over {IDLE_S:g} s before the run; less that, a pair costs "
               + " / ".join(f"{max(used[k] - idle[k] * wall, 0.0) / max(pairs, 1) * 1e3:.2f}" for k in used) + " ms")

@@ -63,7 +63,7 @@ class Client:
     ``as_user``: an administrator's calls made as that user (refused for anyone else)."""
 
     def __init__(self, credentials: Credentials, *, as_user: str | None = None, timeout: float = 60.0) -> None:
-        self.wire = Wire(credentials, as_user=as_user, timeout=timeout)
+        self.wire = Wire(credentials, as_user=as_user, timeout=timeout, sodium=True)  # long-lived: libsodium signs
         self.credentials, self.as_user, self.user = credentials, as_user, credentials.user
 
     @classmethod

@@ -49,10 +49,12 @@ class Wire:
     """A user's connection to the gateway named in their credentials (see the module doc).
     ``as_user``: an administrator's calls made as that user (refused for anyone else)."""
 
-    def __init__(self, credentials: Credentials, *, as_user: str | None = None, timeout: float = 60.0) -> None:
+    def __init__(self, credentials: Credentials, *, as_user: str | None = None, timeout: float = 60.0,
+                 sodium: bool = False) -> None:
         self.credentials, self.as_user, self.timeout = credentials, as_user, timeout
         self.user = credentials.user
-        self._signer = RequestSigner(credentials.user, load_key(credentials.private_key_pem, credentials.path))
+        self._signer = RequestSigner(credentials.user, load_key(credentials.private_key_pem, credentials.path),
+                                     sodium=sodium)  # see RequestSigner
         try:
             scheme, host, port, path = split_url(credentials.url)
         except ValueError as exc:

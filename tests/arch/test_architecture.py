@@ -91,6 +91,7 @@ LAZY = {
     ("legionrm.client.signing", "cryptography.hazmat.bindings._rust"): "the key, made when a call is signed",
     ("legionrm.client.signing", "cryptography.hazmat.primitives.asymmetric.ed25519"): "same, without the binding",
     ("legionrm.client.signing", "urllib.parse"): "only to sign a request object (httpx's), never on a CLI call",
+    ("legionrm.client.signing", "nacl.bindings"): "libsodium, only for the typed Client's signer (its import costs a CLI call more than it saves)",
     ("legionrm.client.wire", "ssl"): "only an https gateway's calls",
 }
 """Imports inside a function, allowed on purpose (heavy, optional, lazy)."""

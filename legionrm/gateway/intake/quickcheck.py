@@ -37,14 +37,9 @@ from typing import Any, Protocol, TypeVar
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from legionrm.auth import keys
 from legionrm.client.signing import content_digest
 from legionrm.protocol import AS_HEADER, SIGNATURE_LABEL
-
-try:  # libsodium's Ed25519 (see fast_key)
-    from nacl.bindings import crypto_sign_open
-    from nacl.exceptions import CryptoError
-except ImportError:  # pragma: no cover -- a dependency; OpenSSL's verify serves the same, slower
-    crypto_sign_open = None  # type: ignore[assignment]
 
 W = TypeVar("W")
 
@@ -65,15 +60,13 @@ class SodiumKey:
 
     def verify(self, signature: bytes, data: bytes) -> None:
         """Nothing when ``signature`` is this key's over ``data``; else :class:`InvalidSignature`."""
-        try:
-            crypto_sign_open(signature + data, self.raw)  # a "signed message" is the signature, then the data
-        except (CryptoError, ValueError, TypeError):
-            raise InvalidSignature from None
+        if not keys.sodium_accepts(self.raw, signature, data):
+            raise InvalidSignature
 
 
 def fast_key(key: Ed25519PublicKey) -> Verifying:
     """``key`` as :func:`quick_verify` checks with it (see the module doc): libsodium's when installed."""
-    return SodiumKey(key.public_bytes_raw()) if crypto_sign_open is not None else key
+    return SodiumKey(key.public_bytes_raw()) if keys.crypto_sign_open is not None else key
 
 
 _SAFE = r'[ !#-\[\]-~]'  # printable ASCII but '"' and '\\': a structured-field string with nothing escaped

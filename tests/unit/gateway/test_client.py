@@ -116,8 +116,9 @@ CALLS = [
 ]
 
 
+@pytest.mark.parametrize("sodium", [False, True], ids=["openssl", "libsodium"])
 @pytest.mark.parametrize("method, target, body, as_user", [c[1:] for c in CALLS], ids=[c[0] for c in CALLS])
-def test_the_signature_is_the_one_http_message_signatures_makes(method, target, body, as_user) -> None:
+def test_the_signature_is_the_one_http_message_signatures_makes(method, target, body, as_user, sodium) -> None:
     import datetime
 
     import httpx
@@ -138,7 +139,7 @@ def test_the_signature_is_the_one_http_message_signatures_makes(method, target, 
     HTTPMessageSigner(signature_algorithm=algorithms.ED25519, key_resolver=One()).sign(
         req, key_id="ann", created=datetime.datetime.fromtimestamp(created), nonce=nonce, label=SIGNATURE_LABEL,
         covered_component_ids=covered, body=body)
-    ours = RequestSigner("ann", key).headers(method, target, body, as_user, created=created, nonce=nonce)
+    ours = RequestSigner("ann", key, sodium=sodium).headers(method, target, body, as_user, created=created, nonce=nonce)
     assert ours == {k: req.headers[k] for k in ("Content-Digest", "Signature-Input", "Signature")}
 
 
