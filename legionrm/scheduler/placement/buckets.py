@@ -99,6 +99,7 @@ class BucketSet:
         self._parts: dict[int, tuple[np.ndarray, list[Part]]] = {}
         self._cpn: dict[tuple, tuple[np.ndarray, list[bool]]] = {}
         self._totals: dict[str, list[float] | None] = {}
+        self._per: dict[tuple[str, float], tuple[int, ...] | None] = {}  # (resource, amount) -> copies per bucket
         state.subscribe(self.refresh)
 
     def _shape(self) -> "_Shape":
@@ -241,8 +242,9 @@ class BucketSet:
         buckets' representatives: exactly :func:`chunks_per_host` of them.
         Which buckets match (the non-consumable checks) is cached by those
         checks alone, so requests that differ only in amounts share it; the
-        amounts are divided in per request, in Python over the few buckets'
-        totals (kept per resource) with the float operations numpy would do."""
+        amounts are divided in, in Python over the few buckets' totals (kept
+        per resource) with the float operations numpy would do, once per
+        resource and amount (a cycle's requests share most amounts: ncpus=1)."""
         ok = self._cpn.get(chunk.match_key)
         if ok is None:
             if len(self._cpn) > 4096:
@@ -256,17 +258,30 @@ class BucketSet:
         for c in chunk.checks:
             if not c.consumable or c.amount <= 0:
                 continue
-            have = self._rep_totals(c.res)
-            if have is None:  # many buckets, or a total that is not finite: numpy's own rules
-                return chunks_per_host(self.table, chunk, self.rep, matched=ok[0]).tolist()
-            a = c.amount
-            got = [math.floor(h / a + 1e-9) for h in have]  # (as np.floor(np.maximum(h, 0) / a + 1e-9))
-            if any(g > NO_LIMIT for g in got):
+            got = self._copies(c.res, c.amount)
+            if got is None:  # many buckets, or a total that is not finite or too large: numpy's own rules
                 return chunks_per_host(self.table, chunk, self.rep, matched=ok[0]).tolist()
             cap = got if cap is None else list(map(min, cap, got))
         if cap is None:
             return [int(m) for m in ok[1]]
         return [g if m else 0 for g, m in zip(cap, ok[1])]
+
+    def _copies(self, res: str, a: float) -> tuple[int, ...] | None:
+        """How many times ``a`` of ``res`` fits in each representative's total
+        (as ``np.floor(np.maximum(h, 0) / a + 1e-9)``); None where numpy's own
+        rules must answer (see :meth:`_rep_totals`, or a count past NO_LIMIT).
+        A tuple of ints: the garbage collector leaves it alone."""
+        key = (res, a)
+        if key in self._per:
+            return self._per[key]
+        have = self._rep_totals(res)
+        got = None if have is None else tuple([math.floor(h / a + 1e-9) for h in have])
+        if got is not None and got and max(got) > NO_LIMIT:
+            got = None
+        if len(self._per) > 4096:
+            self._per.clear()
+        self._per[key] = got
+        return got
 
     def _rep_totals(self, res: str) -> list[float] | None:
         """The representatives' totals of ``res``, clipped at 0, as floats (None:
@@ -285,6 +300,9 @@ def first_true(bits: np.ndarray, k: int) -> np.ndarray:
     n = len(bits)
     if k <= 0 or n == 0:
         return np.zeros(0, np.int64)
+    if k == 1:  # one host (a single-host job): argmax stops at the first True
+        i = int(bits.argmax())
+        return np.array([i] if bits[i] else [], dtype=np.intp)
     step = max(8 * k, 16384)
     if step >= n:
         return bits.nonzero()[0][:k]
@@ -323,7 +341,7 @@ class BucketPlacer(PathPlacer):
                  buckets: BucketSet | None = None) -> None:
         super().__init__(table, config, state)
         self.buckets = buckets if buckets is not None else BucketSet(table, self.state, self.config.requested)
-        self._maps: dict[tuple, tuple[np.ndarray, list[tuple[int, int]], int, int | None]] = {}
+        self._maps: dict[tuple, tuple[np.ndarray, tuple[tuple[int, int], ...], int, int | None]] = {}
 
     def _search(
         self,
@@ -338,7 +356,7 @@ class BucketPlacer(PathPlacer):
         live = view is self.state.live()
         parts = bs.parts(hosts, pset)
         scatter = request.place.arrangement in ("scatter", "vscatter")
-        cb_map: list[list[tuple[int, int]]] = []
+        cb_map: list[tuple[tuple[int, int], ...]] = []
         for ch in chunks:
             entries, ever, fail = self._map_chunk(ch, hosts, parts, scatter)
             if not entries or ever < ch.count:
@@ -424,7 +442,7 @@ class BucketPlacer(PathPlacer):
 
     def _map_chunk(
         self, ch: CompiledChunk, hosts: np.ndarray, parts: list[Part], scatter: bool
-    ) -> tuple[list[tuple[int, int]], int, int | None]:
+    ) -> tuple[tuple[tuple[int, int], ...], int, int | None]:
         """The chunk's row of the chunk-to-bucket map: (part index, copies per host)
         for every matching bucket, the chunk's total capacity, and the first
         failing bucket's representative host (its reason is worked out only
@@ -448,8 +466,9 @@ class BucketPlacer(PathPlacer):
                 fail = int(bs.rep[part.b])
         if len(self._maps) > 4096:
             self._maps.clear()
-        self._maps[key] = (hosts, entries, ever, fail)
-        return entries, ever, fail
+        row = tuple(entries)  # (a tuple of int pairs: nothing the garbage collector must follow)
+        self._maps[key] = (hosts, row, ever, fail)
+        return row, ever, fail
 
     def bucket_of(self, host: str) -> str:
         """The bucket name of a host (for explanations)."""
