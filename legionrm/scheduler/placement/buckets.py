@@ -388,6 +388,8 @@ class BucketPlacer(PathPlacer):
                 if need <= 0:
                     break
                 part = parts[k]
+                if counts is not None and part.positions is None and not counts[part.b]:
+                    continue  # a whole bucket with no usable host (the counts above): it gives nothing
                 bits = working.get(k)
                 if bits is None:
                     if live and part.positions is None:

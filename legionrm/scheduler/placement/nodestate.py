@@ -146,12 +146,12 @@ class HostState:
         per: dict[str, list[float]] = {}  # each resource's amount per host, as recorded
         for r in self._res:
             if amounts is None:
-                vals = self.table.total(r)[hs]
+                vals = self.table.total(r)[hs].tolist()
             else:
                 v = amounts.get(r, 0.0)
-                vals = np.asarray(v, dtype=np.float64) if _ndim(v) else np.full(len(hs), float(v))
-            per[r] = vals.tolist()
-            self._a[r].extend(per[r])
+                vals = np.asarray(v, dtype=np.float64).tolist() if _ndim(v) else [float(v)] * len(hs)
+            per[r] = vals
+            self._a[r].extend(vals)
         self._cache = None
         live = self._live
         touched = hs if len(hs) == 1 else np.unique(hs)
