@@ -99,6 +99,7 @@ class BucketSet:
         self._parts: dict[int, tuple[np.ndarray, list[Part]]] = {}
         self._cpn: dict[tuple, tuple[np.ndarray, list[bool]]] = {}
         self._totals: dict[str, list[float] | None] = {}
+        self._counts: list[int] | None = None  # usable_counts, until a refresh
         self._per: dict[tuple[str, float], tuple[int, ...] | None] = {}  # (resource, amount) -> copies per bucket
         state.subscribe(self.refresh)
 
@@ -166,6 +167,7 @@ class BucketSet:
         """Move ``hosts`` to the pool their live state says (idempotent)."""
         if len(hosts) == 0:
             return
+        self._counts = None
         if len(hosts) == 1:  # one host: scalar updates, no numpy call overhead
             i = int(hosts[0])
             b, p, pool = int(self.bucket_of[i]), int(self.pos[i]), int(view.pool[i])
@@ -225,6 +227,12 @@ class BucketSet:
     def hosts_of(self, part: Part) -> np.ndarray:
         m = self.members[part.b]
         return m if part.positions is None else m[part.positions]
+
+    def usable_counts(self) -> list[int]:
+        """Free plus busy-later hosts of each whole bucket, live (kept until a refresh)."""
+        if self._counts is None:
+            self._counts = (self.nfree + self.nlater).tolist()
+        return self._counts
 
     def usable(self, part: Part, view: StateView, live: bool) -> int:
         """Free plus busy-later hosts of a part (an upper bound on what it can give)."""
@@ -365,7 +373,7 @@ class BucketPlacer(PathPlacer):
                                      chunk=ch.index)
             cb_map.append(entries)
         # A necessary condition by counts, so hopeless requests cost O(buckets).
-        counts = (bs.nfree + bs.nlater).tolist() if live else None  # usable hosts of each whole bucket
+        counts = bs.usable_counts() if live else None  # usable hosts of each whole bucket
         for ch, entries in zip(chunks, cb_map):
             can = 0
             for k, c in entries:
@@ -448,29 +456,36 @@ class BucketPlacer(PathPlacer):
         """The chunk's row of the chunk-to-bucket map: (part index, copies per host)
         for every matching bucket, the chunk's total capacity, and the first
         failing bucket's representative host (its reason is worked out only
-        when the request can never run).  Static for a host set, so cached."""
+        when the request can never run).  Static for a host set, so cached:
+        by the chunk, and by the copies per bucket it comes to (the row is
+        made of those alone), which chunks that differ only in amounts
+        (each request its own mem) share."""
         key = (ch.key, id(hosts), scatter)
         hit = self._maps.get(key)
         if hit is not None and hit[0] is hosts:
             return hit[1], hit[2], hit[3]
         bs = self.buckets
-        entries: list[tuple[int, int]] = []
-        ever = 0
-        fail: int | None = None
-        per_bucket = bs.chunks_per_bucket(ch)
-        for k, part in enumerate(parts):
-            c = per_bucket[part.b]
-            if c > 0:
-                c = 1 if scatter else c
-                entries.append((k, c))
-                ever += part.total * c
-            elif fail is None:
-                fail = int(bs.rep[part.b])
+        per_bucket = tuple(bs.chunks_per_bucket(ch))
+        by_copies = (per_bucket, id(hosts), scatter)
+        hit = self._maps.get(by_copies)
+        if hit is None or hit[0] is not hosts:
+            entries: list[tuple[int, int]] = []
+            ever = 0
+            fail: int | None = None
+            for k, part in enumerate(parts):
+                c = per_bucket[part.b]
+                if c > 0:
+                    c = 1 if scatter else c
+                    entries.append((k, c))
+                    ever += part.total * c
+                elif fail is None:
+                    fail = int(bs.rep[part.b])
+            # (a tuple of int pairs: nothing the garbage collector must follow)
+            hit = (hosts, tuple(entries), ever, fail)
         if len(self._maps) > 4096:
             self._maps.clear()
-        row = tuple(entries)  # (a tuple of int pairs: nothing the garbage collector must follow)
-        self._maps[key] = (hosts, row, ever, fail)
-        return row, ever, fail
+        self._maps[key] = self._maps[by_copies] = hit
+        return hit[1], hit[2], hit[3]
 
     def bucket_of(self, host: str) -> str:
         """The bucket name of a host (for explanations)."""
