@@ -263,10 +263,10 @@ class BucketSet:
                     mask &= match_mask(self.table, c, self.rep)
             ok = self._cpn[chunk.match_key] = (mask, mask.tolist())
         cap: list[int] | None = None
-        for c in chunk.checks:
-            if not c.consumable or c.amount <= 0:
+        for res, a in chunk.amounts:  # (the consumable checks' amounts, in the same order)
+            if a <= 0:
                 continue
-            got = self._copies(c.res, c.amount)
+            got = self._copies(res, a)
             if got is None:  # many buckets, or a total that is not finite or too large: numpy's own rules
                 return chunks_per_host(self.table, chunk, self.rep, matched=ok[0]).tolist()
             cap = got if cap is None else list(map(min, cap, got))
