@@ -90,20 +90,32 @@ def main() -> None:
     system = LocalSystem(cluster(args.hosts))
     print(f"{args.hosts} hosts built in {time.perf_counter() - t0:.2f} s")
 
-    print(f"\nmake_schedules (plan only), median of {args.runs}")
-    print(f"{'instances':>10} {'median ms':>10} {'masters':>8} {'deltas':>7}")
+    # CPU time of this process (the machine is shared: under load a wall clock counts others' time).
+    # A plan keeps its masters as columns until they are read (planning/drafts.py): "+ models" is the
+    # plan with every master's Placement models made, as the Enactor's request reads them.
+    print(f"\nmake_schedules (plan only), median of {args.runs}, CPU ms")
+    print(f"{'instances':>10} {'median ms':>10} {'+ models':>9} {'masters':>8} {'deltas':>7}")
     medians: dict[int, float] = {}
     fastest: dict[int, float] = {}
+    with_models: dict[int, float] = {}
     for count in (1, 100, 1000):
-        times, plan = [], None
+        times, made, plan = [], [], None
         for k in range(args.runs):
-            t = time.perf_counter()
+            t = time.process_time()
             plan = system.scheduler.make_schedules(request(f"p{count}-{k}", count))
-            times.append((time.perf_counter() - t) * 1000)
-        print(f"{count:>10} {statistics.median(times):>10.1f} {len(plan.masters):>8} "
+            t1 = time.process_time()
+            masters = list(plan.masters)
+            made.append((time.process_time() - t) * 1000)
+            times.append((t1 - t) * 1000)
+            # checked untimed: every instance placed once per master, each host at most once (scatter)
+            for m in masters:
+                hosts = [p.host for p in m.placements]
+                assert len(hosts) == count == len(set(hosts)), (count, len(hosts), len(set(hosts)))
+        print(f"{count:>10} {statistics.median(times):>10.1f} {statistics.median(made):>9.1f} {len(plan.masters):>8} "
               f"{sum(len(m.deltas) for m in plan.masters):>7}")
         medians[count] = statistics.median(times)
         fastest[count] = min(times)
+        with_models[count] = statistics.median(made)
 
     print("\nthe placement engine fed by the planner (EngineFeed), 1,000 instances scatter:excl")
     feed = system.scheduler.planner.engine if hasattr(system.scheduler, "planner") else None
@@ -151,7 +163,8 @@ def main() -> None:
     print()
     if args.hosts == 5000:
         check("make_schedules, 1,000 instances, 5,000 hosts", "<= 10 ms", f"{medians[1000]:.1f} ms",
-              medians[1000] <= 10, before="23.7 ms", note=f"fastest run {fastest[1000]:.1f} ms")
+              medians[1000] <= 10, before="23.7 ms", note=f"CPU time; fastest run {fastest[1000]:.1f} ms")
+        info("  + its 3,000 Placement models made (read by the Enactor)", f"{with_models[1000]:.1f} ms")
         rate = placed / sched_s
         check("scheduleObjects in-process, 5,000 hosts", ">= 10,000/s", f"{rate:,.0f}/s", rate >= 10_000,
               before="4,560/s", note=f"CPU time; wall {placed / wall_s:,.0f}/s; planning {plan_s / sched_s:.0%}; the rest, {(sched_s - plan_s) / placed * 1e6:.0f} "

@@ -49,6 +49,7 @@ from legionrm.models import (
     ScheduleSuite,
     SchedulingRequest,
 )
+from legionrm.scheduler.planning.drafts import Columns, LazyMasters, MasterDraft
 from legionrm.scheduler.planning.engine_feed import EngineFeed
 from legionrm.scheduler.planning.holds import Hold, held_table
 from legionrm.scheduler.planning.pipeline import (
@@ -94,7 +95,7 @@ class Plan:
     """The suite of schedules for one request (what ``make_schedules`` returns)."""
 
     request_id: str
-    masters: list[MasterSchedule]
+    masters: Sequence[MasterSchedule]  # (the planner's: masters made models when read, drafts.LazyMasters)
     failures: list[PlacementFailure]
     objects: list[ObjectPlan]
 
@@ -225,7 +226,7 @@ class Planner:
         if failures:
             return Plan(request.request_id, [], failures, objects)
 
-        masters: list[MasterSchedule] = []
+        masters: list[MasterDraft] = []
         rows = Rows(snap, base)
         demoted = np.zeros(rows.n, dtype=bool)
         seen: set[tuple] = set()
@@ -242,7 +243,7 @@ class Planner:
             seen.add(sig)
             masters.append(master)
             demoted[at] = True
-        return Plan(request.request_id, masters, failures, objects)
+        return Plan(request.request_id, LazyMasters(masters), failures, objects)
 
     # --- steps --------------------------------------------------------------
 
@@ -308,12 +309,13 @@ class Planner:
         demoted: np.ndarray,
         caller: Identity,
         snap: CollectionSnapshot,
-    ) -> tuple[MasterSchedule, np.ndarray] | PlacementFailure:
-        """One master schedule and the snapshot rows of its placements (in
-        placement order), or the failure that stopped it."""
+    ) -> tuple[MasterDraft, np.ndarray] | PlacementFailure:
+        """One master schedule (its placements as columns, made models when
+        read) and the snapshot rows of its placements (in placement order),
+        or the failure that stopped it."""
         used = Taken(rows.n)
         taken = np.zeros(rows.n, dtype=bool)
-        placements: list[Placement] = []
+        columns: list[Columns] = []
         placed_rows: list[np.ndarray] = []
         spares_by_obj: list[Ordered] = []
         vault_used: dict[str, float] = {}
@@ -351,23 +353,21 @@ class Planner:
                         return PlacementFailure(key=key, resource=host, code=vault.code, reason=vault.reason,
                                                 stage="plan")
                     chosen[j] = vault
-            # trusted values (a validated request, snapshot names): no re-validation
-            placements += Placement.trusted_many(
-                {"class_name": op.request.class_name, "resources": res},
-                key=op.keys, host=names, vault=chosen, group=rows.groups[picked_rows].tolist())
+            columns.append(Columns(op.request.class_name, res, op.keys, names, chosen,
+                                   rows.groups[picked_rows].tolist()))
             placed_rows.append(picked_rows)
             used.add(picked_rows, op.request)
             taken[picked_rows] = True
             score += int(np.count_nonzero(demoted[picked_rows]))
             spares_by_obj.append(hosts)
         at = np.concatenate(placed_rows) if placed_rows else np.zeros(0, np.int64)
-        deltas = self._deltas(objects, placements, at, spares_by_obj, vaults, caller, snap, rows)
-        return MasterSchedule.model_construct(placements=tuple(placements), deltas=tuple(deltas), score=float(score)), at
+        deltas = self._deltas(objects, columns, at, spares_by_obj, vaults, caller, snap, rows)
+        return MasterDraft(tuple(columns), tuple(deltas), float(score)), at
 
     def _deltas(
         self,
         objects: list[ObjectPlan],
-        placements: list[Placement],
+        columns: list[Columns],
         at: np.ndarray,
         spares_by_obj: list["Ordered"],
         vaults: VaultTable,
@@ -395,10 +395,11 @@ class Planner:
             assert op.ranked is not None
             risk[op.ranked.row] = op.ranked.risk
         # the master's hosts, riskiest first, then by name (only the first few are ever moved)
-        used_rows = np.unique(at)
+        used_rows = np.flatnonzero(in_master)  # (ascending, as np.unique(at))
         hosts_order = used_rows[np.lexsort((rows.name_rank[used_rows], -risk[used_rows]))].tolist()
         obj_of = np.repeat(np.arange(len(objects)), [len(op.keys) for op in objects])  # placements are in key order
-        on_host = lambda r: [(placements[k], int(obj_of[k])) for k in np.flatnonzero(at == r).tolist()]  # noqa: E731
+        keys = [k for c in columns for k in c.keys]
+        on_host = lambda r: [(keys[k], int(obj_of[k])) for k in np.flatnonzero(at == r).tolist()]  # noqa: E731
         spent = np.zeros(rows.n, dtype=bool)
         memo: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per object request: its spares' slots, in master
         deltas: list[DeltaSchedule] = []
@@ -407,7 +408,7 @@ class Planner:
             for host in hosts_order:
                 if len(deltas) >= self.max_deltas:
                     return deltas
-                delta = self._delta(on_host(host), objects, spares_by_obj, in_master, spent, first_round,
+                delta = self._delta(on_host(host), objects, columns, spares_by_obj, in_master, spent, first_round,
                                     vaults, caller, snap, rows, memo)
                 if delta is not None:  # its spares are marked spent
                     deltas.append(delta)
@@ -417,21 +418,23 @@ class Planner:
         return deltas
 
     def _delta(
-        self, moved: list[tuple[Placement, int]], objects: list[ObjectPlan],
+        self, moved: list[tuple[str, int]], objects: list[ObjectPlan], columns: list[Columns],
         spares_by_obj: list[Ordered], in_master: np.ndarray, spent: np.ndarray, reuse: bool,
         vaults: VaultTable, caller: Identity, snap: CollectionSnapshot, rows: Rows,
         memo: dict[int, tuple[np.ndarray, np.ndarray]],
     ) -> DeltaSchedule | None:
-        """``moved`` (one host's placements, each with the index of its object
-        request) on spares, object request by object request, each seeing what
+        """``moved`` (one host's placements: each key with the index of its object
+        request, whose ``columns`` give its class and resources) on spares, object request by object request, each seeing what
         the ones before took; None when they do not fit.  The spares a delta
         takes are marked in ``spent``."""
         used = Taken(rows.n)
         vault_used: dict[str, float] = {}
         mine: list[int] = []  # spares this delta took already: it may go on filling them
         new: list[Placement] = []
-        for oi in sorted({o for _, o in moved}):
-            these = [p for p, o in moved if o == oi]
+        ois = sorted({o for _, o in moved})
+        for oi in ois:
+            these = [k for k, o in moved if o == oi]
+            cols = columns[oi]
             req = objects[oi].request
             spares = spares_by_obj[oi]
             at = spares.row
@@ -453,7 +456,8 @@ class Planner:
                 picks = assign_slots(req, free[fresh], len(these))
             if picks is None:
                 return None
-            for p, i in zip(these, picks):
+            took: list[int] = []
+            for key, i in zip(these, picks):
                 k = int(fresh[i])
                 h = str(spares.name(k))
                 vault = vaults.pick(h, req, vault_used, snap, caller)
@@ -461,14 +465,16 @@ class Planner:
                     return None
                 row = spares.row[k:k + 1]
                 g = rows.groups[row[0]]
-                new.append(Placement.model_construct(key=p.key, class_name=p.class_name, host=h, vault=vault,
-                                                     resources=p.resources, group=None if g is None else str(g)))
-                used.add(row, req)
-                mine.append(int(row[0]))
+                new.append(Placement.trusted(key=key, class_name=cols.class_name, host=h, vault=vault,
+                                             resources=cols.resources, group=None if g is None else str(g)))
+                took.append(int(row[0]))
+            mine += took
+            if oi != ois[-1]:  # what it took, for the object requests after it (the picks above are all one fit)
+                used.add(np.asarray(took, dtype=np.int64), req)
         if not new:
             return None
         spent[mine] = True
-        return DeltaSchedule.model_construct(placements=tuple(new))
+        return DeltaSchedule.trusted(placements=tuple(new))
 
 
 def _resources_of(req: ObjectRequest) -> Resources:

@@ -396,6 +396,14 @@ class PathPlacer:
         if result.status != "run" or result.request is None:
             return []
         chunks = result.compiled or self.compile(result.request)
+        excl = result.request.place.excl
+        if len(chunks) == 1 and result._arrays is not None:  # the bucket path's answer: one chunk's arrays
+            hosts, copies = result._arrays[0]  # (ascending, distinct hosts: as the pairs below would give)
+            if len(hosts):
+                per: dict[str, np.ndarray] = {}
+                for r, a in chunks[0].amounts:  # (each copy's amount times the copies, as the loop below sums)
+                    per[r] = per[r] + a * copies if r in per else a * copies.astype(float)
+                return self.state.occupy(hosts, start, end, exclusive=excl, amounts=per)
         per_host: dict[int, dict[str, float]] = {}
         for ch, alloc in zip(chunks, result.allocation):
             for h, copies in alloc:
@@ -405,7 +413,6 @@ class PathPlacer:
         hosts = np.fromiter(per_host, np.int64, len(per_host))
         res = {r for d in per_host.values() for r in d}
         amounts = {r: np.asarray([per_host[h].get(r, 0.0) for h in per_host], float) for r in res}
-        excl = result.request.place.excl
         return self.state.occupy(hosts, start, end, exclusive=excl, amounts=amounts)
 
     def release(self, token: list[int]) -> None:

@@ -99,6 +99,8 @@ class BucketSet:
         self._parts: dict[int, tuple[np.ndarray, list[Part]]] = {}
         self._cpn: dict[tuple, tuple[np.ndarray, list[bool]]] = {}
         self._totals: dict[str, list[float] | None] = {}
+        self._counts: list[int] | None = None  # usable_counts, until a refresh
+        self._per: dict[tuple[str, float], tuple[int, ...] | None] = {}  # (resource, amount) -> copies per bucket
         state.subscribe(self.refresh)
 
     def _shape(self) -> "_Shape":
@@ -165,6 +167,7 @@ class BucketSet:
         """Move ``hosts`` to the pool their live state says (idempotent)."""
         if len(hosts) == 0:
             return
+        self._counts = None
         if len(hosts) == 1:  # one host: scalar updates, no numpy call overhead
             i = int(hosts[0])
             b, p, pool = int(self.bucket_of[i]), int(self.pos[i]), int(view.pool[i])
@@ -225,6 +228,12 @@ class BucketSet:
         m = self.members[part.b]
         return m if part.positions is None else m[part.positions]
 
+    def usable_counts(self) -> list[int]:
+        """Free plus busy-later hosts of each whole bucket, live (kept until a refresh)."""
+        if self._counts is None:
+            self._counts = (self.nfree + self.nlater).tolist()
+        return self._counts
+
     def usable(self, part: Part, view: StateView, live: bool) -> int:
         """Free plus busy-later hosts of a part (an upper bound on what it can give)."""
         if live and part.positions is None:
@@ -241,8 +250,9 @@ class BucketSet:
         buckets' representatives: exactly :func:`chunks_per_host` of them.
         Which buckets match (the non-consumable checks) is cached by those
         checks alone, so requests that differ only in amounts share it; the
-        amounts are divided in per request, in Python over the few buckets'
-        totals (kept per resource) with the float operations numpy would do."""
+        amounts are divided in, in Python over the few buckets' totals (kept
+        per resource) with the float operations numpy would do, once per
+        resource and amount (a cycle's requests share most amounts: ncpus=1)."""
         ok = self._cpn.get(chunk.match_key)
         if ok is None:
             if len(self._cpn) > 4096:
@@ -253,20 +263,33 @@ class BucketSet:
                     mask &= match_mask(self.table, c, self.rep)
             ok = self._cpn[chunk.match_key] = (mask, mask.tolist())
         cap: list[int] | None = None
-        for c in chunk.checks:
-            if not c.consumable or c.amount <= 0:
+        for res, a in chunk.amounts:  # (the consumable checks' amounts, in the same order)
+            if a <= 0:
                 continue
-            have = self._rep_totals(c.res)
-            if have is None:  # many buckets, or a total that is not finite: numpy's own rules
-                return chunks_per_host(self.table, chunk, self.rep, matched=ok[0]).tolist()
-            a = c.amount
-            got = [math.floor(h / a + 1e-9) for h in have]  # (as np.floor(np.maximum(h, 0) / a + 1e-9))
-            if any(g > NO_LIMIT for g in got):
+            got = self._copies(res, a)
+            if got is None:  # many buckets, or a total that is not finite or too large: numpy's own rules
                 return chunks_per_host(self.table, chunk, self.rep, matched=ok[0]).tolist()
             cap = got if cap is None else list(map(min, cap, got))
         if cap is None:
             return [int(m) for m in ok[1]]
         return [g if m else 0 for g, m in zip(cap, ok[1])]
+
+    def _copies(self, res: str, a: float) -> tuple[int, ...] | None:
+        """How many times ``a`` of ``res`` fits in each representative's total
+        (as ``np.floor(np.maximum(h, 0) / a + 1e-9)``); None where numpy's own
+        rules must answer (see :meth:`_rep_totals`, or a count past NO_LIMIT).
+        A tuple of ints: the garbage collector leaves it alone."""
+        key = (res, a)
+        if key in self._per:
+            return self._per[key]
+        have = self._rep_totals(res)
+        got = None if have is None else tuple([math.floor(h / a + 1e-9) for h in have])
+        if got is not None and got and max(got) > NO_LIMIT:
+            got = None
+        if len(self._per) > 4096:
+            self._per.clear()
+        self._per[key] = got
+        return got
 
     def _rep_totals(self, res: str) -> list[float] | None:
         """The representatives' totals of ``res``, clipped at 0, as floats (None:
@@ -285,6 +308,9 @@ def first_true(bits: np.ndarray, k: int) -> np.ndarray:
     n = len(bits)
     if k <= 0 or n == 0:
         return np.zeros(0, np.int64)
+    if k == 1:  # one host (a single-host job): argmax stops at the first True
+        i = int(bits.argmax())
+        return np.array([i] if bits[i] else [], dtype=np.intp)
     step = max(8 * k, 16384)
     if step >= n:
         return bits.nonzero()[0][:k]
@@ -323,7 +349,7 @@ class BucketPlacer(PathPlacer):
                  buckets: BucketSet | None = None) -> None:
         super().__init__(table, config, state)
         self.buckets = buckets if buckets is not None else BucketSet(table, self.state, self.config.requested)
-        self._maps: dict[tuple, tuple[np.ndarray, list[tuple[int, int]], int, int | None]] = {}
+        self._maps: dict[tuple, tuple[np.ndarray, tuple[tuple[int, int], ...], int, int | None]] = {}
 
     def _search(
         self,
@@ -338,7 +364,7 @@ class BucketPlacer(PathPlacer):
         live = view is self.state.live()
         parts = bs.parts(hosts, pset)
         scatter = request.place.arrangement in ("scatter", "vscatter")
-        cb_map: list[list[tuple[int, int]]] = []
+        cb_map: list[tuple[tuple[int, int], ...]] = []
         for ch in chunks:
             entries, ever, fail = self._map_chunk(ch, hosts, parts, scatter)
             if not entries or ever < ch.count:
@@ -347,7 +373,7 @@ class BucketPlacer(PathPlacer):
                                      chunk=ch.index)
             cb_map.append(entries)
         # A necessary condition by counts, so hopeless requests cost O(buckets).
-        counts = (bs.nfree + bs.nlater).tolist() if live else None  # usable hosts of each whole bucket
+        counts = bs.usable_counts() if live else None  # usable hosts of each whole bucket
         for ch, entries in zip(chunks, cb_map):
             can = 0
             for k, c in entries:
@@ -370,6 +396,8 @@ class BucketPlacer(PathPlacer):
                 if need <= 0:
                     break
                 part = parts[k]
+                if counts is not None and part.positions is None and not counts[part.b]:
+                    continue  # a whole bucket with no usable host (the counts above): it gives nothing
                 bits = working.get(k)
                 if bits is None:
                     if live and part.positions is None:
@@ -424,32 +452,40 @@ class BucketPlacer(PathPlacer):
 
     def _map_chunk(
         self, ch: CompiledChunk, hosts: np.ndarray, parts: list[Part], scatter: bool
-    ) -> tuple[list[tuple[int, int]], int, int | None]:
+    ) -> tuple[tuple[tuple[int, int], ...], int, int | None]:
         """The chunk's row of the chunk-to-bucket map: (part index, copies per host)
         for every matching bucket, the chunk's total capacity, and the first
         failing bucket's representative host (its reason is worked out only
-        when the request can never run).  Static for a host set, so cached."""
+        when the request can never run).  Static for a host set, so cached:
+        by the chunk, and by the copies per bucket it comes to (the row is
+        made of those alone), which chunks that differ only in amounts
+        (each request its own mem) share."""
         key = (ch.key, id(hosts), scatter)
         hit = self._maps.get(key)
         if hit is not None and hit[0] is hosts:
             return hit[1], hit[2], hit[3]
         bs = self.buckets
-        entries: list[tuple[int, int]] = []
-        ever = 0
-        fail: int | None = None
-        per_bucket = bs.chunks_per_bucket(ch)
-        for k, part in enumerate(parts):
-            c = per_bucket[part.b]
-            if c > 0:
-                c = 1 if scatter else c
-                entries.append((k, c))
-                ever += part.total * c
-            elif fail is None:
-                fail = int(bs.rep[part.b])
+        per_bucket = tuple(bs.chunks_per_bucket(ch))
+        by_copies = (per_bucket, id(hosts), scatter)
+        hit = self._maps.get(by_copies)
+        if hit is None or hit[0] is not hosts:
+            entries: list[tuple[int, int]] = []
+            ever = 0
+            fail: int | None = None
+            for k, part in enumerate(parts):
+                c = per_bucket[part.b]
+                if c > 0:
+                    c = 1 if scatter else c
+                    entries.append((k, c))
+                    ever += part.total * c
+                elif fail is None:
+                    fail = int(bs.rep[part.b])
+            # (a tuple of int pairs: nothing the garbage collector must follow)
+            hit = (hosts, tuple(entries), ever, fail)
         if len(self._maps) > 4096:
             self._maps.clear()
-        self._maps[key] = (hosts, entries, ever, fail)
-        return entries, ever, fail
+        self._maps[key] = self._maps[by_copies] = hit
+        return hit[1], hit[2], hit[3]
 
     def bucket_of(self, host: str) -> str:
         """The bucket name of a host (for explanations)."""

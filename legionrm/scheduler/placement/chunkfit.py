@@ -413,8 +413,9 @@ def _aggregate(
     for ch in chunks:
         for r, a in ch.amounts:
             need[r] = need.get(r, 0.0) + a * ch.count
+    tot: dict[str, float] = {}  # (each consumable's total over the set, read once)
     for r, amount in need.items():
-        t = sums.total(idx, r)
+        t = tot[r] = sums.total(idx, r)
         a = pool_a.get(r, 0.0)
         if amount > (t if total else a) + 1e-9:
             # (the text shows a size as the request's last chunk naming ``r`` wrote it)
@@ -423,13 +424,13 @@ def _aggregate(
     # each chunk against the set as a whole (booleans always honoured)
     for ch in chunks:
         for c in ch.checks:
-            col = table.columns.get(c.res)
             if c.consumable:
-                t = sums.total(idx, c.res)
+                t = tot[c.res] if c.res in tot else sums.total(idx, c.res)
                 a = pool_a.get(c.res, 0.0)
-                if c.amount > (t if total else a) + 1e-9:
-                    return _insufficient(c.res, col, c.amount, a, t, _written_size(c)), ch.index
+                if c.value > (t if total else a) + 1e-9:  # (a consumable's value is its amount)
+                    return _insufficient(c.res, table.columns.get(c.res), c.amount, a, t, _written_size(c)), ch.index
             elif not _any_match(table, c, idx):
+                col = table.columns.get(c.res)
                 return INSUFFICIENT.format(res=c.res, detail=f"({format_value(c.value)} != {_values(col, idx)})"), ch.index
     return None
 

@@ -143,13 +143,15 @@ class HostState:
         self._e.extend([float(end)] * len(hs))
         self._x.extend([bool(exclusive)] * len(hs))
         self._alive.extend([True] * len(hs))
+        per: dict[str, list[float]] = {}  # each resource's amount per host, as recorded
         for r in self._res:
             if amounts is None:
-                vals = self.table.total(r)[hs]
+                vals = self.table.total(r)[hs].tolist()
             else:
                 v = amounts.get(r, 0.0)
-                vals = np.asarray(v, dtype=np.float64) if np.ndim(v) else np.full(len(hs), float(v))
-            self._a[r].extend(vals.tolist())
+                vals = np.asarray(v, dtype=np.float64).tolist() if _ndim(v) else [float(v)] * len(hs)
+            per[r] = vals
+            self._a[r].extend(vals)
         self._cache = None
         live = self._live
         touched = hs if len(hs) == 1 else np.unique(hs)
@@ -161,10 +163,8 @@ class HostState:
                 if exclusive:
                     live.excl[i] = True
                 for r in self._res:
-                    if amounts is None:
-                        live.assigned[r][i] += self.table.total(r)[i]
-                    elif r in amounts:
-                        live.assigned[r][i] += float(np.asarray(amounts[r]).reshape(-1)[0])
+                    if amounts is None or r in amounts:  # (the host's total, or the amount asked: recorded above)
+                        live.assigned[r][i] += per[r][0]
             else:
                 np.add.at(live.njobs, hs, 1)
                 if exclusive:
@@ -174,7 +174,7 @@ class HostState:
                         np.add.at(live.assigned[r], hs, self.table.total(r)[hs])
                     elif r in amounts:
                         v = amounts[r]
-                        np.add.at(live.assigned[r], hs, np.asarray(v, float) if np.ndim(v) else float(v))
+                        np.add.at(live.assigned[r], hs, np.asarray(v, float) if _ndim(v) else float(v))
         elif start > self.now:
             np.minimum.at(live.next_event, hs, float(start))
         self._repool(hs)
@@ -294,6 +294,13 @@ class HostState:
         )
 
 
+def _ndim(v: object) -> int:
+    """``np.ndim(v)``, without its call for a number or an array (the usual amounts)."""
+    if isinstance(v, (int, float)):
+        return 0
+    return v.ndim if isinstance(v, np.ndarray) else int(np.ndim(v))
+
+
 class SetSums:
     """Free-node counts and free amounts summed over fixed host sets (a queue's
     universe, a placement set), kept current through the state's hooks so the
@@ -334,8 +341,9 @@ class SetSums:
         has_cpu = "ncpus" in self.table.columns
         count = 0
         avail = dict.fromkeys(self._res, 0.0)
+        totals = [(r, self.table.total(r), view.assigned[r]) for r in self._res]
         for i in hosts.tolist():
-            free_amounts = {r: float(self.table.total(r)[i]) - float(view.assigned[r][i]) for r in self._res}
+            free_amounts = {r: float(t[i]) - float(a[i]) for r, t, a in totals}
             for r, a in free_amounts.items():
                 avail[r] += a
             if not view.excl[i] and (not has_cpu or view.njobs[i] == 0 or free_amounts["ncpus"] > 0):
@@ -343,10 +351,16 @@ class SetSums:
         return count, avail
 
     def _shift(self, hosts: np.ndarray, view: StateView, sign: int) -> None:
+        one = int(hosts[0]) if len(hosts) == 1 else None  # (one job's host: no numpy mask per set)
         for entry in self._live.values():
-            h = hosts[entry[1][hosts]]
-            if not len(h):
-                continue
+            if one is not None:
+                if not entry[1][one]:
+                    continue
+                h = hosts
+            else:
+                h = hosts[entry[1][hosts]]
+                if not len(h):
+                    continue
             count, avail = self._contrib(view, h)
             entry[2] += sign * count
             for r in self._res:
