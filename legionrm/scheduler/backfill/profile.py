@@ -115,6 +115,11 @@ class Profile:
         self._bounds: dict[int, tuple[Hold, np.ndarray, np.ndarray]] = {}
         self.release(*usages)
 
+    def moved_to(self, now: float) -> None:
+        """This profile as of ``now`` instead (the same hosts, cpus and work; what it worked out from the time, forgotten)."""
+        self.now = now
+        self._steps = self._later = self._gains = self._seen = None
+
     def unreported(self) -> tuple[Hold, ...]:
         """A hold on the cpus taken since the hosts last reported (the
         running work the report predates, and what :meth:`add` counted):
@@ -434,6 +439,7 @@ class UsageCache:
         self._usages: dict[str, tuple[object, Usage]] = {}
 
     def usages(self, profile: Profile, running: Iterable[Entry]) -> list[Usage]:
+        """Each of ``running``'s usages on ``profile``'s hosts (only they are kept)."""
         if profile.names != self._names:
             self._names, self._usages = profile.names, {}
         kept: dict[str, tuple[object, Usage]] = {}
@@ -443,6 +449,15 @@ class UsageCache:
                               else (entry.instances, usage_of(entry, profile)))
         self._usages = kept
         return [u for _, u in kept.values()]
+
+    def more(self, profile: Profile, running: Iterable[Entry]) -> list[Usage]:
+        """:meth:`usages` of ``running``, kept beside those kept already (``profile``: the hosts of the last call)."""
+        out = []
+        for entry in running:
+            u = usage_of(entry, profile)
+            self._usages[entry.id] = (entry.instances, u)
+            out.append(u)
+        return out
 
 
 def profile_of(snap: CollectionSnapshot, running: Iterable[Entry], cache: UsageCache | None = None) -> Profile:
