@@ -68,6 +68,7 @@ class ProfileKeeper:
         assert self._kept is not None
         out = self._kept.copy()
         out.moved_to(now)
+        out.kept = self.token
         return out
 
     def _fresh(self, snap: CollectionSnapshot, running: Sequence[Entry]) -> None:

@@ -105,6 +105,7 @@ class Profile:
         self.reported = self.free.copy()
         """What the hosts last reported free (``free`` is never more)."""
         # the events (time, host, +cpus back / -cpus taken), as arrays plus those not merged in yet
+        self.kept: object = None
         self._ev: tuple[np.ndarray, np.ndarray, np.ndarray] = (np.empty(0), np.empty(0, np.int64), np.empty(0))
         self._pending: list[np.ndarray] = []  # (k, 3) chunks of events
         self._push(events)
@@ -114,6 +115,8 @@ class Profile:
         self._seen: tuple[float, np.ndarray] | None = None  # the last moment shadow() placed at, and its cpus
         self._bounds: dict[int, tuple[Hold, np.ndarray, np.ndarray]] = {}
         self.release(*usages)
+        self.kept: object = None
+        """The keeper's token while this is its profile unchanged (:class:`~.kept.ProfileKeeper`; None: changed)."""
 
     def moved_to(self, now: float) -> None:
         """This profile as of ``now`` instead (the same hosts, cpus and work; what it worked out from the time, forgotten)."""
@@ -155,13 +158,13 @@ class Profile:
             self._push(np.column_stack([np.full(len(hosts), usage.start), hosts, -cpus]))
         if usage.end < INF:
             self._push(np.column_stack([np.full(len(hosts), usage.end), hosts, cpus]))
-        self._steps = self._later = self._gains = self._seen = None
+        self._steps = self._later = self._gains = self._seen = self.kept = None
 
     def _push(self, events: Iterable[tuple[float, int, float]] | np.ndarray) -> None:
         chunk = events if isinstance(events, np.ndarray) else np.array(list(events), dtype=float).reshape(-1, 3)
         if len(chunk):
             self._pending.append(chunk)
-        self._steps = self._later = self._gains = self._seen = None
+        self._steps = self._later = self._gains = self._seen = self.kept = None
 
     def _events(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every event as ``(times, hosts, cpus)`` arrays, by time (those of
