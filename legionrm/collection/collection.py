@@ -144,6 +144,11 @@ class CollectionSnapshot:
             self._alive_mask = alive
         return self._alive_mask
 
+    def stale_at(self, rows: np.ndarray) -> float:
+        """The earliest time one of ``rows`` goes stale (its last heartbeat expires; inf: none of them):
+        until then the same table shows the same of them available."""
+        return float(self.numeric(_EXPIRES, rows, np.inf).min(initial=np.inf))
+
     def rows(self, text: str = "true", caller: Caller = None, include_unavailable: bool = False) -> np.ndarray:
         """Row indices of matching resources, in name order."""
         mask = self.mask(text, caller, include_unavailable)

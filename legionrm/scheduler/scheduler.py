@@ -54,7 +54,7 @@ from legionrm.models import (
 )
 from legionrm.scheduler.accounts import Accounts
 from legionrm.scheduler.ahead.starts import AheadStarts
-from legionrm.scheduler.backfill import Backfill, Profile, UsageCache, profile_of, with_walltime
+from legionrm.scheduler.backfill import Backfill, Profile, ProfileKeeper, with_walltime
 from legionrm.scheduler.confirm import Activator, activation, refused_at_door, succeeded, validate_request
 from legionrm.scheduler.depend import Arrays, Depend
 from legionrm.scheduler.depend.hooks import cancel_never, end_run
@@ -151,7 +151,7 @@ class Scheduler:
                                                    settings.cluster.capacity().cpus), self._queue_spec.order)
         self._depend = self.queue.depend = Depend(book, clock)  # dependencies, begin_at, arrays (scheduler.depend)
         self._arrays = Arrays(book, self._depend)
-        self._usages = UsageCache()  # running requests' cpus per host, between passes
+        self._profiles = ProfileKeeper()  # the hosts' cpus over time, kept between passes
         self.backfill = Backfill(self._queue_spec.policy, self._queue_spec.backfill_depth, profile=self._profile)
         self._preemption = Preemption(book, self.queue.site, self._profile, self.backfill.depth, enactment.stop,
                                      accounts.book_back, clock, self.queue.claim, lambda: collection.get().snapshot())
@@ -265,7 +265,7 @@ class Scheduler:
 
     def _profile(self) -> Profile:
         """The hosts' cpus over time for one pass: the snapshot's free cpus, given back as walltimes end."""
-        return profile_of(self._collection.get().snapshot(), self.book.in_state("running"), self._usages)
+        return self._profiles.profile(self._collection.get().snapshot(), self.book.in_state("running"))
 
     def _behind(self) -> str:
         return ("requests before it wait, and the queue is strict first come, first served"

@@ -30,13 +30,13 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
 from legionrm.models import SchedulingRequest
 from legionrm.scheduler.backfill.fits import Fits
+from legionrm.scheduler.backfill.memo import HoldsMemo, Reserved
 from legionrm.scheduler.backfill.profile import EPS, INF, Demand, Profile, Shadow, Usage, need, usage_of
 from legionrm.scheduler.backfill.top import Top
 from legionrm.scheduler.planning.holds import Hold
@@ -77,14 +77,6 @@ def walltime_of(request: SchedulingRequest) -> float | None:
     return None if not walls or any(w is None for w in walls) else max(w for w in walls if w is not None)
 
 
-@dataclass
-class Reserved:
-    """A blocked request's reserved start (None: no known end frees enough for it)."""
-
-    entry: Entry
-    start: float | None
-
-
 class Backfill:
     """The pass rules of one queue (see the module).  ``profile`` builds the
     cpus-over-time view of the hosts for one pass; ``usage`` says what a
@@ -116,6 +108,7 @@ class Backfill:
         self._outside: list[bool] = []
         self.reserved: dict[str, float] = {}
         """Each blocked top request's reserved start, by request id, as the last pass left them."""
+        self._memo = HoldsMemo()  # the last reservations found on an unchanged kept profile
 
     def walk(self, order: Sequence[Entry], attempt: Attempt, skip: Callable[[Entry], bool] | None = None) -> int:
         """One pass over ``order`` (see the module); returns how many started.
@@ -257,6 +250,9 @@ class Backfill:
         :class:`Top` when it is the only one (a later start may keep it)."""
         if not blocked:
             return [], [], None
+        again = self._memo.again(base, blocked, hints)
+        if again is not None:
+            return again
         p = base.copy()
         holds, reserved, top = [], [], None
         for entry in blocked:
@@ -270,4 +266,5 @@ class Backfill:
             reserved.append(Reserved(entry, found.start))
             if hints is not None and len(blocked) == 1:
                 top = Top.of(found, holds[-1], demand_of(entry.request))
+        self._memo.keep(base, blocked, hints, (holds, reserved, top))
         return holds, reserved, top

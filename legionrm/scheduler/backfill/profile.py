@@ -105,6 +105,7 @@ class Profile:
         self.reported = self.free.copy()
         """What the hosts last reported free (``free`` is never more)."""
         # the events (time, host, +cpus back / -cpus taken), as arrays plus those not merged in yet
+        self.kept: object = None
         self._ev: tuple[np.ndarray, np.ndarray, np.ndarray] = (np.empty(0), np.empty(0, np.int64), np.empty(0))
         self._pending: list[np.ndarray] = []  # (k, 3) chunks of events
         self._push(events)
@@ -114,6 +115,13 @@ class Profile:
         self._seen: tuple[float, np.ndarray] | None = None  # the last moment shadow() placed at, and its cpus
         self._bounds: dict[int, tuple[Hold, np.ndarray, np.ndarray]] = {}
         self.release(*usages)
+        self.kept: object = None
+        """The keeper's token while this is its profile unchanged (:class:`~.kept.ProfileKeeper`; None: changed)."""
+
+    def moved_to(self, now: float) -> None:
+        """This profile as of ``now`` instead (the same hosts, cpus and work; what it worked out from the time, forgotten)."""
+        self.now = now
+        self._steps = self._later = self._gains = self._seen = None
 
     def unreported(self) -> tuple[Hold, ...]:
         """A hold on the cpus taken since the hosts last reported (the
@@ -150,13 +158,13 @@ class Profile:
             self._push(np.column_stack([np.full(len(hosts), usage.start), hosts, -cpus]))
         if usage.end < INF:
             self._push(np.column_stack([np.full(len(hosts), usage.end), hosts, cpus]))
-        self._steps = self._later = self._gains = self._seen = None
+        self._steps = self._later = self._gains = self._seen = self.kept = None
 
     def _push(self, events: Iterable[tuple[float, int, float]] | np.ndarray) -> None:
         chunk = events if isinstance(events, np.ndarray) else np.array(list(events), dtype=float).reshape(-1, 3)
         if len(chunk):
             self._pending.append(chunk)
-        self._steps = self._later = self._gains = self._seen = None
+        self._steps = self._later = self._gains = self._seen = self.kept = None
 
     def _events(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every event as ``(times, hosts, cpus)`` arrays, by time (those of
@@ -434,6 +442,7 @@ class UsageCache:
         self._usages: dict[str, tuple[object, Usage]] = {}
 
     def usages(self, profile: Profile, running: Iterable[Entry]) -> list[Usage]:
+        """Each of ``running``'s usages on ``profile``'s hosts (only they are kept)."""
         if profile.names != self._names:
             self._names, self._usages = profile.names, {}
         kept: dict[str, tuple[object, Usage]] = {}
@@ -443,6 +452,15 @@ class UsageCache:
                               else (entry.instances, usage_of(entry, profile)))
         self._usages = kept
         return [u for _, u in kept.values()]
+
+    def more(self, profile: Profile, running: Iterable[Entry]) -> list[Usage]:
+        """:meth:`usages` of ``running``, kept beside those kept already (``profile``: the hosts of the last call)."""
+        out = []
+        for entry in running:
+            u = usage_of(entry, profile)
+            self._usages[entry.id] = (entry.instances, u)
+            out.append(u)
+        return out
 
 
 def profile_of(snap: CollectionSnapshot, running: Iterable[Entry], cache: UsageCache | None = None) -> Profile:

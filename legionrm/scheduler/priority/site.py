@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable, Iterable
-from itertools import repeat
+from itertools import compress, repeat
 from operator import attrgetter, itemgetter
 from typing import Protocol
 
@@ -34,6 +34,7 @@ from legionrm.scheduler.requests import Entry
 
 HOLDING = ("admitted", "placing", "reserved", "running")
 _REQUEST, _STATE = attrgetter("request"), attrgetter("state")
+_RUNNING = "running"
 _NOT_PENDING = {"pending": 0, "running": -2}
 """How :meth:`SitePolicy.order` numbers a request by state (a pending one: its slot; the rest: -3)."""
 """The states in which a request holds (or is taking) its cpus: they count against its QoS's limits."""
@@ -54,6 +55,7 @@ class SitePolicy:
         self.tree = ShareTree(settings.groups)
         self._records, self._clock = records, clock
         self._ledger = UsageLedger(settings.half_life_s)
+        self._running = RunningUses()
         self._row = 0
         self._lock = threading.Lock()
         self._jobs: dict[str, tuple[SchedulingRequest, PendingJob]] = {}
@@ -149,7 +151,7 @@ class SitePolicy:
                 if not got:
                     break
                 self._ledger.add((Use(r.user, r.cpus, r.start, r.end) for r in got), now)
-            return self._ledger.usage(now, _running(entries))
+            return self._ledger.usage(now, self._running(entries))
 
     def fairshare(self, entries: list[Entry], now: float, users: Iterable[str] | None = None) -> dict[str, float]:
         """Each user's fair-share factor (of ``users``, default every user in ``entries``, and all with usage)."""
@@ -316,15 +318,30 @@ class SitePolicy:
         return PrioReport(weights=dataclasses.asdict(self.formula.weights), rows=tuple(rows))
 
 
-def _running(entries: Iterable[Entry]) -> list[Use]:
-    """What runs now, as stretches of cpus from each instance's start."""
-    out = []
-    for e in entries:
-        if e.state != "running":
-            continue
-        cpus = {o.class_name: o.cpus for o in reversed(e.request.objects)}  # a class's first object wins
-        for iid in e.live_instances():
-            ref = e.refs.get(iid)
-            if ref is not None:
-                out.append(Use(e.user, cpus.get(ref.class_name, 0.0), ref.started_at, float("inf")))
-    return out
+class RunningUses:
+    """What runs now, as stretches of cpus from each instance's start, in the order of the entries and their
+    instances; each running request's stretches kept while its request and instance map are the same objects
+    (the book writes a new map when its instances change)."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, tuple[object, object, list[Use]]] = {}
+
+    def __call__(self, entries: Iterable[Entry]) -> list[Use]:
+        out: list[Use] = []
+        kept: dict[str, tuple[object, object, list[Use]]] = {}
+        entries = entries if isinstance(entries, list) else list(entries)  # (read twice)
+        for e in compress(entries, map(_RUNNING.__eq__, map(_STATE, entries))):  # (the state read in C)
+            got = self._kept.get(e.id)
+            if got is None or got[0] is not e.request or got[1] is not e.instances:
+                got = (e.request, e.instances, _uses(e))
+            kept[e.id] = got
+            out += got[2]
+        self._kept = kept
+        return out
+
+
+def _uses(e: Entry) -> list[Use]:
+    """``e``'s running instances as stretches of cpus from each one's start."""
+    cpus = {o.class_name: o.cpus for o in reversed(e.request.objects)}  # a class's first object wins
+    return [Use(e.user, cpus.get(ref.class_name, 0.0), ref.started_at, float("inf"))
+            for iid in e.live_instances() if (ref := e.refs.get(iid)) is not None]

@@ -82,9 +82,14 @@ class UsageLedger:
         """Each user's usage at ``now``: finished work, plus ``running`` work up to ``now``."""
         self._age(now)
         raw, dec = dict(self._raw), dict(self._decayed)
+        terms: dict[tuple[float, float, float], float] = {}  # each stretch's decayed cpu-seconds, worked out once
         for u in running:
             raw[u.user] = raw.get(u.user, 0.0) + u.cpus * max(0.0, min(u.end, now) - u.start)
-            dec[u.user] = dec.get(u.user, 0.0) + decayed_cpu_seconds(u.cpus, u.start, u.end, now, self.half_life_s)
+            key = (u.cpus, u.start, u.end)
+            term = terms.get(key)
+            if term is None:
+                term = terms[key] = decayed_cpu_seconds(u.cpus, u.start, u.end, now, self.half_life_s)
+            dec[u.user] = dec.get(u.user, 0.0) + term
         return {user: Usage(raw[user], dec.get(user, 0.0)) for user in raw}
 
     def _age(self, now: float) -> None:

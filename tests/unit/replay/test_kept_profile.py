@@ -1,0 +1,81 @@
+"""What the queue keeps between passes decides nothing: the backfill profile
+kept (:class:`ProfileKeeper`) is the one :func:`profile_of` builds afresh,
+and the reservations kept (:class:`HoldsMemo`) are the ones found afresh, at
+every pass of replays (starts, ends, reports and submissions in between);
+the replays give the same starts and reserved starts with them as without."""
+
+from __future__ import annotations
+
+from unittest.mock import patch
+
+import numpy as np
+import pytest
+
+from legionrm.replay import replay
+from legionrm.scheduler.backfill import Backfill, ProfileKeeper, profile_of
+from legionrm.scheduler.backfill.memo import HoldsMemo
+from legionrm.scheduler.backfill.profile import Profile
+from tests.unit.replay.test_replay_reference import trace
+
+
+def same(a: Profile, b: Profile) -> bool:
+    """The same hosts, cpus now, reports and events (in the same order), at the same time."""
+    ea, eb = a.later(), b.later()
+    return (a.now == b.now and a.names == b.names and np.array_equal(a.total, b.total)
+            and np.array_equal(a.free, b.free) and np.array_equal(a.reported, b.reported)
+            and all(np.array_equal(x, y) for x, y in zip(ea, eb)))
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "easy", "site"])
+@pytest.mark.parametrize("seed,hosts,cpus", [(1, 16, 1), (2, 6, 4), (3, 5, 3)], ids=["16x1", "6x4", "5x3"])
+def test_kept_profile_is_the_fresh_one(policy: str, seed: int, hosts: int, cpus: int) -> None:
+    jobs = trace(seed, n=80, procs=hosts * cpus)
+    kept_calls = {"same token": 0, "passes": 0}
+    real = ProfileKeeper.profile
+
+    def checked(self: ProfileKeeper, snap, running):  # type: ignore[no-untyped-def]
+        token = self.token
+        got = real(self, snap, running)
+        kept_calls["passes"] += 1
+        kept_calls["same token"] += self.token is token
+        assert same(got, profile_of(snap, running))
+        return got
+
+    with patch.object(ProfileKeeper, "profile", checked):
+        kept = replay(jobs, hosts, cpus, policy)
+    assert kept_calls["same token"] > 0  # (the test can fail: some passes did reuse the kept profile)
+    fresh_profile = lambda self, snap, running: profile_of(snap, running)  # noqa: E731
+    with patch.object(ProfileKeeper, "profile", fresh_profile):
+        fresh = replay(jobs, hosts, cpus, policy)
+    assert kept.outcomes == fresh.outcomes and kept.reserved == fresh.reserved
+
+
+@pytest.mark.parametrize("policy", ["easy", "site"])
+@pytest.mark.parametrize("seed,hosts,cpus", [(4, 16, 1), (5, 6, 4)], ids=["16x1", "6x4"])
+def test_reservations_kept_between_passes_are_found_again(policy: str, seed: int, hosts: int, cpus: int) -> None:
+    """Each reservation the memo gives back is the one found afresh, and the replay's starts are the same."""
+    jobs = trace(seed, n=80, procs=hosts * cpus)
+    real = HoldsMemo.again
+    given = [0]
+
+    def checked(self: HoldsMemo, base, blocked, hints):  # type: ignore[no-untyped-def]
+        got = real(self, base, blocked, hints)
+        if got is not None:
+            given[0] += 1
+            fresh = Backfill(profile=lambda: base)
+            fresh._memo = HoldsMemo()  # (nothing kept: found afresh)
+            holds, reserved, top = fresh._holds(base, blocked, {} if hints is not None else None)
+            assert [(r.entry, r.start) for r in got[1]] == [(r.entry, r.start) for r in reserved]
+            assert [(h.request_id, h.start, dict(h.spare)) for h in got[0]] == \
+                [(h.request_id, h.start, dict(h.spare)) for h in holds]
+            assert (got[2] is None) == (top is None)
+            if top is not None:
+                assert np.array_equal(got[2].row, top.row) and np.array_equal(got[2].found.take, top.found.take)
+        return got
+
+    with patch.object(HoldsMemo, "again", checked):
+        kept = replay(jobs, hosts, cpus, policy)
+    assert given[0] > 0  # (the test can fail: some passes had their reservation kept)
+    with patch.object(HoldsMemo, "again", lambda self, base, blocked, hints: None):
+        fresh = replay(jobs, hosts, cpus, policy)
+    assert kept.outcomes == fresh.outcomes and kept.reserved == fresh.reserved
