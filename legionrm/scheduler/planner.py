@@ -423,10 +423,11 @@ class Planner:
         vaults: VaultTable, caller: Identity, snap: CollectionSnapshot, rows: Rows,
         memo: dict[int, tuple[np.ndarray, np.ndarray]],
     ) -> DeltaSchedule | None:
-        """``moved`` (one host's placements: each key with the index of its object
-        request, whose ``columns`` give its class and resources) on spares, object request by object request, each seeing what
-        the ones before took; None when they do not fit.  The spares a delta
-        takes are marked in ``spent``."""
+        """``moved`` (one host's placements: each key with the index of its
+        object request, whose ``columns`` give its class and resources) on
+        spares, object request by object request, each seeing what the ones
+        before took; None when they do not fit.  The spares a delta takes are
+        marked in ``spent``."""
         used = Taken(rows.n)
         vault_used: dict[str, float] = {}
         mine: list[int] = []  # spares this delta took already: it may go on filling them

@@ -131,6 +131,12 @@ class PlacementResult:
             return self._alloc or []
         return [list(zip(h.tolist(), c.tolist())) for h, c in self._arrays]
 
+    @property
+    def in_arrays(self) -> bool:
+        """The path answered in arrays (the bucket path): each chunk's hosts
+        distinct and ascending, :meth:`chunk_arrays` as they are."""
+        return self._arrays is not None
+
     def chunk_arrays(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """:attr:`allocation` as (node indices, copies) arrays per select chunk."""
         if self._arrays is not None:
@@ -397,13 +403,13 @@ class PathPlacer:
             return []
         chunks = result.compiled or self.compile(result.request)
         excl = result.request.place.excl
-        if len(chunks) == 1 and result._arrays is not None:  # the bucket path's answer: one chunk's arrays
-            hosts, copies = result._arrays[0]  # (ascending, distinct hosts: as the pairs below would give)
-            if len(hosts):
+        if len(chunks) == 1 and result.in_arrays:  # the bucket path's answer: one chunk's arrays
+            at, times = result.chunk_arrays()[0]  # (ascending, distinct hosts: as the pairs below would give)
+            if len(at):
                 per: dict[str, np.ndarray] = {}
                 for r, a in chunks[0].amounts:  # (each copy's amount times the copies, as the loop below sums)
-                    per[r] = per[r] + a * copies if r in per else a * copies.astype(float)
-                return self.state.occupy(hosts, start, end, exclusive=excl, amounts=per)
+                    per[r] = per[r] + a * times if r in per else a * times.astype(float)
+                return self.state.occupy(at, start, end, exclusive=excl, amounts=per)
         per_host: dict[int, dict[str, float]] = {}
         for ch, alloc in zip(chunks, result.allocation):
             for h, copies in alloc:

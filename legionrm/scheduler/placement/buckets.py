@@ -262,7 +262,7 @@ class BucketSet:
                 if not c.consumable:
                     mask &= match_mask(self.table, c, self.rep)
             ok = self._cpn[chunk.match_key] = (mask, mask.tolist())
-        cap: list[int] | None = None
+        cap: tuple[int, ...] | list[int] | None = None
         for res, a in chunk.amounts:  # (the consumable checks' amounts, in the same order)
             if a <= 0:
                 continue

@@ -427,7 +427,7 @@ def _aggregate(
             if c.consumable:
                 t = tot[c.res] if c.res in tot else sums.total(idx, c.res)
                 a = pool_a.get(c.res, 0.0)
-                if c.value > (t if total else a) + 1e-9:  # (a consumable's value is its amount)
+                if c.amount > (t if total else a) + 1e-9:
                     return _insufficient(c.res, table.columns.get(c.res), c.amount, a, t, _written_size(c)), ch.index
             elif not _any_match(table, c, idx):
                 col = table.columns.get(c.res)

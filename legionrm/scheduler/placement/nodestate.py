@@ -294,7 +294,7 @@ class HostState:
         )
 
 
-def _ndim(v: object) -> int:
+def _ndim(v: np.ndarray | float) -> int:
     """``np.ndim(v)``, without its call for a number or an array (the usual amounts)."""
     if isinstance(v, (int, float)):
         return 0
