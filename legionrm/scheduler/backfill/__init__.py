@@ -15,5 +15,5 @@ from legionrm.scheduler.backfill.kept import ProfileKeeper
 from legionrm.scheduler.backfill.policy import Backfill, Mode, demand_of, walltime_of, with_walltime
 from legionrm.scheduler.backfill.profile import Profile, Usage, UsageCache, profile_of, usage_of
 
-__all__ = ["Backfill", "Mode", "Profile", "ProfileKeeper", "Usage", "UsageCache", "demand_of", "profile_of", "usage_of", "walltime_of",
-           "with_walltime"]
+__all__ = ["Backfill", "Mode", "Profile", "ProfileKeeper", "Usage", "UsageCache", "demand_of", "profile_of", "usage_of",
+           "walltime_of", "with_walltime"]

@@ -105,7 +105,6 @@ class Profile:
         self.reported = self.free.copy()
         """What the hosts last reported free (``free`` is never more)."""
         # the events (time, host, +cpus back / -cpus taken), as arrays plus those not merged in yet
-        self.kept: object = None
         self._ev: tuple[np.ndarray, np.ndarray, np.ndarray] = (np.empty(0), np.empty(0, np.int64), np.empty(0))
         self._pending: list[np.ndarray] = []  # (k, 3) chunks of events
         self._push(events)
