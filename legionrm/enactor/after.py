@@ -106,6 +106,8 @@ def waves(keys: Sequence[str], after: Mapping[str, Collection[str]]) -> list[lis
     started); order within a round as in ``keys``.  A cycle (refused at
     submit) puts what is left in one last round rather than loop."""
     left = list(dict.fromkeys(keys))
+    if not after:  # (no key follows another: one round)
+        return [left] if left else []
     inside = set(left)
     done: set[str] = set()
     out: list[list[str]] = []

@@ -48,6 +48,7 @@ sends the same ids and resources answer them idempotently.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -56,7 +57,7 @@ from typing import Callable, Literal, Sequence
 from legionrm import codes
 from legionrm.auth.attest import attestation_key, reservation_of
 from legionrm.enactor.after import waves
-from legionrm.enactor.ports import CreateItem, ResourcePort
+from legionrm.enactor.ports import NO_ARGS, CreateItem, ResourcePort
 from legionrm.enactor.held import start_reserved
 from legionrm.enactor.mapping import (
     RequestShape,
@@ -64,6 +65,7 @@ from legionrm.enactor.mapping import (
     apply_delta,
     by_key,
     delta_wave,
+    missing_slots,
     plan_failure,
     slot_ask,
     slot_spec,
@@ -99,6 +101,7 @@ def approve_all(proposal: ScheduleProposal) -> bool:
 class _Held:
     token: ReservationToken
     spec: tuple  # what the reservation was made for; a target with another spec conflicts
+    placement: Placement  # the placement it was made for (the same one: the same spec, no need to compare)
 
 
 @dataclass
@@ -113,6 +116,8 @@ class _Run:
     n_released: int = 0
     thrash: int = 0
     started: list[InstanceRef] = field(default_factory=list)
+    soonest: float = math.inf  # no held token expires before this (a bound: those released may have set it)
+    shape: RequestShape | None = None  # the reservation requests' shared, validated part (made once)
 
 
 class Enactor:
@@ -193,23 +198,23 @@ class Enactor:
         for mi, master in enumerate(req.masters):
             ok, mapping, failures, tried, used = self._negotiate_master(run, master)
             if not ok:
-                attempts.append(ScheduleAttempt(master=mi, deltas_tried=tried, failures=tuple(failures), succeeded=False))
+                attempts.append(ScheduleAttempt.trusted(master=mi, deltas_tried=tried, failures=tuple(failures), succeeded=False))
                 self._release_all(run)
                 continue
             # Step 6: confirm with the scheduler before anything is started.
             verdict = self._confirm(run, approver, mi, mapping, "reserve")
             if verdict is not None:
                 attempts.append(
-                    ScheduleAttempt(master=mi, deltas_tried=tried, failures=tuple(failures) + (verdict,), succeeded=False)
+                    ScheduleAttempt.trusted(master=mi, deltas_tried=tried, failures=tuple(failures) + (verdict,), succeeded=False)
                 )
                 return self._result(run, False, attempts)
             if req.create:
                 ok, mapping, more, tried = self._start_all(run, mi, master, mapping, used, tried, approver)
                 failures += more
                 if not ok:
-                    attempts.append(ScheduleAttempt(master=mi, deltas_tried=tried, failures=tuple(failures), succeeded=False))
+                    attempts.append(ScheduleAttempt.trusted(master=mi, deltas_tried=tried, failures=tuple(failures), succeeded=False))
                     return self._result(run, False, attempts)
-            attempts.append(ScheduleAttempt(master=mi, deltas_tried=tried, failures=tuple(failures), succeeded=True))
+            attempts.append(ScheduleAttempt.trusted(master=mi, deltas_tried=tried, failures=tuple(failures), succeeded=True))
             return self._result(run, True, attempts, master=mi, mapping=mapping)
         return self._result(run, False, attempts)
 
@@ -270,17 +275,16 @@ class Enactor:
         Returns the keys that failed, with why (also appended to ``failures``).
         """
         ask = list(ask)
-        # 1. release what conflicts with the target
+        # 1. release what conflicts with the target (a slot held for the very placement the target has does not)
         conflict = [
             s
             for s, h in run.held.items()
-            if s[0] not in target or slot_spec(target[s[0]], s[1]) != h.spec
+            if (p := target.get(s[0])) is not h.placement and (p is None or slot_spec(p, s[1]) != h.spec)
         ]
         self._release(run, conflict)
         for _round in range(self.max_renewals + 1):
             self._drop_expired(run)
-            wanted = slots_of(target, ask)
-            missing = [(s, sp) for s, sp in wanted if s not in run.held]
+            missing = missing_slots(target, ask, run.held)
             if not missing:
                 return {}
             failing = self._reserve(run, target, missing, failures)
@@ -304,17 +308,20 @@ class Enactor:
         req = run.request
         requests: list[ReservationRequest] = []
         groups: list[str | None] = []
-        shape = RequestShape(req)
-        for (k, kind), sp in missing:
+        shape = run.shape = run.shape or RequestShape(req)
+        sent, durations, attestations = run.sent, req.duration_s, req.attestations
+        for slot, sp in missing:
+            k, kind = slot
             p = target[k]
-            n = run.sent.get((k, kind), 0)
-            run.sent[(k, kind)] = n + 1
+            n = sent.get(slot, 0)
+            sent[slot] = n + 1
             res = reservation_of(req.request_id, k, kind)
+            host = kind == "host"
             requests.append(shape.request(
-                request_id=f"{res}/{n}", resource=sp[0], resources=slot_ask(p, kind),
-                vault=p.vault if kind == "host" else None, duration_s=by_key(req.duration_s, p),
-                attestation=req.attestations.get(attestation_key(sp[0], res))))
-            groups.append(p.group if kind == "host" else None)  # a group carries hosts only
+                request_id=f"{res}/{n}", resource=sp[0], resources=p.resources if host else slot_ask(p, kind),
+                vault=p.vault if host else None, duration_s=by_key(durations, p) if durations else None,
+                attestation=attestations.get(attestation_key(sp[0], res)) if attestations else None))
+            groups.append(p.group if host else None)  # a group carries hosts only
         answers = self.port.reserve(requests, groups)
         if len(answers) != len(requests):
             raise EnactmentError(f"port answered {len(answers)} of {len(requests)} reservation requests")
@@ -322,9 +329,11 @@ class Enactor:
         for ((k, kind), sp), rq, ans in zip(missing, requests, answers):
             if isinstance(ans, ReservationToken):
                 run.made += 1
-                if (rq.resource, k, kind) in run.released:
+                if run.released and (rq.resource, k, kind) in run.released:
                     run.thrash += 1
-                run.held[(k, kind)] = _Held(token=ans, spec=sp)
+                run.held[(k, kind)] = _Held(ans, sp, target[k])
+                if ans.expires_at < run.soonest:
+                    run.soonest = ans.expires_at
             else:
                 refusal = ans if isinstance(ans, Refusal) else Refusal(code=codes.RESOURCE_DEAD, reason=repr(ans), by=rq.resource)
                 f = PlacementFailure(key=k, resource=rq.resource, code=refusal.code, reason=refusal.reason,
@@ -339,7 +348,7 @@ class Enactor:
         self, run: _Run, approver: Approver, mi: int, mapping: dict[str, Placement], stage: Literal["reserve", "start"]
     ) -> PlacementFailure | None:
         """Ask the scheduler to confirm; None when it approves, else why not."""
-        proposal = ScheduleProposal(
+        proposal = ScheduleProposal.trusted(  # (the request's own, validated placements)
             request_id=run.request.request_id, master=mi, placements=tuple(mapping.values()), stage=stage
         )
         verdict = approver(proposal)
@@ -379,9 +388,12 @@ class Enactor:
                 vetoed.update(lost)
                 # in rounds: a key is created only once every key it is after runs (the request's after graph)
                 for wave in waves([k for k in pending if k not in lost], after):
-                    waiting = vetoed.keys() | set(deferred)  # predecessors that do not run (yet)
-                    ready = [k for k in wave if not any(p in waiting for p in after.get(k, ()))]
-                    deferred += [k for k in wave if k not in ready]
+                    if after:
+                        waiting = vetoed.keys() | set(deferred)  # predecessors that do not run (yet)
+                        ready = [k for k in wave if not any(p in waiting for p in after.get(k, ()))]
+                        deferred += [k for k in wave if any(p in waiting for p in after.get(k, ()))]
+                    else:  # (nothing follows anything: the wave is ready)
+                        ready = wave
                     self._start_wave(run, mapping, ready, started, vetoed, failures)
             if not vetoed:
                 return True, mapping, failures, tried
@@ -435,22 +447,15 @@ class Enactor:
         self._release(run, [(k, "host") for k in newly if (k, "host") in run.held])
 
     def _create_item(self, run: _Run, p: Placement) -> CreateItem:
-        req = run.request
-        n = run.sent.get((p.key, "start"), 0)
-        run.sent[(p.key, "start")] = n + 1
-        vault = run.held.get((p.key, "vault"))
-        return CreateItem(
-            request_id=f"{req.request_id}/{p.key}/start/{n}",
-            key=p.key,
-            class_name=p.class_name,
-            host=p.host,
-            vault=p.vault,
-            host_token=run.held[(p.key, "host")].token,
-            vault_token=vault.token if vault else None,
-            holder=req.holder,
-            args=by_key(req.args, p) or {},
-            group=p.group,
-        )
+        req, held, key = run.request, run.held, p.key
+        slot = (key, "start")
+        n = run.sent.get(slot, 0)
+        run.sent[slot] = n + 1
+        vault = held.get((key, "vault")) if p.vault is not None else None  # (a vault slot only for a vault)
+        args = by_key(req.args, p) if req.args else None
+        return CreateItem(  # (positional: request_id, key, class_name, host, vault, tokens, holder, args, group)
+            f"{req.request_id}/{key}/start/{n}", key, p.class_name, p.host, p.vault, held[(key, "host")].token,
+            vault.token if vault else None, req.holder, args or NO_ARGS, p.group)
 
     # --- release ------------------------------------------------------------
 
@@ -458,11 +463,14 @@ class Enactor:
         """Forget held tokens that have (or are about to) expire; cancel them
         too (idempotent), in case the resource's clock is behind ours."""
         limit = self.clock() + self.min_token_life_s
+        if limit < run.soonest:  # (nothing held expires yet: no need to look at each)
+            return
         gone = [s for s, h in run.held.items() if h.token.expires_at <= limit]
         if gone:
             self.port.cancel([run.held[s].token for s in gone])
             for s in gone:
                 del run.held[s]
+        run.soonest = min((h.token.expires_at for h in run.held.values()), default=math.inf)
 
     def _release(self, run: _Run, slots: Sequence[Slot]) -> None:
         if not slots:
@@ -510,15 +518,17 @@ class Enactor:
     ) -> EnactResult:
         if not ok:
             self._rollback(run)
-            return EnactResult(
+            return EnactResult.trusted(  # (every part made here, of the models' types)
                 ok=False,
+                host_tokens={},
+                vault_tokens={},
                 attempts=tuple(attempts),
                 reservations_made=run.made,
                 reservations_released=run.n_released,
                 thrash=run.thrash,
             )
         assert mapping is not None
-        return EnactResult(
+        return EnactResult.trusted(
             ok=True,
             master=master,
             placements=tuple(mapping.values()),

@@ -58,6 +58,19 @@ def slots_of(mapping: dict[str, Placement], keys) -> list[tuple[Slot, tuple]]:
     return out
 
 
+def missing_slots(mapping: dict[str, Placement], keys, held) -> list[tuple[Slot, tuple]]:
+    """:func:`slots_of` the ``keys`` of ``mapping``, but only the slots ``held`` does not have (the
+    spec made only for those)."""
+    out = []
+    for k in keys:
+        p = mapping[k]
+        if (k, "host") not in held:
+            out.append(((k, "host"), slot_spec(p, "host")))
+        if p.vault is not None and (k, "vault") not in held:
+            out.append(((k, "vault"), slot_spec(p, "vault")))
+    return out
+
+
 def delta_wave(deltas: Sequence[DeltaSchedule], used: set[int], failing) -> list[tuple[int, DeltaSchedule]]:
     """The deltas to try in the next reservation round, in delta order.
 

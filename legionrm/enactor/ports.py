@@ -15,8 +15,8 @@ ten single calls cost).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from types import MappingProxyType
+from typing import Any, Mapping, NamedTuple, Protocol, Sequence, runtime_checkable
 
 from legionrm import codes
 from legionrm.models import (
@@ -30,15 +30,19 @@ from legionrm.models import (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class CreateItem:
+NO_ARGS: Mapping[str, AttrValue] = MappingProxyType({})
+"""No arguments (read-only: one empty mapping serves every item)."""
+
+
+class CreateItem(NamedTuple):
     """One ``create_instance`` the enactor asks a class object to carry out
     (Legion's step 7): start ``class_name`` on ``host`` with ``host_token``,
     using ``vault`` (and its token, when the placement named one).
 
     ``request_id`` is deterministic (request, key, attempt), so a class object
     may use it to make a repeated create harmless.  ``group`` is the host
-    group actor carrying ``host`` (a routing hint, may be None).
+    group actor carrying ``host`` (a routing hint, may be None).  A named
+    tuple: immutable, and cheap to make (the enactor makes one per instance).
     """
 
     request_id: str
@@ -49,7 +53,7 @@ class CreateItem:
     host_token: ReservationToken
     vault_token: ReservationToken | None
     holder: Holder
-    args: Mapping[str, AttrValue] = field(default_factory=dict)
+    args: Mapping[str, AttrValue] = NO_ARGS
     group: str | None = None
 
 

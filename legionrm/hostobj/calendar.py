@@ -21,8 +21,7 @@ a job fits only if it ends before that), ``busy`` (does not fit now).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal, NamedTuple, Sequence
 
 import numpy as np
 
@@ -34,14 +33,16 @@ BUSY: State = "busy"
 Check = Literal["ok", "total", "capacity", "calendar"]
 
 _EPS = 1e-9  # float slack so 0.1+0.2 cpus still fits 0.3
+_ZERO_LE = (0.0).__le__  # x >= 0 (False for a NaN)
 
 
 SMALL = 8
 """Up to this many bookings, :meth:`Calendar.check` sums in plain Python (no matrix built)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Booking:
+class Booking(NamedTuple):
+    """One booking (a named tuple: immutable, and cheap to make at every grant)."""
+
     key: str
     vals: tuple[float, ...]  # the amount, one number per dimension
     start: float
@@ -59,6 +60,8 @@ class Calendar:
         self.capacity = np.asarray(capacity, dtype=float).copy()
         if self.capacity.ndim != 1 or (self.capacity < 0).any():
             raise ValueError(f"capacity must be a non-negative vector, not {capacity!r}")
+        self.capacity.flags.writeable = False  # (a new capacity is a new array: the bounds below follow it)
+        self._bound: tuple[np.ndarray, list[float], tuple[float, ...]] | None = None
         self.dims = tuple(dims) if dims is not None else tuple(f"d{i}" for i in range(len(self.capacity)))
         if len(self.dims) != len(self.capacity):
             raise ValueError("dims and capacity differ in length")
@@ -184,14 +187,18 @@ class Calendar:
 
     def _check(self, vals: tuple[float, ...], start: float, end: float | None) -> Check:
         """:meth:`check` of an amount :meth:`_vals` read already."""
-        cap = [c + _EPS for c in self.capacity.tolist()]
-        if any(v > c for v, c in zip(vals, cap)):
+        bound = self._bound
+        if bound is None or bound[0] is not self.capacity:  # (the capacity with its slack, per capacity array)
+            cap = [c + _EPS for c in self.capacity.tolist()]
+            bound = self._bound = (self.capacity, cap, tuple(cap))
+        cap = bound[1]
+        if any(map(float.__gt__, vals, cap)):
             return "total"
         if not self._bookings:  # the common case on an idle host: nothing to collide with
             return "ok"
         stop = math.inf if end is None else float(end)
         # the capacity is part of the question: a calendar whose capacity changed asks again
-        asked = (vals, tuple(cap), float(start), stop)
+        asked = (vals, bound[2], float(start), stop)
         if self._fit is not None and self._fit[0] == self._version and self._fit[1] == asked:
             return "ok"
         fit = self._check_small(vals, cap, start, stop) if len(self._bookings) <= SMALL else self._check_big(vals, cap, start, stop)
@@ -312,18 +319,18 @@ class Calendar:
     # --- internals ------------------------------------------------------------------
 
     def _changed(self) -> None:
-        self._cache = self._steps = None
+        self._cache = self._steps = self._fit = None  # (a fit found before this change is stale: let it go)
         self._version += 1
 
     def _vals(self, amount: Sequence[float] | np.ndarray) -> tuple[float, ...]:
         """``amount`` as a tuple of floats, one a dimension, each non-negative; else ValueError."""
         try:  # (a nested amount has lists for numbers)
-            vals = tuple(float(x) for x in (amount.tolist() if isinstance(amount, np.ndarray) else amount))
+            vals = tuple(map(float, amount.tolist() if isinstance(amount, np.ndarray) else amount))
         except TypeError:
             vals = ()
         if len(vals) != len(self.capacity):
             raise ValueError(f"amount {amount!r} does not match dims {self.dims}")
-        if not all(x >= 0 for x in vals):  # a NaN (compares false) or a negative amount (makes room) would overbook
+        if not all(map(_ZERO_LE, vals)):  # a NaN (compares false) or a negative amount (makes room) would overbook
             raise ValueError(f"amount {amount!r} must be non-negative numbers")
         return vals
 

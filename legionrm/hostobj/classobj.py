@@ -254,9 +254,11 @@ class ClassObject:
             return self._refuse(codes.CLASS_HOST_LIST, f"host {host_name!r} is not on the host list of {self.name} ({', '.join(self.host_list)})")
         if self._full(0):
             return self._refuse(codes.CLASS_MAX_INSTANCES, f"{self.name} already has {len(self._instances)} instances (max {self.max_instances})")
-        verdict = ask_owner("admit_placement", self.admit_placement, host_name, vault_name, token, by=self.name)
-        if isinstance(verdict, Refusal):
-            return verdict
+        hook = self.admit_placement
+        if self.policy is not None or getattr(hook, "__func__", None) is not ClassObject.admit_placement:
+            verdict = ask_owner("admit_placement", hook, host_name, vault_name, token, by=self.name)  # (else: nothing to ask)
+            if isinstance(verdict, Refusal):
+                return verdict
         host_port = self._resolve(self._hosts, host, "host")
         if isinstance(host_port, Refusal):
             return host_port
@@ -332,7 +334,7 @@ class ClassObject:
         return Refusal(code=code, reason=reason, by=self.name)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # (not frozen: made once per create, and never changed)
 class _Ask:
     """One create as :meth:`ClassObject.create_instance` takes it."""
 
@@ -345,7 +347,7 @@ class _Ask:
     valid: bool  # its values are a CreateRequest's (validated), not create_instance's arguments
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # (not frozen: made once per create, and never changed)
 class _Admitted:
     """A create the class accepted (its vault space taken), waiting for its host's start."""
 

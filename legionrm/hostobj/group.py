@@ -80,7 +80,17 @@ class HostGroup:
 
     def make_reservations(self, requests: Sequence[ReservationRequest]) -> list[ReservationToken | Refusal]:
         """``make_reservation`` on each request's host, in order."""
-        return [self._on(r.resource, lambda h, r=r: h.make_reservation(r)) for r in requests]
+        hosts, out = self._hosts, []
+        for r in requests:  # (what _on does, spelt out: once per reservation)
+            h = hosts.get(r.resource)
+            if h is None:
+                out.append(self._unknown(r.resource))
+                continue
+            try:
+                out.append(h.make_reservation(r))
+            except Exception as exc:  # one bad item must not fail the batch
+                out.append(_error(r.resource, exc))
+        return out
 
     def check_reservations(self, items: Sequence[TokenRef]) -> list[ReservationToken | Refusal]:
         out = []
@@ -104,13 +114,18 @@ class HostGroup:
 
     def start_objects(self, starts: Sequence[StartRequest]) -> list[InstanceRef | Refusal]:
         """``start_object`` on each token's issuing host, in order."""
-        return [
-            self._on(
-                s.token.issuer,
-                lambda h, s=s: h.start_object(s.token, s.class_name, s.holder, vault=s.vault, args=s.args, impl=s.impl),
-            )
-            for s in starts
-        ]
+        hosts, out = self._hosts, []
+        for s in starts:  # (what _on does, spelt out: once per start)
+            host = s.token.issuer
+            h = hosts.get(host)
+            if h is None:
+                out.append(self._unknown(host))
+                continue
+            try:
+                out.append(h.start_object(s.token, s.class_name, s.holder, vault=s.vault, args=s.args, impl=s.impl))
+            except Exception as exc:  # one bad item must not fail the batch
+                out.append(_error(host, exc))
+        return out
 
     def stop_objects(self, items: Sequence[InstanceKey], reason: str = "stopped") -> list[Resources | Refusal]:
         """Stop each instance (a ref, an instance id, or (host, instance id))."""
@@ -225,11 +240,19 @@ class HostGroup:
     def _on(self, host: str, call: Callable[[HostObject], T]) -> T | Refusal:
         h = self._hosts.get(host)
         if h is None:
-            return Refusal(code=codes.RESOURCE_UNKNOWN, reason=f"host group {self.name} carries no host {host!r}", by=host)
+            return self._unknown(host)
         try:
             return call(h)
         except Exception as exc:  # one bad item must not fail the batch
-            return Refusal(code=codes.RESOURCE_ERROR, reason=f"{type(exc).__name__}: {exc}", by=host)
+            return _error(host, exc)
+
+    def _unknown(self, host: str) -> Refusal:
+        return Refusal(code=codes.RESOURCE_UNKNOWN, reason=f"host group {self.name} carries no host {host!r}", by=host)
+
+
+def _error(host: str, exc: Exception) -> Refusal:
+    """What an item whose host raised answers."""
+    return Refusal(code=codes.RESOURCE_ERROR, reason=f"{type(exc).__name__}: {exc}", by=host)
 
 
 def _token_route(item: TokenRef) -> tuple[str, str]:

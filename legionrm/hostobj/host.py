@@ -129,9 +129,11 @@ class HostObject(ResourceObject):
         use_vault = vault if vault is not None else token.vault
         if use_vault is not None and not self.pairs_with(use_vault):
             return self._refuse(codes.VAULT_INCOMPATIBLE, f"vault {use_vault!r} is not paired with {self.name} ({', '.join(self.vaults)})")
-        verdict = self._ask_owner("admit_start", self.admit_start, token, class_name)
-        if isinstance(verdict, Refusal):
-            return verdict
+        hook = self.admit_start
+        if self.policy is not None or getattr(hook, "__func__", None) is not HostObject.admit_start:
+            verdict = self._ask_owner("admit_start", hook, token, class_name)  # (no owner code: nothing to ask)
+            if isinstance(verdict, Refusal):
+                return verdict
         ref = InstanceRef.trusted(  # the host's own values
             instance_id=f"{self.name}{tokens.TOKEN_ID_SEP}i{next(self._ids)}",
             class_name=class_name,
@@ -301,7 +303,8 @@ class HostObject(ResourceObject):
     def _check_pairing(self, request: ReservationRequest) -> Refusal | None:
         if request.vault is not None and not self.pairs_with(request.vault):
             return self._refuse(codes.VAULT_INCOMPATIBLE, f"vault {request.vault!r} is not paired with {self.name} ({', '.join(self.vaults)})")
-        lacking = [k for k, v in request.resources.custom if v > 0 and k not in self.dims]
+        custom = request.resources.custom
+        lacking = [k for k, v in custom if v > 0 and k not in self.dims] if custom else None
         if lacking:  # a kind it does not have: its calendar cannot count it, so it never fits
             kinds = ", ".join(self.dims[len(HostObject.dims):]) or "none"
             return self._refuse(codes.CAPACITY_TOTAL, f"{self.name} has no {', '.join(lacking)} (its custom kinds: {kinds})")

@@ -24,7 +24,7 @@ from legionrm.models import (
 Status = Literal["active", "used", "cancelled", "expired", "ended"]
 
 
-@dataclass
+@dataclass(slots=True)
 class Reservation:
     """The resource's own record behind one token (never leaves the resource)."""
 
@@ -49,13 +49,16 @@ def public(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         with self._lock:
-            self._depth += 1
+            if self._depth:  # (a call from inside a public call: no sweep)
+                return fn(self, *args, **kwargs)
+            self._depth = 1
             try:
-                if self._depth == 1:
-                    self._sweep(self.now())
+                now = self.now()
+                if now >= self._next_deadline:  # (what _sweep checks first: nothing is due before it)
+                    self._sweep(now)
                 return fn(self, *args, **kwargs)
             finally:
-                self._depth -= 1
+                self._depth = 0
 
     return wrapper  # type: ignore[return-value]
 

@@ -46,6 +46,10 @@ from legionrm.models import (
 )
 
 
+_OPEN = AccessPolicy()
+"""The access list of a resource whose owner gave none: anyone (no need to ask it)."""
+
+
 class ResourceObject(Durable):
     """A resource that grants reservations as signed tokens.  Thread-safe.
 
@@ -78,7 +82,7 @@ class ResourceObject(Durable):
         self.capacity = capacity
         self.static_attributes: dict[str, AttrValue] = dict(attributes or {})
         self.policy = policy
-        self.access = access or AccessPolicy()
+        self.access = _OPEN if access is None or access == _OPEN else access  # (the open list: never asked)
         self.nodepool = nodepool
         self._secret = secret or tokens.new_secret()
         self._clock = clock
@@ -122,7 +126,7 @@ class ResourceObject(Durable):
         """The owner's access list, enforced here whoever calls (not only by the
         Collection's filtering): a refusal naming the rule, or None."""
         access = self.policy.restrict(self.access) if self.policy else self.access
-        if access.accepts(who):
+        if access is _OPEN or access.accepts(who):
             return None
         if who.user in access.deny_users or (access.allow_users and who.user not in access.allow_users
                                              and not access.allow_groups):
@@ -158,7 +162,9 @@ class ResourceObject(Durable):
         already acted on (a wall clock stepped back does not un-start a
         reservation or hide a booking)."""
         with self._lock:
-            self._seen = max(self._seen, float(self._clock()))
+            t = float(self._clock())
+            if t > self._seen:
+                self._seen = t
             return self._seen
 
     @public
@@ -232,9 +238,11 @@ class ResourceObject(Durable):
         fit = self.calendar.check(amount, start, end)
         if fit != "ok":
             return self._capacity_refusal(fit, request.resources, start, end)
-        verdict = self._ask_owner("admit_reservation", self.admit_reservation, request)
-        if isinstance(verdict, Refusal):
-            return verdict
+        hook = self.admit_reservation
+        if self.policy is not None or getattr(hook, "__func__", None) is not ResourceObject.admit_reservation:
+            verdict = self._ask_owner("admit_reservation", hook, request)  # (no owner code: nothing to ask)
+            if isinstance(verdict, Refusal):
+                return verdict
         denied = self._access_refusal(request.holder)  # (a holder reads as the identity it names)
         if denied is not None:
             return denied
@@ -423,7 +431,7 @@ class ResourceObject(Durable):
         if not self._signer.verify(token):
             return self._refuse(codes.TOKEN_FORGED, "token signature does not match: forged or altered")
         res = self._by_token.get(token.token_id)
-        if res is not None and not tokens.same(token, res.token):
+        if res is not None and res.token is not token and not tokens.same(token, res.token):
             res = None  # well signed here, but not this reservation's token: treated as a forgotten one
         if res is None:
             now = self.now()
@@ -525,7 +533,16 @@ class ResourceObject(Durable):
 
     def _amounts(self, r: Resources, exclusive_ok: bool = True) -> tuple[float, ...]:
         """:meth:`_vector` as a tuple of floats (what the calendar's check reads without numpy)."""
-        return tuple(self.calendar.capacity.tolist()) if exclusive_ok and r.exclusive else r.amounts(self.dims)
+        if exclusive_ok and r.exclusive:
+            return tuple(self.calendar.capacity.tolist())
+        got = _AMOUNTS.get((id(r), self.dims))
+        if got is not None and got[0] is r:  # (a batch's placements share one amount: read it once)
+            return got[1]
+        if len(_AMOUNTS) >= 4096:  # (a bound: a long-lived resource meets many amounts)
+            _AMOUNTS.clear()
+        vals = r.amounts(self.dims)
+        _AMOUNTS[(id(r), self.dims)] = (r, vals)  # (the amount is kept with it: an id is never taken for another's)
+        return vals
 
     def _capacity_refusal(self, fit: str, r: Resources, start: float, end: float | None) -> Refusal:
         amount = self._vector(r)
@@ -543,6 +560,10 @@ class ResourceObject(Durable):
 
     def _refuse(self, code: str, reason: str) -> Refusal:
         return Refusal(code=code, reason=reason, by=self.name)
+
+
+_AMOUNTS: dict[tuple[int, tuple[str, ...]], tuple[Resources, tuple[float, ...]]] = {}
+"""Amounts read (frozen: an amount's numbers never change), by identity and the dimensions read."""
 
 
 def _num(v: float, dim: str) -> AttrValue:

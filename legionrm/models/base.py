@@ -60,27 +60,30 @@ class Frozen(BaseModel):
     @classmethod
     def trusted(cls, **values: Any) -> Any:
         """One instance from trusted, already valid ``values`` (the rest take their defaults), as
-        :meth:`trusted_many` makes them; TypeError for a required field not given or a name no field has."""
-        shape = _SHAPES.get(cls)
-        if shape is None:  # (once per class: the defaults in field order, what must be given)
+        :meth:`trusted_many` makes them; TypeError for a required field not given or a name no field has.
+        The instances made from the same field names share one fields-set (as :meth:`trusted_many`'s do)."""
+        shape = _SHAPES.get((cls, *values))
+        if shape is None:  # (once per class and names given: the defaults in field order, the fields set)
             fields = cls.model_fields
-            shape = _SHAPES[cls] = ({k: None if f.is_required() else f.get_default() for k, f in fields.items()},
-                                    frozenset(k for k, f in fields.items() if f.is_required() or f.default_factory))
-        template, needed = shape
-        if not needed <= values.keys() or not values.keys() <= template.keys():
-            raise TypeError(f"{cls.__name__}.trusted: give {sorted(needed)}, and only fields, not {sorted(values)}")
+            needed = {k for k, f in fields.items() if f.is_required() or f.default_factory}
+            if not needed <= values.keys() or not values.keys() <= fields.keys():
+                raise TypeError(f"{cls.__name__}.trusted: give {sorted(needed)}, and only fields, not {sorted(values)}")
+            shape = _SHAPES[(cls, *values)] = (
+                {k: None if f.is_required() else f.get_default() for k, f in fields.items()}, set(values))
+        template, fields_set = shape
         m = cls.__new__(cls)
         d = template.copy()
         d.update(values)
         _set_dict(m, d)
-        _set_fields_set(m, set(values))
+        _set_fields_set(m, fields_set)
         _set_extra(m, None)
         _set_private(m, None)
         return m
 
 
-_SHAPES: dict[type, tuple[dict[str, Any], frozenset[str]]] = {}
-"""Per model class: its fields' defaults in field order, and the fields :meth:`Frozen.trusted` must be given."""
+_SHAPES: dict[tuple, tuple[dict[str, Any], set[str]]] = {}
+"""Per model class and the field names :meth:`Frozen.trusted` is given: the class's defaults in field
+order, and the one fields-set its instances share (a frozen model never changes it; a copy copies it)."""
 
 # pydantic keeps these in slots of BaseModel: their descriptors set them fastest
 _set_dict = BaseModel.__dict__["__dict__"].__set__
