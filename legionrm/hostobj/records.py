@@ -1,10 +1,12 @@
-"""The record a resource keeps behind each token, and how its public calls lock.
+"""The records a resource keeps and shows, and how its public calls lock.
 
 :class:`Reservation` never leaves the resource: it holds the signed token,
 the request it answered, its status and who holds the booking.  :func:`public`
 is the locking discipline of every public method of a
 :class:`~legionrm.hostobj.resource.ResourceObject`: take the lock, sweep what
-the resource's own clock says is due, then run.
+the resource's own clock says is due, then run.  :class:`Presence` is the
+record a resource shows the Collection: it joins with it, keeps it fresh
+with heartbeats and leaves.
 """
 
 from __future__ import annotations
@@ -13,12 +15,16 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, TypeVar
 
+from legionrm.heartbeat import DEGRADED, MAX_STEPS, beat
+from legionrm.hostobj.policies import owner_attributes
 from legionrm.models import (
+    AttrValue,
     HeldReservation,
     InstanceRef,
     ReservationRequest,
     ReservationToken,
     ResourceAudit,
+    ResourceRecord,
 )
 
 Status = Literal["active", "used", "cancelled", "expired", "ended"]
@@ -86,3 +92,83 @@ def audit_view(name: str, now: float, calendar: Any, open_: dict[str, Reservatio
         reservations=tuple(HeldReservation(token_id=t.token_id, user=t.holder.user, expires_at=t.expires_at,
                                            issuer=t.holder.enactor, holders=tuple(sorted(open_[t.token_id].holders))) for t in tokens),
     )
+
+
+class Presence:
+    """What a :class:`~legionrm.hostobj.resource.ResourceObject` shows the Collection, as
+    its methods (the resource's base class, kept in this module; ``self`` is always a
+    ResourceObject, whose calendar, policy and sink these read)."""
+
+    @public
+    def dynamic_attributes(self) -> dict[str, AttrValue]:
+        """What changes: free capacity now, load, counts, calendar state, plus owner attributes."""
+        now = self.now()
+        free = self.calendar.free_at(now)
+        attrs: dict[str, AttrValue] = {f"free_{d}": attr_num(v, d) for d, v in zip(self.dims, free)}
+        attrs["load"] = round(self.load(), 4)
+        attrs["reservations"] = sum(1 for r in self._open.values() if r.status == "active" and r.uses == 0)
+        attrs["state"] = self.state()
+        nxt = self.calendar.next_event_time(now)
+        if nxt is not None:  # absent = nothing booked ahead (the scheduler's calendar filter reads it)
+            attrs["next_event"] = float(nxt)
+        attrs.update(self._calendar_out.attrs(self.dims, *self.calendar.steps(now, MAX_STEPS)))  # the planner's, ahead
+        attrs["owner_policies"] = self._policy_count()
+        if self.policy is not None:
+            attrs["policy"] = self.policy.name
+        owned, error = owner_attributes(self.attributes)
+        for key, value in owned.items():  # owners add attributes; they cannot restate capacity or load
+            attrs.setdefault(key, value)
+        if error is not None:
+            attrs["owner_attributes_error"] = error
+        if self.degraded:
+            attrs[DEGRADED] = self.degraded
+        return attrs
+
+    def _policy_count(self) -> int:
+        """How many owner rules may veto here: the attached policy's parts, plus
+        one when an owner's subclass overrides a hook (the planner ranks such hosts riskier)."""
+        n = len(getattr(self.policy, "policies", ())) or (1 if self.policy is not None else 0)
+        for hook in ("admit_reservation", "admit_start"):
+            owner = next((c for c in type(self).__mro__ if hook in vars(c)), None)
+            if owner is not None and not owner.__module__.startswith("legionrm.hostobj."):
+                return n + 1
+        return n
+
+    @public
+    def record(self) -> ResourceRecord:
+        """The record this resource joins the collection with."""
+        attrs: dict[str, AttrValue] = dict(self.static_attributes)
+        attrs.update(self.dynamic_attributes())
+        for d, v in zip(self.dims, self.calendar.capacity):  # capacity as configured, never as an owner hook restates it
+            attrs[d] = self.static_attributes.get(d, attr_num(v, d))
+        access = self.policy.restrict(self.access) if self.policy else self.access
+        return ResourceRecord(
+            name=self.name, kind=self.kind, nodepool=self.nodepool, attributes=attrs, access=access, last_heartbeat=self.now()
+        )
+
+    def join(self) -> ResourceRecord:
+        """Join the collection (on start).  Idempotent: joining again replaces the record."""
+        rec = self.record()
+        self.sink.join(rec)
+        self.joined = True
+        return rec
+
+    def heartbeat(self) -> dict[str, AttrValue]:
+        """Push the dynamic attributes (load included) to the collection; returns them."""
+        attrs = self.dynamic_attributes()
+        if not self.joined:
+            self.join()
+        else:
+            self.sink.update(self.name, beat(attrs))
+        return attrs
+
+    def leave(self) -> None:
+        """Leave the collection (on stop).  Idempotent."""
+        if self.joined:
+            self.sink.leave(self.name)
+            self.joined = False
+
+
+def attr_num(v: float, dim: str) -> AttrValue:
+    """Attribute values: gpus are counts, the rest floats rounded for display."""
+    return int(round(v)) if dim == "gpus" else round(float(v), 6)

@@ -25,12 +25,12 @@ from typing import Any, Callable, ClassVar, Mapping
 import numpy as np
 
 from legionrm import codes
-from legionrm.heartbeat import DEGRADED, MAX_STEPS, Publisher, beat
+from legionrm.heartbeat import Publisher
 from legionrm.hostobj import tokens
 from legionrm.hostobj.calendar import Calendar, State
 from legionrm.hostobj.durable import Durable
-from legionrm.hostobj.policies import ADMIT, Policy, Verdict, ask_owner, owner_attributes
-from legionrm.hostobj.records import Reservation, audit_view, forget_after, public
+from legionrm.hostobj.policies import ADMIT, Policy, Verdict, ask_owner
+from legionrm.hostobj.records import Presence, Reservation, audit_view, forget_after, attr_num, public
 from legionrm.hostobj.sink import CollectionSink, NullSink
 from legionrm.models import (
     AccessPolicy,
@@ -41,7 +41,6 @@ from legionrm.models import (
     ReservationToken,
     ResourceAudit,
     ResourceKind,
-    ResourceRecord,
     Resources,
 )
 
@@ -50,7 +49,7 @@ _OPEN = AccessPolicy()
 """The access list of a resource whose owner gave none: anyone (no need to ask it)."""
 
 
-class ResourceObject(Durable):
+class ResourceObject(Durable, Presence):
     """A resource that grants reservations as signed tokens.  Thread-safe.
 
     Subclasses set ``kind`` and ``dims`` (the capacity dimensions the calendar
@@ -329,42 +328,7 @@ class ResourceObject(Durable):
         with self._lock:
             return self._sweep(self.now())
 
-    # --- collection -----------------------------------------------------------------------
-
-    @public
-    def dynamic_attributes(self) -> dict[str, AttrValue]:
-        """What changes: free capacity now, load, counts, calendar state, plus owner attributes."""
-        now = self.now()
-        free = self.calendar.free_at(now)
-        attrs: dict[str, AttrValue] = {f"free_{d}": _num(v, d) for d, v in zip(self.dims, free)}
-        attrs["load"] = round(self.load(), 4)
-        attrs["reservations"] = sum(1 for r in self._open.values() if r.status == "active" and r.uses == 0)
-        attrs["state"] = self.state()
-        nxt = self.calendar.next_event_time(now)
-        if nxt is not None:  # absent = nothing booked ahead (the scheduler's calendar filter reads it)
-            attrs["next_event"] = float(nxt)
-        attrs.update(self._calendar_out.attrs(self.dims, *self.calendar.steps(now, MAX_STEPS)))  # the planner's, ahead
-        attrs["owner_policies"] = self._policy_count()
-        if self.policy is not None:
-            attrs["policy"] = self.policy.name
-        owned, error = owner_attributes(self.attributes)
-        for key, value in owned.items():  # owners add attributes; they cannot restate capacity or load
-            attrs.setdefault(key, value)
-        if error is not None:
-            attrs["owner_attributes_error"] = error
-        if self.degraded:
-            attrs[DEGRADED] = self.degraded
-        return attrs
-
-    def _policy_count(self) -> int:
-        """How many owner rules may veto here: the attached policy's parts, plus
-        one when an owner's subclass overrides a hook (the planner ranks such hosts riskier)."""
-        n = len(getattr(self.policy, "policies", ())) or (1 if self.policy is not None else 0)
-        for hook in ("admit_reservation", "admit_start"):
-            owner = next((c for c in type(self).__mro__ if hook in vars(c)), None)
-            if owner is not None and not owner.__module__.startswith("legionrm.hostobj."):
-                return n + 1
-        return n
+    # --- the calendar, as a request sees it ---------------------------------------------
 
     @public
     def state(self, resources: Resources | None = None, duration_s: float | None = None) -> State:
@@ -380,40 +344,6 @@ class ResourceObject(Durable):
         if resources is None:
             return self.calendar.state(now)
         return self.calendar.state(now, self._vector(resources), duration_s)
-
-    @public
-    def record(self) -> ResourceRecord:
-        """The record this resource joins the collection with."""
-        attrs: dict[str, AttrValue] = dict(self.static_attributes)
-        attrs.update(self.dynamic_attributes())
-        for d, v in zip(self.dims, self.calendar.capacity):  # capacity as configured, never as an owner hook restates it
-            attrs[d] = self.static_attributes.get(d, _num(v, d))
-        access = self.policy.restrict(self.access) if self.policy else self.access
-        return ResourceRecord(
-            name=self.name, kind=self.kind, nodepool=self.nodepool, attributes=attrs, access=access, last_heartbeat=self.now()
-        )
-
-    def join(self) -> ResourceRecord:
-        """Join the collection (on start).  Idempotent: joining again replaces the record."""
-        rec = self.record()
-        self.sink.join(rec)
-        self.joined = True
-        return rec
-
-    def heartbeat(self) -> dict[str, AttrValue]:
-        """Push the dynamic attributes (load included) to the collection; returns them."""
-        attrs = self.dynamic_attributes()
-        if not self.joined:
-            self.join()
-        else:
-            self.sink.update(self.name, beat(attrs))
-        return attrs
-
-    def leave(self) -> None:
-        """Leave the collection (on stop).  Idempotent."""
-        if self.joined:
-            self.sink.leave(self.name)
-            self.joined = False
 
     # --- for subclasses -----------------------------------------------------------------
 
@@ -546,12 +476,12 @@ class ResourceObject(Durable):
 
     def _capacity_refusal(self, fit: str, r: Resources, start: float, end: float | None) -> Refusal:
         amount = self._vector(r)
-        want = ", ".join(f"{d}={_num(v, d)}" for d, v in zip(self.dims, amount) if v)
+        want = ", ".join(f"{d}={attr_num(v, d)}" for d, v in zip(self.dims, amount) if v)
         if fit == "total":
-            cap = ", ".join(f"{d}={_num(v, d)}" for d, v in zip(self.dims, self.calendar.capacity))
+            cap = ", ".join(f"{d}={attr_num(v, d)}" for d, v in zip(self.dims, self.calendar.capacity))
             return self._refuse(codes.CAPACITY_TOTAL, f"asks {want or 'nothing'}{' (exclusive)' if r.exclusive else ''}; capacity is {cap}")
         if fit == "capacity":
-            free = ", ".join(f"{d}={_num(v, d)}" for d, v in zip(self.dims, self.calendar.free_at(start)))
+            free = ", ".join(f"{d}={attr_num(v, d)}" for d, v in zip(self.dims, self.calendar.free_at(start)))
             return self._refuse(codes.CAPACITY, f"asks {want}{' (exclusive)' if r.exclusive else ''}; free at start: {free}")
         nxt = self.calendar.earliest_fit(amount, None if end is None else end - start, start)
         hint = f"; earliest fit at {nxt:.0f}" if nxt is not None else ""
@@ -564,8 +494,3 @@ class ResourceObject(Durable):
 
 _AMOUNTS: dict[tuple[int, tuple[str, ...]], tuple[Resources, tuple[float, ...]]] = {}
 """Amounts read (frozen: an amount's numbers never change), by identity and the dimensions read."""
-
-
-def _num(v: float, dim: str) -> AttrValue:
-    """Attribute values: gpus are counts, the rest floats rounded for display."""
-    return int(round(v)) if dim == "gpus" else round(float(v), 6)
