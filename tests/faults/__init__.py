@@ -6,8 +6,10 @@ CPU on the 2-core CI machine), and the file's has 18 of them."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
+import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -41,3 +43,25 @@ def durable_system(spec: Any, prefix: str, state_dir: str | None = None, **boot_
         system.shutdown()
         if state_dir is None:
             shutil.rmtree(state, ignore_errors=True)
+
+
+def pid_of(handle: Any) -> int:
+    from legionrm.system import call
+
+    return call(handle.__ray_call__.remote(lambda self: os.getpid()), 10)
+
+
+def back(handle: Any, old_pid: int | None = None, limit_s: float = 60) -> int:
+    """Wait until ``handle`` answers (from a new process, when ``old_pid`` is given)."""
+    import ray
+
+    deadline = time.monotonic() + limit_s
+    while True:
+        try:
+            pid = pid_of(handle)
+            if old_pid is None or pid != old_pid:
+                return pid
+        except ray.exceptions.RayError:
+            pass
+        assert time.monotonic() < deadline, "the actor did not come back"
+        time.sleep(0.1)

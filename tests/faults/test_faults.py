@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from legionrm.config import load_cluster
-from tests.faults import durable_system
+from tests.faults import back, durable_system, pid_of
 from legionrm.models import HostSpec, Identity, ObjectRequest, SchedulingRequest
 
 pytestmark = pytest.mark.ray
@@ -42,28 +42,6 @@ def req(rid: str, count: int = 4, cpus: float = 2, constraint: str = BATCH, **kw
     return SchedulingRequest(request_id=rid, identity=Identity(user="fault"), wait=False, objects=(
         ObjectRequest(class_name="Worker", count=count, cpus=cpus, memory_gb=1, placement="scatter",
                       constraint=constraint),), **kw)
-
-
-def pid_of(handle: Any) -> int:
-    from legionrm.system import call
-
-    return call(handle.__ray_call__.remote(lambda self: os.getpid()), 10)
-
-
-def back(handle: Any, old_pid: int | None = None, limit_s: float = 60) -> int:
-    """Wait until ``handle`` answers (from a new process, when ``old_pid`` is given)."""
-    import ray
-
-    deadline = time.monotonic() + limit_s
-    while True:
-        try:
-            pid = pid_of(handle)
-            if old_pid is None or pid != old_pid:
-                return pid
-        except ray.exceptions.RayError:
-            pass
-        assert time.monotonic() < deadline, "the actor did not come back"
-        time.sleep(0.1)
 
 
 def unheld(system: Any) -> list[str]:

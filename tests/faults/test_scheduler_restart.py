@@ -9,7 +9,7 @@ import time
 import pytest
 
 from legionrm.config import load_cluster
-from tests.faults import durable_system
+from tests.faults import back, durable_system, pid_of
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
 from legionrm.models.requests import FINAL_STATES
 from legionrm.scheduler.priority import site_spec
@@ -39,7 +39,7 @@ def test_a_killed_scheduler_comes_back_knowing_every_request(system, capsys) -> 
     # a waiting request is re-planned every tick: caught mid-attempt it shows admitted or placing
     settled = {"admitted": "pending", "placing": "pending"}
     before = {i.id: settled.get(i.state, i.state) for i in call(system.scheduler.list_requests.remote())}
-    first_pid = call(system.scheduler.__ray_call__.remote(lambda self: __import__("os").getpid()))
+    first_pid = pid_of(system.scheduler)
 
     def _site_settings(actor) -> tuple[list[str], float]:  # (nested: Ray ships it by value)
         """The QoS names and the half-life the Scheduler actor orders its queue by."""
@@ -56,18 +56,8 @@ def test_a_killed_scheduler_comes_back_knowing_every_request(system, capsys) -> 
 
     t0 = time.monotonic()
     ray.kill(system.scheduler, no_restart=False)
-    pid = None
-    deadline = time.monotonic() + 60
-    while True:  # back when a fresh process answers (calls fail while it restarts)
-        try:
-            pid = call(system.scheduler.__ray_call__.remote(lambda self: __import__("os").getpid()), 5)
-            after = {i.id: settled.get(i.state, i.state) for i in call(system.scheduler.list_requests.remote(), 5)}
-            if pid != first_pid:
-                break
-        except ray.exceptions.RayError:
-            pass
-        assert time.monotonic() < deadline, "the scheduler did not come back"
-        time.sleep(0.2)
+    back(system.scheduler, first_pid)  # a fresh process answers (calls fail while it restarts)
+    after = {i.id: settled.get(i.state, i.state) for i in call(system.scheduler.list_requests.remote(), 5)}
     recovered = time.monotonic() - t0
     with capsys.disabled():
         print(f"\n  scheduler killed and back with its {len(after)} requests in {recovered:.2f} s")
@@ -95,12 +85,6 @@ def test_the_auditor_over_ray_finds_the_books_balanced(system) -> None:
     assert call(system.scheduler.audit.remote(), 60) == []
 
 
-def _pid(system) -> int:
-    from legionrm.system import call
-
-    return call(system.scheduler.__ray_call__.remote(lambda self: __import__("os").getpid()), 5)
-
-
 def test_a_killed_scheduler_takes_its_elastic_job_back(system, capsys) -> None:
     """An elastic job at its size; the Scheduler is killed and restarted by
     Ray; the restarted one knows the job, runs the same processes (none
@@ -124,19 +108,11 @@ def test_a_killed_scheduler_takes_its_elastic_job_back(system, capsys) -> None:
     on_hosts = {i.instance_id for i in call(system.groups["batch"].list_instances.remote())}
     assert before <= on_hosts
     assert call(system.pools.held.remote()).keys() == {"elastic:e1"}
-    first = _pid(system)
+    first = pid_of(system.scheduler)
 
     t0 = time.monotonic()
     ray.kill(system.scheduler, no_restart=False)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if _pid(system) != first:
-                break
-        except ray.exceptions.RayError:
-            pass
-        assert time.monotonic() < deadline, "the scheduler did not come back"
-        time.sleep(0.2)
+    back(system.scheduler, first)
     report = call(system.scheduler.run_cycle.remote(), 60)
     recovered = time.monotonic() - t0
     assert report.jobs["e1"].processes == 4, report.jobs
