@@ -94,7 +94,10 @@ def main() -> None:
     # opt-in: it is process-wide): the built hosts leave the collector's generations, so its full
     # collections no longer walk them.  --no-freeze measures without it.
     frozen = "gc not frozen (--no-freeze)" if args.no_freeze else "gc frozen after the build"
-    print(f"  {frozen}" + ("" if args.no_freeze else f" ({system.freeze():,} objects), as the Scheduler actor does after boot"))
+    if args.no_freeze:
+        print(f"  {frozen}")
+    else:
+        print(f"  {frozen} ({system.freeze():,} objects), as the Scheduler actor does after boot")
 
     # CPU time of this process (the machine is shared: under load a wall clock counts others' time).
     # A plan keeps its masters as columns until they are read (planning/drafts.py): "+ models" is the
