@@ -78,8 +78,9 @@ class RequestBook:
 
     def tell(self, entry: Entry, status: EventStatus, reason: str, object_id: str | None = None) -> None:
         """Tell the listener of one status change of ``entry`` (or of its instance ``object_id``)."""
-        if self.listener is not None:  # (built as trusted: every field comes from the book, valid already)
-            self.listener(StatusEvent.trusted(at=float(self.clock()), request_id=entry.id, user=entry.user,
+        if self.listener is not None:  # (built as trusted: every field comes from the book, valid already;
+            # seq given, as the listener stamps it: its stamped copy then shares this fields-set, not a new one)
+            self.listener(StatusEvent.trusted(seq=0, at=float(self.clock()), request_id=entry.id, user=entry.user,
                                               status=status, object_id=object_id, reason=reason))
 
     def save(self, entry: Entry) -> None:

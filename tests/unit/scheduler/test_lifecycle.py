@@ -307,3 +307,23 @@ def test_a_waiting_request_is_named_for_what_it_waits_on_not_for_hosts_it_could_
     r = s.scheduler.scheduleObjects(SchedulingRequest(request_id="b", identity=Identity(user="u"), objects=ask))
     assert r.state == "pending" and r.failures[0].code != "class.host_list"  # 3 never-hosts, 1 busy one
     assert "3 refused by class_host_list" in r.failures[0].reason  # the whole story is still told
+
+
+def test_the_books_events_are_stamped_whole_and_share_one_fields_set() -> None:
+    """What the book tells the triggers is stamped with its seq and otherwise unchanged; the
+    stamped events of one kind share one fields-set (one object per event kept, not two)."""
+    from legionrm.events.triggers import Triggers
+    from legionrm.models import InstanceRef
+
+    triggers = Triggers()
+    stamped = []
+    book = RequestBook(FakeClock(), listener=lambda ev: stamped.append(triggers.fire(ev)))
+    e = book.add(req("a"))
+    refs = [InstanceRef(instance_id=f"h{i}/i1", class_name="Worker", host=f"h{i}", token_id=f"h{i}/t", user="u",
+                        started_at=1.0) for i in range(3)]
+    book.attach(e, refs)
+    started = [ev for ev in stamped if ev.status == "started"]
+    assert [(ev.object_id, ev.reason, ev.request_id) for ev in started] == [(f"h{i}/i1", f"on h{i}", "a") for i in range(3)]
+    assert len({ev.seq for ev in started}) == 3 and all(ev.seq > 0 for ev in started)
+    assert all(ev.__pydantic_fields_set__ is started[0].__pydantic_fields_set__ for ev in started)
+    assert "seq" in started[0].__pydantic_fields_set__
