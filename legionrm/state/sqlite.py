@@ -11,7 +11,12 @@ written: the caller applies a change only after its write returned, so a
 failed write leaves memory as it was.  A commit that failed is reported as
 itself, never as the rollback that followed it.  Every write passes the fault
 seam (:mod:`legionrm.faults`), where the tests inject full disks, I/O
-errors and crashes.
+errors, failed syncs and crashes.
+
+A durable write (a group commit) commits under the store's lock and syncs
+the write-ahead log outside it, one fsync for every commit made before it
+(:meth:`SqliteFile.synced`, :mod:`legionrm.state.groupsync`); a failed sync
+stops the store's writes.
 
 Bounded files: SQLite checkpoints the log every :data:`WAL_AUTOCHECKPOINT`
 pages and cuts it back to :data:`JOURNAL_SIZE_LIMIT`; :meth:`SqliteFile.maintain`
