@@ -6,7 +6,8 @@ shelf (:mod:`legionrm.objstate.shelf`) passes :func:`hit` twice: at
 I/O error is raised there, as the disk would raise it), and at
 ``"applied"``, right after the commit and before the caller applies the change
 (a :class:`Crash` there is a process that died between the write and the
-apply).  The fault tests arm it with :func:`inject`; nothing arms it in a
+apply); a durable write passes it a third time, at ``"sync"``, before the
+fsync of its log (``"sync"``: that fsync fails with EIO).  The fault tests arm it with :func:`inject`; nothing arms it in a
 running system, where :func:`hit` is one empty-list check.
 
 Pure standard library: every layer may use it.
@@ -21,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Literal
 
-Fault = Literal["full", "io", "crash"]
+Fault = Literal["full", "io", "crash", "sync"]
 FAULTS: tuple[Fault, ...] = ("full", "io", "crash")
 
 
@@ -38,6 +39,7 @@ class _Rule:
     after: int = 0  # writes let through first
 
 
+_STAGE = {"full": "write", "io": "write", "crash": "applied", "sync": "sync"}  # where each fault is met
 _rules: list[_Rule] = []
 _lock = threading.Lock()
 
@@ -62,7 +64,7 @@ def _due(path: str, stage: str) -> Fault | None:
         return None
     with _lock:
         for rule in _rules:
-            if rule.match in path and (rule.fault == "crash") == (stage == "applied"):
+            if rule.match in path and _STAGE[rule.fault] == stage:
                 if rule.after > 0:
                     rule.after -= 1
                     continue
@@ -74,12 +76,14 @@ def _due(path: str, stage: str) -> Fault | None:
     return None
 
 
-def hit(path: str, stage: Literal["write", "applied"], *, file: bool = False) -> None:
+def hit(path: str, stage: Literal["write", "applied", "sync"], *, file: bool = False) -> None:
     """Raise the fault armed for a write of ``path`` at ``stage``, as SQLite
     (or, with ``file``, the OS) would raise it; nothing when none is armed."""
     fault = _due(path, stage)
     if fault == "crash":
         raise Crash(f"crashed after writing {path}")
+    if fault == "sync":  # the fsync of a durable write's log: the OS's error
+        raise OSError(errno.EIO, "Input/output error", path)
     if fault is not None and file:
         code = errno.ENOSPC if fault == "full" else errno.EIO
         raise OSError(code, "No space left on device" if fault == "full" else "Input/output error", path)

@@ -90,11 +90,18 @@ class RequestBook:
 
     def commit_group(self, changes: list[tuple[Entry | None, Entry]], record: bool = False) -> None:
         """Write each ``(entry, draft)`` of ``changes`` (``entry`` is to become ``draft``; None: ``draft``
-        is a new request) in one durable transaction (a group commit: one sync for all), then make
-        each so in memory; ``record``: each entry's draft gets its state and reason as a transition in
-        its history first.  A new id the book or the group already holds is a SchedulingError, and a
-        write that fails a :class:`~legionrm.state.StoreFault`: either way nothing changed.  The
-        listener is told nothing (the caller tells, once the group is in)."""
+        is a new request) in one transaction, make each so in memory, and return once the transaction
+        is synced to the disk (a group commit: one sync for all); ``record``: each entry's draft gets its
+        state and reason as a transition in its history first.  The sync runs outside the book's lock
+        (:meth:`~legionrm.state.sqlite.SqliteFile.synced`: while it is in the kernel, another group
+        commits, and one sync covers both), so the book shows the group before it is durable; the
+        caller answers or acts on it only after this returns (it holds the group's claims, so no queue
+        pass tries its requests meanwhile).  A new id the book or the group already holds is a
+        SchedulingError, and a write that fails a :class:`~legionrm.state.StoreFault`: either way
+        nothing changed.  A sync that fails raises its StoreFault (``state.io_error``) with the group
+        in memory as the store's file holds it, and the store stopped: every later write fails, so
+        nothing more is built on it, and a restart reads back what the disk kept.  The listener is
+        told nothing (the caller tells, once the group is in)."""
         with self._lock:
             for entry, draft in changes if record else ():
                 if entry is not None:
@@ -102,8 +109,8 @@ class RequestBook:
             new = [d.id for e, d in changes if e is None]
             if len(set(new)) != len(new) or any(rid in self._entries for rid in new):
                 raise SchedulingError(f"a request id of this group was already scheduled: {sorted(new)[:3]}")
-            if self.store is not None:
-                self.store.put_many([_fields(d) for _, d in changes])
+            ticket = (self.store.put_many([_fields(d) for _, d in changes], wait=False)
+                      if self.store is not None else 0)
             for entry, draft in changes:
                 if entry is None:
                     self._entries[draft.id] = draft
@@ -111,6 +118,8 @@ class RequestBook:
                 else:
                     self._index(entry, draft.state)
                     vars(entry).update(vars(draft))
+        if self.store is not None:
+            self.store.synced(ticket)
 
     def _commit(self, entry: Entry, draft: Entry) -> None:
         """Write ``draft`` (what ``entry`` is to become), then make ``entry`` it."""

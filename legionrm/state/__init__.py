@@ -12,7 +12,9 @@ their running processes, pool charges and the stops owed;
 reload gave a Scheduler (for the actor Ray restarts).  SQLite in WAL
 mode: a crash leaves every committed transition, and a reader never blocks
 the writer.  A write that fails raises :class:`StoreFault` (``state.disk_full``
-or ``state.io_error``, with the path) with nothing written; the fault seam
+or ``state.io_error``, with the path) with nothing written; a durable write
+syncs its log outside the store's lock, one sync for many commits, and a
+failed sync stops the store (:mod:`legionrm.state.groupsync`); the fault seam
 :mod:`legionrm.faults` is where tests make writes fail.
 
 May import: :mod:`legionrm.models`, :mod:`legionrm.errors`, the standard

@@ -80,10 +80,12 @@ class RequestStore(KeyedStore):
                             instances=instances, refs=refs, failures=failures, earliest_start=earliest_start,
                             attempts=attempts, held=held)], durable=False)
 
-    def put_many(self, items: list[dict[str, Any]], durable: bool = True) -> None:
+    def put_many(self, items: list[dict[str, Any]], durable: bool = True, wait: bool = True) -> int:
         """Write many requests (each the keyword arguments of :meth:`put`) in one transaction:
-        all or none; ``durable`` (the default): synced to the disk before this returns (a group commit)."""
-        self._put_rows([(item["request"].request_id, _body(**item)) for item in items], durable=durable)
+        all or none; ``durable`` (the default): synced to the disk before this returns (a group commit),
+        or, with ``wait = False``, once :meth:`synced` returns for the ticket this returns."""
+        return self._put_rows([(item["request"].request_id, _body(**item)) for item in items], durable=durable,
+                              wait=wait)
 
     def load(self) -> Iterator[StoredRequest]:
         """Every stored request of the live table (not the settled history), oldest first."""

@@ -11,7 +11,12 @@ written: the caller applies a change only after its write returned, so a
 failed write leaves memory as it was.  A commit that failed is reported as
 itself, never as the rollback that followed it.  Every write passes the fault
 seam (:mod:`legionrm.faults`), where the tests inject full disks, I/O
-errors and crashes.
+errors, failed syncs and crashes.
+
+A durable write (a group commit) commits under the store's lock and syncs
+the write-ahead log outside it, one fsync for every commit made before it
+(:meth:`SqliteFile.synced`, :mod:`legionrm.state.groupsync`); a failed sync
+stops the store's writes.
 
 Bounded files: SQLite checkpoints the log every :data:`WAL_AUTOCHECKPOINT`
 pages and cuts it back to :data:`JOURNAL_SIZE_LIMIT`; :meth:`SqliteFile.maintain`
@@ -22,6 +27,7 @@ pages and cuts it back to :data:`JOURNAL_SIZE_LIMIT`; :meth:`SqliteFile.maintain
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -32,6 +38,7 @@ from legionrm import codes
 from legionrm.errors import LegionError
 from legionrm.homefs import private_file
 from legionrm import faults
+from legionrm.state.groupsync import GroupSync
 
 WAL_AUTOCHECKPOINT = 100
 """Pages (4 KB each) the write-ahead log may hold before SQLite checkpoints it (its default: 1000)."""
@@ -101,22 +108,28 @@ class SqliteFile:
             raise StateError(f"cannot open the {what} {target}: {exc}") from None
         self._lock = threading.Lock()
         self._checked = time.monotonic()
+        self._wal_fd: int | None = None
+        self._group = GroupSync(self._sync_log, self._sync_fault)
 
     @property
     def where(self) -> str:
         return str(self.path) if self.path is not None else ":memory:"
 
-    def _write(self, work: Callable[[sqlite3.Connection], object], durable: bool = False) -> None:
+    def _write(self, work: Callable[[sqlite3.Connection], object], durable: bool = False, wait: bool = True) -> int:
         """Run ``work`` in one transaction and commit it, or raise
         :class:`StoreFault` with nothing written (SQLite may have rolled back
-        already: the commit's own error is the one raised).  ``durable``: the
-        commit is synced to the disk before this returns (one fsync of the
-        log for the whole transaction: a group commit), where a plain write
-        survives a crash of the process, not of the machine."""
+        already: the commit's own error is the one raised).  A plain write
+        survives a crash of the process, not of the machine.  ``durable``: the
+        commit is synced to the disk too, outside the store's lock (see
+        :meth:`synced`), before this returns; with ``wait = False`` it returns
+        at once, and the caller must pass the ticket it returns to
+        :meth:`synced` before it tells anyone the write is done (0: nothing to
+        wait for).  After a failed sync the store is stopped: every write
+        raises that sync's fault (``state.io_error``)."""
         with self._lock:
+            if self._group.fault is not None:  # fail-stop: see legionrm.state.groupsync
+                raise self._group.fault
             try:
-                if durable and self.path is not None:
-                    self._db.execute("PRAGMA synchronous=FULL")  # this commit only: back to NORMAL below
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
                     work(self._db)
@@ -132,12 +145,58 @@ class SqliteFile:
             except (sqlite3.Error, OSError) as exc:
                 self.fault = fault_of(exc, self.what, self.where)
                 raise self.fault from None
-            finally:
-                if durable and self.path is not None:
-                    self._db.execute("PRAGMA synchronous=NORMAL")
             self.fault = None
+            ticket = self._group.committed() if durable and self.path is not None else 0
         faults.hit(self.where, "applied")  # a fault test's crash: written, never applied
         self.maintain()
+        if wait:
+            self.synced(ticket)
+        return ticket
+
+    def synced(self, ticket: int) -> None:
+        """Return once the commit ``ticket`` (from :meth:`_write`) is on the disk: one fsync of the
+        write-ahead log covers every commit made before it began, and runs outside the store's lock,
+        so other writes commit while it is in the kernel (:class:`~legionrm.state.groupsync.GroupSync`).
+        Raises the sync's :class:`StoreFault` (``state.io_error``) if it failed; the store is stopped then.
+
+        Why a sync of the log file is the commit's durability (SQLite's documentation, ``PRAGMA
+        synchronous`` and "Write-Ahead Logging"): in WAL mode a commit appends its pages to the
+        ``-wal`` file, its last frame marked as a commit, each frame checksummed over every frame before
+        it; recovery replays the frames up to the last valid commit frame.  With ``synchronous=NORMAL``
+        the log is synced only before a checkpoint (so a commit may be lost to a power cut, never to a
+        crash of the process); ``FULL`` adds one sync of the log after each commit, which is what
+        this does, once for many.  A commit's frames are either still in the log, and the fsync of
+        the file (its inode, whoever wrote it) makes them durable, or a checkpoint copied them into
+        the database, and a checkpoint syncs the log before it copies and the database after; the
+        log is reset (written again from its start) only once every frame in it is in the synced
+        database.  So a commit that returned before the fsync began survives a crash of the machine
+        once the fsync returns.  The directory entry of the log is synced once, when its file is first
+        opened here (SQLite syncs it only at its own first sync of the log)."""
+        if ticket:
+            self._group.wait(ticket)
+
+    def _sync_log(self) -> None:
+        """fsync the write-ahead log (opened once; again, with its folder synced, if it was replaced)."""
+        faults.hit(self.where, "sync")
+        wal = f"{self.path}-wal"
+        ino = os.stat(wal).st_ino
+        if self._wal_fd is None or os.fstat(self._wal_fd).st_ino != ino:
+            if self._wal_fd is not None:
+                os.close(self._wal_fd)
+            self._wal_fd = os.open(wal, os.O_RDONLY)
+            folder = os.open(os.path.dirname(wal) or ".", os.O_RDONLY)
+            try:
+                os.fsync(folder)
+            finally:
+                os.close(folder)
+        os.fsync(self._wal_fd)
+
+    def _sync_fault(self, exc: BaseException) -> StoreFault:
+        """The fault a failed sync of the log answers with, and the store's from then on."""
+        cause = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        self.fault = StoreFault(codes.STATE_IO_ERROR, self.what, self.where,
+                                f"the sync of its log failed ({cause}): the store takes no more writes")
+        return self.fault
 
     def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
         with self._lock:
@@ -149,7 +208,7 @@ class SqliteFile:
         passed since the last look (``force``: now); True when it did.  A
         checkpoint that cannot finish now (a reader, a full disk) waits for a later call."""
         now = time.monotonic()
-        if self.path is None or (not force and now - self._checked < CHECKPOINT_EVERY_S):
+        if self.path is None or self._group.fault is not None or (not force and now - self._checked < CHECKPOINT_EVERY_S):
             return False
         self._checked = now
         wal = Path(f"{self.path}-wal")
@@ -173,6 +232,9 @@ class SqliteFile:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+            if self._wal_fd is not None:
+                os.close(self._wal_fd)
+                self._wal_fd = None
 
     def __getstate__(self) -> Any:  # a store is opened where it is used, never shipped
         raise TypeError(f"a {type(self).__name__} is not picklable: pass its path")
@@ -186,18 +248,19 @@ class KeyedStore(SqliteFile):
         super().__init__(path, what, [f"CREATE TABLE IF NOT EXISTS {table} ({key} TEXT PRIMARY KEY, body TEXT NOT NULL)"])
         self._table, self._key = table, key
 
-    def _put_rows(self, rows: Iterable[tuple[str, str]], delete: Iterable[str] = (), durable: bool = False) -> None:
-        """Write (replace) each ``(key, body)`` row and delete the rows keyed
-        ``delete`` (unknown keys are ignored), all in one transaction (``durable``: see :meth:`_write`)."""
+    def _put_rows(self, rows: Iterable[tuple[str, str]], delete: Iterable[str] = (), durable: bool = False,
+                  wait: bool = True) -> int:
+        """Write (replace) each ``(key, body)`` row and delete the rows keyed ``delete`` (unknown keys
+        are ignored), all in one transaction (``durable``, ``wait`` and the ticket: see :meth:`_write`)."""
         rows, gone = list(rows), [(k,) for k in delete]
         if not rows and not gone:
-            return
+            return 0
 
         def work(db: sqlite3.Connection) -> None:
             db.executemany(f"INSERT OR REPLACE INTO {self._table} ({self._key}, body) VALUES (?, ?)", rows)
             db.executemany(f"DELETE FROM {self._table} WHERE {self._key} = ?", gone)
 
-        self._write(work, durable)
+        return self._write(work, durable, wait)
 
     def _rows(self) -> list[tuple[str, str]]:
         """Every ``(key, body)`` row."""

@@ -8,7 +8,10 @@ that arrived while the last batch was in flight, each naming the user whose
 signed HTTP call it is (:mod:`legionrm.scheduler.intake.door` checks them),
 in the compact form of :mod:`legionrm.models.intake`.  The Scheduler writes
 a batch with one durable write and answers each item; each caller gets its
-own answer.  :mod:`~legionrm.gateway.intake.quickcheck` verifies the
+own answer.  Two batches may be in flight (``in_flight``): the Scheduler
+runs the second's checks and commit while the first's sync is in the kernel,
+and one sync may answer both (:mod:`legionrm.state.groupsync`), so a call
+waits less than one batch's round trip and sync more.  :mod:`~legionrm.gateway.intake.quickcheck` verifies the
 signatures legionrm's own clients make without the general RFC 9421
 parser.
 """
@@ -20,15 +23,18 @@ from legionrm.gateway.plane import ControlPlane
 from legionrm.models import SchedulingRequest
 from legionrm.models.intake import Cancel, Cancelled, Submit, Submitted
 
+IN_FLIGHT = 2
+"""Batches in flight to one scheduler at a time (see the module doc)."""
+
 
 class Intake:
     """Submits and cancels to each scheduler actor over ``plane``, in one stream of batches per
     scheduler (see the module doc); ``target`` names the default actor (``scheduler:NAME``)."""
 
     def __init__(self, plane: ControlPlane, target: str = "scheduler", *, window_s: float = 0.0,
-                 max_batch: int = 256) -> None:
+                 max_batch: int = 256, in_flight: int = IN_FLIGHT) -> None:
         self.plane, self.target = plane, target
-        self._window_s, self._max_batch = window_s, max_batch
+        self._window_s, self._max_batch, self._in_flight = window_s, max_batch, in_flight
         self._collectors: dict[str, Collector[Submit | Cancel]] = {}
 
     def _collector(self, to: str) -> Collector[Submit | Cancel]:
@@ -36,7 +42,8 @@ class Intake:
             async def send(items: list[Submit | Cancel]) -> list[object]:
                 # None: the gateway agent signs the batch as itself; each item names its user
                 return await self.plane.call(None, to, "intake_batch", {"items": items})  # type: ignore[arg-type,no-any-return]
-            self._collectors[to] = Collector(send, window_s=self._window_s, max_batch=self._max_batch)
+            self._collectors[to] = Collector(send, window_s=self._window_s, max_batch=self._max_batch,
+                                             in_flight=self._in_flight)
         return self._collectors[to]
 
     async def submit(self, user: str, request: SchedulingRequest, to: str | None = None) -> Submitted:

@@ -2,11 +2,15 @@
 
 Each caller awaits :meth:`Collector.call` with its item.  While no batch
 is in flight, the items waiting go at once, as one batch (after
-``window_s``, when set); while one is in flight (at most ``in_flight`` at a
-time), new items wait and go together when it is answered.  So a quiet
-gateway sends each call alone, with no delay, and a busy one sends as many
-per batch as arrived during the last round trip: the batch grows with the
-load, as a group commit does.
+``window_s``, when set); while one is in flight, new items wait and go
+together when it is answered.  So a quiet gateway sends each call alone,
+with no delay, and a busy one sends as many per batch as arrived during the
+last round trip: the batch grows with the load, as a group commit does.
+With ``in_flight`` above 1, another batch may go while some are in flight
+(at most ``in_flight`` at a time), but only once as many items wait as the
+smallest batch in flight holds: batches overlap (the Scheduler commits one
+while another's sync is in the kernel) without shrinking, since each batch
+costs a round trip and a proof whatever its size.
 
 ``send(items)`` answers a batch with one reply per item, in order: the
 item's answer, or the exception it met (an exception instance is raised to
@@ -40,7 +44,7 @@ class Collector(Generic[T]):
             raise ValueError("max_batch and in_flight must be at least 1, window_s at least 0")
         self._send, self.window_s, self.max_batch, self.in_flight = send, window_s, max_batch, in_flight
         self._waiting: list[tuple[T, asyncio.Future[Any]]] = []
-        self._flying = 0
+        self._flying: list[int] = []  # the size of each batch in flight
         self._timer: asyncio.TimerHandle | None = None
         self.batches = 0
         """How many batches went (a figure for the benchmark and ``status``)."""
@@ -55,9 +59,15 @@ class Collector(Generic[T]):
         self._kick(loop)
         return await future
 
+    def _may_go(self) -> bool:
+        """May a batch of what waits go now (a slot free, and, beside another in flight, as big as it)?"""
+        if not self._waiting or len(self._flying) >= self.in_flight:
+            return False
+        return not self._flying or len(self._waiting) >= min(self.max_batch, *self._flying)
+
     def _kick(self, loop: asyncio.AbstractEventLoop) -> None:
         """Send what waits if a batch may go now (or once the window passed)."""
-        if not self._waiting or self._flying >= self.in_flight:
+        if not self._may_go():
             return
         if self.window_s > 0 and len(self._waiting) < self.max_batch:
             if self._timer is None:
@@ -67,7 +77,7 @@ class Collector(Generic[T]):
 
     def _window_over(self, loop: asyncio.AbstractEventLoop) -> None:
         self._timer = None
-        if self._waiting and self._flying < self.in_flight:
+        if self._may_go():
             self._go(loop)
 
     def _go(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -75,7 +85,7 @@ class Collector(Generic[T]):
             self._timer.cancel()
             self._timer = None
         batch, self._waiting = self._waiting[:self.max_batch], self._waiting[self.max_batch:]
-        self._flying += 1
+        self._flying.append(len(batch))
         self.batches += 1
         self.items += len(batch)
         loop.create_task(self._fly(batch, loop))
@@ -101,5 +111,5 @@ class Collector(Generic[T]):
                 else:
                     future.set_result(reply)
         finally:
-            self._flying -= 1
+            self._flying.remove(len(batch))
             self._kick(loop)

@@ -89,3 +89,37 @@ def test_calls_arriving_together_go_as_one_batch() -> None:
 
     assert run(main()) == [n * 2 for n in range(50)]
     assert sizes == [1, 49]  # the first goes at once, alone; the rest waited for its round trip
+
+
+@settings(max_examples=60, deadline=None)
+@given(calls=st.lists(st.integers(0, 3), min_size=1, max_size=60), max_batch=st.integers(1, 8),
+       in_flight=st.integers(1, 3), seed=st.integers(0, 1000))
+def test_batches_in_flight_together_each_answer_their_own_and_none_is_smaller(calls, max_batch, in_flight,
+                                                                                seed) -> None:
+    """With ``in_flight`` batches at a time: each caller gets its own reply, never more batches fly at once,
+    and a batch that goes beside others is as big as the smallest of them (or ``max_batch``)."""
+    rng = random.Random(seed)
+    flying: list[int] = []
+    most = [0]
+
+    async def send(items: list[int]) -> list[object]:
+        if flying:
+            assert len(items) >= min(max_batch, *flying)
+        flying.append(len(items))
+        most[0] = max(most[0], len(flying))
+        await asyncio.sleep(rng.random() / 500)
+        flying.remove(len(items))
+        return [("reply", n) for n in items]
+
+    async def main() -> None:
+        c = Collector(send, max_batch=max_batch, in_flight=in_flight)
+
+        async def one(n: int, delay: int) -> None:
+            await asyncio.sleep(delay / 1000)
+            assert await c.call(n) == ("reply", n)
+
+        await asyncio.gather(*(one(n, d) for n, d in enumerate(calls)))
+        assert c.items == len(calls)
+
+    run(main())
+    assert 1 <= most[0] <= in_flight

@@ -112,8 +112,8 @@ def test_a_group_is_one_durable_write(tmp_path, monkeypatch) -> None:
     writes: list[tuple[int, bool]] = []
     store = s.scheduler.book.store
     real = store.put_many
-    monkeypatch.setattr(store, "put_many", lambda items, durable=True: writes.append((len(items), durable))
-                        or real(items, durable))
+    monkeypatch.setattr(store, "put_many", lambda items, durable=True, **kw: writes.append((len(items), durable))
+                        or real(items, durable, **kw))
     got = s.scheduler.queue.intake.submit([held(f"h{n}") for n in range(40)])
     assert writes == [(40, True)] and {r.failures[0].code for r in got} == {"queue.held"}
     assert [e.reason for e in s.scheduler.book.find("h0").history] == ["submitted", got[0].failures[0].code
@@ -135,8 +135,8 @@ def test_submits_and_cancels_together_are_one_durable_write(tmp_path, monkeypatc
     writes: list[tuple[int, bool]] = []
     store = s.scheduler.book.store
     real = store.put_many
-    monkeypatch.setattr(store, "put_many", lambda items, durable=True: writes.append((len(items), durable))
-                        or real(items, durable))
+    monkeypatch.setattr(store, "put_many", lambda items, durable=True, **kw: writes.append((len(items), durable))
+                        or real(items, durable, **kw))
     done, gone = s.scheduler.queue.intake.take([held(f"n{n}") for n in range(5)],
                                               [(f"h{n}", "bye") for n in range(10)] + [("nobody", "bye")])
     assert writes == [(15, True)]
