@@ -153,18 +153,17 @@ def replay(jobs: Sequence[Job], hosts: int, cpus_per_host: int, policy: str | Qu
             fleet.report(sorted(changed))
             changed.clear()
 
-    def seen(event: StatusEvent) -> None:
-        entry = sched.book.get(event.request_id)
-        if entry is None:
-            return
-        if event.object_id is not None:
+    def seen(event: StatusEvent) -> None:  # (a request's own "started": it hears no instance's)
+        if sched.book.get(event.request_id) is None:
             return
         job = by_id[event.request_id]
         end = clock.now + min(job.run, max(job.requested, 1.0))
         heapq.heappush(ends, (end, event.request_id))
         out.outcomes.append(Outcome(job.number, job.submit, clock.now - EPOCH, end - EPOCH, job.procs, job.user))
 
-    sched.triggers.register("*", ["started"], seen)
+    # nobody follows a replay's streams: only the events a trigger hears are built
+    sched.triggers.streams = False
+    sched.triggers.register("*", ["started"], seen, instances=False)
     order = sorted(jobs, key=lambda j: (j.submit, j.number))
     i, full = 0, EPOCH
     while i < len(order) or ends:
