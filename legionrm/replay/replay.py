@@ -33,6 +33,7 @@ site configures it (its priority order and EASY with its
 
 from __future__ import annotations
 
+import gc
 import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -143,6 +144,18 @@ def replay(jobs: Sequence[Job], hosts: int, cpus_per_host: int, policy: str | Qu
     queue = POLICIES[policy] if isinstance(policy, str) else policy
     clock = _Clock()
     sched, fleet = build(cluster(hosts, cpus_per_host, queue), clock)
+    # what lives on through the replay (the modules, the cluster just built) is left out of the
+    # collector's full passes: a replay runs in its own process (``legionrm simulate``, a
+    # benchmark), and these objects would only be read again by each of them
+    gc.freeze()
+    try:
+        return _run(sched, fleet, jobs, cpus_per_host, clock, progress)
+    finally:
+        gc.unfreeze()
+
+
+def _run(sched: Scheduler, fleet: ReplayHosts, jobs: Sequence[Job], cpus_per_host: int, clock: _Clock,
+         progress: Callable[[int, int], None] | None) -> Replay:
     by_id = {f"job{j.number:010d}": j for j in jobs}
     out = Replay()
     ends: list[tuple[float, str]] = []  # (time, request id)
