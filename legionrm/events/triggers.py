@@ -23,7 +23,9 @@ from its store, with each one's history: :func:`past_events` reads a
 request's past out of it (its transitions, its instances' starts and ends)
 and :meth:`Triggers.seed` puts that in its stream, ahead of any live event,
 so ``events_since`` (``legionrm show ID --follow``) still gives an old
-request's past.  Nothing is written anywhere else.
+request's past.  Nothing is written anywhere else.  A trace replay, which
+nobody follows, keeps no streams (:attr:`Triggers.streams`): an event no
+trigger hears is then not even built (:meth:`Triggers.wants`).
 """
 
 from __future__ import annotations

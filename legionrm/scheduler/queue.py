@@ -30,7 +30,8 @@ from legionrm.scheduler.requests import Entry, RequestBook
 
 _REQUEST, _HOLD = attrgetter("request"), attrgetter("hold")
 _SUBMIT_ORDER = attrgetter("submitted", "id")
-"""Submission order: oldest first, then by id (read in C: a pass sorts every waiting request)."""
+"""Submission order: oldest first, then by id (read in C: the kept order puts each new request in
+place by it, and sorts every waiting request by it when it cannot prove what changed)."""
 
 Walk = Callable[[list[Entry], "PassGate"], int]
 """One pass over the waiting requests in order, each tried through the gate; returns how many started."""

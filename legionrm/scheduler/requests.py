@@ -158,7 +158,7 @@ class RequestBook:
         with self._lock:
             return list(self._by_state.get(state, {}).values())
 
-    def since(self, state: RequestState, earlier: Iterable[Entry]) -> tuple[list[Entry], list[Entry], int]:
+    def since(self, state: RequestState, earlier: list[Entry]) -> tuple[list[Entry], list[Entry], int]:
         """At one moment (under the lock): the requests in ``state`` (:meth:`in_state`: in the order
         they last entered it), those of ``earlier`` in it still (in their order), and how many times
         a request entered it so far.  With the count ``n`` read with ``earlier`` (all that were in
@@ -329,7 +329,7 @@ class RequestBook:
             self._put(state, entry)
 
     def _put(self, state: str, entry: Entry) -> None:
-        """``entry`` enters ``state``'s index, last (:meth:`entered` counts it)."""
+        """``entry`` enters ``state``'s index, last (counted for :meth:`since`)."""
         index = self._by_state.setdefault(state, {})
         index.pop(entry.id, None)  # (always at the end: a dict keeps a present key where it was)
         index[entry.id] = entry
