@@ -23,7 +23,9 @@ from its store, with each one's history: :func:`past_events` reads a
 request's past out of it (its transitions, its instances' starts and ends)
 and :meth:`Triggers.seed` puts that in its stream, ahead of any live event,
 so ``events_since`` (``legionrm show ID --follow``) still gives an old
-request's past.  Nothing is written anywhere else.
+request's past.  Nothing is written anywhere else.  A trace replay, which
+nobody follows, keeps no streams (:attr:`Triggers.streams`): an event no
+trigger hears is then not even built (:meth:`Triggers.wants`).
 """
 
 from __future__ import annotations
@@ -111,9 +113,11 @@ class Trigger:
     user: str | None
     subscriber: Subscriber
     failures: int = 0
+    instances: bool = True
+    """Does it hear its subject's instances' events too (False: only requests' own, ``object_id`` None)?"""
 
     def matches(self, event: StatusEvent) -> bool:
-        return (event.status in self.statuses
+        return (event.status in self.statuses and (self.instances or event.object_id is None)
                 and (self.subject == EVERY or self.subject in (event.request_id, event.object_id))
                 and (self.user is None or self.user == event.user))
 
@@ -139,11 +143,16 @@ class Triggers:
         self._seq = 0
         self._serial = 0
         self.dropped: deque[str] = deque(maxlen=1000)
+        self.streams = True
+        """Keep each request's stream (for ``events_since``); False (a trace replay, which nobody
+        follows): only the triggers hear events, and :meth:`wants` says which are heard at all."""
+        self._heard: frozenset[tuple[str, bool]] = frozenset()  # (status, of an instance) some trigger hears
 
     def register(self, subject: str, statuses: Iterable[str], subscriber: Subscriber, *,
-                 user: str | None = None) -> str:
-        """A new trigger; returns its id.  ValueError for an empty subject, an
-        unknown status (naming it and the known ones) or a full registry."""
+                 user: str | None = None, instances: bool = True) -> str:
+        """A new trigger; returns its id (``instances=False``: it hears only requests' own events, not
+        their instances').  ValueError for an empty subject, an unknown status (naming it and the
+        known ones) or a full registry."""
         wanted = frozenset(statuses) or frozenset(STATUSES)
         unknown = sorted(wanted - set(STATUSES))
         if unknown:
@@ -155,13 +164,27 @@ class Triggers:
                 raise ValueError(f"the registry holds {self.max_triggers} triggers already")
             self._serial += 1
             tid = f"trigger-{self._serial}"
-            self._triggers[tid] = Trigger(tid, subject, wanted, user, subscriber)
+            self._triggers[tid] = Trigger(tid, subject, wanted, user, subscriber, instances=instances)
+            self._rehear()
             return tid
 
     def remove(self, trigger_id: str) -> bool:
         """Remove a trigger; False when there was none (idempotent)."""
         with self._lock:
-            return self._triggers.pop(trigger_id, None) is not None
+            gone = self._triggers.pop(trigger_id, None) is not None
+            self._rehear()
+            return gone
+
+    def _rehear(self) -> None:
+        """(Under the lock.)  What the triggers hear, for :meth:`wants`."""
+        self._heard = frozenset((s, inst) for t in self._triggers.values() for s in t.statuses
+                                for inst in ((False, True) if t.instances else (False,)))
+
+    def wants(self, status: str, instance: bool) -> bool:
+        """Would an event of ``status`` (``instance``: of an instance) be kept or heard?  Always
+        while streams are kept; else only when some trigger hears such events.  An event nobody
+        would keep nor hear need not be built nor fired: it changes nothing."""
+        return self.streams or (status, instance) in self._heard
 
     def owner(self, trigger_id: str) -> str | None:
         """The user a trigger was registered for (None: an administrator's or unknown)."""
@@ -180,12 +203,13 @@ class Triggers:
         the stamped event.  Never raises for a subscriber."""
         with self._lock:
             event = event.replaced(seq=self._next(event.at))  # (a copy without validation: only its seq is new)
-            stream = self._streams.get(event.request_id)
-            if stream is None:
-                stream = self._streams[event.request_id] = deque(maxlen=self.keep_per_request)
-                while len(self._streams) > self.keep_requests:
-                    self._streams.popitem(last=False)
-            stream.append(event)
+            if self.streams:
+                stream = self._streams.get(event.request_id)
+                if stream is None:
+                    stream = self._streams[event.request_id] = deque(maxlen=self.keep_per_request)
+                    while len(self._streams) > self.keep_requests:
+                        self._streams.popitem(last=False)
+                stream.append(event)
             matching = [t for t in self._triggers.values() if t.matches(event)]
         for t in matching:
             try:

@@ -33,6 +33,7 @@ site configures it (its priority order and EASY with its
 
 from __future__ import annotations
 
+import gc
 import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -143,6 +144,18 @@ def replay(jobs: Sequence[Job], hosts: int, cpus_per_host: int, policy: str | Qu
     queue = POLICIES[policy] if isinstance(policy, str) else policy
     clock = _Clock()
     sched, fleet = build(cluster(hosts, cpus_per_host, queue), clock)
+    # what lives on through the replay (the modules, the cluster just built) is left out of the
+    # collector's full passes: a replay runs in its own process (``legionrm simulate``, a
+    # benchmark), and these objects would only be read again by each of them
+    gc.freeze()
+    try:
+        return _run(sched, fleet, jobs, cpus_per_host, clock, progress)
+    finally:
+        gc.unfreeze()
+
+
+def _run(sched: Scheduler, fleet: ReplayHosts, jobs: Sequence[Job], cpus_per_host: int, clock: _Clock,
+         progress: Callable[[int, int], None] | None) -> Replay:
     by_id = {f"job{j.number:010d}": j for j in jobs}
     out = Replay()
     ends: list[tuple[float, str]] = []  # (time, request id)
@@ -153,18 +166,17 @@ def replay(jobs: Sequence[Job], hosts: int, cpus_per_host: int, policy: str | Qu
             fleet.report(sorted(changed))
             changed.clear()
 
-    def seen(event: StatusEvent) -> None:
-        entry = sched.book.get(event.request_id)
-        if entry is None:
-            return
-        if event.object_id is not None:
+    def seen(event: StatusEvent) -> None:  # (a request's own "started": it hears no instance's)
+        if sched.book.get(event.request_id) is None:
             return
         job = by_id[event.request_id]
         end = clock.now + min(job.run, max(job.requested, 1.0))
         heapq.heappush(ends, (end, event.request_id))
         out.outcomes.append(Outcome(job.number, job.submit, clock.now - EPOCH, end - EPOCH, job.procs, job.user))
 
-    sched.triggers.register("*", ["started"], seen)
+    # nobody follows a replay's streams: only the events a trigger hears are built
+    sched.triggers.streams = False
+    sched.triggers.register("*", ["started"], seen, instances=False)
     order = sorted(jobs, key=lambda j: (j.submit, j.number))
     i, full = 0, EPOCH
     while i < len(order) or ends:

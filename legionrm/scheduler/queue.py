@@ -17,6 +17,7 @@ more instead of running beside it.  Pure: no Ray.
 from __future__ import annotations
 
 import threading
+from bisect import insort
 from contextlib import contextmanager
 from operator import attrgetter
 from typing import Any, Callable, Iterator, Literal
@@ -29,7 +30,8 @@ from legionrm.scheduler.requests import Entry, RequestBook
 
 _REQUEST, _HOLD = attrgetter("request"), attrgetter("hold")
 _SUBMIT_ORDER = attrgetter("submitted", "id")
-"""Submission order: oldest first, then by id (read in C: a pass sorts every waiting request)."""
+"""Submission order: oldest first, then by id (read in C: the kept order puts each new request in
+place by it, and sorts every waiting request by it when it cannot prove what changed)."""
 
 Walk = Callable[[list[Entry], "PassGate"], int]
 """One pass over the waiting requests in order, each tried through the gate; returns how many started."""
@@ -49,6 +51,9 @@ class RequestQueue:
         self._dirty = threading.Event()
         self._attempting: set[str] = set()  # requests an attempt is under way for
         self._cancel_asked: set[str] = set()
+        self._order_lock = threading.Lock()
+        self._sorted: list[Entry] = []  # the pending requests in submission order, as the last pass saw them
+        self._entered = 0  # how many times a request had entered pending then (RequestBook.since)
         self.depend: Depend | None = None
         """Dependencies, ``begin_at`` and array limits (:mod:`legionrm.scheduler.depend`), checked before the site's limits."""
         self.intake: Any = None
@@ -62,10 +67,25 @@ class RequestQueue:
     def _order(self, entries: list[Entry]) -> list[Entry]:
         if self.by == "site":
             return self.site.order(entries)
-        pending = self._book.in_state("pending")
+        pending = self._submit_order()
         if set(map(_HOLD, map(_REQUEST, pending))) - {None}:  # (the common case, nobody held, is read without a loop in Python)
             pending = [e for e in pending if e.request.hold is None]
-        return sorted(pending, key=_SUBMIT_ORDER)
+        return pending
+
+    def _submit_order(self) -> list[Entry]:
+        """The pending requests in submission order: the last answer kept, without those that left
+        and with those that came since put in place, when :meth:`RequestBook.since` proves which
+        came (else sorted afresh; the same list either way: no two requests share an id)."""
+        with self._order_lock:
+            now, still, count = self._book.since("pending", self._sorted)
+            new = count - self._entered
+            if len(still) + new == len(now):
+                for entry in now[len(now) - new:] if new else ():
+                    insort(still, entry, key=_SUBMIT_ORDER)
+            else:
+                still = sorted(now, key=_SUBMIT_ORDER)
+            self._sorted, self._entered = still, count
+            return list(still)
 
     def blocked(self, entry: Entry) -> Refusal | None:
         """Why ``entry`` may not be tried now (held, a dependency, or over a QoS limit); None: it may."""

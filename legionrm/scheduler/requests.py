@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from itertools import chain
+from itertools import chain, compress
+from operator import attrgetter
 from typing import Callable, Iterable
 
 from legionrm.errors import SchedulingError
@@ -46,6 +47,8 @@ from legionrm.models import (
 from legionrm.scheduler.entry import ALLOWED, HISTORY_LIMIT, LIVE_STATES, Entry
 from legionrm.state import RequestStore, StoredRequest
 
+_STATE = attrgetter("state")
+
 
 class RequestBook:
     """Every request a Scheduler was given, by id.  Thread-safe.
@@ -58,7 +61,8 @@ class RequestBook:
 
     def __init__(self, clock: Callable[[], float], store: RequestStore | None = None,
                  listener: Callable[[StatusEvent], object] | None = None, *,
-                 keep_s: float = 86_400.0, keep: int = 1000) -> None:
+                 keep_s: float = 86_400.0, keep: int = 1000, wants: Callable[[str, bool], bool] | None = None
+                 ) -> None:
         self.clock = clock
         self.store = store
         self.keep_s, self.keep = keep_s, keep
@@ -67,19 +71,24 @@ class RequestBook:
         self._entries: dict[str, Entry] = {}  # live work, and finished requests not yet settled
         self._by_instance: dict[str, str] = {}
         self._by_state: dict[str, dict[str, Entry]] = {}  # state -> its requests: a pass reads only the live ones
+        self._entered: dict[str, int] = {}  # state -> how many times a request entered its index
         self._recent: OrderedDict[str, Entry] = OrderedDict()  # without a store: the recent settled ones
         self.listener = listener
         """Told of every transition and every instance start and end (see the module)."""
+        self.wants = wants
+        """Does the listener want an event of this status (of an instance: True)?  None: all
+        (:meth:`~legionrm.events.triggers.Triggers.wants`: one nobody keeps nor hears is not built)."""
         for item in store.load() if store is not None else ():
             entry = Entry.of(item)
             self._entries[entry.id] = entry
-            self._by_state.setdefault(entry.state, {})[entry.id] = entry
+            self._put(entry.state, entry)
             self._by_instance.update({iid: entry.id for iid in entry.instances})
 
     def tell(self, entry: Entry, status: EventStatus, reason: str, object_id: str | None = None) -> None:
         """Tell the listener of one status change of ``entry`` (or of its instance ``object_id``)."""
-        if self.listener is not None:  # (built as trusted: every field comes from the book, valid already;
-            # seq given, as the listener stamps it: its stamped copy then shares this fields-set, not a new one)
+        if self.listener is not None and (self.wants is None or self.wants(status, object_id is not None)):
+            # (built as trusted: every field comes from the book, valid already; seq given, as the
+            # listener stamps it: its stamped copy then shares this fields-set, not a new one)
             self.listener(StatusEvent.trusted(seq=0, at=float(self.clock()), request_id=entry.id, user=entry.user,
                                               status=status, object_id=object_id, reason=reason))
 
@@ -114,7 +123,7 @@ class RequestBook:
             for entry, draft in changes:
                 if entry is None:
                     self._entries[draft.id] = draft
-                    self._by_state.setdefault(draft.state, {})[draft.id] = draft
+                    self._put(draft.state, draft)
                 else:
                     self._index(entry, draft.state)
                     vars(entry).update(vars(draft))
@@ -158,6 +167,19 @@ class RequestBook:
         """The requests in ``state`` now (read from an index, not a scan of every request)."""
         with self._lock:
             return list(self._by_state.get(state, {}).values())
+
+    def since(self, state: RequestState, earlier: list[Entry]) -> tuple[list[Entry], list[Entry], int]:
+        """At one moment (under the lock): the requests in ``state`` (:meth:`in_state`: in the order
+        they last entered it), those of ``earlier`` in it still (in their order), and how many times
+        a request entered it so far.  With the count ``n`` read with ``earlier`` (all that were in
+        ``state`` then), ``len(still) + count - n == len(now)`` proves that the ``count - n`` last of
+        ``now`` are the requests that entered since and that none of ``earlier`` is among them
+        (each that entered since is counted, and one that entered twice or entered and left
+        makes the sum larger)."""
+        with self._lock:
+            index = self._by_state.get(state, {})
+            still = list(compress(earlier, map(state.__eq__, map(_STATE, earlier))))
+            return list(index.values()), still, self._entered.get(state, 0)
 
     def owner_of(self, instance_id: str) -> Entry | None:
         rid = self._by_instance.get(instance_id)
@@ -234,7 +256,7 @@ class RequestBook:
             entry.history.append(RequestEvent(at=now, state="pending", reason="submitted"))
             self.save(entry)  # a write that fails leaves no trace: the id stays free
             self._entries[request.request_id] = entry
-            self._by_state.setdefault("pending", {})[entry.id] = entry
+            self._put("pending", entry)
             self.tell(entry, "pending", "submitted")
             return entry
 
@@ -314,7 +336,14 @@ class RequestBook:
         """Move ``entry`` to ``state``'s index (before its state changes)."""
         if entry.state != state:
             self._by_state.get(entry.state, {}).pop(entry.id, None)
-            self._by_state.setdefault(state, {})[entry.id] = entry
+            self._put(state, entry)
+
+    def _put(self, state: str, entry: Entry) -> None:
+        """``entry`` enters ``state``'s index, last (counted for :meth:`since`)."""
+        index = self._by_state.setdefault(state, {})
+        index.pop(entry.id, None)  # (always at the end: a dict keeps a present key where it was)
+        index[entry.id] = entry
+        self._entered[state] = self._entered.get(state, 0) + 1
 
     @staticmethod
     def _retry_of(entry: Entry, reason: str) -> bool:
@@ -466,7 +495,7 @@ class RequestBook:
         """Take ``item`` (a live request the store holds and this book does not) into the book as it is stored."""
         with self._lock:
             entry = self._entries[item.request.request_id] = Entry.of(item)
-            self._by_state.setdefault(entry.state, {})[entry.id] = entry
+            self._put(entry.state, entry)
             self._by_instance.update({iid: entry.id for iid in entry.instances})
             return entry
 

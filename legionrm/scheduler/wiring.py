@@ -107,7 +107,7 @@ def wire(settings: SchedulerSettings, ports: SchedulerPorts) -> Wired:
     clock, cluster = ports.clock, settings.cluster
     triggers = Triggers(clocked=True)  # status events: every change the book records is fired there
     book = RequestBook(clock, ports.store, listener=triggers.fire, keep_s=settings.history_keep_s,
-                       keep=settings.history_keep)
+                       keep=settings.history_keep, wants=triggers.wants)
     # a scheduler of the cluster's plans over the hosts it serves (its nodepools, its constraint)
     served = next((s for s in cluster.scheduler_specs() if s.name == settings.name and s.serves() != SERVES_ALL), None)
     source = ServedCollection(ports.collection, served) if served is not None else ports.collection

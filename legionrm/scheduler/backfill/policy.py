@@ -117,6 +117,8 @@ class Backfill:
         if not order:
             self.reserved = {}
             return 0
+        if self.mode == "fcfs":
+            return self._strict(order, attempt, skip)
         keys = self._numbers_of(order)
         hints: dict[str, tuple[float, float]] = {}  # the top reservation's (first moment, start), this pass
         shapes, outs = self._shapes, self._outside
@@ -176,6 +178,40 @@ class Backfill:
             if i >= stop and len(blocked) >= self.depth:
                 trying = False  # nothing after this fits in all that is free (the holds only take more)
         self.reserved = {r.entry.id: r.start for r in reserved if r.start is not None}
+        return started
+
+    def _strict(self, order: Sequence[Entry], attempt: Attempt, skip: Callable[[Entry], bool] | None) -> int:
+        """:meth:`walk` under ``fcfs``: the same tries and starts, but the shapes of the requests
+        before the first start are read one by one as the walk reaches them (most passes stop at
+        the first request, which cannot start), and the rest's only once one starts (to stop the
+        pass when no later request can fit in all that is free, as :meth:`walk` does)."""
+        self.reserved = {}
+        base = self._profile()
+        fits = Fits(base, [])
+        least: list[float] | None = None  # as in walk, read at the first start
+        started, trying = 0, True
+        for i, entry in enumerate(order):
+            if entry.state != "pending" or (skip is not None and skip(entry)):
+                continue
+            if not trying:
+                break
+            request = entry.request
+            out = outside(request)
+            ok = out or fits(demand_of(request), walltime_of(request))
+            outcome = attempt(entry, base.unreported()) if ok else False
+            if outcome:
+                started += 1
+                base.add(self._usage(entry, base))
+                fits.changed([])
+                if least is None:
+                    keys = self._numbers_of(order)
+                    needs = np.where(np.array(self._outside, bool)[keys], -1.0, np.array(self._need)[keys])
+                    least = np.minimum.accumulate(needs[::-1])[::-1].tolist() + [INF]
+                trying = i < bisect_right(least, float(base.free.sum()) + EPS) - 1
+            elif outcome is None or out:
+                continue
+            else:
+                break
         return started
 
     def _numbers_of(self, order: Sequence[Entry]) -> np.ndarray:

@@ -42,7 +42,7 @@ class Recorder:
 
 ops = st.lists(st.one_of(
     st.tuples(st.just("register"), st.sampled_from(SUBJECTS), st.sets(st.sampled_from(STATUSES), max_size=3),
-              st.sampled_from(USERS)),
+              st.sampled_from(USERS), st.booleans()),
     st.tuples(st.just("remove"), st.integers(0, 20)),
     st.tuples(st.just("fire"), st.sampled_from(("r1", "r2")), st.sampled_from(STATUSES),
               st.sampled_from(("alice", "bob")), st.sampled_from((None, "i1", "i2"))),
@@ -50,19 +50,21 @@ ops = st.lists(st.one_of(
 
 
 @settings(max_examples=150, deadline=None)
-@given(ops)
-def test_every_event_reaches_exactly_the_matching_live_subscribers(script) -> None:
+@given(ops, st.booleans())
+def test_every_event_reaches_exactly_the_matching_live_subscribers(script, streams: bool) -> None:
+    """(Without streams, ``wants`` says yes to every event some trigger hears, and keeps none.)"""
     reg = Triggers()
-    live: dict[str, tuple[str, frozenset[str], str | None, Recorder]] = {}
+    reg.streams = streams
+    live: dict[str, tuple[str, frozenset[str], str | None, bool, Recorder]] = {}
     made: list[str] = []
     expected: dict[str, list[int]] = {}
     recorders: dict[str, Recorder] = {}
     for op in script:
         if op[0] == "register":
-            _, subject, statuses, user = op
+            _, subject, statuses, user, instances = op
             rec = Recorder()
-            tid = reg.register(subject, statuses, rec, user=user)
-            live[tid] = (subject, frozenset(statuses) or frozenset(STATUSES), user, rec)
+            tid = reg.register(subject, statuses, rec, user=user, instances=instances)
+            live[tid] = (subject, frozenset(statuses) or frozenset(STATUSES), user, instances, rec)
             recorders[tid], expected[tid] = rec, []
             made.append(tid)
         elif op[0] == "remove":
@@ -72,12 +74,26 @@ def test_every_event_reaches_exactly_the_matching_live_subscribers(script) -> No
                 live.pop(tid, None)
         else:
             _, rid, status, user, obj = op
+            heard = [tid for tid, (subject, statuses, who, instances, _) in live.items()
+                     if status in statuses and subject in (EVERY, rid, obj) and who in (None, user)
+                     and (instances or obj is None)]
+            assert reg.wants(status, obj is not None) if heard or streams else True
             fired = reg.fire(event(rid, status, user, obj))
-            for tid, (subject, statuses, who, _) in live.items():
-                if status in statuses and subject in (EVERY, rid, obj) and who in (None, user):
-                    expected[tid].append(fired.seq)
+            for tid in heard:
+                expected[tid].append(fired.seq)
+            assert reg.has_stream(rid) == streams
     for tid, rec in recorders.items():
         assert [e.seq for e in rec.got] == expected[tid]
+
+
+def test_without_streams_an_event_no_trigger_hears_is_not_wanted() -> None:
+    reg = Triggers()
+    assert reg.wants("ended", True)  # streams kept: every event is
+    reg.streams = False
+    tid = reg.register(EVERY, ["started"], Recorder(), instances=False)
+    assert [reg.wants(s, i) for s, i in (("started", False), ("started", True), ("ended", False))] == [True, False, False]
+    reg.remove(tid)
+    assert not reg.wants("started", False)
 
 
 def test_sequence_numbers_order_the_stream_and_a_cursor_reads_what_came_after() -> None:
