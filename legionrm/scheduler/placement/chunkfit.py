@@ -148,7 +148,6 @@ shared by every chunk that asks for the value (fewer objects per request)."""
 
 
 _PIECES = "compiled values"  # (the key of the piece cache in ``table.derived``)
-_MISSING = object()
 
 
 def _piece(table: NodeTable, name: str, written: object, index: int) -> _Piece:
@@ -194,8 +193,9 @@ def compile_chunk(table: NodeTable, chunk: Chunk, index: int) -> CompiledChunk:
     cons: list[tuple] = []
     for name, written in items:
         key = (name, type(written), written)
-        piece = pieces.get(key, _MISSING)
-        if piece is _MISSING:
+        if key in pieces:
+            piece = pieces[key]
+        else:
             piece = _piece(table, name, written, index)
             if len(pieces) > 65536:
                 pieces.clear()

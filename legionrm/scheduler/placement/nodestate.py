@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping, cast
 
 import numpy as np
 
@@ -139,7 +139,8 @@ class HostState:
         if end <= start:
             return []
         if len(hs) == 1 and (amounts is None or not any(map(_ndim, amounts.values()))):
-            return self._occupy_one(int(hs[0]), hs, float(start), float(end), bool(exclusive), amounts)
+            return self._occupy_one(int(hs[0]), hs, float(start), float(end), bool(exclusive),
+                                    cast("Mapping[str, float] | None", amounts))
         ids = list(range(len(self._h), len(self._h) + len(hs)))
         self._h.extend(hs.tolist())
         self._s.extend([float(start)] * len(hs))
