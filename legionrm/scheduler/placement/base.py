@@ -405,6 +405,12 @@ class PathPlacer:
         excl = result.request.place.excl
         if len(chunks) == 1 and result.in_arrays:  # the bucket path's answer: one chunk's arrays
             at, times = result.chunk_arrays()[0]  # (ascending, distinct hosts: as the pairs below would give)
+            if len(at) == 1:  # one host (a single-host job): numbers, not one-element arrays
+                one: dict[str, float] = {}
+                t = float(times[0])
+                for r, a in chunks[0].amounts:
+                    one[r] = one[r] + a * t if r in one else a * t
+                return self.state.occupy(at, start, end, exclusive=excl, amounts=one)
             if len(at):
                 per: dict[str, np.ndarray] = {}
                 for r, a in chunks[0].amounts:  # (each copy's amount times the copies, as the loop below sums)

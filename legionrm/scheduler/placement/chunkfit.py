@@ -17,7 +17,7 @@ paths run before searching.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, cast
+from typing import Iterable, NamedTuple, cast
 
 import numpy as np
 
@@ -172,6 +172,12 @@ def _piece(table: NodeTable, name: str, written: object, index: int) -> _Piece:
     return Check(name, value, False, written), "", (name, type(value).__name__, value, False), None
 
 
+def forget_compiled(table: NodeTable) -> None:
+    """Drop the compiled values kept for ``table`` (a benchmark timing two
+    placers on one table makes each compile every value itself)."""
+    table.derived.pop(_PIECES, None)
+
+
 def compile_chunk(table: NodeTable, chunk: Chunk, index: int) -> CompiledChunk:
     """Compile one chunk against ``table`` (see module docs for the rules).
     Raises BadValue for a value that cannot be of the hosts' kind (such a
@@ -180,16 +186,11 @@ def compile_chunk(table: NodeTable, chunk: Chunk, index: int) -> CompiledChunk:
     if pieces is None:
         pieces = table.derived[_PIECES] = {}
     given = chunk.resources
-    items = list(given.items())
-    for k, v in DEFAULT_CHUNK.items():
-        if k not in given:
-            items.append((k, v))
-    checks: list[Check] = []
-    keys: list[tuple] = []
-    cons: list[Check] = []
-    cons_keys: list[tuple] = []
-    amounts: list[tuple[str, float]] = []
-    suffix: list[str] = []
+    items: Iterable[tuple[str, object]] = given.items()
+    if any(k not in given for k in DEFAULT_CHUNK):
+        items = [*items, *((k, v) for k, v in DEFAULT_CHUNK.items() if k not in given)]
+    plain: list[tuple] = []  # the non-consumables' pieces, then the consumables', in request order
+    cons: list[tuple] = []
     for name, written in items:
         key = (name, type(written), written)
         if key in pieces:
@@ -199,21 +200,12 @@ def compile_chunk(table: NodeTable, chunk: Chunk, index: int) -> CompiledChunk:
             if len(pieces) > 65536:
                 pieces.clear()
             pieces[key] = piece
-        if piece is None:
-            continue
-        if piece[3] is None:
-            checks.append(piece[0])
-            keys.append(piece[2])
-        else:
-            cons.append(piece[0])
-            cons_keys.append(piece[2])
-            amounts.append(piece[3])
-            suffix.append(piece[1])
-    checks.reverse()  # PBS's order: non-consumables in reverse order of appearance, then consumables
-    keys.reverse()
-    match_key = tuple(keys)
-    return CompiledChunk(index, chunk.count, chunk, tuple(checks + cons), tuple(amounts), "".join(suffix),
-                         match_key + tuple(cons_keys), match_key)
+        if piece is not None:
+            (plain if piece[3] is None else cons).append(piece)
+    plain.reverse()  # PBS's order: non-consumables in reverse order of appearance, then consumables
+    match_key = tuple([p[2] for p in plain])
+    return CompiledChunk(index, chunk.count, chunk, tuple([p[0] for p in plain + cons]), tuple([p[3] for p in cons]),
+                         "".join([p[1] for p in cons]), match_key + tuple([p[2] for p in cons]), match_key)
 
 
 def compile_request(table: NodeTable, request: SelectRequest) -> tuple[CompiledChunk, ...]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping, cast
 
 import numpy as np
 
@@ -79,6 +79,7 @@ class HostState:
         self.table = table
         self.now = float(now)
         self._res = table.consumables()
+        self._totals = {r: table.total(r) for r in self._res}  # (the table is static)
         self._h: list[int] = []
         self._s: list[float] = []
         self._e: list[float] = []
@@ -137,6 +138,9 @@ class HostState:
         hs = np.asarray(list(hosts) if not isinstance(hosts, np.ndarray) else hosts, dtype=np.int64)
         if end <= start:
             return []
+        if len(hs) == 1 and (amounts is None or not any(map(_ndim, amounts.values()))):
+            return self._occupy_one(int(hs[0]), hs, float(start), float(end), bool(exclusive),
+                                    cast("Mapping[str, float] | None", amounts))
         ids = list(range(len(self._h), len(self._h) + len(hs)))
         self._h.extend(hs.tolist())
         self._s.extend([float(start)] * len(hs))
@@ -179,6 +183,38 @@ class HostState:
             np.minimum.at(live.next_event, hs, float(start))
         self._repool(hs)
         self._notify(touched)
+        return ids
+
+    def _occupy_one(
+        self, i: int, hs: np.ndarray, start: float, end: float, exclusive: bool, amounts: Mapping[str, float] | None
+    ) -> list[int]:
+        """:meth:`occupy` of one host with one number per resource (a single-host
+        job's start): the same records and live changes in plain Python, where
+        numpy's per-call cost on one-element arrays would dominate."""
+        ids = [len(self._h)]
+        self._h.append(i)
+        self._s.append(start)
+        self._e.append(end)
+        self._x.append(exclusive)
+        self._alive.append(True)
+        per: dict[str, float] = {}
+        for r in self._res:
+            v = per[r] = float(self._totals[r][i]) if amounts is None else float(amounts.get(r, 0.0))
+            self._a[r].append(v)
+        self._cache = None
+        live = self._live
+        self._pre(hs)
+        if start <= self.now < end:
+            live.njobs[i] += 1
+            if exclusive:
+                live.excl[i] = True
+            for r in self._res:
+                if amounts is None or r in amounts:  # (the host's total, or the amount asked: recorded above)
+                    live.assigned[r][i] += per[r]
+        elif start > self.now and start < live.next_event[i]:
+            live.next_event[i] = start
+        self._repool(hs)
+        self._notify(hs)
         return ids
 
     def load_calendar(self, holdings: Mapping[str, Iterable[tuple[float, float]]], *, exclusive: bool = True) -> None:
@@ -314,6 +350,9 @@ class SetSums:
         self.state = state
         self.table = state.table
         self._res = self.table.consumables()
+        self._tot = [(r, self.table.total(r)) for r in self._res]  # (the table is static)
+        self._cpu = self._res.index("ncpus") if "ncpus" in self._res else None
+        self._scalar = self._cpu is not None or "ncpus" not in self.table.columns  # (_shift_one's rule holds)
         self._live: dict[int, list] = {}  # id -> [hosts, member mask, free count, {res: avail sum}]
         self._other: dict[tuple[int, int], tuple[StateView, np.ndarray, tuple[int, dict[str, float]]]] = {}
         self._totals: dict[tuple[int, str], tuple[np.ndarray, float]] = {}
@@ -351,20 +390,34 @@ class SetSums:
         return count, avail
 
     def _shift(self, hosts: np.ndarray, view: StateView, sign: int) -> None:
-        one = int(hosts[0]) if len(hosts) == 1 else None  # (one job's host: no numpy mask per set)
+        if len(hosts) == 1 and self._scalar:
+            self._shift_one(int(hosts[0]), view, sign)
+            return
         for entry in self._live.values():
-            if one is not None:
-                if not entry[1][one]:
-                    continue
-                h = hosts
-            else:
-                h = hosts[entry[1][hosts]]
-                if not len(h):
-                    continue
+            h = hosts[entry[1][hosts]]
+            if not len(h):
+                continue
             count, avail = self._contrib(view, h)
             entry[2] += sign * count
             for r in self._res:
                 entry[3][r] += sign * avail[r]
+
+    def _shift_one(self, i: int, view: StateView, sign: int) -> None:
+        """:meth:`_shift` of one host (one job's host): :meth:`_contrib` worked
+        out once in plain Python for every set holding it, no numpy mask per set."""
+        free_amounts: list[float] | None = None
+        free = 0
+        for entry in self._live.values():
+            if not entry[1][i]:
+                continue
+            if free_amounts is None:
+                # (0.0 + x: the sum _contrib starts from, so a -0.0 adds as it does there)
+                free_amounts = [0.0 + (float(t[i]) - float(view.assigned[r][i])) for r, t in self._tot]
+                free = int(not view.excl[i] and (self._cpu is None or view.njobs[i] == 0 or free_amounts[self._cpu] > 0))
+            entry[2] += sign * free
+            sums = entry[3]
+            for (r, _), a in zip(self._tot, free_amounts):
+                sums[r] += sign * a
 
     def free_and_avail(self, hosts: np.ndarray, view: StateView) -> tuple[int, dict[str, float]]:
         """(free-node count, free amount per consumable) over ``hosts`` in ``view``."""
