@@ -37,7 +37,7 @@ def test_building_a_system_freezes_nothing(unfrozen) -> None:
 def test_freeze_moves_the_built_system_out_of_the_collector_and_it_still_schedules(unfrozen) -> None:
     system = _system()
     frozen = system.freeze()
-    assert frozen == gc.get_freeze_count() > 0
+    assert 0 < gc.get_freeze_count() <= frozen  # (a frozen object freed since leaves the count)
     assert not _tracked(system.collection) and not _tracked(system.host("h0"))
     r = system.scheduler.scheduleObjects(SchedulingRequest(request_id="r1", identity=Identity(user="u"), objects=(
         ObjectRequest(class_name="Worker", count=4, cpus=2, memory_gb=2, placement="scatter"),)))
