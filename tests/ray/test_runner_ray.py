@@ -17,7 +17,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -67,26 +67,26 @@ def accepted(sys_: Any, rid: str, user: str, **args: str) -> Any:
     return got
 
 
-def running(sys_: Any, rid: str) -> Any:
-    """The request once its instance runs."""
+def info_once(sys_: Any, rid: str, done: Callable[[Any], bool], what: str) -> Any:
+    """The request's info once ``done`` holds of it (polled for up to ``WAIT_S``)."""
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
         info = sys_._signed("request_info", {"request_id": rid})
-        if info.instances:
+        if done(info):
             return info
-        time.sleep(0.2)
-    raise AssertionError(f"{rid} did not start: {info}")
+        time.sleep(0.25)
+    raise AssertionError(f"{rid} did not {what}: {info}")
+
+
+def running(sys_: Any, rid: str) -> Any:
+    """The request once its instance runs."""
+    return info_once(sys_, rid, lambda i: bool(i.instances), "start")
 
 
 def ended(sys_: Any, rid: str) -> Any:
     """The request once it ended and its exit code is known."""
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        info = sys_._signed("request_info", {"request_id": rid})
-        if info.state in ("completed", "failed", "cancelled") and info.exit_code is not None:
-            return info
-        time.sleep(0.3)
-    raise AssertionError(f"{rid} did not end: {info}")
+    return info_once(sys_, rid, lambda i: i.state in ("completed", "failed", "cancelled") and i.exit_code is not None,
+                     "end")
 
 
 def logs(sys_: Any, rid: str, stream: str = "stdout") -> str:
