@@ -255,6 +255,7 @@ def main() -> int:
     print(f"gateway: {args.threads} threads x {args.pairs} submit+cancel pairs through the gateway of a real system "
           f"({os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f})")
     proc = None
+    batches: list[str] = []
     if args.history:
         private_dir(state)
         took = seed_history(state, args.history)
@@ -278,7 +279,7 @@ def main() -> int:
                 ray_before = sum(cpu_s(p) for p in ray_pids)
                 kernel = {k: cpu_s(p if k != "callers" else None, system=True) for k, p in pids.items()}
                 spies = [subprocess.Popen([spy_bin, "record", "-p", str(p), "-o", str(profile / f"{name}.txt"), "-f",
-                                           "raw", "-r", "200", "--nonblocking", "--gil"],
+                                           "raw", "-r", "200", "--nonblocking"] + (["--gil"] if os.environ.get("SPY_GIL", "1") == "1" else []),
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                          for name, p in pids.items()] if profile and (spy_bin := py_spy()) else []
                 in_ray = ray_threads_s(proc.pid)
@@ -298,6 +299,7 @@ def main() -> int:
                 if proc is not None:
                     os.killpg(proc.pid, signal.SIGTERM)
                     proc.wait(60)
+                    batches = [ln for ln in (home / "gateway.log").read_text().splitlines() if "its intake sent" in ln]
                 dataclasses.replace(system, signer=signer_for(home, "ops")).shutdown()
     finally:  # the home and state dir go whatever happened
         shutil.rmtree(base, ignore_errors=True)
@@ -325,6 +327,10 @@ def main() -> int:
     info("gateway: CPU a second with no call, by process", " / ".join(f"{idle[k] * 1e3:.0f}" for k in idle) + " ms",
          note=f"over {IDLE_S:g} s before the run; less that, a pair costs "
               + " / ".join(f"{max(used[k] - idle[k] * wall, 0.0) / max(pairs, 1) * 1e3:.2f}" for k in used) + " ms")
+    if batches:  # "... sent N items in M batches": the warm-up's and the run's
+        items, _, count = batches[-1].rpartition("sent ")[2].partition(" items in ")
+        info("gateway: items a batch to the Scheduler", f"{int(items) / max(int(count.split()[0]), 1):.1f}",
+             note=f"{items} calls in {count} (warm-up included): each batch is one Ray call, one proof, one sync")
     if profile:
         show_profile(profile)
     return 0

@@ -37,6 +37,7 @@ from legionrm.gateway.app import make_app
 from legionrm.gateway.control import RayControlPlane
 from legionrm.gateway.dashboard import pages
 from legionrm.gateway.dashboard.view import WAITING
+from legionrm.gateway.door import INTAKE
 from legionrm.gateway.serve import (
     DEFAULT_PORT,
     GATEWAY_FILE,
@@ -74,6 +75,8 @@ async def _serve(args: argparse.Namespace) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
+    batches, items = app[INTAKE].counts()
+    print(f"legionrm gateway: stopped; its intake sent {items} items in {batches} batches", file=sys.stderr, flush=True)
     gauges.cancel()
     await runner.cleanup()
     (home / GATEWAY_FILE).unlink(missing_ok=True)

@@ -130,14 +130,14 @@ class SignatureCheck:
     def verify(self, method: str, path_qs: str, headers: Any, body: bytes) -> Principal:
         """The user who signed this call, or :class:`Refused`.  ``path_qs`` is the raw
         request target (path and query, as sent); ``headers`` has ``items()`` of every line."""
-        names = {k.lower() for k, _ in headers.items()}
-        if "signature" not in names or "signature-input" not in names:
-            raise Refused(401, codes.AUTH_UNSIGNED, "the call is not signed (RFC 9421 Signature and Signature-Input)")
         quick = quick_verify(method, path_qs, headers, body, self._key_of)
         if quick is not None:  # legionrm's own clients' shape, verified without the general parser
             principal, nonce, created = quick
             user = principal.name
         else:
+            names = {k.lower() for k, _ in headers.items()}
+            if "signature" not in names or "signature-input" not in names:
+                raise Refused(401, codes.AUTH_UNSIGNED, "the call is not signed (RFC 9421 Signature and Signature-Input)")
             user, nonce, created = self._verify_general(method, path_qs, headers, body, names)
             found = self.principals.principal(user)
             assert found is not None  # the key resolver found it

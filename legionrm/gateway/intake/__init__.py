@@ -28,15 +28,21 @@ IN_FLIGHT = 1
 box (`bench_gateway`, 20 x 50 pairs, alternating), two in flight ran 211-301 pairs/s at 4.6-6.3 ms
 of CPU a pair against 265-295 pairs/s at 4.3-4.6 ms with one; the Collector still takes two."""
 
+LINGER_S = 0.005
+"""How long a batch waits for the callers the last one answered (:class:`Collector`'s ``linger_s``):
+a Ray call costs the gateway and the Scheduler each about a millisecond of CPU whatever it carries,
+and the callers answered are back within a round trip of theirs."""
+
 
 class Intake:
     """Submits and cancels to each scheduler actor over ``plane``, in one stream of batches per
     scheduler (see the module doc); ``target`` names the default actor (``scheduler:NAME``)."""
 
     def __init__(self, plane: ControlPlane, target: str = "scheduler", *, window_s: float = 0.0,
-                 max_batch: int = 256, in_flight: int = IN_FLIGHT) -> None:
+                 max_batch: int = 256, in_flight: int = IN_FLIGHT, linger_s: float = LINGER_S) -> None:
         self.plane, self.target = plane, target
         self._window_s, self._max_batch, self._in_flight = window_s, max_batch, in_flight
+        self._linger_s = linger_s
         self._collectors: dict[str, Collector[Submit | Cancel]] = {}
 
     def _collector(self, to: str) -> Collector[Submit | Cancel]:
@@ -45,8 +51,13 @@ class Intake:
                 # None: the gateway agent signs the batch as itself; each item names its user
                 return await self.plane.call(None, to, "intake_batch", {"items": items})  # type: ignore[arg-type,no-any-return]
             self._collectors[to] = Collector(send, window_s=self._window_s, max_batch=self._max_batch,
-                                             in_flight=self._in_flight)
+                                             in_flight=self._in_flight, linger_s=self._linger_s)
         return self._collectors[to]
+
+    def counts(self) -> tuple[int, int]:
+        """How many batches went to the schedulers, and how many items they carried (a figure for the
+        benchmark: the larger the batch, the less a call pays of its Ray call, proof and sync)."""
+        return (sum(c.batches for c in self._collectors.values()), sum(c.items for c in self._collectors.values()))
 
     async def submit(self, user: str, request: SchedulingRequest, to: str | None = None) -> Submitted:
         """``request`` submitted as ``user``'s to ``to`` (default: :attr:`target`); its refusal or error raised."""

@@ -12,6 +12,17 @@ smallest batch in flight holds: batches overlap (the Scheduler commits one
 while another's sync is in the kernel) without shrinking, since each batch
 costs a round trip and a proof whatever its size.
 
+With ``linger_s``, a batch waits (at most that long) for the callers the
+last batch answered: once a batch is answered, the next one goes as soon as
+as many items wait as were in play in that round (the batch's and those that
+waited beside it), else when ``linger_s`` has passed.  Each of a fixed set
+of callers has one call out at a time (a client waits for its answer before
+its next call), so without it the batches alternate between the callers
+just answered and the rest (about half the callers each); with it, each
+batch carries them all, and a batch -- its Ray call, its proof, its sync --
+is paid half as often.  A lone caller waits for no one (one in play, one
+waiting: it goes at once).
+
 ``send(items)`` answers a batch with one reply per item, in order: the
 item's answer, or the exception it met (an exception instance is raised to
 that caller alone).  The replies are matched to their callers one to one:
@@ -39,10 +50,14 @@ class Collector(Generic[T]):
     """Batches the items of concurrent :meth:`call`\\ s for ``send`` (see the module doc); at most
     ``max_batch`` items a batch, ``in_flight`` batches at a time."""
 
-    def __init__(self, send: Send[T], *, window_s: float = 0.0, max_batch: int = 256, in_flight: int = 1) -> None:
-        if max_batch < 1 or in_flight < 1 or window_s < 0:
-            raise ValueError("max_batch and in_flight must be at least 1, window_s at least 0")
+    def __init__(self, send: Send[T], *, window_s: float = 0.0, max_batch: int = 256, in_flight: int = 1,
+                 linger_s: float = 0.0) -> None:
+        if max_batch < 1 or in_flight < 1 or window_s < 0 or linger_s < 0:
+            raise ValueError("max_batch and in_flight must be at least 1, window_s and linger_s at least 0")
         self._send, self.window_s, self.max_batch, self.in_flight = send, window_s, max_batch, in_flight
+        self.linger_s = linger_s
+        self._expect = 0  # how many items the next batch waits for (linger_s): the last round's callers
+        self._lingering: asyncio.TimerHandle | None = None
         self._waiting: list[tuple[T, asyncio.Future[Any]]] = []
         self._flying: list[int] = []  # the size of each batch in flight
         self._timer: asyncio.TimerHandle | None = None
@@ -66,14 +81,24 @@ class Collector(Generic[T]):
         return not self._flying or len(self._waiting) >= min(self.max_batch, *self._flying)
 
     def _kick(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Send what waits if a batch may go now (or once the window passed)."""
+        """Send what waits if a batch may go now (or once the window passed, or the last round's callers
+        are back)."""
         if not self._may_go():
+            return
+        if len(self._waiting) < min(self._expect, self.max_batch):  # the last round's callers are not all back
+            if self._lingering is None:
+                self._lingering = loop.call_later(self.linger_s, self._linger_over, loop)
             return
         if self.window_s > 0 and len(self._waiting) < self.max_batch:
             if self._timer is None:
                 self._timer = loop.call_later(self.window_s, self._window_over, loop)
             return
         self._go(loop)
+
+    def _linger_over(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._lingering = None
+        self._expect = 0  # those that are back go now (and the window, if any, still applies)
+        self._kick(loop)
 
     def _window_over(self, loop: asyncio.AbstractEventLoop) -> None:
         self._timer = None
@@ -84,6 +109,10 @@ class Collector(Generic[T]):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._lingering is not None:
+            self._lingering.cancel()
+            self._lingering = None
+        self._expect = 0
         batch, self._waiting = self._waiting[:self.max_batch], self._waiting[self.max_batch:]
         self._flying.append(len(batch))
         self.batches += 1
@@ -112,4 +141,6 @@ class Collector(Generic[T]):
                     future.set_result(reply)
         finally:
             self._flying.remove(len(batch))
+            if self.linger_s > 0 and not self._flying:  # this round's callers: those answered and those waiting
+                self._expect = len(batch) + len(self._waiting)
             self._kick(loop)
