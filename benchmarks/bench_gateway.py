@@ -304,6 +304,9 @@ def main() -> int:
     finally:  # the home and state dir go whatever happened
         shutil.rmtree(base, ignore_errors=True)
     lat.sort()
+    if os.environ.get("BENCH_TAIL"):
+        print("slowest calls (ms):", [round(x * 1e3) for x in lat[-30:]], "p50/p90/p95:",
+              [round(lat[int(q * len(lat))] * 1e3) for q in (0.5, 0.9, 0.95)])
     pairs = len(lat) / 2
     p99 = lat[min(len(lat) - 1, int(0.99 * len(lat)))] * 1e3 if lat else float("inf")
     rate = pairs / wall
