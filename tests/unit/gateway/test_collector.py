@@ -23,8 +23,9 @@ def run(coro):  # type: ignore[no-untyped-def]
 
 @settings(max_examples=60, deadline=None)
 @given(calls=st.lists(st.tuples(st.integers(0, 3), st.booleans()), min_size=1, max_size=60),
-       max_batch=st.integers(1, 8), window=st.sampled_from([0.0, 0.001]), seed=st.integers(0, 1000))
-def test_each_caller_gets_the_reply_to_its_own_item(calls, max_batch, window, seed) -> None:
+       max_batch=st.integers(1, 8), window=st.sampled_from([0.0, 0.001]), linger=st.sampled_from([0.0, 0.002]),
+       seed=st.integers(0, 1000))
+def test_each_caller_gets_the_reply_to_its_own_item(calls, max_batch, window, linger, seed) -> None:
     """Callers arrive at random moments; ``send`` answers a batch after a random delay, an item marked
     bad with an exception of its own.  Each caller's reply (or error) is its own item's."""
     rng = random.Random(seed)
@@ -40,7 +41,7 @@ def test_each_caller_gets_the_reply_to_its_own_item(calls, max_batch, window, se
         return [Boom(n) if bad else ("reply", n) for n, bad in items]
 
     async def main() -> None:
-        c = Collector(send, window_s=window, max_batch=max_batch)
+        c = Collector(send, window_s=window, max_batch=max_batch, linger_s=linger)
 
         async def one(n: int, delay: int, bad: bool) -> None:
             await asyncio.sleep(delay / 1000)
@@ -130,3 +131,53 @@ def test_batches_in_flight_together_each_answer_their_own_and_none_is_smaller(ca
 
     run(main())
     assert 1 <= most[0] <= in_flight
+
+
+def rounds(callers: int, calls: int, linger: float, leave_after: dict[int, int] | None = None) -> list[int]:
+    """``callers`` callers, each making ``calls`` calls one after another (the next once the last is
+    answered; caller k only ``leave_after[k]``); the size of each batch that went."""
+    sizes: list[int] = []
+
+    async def send(items: list[int]) -> list[int]:
+        sizes.append(len(items))
+        await asyncio.sleep(0.002)
+        return [n + 1 for n in items]
+
+    async def main() -> None:
+        c = Collector(send, linger_s=linger)
+
+        async def caller(k: int) -> None:
+            for n in range((leave_after or {}).get(k, calls)):
+                assert await asyncio.wait_for(c.call(n * 1000 + k), 60) == n * 1000 + k + 1
+                await asyncio.sleep(0)  # a caller's own work between its calls
+
+        await asyncio.gather(*(caller(k) for k in range(callers)))
+        assert c.items == sum(sizes)
+
+    run(main())
+    return sizes
+
+
+def test_a_batch_lingers_for_the_callers_the_last_one_answered() -> None:
+    """Each caller has one call out at a time: without lingering the batches split the callers between
+    them; lingering, each batch after the first rounds carries every caller."""
+    plain, lingering = rounds(8, 6, 0.0), rounds(8, 6, 0.2)
+    assert sum(plain) == sum(lingering) == 48
+    # the first call goes alone, the 7 others wait for it; then all 8, round after round (the first
+    # caller, one call ahead, is done before the last round)
+    assert lingering == [1, 8, 8, 8, 8, 8, 7] and len(plain) > len(lingering)
+
+
+def test_a_lone_caller_never_waits_for_anyone() -> None:
+    """One caller, however long the linger: each call goes at once (the test would hang otherwise)."""
+    assert rounds(1, 5, 3600.0) == [1, 1, 1, 1, 1]
+
+
+def test_a_caller_that_left_is_waited_for_once_then_no_more() -> None:
+    """A caller stops calling: the next batch goes when the linger is over, and the ones after it go
+    without it, as soon as the callers still there are back."""
+    sizes = rounds(4, 6, 0.05, leave_after={3: 2})
+    assert sum(sizes) == 3 * 6 + 2
+    first = sizes.index(3)  # the round after the leave: the three still there, and so on to the end
+    assert sizes[0] == 1 and sizes[1:first] == [4] * (first - 1)
+    assert all(n == 3 for n in sizes[first:-1]) and sizes[-1] in (2, 3)  # (the first caller, a call ahead, ends first)
