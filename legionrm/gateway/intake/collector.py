@@ -15,7 +15,7 @@ costs a round trip and a proof whatever its size.
 With ``linger_s``, a batch waits (at most that long) for the callers the
 last batch answered: once a batch is answered, the next one goes as soon as
 as many items wait as were in play in that round (the batch's and those that
-waited beside it), else when ``linger_s`` has passed.  Each of a fixed set
+waited beside it), else ``linger_s`` after that answer.  Each of a fixed set
 of callers has one call out at a time (a client waits for its answer before
 its next call), so without it the batches alternate between the callers
 just answered and the rest (about half the callers each); with it, each
@@ -58,6 +58,7 @@ class Collector(Generic[T]):
         self.linger_s = linger_s
         self._expect = 0  # how many items the next batch waits for (linger_s): the last round's callers
         self._lingering: asyncio.TimerHandle | None = None
+        self._answered_at = 0.0  # when the last batch was answered (the loop's clock): the linger ends linger_s after
         self._waiting: list[tuple[T, asyncio.Future[Any]]] = []
         self._flying: list[int] = []  # the size of each batch in flight
         self._timer: asyncio.TimerHandle | None = None
@@ -86,9 +87,11 @@ class Collector(Generic[T]):
         if not self._may_go():
             return
         if len(self._waiting) < min(self._expect, self.max_batch):  # the last round's callers are not all back
-            if self._lingering is None:
-                self._lingering = loop.call_later(self.linger_s, self._linger_over, loop)
-            return
+            if loop.time() < self._answered_at + self.linger_s:  # (a call after a quiet spell never waits)
+                if self._lingering is None:
+                    self._lingering = loop.call_at(self._answered_at + self.linger_s, self._linger_over, loop)
+                return
+            self._expect = 0
         if self.window_s > 0 and len(self._waiting) < self.max_batch:
             if self._timer is None:
                 self._timer = loop.call_later(self.window_s, self._window_over, loop)
@@ -142,5 +145,5 @@ class Collector(Generic[T]):
         finally:
             self._flying.remove(len(batch))
             if self.linger_s > 0 and not self._flying:  # this round's callers: those answered and those waiting
-                self._expect = len(batch) + len(self._waiting)
+                self._expect, self._answered_at = len(batch) + len(self._waiting), loop.time()
             self._kick(loop)

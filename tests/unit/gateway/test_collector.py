@@ -181,3 +181,25 @@ def test_a_caller_that_left_is_waited_for_once_then_no_more() -> None:
     first = sizes.index(3)  # the round after the leave: the three still there, and so on to the end
     assert sizes[0] == 1 and sizes[1:first] == [4] * (first - 1)
     assert all(n == 3 for n in sizes[first:-1]) and sizes[-1] in (2, 3)  # (the first caller, a call ahead, ends first)
+
+
+def test_a_call_after_a_quiet_spell_goes_at_once() -> None:
+    """The linger counts from the last batch's answer: a call made after it is over waits for no one,
+    however many callers the last round had."""
+    sizes: list[int] = []
+
+    async def send(items: list[int]) -> list[int]:
+        sizes.append(len(items))
+        await asyncio.sleep(0.001)
+        return items
+
+    async def main() -> None:
+        c = Collector(send, linger_s=0.05)
+        await asyncio.gather(*(c.call(n) for n in range(5)))  # a round of five: [1, 4]
+        await asyncio.sleep(0.2)  # quiet, longer than the linger
+        late = asyncio.ensure_future(c.call(99))
+        await asyncio.sleep(0)  # one turn of the loop: its batch went (a lingering one would not have)
+        assert c.batches == 3 and sizes == [1, 4]
+        assert await late == 99 and sizes == [1, 4, 1]
+
+    run(main())
