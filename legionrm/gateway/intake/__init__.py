@@ -28,7 +28,7 @@ IN_FLIGHT = 1
 box (`bench_gateway`, 20 x 50 pairs, alternating), two in flight ran 211-301 pairs/s at 4.6-6.3 ms
 of CPU a pair against 265-295 pairs/s at 4.3-4.6 ms with one; the Collector still takes two."""
 
-LINGER_S = 0.010
+LINGER_S = 0.020
 """How long a batch waits for the callers the last one answered (:class:`Collector`'s ``linger_s``):
 a Ray call costs the gateway and the Scheduler each about a millisecond of CPU whatever it carries,
 and the callers answered are back within a round trip of theirs."""
