@@ -30,8 +30,9 @@ of CPU a pair against 265-295 pairs/s at 4.3-4.6 ms with one; the Collector stil
 
 LINGER_S = 0.020
 """How long a batch waits for the callers the last one answered (:class:`Collector`'s ``linger_s``):
-a Ray call costs the gateway and the Scheduler each about a millisecond of CPU whatever it carries,
-and the callers answered are back within a round trip of theirs."""
+a Ray call costs the gateway and the Scheduler each over a millisecond of CPU whatever it carries,
+and the callers answered are back within a round trip of theirs (under load often more than 10 ms:
+20 ms took `bench_gateway`'s batches from 9.3 items to 10-15, ``benchmarks/README.md``)."""
 
 
 class Intake:

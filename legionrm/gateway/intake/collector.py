@@ -19,8 +19,8 @@ waited beside it), else ``linger_s`` after that answer.  Each of a fixed set
 of callers has one call out at a time (a client waits for its answer before
 its next call), so without it the batches alternate between the callers
 just answered and the rest (about half the callers each); with it, each
-batch carries them all, and a batch -- its Ray call, its proof, its sync --
-is paid half as often.  A lone caller waits for no one (one in play, one
+batch carries as many of them as are back in time, and a batch -- its Ray
+call, its proof, its sync -- is paid about once a round, not twice.  A lone caller waits for no one (one in play, one
 waiting: it goes at once).
 
 ``send(items)`` answers a batch with one reply per item, in order: the
