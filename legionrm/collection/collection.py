@@ -40,6 +40,7 @@ from typing import Any, Callable, Mapping, Protocol, cast
 
 import numpy as np
 
+from legionrm.collection.kindmask import KIND_QUERY, kind_mask
 from legionrm.collection.snapshot import TableSnapshot
 from legionrm.collection.table import AttributeTable
 from legionrm.errors import CollectionError, UnknownResourceError
@@ -117,7 +118,11 @@ class CollectionSnapshot:
         available (unless ``include_unavailable``) and accepts ``caller`` (a
         bare string is the user name of an Identity without a class).
         Raises MILError on a bad query."""
-        mask = compile_query(text).mask(self.table)
+        query = compile_query(text)
+        if KIND_QUERY.fullmatch(text):  # (the hosts, the vaults: kept while the kind column is the same)
+            mask = kind_mask(text, self.table, lambda: query.mask(self.table))
+        else:
+            mask = query.mask(self.table)
         if not include_unavailable:
             mask = mask & self._alive()
         if caller is not None:
