@@ -14,7 +14,7 @@ they are compared by identity.
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -40,7 +40,7 @@ def test_kept_mask_is_the_fresh_one_after_any_changes(ops: list[tuple], capacity
         for snap in (snaps[-1], snaps[len(snaps) // 2], snaps[0]):  # old snapshots keep their own answer
             for text in QUERIES:
                 want = compile_query(text).mask(snap)
-                got = kind_mask(text, snap, lambda: compile_query(text).mask(snap))
+                got = kind_mask(text, snap, lambda text=text, snap=snap: compile_query(text).mask(snap))
                 assert np.array_equal(got, want), (text, snap.names)
 
 
