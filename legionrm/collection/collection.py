@@ -40,6 +40,7 @@ from typing import Any, Callable, Mapping, Protocol, cast
 
 import numpy as np
 
+from legionrm.collection.kindmask import KIND_QUERY, kind_mask
 from legionrm.collection.snapshot import TableSnapshot
 from legionrm.collection.table import AttributeTable
 from legionrm.errors import CollectionError, UnknownResourceError
@@ -117,7 +118,11 @@ class CollectionSnapshot:
         available (unless ``include_unavailable``) and accepts ``caller`` (a
         bare string is the user name of an Identity without a class).
         Raises MILError on a bad query."""
-        mask = compile_query(text).mask(self.table)
+        query = compile_query(text)
+        if KIND_QUERY.fullmatch(text):  # (the hosts, the vaults: kept while the kind column is the same)
+            mask = kind_mask(text, self.table, lambda: query.mask(self.table))
+        else:
+            mask = query.mask(self.table)
         if not include_unavailable:
             mask = mask & self._alive()
         if caller is not None:
@@ -276,6 +281,10 @@ class Collection:
             beat = {_HEARTBEAT: now, _EXPIRES: now + self.stale_window_s}
             writes: list[tuple[str, dict[str, AttrValue | None]]] = []
             at: list[int] = []  # the position in ``updates`` of each write
+            if _plain_batch(updates, self._records):  # (the hosts' reports: every name known, no reserved key)
+                writes = [(name, {**attrs, **beat} if attrs else dict(beat)) for name, attrs in updates]
+                at = list(range(len(updates)))
+                updates = []
             for k, (name, attrs) in enumerate(updates):
                 attrs = dict(attrs or {})
                 try:
@@ -473,6 +482,15 @@ def public(rec: ResourceRecord) -> ResourceRecord:
     if rec.attributes.get(_OFF):
         update["available"] = False
     return rec.model_copy(update=update)
+
+
+def _plain_batch(updates: list[tuple[str, Mapping[str, Any] | None]], records: Mapping[str, object]) -> bool:
+    """Every update names a known resource and no reserved (or non-text) attribute: what
+    :func:`_check_public` and the lookups would pass, checked on the distinct keys at once."""
+    keys = set().union(*(a for _, a in updates if a))
+    return (all(isinstance(k, str) and not k.startswith(RESERVED_PREFIX) for k in keys)
+            and all(isinstance(a, dict) or a is None for _, a in updates)
+            and all(map(records.__contains__, [n for n, _ in updates])))
 
 
 def _check_public(name: str, attrs: Mapping[str, object]) -> None:

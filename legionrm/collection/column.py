@@ -29,7 +29,7 @@ class MutableColumn:
     int64 array and nothing more.
     """
 
-    __slots__ = ("cap", "tag", "utag", "b", "i", "f", "s", "counts", "shared", "snap_rows")
+    __slots__ = ("cap", "tag", "utag", "b", "i", "f", "s", "counts", "shared", "snap_rows", "kept")
 
     def __init__(self, capacity: int, n: int) -> None:
         self.cap = capacity
@@ -43,6 +43,7 @@ class MutableColumn:
         self.counts[V.UNDEF] = n
         self.shared = False  # a snapshot holds views of rows [0, snap_rows)
         self.snap_rows = 0
+        self.kept: tuple[int, Column | None] | None = None  # the last view, for its n, until the next write
 
     def arrays(self) -> Iterable[tuple[str, np.ndarray]]:
         for k in ("tag", "b", "i", "f", "s"):
@@ -66,6 +67,7 @@ class MutableColumn:
 
     def grow(self, capacity: int) -> None:
         self.cap = capacity
+        self.kept = None
         for k, a in list(self.arrays()):
             new = np.zeros(capacity, dtype=a.dtype)
             new[: len(a)] = a
@@ -73,7 +75,9 @@ class MutableColumn:
         self.shared = False  # fresh arrays: snapshots keep the old ones
 
     def before_write(self, row: int) -> None:
-        """Copy the arrays if a snapshot can see ``row`` (copy-on-write)."""
+        """Copy the arrays if a snapshot can see ``row`` (copy-on-write).  Every
+        write comes here first: the kept view goes (the next one is made afresh)."""
+        self.kept = None
         if self.shared and row < self.snap_rows:
             for k, a in list(self.arrays()):
                 setattr(self, k, a.copy())
@@ -105,7 +109,17 @@ class MutableColumn:
             self.data("s")[row] = codes.code(value)  # type: ignore[arg-type]
 
     def view(self, n: int) -> Column | None:
-        """An immutable Column over rows [0, n); None if no row exports it."""
+        """An immutable Column over rows [0, n); None if no row exports it.  The
+        same one again while nothing is written (snapshots between heartbeats
+        share the columns the heartbeats leave alone)."""
+        kept = self.kept
+        if kept is not None and kept[0] == n:
+            return kept[1]
+        col = self._view(n)
+        self.kept = (n, col)
+        return col
+
+    def _view(self, n: int) -> Column | None:
         if self.counts[V.UNDEF] == n:
             return None
         uniform = next((t for t, c in enumerate(self.counts) if c == n), None)

@@ -33,6 +33,10 @@ from legionrm.errors import CollectionError, UnknownResourceError
 from legionrm.mil import values as V
 from legionrm.mil.columns import Column, StringDict
 
+_TAG_OF = {bool: V.BOOL, int: V.INT, float: V.FLOAT, str: V.STR}
+"""The tag of a plain value by its type (:func:`legionrm.mil.values.tag_of`'s first cases)."""
+
+
 class AttributeTable:
     """The mutable table; single owner (the Collection core), not thread-safe."""
 
@@ -178,7 +182,8 @@ class AttributeTable:
         if attr not in self._cols and all(v is V.UNDEFINED for v in vals):
             return
         c = self._column(attr)
-        tags = {V.tag_of(v) for v in vals}
+        kinds = set(map(type, vals))  # (the tags of few distinct types, not of every value)
+        tags = {_TAG_OF[k] for k in kinds} if kinds <= _TAG_OF.keys() else {V.tag_of(v) for v in vals}
         t = tags.pop() if len(tags) == 1 else None
         field = {V.BOOL: "b", V.INT: "i", V.FLOAT: "f"}.get(t) if t is not None else None
         if field is None or c.tag is not None or c.utag != t or len(set(rows)) != len(rows):

@@ -202,6 +202,8 @@ _val = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.
 _op = st.one_of(
     st.tuples(st.just("upsert"), st.sampled_from("abcdef"), st.dictionaries(st.sampled_from("xyz"), _val, max_size=3), st.booleans()),
     st.tuples(st.just("remove"), st.sampled_from("abcdef")),
+    st.tuples(st.just("many"), st.lists(st.tuples(st.sampled_from("abcdef"), st.dictionaries(
+        st.sampled_from("xyz"), st.one_of(_val, st.floats(0, 9), st.integers(0, 9)), max_size=3)), max_size=4)),
     st.tuples(st.just("snap")),
 )
 
@@ -224,6 +226,11 @@ def test_table_matches_a_dict_model(ops: list) -> None:  # type: ignore[type-arg
                     rec[k] = v
             model[name] = rec
             s.upsert(name, attrs, replace=replace)
+        elif op[0] == "many":  # heartbeats (column writes; the snapshot's unwritten columns kept)
+            known = [(name, attrs) for name, attrs in op[1] if name in model]
+            for name, attrs in known:
+                model[name] = {k: v for k, v in {**model[name], **attrs}.items() if v is not None}
+            assert s.update_many(known) == []
         elif op[0] == "remove":
             if op[1] in model:
                 del model[op[1]]

@@ -15,7 +15,7 @@ NAMES = ["h1", "h2", "h3"]
 VALUES = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(-1e3, 1e3, allow_nan=False),
                    st.sampled_from(["a", "b"]), st.just(2**70))  # 2**70: refused (not 64-bit)
 UPDATE = st.tuples(st.sampled_from(NAMES + ["ghost"]),
-                   st.dictionaries(st.sampled_from(["load", "free_cpus", "tag", "fresh"]), VALUES, max_size=3))
+                   st.dictionaries(st.sampled_from(["load", "free_cpus", "tag", "fresh", "@off"]), VALUES, max_size=3))  # (@off: refused)
 
 
 def fleet() -> Collection:

@@ -4,6 +4,12 @@ work starts and ends; and a user's usage sums them in that order."""
 
 from __future__ import annotations
 
+import math
+import struct
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from legionrm.models import Identity, InstanceRef, ObjectRequest, SchedulingRequest
 from legionrm.scheduler.priority.site import RunningUses, _uses
 from legionrm.scheduler.priority.usage import UsageLedger, Use, decayed_cpu_seconds
@@ -44,3 +50,34 @@ def test_usage_sums_each_stretch_in_order() -> None:
     for u in uses:
         want += decayed_cpu_seconds(u.cpus, u.start, u.end, book_now, 3600.0)
     assert ledger.usage(book_now, uses)["a"].decayed == want
+
+
+def _loop_usage(ledger: UsageLedger, now: float, running: list[Use]) -> dict[str, tuple[float, float]]:
+    """The ledger's usage as adding each stretch one by one (the reference the columns must match bit for bit)."""
+    ledger._age(now)
+    raw, dec = dict(ledger._raw), dict(ledger._decayed)
+    for u in running:
+        raw[u.user] = raw.get(u.user, 0.0) + u.cpus * max(0.0, min(u.end, now) - u.start)
+        dec[u.user] = dec.get(u.user, 0.0) + decayed_cpu_seconds(u.cpus, u.start, u.end, now, ledger.half_life_s)
+    return {user: (raw[user], dec.get(user, 0.0)) for user in raw}
+
+
+_TIMES = st.floats(0.0, 1e6, allow_nan=False)
+_USE = st.builds(Use, st.sampled_from(["a", "b", "c", "d"]), st.sampled_from([0.0, 0.5, 1.0, 3.0, 4.0, 17.25, -1.0]),
+                 _TIMES, st.one_of(_TIMES, st.just(math.inf)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(half_life=st.sampled_from([0.0, 3600.0, 7 * 86400.0, 12345.678]), finished=st.lists(_USE, max_size=6),
+       passes=st.lists(st.tuples(st.floats(0.0, 2e6, allow_nan=False), st.lists(_USE, max_size=40)), min_size=1,
+                       max_size=4))
+def test_column_usage_is_the_one_by_one_sum_bit_for_bit(half_life: float, finished: list[Use],
+                                                        passes: list[tuple[float, list[Use]]]) -> None:
+    ledger = UsageLedger(half_life)
+    passes = sorted(passes, key=lambda p: p[0])
+    ledger.add(finished, passes[0][0])  # (a total to start from: the sum's order shows)
+    for now, running in passes:
+        got = {u: (v.raw, v.decayed) for u, v in ledger.usage(now, running).items()}
+        want = _loop_usage(ledger, now, running)
+        assert list(got) == list(want)  # the same users in the same order
+        assert [struct.pack("<dd", *v) for v in got.values()] == [struct.pack("<dd", *v) for v in want.values()]
