@@ -355,7 +355,10 @@ class ResourceObject(Durable, Presence):
         return None
 
     def _validate(self, token: ReservationToken, presenter: Holder, class_name: str | None) -> Reservation | Refusal:
-        """Every token check, in order; the reservation when the token may be used now."""
+        """Every token check, in order; the reservation when the token may be used now.
+
+        Authentic means the very token this resource granted (equal to its record, signature
+        included: no HMAC to compute), or else a token its signature says was made here."""
         if token.issuer != self.name:
             return self._refuse(codes.TOKEN_WRONG_ISSUER, f"token issued by {token.issuer!r}, not by {self.name!r}")
         res = self._by_token.get(token.token_id)
