@@ -53,6 +53,7 @@ class LocalSystem:
             heartbeat_interval_s=spec.collection.heartbeat_interval_s, stale_after=spec.collection.stale_after, clock=clock
         )
         self.groups: dict[str, HostGroup] = {}
+        self._carriers: dict[str, HostGroup] = {}  # host -> the group found carrying it (a hint: checked when used)
         for name, specs in host_groups(spec).items():
             group = HostGroup(name, [build_host(s, clock=clock, **self._work(s.name, runs_dir)) for s in specs],
                               sink=self.collection)
@@ -94,9 +95,14 @@ class LocalSystem:
         return {"work": build_work(self.spec.runner, Path(runs_dir) / host, None)} if runs_dir else {}
 
     def carrier(self, host: str) -> HostGroup | None:
-        """The host group that carries ``host`` (a class object's host resolver)."""
+        """The host group that carries ``host`` (a class object's host resolver, asked at every
+        start: the group that carried it last is asked first, then every group)."""
+        g = self._carriers.get(host)
+        if g is not None and host in g:
+            return g
         for g in self.groups.values():
             if host in g:
+                self._carriers[host] = g
                 return g
         return None
 

@@ -178,7 +178,8 @@ class InProcessPort:
             target.cancel_reservations(toks)
 
     def create_instances(self, items: Sequence[CreateItem]) -> list[InstanceRef | Refusal]:
-        """One ``create_instances`` call per class object, as over Ray."""
+        """One ``create_instances`` call per class object, as over Ray (``create_items``,
+        when the class object has it: the items themselves, no request models made)."""
         out: list[InstanceRef | Refusal | None] = [None] * len(items)
         by_class: dict[str, list[int]] = {}
         for i, it in enumerate(items):
@@ -189,7 +190,10 @@ class InProcessPort:
                 for i in idx:
                     out[i] = Refusal(code=codes.RESOURCE_DEAD, reason=f"no class object {name!r} is reachable", by=name)
                 continue
-            for i, answer in zip(idx, cls.create_instances([create_request(items[i]) for i in idx])):
+            many = getattr(cls, "create_items", None)  # (a class object in this process takes the items as they are)
+            answers = many([items[i] for i in idx]) if many is not None else cls.create_instances(
+                [create_request(items[i]) for i in idx])
+            for i, answer in zip(idx, answers):
                 out[i] = answer
         return out  # type: ignore[return-value]
 

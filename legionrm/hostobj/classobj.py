@@ -21,9 +21,11 @@ import fnmatch
 import logging
 import threading
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from legionrm import codes
+from legionrm.hostobj.group import HostGroup
 from legionrm.hostobj.policies import ADMIT, Verdict, ask_owner
 from legionrm.mil import compile_query
 from legionrm.models import (
@@ -157,6 +159,13 @@ class ClassObject:
         """
         return self._create([_Ask(r.host, r.vault, r.token, r.args, r.vault_token, r.holder, True) for r in items])
 
+    def create_items(self, items: Sequence[Any]) -> list[InstanceRef | Refusal]:
+        """:meth:`create_instances` of the in-process Enactor's create items
+        (:class:`~legionrm.enactor.ports.CreateItem`: ``host``, ``host_token``, ``vault``,
+        ``vault_token``, ``holder``, ``args``, every one valid already), with no
+        :class:`CreateRequest` made for them; the same checks, answers and state."""
+        return self._create([_Ask(r.host, r.vault, r.host_token, r.args, r.vault_token, r.holder, True) for r in items])
+
     def destroy_instance(self, instance_id: str, reason: str = "destroyed") -> bool:
         """Stop an instance on its host and release its vault space.  Idempotent."""
         with self._lock:
@@ -280,10 +289,11 @@ class ClassObject:
             if isinstance(use, Refusal):
                 return use
             use_id = use
-        # a create request's parts are valid already (a CreateRequest): its start is built without validating them again
-        start = (StartRequest.trusted if ask.valid else StartRequest)(
-            token=token, class_name=self.name, holder=holder, vault=vault_name, args=dict(ask.args or {}), impl=impl)
-        return _Admitted(index, host_port, start, vault_port, use_id)
+        args = ask.args or _NO_ARGS  # (a create request's parts are valid already: not checked again)
+        if not ask.valid:  # create_instance's own arguments: checked (and read) as a start request takes them
+            args = StartRequest(token=token, class_name=self.name, holder=holder, vault=vault_name, args=dict(args),
+                                impl=impl).args
+        return _Admitted(index, host_port, vault_port, use_id, token, self.name, holder, vault_name, args, impl)
 
     def _start(self, wave: Sequence["_Admitted"], out: list[InstanceRef | Refusal | None]) -> None:
         """Start a round's accepted items: one batch per host port, all sent before any is awaited."""
@@ -293,7 +303,7 @@ class ClassObject:
         sent: list[tuple[list[_Admitted], Callable[[], Sequence[InstanceRef | Refusal]]]] = []
         for port, items in by_port.values():
             try:
-                sent.append((items, _send_starts(port, [a.start for a in items])))
+                sent.append((items, _send_starts(port, items)))
             except Exception as exc:  # noqa: BLE001 - could not even send: its items are refused below
                 sent.append((items, _raiser(exc)))
         for items, collect in sent:
@@ -303,7 +313,7 @@ class ClassObject:
             except Exception as exc:  # noqa: BLE001 - a host port that raised or timed out refuses its items only
                 answers, error = [], f"{type(exc).__name__}: {exc}"
             for k, a in enumerate(items):
-                host = a.start.token.issuer
+                host = a.token.issuer
                 ref = answers[k] if len(answers) == len(items) else Refusal(
                     code=codes.RESOURCE_ERROR, reason=f"host {host!r} did not start the instance: {error}"[:300], by=host)
                 if isinstance(ref, Refusal):
@@ -347,32 +357,53 @@ class _Ask:
     valid: bool  # its values are a CreateRequest's (validated), not create_instance's arguments
 
 
+_NO_ARGS: Mapping[str, Any] = MappingProxyType({})
+"""No arguments (read-only: one empty mapping serves every start)."""
+
+
 @dataclass(slots=True)  # (not frozen: made once per create, and never changed)
 class _Admitted:
-    """A create the class accepted (its vault space taken), waiting for its host's start."""
+    """A create the class accepted (its vault space taken), waiting for its host's start:
+    the start's fields under a :class:`StartRequest`'s names, so a host group in this
+    process reads them as it reads a start request (:meth:`request` makes the model,
+    for a port across a process boundary)."""
 
     index: int
     host_port: Any
-    start: StartRequest
     vault_port: Any
     use_id: str | None
+    token: ReservationToken
+    class_name: str
+    holder: Holder
+    vault: str | None
+    args: Mapping[str, Any]
+    impl: str | None
+
+    def request(self) -> StartRequest:
+        """The start as a model (its values are valid already: not checked again)."""
+        return StartRequest.trusted(token=self.token, class_name=self.class_name, holder=self.holder, vault=self.vault,
+                                    args=dict(self.args), impl=self.impl)
 
 
-def _send_starts(port: Any, starts: list[StartRequest]) -> Callable[[], Sequence[InstanceRef | Refusal]]:
+def _send_starts(port: Any, starts: list[_Admitted]) -> Callable[[], Sequence[InstanceRef | Refusal]]:
     """Ask ``port`` to start ``starts``; returns what waits for the answers
     (see :class:`HostPort`): its ``send_starts``, else one ``start_objects``
-    call, else one ``start_object`` per start."""
+    call, else one ``start_object`` per start.  A host group in this process
+    is given the starts themselves, any other port :class:`StartRequest` models."""
     send = getattr(port, "send_starts", None)
     if callable(send):
-        return send(starts)  # type: ignore[no-any-return]
+        return send([s.request() for s in starts])  # type: ignore[no-any-return]
+    if isinstance(port, HostGroup):
+        answers = port.start_objects(starts)
+        return lambda: answers
     many = getattr(port, "start_objects", None)
     if callable(many):
-        answers = many(starts)
+        answers = many([s.request() for s in starts])
         return lambda: answers
     return lambda: [_start_one(port, s) for s in starts]
 
 
-def _start_one(port: Any, s: StartRequest) -> InstanceRef | Refusal:
+def _start_one(port: Any, s: _Admitted) -> InstanceRef | Refusal:
     """One ``start_object``; a port that raises refuses this start only (the others it started stand)."""
     try:
         return port.start_object(s.token, s.class_name, s.holder, vault=s.vault, args=s.args, impl=s.impl)  # type: ignore[no-any-return]

@@ -6,7 +6,7 @@ object.  Owners customise it by subclassing and overriding the narrow hooks
 attaching a ready-made :mod:`~legionrm.hostobj.policies` policy; the base checks
 (capacity, calendar, every token rule) always run first and cannot be skipped.
 
-``start_object`` checks, in order: the token (issuer, signature, known,
+``start_object`` checks, in order: the token (issuer, authentic: the granted one or signed here, known,
 holder, class, cancelled, expired, used, in use, not yet started), the vault
 the instance would use is paired with this host, then the owner's ``admit_start`` (a host "is free to refuse ... at any point"), then
 launches.  A simulated host launches nothing, but for ``Command`` work when

@@ -355,14 +355,20 @@ class ResourceObject(Durable, Presence):
         return None
 
     def _validate(self, token: ReservationToken, presenter: Holder, class_name: str | None) -> Reservation | Refusal:
-        """Every token check, in order; the reservation when the token may be used now."""
+        """Every token check, in order; the reservation when the token may be used now.
+
+        Authentic means the very token this resource granted (equal to its record, signature
+        included: no HMAC to compute), or else a token its signature says was made here."""
         if token.issuer != self.name:
             return self._refuse(codes.TOKEN_WRONG_ISSUER, f"token issued by {token.issuer!r}, not by {self.name!r}")
-        if not self._signer.verify(token):
-            return self._refuse(codes.TOKEN_FORGED, "token signature does not match: forged or altered")
         res = self._by_token.get(token.token_id)
-        if res is not None and res.token is not token and not tokens.same(token, res.token):
-            res = None  # well signed here, but not this reservation's token: treated as a forgotten one
+        if res is None or (res.token is not token and res.token != token):
+            # Not the token on record (every field and the signature equal to what this resource
+            # granted): its signature must say it was made here, else it is forged or altered.
+            if not self._signer.verify(token):
+                return self._refuse(codes.TOKEN_FORGED, "token signature does not match: forged or altered")
+            if res is not None and not tokens.same(token, res.token):
+                res = None  # well signed here, but not this reservation's token: treated as a forgotten one
         if res is None:
             now = self.now()
             if token.expires_at <= now or (token.end is not None and token.end <= now):
