@@ -362,7 +362,8 @@ class ResourceObject(Durable, Presence):
         if token.issuer != self.name:
             return self._refuse(codes.TOKEN_WRONG_ISSUER, f"token issued by {token.issuer!r}, not by {self.name!r}")
         res = self._by_token.get(token.token_id)
-        if res is None or (res.token is not token and res.token != token):
+        # (the signatures compared first, in constant time: a presented token never learns how much of it matched)
+        if res is None or (res.token is not token and not (tokens.same(token, res.token) and res.token == token)):
             # Not the token on record (every field and the signature equal to what this resource
             # granted): its signature must say it was made here, else it is forged or altered.
             if not self._signer.verify(token):
