@@ -31,7 +31,7 @@ from __future__ import annotations
 import threading
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, cast
 
 import numpy as np
 
@@ -132,7 +132,7 @@ class Backfill:
         with self._reserved_lock:
             if self._unfound is not None:
                 base, blocked = self._unfound
-                _, reserved, _ = self._search(base, blocked, None)
+                _, reserved, _ = self._search(base, cast(list[Entry], blocked), None)  # (an id and a request: all it reads)
                 self._reserved, self._unfound = {r.entry.id: r.start for r in reserved if r.start is not None}, None
             return self._reserved
 
@@ -338,8 +338,7 @@ class Backfill:
         self._memo.keep(base, blocked, hints, found)
         return found
 
-    def _search(self, base: Profile, blocked: Sequence[Entry | _Blocked], hints: dict[str, tuple[float, float]] | None
-                ) -> Found:
+    def _search(self, base: Profile, blocked: Sequence[Entry], hints: dict[str, tuple[float, float]] | None) -> Found:
         """:meth:`_holds` without the memo (nothing of this object's changed: a reading of :attr:`reserved`)."""
         p = base.copy()
         holds, reserved, top = [], [], None
