@@ -202,8 +202,9 @@ def _run(sched: Scheduler, fleet: ReplayHosts, jobs: Sequence[Job], cpus_per_hos
             sched.scheduleObjects(request_of(order[i], cpus_per_host), try_now=False)
             i += 1
         sched.replan()
-        for rid, start in sched.backfill.reserved.items():
-            out.reserved.setdefault(by_id[rid].number, start - EPOCH)
+        if any(by_id[rid].number not in out.reserved for rid in sched.backfill.blocked):  # (else none is new)
+            for rid, start in sched.backfill.reserved.items():
+                out.reserved.setdefault(by_id[rid].number, start - EPOCH)
         if progress is not None:
             progress(i, len(order))
     return out

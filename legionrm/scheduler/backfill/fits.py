@@ -51,6 +51,7 @@ class Fits:
         self.holds = list(holds)
         self._views: dict[Binds, _View] = {}
         self._asked: dict[tuple[Demand, float | None], bool] = {}  # this state's answers by (demand, walltime)
+        self._loose: _View | None = None  # the cpus free now, no hold kept (for surely_not)
 
     def changed(self, holds: Sequence[Hold]) -> None:
         """The pass started work or reserved a start: ``holds`` are the holds now."""
@@ -60,6 +61,19 @@ class Fits:
             view.stale = True
         self.holds = list(holds)
         self._asked = {}
+        self._loose = None
+
+    def surely_not(self, demand: Demand) -> bool:
+        """Does ``demand`` not fit now whatever the holds (True: it fails on the cpus free now with no
+        hold kept, for a reason that less room keeps, :meth:`_lasting`; holds only take room)?  A
+        pass asks it before it works out the holds, and spares that work when every try fails so."""
+        view = self._loose
+        if view is None:
+            view = self._loose = _View(self.profile.free)
+        got = view.answers.get(demand)
+        if got is None:
+            got = view.answers[demand] = self._fits(view, demand)
+        return not got and self._lasting(view, demand)
 
     def __call__(self, demand: Demand, walltime: float | None) -> bool:
         """Does ``demand`` fit now, for ``walltime``, within the holds?"""

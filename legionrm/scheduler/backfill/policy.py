@@ -28,15 +28,16 @@ onto the same free cpus.  Pure; no Ray.
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Literal, NamedTuple, cast
 
 import numpy as np
 
 from legionrm.models import SchedulingRequest
 from legionrm.scheduler.backfill.fits import Fits
-from legionrm.scheduler.backfill.memo import HoldsMemo, Reserved
+from legionrm.scheduler.backfill.memo import Found, HoldsMemo, Reserved
 from legionrm.scheduler.backfill.profile import EPS, INF, Demand, Profile, Shadow, Usage, need, usage_of
 from legionrm.scheduler.backfill.top import Top
 from legionrm.scheduler.planning.holds import Hold
@@ -44,6 +45,14 @@ from legionrm.scheduler.priority.slots import Ordered, Slots
 from legionrm.scheduler.requests import Entry
 
 Mode = Literal["greedy", "fcfs", "easy"]
+
+
+class _Blocked(NamedTuple):
+    """A blocked request as a pass left it (its reservation worked out later: :attr:`Backfill.reserved`)."""
+
+    id: str
+    request: SchedulingRequest
+
 
 Attempt = Callable[[Entry, Sequence[Hold]], "bool | None"]
 """Tries one request with the holds it must keep: True started, False not
@@ -106,14 +115,37 @@ class Backfill:
         self._shapes: list[tuple[Demand, float | None]] = []  # each number's demand and walltime
         self._need: list[float] = []
         self._outside: list[bool] = []
-        self.reserved: dict[str, float] = {}
-        """Each blocked top request's reserved start, by request id, as the last pass left them."""
+        self._reserved: dict[str, float] = {}
+        self.blocked: tuple[str, ...] = ()
+        """The last pass's blocked top requests, by id (those :attr:`reserved` gives a start of, and any none
+        was found for), read without working their reservations out."""
+        # the last pass's profile and blocked requests (id, request) when it did not work their reservations out
+        self._unfound: tuple[Profile, list[_Blocked]] | None = None
+        self._reserved_lock = threading.Lock()
         self._memo = HoldsMemo()  # the last reservations found on an unchanged kept profile
+
+    @property
+    def reserved(self) -> dict[str, float]:
+        """Each blocked top request's reserved start, by request id, as the last pass left them (worked
+        out on first reading when the pass did not need them: every try after the block failed whatever
+        the holds, :meth:`Fits.surely_not`)."""
+        with self._reserved_lock:
+            if self._unfound is not None:
+                base, blocked = self._unfound
+                _, reserved, _ = self._search(base, cast(list[Entry], blocked), None)  # (an id and a request: all it reads)
+                self._reserved, self._unfound = {r.entry.id: r.start for r in reserved if r.start is not None}, None
+            return self._reserved
+
+    @reserved.setter
+    def reserved(self, value: dict[str, float]) -> None:
+        with self._reserved_lock:
+            self._reserved, self._unfound = value, None
 
     def walk(self, order: Sequence[Entry], attempt: Attempt, skip: Callable[[Entry], bool] | None = None) -> int:
         """One pass over ``order`` (see the module); returns how many started.
         A request ``skip`` says True for (over a limit of its QoS) is passed
         over: never tried, never reserved for, never blocking the pass."""
+        self.blocked = ()
         if not order:
             self.reserved = {}
             return 0
@@ -130,6 +162,9 @@ class Backfill:
         holds, reserved, top = self._holds(base, blocked, hints)
         fits = Fits(base, holds)
         known = [0] * len(shapes)  # fits' answers by shape number in this state: 0 not asked, 1 fits, 2 does not
+        # the holds of ``blocked`` are not worked out in this state yet: worked out only when a try needs them
+        # (a shape that fails whatever the holds, Fits.surely_not, does not); ``holds`` and ``top`` are stale
+        due = False
         # without a skip to show every request to, a request whose shape is known not to fit is passed by
         # unread once the reservations are all made (it would not be tried, nor reserved for)
         fast = skip is None and self.mode != "fcfs"
@@ -147,6 +182,12 @@ class Backfill:
                 if self.mode == "fcfs" or skip is None:
                     break  # fcfs: this one cannot start, it blocks the rest; else nothing is left to do
                 continue
+            if not outs[k] and not known[k] and due and fits.surely_not(shapes[k][0]):
+                known[k] = 2  # (whatever the holds: the answer holds once they are worked out too)
+            if due and (outs[k] or not known[k]):
+                holds, reserved, top = self._holds(base, blocked, hints)
+                fits.changed(holds)
+                due = False
             if outs[k]:
                 ok = True
             else:
@@ -160,8 +201,8 @@ class Backfill:
                 base.add(usage)
                 if top is not None and top.keeps(usage, base):  # the start provably leaves the reservation
                     holds = [top.hold]
-                else:  # the reservations again, from what now runs
-                    holds, reserved, top = self._holds(base, blocked, hints)
+                else:  # the reservations again, from what now runs (once a try needs them)
+                    due = bool(blocked)
                 fits.changed(holds)
                 known = [0] * len(shapes)
                 stop = bisect_right(least, float(base.free.sum()) + EPS) - 1
@@ -171,13 +212,17 @@ class Backfill:
                 break
             elif len(blocked) < self.depth:
                 blocked.append(entry)
-                holds, reserved, top = self._holds(base, blocked, hints)
-                fits.changed(holds)
+                due = True
                 known = [0] * len(shapes)
                 passing = fast and len(blocked) >= self.depth
             if i >= stop and len(blocked) >= self.depth:
                 trying = False  # nothing after this fits in all that is free (the holds only take more)
-        self.reserved = {r.entry.id: r.start for r in reserved if r.start is not None}
+        self.blocked = tuple(e.id for e in blocked)
+        if due:  # worked out when read (most passes' are never read)
+            with self._reserved_lock:
+                self._unfound = base, [_Blocked(e.id, e.request) for e in blocked]
+        else:
+            self.reserved = {r.entry.id: r.start for r in reserved if r.start is not None}
         return started
 
     def _strict(self, order: Sequence[Entry], attempt: Attempt, skip: Callable[[Entry], bool] | None) -> int:
@@ -289,6 +334,12 @@ class Backfill:
         again = self._memo.again(base, blocked, hints)
         if again is not None:
             return again
+        found = self._search(base, blocked, hints)
+        self._memo.keep(base, blocked, hints, found)
+        return found
+
+    def _search(self, base: Profile, blocked: Sequence[Entry], hints: dict[str, tuple[float, float]] | None) -> Found:
+        """:meth:`_holds` without the memo (nothing of this object's changed: a reading of :attr:`reserved`)."""
         p = base.copy()
         holds, reserved, top = [], [], None
         for entry in blocked:
@@ -302,5 +353,4 @@ class Backfill:
             reserved.append(Reserved(entry, found.start))
             if hints is not None and len(blocked) == 1:
                 top = Top.of(found, holds[-1], demand_of(entry.request))
-        self._memo.keep(base, blocked, hints, (holds, reserved, top))
         return holds, reserved, top

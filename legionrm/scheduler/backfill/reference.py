@@ -47,6 +47,7 @@ class ReferenceBackfill(Backfill):
                 blocked.append(entry)
                 holds, reserved, _ = self._holds(base, blocked)
         self.reserved = {r.entry.id: r.start for r in reserved if r.start is not None}
+        self.blocked = tuple(e.id for e in blocked)
         return started
 
     def _reserve(self, profile: Profile, entry: Entry, hints: dict[str, tuple[float, float]] | None
