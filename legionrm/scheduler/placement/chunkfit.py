@@ -17,7 +17,7 @@ paths run before searching.
 from __future__ import annotations
 
 import math
-from typing import Iterable, NamedTuple, cast
+from typing import NamedTuple, cast
 
 import numpy as np
 
