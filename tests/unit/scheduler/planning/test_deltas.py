@@ -3,7 +3,8 @@
 The planner batches the first round of deltas when every host of a master
 carries one placement (planning/deltas.py); host by host
 (``Planner.batched_deltas = False``) is the reference.  Under hypothesis,
-over varied fleets (busy hosts, full hosts, vaults, storage) and requests
+over varied fleets (busy hosts, full hosts, hosts running work that an
+exclusive instance cannot share, vaults, storage) and requests
 (every placement mode, exclusive, several object requests, few spares, any
 ``max_deltas``), both give the same suite: masters, deltas, failures.
 """
@@ -19,7 +20,7 @@ from legionrm.scheduler.planner import Planner
 from legionrm.testing import FakeClock, host, vault
 
 host_st = st.tuples(st.sampled_from([1, 2, 4, 8]), st.sampled_from([0, 0, 1, 2, 4, 8]), st.sampled_from([0, 0, 2]),
-                    st.booleans())
+                    st.booleans(), st.sampled_from([0, 0, 1]))
 obj_st = st.tuples(st.sampled_from("AB"), st.integers(1, 12), st.sampled_from([1, 2, 4]), st.sampled_from([0, 0, 1]),
                    st.sampled_from([0.0, 0.0, 1.0]), st.booleans(),
                    st.sampled_from(["pack", "scatter", "vscatter", "free"]))
@@ -31,9 +32,9 @@ obj_st = st.tuples(st.sampled_from("AB"), st.integers(1, 12), st.sampled_from([1
 def test_batched_first_round_gives_the_host_by_host_deltas(hosts: list, objs: list, vaults: int, max_deltas: int,
                                                           max_masters: int) -> None:
     c = Collection(clock=FakeClock())
-    for i, (cpus, free, gpus, x86) in enumerate(hosts):
+    for i, (cpus, free, gpus, x86, running) in enumerate(hosts):
         c.join(host(f"h{i:02d}", cpus=cpus, free_cpus=min(free, cpus), gpus=gpus, memory_gb=16.0,
-                    arch="x86_64" if x86 else "aarch64", host_group=f"g{i % 3}"))
+                    arch="x86_64" if x86 else "aarch64", host_group=f"g{i % 3}", instances=running))
     for v in range(vaults):
         c.join(vault(f"v{v}", storage_gb=2.0 + 3 * v, serves=f"h{v}*"))
     snap = c.snapshot()
