@@ -321,6 +321,7 @@ class Planner:
         columns: list[Columns] = []
         placed_rows: list[np.ndarray] = []
         spares_by_obj: list[Ordered] = []
+        slots_by_obj: list[np.ndarray | None] = []  # each one's hosts' slots, where the master worked them out
         vault_used: dict[str, float] = {}
         score = 0
         any_demoted = bool(demoted.any())
@@ -337,8 +338,10 @@ class Planner:
             # so masters stay alternatives); otherwise, or when it cannot, the pipeline's
             picks = engine_picks(self.engine, op.request, hosts, demoted if any_demoted else None, snap,
                                  rows.base) if engine_applies(op.request) else None
+            slots = None
             if picks is None:
-                picks = assign_slots(op.request, hosts.slots(op.request), op.request.count)
+                slots = hosts.slots(op.request)
+                picks = assign_slots(op.request, slots, op.request.count)
             if picks is None:
                 return PlacementFailure(
                     key=span(op.keys, op.request.class_name), resource=WHAT_OF, code=codes.CAPACITY,
@@ -363,9 +366,10 @@ class Planner:
             taken[picked_rows] = True
             score += int(np.count_nonzero(demoted[picked_rows]))
             spares_by_obj.append(hosts)
+            slots_by_obj.append(slots)
         at = np.concatenate(placed_rows) if placed_rows else np.zeros(0, np.int64)
         deltas = make_deltas(self.max_deltas, objects, columns, at, spares_by_obj, vaults, caller, snap, rows,
-                             batched=self.batched_deltas)
+                             batched=self.batched_deltas, slots=slots_by_obj)
         return MasterDraft(tuple(columns), tuple(deltas), float(score)), at
 
 def _resources_of(req: ObjectRequest) -> Resources:

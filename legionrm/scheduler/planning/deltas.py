@@ -34,6 +34,7 @@ def make_deltas(
     rows: Rows,
     *,
     batched: bool = True,
+    slots: list[np.ndarray | None] | None = None,
 ) -> list[DeltaSchedule]:
     """Up to ``max_deltas`` deltas, each moving every instance of one host
     of the master (``at``: the snapshot row of each placement) to spare
@@ -47,7 +48,8 @@ def make_deltas(
     alternative also refuses still has another one (all hosts identical:
     every spare is some host's alternative).  Within one delta the
     instances moved share the spares' free capacity, never overbooking
-    one."""
+    one.  ``slots``: per object request, its spares' slots where the master
+    worked them out (None where it did not)."""
     in_master = np.zeros(rows.n, dtype=bool)
     in_master[at] = True
     risk = np.zeros(rows.n)
@@ -62,6 +64,9 @@ def make_deltas(
     on_host = lambda r: [(keys[k], int(obj_of[k])) for k in np.flatnonzero(at == r).tolist()]  # noqa: E731
     spent = np.zeros(rows.n, dtype=bool)
     memo: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per object request: its spares' slots, in master
+    for oi, known in enumerate(slots or ()):
+        if known is not None and max_deltas:
+            memo[oi] = (known, in_master[spares_by_obj[oi].row])
     deltas: list[DeltaSchedule] = []
     rounds = [True] + [False] * (max_deltas - 1)
     if batched and len(used_rows) == len(at):  # one placement per host (scatter, exclusive...): the first round batched
@@ -100,7 +105,7 @@ def _first_round(
     False when the round made none (no later round would either)."""
     place_of = np.empty(rows.n, dtype=np.int64)
     place_of[at] = np.arange(len(at))
-    cands: dict[int, list[int]] = {}  # per object request: spares not in the master with a slot, in order
+    cands: dict[int, np.ndarray] = {}  # per object request: spares not in the master with a slot, in order
     ptr: dict[int, int] = {}
     no_fresh: set[int] = set()  # object requests with no spare left that is outside the master and untaken
     grew = False
@@ -116,22 +121,22 @@ def _first_round(
             if oi not in memo:
                 memo[oi] = (spares.slots(req), in_master[spare_rows])
             free, master_at = memo[oi]
-            cands[oi] = np.flatnonzero(~master_at & (free >= 1)).tolist()
+            cands[oi] = np.flatnonzero(~master_at & (free >= 1))  # (read a few at a time: no list of all)
             ptr[oi] = 0
         cand, p = cands[oi], ptr[oi]
         while p < len(cand) and spent[spare_rows[cand[p]]]:
             p += 1
         ptr[oi] = p
         if p < len(cand):
-            pick = cand[p]
+            pick = int(cand[p])
         else:
             if oi not in no_fresh:
                 if np.any(~(memo[oi][1] | spent[spare_rows])):
                     continue  # untaken spares remain, none with a slot: no delta for this host
                 no_fresh.add(oi)
-            if not cand:
+            if not len(cand):
                 continue
-            pick = cand[0]  # every spare is taken: the first with a slot again
+            pick = int(cand[0])  # every spare is taken: the first with a slot again
         h = str(spares.name(pick))
         vault = vaults.pick(h, req, {}, snap, caller)
         if isinstance(vault, Refusal):
