@@ -221,10 +221,10 @@ def compile_chunk(table: NodeTable, chunk: Chunk, index: int) -> CompiledChunk:
         amounts = tuple([p[3] for p in cons])
         suffix = "".join([p[1] for p in cons])
         key = match_key + tuple([p[2] for p in cons])
-    return cast(CompiledChunk, _new(CompiledChunk, (index, chunk.count, chunk, checks, amounts, suffix, key, match_key)))
+    return _new(CompiledChunk, (index, chunk.count, chunk, checks, amounts, suffix, key, match_key))
 
 
-_UNKNOWN = object()
+_UNKNOWN = cast("_Piece", object())  # (not yet compiled: only its identity is read)
 
 
 def compile_request(table: NodeTable, request: SelectRequest) -> tuple[CompiledChunk, ...]:
