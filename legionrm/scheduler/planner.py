@@ -38,17 +38,16 @@ from legionrm.scheduler.planning.window import ahead_of, window_table
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.models import (
     ClassSpec,
-    DeltaSchedule,
     Identity,
     MasterSchedule,
     ObjectRequest,
-    Placement,
     PlacementFailure,
     Refusal,
     Resources,
     ScheduleSuite,
     SchedulingRequest,
 )
+from legionrm.scheduler.planning.deltas import make_deltas
 from legionrm.scheduler.planning.drafts import Columns, LazyMasters, MasterDraft
 from legionrm.scheduler.planning.engine_feed import EngineFeed
 from legionrm.scheduler.planning.holds import Hold, held_table
@@ -66,7 +65,7 @@ from legionrm.scheduler.planning.pipeline import (
 )
 from legionrm.scheduler.planning.enginepick import engine_applies, engine_picks
 from legionrm.scheduler.planning.whatof import assign  # noqa: F401  (what of, imported from here by callers)
-from legionrm.scheduler.planning.whatof import Ordered, Rows, Taken, assign_slots, first_fit
+from legionrm.scheduler.planning.whatof import Ordered, Rows, Taken, assign_slots
 from legionrm.scheduler.planning.snapmasks import query_mask, vaults_of
 from legionrm.scheduler.planning.snaptables import (
     VaultTable,
@@ -169,6 +168,10 @@ class Plan:
 
 class Planner:
     """Builds schedules; pure (no Ray), deterministic for a given snapshot."""
+
+    batched_deltas = True
+    """The first round of deltas batched where it applies (planning/deltas.py); False: host by host
+    (the reference the tests compare it with: the same deltas either way)."""
 
     def __init__(
         self,
@@ -318,6 +321,7 @@ class Planner:
         columns: list[Columns] = []
         placed_rows: list[np.ndarray] = []
         spares_by_obj: list[Ordered] = []
+        slots_by_obj: list[np.ndarray | None] = []  # each one's hosts' slots, where the master worked them out
         vault_used: dict[str, float] = {}
         score = 0
         any_demoted = bool(demoted.any())
@@ -334,8 +338,10 @@ class Planner:
             # so masters stay alternatives); otherwise, or when it cannot, the pipeline's
             picks = engine_picks(self.engine, op.request, hosts, demoted if any_demoted else None, snap,
                                  rows.base) if engine_applies(op.request) else None
+            slots = None
             if picks is None:
-                picks = assign_slots(op.request, hosts.slots(op.request), op.request.count)
+                slots = hosts.slots(op.request)
+                picks = assign_slots(op.request, slots, op.request.count)
             if picks is None:
                 return PlacementFailure(
                     key=span(op.keys, op.request.class_name), resource=WHAT_OF, code=codes.CAPACITY,
@@ -360,123 +366,11 @@ class Planner:
             taken[picked_rows] = True
             score += int(np.count_nonzero(demoted[picked_rows]))
             spares_by_obj.append(hosts)
+            slots_by_obj.append(slots)
         at = np.concatenate(placed_rows) if placed_rows else np.zeros(0, np.int64)
-        deltas = self._deltas(objects, columns, at, spares_by_obj, vaults, caller, snap, rows)
+        deltas = make_deltas(self.max_deltas, objects, columns, at, spares_by_obj, vaults, caller, snap, rows,
+                             batched=self.batched_deltas, slots=slots_by_obj)
         return MasterDraft(tuple(columns), tuple(deltas), float(score)), at
-
-    def _deltas(
-        self,
-        objects: list[ObjectPlan],
-        columns: list[Columns],
-        at: np.ndarray,
-        spares_by_obj: list["Ordered"],
-        vaults: VaultTable,
-        caller: Identity,
-        snap: CollectionSnapshot,
-        rows: Rows,
-    ) -> list[DeltaSchedule]:
-        """Up to ``max_deltas`` deltas, each moving every instance of one host
-        of the master (``at``: the snapshot row of each placement) to spare
-        hosts (hosts the master does not use).
-
-        In rounds: the first round offers one delta per host of the master,
-        riskiest host first, each on spares no earlier delta took while such
-        spares last (then on any spare); every later round offers each host,
-        in the same order, one more alternative on spares no delta took yet,
-        until the spares or ``max_deltas`` run out.  So a host whose first
-        alternative also refuses still has another one (all hosts identical:
-        every spare is some host's alternative).  Within one delta the
-        instances moved share the spares' free capacity, never overbooking
-        one."""
-        in_master = np.zeros(rows.n, dtype=bool)
-        in_master[at] = True
-        risk = np.zeros(rows.n)
-        for op in objects:
-            assert op.ranked is not None
-            risk[op.ranked.row] = op.ranked.risk
-        # the master's hosts, riskiest first, then by name (only the first few are ever moved)
-        used_rows = np.flatnonzero(in_master)  # (ascending, as np.unique(at))
-        hosts_order = used_rows[np.lexsort((rows.name_rank[used_rows], -risk[used_rows]))].tolist()
-        obj_of = np.repeat(np.arange(len(objects)), [len(op.keys) for op in objects])  # placements are in key order
-        keys = [k for c in columns for k in c.keys]
-        on_host = lambda r: [(keys[k], int(obj_of[k])) for k in np.flatnonzero(at == r).tolist()]  # noqa: E731
-        spent = np.zeros(rows.n, dtype=bool)
-        memo: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per object request: its spares' slots, in master
-        deltas: list[DeltaSchedule] = []
-        for first_round in [True] + [False] * (self.max_deltas - 1):
-            grew = False
-            for host in hosts_order:
-                if len(deltas) >= self.max_deltas:
-                    return deltas
-                delta = self._delta(on_host(host), objects, columns, spares_by_obj, in_master, spent, first_round,
-                                    vaults, caller, snap, rows, memo)
-                if delta is not None:  # its spares are marked spent
-                    deltas.append(delta)
-                    grew = True
-            if not grew:
-                break
-        return deltas
-
-    def _delta(
-        self, moved: list[tuple[str, int]], objects: list[ObjectPlan], columns: list[Columns],
-        spares_by_obj: list[Ordered], in_master: np.ndarray, spent: np.ndarray, reuse: bool,
-        vaults: VaultTable, caller: Identity, snap: CollectionSnapshot, rows: Rows,
-        memo: dict[int, tuple[np.ndarray, np.ndarray]],
-    ) -> DeltaSchedule | None:
-        """``moved`` (one host's placements: each key with the index of its
-        object request, whose ``columns`` give its class and resources) on
-        spares, object request by object request, each seeing what the ones
-        before took; None when they do not fit.  The spares a delta takes are
-        marked in ``spent``."""
-        used = Taken(rows.n)
-        vault_used: dict[str, float] = {}
-        mine: list[int] = []  # spares this delta took already: it may go on filling them
-        new: list[Placement] = []
-        ois = sorted({o for _, o in moved})
-        for oi in ois:
-            these = [k for k, o in moved if o == oi]
-            cols = columns[oi]
-            req = objects[oi].request
-            spares = spares_by_obj[oi]
-            at = spares.row
-            if oi not in memo:  # what no delta changes: the spares' slots before any move, the master's hosts
-                memo[oi] = (spares.slots(req), in_master[at])
-            free, master_at = memo[oi]
-            if used.any:
-                free = spares.off(used).slots(req)
-
-            def fresh_in(end: int) -> np.ndarray:  # spares among the first ``end`` no other delta took
-                gone = spent[at[:end]]
-                if mine:
-                    gone &= ~np.isin(at[:end], mine)
-                return np.flatnonzero(~(master_at[:end] | gone))
-
-            fresh, picks = first_fit(req, free, fresh_in, len(these))
-            if picks is None and reuse and not len(fresh_in(len(at))):
-                fresh = np.flatnonzero(~master_at)
-                picks = assign_slots(req, free[fresh], len(these))
-            if picks is None:
-                return None
-            took: list[int] = []
-            for key, i in zip(these, picks):
-                k = int(fresh[i])
-                h = str(spares.name(k))
-                vault = vaults.pick(h, req, vault_used, snap, caller)
-                if isinstance(vault, Refusal):
-                    return None
-                row = spares.row[k:k + 1]
-                g = rows.groups[row[0]]
-                new.append(Placement.trusted(key=key, class_name=cols.class_name, host=h, vault=vault,
-                                             resources=cols.resources, group=None if g is None else str(g)))
-                took.append(int(row[0]))
-            mine += took
-            if oi != ois[-1]:  # what it took, for the object requests after it (the picks above are all one fit)
-                used.add(np.asarray(took, dtype=np.int64), req)
-        if not new:
-            return None
-        spent[mine] = True
-        return DeltaSchedule.trusted(placements=tuple(new))
-
 
 def _resources_of(req: ObjectRequest) -> Resources:
     return Resources.model_construct(cpus=float(req.cpus), memory_gb=float(req.memory_gb), gpus=int(req.gpus),

@@ -291,7 +291,12 @@ class PathPlacer:
     def compile(self, request: SelectRequest) -> tuple[CompiledChunk, ...]:
         # keyed by content: the models hold dicts (not hashable), and equal
         # requests from different jobs should share one compilation
-        key = (request.place.arrangement,) + tuple((c.count, tuple(c.resources.items())) for c in request.chunks)
+        chunks = request.chunks
+        if len(chunks) == 1:  # (one chunk: its parts in the key itself; an int second, never a tuple as below)
+            c = chunks[0]
+            key: tuple = (request.place.arrangement, c.count, tuple(c.resources.items()))
+        else:
+            key = (request.place.arrangement, *[(c.count, tuple(c.resources.items())) for c in chunks])
         hit = self._compiled.get(key)
         if hit is None:
             if len(self._compiled) > 4096:

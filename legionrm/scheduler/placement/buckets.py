@@ -101,6 +101,11 @@ class BucketSet:
         self._totals: dict[str, list[float] | None] = {}
         self._counts: list[int] | None = None  # usable_counts, until a refresh
         self._per: dict[tuple[str, float], tuple[int, ...] | None] = {}  # (resource, amount) -> copies per bucket
+        # per bucket, its free hosts (node indices, ascending) and its busy-later hosts with their next
+        # events, kept until a refresh touches the bucket: on a busy fleet every request would find them
+        # again in the same bitmaps (None: not known)
+        self._free_hosts: list[np.ndarray | None] = [None] * len(self.members)
+        self._later_hosts: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(self.members)
         state.subscribe(self.refresh)
 
     def _shape(self) -> "_Shape":
@@ -177,9 +182,11 @@ class BucketSet:
             f[p] = pool == FREE
             bl[p] = pool == BUSY_LATER
             self.busy[b][p] = pool == BUSY
+            self._free_hosts[b] = self._later_hosts[b] = None
             return
         bs = self.bucket_of[hosts]
         for b in np.unique(bs).tolist():
+            self._free_hosts[b] = self._later_hosts[b] = None
             h = hosts[bs == b] if len(hosts) > 1 else hosts
             p = self.pos[h]
             pool = view.pool[h]
@@ -227,6 +234,33 @@ class BucketSet:
     def hosts_of(self, part: Part) -> np.ndarray:
         m = self.members[part.b]
         return m if part.positions is None else m[part.positions]
+
+    def free_hosts(self, b: int, k: int) -> np.ndarray:
+        """The first ``k`` free hosts of bucket ``b`` (node indices, ascending),
+        live: ``members[first_true(free, k)]``.  When that search reads the
+        whole bitmap anyway, every free host is kept (read-only) until a
+        refresh touches the bucket, and later requests take a slice of it."""
+        kept = self._free_hosts[b]
+        if kept is not None:
+            return kept[:k]
+        bits = self.free[b]
+        if k <= 1 or max(8 * k, 16384) < len(bits):  # a short or partial search: nothing whole to keep
+            return self.members[b][first_true(bits, k)]
+        kept = self.members[b][bits.nonzero()[0]]
+        kept.flags.writeable = False
+        self._free_hosts[b] = kept
+        return kept[:k]
+
+    def later_hosts(self, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """Bucket ``b``'s busy-later hosts (node indices, ascending) and their
+        next events, live; kept until a refresh touches the bucket."""
+        kept = self._later_hosts[b]
+        if kept is None:
+            hosts = self.members[b][self.busy_later[b].nonzero()[0]]
+            events = self.state.live().next_event[hosts]
+            hosts.flags.writeable = events.flags.writeable = False
+            kept = self._later_hosts[b] = (hosts, events)
+        return kept
 
     def usable_counts(self) -> list[int]:
         """Free plus busy-later hosts of each whole bucket, live (kept until a refresh)."""
@@ -408,10 +442,25 @@ class BucketPlacer(PathPlacer):
                     working[k] = bits
                 if mark and not bits[2]:
                     bits[:] = [bits[0].copy(), None if bits[1] is None else bits[1].copy(), True]
-                free_w, later_w, _ = bits
-                members = bs.hosts_of(part)
+                free_w, later_w, copied = bits
                 hosts_needed = -(-need // c)
                 got = 0
+                if not copied:  # the live bitmaps of a whole bucket (mark is off): its kept host lists
+                    b = part.b
+                    if later_w is not None:
+                        lh, le = bs.later_hosts(b)
+                        fit = lh[le >= deadline][:hosts_needed]
+                        if len(fit):
+                            taken.append((fit, c))
+                            got += len(fit)
+                    if got < hosts_needed:
+                        fit = bs.free_hosts(b, hosts_needed - got)
+                        if len(fit):
+                            taken.append((fit, c))
+                            got += len(fit)
+                    need -= got * c
+                    continue
+                members = bs.hosts_of(part)
                 # busy-later hosts first, when the work ends before their next event
                 if later_w is not None:
                     cand = later_w.nonzero()[0]

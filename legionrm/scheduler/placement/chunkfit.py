@@ -17,7 +17,7 @@ paths run before searching.
 from __future__ import annotations
 
 import math
-from typing import Iterable, NamedTuple, cast
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -147,6 +147,8 @@ consumable's; '' for the others), its part of the chunk's key and its
 shared by every chunk that asks for the value (fewer objects per request)."""
 
 
+_new = tuple.__new__  # (a named tuple made without its generated __new__'s extra call)
+
 _PIECES = "compiled values"  # (the key of the piece cache in ``table.derived``)
 
 
@@ -168,14 +170,17 @@ def _piece(table: NodeTable, name: str, written: object, index: int) -> _Piece:
             shown = Size(amt)
         else:
             shown = value
-        return Check(name, amt, True, written), f":{name}={exec_amount(shown)}", (name, "float", amt, True), (name, amt)
-    return Check(name, value, False, written), "", (name, type(value).__name__, value, False), None
+        return _new(Check, (name, amt, True, written)), f":{name}={exec_amount(shown)}", (name, "float", amt, True), (name, amt)
+    return _new(Check, (name, value, False, written)), "", (name, type(value).__name__, value, False), None
 
 
 def forget_compiled(table: NodeTable) -> None:
     """Drop the compiled values kept for ``table`` (a benchmark timing two
     placers on one table makes each compile every value itself)."""
     table.derived.pop(_PIECES, None)
+
+
+_DEFAULT_ITEMS = tuple(DEFAULT_CHUNK.items())
 
 
 def compile_chunk(table: NodeTable, chunk: Chunk, index: int) -> CompiledChunk:
@@ -186,26 +191,40 @@ def compile_chunk(table: NodeTable, chunk: Chunk, index: int) -> CompiledChunk:
     if pieces is None:
         pieces = table.derived[_PIECES] = {}
     given = chunk.resources
-    items: Iterable[tuple[str, object]] = given.items()
-    if any(k not in given for k in DEFAULT_CHUNK):
-        items = [*items, *((k, v) for k, v in DEFAULT_CHUNK.items() if k not in given)]
+    items: list[tuple[str, object]] = list(given.items())
+    for k, v in _DEFAULT_ITEMS:
+        if k not in given:
+            items.append((k, v))
     plain: list[tuple] = []  # the non-consumables' pieces, then the consumables', in request order
     cons: list[tuple] = []
     for name, written in items:
         key = (name, type(written), written)
-        if key in pieces:
-            piece = pieces[key]
-        else:
+        piece = pieces.get(key, _UNKNOWN)
+        if piece is _UNKNOWN:
             piece = _piece(table, name, written, index)
             if len(pieces) > 65536:
                 pieces.clear()
             pieces[key] = piece
         if piece is not None:
             (plain if piece[3] is None else cons).append(piece)
-    plain.reverse()  # PBS's order: non-consumables in reverse order of appearance, then consumables
-    match_key = tuple([p[2] for p in plain])
-    return CompiledChunk(index, chunk.count, chunk, tuple([p[0] for p in plain + cons]), tuple([p[3] for p in cons]),
-                         "".join([p[1] for p in cons]), match_key + tuple([p[2] for p in cons]), match_key)
+    if plain:
+        plain.reverse()  # PBS's order: non-consumables in reverse order of appearance, then consumables
+        match_key = tuple([p[2] for p in plain])
+        checks = tuple([p[0] for p in plain + cons])
+    else:
+        match_key = ()
+        checks = tuple([p[0] for p in cons])
+    if len(cons) == 1:
+        c = cons[0]
+        amounts, suffix, key = (c[3],), c[1], (*match_key, c[2])
+    else:
+        amounts = tuple([p[3] for p in cons])
+        suffix = "".join([p[1] for p in cons])
+        key = match_key + tuple([p[2] for p in cons])
+    return _new(CompiledChunk, (index, chunk.count, chunk, checks, amounts, suffix, key, match_key))
+
+
+_UNKNOWN = cast("_Piece", object())  # (not yet compiled: only its identity is read)
 
 
 def compile_request(table: NodeTable, request: SelectRequest) -> tuple[CompiledChunk, ...]:
