@@ -178,6 +178,9 @@ QUERY_NO_MATCH = code("query.no_match", "the host does not satisfy the request's
 ACCESS_DENIED = code("access.denied", "the host does not accept the user with this class")
 REPLAN_AVOIDED = code("replan.avoided", "a host the request avoids (the one a moving object leaves)")
 PLACEMENT_NO_HOSTS = code("no_hosts", "the planner had no available hosts at all", "placement")
+HOST_UNREPORTED = code("host.unreported", "every reporting host refuses the work for what it is, but a host that "
+                       "may take it is not reporting now (stale, varied off, or not joined since a restart): "
+                       "the work waits for it")
 PLACEMENT_UNKNOWN = code("unknown", "the placement engine does not know that host", "placement")
 PLACEMENT_QUEUE = code("queue", "the host belongs to another queue", "placement")
 PLACEMENT_BUSY = code("busy", "the host runs exclusive work, or the request is exclusive and the host busy",

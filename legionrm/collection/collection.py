@@ -149,6 +149,16 @@ class CollectionSnapshot:
             self._alive_mask = alive
         return self._alive_mask
 
+    def unavailable(self, text: str, caller: Caller = None) -> list[str]:
+        """Names of the resources this view serves that match ``text`` and
+        accept ``caller`` but are unavailable now (stale: silent past their
+        heartbeat window, or varied off): what work waiting for them may yet
+        get when they report again.  Sorted; a pure read.  Raises MILError."""
+        down = self.mask(text, caller, include_unavailable=True) & ~self._alive()
+        if self._served is not None:  # a resource it does not serve is no one it waits for
+            down &= compile_query(self._served).mask(self.table)
+        return sorted(str(n) for n in self.table.names[down])
+
     def stale_at(self, rows: np.ndarray) -> float:
         """The earliest time one of ``rows`` goes stale (its last heartbeat expires; inf: none of them):
         until then the same table shows the same of them available."""

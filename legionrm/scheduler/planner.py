@@ -47,6 +47,7 @@ from legionrm.models import (
     ScheduleSuite,
     SchedulingRequest,
 )
+from legionrm.scheduler.planning.declared import DeclaredHosts
 from legionrm.scheduler.planning.deltas import make_deltas
 from legionrm.scheduler.planning.drafts import Columns, LazyMasters, MasterDraft
 from legionrm.scheduler.planning.engine_feed import EngineFeed
@@ -182,8 +183,12 @@ class Planner:
         max_masters: int = 3,
         max_deltas: int = 8,
         clock: Callable[[], float] = time.time,
+        declared: DeclaredHosts = DeclaredHosts(),
     ) -> None:
         self.classes = dict(classes or {})
+        self.declared = declared
+        """The cluster file's hosts: one the Collection does not hold (not joined since a
+        restart) may yet take a request every host it holds refuses for what it is."""
         self.filters = filters
         self.rankers = rankers
         self.max_masters = max_masters
@@ -225,7 +230,7 @@ class Planner:
         failures: list[PlacementFailure] = []
         for op in objects:
             if op.ranked is None or len(op.ranked) == 0:
-                failures.append(_no_hosts(op))
+                failures.append(_no_hosts(op, request.identity, self.declared))
         if failures:
             return Plan(request.request_id, [], failures, objects)
 
@@ -402,9 +407,12 @@ LASTING = frozenset({codes.QUERY_NO_MATCH, codes.ACCESS_DENIED, codes.CLASS_HOST
 """Refusals for what a host is, not for what it holds now: waiting changes none."""
 
 
-def _no_hosts(op: ObjectPlan) -> PlacementFailure:
+def _no_hosts(op: ObjectPlan, caller: Identity, declared: DeclaredHosts = DeclaredHosts()) -> PlacementFailure:
     """A plan-stage failure naming the most common refusal among the hosts
-    (among the refusals waiting can change, when there are any)."""
+    (among the refusals waiting can change, when there are any).  When every
+    host refused for what it is, but a host that may take it is not reporting
+    now (``unseen``), the failure is ``host.unreported`` and not lasting: the
+    request waits for that host rather than failing while it restarts."""
     counts: dict[tuple[str, str, str], int] = {}
     for names, r in op.outcome.drops:
         counts[(r.by, r.code, r.reason)] = counts.get((r.by, r.code, r.reason), 0) + len(names)
@@ -417,5 +425,24 @@ def _no_hosts(op: ObjectPlan) -> PlacementFailure:
     passing = {k: n for k, n in counts.items() if lasting or k[1] not in LASTING}
     (by, code, reason), n = max(passing.items(), key=lambda kv: (kv[1], kv[0]))
     summary = "; ".join(f"{c} refused by {b} ({k})" for (b, k, _), c in sorted(counts.items(), key=lambda kv: -kv[1]))
+    if lasting and (waits := unseen(op, caller, declared)):
+        shown = ", ".join(waits[:5]) + (f" and {len(waits) - 5} more" if len(waits) > 5 else "")
+        return PlacementFailure(key=key, resource=PLANNER, code=codes.HOST_UNREPORTED, stage="plan",
+                                reason=f"no reporting host can take it ({summary}); it waits for "
+                                       f"{len(waits)} host(s) not reporting now that may: {shown}")
     return PlacementFailure(key=key, resource=by, code=code, lasting=lasting,
                             reason=f"no host can take it: {summary}; e.g. {reason}", stage="plan")
+
+
+def unseen(op: ObjectPlan, caller: Identity, declared: DeclaredHosts = DeclaredHosts()) -> list[str]:
+    """The hosts ``op`` could not judge that may yet take it, each matching its
+    constraint and accepting ``caller``: those the Collection holds but are
+    unavailable now (stale or varied off), by their last record, then those
+    it does not hold at all (not joined since a restart), by what the cluster
+    file declares of them.  Read only on a failure, never on the planning path."""
+    snap = op.snap
+    if snap is None:
+        return []
+    ident = Identity(user=caller.user, class_name=op.request.class_name, groups=caller.groups)
+    text = f'$kind == "host" and ({op.request.constraint})'
+    return snap.unavailable(text, ident) + declared.absent(snap, text, ident)

@@ -32,6 +32,7 @@ from legionrm.scheduler.enactment import Enactment
 from legionrm.scheduler.fairshare import core_for_cluster
 from legionrm.scheduler.mobility import Mobility, StatePort
 from legionrm.scheduler.planner import Planner
+from legionrm.scheduler.planning.declared import DeclaredHosts
 from legionrm.scheduler.pools import RespoolGate, tree_for_cluster
 from legionrm.scheduler.ports import (
     EnactorFor,
@@ -113,7 +114,7 @@ def wire(settings: SchedulerSettings, ports: SchedulerPorts) -> Wired:
     source = ServedCollection(ports.collection, served) if served is not None else ports.collection
     collection: Swappable[SnapshotSource] = Swappable(source)
     planner = Planner({c.name: c for c in cluster.classes}, max_masters=settings.max_masters,
-                      max_deltas=settings.max_deltas, clock=clock)
+                      max_deltas=settings.max_deltas, clock=clock, declared=DeclaredHosts(cluster.hosts))
     enactment = Enactment(ports.enactor, ports.stopper, name=settings.name, token_timeout_s=settings.token_timeout_s,
                           issued=issued_by(settings.name, cluster))
     # deactivate / activate / migrate: states move between the hosts' instances and the vaults' stores

@@ -327,3 +327,51 @@ def test_the_books_events_are_stamped_whole_and_share_one_fields_set() -> None:
     assert len({ev.seq for ev in started}) == 3 and all(ev.seq > 0 for ev in started)
     assert all(ev.__pydantic_fields_set__ is started[0].__pydantic_fields_set__ for ev in started)
     assert "seq" in started[0].__pydantic_fields_set__
+
+
+def _unreachable(s: LocalSystem, clock: FakeClock, how: str) -> None:
+    """h1 stops reporting to the Collection, as ``how`` says."""
+    if how == "varied-off":
+        s.collection.vary_off("h1")
+    elif how == "stale":  # silent past its heartbeat window while h0 still reports
+        clock.advance(s.collection.stale_window_s + 1)
+        s.collection.update("h0")
+    else:  # not joined (again) since a restart: the Collection does not hold it at all
+        assert s.collection.leave("h1")
+
+
+def _back(s: LocalSystem, how: str) -> None:
+    if how == "varied-off":
+        s.collection.vary_on("h1")
+    elif how == "stale":
+        s.heartbeat()
+    else:
+        s.host("h1").join()
+
+
+def pinned(rid: str, where: str) -> SchedulingRequest:
+    return SchedulingRequest(request_id=rid, identity=Identity(user="alice"), objects=(
+        ObjectRequest(class_name="W", cpus=1, memory_gb=1, constraint=f'$name == "{where}"'),))
+
+
+@pytest.mark.parametrize("how", ["varied-off", "stale", "not-joined"])
+def test_a_request_only_a_host_not_reporting_may_take_waits_for_it_then_runs(how: str) -> None:
+    s, clock = system(hosts=2)
+    _unreachable(s, clock, how)
+    r = s.scheduler.scheduleObjects(pinned("on-h1", "h1"))
+    assert r.state == "pending", r.message  # not failed for good while h1 restarts
+    [f] = r.failures
+    assert (f.code, f.lasting) == ("host.unreported", False) and "h1" in f.reason
+    gone = s.scheduler.scheduleObjects(pinned("on-h9", "h9"))  # no host of the system is h9: that never changes
+    assert (gone.state, gone.failures[0].code, gone.failures[0].lasting) == ("failed", "query.no_match", True)
+    _back(s, how)
+    s.tick()
+    assert states(s)["on-h1"] == "running"
+    assert books_balance(s) == []
+
+
+def test_a_host_not_reporting_that_would_refuse_anyway_is_not_waited_for() -> None:
+    s, clock = system(hosts=2)
+    s.collection.vary_off("h1")
+    r = s.scheduler.scheduleObjects(pinned("not-h1", "h1 and $cpus > 99"))  # h1 has 4 cpus: it never matches
+    assert (r.state, r.failures[0].code) == ("failed", "query.no_match")

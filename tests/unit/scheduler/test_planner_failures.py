@@ -8,8 +8,10 @@ from __future__ import annotations
 import pytest
 
 from legionrm.collection.collection import Collection
-from legionrm.models import Identity, ObjectRequest, SchedulingRequest
+from legionrm.models import AccessPolicy, Identity, ObjectRequest, SchedulingRequest
+from legionrm.models.cluster import HostSpec
 from legionrm.scheduler.planner import Planner
+from legionrm.scheduler.planning.declared import DeclaredHosts
 from legionrm.testing import FakeClock, host
 
 ALICE = Identity(user="alice")
@@ -104,3 +106,67 @@ def test_identical_hosts_give_each_used_host_further_alternatives(hosts, count, 
         req(ObjectRequest(class_name=W, count=count, cpus=8, placement="scatter")), fleet(*[8] * hosts).snapshot()
     )
     assert [[p.host for p in d.placements] for d in plan.masters[0].deltas] == expected
+
+
+# --- a host not reporting: waited for when it may take the request, never when it would refuse ----------------
+
+def _declared_fleet() -> tuple[Collection, FakeClock, DeclaredHosts]:
+    """n1 (x86, 8 cpus) and n2 (arm, 8 cpus, bob only) as the cluster file declares them, both joined."""
+    clock = FakeClock()
+    specs = (HostSpec(name="n1", nodepool="a", attributes={"cpus": 8, "memory_gb": 32, "arch": "x86"}),
+             HostSpec(name="n2", nodepool="b", attributes={"cpus": 8, "memory_gb": 32, "arch": "arm"},
+                      access=AccessPolicy(allow_users=("alice", "bob"), deny_classes=("Batch",))))
+    c = Collection(clock=clock)
+    for h in specs:
+        c.join(host(h.name, access=h.access, nodepool=h.nodepool, **h.attributes))
+    return c, clock, DeclaredHosts(specs)
+
+
+def _silence(c: Collection, clock: FakeClock, how: str) -> None:
+    """n2 stops reporting: varied off, stale (n1 still beats), or not held at all (not joined since a restart)."""
+    if how == "off":
+        c.vary_off("n2")
+    elif how == "stale":
+        clock.advance(c.stale_window_s + 1)
+        c.update("n1")
+    else:
+        c.leave("n2")
+
+
+@pytest.mark.parametrize("how", ["off", "stale", "absent"])
+@pytest.mark.parametrize(
+    "constraint, who, klass, served, waits",
+    [
+        ('$arch == "arm"', "alice", W, None, "host.unreported"),
+        ('$name == "n2"', "bob", W, None, "host.unreported"),
+        ('$arch == "sparc"', "alice", W, None, None),  # n2 never matches: no reason to wait
+        ('$arch == "arm"', "carol", W, None, None),  # n2 would not accept carol
+        ('$arch == "arm"', "alice", "Batch", None, None),  # nor the class Batch
+        ('$arch == "arm"', "alice", W, '$nodepool == "a"', None),  # nor does this scheduler serve n2
+        ('$arch == "arm"', "alice", W, '$nodepool == "a" or $nodepool == "b"', "host.unreported"),
+        ('$arch == "arm"', "alice", W, '$nodepool == "b"', "no_hosts"),  # it serves n2 alone: no host at all now
+    ],
+    ids=["matches", "by-name", "never-matches", "user-not-accepted", "class-not-accepted", "not-served", "served",
+         "serves-it-alone"],
+)
+def test_a_request_only_a_silent_host_may_take_waits_for_it(how, constraint, who, klass, served, waits) -> None:
+    c, clock, declared = _declared_fleet()
+    _silence(c, clock, how)
+    snap = c.snapshot() if served is None else c.snapshot().served(served)
+    request = SchedulingRequest(request_id="r1", identity=Identity(user=who), objects=(
+        ObjectRequest(class_name=klass, cpus=1, memory_gb=1, constraint=constraint),))
+    plan = Planner(declared=declared).make_schedules(request, snap)
+    [f] = plan.failures
+    if waits:
+        assert (f.code, f.lasting, f.stage) == (waits, False, "plan")
+        assert waits == "no_hosts" or ("n2" in f.reason and "n1" not in f.reason.split("may:")[-1])
+    else:
+        assert f.lasting and f.code in ("query.no_match", "access.denied"), f
+
+
+def test_a_host_no_cluster_file_declares_is_never_waited_for() -> None:
+    c, _, _ = _declared_fleet()
+    c.leave("n2")
+    request = req(ObjectRequest(class_name=W, cpus=1, constraint='$arch == "arm"'))
+    [f] = Planner().make_schedules(request, c.snapshot()).failures
+    assert (f.code, f.lasting) == ("query.no_match", True)
