@@ -153,7 +153,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     up.add_argument("--gateway-host", default="127.0.0.1", metavar="ADDR",
                     help="the address the gateway binds (default %(default)s; any other serves TLS)")
     up.add_argument("--gateway-port", type=int, default=8470, metavar="N",
-                    help="the gateway's port (default %(default)s; 0: a free one, but credentials name the port)")
+                    help="the gateway's port (default %(default)s; 0: a free one, the one the credentials "
+                         "issued before name when it is free)")
     up.add_argument("--no-dashboard", action="store_true", help="do not serve the dashboard's pages (the API stays)")
     up.add_argument("--no-ray-dashboard", action="store_true",
                     help="leave Ray's own dashboard and metrics export off (a leaner head)")

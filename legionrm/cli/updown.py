@@ -7,8 +7,11 @@ records what it started in ``$LEGIONRM_HOME/up.json``.  Ray's own dashboard
 and metrics export are on (``--no-ray-dashboard`` for a leaner head), and
 legionrm's dashboard is served by the gateway: ``up`` starts the gateway process
 (:mod:`legionrm.gateway.process`; 127.0.0.1:8470 unless ``--gateway-host`` /
-``--gateway-port``), writes the administrator's credentials file into the
-home, and prints the gateway's and both dashboards' addresses.  Every step shows
+``--gateway-port``; ``0``: a free port, the one the credentials issued before
+name when it is free, so a restart does not strand them), writes the
+administrator's credentials file into the home, and prints the gateway's and
+both dashboards' addresses (and one line when the gateway moved from the
+address the credentials issued before name).  Every step shows
 its progress on stderr; Ray's own output (the head's, and the driver's C++
 warnings) goes to ``$LEGIONRM_HOME/logs/``, never to the terminal.  The
 ``--timeout`` deadline covers the whole of ``up``; when any step fails or
@@ -41,15 +44,17 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
 import ray
 from rich.console import Console
 
 from legionrm.auth.guard import auth_home, login_name
 from legionrm.auth.registry import Registry
+from legionrm.client.credentials import read as read_credentials
 from legionrm.config import load_cluster
 from legionrm.errors import LegionError, ResourcesSilentError, SystemNotRunningError
-from legionrm.gateway.routes_users import write_credentials
+from legionrm.gateway.routes_users import credentials_path, write_credentials
 from legionrm.gateway.serve import DEFAULT_PORT, LOOPBACK
 from legionrm.homefs import (
     open_private,
@@ -245,7 +250,7 @@ def cli_up(args: argparse.Namespace) -> int:
                    "log": str(log), "ray_logs": state.get("ray_logs"), "dashboard": state.get("dashboard"),
                    "gateway": state.get("gateway"), "credentials": state.get("credentials"),
                    "ray_dashboard": state.get("ray_dashboard"), "metrics": state.get("metrics"),
-                   "elapsed_s": round(steps.elapsed(), 2)}
+                   "gateway_moved": state.get("gateway_moved"), "elapsed_s": round(steps.elapsed(), 2)}
         if args.json:
             print(json.dumps(summary, indent=2))
             return 0
@@ -254,6 +259,8 @@ def cli_up(args: argparse.Namespace) -> int:
                 f"{summary['resources']} resources ({summary['hosts']} hosts, {summary['vaults']} vaults), "
                 f"{summary['classes']} classes, {summary['actors']} actors, from {spec.source}")
         c.print(f"  [bold]gateway: {summary['gateway']}[/]  (your credentials: {summary['credentials']})")
+        if summary["gateway_moved"]:
+            c.print(f"  [yellow]{summary['gateway_moved']}[/]", highlight=False)
         if summary["dashboard"]:
             c.print(f"  [bold]dashboard: {summary['dashboard']}[/]")
         if summary["ray_dashboard"]:
@@ -273,6 +280,9 @@ def _start_gateway(args: argparse.Namespace, state: dict[str, Any], log: Path, d
     host = getattr(args, "gateway_host", None) or LOOPBACK
     port = getattr(args, "gateway_port", None)
     port = DEFAULT_PORT if port is None else int(port)
+    issued = issued_url()
+    if port == 0 and issued is not None:  # any free one: the one the credentials handed out name, when free
+        port = _port_of(issued, host)
     if port and not port_free(port, host):
         raise UpError(f"the gateway's port {host}:{port} is in use; choose another with --gateway-port")
     info = {"address": state["address"], "ray_dashboard": state.get("ray_dashboard")}
@@ -296,7 +306,31 @@ def _start_gateway(args: argparse.Namespace, state: dict[str, Any], log: Path, d
             proc.stdout.close()
             state["gateway"] = doc["url"]
             state["dashboard"] = doc.get("dashboard")
+            if issued is not None and issued != doc["url"]:
+                state["gateway_moved"] = (f"the gateway moved from {issued} to {doc['url']}: credentials issued "
+                                          f"before name the old address (set their url line, or use a fixed "
+                                          f"--gateway-port)")
             return
+
+
+def issued_url() -> str | None:
+    """The gateway URL the operator's credentials in this home name (written by an earlier
+    ``up``: every credentials file handed out names the same), or None when there are none."""
+    try:
+        return read_credentials(credentials_path(HOME, operator())).url
+    except (LegionError, OSError):
+        return None
+
+
+def _port_of(url: str, host: str) -> int:
+    """``url``'s port when it is on ``host`` and free now (so credentials issued before still
+    reach the gateway), else 0: any free port."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or 0
+    except ValueError:
+        return 0
+    return port if parts.hostname == host and port and port_free(port, host) else 0
 
 
 def _start_head(args: argparse.Namespace, state: dict[str, Any], steps: Steps, log: Path, deadline: float) -> None:

@@ -104,3 +104,51 @@ def test_up_over_a_live_system_refused(home: Path, capfd: pytest.CaptureFixture[
 def test_nothing_up(home: Path, capfd: pytest.CaptureFixture[str]) -> None:
     assert main(["down"]) == 0
     assert "no system is up" in capfd.readouterr().err
+
+
+# --- up --gateway-port 0 keeps the address the credentials handed out name ---------------------------------
+
+def _listening() -> socket.socket:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+    return s
+
+
+@pytest.mark.parametrize(
+    "url, host, taken, want",
+    [
+        ("http://127.0.0.1:{port}", "127.0.0.1", False, "port"),
+        ("http://127.0.0.1:{port}", "127.0.0.1", True, 0),  # someone else took it since: any free one
+        ("https://10.1.2.3:{port}", "127.0.0.1", False, 0),  # another host's address
+        ("http://127.0.0.1", "127.0.0.1", False, 0),  # no port named
+        ("http://127.0.0.1:99999", "127.0.0.1", False, 0),  # not a port
+    ],
+    ids=["free-again", "taken-since", "other-host", "no-port", "bad-port"],
+)
+def test_a_free_gateway_port_is_the_one_issued_credentials_name_when_it_can_be(url, host, taken, want) -> None:
+    s = _listening()
+    port = s.getsockname()[1]
+    if not taken:
+        s.close()
+    try:
+        assert updown._port_of(url.format(port=port), host) == (port if want == "port" else want)
+    finally:
+        s.close()
+
+
+def test_the_issued_url_is_read_from_the_operators_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from legionrm.client.credentials import Credentials
+    from legionrm.gateway.routes_users import credentials_path
+
+    monkeypatch.setattr(updown, "HOME", tmp_path)
+    monkeypatch.setenv("LEGIONRM_USER", "ops")
+    assert updown.issued_url() is None  # no up has written any yet
+    path = credentials_path(tmp_path, "ops")
+    path.parent.mkdir(parents=True)
+    Credentials.of("http://127.0.0.1:8123", "ops", Ed25519PrivateKey.generate()).write(path)
+    assert updown.issued_url() == "http://127.0.0.1:8123"
+    path.write_text("not a credentials file")
+    assert updown.issued_url() is None  # unreadable: any free port, never a traceback
