@@ -211,11 +211,8 @@ class SitePolicy:
             return Ordered([entries[i] for i in at.tolist()], table, epoch, slots)
         users = cols[:, 3].astype(np.int64)
         running = [entries[i] for i in np.flatnonzero(found == -2).tolist()]
-        fs = self.fairshare(running, now, [names[u] for u in np.unique(users).tolist()])
-        factor = np.ones(len(names))
-        for u, name in enumerate(names):
-            factor[u] = fs.get(name, 1.0)
-        cols[:, 3] = factor[users]
+        fs = self.fairshare(running, now, [names[u] for u in set(users.tolist())])
+        cols[:, 3] = np.fromiter(map(fs.get, names, repeat(1.0)), np.float64, len(names))[users]
         ranked = np.asarray(order_of(cols, lambda i: entries[at[i]].id, now, self.formula), np.int64)
         picked = at[ranked].tolist()
         return Ordered(itemgetter(*picked)(entries), table, epoch, slots[ranked])  # (two or more: a tuple)
