@@ -103,7 +103,8 @@ class Stretches:
         """``uses`` as columns, a row each."""
         users = list(dict.fromkeys(map(_USER, uses)))
         n = len(uses)
-        return cls(users, np.fromiter(map({u: i for i, u in enumerate(users)}.__getitem__, map(_USER, uses)), np.int64, n),
+        number = {u: i for i, u in enumerate(users)}
+        return cls(users, np.fromiter(map(number.__getitem__, map(_USER, uses)), np.int64, n),
                    np.fromiter(map(_CPUS, uses), np.float64, n), np.fromiter(map(_START, uses), np.float64, n),
                    np.fromiter(map(_END, uses), np.float64, n), np.arange(n))
 
