@@ -51,6 +51,9 @@ from legionrm.models import (
 )
 
 DIMS = ("cpus", "memory_gb", "gpus")
+REPORTED = ("free_cpus", "free_memory_gb", "free_gpus", "load", "reservations", "state", "owner_policies", "instances",
+            "drained", "drain_reason")
+"""The attributes a host reports (:meth:`ReplayHosts.attributes`), in the order it reports them."""
 _EPS = 1e-9  # as the host calendar's slack
 
 
@@ -77,7 +80,8 @@ class ReplayHosts:
         self.names = [s.name for s in specs]
         self._index = {n: i for i, n in enumerate(self.names)}
         self._cap: list[tuple[float, float, float]] = []
-        self._sent: list[dict[str, AttrValue]] = []  # what each host last reported
+        self._sent: list[dict[str, AttrValue]] = []  # the record each host joined with
+        self._last: list[tuple[AttrValue, ...] | None] = [None] * len(specs)  # its REPORTED values last sent (None: none yet)
         for s in specs:
             if s.policy or s.access.model_dump(exclude_defaults=True):
                 raise ValueError(f"host {s.name}: a replay's hosts have no owner policy and no access list")
@@ -201,16 +205,14 @@ class ReplayHosts:
 
     def attributes(self, name: str) -> dict[str, AttrValue]:
         """What host ``name`` reports now (the planner's attributes, valued as a live host values them)."""
-        i = self._index[name]
+        return dict(zip(REPORTED, self._values(self._index[name])))
+
+    def _values(self, i: int) -> tuple[AttrValue, ...]:
+        """Host ``i``'s :data:`REPORTED` attributes now, in that order (each of one type, whatever its value)."""
         cap, used = self._cap[i], self._used[i]
-        attrs: dict[str, AttrValue] = {
-            "free_cpus": round(cap[0] - used[0], 6), "free_memory_gb": round(cap[1] - used[1], 6),
-            "free_gpus": int(round(cap[2] - used[2])),
-            "load": round(used[0] / cap[0], 4) if cap[0] > 0 else 0.0,
-            "reservations": self._open[i],
-            "state": "busy" if any(u > _EPS for u in used) else "free",
-            "owner_policies": 0, "instances": self._instances[i], "drained": False, "drain_reason": ""}
-        return attrs
+        return (round(cap[0] - used[0], 6), round(cap[1] - used[1], 6), int(round(cap[2] - used[2])),
+                round(used[0] / cap[0], 4) if cap[0] > 0 else 0.0, self._open[i],
+                "busy" if any(u > _EPS for u in used) else "free", 0, self._instances[i], False, "")
 
     def report(self, names: Iterable[str] | None = None) -> None:
         """Hosts ``names`` (None: all) expire their unused reservations that timed out and send
@@ -221,10 +223,14 @@ class ReplayHosts:
                 self._free(b)
         updates: list[tuple[str, dict[str, AttrValue | None]]] = []
         for name in self.names if names is None else names:
-            attrs = self.attributes(name)
-            sent = self._sent[self._index[name]]
-            changed = {k: v for k, v in attrs.items() if sent.get(k) != v or type(sent.get(k)) is not type(v)}
-            sent.update(changed)
+            i = self._index[name]
+            values, last = self._values(i), self._last[i]
+            if last is not None:  # (what it sent last is of the same types, position by position)
+                changed = {k: v for k, v, old in zip(REPORTED, values, last) if v != old}
+            else:  # its first report: against the record it joined with
+                sent = self._sent[i]
+                changed = {k: v for k, v in zip(REPORTED, values) if sent.get(k) != v or type(sent.get(k)) is not type(v)}
+            self._last[i] = values
             updates.append((name, changed))  # an empty one still says the host is alive
         if updates:
             self._collection.update_many(updates)

@@ -31,8 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from legionrm.collection.collection import CollectionSnapshot
-from legionrm.scheduler.backfill.profile import Profile, Usage, UsageCache
-from legionrm.scheduler.planning.snaptables import base_table
+from legionrm.scheduler.backfill.profile import Profile, Usage, UsageCache, hosts_of
 from legionrm.scheduler.requests import Entry
 
 
@@ -73,12 +72,12 @@ class ProfileKeeper:
 
     def _fresh(self, snap: CollectionSnapshot, running: Sequence[Entry]) -> None:
         """The profile built as :func:`profile_of` builds it (and what it was built from, kept)."""
-        base = base_table(snap)
+        base = hosts_of(snap)
         now = float(snap.now)
-        profile = Profile(now, [str(n) for n in base.names], base.cpus, base.free_cpus)
+        profile = Profile(now, base.names, base.cpus, base.free_cpus)
         self._table, self._served = snap.table, snap.served_query
         # the same table shows the same hosts available until the first of them goes stale
-        self._since, self._until = now, snap.stale_at(base.row)
+        self._since, self._until = now, snap.stale_at(base.rows)
         self._kept, self._running, self._held = profile, [], np.zeros(len(profile.names))
         self._more(running, self._usages.usages(profile, running))
 

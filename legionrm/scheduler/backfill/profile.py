@@ -29,7 +29,6 @@ import numpy as np
 
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.scheduler.planning.holds import Hold
-from legionrm.scheduler.planning.snaptables import base_table
 from legionrm.scheduler.requests import Entry
 
 INF = float("inf")
@@ -462,12 +461,33 @@ class UsageCache:
         return out
 
 
+class Hosts(NamedTuple):
+    """The columns of a snapshot a profile is built from: its available hosts' ``rows`` (name order),
+    ``names``, total ``cpus`` and reported ``free_cpus``."""
+
+    rows: np.ndarray
+    names: list[str]
+    cpus: np.ndarray
+    free_cpus: np.ndarray
+
+
+def hosts_of(snap: CollectionSnapshot) -> Hosts:
+    """The snapshot's hosts as a profile reads them: the rows, names and figures of the planner's
+    host table (:func:`~legionrm.scheduler.planning.snaptables.base_table`; a host that reports
+    no ``free_cpus`` has its total free), read from those three columns alone (a pass that tries
+    nothing never needs the table's others)."""
+    rows = snap.rows('$kind == "host"')
+    cpus = snap.numeric("cpus", rows, 0.0)
+    free = snap.numeric("free_cpus", rows, np.nan)
+    return Hosts(rows, [str(n) for n in snap.table.names[rows].tolist()], cpus, np.where(np.isnan(free), cpus, free))
+
+
 def profile_of(snap: CollectionSnapshot, running: Iterable[Entry], cache: UsageCache | None = None) -> Profile:
     """The profile of the snapshot's hosts: free cpus as they reported, or
     less where the ``running`` requests hold more than the report shows (it
     predates their start), given back as each one's walltime ends."""
-    base = base_table(snap)
-    profile = Profile(float(snap.now), [str(n) for n in base.names], base.cpus, base.free_cpus)
+    base = hosts_of(snap)
+    profile = Profile(float(snap.now), base.names, base.cpus, base.free_cpus)
     usages = (cache or UsageCache()).usages(profile, running)
     held = np.zeros(len(profile.names))
     hosts = [h for u in usages for h in u.hosts]

@@ -15,7 +15,7 @@ import dataclasses
 import threading
 from collections.abc import Callable, Iterable
 from itertools import compress, repeat
-from operator import attrgetter, itemgetter
+from operator import attrgetter, is_, itemgetter
 from typing import Protocol
 
 import numpy as np
@@ -29,7 +29,7 @@ from legionrm.scheduler.priority.multifactor import Factors, PendingJob, factors
 from legionrm.scheduler.priority.settings import SiteSettings, settings_of
 from legionrm.scheduler.priority.sharetree import ShareTree
 from legionrm.scheduler.priority.slots import Ordered, Slots
-from legionrm.scheduler.priority.usage import Usage, UsageLedger, Use
+from legionrm.scheduler.priority.usage import Stretches, Usage, UsageLedger, Use
 from legionrm.scheduler.requests import Entry
 
 HOLDING = ("admitted", "placing", "reserved", "running")
@@ -151,7 +151,7 @@ class SitePolicy:
                 if not got:
                     break
                 self._ledger.add((Use(r.user, r.cpus, r.start, r.end) for r in got), now)
-            return self._ledger.usage(now, self._running(entries))
+            return self._ledger.usage(now, self._running.columns(entries))
 
     def fairshare(self, entries: list[Entry], now: float, users: Iterable[str] | None = None) -> dict[str, float]:
         """Each user's fair-share factor (of ``users``, default every user in ``entries``, and all with usage)."""
@@ -211,11 +211,8 @@ class SitePolicy:
             return Ordered([entries[i] for i in at.tolist()], table, epoch, slots)
         users = cols[:, 3].astype(np.int64)
         running = [entries[i] for i in np.flatnonzero(found == -2).tolist()]
-        fs = self.fairshare(running, now, [names[u] for u in np.unique(users).tolist()])
-        factor = np.ones(len(names))
-        for u, name in enumerate(names):
-            factor[u] = fs.get(name, 1.0)
-        cols[:, 3] = factor[users]
+        fs = self.fairshare(running, now, [names[u] for u in set(users.tolist())])
+        cols[:, 3] = np.fromiter(map(fs.get, names, repeat(1.0)), np.float64, len(names))[users]
         ranked = np.asarray(order_of(cols, lambda i: entries[at[i]].id, now, self.formula), np.int64)
         picked = at[ranked].tolist()
         return Ordered(itemgetter(*picked)(entries), table, epoch, slots[ranked])  # (two or more: a tuple)
@@ -321,23 +318,62 @@ class SitePolicy:
 class RunningUses:
     """What runs now, as stretches of cpus from each instance's start, in the order of the entries and their
     instances; each running request's stretches kept while its request and instance map are the same objects
-    (the book writes a new map when its instances change)."""
+    (the book writes a new map when its instances change), as :class:`Use` and as columns."""
 
     def __init__(self) -> None:
-        self._kept: dict[str, tuple[object, object, list[Use]]] = {}
+        self._kept: dict[str, _Kept] = {}
+        self._columns: tuple[list[_Kept], Stretches] = ([], Stretches.of([]))
 
     def __call__(self, entries: Iterable[Entry]) -> list[Use]:
         out: list[Use] = []
-        kept: dict[str, tuple[object, object, list[Use]]] = {}
+        for k in self._read(entries):
+            out += k.uses
+        return out
+
+    def columns(self, entries: Iterable[Entry]) -> Stretches:
+        """The same stretches as :class:`Stretches` (kept while the running requests' stretches are the same)."""
+        kept = [k for k in self._read(entries) if k.uses]
+        was, columns = self._columns
+        if len(kept) == len(was) and all(map(is_, kept, was)):
+            return columns
+        users = list(dict.fromkeys(k.user for k in kept))
+        number = {u: i for i, u in enumerate(users)}
+        rows = [len(k.cpus) for k in kept]
+        first = np.cumsum([0] + rows)[:-1]  # each request's first row
+        stack = (lambda c: np.concatenate([getattr(k, c) for k in kept])) if kept else (lambda c: np.zeros(0))
+        columns = Stretches(users, np.repeat(np.asarray([number[k.user] for k in kept], np.int64), rows),
+                            stack("cpus"), stack("start"), stack("end"),
+                            stack("each").astype(np.int64) + np.repeat(first, [len(k.uses) for k in kept]))
+        self._columns = (kept, columns)
+        return columns
+
+    def _read(self, entries: Iterable[Entry]) -> list[_Kept]:
+        """Each running entry's stretches, in order (kept, or read anew); the kept ones are now these."""
+        out: list[_Kept] = []
+        kept: dict[str, _Kept] = {}
         entries = entries if isinstance(entries, list) else list(entries)  # (read twice)
         for e in compress(entries, map(_RUNNING.__eq__, map(_STATE, entries))):  # (the state read in C)
             got = self._kept.get(e.id)
-            if got is None or got[0] is not e.request or got[1] is not e.instances:
-                got = (e.request, e.instances, _uses(e))
+            if got is None or got.request is not e.request or got.instances is not e.instances:
+                got = _Kept(e)
             kept[e.id] = got
-            out += got[2]
+            out.append(got)
         self._kept = kept
         return out
+
+
+class _Kept:
+    """One running request's stretches (:func:`_uses`) for its request and instance map,
+    and as the rows of :class:`Stretches`: its distinct stretches, and each one's row."""
+
+    __slots__ = ("request", "instances", "user", "uses", "cpus", "start", "end", "each")
+
+    def __init__(self, e: Entry) -> None:
+        self.request, self.instances, self.user, self.uses = e.request, e.instances, e.user, _uses(e)
+        rows: dict[tuple[float, float, float], int] = {}  # (its instances most often share their numbers)
+        self.each = np.fromiter((rows.setdefault((u.cpus, u.start, u.end), len(rows)) for u in self.uses), np.int64,
+                                len(self.uses))
+        self.cpus, self.start, self.end = (np.fromiter((r[c] for r in rows), np.float64, len(rows)) for c in range(3))
 
 
 def _uses(e: Entry) -> list[Use]:

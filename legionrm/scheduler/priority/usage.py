@@ -84,6 +84,31 @@ class Usage:
 _USER, _CPUS, _START, _END = (attrgetter(a) for a in ("user", "cpus", "start", "end"))
 
 
+@dataclass(frozen=True, eq=False)
+class Stretches:
+    """Stretches of work as columns: distinct ones as rows (``users`` in the order they
+    first appear, then each row's user as its index in ``users``, its cpus, start and
+    end), and ``each`` stretch in order as its row (a row holds the same numbers, so
+    its terms are worked out once and counted once per stretch)."""
+
+    users: list[str]
+    who: np.ndarray
+    cpus: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    each: np.ndarray
+
+    @classmethod
+    def of(cls, uses: list[Use]) -> Stretches:
+        """``uses`` as columns, a row each."""
+        users = list(dict.fromkeys(map(_USER, uses)))
+        n = len(uses)
+        number = {u: i for i, u in enumerate(users)}
+        return cls(users, np.fromiter(map(number.__getitem__, map(_USER, uses)), np.int64, n),
+                   np.fromiter(map(_CPUS, uses), np.float64, n), np.fromiter(map(_START, uses), np.float64, n),
+                   np.fromiter(map(_END, uses), np.float64, n), np.arange(n))
+
+
 class UsageLedger:
     """Every user's usage of finished work, aged as time goes (see the module).  Not thread-safe."""
 
@@ -101,8 +126,9 @@ class UsageLedger:
             self._decayed[u.user] = self._decayed.get(u.user, 0.0) + decayed_cpu_seconds(
                 u.cpus, u.start, u.end, now, self.half_life_s)
 
-    def usage(self, now: float, running: Iterable[Use] = ()) -> dict[str, Usage]:
-        """Each user's usage at ``now``: finished work, plus ``running`` work up to ``now``.
+    def usage(self, now: float, running: Iterable[Use] | Stretches = ()) -> dict[str, Usage]:
+        """Each user's usage at ``now``: finished work, plus ``running`` work up to ``now``
+        (stretches, or the same as :class:`Stretches` columns).
 
         As numpy columns (a pass reads every running instance), the same numbers
         as adding the stretches one by one in their order: each stretch's terms as
@@ -110,20 +136,21 @@ class UsageLedger:
         same operations in the same order), summed into its user's total in order
         (``np.add.at`` adds unbuffered, one index after another)."""
         self._age(now)
-        running = running if isinstance(running, list) else list(running)
+        if not isinstance(running, Stretches):
+            running = Stretches.of(running if isinstance(running, list) else list(running))
         users = list(self._raw)  # the finished users first, then the running ones as they first appear
-        users += [u for u in dict.fromkeys(map(_USER, running)) if u not in self._raw]
+        users += [u for u in running.users if u not in self._raw]
         raw = np.fromiter(map(self._raw.get, users, repeat(0.0)), np.float64, len(users))
         dec = np.fromiter(map(self._decayed.get, users, repeat(0.0)), np.float64, len(users))
-        if running:
-            number = {u: i for i, u in enumerate(users)}
-            who = np.fromiter(map(number.__getitem__, map(_USER, running)), np.int64, len(running))
-            cpus = np.fromiter(map(_CPUS, running), np.float64, len(running))
-            start = np.fromiter(map(_START, running), np.float64, len(running))
-            end = np.minimum(np.fromiter(map(_END, running), np.float64, len(running)), now)
+        if len(running.each):
+            number = np.fromiter(map({u: i for i, u in enumerate(users)}.__getitem__, running.users), np.int64,
+                                 len(running.users))
+            each, cpus, start = running.each, running.cpus, running.start
+            who = number[running.who][each]
+            end = np.minimum(running.end, now)
             ran = end - start
-            np.add.at(raw, who, cpus * np.where(ran > 0.0, ran, 0.0))  # (max(0.0, ran), as Python's max picks)
-            np.add.at(dec, who, _decayed_terms(cpus, start, end, now, self.half_life_s))
+            np.add.at(raw, who, (cpus * np.where(ran > 0.0, ran, 0.0))[each])  # (max(0.0, ran), as Python's max picks)
+            np.add.at(dec, who, _decayed_terms(cpus, start, end, now, self.half_life_s)[each])
         return {u: Usage(r, d) for u, r, d in zip(users, raw.tolist(), dec.tolist())}
 
     def _age(self, now: float) -> None:

@@ -1,0 +1,46 @@
+"""The running work as kept columns (:meth:`RunningUses.columns`: each request's distinct
+stretches worked out once) gives every user the usage the stretches one by one give, bit
+for bit, as work starts and ends and time moves."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from legionrm.models import Identity, InstanceRef, ObjectRequest, SchedulingRequest
+from legionrm.scheduler.priority.site import RunningUses
+from legionrm.scheduler.priority.usage import UsageLedger, Use
+from legionrm.scheduler.requests import RequestBook
+
+
+def bits(usage: dict) -> list:  # type: ignore[type-arg]
+    return [(u, struct.pack("<dd", v.raw, v.decayed)) for u, v in usage.items()]
+
+
+@pytest.mark.parametrize("half_life", [0.0, 3600.0, 12345.678], ids=["no-decay", "an-hour", "odd"])
+def test_columns_give_the_one_by_one_usage_as_work_starts_and_ends(half_life: float) -> None:
+    now = [100.0]
+    book = RequestBook(lambda: now[0])
+    kept = RunningUses()
+    ledger = UsageLedger(half_life)
+    ledger.add([Use("u1", 2.0, 0.0, 50.0)], now[0])  # (a total to start from: the sum's order shows)
+    for k in range(5):
+        request = SchedulingRequest(request_id=f"r{k}", identity=Identity(user=f"u{k % 3}"), objects=(
+            ObjectRequest(class_name="A", count=3, cpus=1.5), ObjectRequest(class_name="B", count=2, cpus=3)))
+        entry = book.add(request)
+        book.move(entry, "admitted", "")
+        book.move(entry, "placing", "")
+        # most share a start, one starts later (a request's stretches need not all be one)
+        refs = [InstanceRef(instance_id=f"r{k}-{i}", class_name="AAABB"[i], host="h", token_id=f"t{k}{i}",
+                            user=f"u{k % 3}", started_at=now[0] + (7.25 if i == 4 else 0.0)) for i in range(5)]
+        book.attach(entry, refs, "running", "started")
+        now[0] += 10 + k
+        for at in (now[0], now[0] + 0.5):  # time moves with the same work running: the columns kept
+            want = bits(ledger.usage(at, kept(book.entries())))
+            assert bits(ledger.usage(at, kept.columns(book.entries()))) == want
+    book.end_instances(book.get("r1"), ["r1-0", "r1-4"], "ended", "done")
+    book.end_instances(book.get("r3"), [f"r3-{i}" for i in range(5)], "ended", "done")
+    now[0] += 3
+    assert bits(ledger.usage(now[0], kept.columns(book.entries()))) == bits(ledger.usage(now[0], kept(book.entries())))
+    assert kept.columns([]).each.size == 0 and ledger.usage(now[0], kept.columns([])) == ledger.usage(now[0], [])
