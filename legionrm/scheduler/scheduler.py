@@ -72,7 +72,7 @@ from legionrm.scheduler.grow import NO_NODE
 from legionrm.scheduler.replan import enact_with_replans, for_good, lift_vetoes, shunning
 from legionrm.scheduler.requests import Entry, RequestBook
 from legionrm.scheduler.watch import Results, end_reason, sweep_orphans
-from legionrm.scheduler.watch.settle import settle_cancels, settle_finished, settle_half_done
+from legionrm.scheduler.watch.settle import end_written, settle_cancels, settle_finished, settle_half_done
 from legionrm.state import StoreFault
 
 ORPHAN_SWEEP_TICKS = 10
@@ -349,7 +349,7 @@ class Scheduler:
         for ref in running:
             entry = self.book.owner_of(ref.instance_id)
             wall = entry.walltime(ref.class_name) if entry is not None else None
-            if wall is not None and now >= ref.started_at + wall and self._ended(ref.instance_id, "walltime"):
+            if wall is not None and now >= ref.started_at + wall and end_written(self, ref.instance_id, "walltime"):
                 ended += 1
                 self.enactment.stop(ref, "walltime")  # written first, then stopped
         self.accounts.follow_capacity()
@@ -362,8 +362,8 @@ class Scheduler:
             seen = self._watch.check(running)
             results = self.results.fetch([r for r in running if seen.get(r.instance_id, ("running",))[0] != "running"])
             for iid, (state, reason) in seen.items():
-                if state != "running" and self._ended(iid, reason, "lost" if state == "lost" else "ended",
-                                                      results.get(iid)):
+                if state != "running" and end_written(self, iid, reason, "lost" if state == "lost" else "ended",
+                                                        results.get(iid)):
                     ended += 1
                     self._classes_forget(iid)
         self._stages.advance_all()  # later stages of requests whose after graph follows work that ended well
@@ -380,15 +380,6 @@ class Scheduler:
         self.replan()  # once, for every end this tick saw
         self.accounts.grow(self.book)  # what still waits for a node asks an autoscaler for one
         return ended
-
-    def _ended(self, instance_id: str, reason: str, state: str = "ended", result: WorkResult | None = None) -> bool:
-        """:meth:`instance_ended` for the tick: an end the store cannot write now
-        stays running in the book, and the next tick sees it again."""
-        try:
-            return self.instance_ended(instance_id, reason, state, replan=False, result=result)
-        except StoreFault as fault:
-            log.warning("the end of instance %s is not written yet: %s", instance_id, fault)
-            return False
 
     def _start_due(self, now: float) -> None:
         """Reserved requests whose start has come start (:class:`AheadStarts`), one attempt at a time."""

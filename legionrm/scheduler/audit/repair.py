@@ -85,7 +85,9 @@ def _repair_one(s: Scheduler, f: AuditFinding, views: list[ResourceAudit],
         s.enactment.stop(ref, f"{WHY}: it ran for no request")
         return f"stopped it on {ref.host}"
     if f.code == codes.INSTANCE_GHOST:
-        if s.instance_ended(f.subject, f"{WHY}: its host does not run it", "lost", replan=False):
+        ref = s.book.running_ref(f.subject)
+        if ref is not None and s.instance_ended(f.subject, f"{WHY}: its host does not run it", "lost", replan=False):
+            s.enactment.stop(ref, f"{WHY}: its host does not run it")  # its class counts it no more
             return "ended it (lost) in the book"
         return "nothing: it had ended already"
     if f.code == codes.RESERVATION_UNHELD and cancel_reservation is not None:

@@ -1,5 +1,6 @@
 """Settling the request book on each tick, and the pages of ``legionrm list``.
 
+:func:`end_written` ends an instance the tick found ended;
 :func:`settle_half_done` finishes what a failed write left half way, once
 writes succeed again; :func:`settle_finished` moves the finished requests
 whose instances are accounted out of the live book into the durable history.
@@ -14,6 +15,7 @@ import logging
 from typing import Any
 
 from legionrm.errors import SchedulingError
+from legionrm.models import WorkResult
 from legionrm.models.api import RequestList
 from legionrm.scheduler.depend.arrays import grouped
 from legionrm.scheduler.depend.requeue import run_end
@@ -23,6 +25,23 @@ log = logging.getLogger(__name__)
 
 MAX_PAGE = 1000
 """The most requests one page of ``list --all`` holds."""
+
+
+def end_written(core: Any, instance_id: str, reason: str, state: str = "ended", result: WorkResult | None = None
+                ) -> bool:
+    """The core's ``instance_ended`` for its tick; True once the instance's end is
+    written, so its host and class are told.  An end the store cannot write
+    now stays running in the book, and the next tick sees it again.  An end
+    written when its request's own end was not (the write after it failed) is
+    True all the same: the instance will not be seen again, and
+    :func:`settle_half_done` ends the request once the store writes."""
+    try:
+        return core.instance_ended(instance_id, reason, state, replan=False, result=result)
+    except StoreFault as fault:
+        written = core.book.owner_of(instance_id) is not None and core.book.running_ref(instance_id) is None
+        log.warning("the end of %s %s is not written yet: %s", "the request of instance" if written else "instance",
+                    instance_id, fault)
+        return written
 
 
 def settle_half_done(core: Any) -> None:

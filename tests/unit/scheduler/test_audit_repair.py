@@ -87,6 +87,13 @@ def ghost(s: LocalSystem) -> str:
     return ref.instance_id
 
 
+def ghost_counted(s: LocalSystem) -> str:
+    """The instance stopped on its host alone: the book still counts it running, and so does its class."""
+    _, ref = running(s)
+    s.host(ref.host).stop_object(ref.instance_id, "gone")
+    return ref.instance_id
+
+
 def unheld(s: LocalSystem) -> str:
     """A reservation open for long, used by nobody."""
     tok = s.host("h0").make_reservation(ReservationRequest(
@@ -119,6 +126,7 @@ CASES: dict[str, tuple[Callable[[LocalSystem], str], str]] = {
     "the-pools-forgot-a-request": (forgotten_by_the_pools, codes.POOL_ALLOCATION),
     "an-orphan-instance": (orphan, codes.INSTANCE_ORPHAN),
     "a-ghost-instance": (ghost, codes.INSTANCE_GHOST),
+    "a-ghost-instance-its-class-counts": (ghost_counted, codes.INSTANCE_GHOST),
     "a-reservation-held-for-nobody": (unheld, codes.RESERVATION_UNHELD),
     "a-request-only-the-durable-book-holds": (only_in_the_store, codes.BOOK_DURABLE),
     "a-request-only-the-live-book-holds": (only_in_memory, codes.BOOK_DURABLE),
