@@ -113,8 +113,8 @@ class Durable:
                     self.calendar.add(token.token_id, self._vector(request.resources), token.start, token.end)
                 except ValueError:
                     continue
-                r = Reservation(token=token, request=request, status=item["status"], uses=int(item["uses"]),
-                                holders=set(item["holders"]))
+                r = Reservation.of(token, request, status=item["status"], uses=int(item["uses"]),
+                                   holders=tuple(sorted(set(item["holders"]))))
                 self._by_token[token.token_id] = self._by_request[request.request_id] = self._open[token.token_id] = r
                 back += 1
             instances = getattr(self, "_instances", None)

@@ -180,7 +180,7 @@ class HostObject(ResourceObject):
     def instance_holder(self, instance_id: str) -> str | None:
         """The recorded (attested) holder of the reservation ``instance_id`` runs on; None if unknown."""
         item = self._instances.get(instance_id)
-        return item[1].request.holder.user if item is not None else None
+        return item[1].token.holder.user if item is not None else None  # (the granted request's holder)
 
     @public
     def instances_of(self, user: str) -> int:
@@ -212,7 +212,7 @@ class HostObject(ResourceObject):
         if self.work is None:
             return self._refuse(codes.START_FAILED, f"{self.name} has no runner for {ref.class_name} work")
         res = self._open.get(token.token_id)
-        rid = request_of(res.request.request_id) if res is not None else ""
+        rid = request_of(res.request_id) if res is not None else ""
         try:
             started = self.work.start(ref, token, rid, args, self.now())
         except NoOsUser as exc:
@@ -294,7 +294,7 @@ class HostObject(ResourceObject):
             if item is not None:
                 self._halt(item[0], "reservation ended")
                 self.stopped.append(StopRecord(iid, "reservation ended", now))
-        res.holders.clear()
+        res.holders = ()
 
     def pairs_with(self, vault: str) -> bool:
         """Is ``vault`` one this host may use (Legion's host-vault pairing; no list: any)?"""

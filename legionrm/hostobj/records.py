@@ -12,7 +12,7 @@ with heartbeats and leaves.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Literal, TypeVar
 
 from legionrm.heartbeat import DEGRADED, MAX_STEPS, beat
@@ -32,14 +32,51 @@ Status = Literal["active", "used", "cancelled", "expired", "ended"]
 
 @dataclass(slots=True)
 class Reservation:
-    """The resource's own record behind one token (never leaves the resource)."""
+    """The resource's own record behind one token (never leaves the resource).
+
+    It keeps of the request it answered only what the token does not say (the
+    token carries its holder, amount, vault and reusability, and its issuer is
+    the resource asked): :attr:`request` is that request again, equal to it.
+    One record per grant lives as long as the resource remembers it, so it is
+    kept small: no model beside the token, and its holders a tuple."""
 
     token: ReservationToken
-    request: ReservationRequest
+    request_id: str
+    start: float | None  # the request's start, duration and timeout, as asked
+    duration_s: float | None
+    timeout_s: float
+    attestation: dict[str, Any] | None
     status: Status = "active"
     uses: int = 0
-    holders: set[str] = field(default_factory=set)  # instance ids (or vault uses) holding the booking
+    holders: tuple[str, ...] = ()  # instance ids (or vault uses) holding the booking, in the order they came
     closed_at: float | None = None  # when the booking was released
+
+    @classmethod
+    def of(cls, token: ReservationToken, request: ReservationRequest, **state: Any) -> "Reservation":
+        """The record of ``token``, granted for ``request`` (whose holder, amount, vault and
+        reusability the token carries, and whose resource issued it); ``state``: its status,
+        uses, holders."""
+        return cls(token, request.request_id, request.start, request.duration_s, request.timeout_s,
+                   request.attestation, **state)
+
+    @property
+    def request(self) -> ReservationRequest:
+        """The request this reservation answered (made again: equal to the one granted)."""
+        t = self.token
+        return ReservationRequest.trusted(
+            request_id=self.request_id, resource=t.issuer, holder=t.holder, resources=t.resources, vault=t.vault,
+            start=self.start, duration_s=self.duration_s, timeout_s=self.timeout_s, reusable=t.reusable,
+            attestation=self.attestation)
+
+    def hold(self, holder_id: str) -> None:
+        """``holder_id`` holds the booking too (once)."""
+        if holder_id not in self.holders:
+            self.holders = (*self.holders, holder_id)
+
+    def let_go(self, holder_id: str) -> None:
+        """``holder_id`` no longer holds the booking (idempotent)."""
+        if holder_id in self.holders:
+            self.holders = tuple(h for h in self.holders if h != holder_id)
 
 
 F = TypeVar("F", bound=Callable[..., Any])

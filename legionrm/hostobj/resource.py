@@ -215,7 +215,7 @@ class ResourceObject(Durable, Presence):
         now = self.now()
         old = self._by_request.get(request.request_id)
         if old is not None:
-            if old.request == request:
+            if old.request == request:  # (made again only for a retried id)
                 return old.token
             return self._refuse(codes.REQUEST_CONFLICT, f"request id {request.request_id!r} was used for another request")
         if request.resource != self.name:
@@ -261,7 +261,7 @@ class ResourceObject(Durable, Presence):
             self.calendar.add(token.token_id, amount, start, end)
         except ValueError:  # an owner hook booked the room meanwhile: the calendar still never overbooks
             return self._capacity_refusal(self.calendar.check(amount, start, end), request.resources, start, end)
-        res = Reservation(token=token, request=request)
+        res = Reservation.of(token, request)
         self._by_token[token.token_id] = self._by_request[request.request_id] = self._open[token.token_id] = res
         self._next_deadline = min(self._next_deadline, token.expires_at)
         return token
@@ -301,7 +301,7 @@ class ResourceObject(Durable, Presence):
         checks identities), or None for a token it does not know.  What the
         resource's door asks before a user cancels or stops (never the token's text)."""
         res = self._by_token.get(token_id)
-        return res.request.holder.user if res is not None else None
+        return res.token.holder.user if res is not None else None  # (the granted request's holder)
 
     @public
     def reservations(self) -> list[ReservationToken]:
@@ -409,7 +409,7 @@ class ResourceObject(Durable, Presence):
     def _use(self, res: Reservation, holder_id: str) -> None:
         """Record one use of a validated reservation by ``holder_id``."""
         res.uses += 1
-        res.holders.add(holder_id)
+        res.hold(holder_id)
         if not res.token.reusable:
             res.status = "used"
         end = res.token.end
@@ -418,13 +418,13 @@ class ResourceObject(Durable, Presence):
     def _unuse(self, res: Reservation, holder_id: str) -> None:
         """``holder_id`` no longer holds the reservation: release the booking
         unless a reusable reservation is still active."""
-        res.holders.discard(holder_id)
+        res.let_go(holder_id)
         if not res.holders and not (res.status == "active" and res.token.reusable):
             self._close(res, self.now())
 
     def _end_holders(self, res: Reservation, now: float) -> None:
         """A reservation reached its end while held (hosts stop the instances)."""
-        res.holders.clear()
+        res.holders = ()
 
     def _close(self, res: Reservation, now: float) -> None:
         self.calendar.remove(res.token.token_id)
@@ -459,7 +459,7 @@ class ResourceObject(Durable, Presence):
         old = [tid for tid, r in self._by_token.items() if r.closed_at is not None and forget_after(r) < horizon]
         for tid in old:
             r = self._by_token.pop(tid)
-            self._by_request.pop(r.request.request_id, None)
+            self._by_request.pop(r.request_id, None)
         closed = [forget_after(r) + self.retain_s for r in self._by_token.values() if r.closed_at is not None]
         self._next_deadline = min([nxt, *closed])
         return released

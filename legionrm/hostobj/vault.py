@@ -123,7 +123,7 @@ class VaultObject(ResourceObject):
         if res is None:
             return self._refuse(codes.INSTANCE_UNKNOWN, f"no use {use_id!r} on vault {self.name}")
         if rollback and res.uses == 1 and res.closed_at is None and res.status in ("used", "active"):
-            res.holders.discard(use_id)
+            res.let_go(use_id)
             res.uses, res.status = 0, "active"
             self._next_deadline = min(self._next_deadline, res.token.expires_at)
             return Resources()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Sequence
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, WrapSerializer, field_validator, model_validator
 
 from legionrm.models.arrays import MAX_ARRAY_INDEX, parse_array
 from legionrm.models.base import AttrValue, Frozen, Identity
@@ -323,6 +323,11 @@ class SchedulerResponse(Frozen):
 # --- enactment (legionrm.enactor) ---------------------------------------------
 
 
+def _whole(masters: Sequence[MasterSchedule], handler: Any) -> Any:
+    """Masters written as the list they stand for (a lazy sequence is made whole here)."""
+    return handler(masters if type(masters) is list else list(masters))
+
+
 class EnactRequest(Frozen):
     """Legion's LegionScheduleRequestArray: the ranked master schedules (each
     with its delta schedules) for one request, and who holds what is reserved.
@@ -337,7 +342,11 @@ class EnactRequest(Frozen):
 
     request_id: str
     holder: Holder
-    masters: tuple[MasterSchedule, ...]
+    masters: Annotated[Sequence[MasterSchedule], WrapSerializer(_whole)]
+    """In rank order.  Any sequence of masters: the Scheduler's own Enactor, in its process,
+    is handed the plan's (masters made models only when the Enactor reaches them:
+    :class:`~legionrm.scheduler.planning.drafts.LazyMasters`); written out, or sent to an
+    Enactor actor, they are every master, as a list."""
     timeout_s: float = Field(30.0, gt=0)
     duration_s: dict[str, float] = Field(default_factory=dict)
     args: dict[str, dict[str, AttrValue]] = Field(default_factory=dict)

@@ -68,12 +68,13 @@ class Enactment:
         enact = EnactRequest(
             request_id=request.request_id + (f"~t{attempt}" if attempt > 1 else "") + (f"~replan{n}" if n else ""),
             holder=Holder(user=ident.user, class_name=None, enactor=self.name, groups=ident.groups),
-            masters=tuple(plan.masters), start=ahead, create=ahead is None,
+            masters=(), start=ahead, create=ahead is None,
             timeout_s=self.token_timeout_s if timeout_s is None else timeout_s,
             # per placement key: two object requests of one class may differ
             duration_s={k: op.request.walltime_s for op in objs if op.request.walltime_s for k in op.keys},
             args={k: op.request.start_args() for op in objs if op.request.start_args() for k in op.keys},
-            after=key_after([op.request for op in objs], [op.keys for op in objs]))
+            after=key_after([op.request for op in objs], [op.keys for op in objs])
+        ).replaced(masters=plan.masters)  # the plan's own: a master is made when the Enactor reaches it
         with self._lock:
             self._enacting[enact.request_id] = frozenset(k for op in objs for k in op.keys)
         try:

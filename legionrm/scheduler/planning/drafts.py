@@ -7,9 +7,10 @@ collector's passes follow the allocations), and a plan is often read only
 for its verdict (``Plan.ok``, a count, a failure).  So the planner keeps
 what it decided (per object request: the keys, hosts, vaults and host
 groups) and :class:`LazyMasters` makes the models when a master is first
-read: by the enactment (the Enactor's request), the wire form
-(``Plan.suite``) or an explanation.  What is read is exactly what an eager
-build would have made.
+read: by the Enactor when it reaches that master (the enactment hands it
+the plan's own sequence: most enactments read master 1 only), the wire form
+(``Plan.suite``, a request sent to an Enactor actor) or an explanation.
+What is read is exactly what an eager build would have made.
 """
 
 from __future__ import annotations

@@ -76,6 +76,32 @@ def test_request_id_reused_for_another_request() -> None:
     assert r.code == codes.REQUEST_CONFLICT
 
 
+_ASKS = st.fixed_dictionaries({}, optional={
+    "holder": st.sampled_from([ANN, Holder(user="bob"), Holder(user="ann", class_name="Bar", enactor="s2")]),
+    "resources": st.sampled_from([Resources(cpus=1), Resources(cpus=2, memory_gb=4), Resources(gpus=1)]),
+    "vault": st.sampled_from(["v1", "v2"]), "start": st.sampled_from([1000.0, 1500.0]),
+    "duration_s": st.sampled_from([60.0, 600.0]), "timeout_s": st.sampled_from([5.0, 30.0]),
+    "reusable": st.booleans(), "attestation": st.sampled_from([{"a": 1}, {"a": 2}])})
+
+
+@settings(max_examples=80, deadline=None)
+@given(first=_ASKS, again=_ASKS)
+def test_a_retried_id_is_the_same_request_or_a_conflict(first, again) -> None:
+    """The record keeps of a request only what its token does not say, and reads it back
+    equal: a retry equal to the granted request gets its token, any other a conflict."""
+    h = host()
+    asked = req(**first)
+    token = h.make_reservation(asked)
+    assert isinstance(token, ReservationToken)
+    assert h._by_request["r1"].request == asked  # (read back from the record and its token)
+    retry = req(**again)
+    answer = h.make_reservation(retry)
+    if retry == asked:
+        assert answer == token
+    else:
+        assert isinstance(answer, Refusal) and answer.code == codes.REQUEST_CONFLICT
+
+
 @pytest.mark.parametrize(
     "kw, code",
     [
