@@ -102,6 +102,9 @@ class RemoteEnactor:
         during its enactment: cancels what it may have reserved for it."""
 
     def enact_schedule(self, schedules: EnactRequest) -> EnactResult:
+        # the wire form is plain models: every master goes over anyway, and the actor's
+        # side need not unpickle the planner's drafts (the plan's lazy masters) to read them
+        schedules = schedules if type(schedules.masters) is tuple else schedules.replaced(masters=tuple(schedules.masters))
         if self.attester is not None:
             schedules = attest_schedules(self.attester, schedules)
         try:
