@@ -277,6 +277,9 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
     coll = CollectionActor.options(**control_plane(COLLECTION, detached=detached)).remote(spec.collection, **auth)
     system = System(spec=spec, collection=coll, detached=detached)
     try:
+        # up before any resource signs its join: a verifier refuses what was signed before it started
+        # (its nonces are gone after a restart), and on a loaded box Ray may start a host group first
+        call([coll.ping.remote()])
         node_hosts = set(ray_nodes or ())
         for name, hosts in host_groups(spec).items():
             hosts = [h for h in hosts if h.name not in node_hosts]
