@@ -223,17 +223,17 @@ class Calendar:
         at ``start``, then at each booking start inside the window."""
         bookings = self._bookings.values()
         later = [b.start for b in bookings if start < b.start < stop]
-        at, code = float(start), "capacity"
+        at, answer = float(start), "capacity"  # (a Check, not an error code)
         while True:
             use = None  # (0.0 plus the first covering amount is that amount: the same sums as numpy's)
             for b in bookings:
                 if b.start <= at < b.end:
                     use = b.vals if use is None else tuple(map(_add, use, b.vals))
             if any(map(_gt, vals if use is None else map(_add, use, vals), cap)):
-                return code  # type: ignore[return-value]
+                return answer  # type: ignore[return-value]
             if not later:
                 return "ok"
-            at, code = later.pop(), "calendar"
+            at, answer = later.pop(), "calendar"
 
     def fits(self, amount: Sequence[float] | np.ndarray, start: float, end: float | None) -> bool:
         return self.check(amount, start, end) == "ok"
