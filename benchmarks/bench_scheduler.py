@@ -98,6 +98,9 @@ def main() -> None:
         print(f"  {frozen}")
     else:
         print(f"  {frozen} ({system.freeze():,} objects), as the Scheduler actor does after boot")
+        # (a frozen LocalSystem's heartbeat then collects the Collection records it replaced: in a
+        # deployment they are the Collection actor's, in its own process, not the Scheduler's)
+        print("  the untimed heartbeats collect what they leave (the Collection actor's garbage in a deployment)")
 
     # CPU time of this process (the machine is shared: under load a wall clock counts others' time).
     # A plan keeps its masters as columns until they are read (planning/drafts.py): "+ models" is the

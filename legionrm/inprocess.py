@@ -54,6 +54,7 @@ class LocalSystem:
         )
         self.groups: dict[str, HostGroup] = {}
         self._carriers: dict[str, HostGroup] = {}  # host -> the group found carrying it (a hint: checked when used)
+        self.frozen = False  # freeze() was called: the heartbeats then collect what they leave behind
         for name, specs in host_groups(spec).items():
             group = HostGroup(name, [build_host(s, clock=clock, **self._work(s.name, runs_dir)) for s in specs],
                               sink=self.collection)
@@ -111,13 +112,21 @@ class LocalSystem:
         return g.get(name) if g is not None else None
 
     def heartbeat(self) -> None:
-        """Every resource expires what timed out and reports to the Collection."""
+        """Every resource expires what timed out and reports to the Collection.
+
+        In a deployment the reports are the Collection actor's work, in its own process; here the
+        Collection's replaced records (two objects a host, every beat) are left in the collector's
+        young generations, where the Scheduler's next calls would walk them.  So a frozen system
+        (:meth:`freeze`: the process's collector is the caller's choice already) collects after its
+        heartbeat, as part of it: the Scheduler's calls then meet only their own garbage."""
         for g in self.groups.values():
             g.expire()
             g.heartbeat()
         for v in self.vaults.values():
             v.expire()
             v.heartbeat()
+        if self.frozen:
+            gc.collect()
 
     def tick(self) -> int:
         """One beat of the whole system: resources expire and report, then the
@@ -134,8 +143,9 @@ class LocalSystem:
 
         Opt-in, because it is process-wide: the caller's own objects are frozen too and are
         never collected, nor their cycles (a caller that builds and drops many systems should
-        not call it; :func:`gc.unfreeze` undoes it).  Benchmarks call it and say so.  Returns
-        how many objects are frozen."""
+        not call it; :func:`gc.unfreeze` undoes it).  Benchmarks call it and say so.  From then on
+        :meth:`heartbeat` collects what it leaves behind.  Returns how many objects are frozen."""
         gc.collect()  # (garbage now would be kept for ever once frozen)
         gc.freeze()
+        self.frozen = True
         return gc.get_freeze_count()

@@ -232,6 +232,8 @@ class Enactor:
         used: set[int] = set()
         while True:
             if not failing:
+                if not tried:  # (held in full by the round just made, which ends by dropping what expired)
+                    break
                 # Time passed during the deltas: renew anything that expired meanwhile.
                 failing = self._reconcile(run, mapping, list(mapping), failures)
                 if not failing:

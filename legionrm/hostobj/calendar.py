@@ -21,6 +21,7 @@ a job fits only if it ends before that), ``busy`` (does not fit now).
 from __future__ import annotations
 
 import math
+from operator import add as _add, gt as _gt
 from typing import Literal, NamedTuple, Sequence
 
 import numpy as np
@@ -221,15 +222,18 @@ class Calendar:
         reads them: the usage (the covering bookings summed, then the amount)
         at ``start``, then at each booking start inside the window."""
         bookings = self._bookings.values()
-        for at, code in ((float(start), "capacity"),
-                         *((b.start, "calendar") for b in bookings if start < b.start < stop)):
-            use = [0.0] * len(vals)
+        later = [b.start for b in bookings if start < b.start < stop]
+        at, answer = float(start), "capacity"  # (a Check, not an error code)
+        while True:
+            use = None  # (0.0 plus the first covering amount is that amount: the same sums as numpy's)
             for b in bookings:
                 if b.start <= at < b.end:
-                    use = [u + x for u, x in zip(use, b.vals)]
-            if any(u + v > c for u, v, c in zip(use, vals, cap)):
-                return code  # type: ignore[return-value]
-        return "ok"
+                    use = b.vals if use is None else tuple(map(_add, use, b.vals))
+            if any(map(_gt, vals if use is None else map(_add, use, vals), cap)):
+                return answer  # type: ignore[return-value]
+            if not later:
+                return "ok"
+            at, answer = later.pop(), "calendar"
 
     def fits(self, amount: Sequence[float] | np.ndarray, start: float, end: float | None) -> bool:
         return self.check(amount, start, end) == "ok"

@@ -141,7 +141,7 @@ class HostObject(ResourceObject):
             vault=use_vault,
             token_id=token.token_id,
             user=holder.user,
-            started_at=self.now(),
+            started_at=self._now,  # (the call's time)
             scheduler=res.token.holder.enactor,  # who issued it: only that scheduler sweeps it
         )
         launched = self._launch(ref, token, impl, dict(args or {}))

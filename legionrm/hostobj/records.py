@@ -83,7 +83,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def public(fn: F) -> F:
-    """Take the lock and sweep expired reservations before the call.
+    """Take the lock, read the resource's time and sweep expired reservations before the call.
+
+    The time read is the call's time (``self._now``): every check of the call
+    (a grant's start and expiry, a token's validity, an instance's start)
+    reads it, so one call sees one time and the clock is read once per call.
 
     Only the outermost call sweeps: a policy asking ``host.load()`` from inside
     ``start_object`` must not expire the very reservation being started between
@@ -96,7 +100,7 @@ def public(fn: F) -> F:
                 return fn(self, *args, **kwargs)
             self._depth = 1
             try:
-                now = self.now()
+                now = self._now = self.now()  # (the call's time: what its checks read, the clock read once)
                 if now >= self._next_deadline:  # (what _sweep checks first: nothing is due before it)
                     self._sweep(now)
                 return fn(self, *args, **kwargs)

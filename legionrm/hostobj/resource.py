@@ -86,6 +86,7 @@ class ResourceObject(Durable, Presence):
         self._secret = secret or tokens.new_secret()
         self._clock = clock
         self._seen = -math.inf  # the latest time read: the resource's time never goes back
+        self._now = -math.inf  # the time of the current public call (records.public reads it once)
         self.sink: CollectionSink = sink if sink is not None else NullSink()  # an empty Collection is falsy
         self.retain_s = retain_s
         self.calendar = Calendar(self._vector(capacity, exclusive_ok=False), self.dims)
@@ -212,7 +213,7 @@ class ResourceObject(Durable, Presence):
         request is refused (``request.conflict``).  See the module doc for the
         order of checks.
         """
-        now = self.now()
+        now = self._now  # (the call's time)
         old = self._by_request.get(request.request_id)
         if old is not None:
             if old.request == request:  # (made again only for a retried id)
@@ -371,7 +372,7 @@ class ResourceObject(Durable, Presence):
             if res is not None and not tokens.same(token, res.token):
                 res = None  # well signed here, but not this reservation's token: treated as a forgotten one
         if res is None:
-            now = self.now()
+            now = self._now
             if token.expires_at <= now or (token.end is not None and token.end <= now):
                 # the record was forgotten, but the signed token itself says it is over
                 return self._refuse(codes.TOKEN_EXPIRED, f"token {token.token_id!r} expired at {token.expires_at:.0f}")
@@ -389,7 +390,7 @@ class ResourceObject(Durable, Presence):
             return refusal
         if token.reusable and res.holders:
             return self._refuse(codes.TOKEN_IN_USE, f"reusable token {token.token_id!r} is in use by {sorted(res.holders)}")
-        now = self.now()
+        now = self._now
         if now < token.start:
             return self._refuse(codes.TOKEN_NOT_YET, f"reservation starts at {token.start:.0f}, it is {now:.0f}")
         return res

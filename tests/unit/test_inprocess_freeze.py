@@ -7,7 +7,7 @@ import gc
 import pytest
 
 from legionrm.inprocess import LocalSystem
-from legionrm.models import ClassSpec, ClusterSpec, HostSpec, Identity, ObjectRequest, SchedulingRequest
+from legionrm.models import ClassSpec, ClusterSpec, HostSpec, Identity, ObjectRequest, ResourceRecord, SchedulingRequest
 
 
 @pytest.fixture
@@ -44,3 +44,20 @@ def test_freeze_moves_the_built_system_out_of_the_collector_and_it_still_schedul
     assert r.ok and len(r.instances) == 4
     assert len({ref.token_id for g in system.groups.values() for ref in g.list_instances()}) == 4
     assert any(o is r for o in gc.get_objects())  # made after the freeze: the collector sees it
+
+
+def _young_records() -> int:
+    """Collection records in the collector's young generations."""
+    return sum(type(o) is ResourceRecord for gen in (0, 1) for o in gc.get_objects(generation=gen))
+
+
+@pytest.mark.parametrize("freeze", [True, False], ids=["frozen: the heartbeat collects", "not frozen: it does not"])
+def test_a_frozen_systems_heartbeat_leaves_no_records_in_the_young_generations(unfrozen, freeze: bool) -> None:
+    system = _system()
+    if freeze:
+        system.freeze()
+    gc.collect()
+    system.heartbeat()  # every host's record replaced
+    assert system.frozen is freeze
+    assert (_young_records() == 0) is freeze
+    assert system.collection.record("h0").name == "h0"  # (the heartbeat replaced it: still there)
