@@ -183,6 +183,12 @@ class PassGate:
         self._queue, self._limits, self._wait = queue, limits, wait
         self._counts = queue.depend.counts() if queue.depend is not None else None  # arrays' running tasks
 
+    def skip_for(self, order: list[Entry]) -> Callable[[Entry], bool] | None:
+        """:meth:`held_back`, for a walk over ``order``; None when nothing can keep any request there
+        waiting (:meth:`RequestQueue.unlimited`: it would say False to each and record nothing), so the
+        walk need not show it every request and may stop once no later request can start."""
+        return None if all(map(self._queue.unlimited, order)) else self.held_back
+
     def held_back(self, entry: Entry) -> bool:
         """True when ``entry`` is over a limit of its QoS now: it waits
         (``wait``, pending with the limit as its reason) and the pass goes

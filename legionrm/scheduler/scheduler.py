@@ -261,7 +261,7 @@ class Scheduler:
     def _walk(self, order: list[Entry], gate: PassGate) -> int:
         """One pass of the backfill rules over ``order``, each attempt under the pass's QoS limits."""
         return self.backfill.walk(order, lambda e, holds: gate.attempt(e, lambda x: self._attempt(x, holds).ok),
-                                  skip=gate.held_back)
+                                  skip=gate.skip_for(order))
 
     def _profile(self) -> Profile:
         """The hosts' cpus over time for one pass: the snapshot's free cpus, given back as walltimes end."""

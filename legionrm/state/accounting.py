@@ -26,12 +26,17 @@ class AccountingStore(SqliteFile):
             "CREATE TABLE IF NOT EXISTS accounting (instance_id TEXT PRIMARY KEY, user TEXT NOT NULL, "
             "ended REAL NOT NULL, state TEXT NOT NULL, body TEXT NOT NULL)",
             "CREATE INDEX IF NOT EXISTS accounting_ended ON accounting (ended)"])
+        self._writes = 0  # the writes this store made (a generation number)
+        self._none_after: tuple[int, int] | None = None  # (row, writes then): nothing was after that row then
 
     def add(self, records: Iterable[AccountRecord]) -> None:
         """Write each record (one already there for its instance stays), in one transaction."""
         rows = [(r.instance_id, r.user, r.end, r.state, r.model_dump_json()) for r in records]
         if rows:
-            self._write(lambda db: db.executemany("INSERT OR IGNORE INTO accounting VALUES (?, ?, ?, ?, ?)", rows))
+            try:
+                self._write(lambda db: db.executemany("INSERT OR IGNORE INTO accounting VALUES (?, ?, ?, ?, ?)", rows))
+            finally:  # (a failed write counts too: the next read asks the file)
+                self._writes += 1
 
     def ids(self) -> set[str]:
         """The instance ids recorded."""
@@ -52,6 +57,12 @@ class AccountingStore(SqliteFile):
 
     def after(self, row: int = 0, limit: int = 10_000) -> tuple[int, list[AccountRecord]]:
         """Up to ``limit`` records written after row ``row``, in the order written, and the last
-        row read (``row`` when none): a reader that passes it back reads each record once."""
+        row read (``row`` when none): a reader that passes it back reads each record once.  When
+        nothing was after ``row`` at the last call and this store wrote nothing since, the answer
+        is known without a query (the queue asks every pass; the Scheduler is the file's one writer)."""
+        writes = self._writes
+        if self._none_after == (row, writes):
+            return row, []
         rows = self._read("SELECT rowid, body FROM accounting WHERE rowid > ? ORDER BY rowid LIMIT ?", (row, limit))
+        self._none_after = None if rows else (row, writes)
         return (rows[-1][0] if rows else row), [AccountRecord.model_validate_json(r[1]) for r in rows]

@@ -62,3 +62,25 @@ def test_work_without_a_walltime_gets_the_qos_maximum_else_the_default(
     s = system(default_walltime_s=default)
     assert s.scheduler.scheduleObjects(req("r", "alice", qos, walltime=None)).ok
     assert s.scheduler.book.get("r").walltime("W") == wall  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("extra, limited", [
+    ({}, False),
+    ({"qos": "small"}, True),  # a QoS limit
+    ({"qos": "short"}, True),  # a QoS maximum walltime
+    ({"begin_at": 10_000.0}, True),  # not before its time
+], ids=["unlimited", "qos-cpus", "qos-walltime", "begin-at"])
+def test_a_pass_shows_every_request_to_the_gate_only_when_one_may_be_held_back(extra: dict, limited: bool) -> None:
+    from legionrm.scheduler.queue import PassGate
+
+    s = system(policy="easy")
+    for rid, user in (("a", "alice"), ("b", "bob")):  # neither fits now: 16 cpus each on 8
+        s.scheduler.scheduleObjects(req(rid, user, count=4), try_now=False)
+    r = req("c", "carol", count=4).model_copy(update=extra)
+    s.scheduler.scheduleObjects(r, try_now=False)
+    queue = s.scheduler.queue
+    order = queue.order()
+    gate = PassGate(queue, queue.site.limits(queue._book.entries()), lambda e, why: None)
+    skip = gate.skip_for(order)
+    assert (skip is not None) == limited
+    assert skip is None or not any(map(gate.held_back, [e for e in order if e.id != "c"]))
