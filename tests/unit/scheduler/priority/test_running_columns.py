@@ -12,6 +12,7 @@ from legionrm.models import Identity, InstanceRef, ObjectRequest, SchedulingRequ
 from legionrm.scheduler.priority.site import RunningUses
 from legionrm.scheduler.priority.usage import UsageLedger, Use
 from legionrm.scheduler.requests import RequestBook
+from tests.unit.scheduler.priority.books import run
 
 
 def bits(usage: dict) -> list:  # type: ignore[type-arg]
@@ -28,13 +29,10 @@ def test_columns_give_the_one_by_one_usage_as_work_starts_and_ends(half_life: fl
     for k in range(5):
         request = SchedulingRequest(request_id=f"r{k}", identity=Identity(user=f"u{k % 3}"), objects=(
             ObjectRequest(class_name="A", count=3, cpus=1.5), ObjectRequest(class_name="B", count=2, cpus=3)))
-        entry = book.add(request)
-        book.move(entry, "admitted", "")
-        book.move(entry, "placing", "")
         # most share a start, one starts later (a request's stretches need not all be one)
-        refs = [InstanceRef(instance_id=f"r{k}-{i}", class_name="AAABB"[i], host="h", token_id=f"t{k}{i}",
-                            user=f"u{k % 3}", started_at=now[0] + (7.25 if i == 4 else 0.0)) for i in range(5)]
-        book.attach(entry, refs, "running", "started")
+        run(book, request, [InstanceRef(instance_id=f"r{k}-{i}", class_name="AAABB"[i], host="h", token_id=f"t{k}{i}",
+                                        user=f"u{k % 3}", started_at=now[0] + (7.25 if i == 4 else 0.0))
+                            for i in range(5)])
         now[0] += 10 + k
         for at in (now[0], now[0] + 0.5):  # time moves with the same work running: the columns kept
             want = bits(ledger.usage(at, kept(book.entries())))

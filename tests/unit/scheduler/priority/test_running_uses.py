@@ -14,6 +14,7 @@ from legionrm.models import Identity, InstanceRef, ObjectRequest, SchedulingRequ
 from legionrm.scheduler.priority.site import RunningUses, _uses
 from legionrm.scheduler.priority.usage import UsageLedger, Use, decayed_cpu_seconds
 from legionrm.scheduler.requests import RequestBook
+from tests.unit.scheduler.priority.books import run
 
 
 def fresh(entries: list) -> list:  # type: ignore[type-arg]
@@ -27,12 +28,8 @@ def test_kept_stretches_are_the_fresh_ones_as_work_starts_and_ends() -> None:
     for k in range(4):
         request = SchedulingRequest(request_id=f"r{k}", identity=Identity(user=f"u{k % 2}"), objects=(
             ObjectRequest(class_name="A", count=2, cpus=1.5), ObjectRequest(class_name="B", count=1, cpus=3)))
-        entry = book.add(request)
-        book.move(entry, "admitted", "")
-        book.move(entry, "placing", "")
-        refs = [InstanceRef(instance_id=f"r{k}-{i}", class_name="AB"[i // 2], host="h", token_id=f"t{k}{i}",
-                            user=f"u{k % 2}", started_at=now[0] + i) for i in range(3)]
-        book.attach(entry, refs, "running", "started")
+        run(book, request, [InstanceRef(instance_id=f"r{k}-{i}", class_name="AB"[i // 2], host="h", token_id=f"t{k}{i}",
+                                        user=f"u{k % 2}", started_at=now[0] + i) for i in range(3)])
         now[0] += 10
         assert kept(book.entries()) == fresh(book.entries())
     first = kept(book.entries())
