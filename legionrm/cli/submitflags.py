@@ -2,9 +2,10 @@
 
 ``--after-ok ID`` / ``--after-any ID`` / ``--after-not-ok ID`` (each repeatable),
 ``--begin-at T`` (ISO 8601 with its zone, or seconds since the epoch),
-``--array SPEC`` (``0-99%10``) and ``--requeue`` become ``--set`` overrides of
-the request file's ``after_ok``, ``after_any``, ``after_not_ok``, ``begin_at``,
-``array`` and ``requeue`` keys, so the gateway checks them as it checks the
+``--array SPEC`` (``0-99%10``), ``--requeue``, and, as ``sbatch``'s, ``--qos NAME``
+and ``--hold`` become ``--set`` overrides of the request file's ``after_ok``,
+``after_any``, ``after_not_ok``, ``begin_at``, ``array``, ``requeue``, ``qos``
+and ``hold`` keys, so the gateway checks them as it checks the
 file (a bad value is refused in one line naming the key).  Imports no
 pydantic model (see :mod:`legionrm.cli.front`).
 """
@@ -43,6 +44,8 @@ def add_submit_flags(sp: argparse.ArgumentParser) -> None:
                                                     "once, each seeing LEGIONRM_ARRAY_INDEX")
     sp.add_argument("--requeue", action="store_true",
                     help="back to the queue if its host is lost (else it ends node_lost)")
+    sp.add_argument("--qos", metavar="NAME", help="the site's QoS to run under (default: the file's, else its class's)")
+    sp.add_argument("--hold", action="store_true", help="submit it held: it waits until you `legionrm release` it")
 
 
 def submit_overrides(args: argparse.Namespace) -> dict[str, str]:
@@ -59,6 +62,10 @@ def submit_overrides(args: argparse.Namespace) -> dict[str, str]:
         out["array"] = json.dumps(args.array)
     if getattr(args, "requeue", None):
         out["requeue"] = "true"
+    if getattr(args, "qos", None) is not None:
+        out["qos"] = json.dumps(args.qos)
+    if getattr(args, "hold", None):
+        out["hold"] = "true"
     return out
 
 

@@ -179,7 +179,8 @@ class Steps:
 def _left(deadline: float, what: str) -> float:
     left = deadline - time.monotonic()
     if left <= 0:
-        raise UpError(f"gave up after the --timeout deadline, while {what}")
+        raise UpError(f"gave up after the --timeout deadline, while {what} (a busy machine may need a longer "
+                      f"one: --timeout SECONDS)")
     return left
 
 

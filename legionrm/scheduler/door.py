@@ -66,7 +66,7 @@ from legionrm.models import (
 from legionrm.models.api import RequestList
 from legionrm.models.priority import PrioReport, ShareReport
 from legionrm.scheduler.confirm import refused_at_door
-from legionrm.scheduler.depend.arrays import each_task
+from legionrm.scheduler.depend.arrays import each_task, task_ids
 from legionrm.scheduler.intake import door as intake_door
 from legionrm.scheduler.mobility import Mobility
 from legionrm.scheduler.priority import QueueControl
@@ -87,7 +87,8 @@ class SchedulerDoor:
     def control(self) -> QueueControl:
         """Hold, release, update and top over the core's queue (made on first use)."""
         if self._control is None:
-            self._control = QueueControl(self.core.book, self.core.queue.site, self.core.replan)
+            self._control = QueueControl(self.core.book, self.core.queue.site, self.core.replan,
+                                         self.core.request_info)
         return self._control
 
     @property
@@ -201,11 +202,13 @@ class SchedulerDoor:
                clear_priority: bool = False, proof: Any = None) -> RequestInfo:
         args = {"request_id": request_id, "priority": priority, "qos": qos, "clear_priority": clear_priority}
         self.require_admin(proof, "update", args, "update a request")
-        return self.control.update(request_id, priority, qos, clear_priority)
+        return each_task(self.core.request_info, request_id,
+                         lambda rid: self.control.update(rid, priority, qos, clear_priority))
 
     def top(self, request_id: str, proof: Any = None) -> RequestInfo:
         self.require_admin(proof, "top", {"request_id": request_id}, "put a request on top")
-        return self.control.top(request_id)
+        tasks = frozenset(task_ids(self.core.request_info(request_id)))  # an array's go on top together
+        return each_task(self.core.request_info, request_id, lambda rid: self.control.top(rid, beside=tasks))
 
     def share(self, proof: Any = None) -> ShareReport:
         """The fair-share tree (a user: the groups and their own row)."""

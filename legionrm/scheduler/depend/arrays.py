@@ -113,15 +113,22 @@ def summary(array_id: str, infos: list[RequestInfo]) -> RequestInfo:
         archived=all(i.archived for i in infos))
 
 
+def task_ids(info: RequestInfo) -> list[str]:
+    """The ids of the tasks of the array ``info`` sums up (none: ``info`` is not an array's own id)."""
+    if info.array is None or info.array_index is not None:
+        return []
+    return [task_id(info.id, i) for i in parse_array(info.array).indices]
+
+
 def each_task(info_of: Callable[[str], RequestInfo], request_id: str,
               act: Callable[[str], RequestInfo]) -> RequestInfo:
-    """``act(request_id)`` (``hold``, ``release``); on an array's id, ``act`` on each of its tasks
-    that waits (one that started or ended meanwhile is left as it is), then the array's summary."""
+    """``act(request_id)`` (``hold``, ``release``, ``update``, ``top``); on an array's id, ``act`` on each
+    of its tasks that waits (one that started or ended meanwhile is left as it is), then the array's summary."""
     info = info_of(request_id)
-    if info.array is None or info.array_index is not None:
+    tasks = task_ids(info)
+    if not tasks:
         return act(request_id)
-    for i in parse_array(info.array).indices:
-        task = task_id(request_id, i)
+    for task in tasks:
         if info_of(task).state == "pending":
             try:
                 act(task)

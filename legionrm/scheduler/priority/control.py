@@ -40,15 +40,20 @@ class QueueError(SchedulingError):
 
 
 class QueueControl:
-    """Hold, release, update and top over ``book`` (``replan``: run the queue again after a change)."""
+    """Hold, release, update and top over ``book`` (``replan``: run the queue again after a change;
+    ``info_of``: any request the scheduler knows, the finished ones too, raising for an unknown id)."""
 
-    def __init__(self, book: RequestBook, site: SitePolicy, replan: Callable[[], object]) -> None:
-        self.book, self.site, self._replan = book, site, replan
+    def __init__(self, book: RequestBook, site: SitePolicy, replan: Callable[[], object],
+                 info_of: Callable[[str], RequestInfo] | None = None) -> None:
+        self.book, self.site, self._replan, self._info_of = book, site, replan, info_of
 
     def _pending(self, request_id: str, what: str) -> Entry:
         entry = self.book.get(request_id)
         if entry is None:
-            raise SchedulingError(f"no request {request_id!r} is known to this scheduler")
+            if self._info_of is None:
+                raise SchedulingError(f"no request {request_id!r} is known to this scheduler")
+            ended = self._info_of(request_id)  # it left the live book: finished (or unknown, raised)
+            raise QueueError(codes.QUEUE_NOT_PENDING, f"{request_id} is {ended.state}: only a pending request can be {what}")
         if entry.state != "pending":
             raise QueueError(codes.QUEUE_NOT_PENDING, f"{request_id} is {entry.state}: only a pending request can be {what}")
         return entry
@@ -96,10 +101,11 @@ class QueueControl:
         self._replan()
         return entry.info()
 
-    def top(self, request_id: str) -> RequestInfo:
-        """Put a pending request first (see the module)."""
+    def top(self, request_id: str, beside: frozenset[str] = frozenset()) -> RequestInfo:
+        """Put a pending request first (see the module); the requests ``beside`` (the other tasks of
+        its array, put on top with it) do not count among those it goes ahead of."""
         entry = self._pending(request_id, "put on top")
-        others = [f.priority for e, f in self.site.rank(self.book.entries()) if e.id != request_id]
+        others = [f.priority for e, f in self.site.rank(self.book.entries()) if e.id != request_id and e.id not in beside]
         prio = min(MAX_PRIORITY, math.floor(max(others, default=0.0)) + 1)
         self._change(entry, f"put on top by an administrator (priority {prio})", priority=prio)
         self._replan()

@@ -104,3 +104,15 @@ def test_the_python_client_types_the_new_fields(site) -> None:  # noqa: F811 (si
     assert (info.array, info.array_counts, info.requeue) == ("0-2%1", {"pending": 2, "running": 1}, True)
     task = c.show("py_0")
     assert (task.array_index, task.state) == (0, "running")
+
+
+def test_submit_qos_and_hold_flags_set_the_files_keys(site, tmp_path, capsys) -> None:  # noqa: F811 (site: the imported fixture)
+    gw, _ = site
+    assert cli(gw, "ann", "submit", request(tmp_path, "q"), "--id", "q", "--qos", "high", "--hold") == 0
+    q = show(gw, "ann", "q", capsys)
+    assert (q["state"], q["qos"], q["hold"]) == ("pending", "high", "user")
+    assert q["reason"].startswith(codes.QUEUE_HELD)
+    capsys.readouterr()
+    assert cli(gw, "ann", "submit", request(tmp_path, "n"), "--id", "n", "--qos", "gold") != 0
+    said = capsys.readouterr()
+    assert codes.QOS_UNKNOWN in said.out + said.err and "Traceback" not in said.out + said.err

@@ -217,3 +217,41 @@ def test_hold_and_release_of_an_array_act_on_each_task_that_waits() -> None:
     assert [s.scheduler.request_info(f"arr_{i}").hold for i in range(4)] == [None, "user", "user", "user"]
     door.release("arr")
     assert [s.scheduler.request_info(f"arr_{i}").hold for i in range(4)] == [None] * 4
+
+
+def test_update_and_top_of_an_array_act_on_each_waiting_task_together() -> None:
+    from legionrm.scheduler.door import SchedulerDoor
+    from tests.unit.scheduler.priority.test_site_queue import _Guard, caller
+
+    s, _ = system()
+    admin = SchedulerDoor(s.scheduler, _Guard(caller("root", admin=True)))  # type: ignore[arg-type]
+    s.scheduler.scheduleObjects(array("arr", "0-3%1"))
+    s.scheduler.scheduleObjects(req("other", count=2))  # waits: 8 cpus, and the array runs on one of them
+    admin.update("other", priority=50)
+    assert admin.update("arr", priority=7).array_counts == {"running": 1, "pending": 3}
+    assert [s.scheduler.book.get(f"arr_{i}").request.priority for i in range(4)] == [None, 7, 7, 7]
+    admin.top("arr")  # the array's waiting tasks go ahead of `other`, all at one priority
+    prios = [s.scheduler.book.get(f"arr_{i}").request.priority for i in (1, 2, 3)]
+    assert len(set(prios)) == 1 and prios[0] > 50
+
+
+@pytest.mark.parametrize("archived", [False, True], ids=["in-the-live-book", "in-the-history"])
+@pytest.mark.parametrize("verb", ["hold", "release", "update", "top"])
+def test_a_queue_verb_on_a_finished_request_names_its_state(verb: str, archived: bool, tmp_path) -> None:
+    from legionrm.scheduler.door import SchedulerDoor
+    from legionrm.scheduler.priority.control import QueueError
+    from tests.unit.scheduler.priority.test_site_queue import _Guard, caller
+
+    s, clock = system(tmp_path)
+    admin = SchedulerDoor(s.scheduler, _Guard(caller("root", admin=True)))  # type: ignore[arg-type]
+    assert s.scheduler.scheduleObjects(req("done", walltime=5)).ok
+    clock.advance(6)
+    for _ in range(3 if archived else 1):  # ended at the first tick, settled into the history by the third
+        s.tick()
+    assert ("done" not in s.scheduler.book) == archived and s.scheduler.request_info("done").state == "completed"
+    args = {"update": {"priority": 3}}.get(verb, {})
+    with pytest.raises(QueueError) as got:
+        getattr(admin, verb)("done", **args)
+    assert got.value.code == codes.QUEUE_NOT_PENDING and "done is completed" in str(got.value)
+    with pytest.raises(SchedulingError, match="no request 'nope'"):
+        getattr(admin, verb)("nope", **args)
