@@ -24,6 +24,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,15 +44,29 @@ def os_accounts() -> Iterator[dict[str, str]]:
     if shutil.which("useradd") is None:
         pytest.skip("useradd is not installed")
     for name in _left_behind():  # by a session that died before its cleanup
-        subprocess.run(["userdel", name], capture_output=True)
+        _account_tool("userdel", name)
     accounts = {who: f"{PREFIX}{os.getpid()}-{who}" for who in ("alice", "bob")}
     for name in accounts.values():
-        subprocess.run(["useradd", "-M", "-s", "/bin/bash", name], check=True, capture_output=True)
+        done = _account_tool("useradd", "-M", "-s", "/bin/bash", name)
+        if done.returncode != 0:
+            raise RuntimeError(f"useradd {name} failed ({done.returncode}): {done.stderr.strip()}")
     try:
         yield accounts
     finally:
         for name in accounts.values():
-            subprocess.run(["userdel", name], capture_output=True)
+            _account_tool("userdel", name)
+
+
+def _account_tool(*argv: str, tries: int = 50) -> subprocess.CompletedProcess[str]:
+    """``useradd``/``userdel`` run, again while another one holds the account files' lock: sessions
+    side by side (``make test``'s parallel workers) make their accounts at the same moment, and the
+    second is refused at once ("cannot lock /etc/passwd; try again later"), not made to wait."""
+    for _ in range(tries - 1):
+        done = subprocess.run(list(argv), capture_output=True, text=True)
+        if done.returncode == 0 or "lock" not in done.stderr:
+            return done
+        time.sleep(0.1)
+    return subprocess.run(list(argv), capture_output=True, text=True)
 
 
 def _left_behind() -> list[str]:

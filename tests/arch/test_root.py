@@ -72,3 +72,22 @@ def test_rule_bites(tmp_path: Path, made: str, stray: list[str]) -> None:
     else:
         (tmp_path / made).write_text("")
     assert strays(tmp_path) == stray
+
+
+def test_make_test_runs_every_test_folder_once() -> None:
+    """``make test`` runs the suite in two parts (the cores' tests on both cores, then the Ray and fault
+    tests in the one session cluster): every folder of tests/ is in exactly one of them, so a new folder
+    is never left out, and nothing runs twice."""
+    recipe, lines = False, []
+    for line in (ROOT / "Makefile").read_text(encoding="utf-8").splitlines():
+        if line.startswith("test:"):
+            recipe = True
+        elif recipe and line.startswith("\t"):
+            lines.append(line)
+        elif recipe:
+            break
+    named = [word for line in lines for word in line.split() if word.startswith("tests/")]
+    folders = sorted(p.name for p in (ROOT / "tests").iterdir()
+                     if p.is_dir() and any(p.rglob("test_*.py")))
+    assert sorted(w.removeprefix("tests/").rstrip("/") for w in named) == folders, lines
+    assert all("pytest" in line for line in lines) and len(lines) == 2
