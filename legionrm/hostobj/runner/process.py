@@ -317,8 +317,10 @@ class Run:
             write_private(self.out_dir / "result.json", self.result.model_dump_json())
         except OSError:
             pass
-        self._ended.set()
-        self._on_end(self)
+        try:  # the runner's books first: once a waiter wakes, the run is no longer running there
+            self._on_end(self)
+        finally:
+            self._ended.set()
 
 
 class Runner:

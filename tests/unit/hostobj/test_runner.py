@@ -11,6 +11,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,6 +91,21 @@ def test_bad_work_is_refused_in_one_line(kw: dict, says: str) -> None:
 
 
 # --- as the service's own account (any user may run these) -------------------------------
+
+
+def test_a_run_waited_for_is_in_the_runners_results_not_its_running(runner: Runner, monkeypatch) -> None:
+    """``Run.wait`` returns only once the runner's books say it ended (a slow book-keeping delays the
+    waiter, never shows it a run that ended as running)."""
+    books = runner._ended
+
+    def slow_books(run: Any) -> None:
+        time.sleep(0.3)
+        books(run)
+
+    monkeypatch.setattr(runner, "_ended", slow_books)
+    run = runner.start(Work("i9", request_id="r9", command="true"), Account.service())
+    res = run.wait(30)
+    assert res is not None and not runner.is_running("i9") and runner.result("i9") == res
 
 
 def test_exit_3_fails_with_rc_3_and_keeps_stdout_and_stderr(runner: Runner) -> None:
