@@ -460,6 +460,11 @@ class UsageCache:
             out.append(u)
         return out
 
+    def forget(self, ids: Iterable[str]) -> None:
+        """The usages of the requests ``ids`` no longer kept (they no longer run)."""
+        for rid in ids:
+            self._usages.pop(rid, None)
+
 
 class Hosts(NamedTuple):
     """The columns of a snapshot a profile is built from: its available hosts' ``rows`` (name order),
