@@ -144,7 +144,7 @@ class ProfileKeeper:
             self._running = [k for k, a in zip(self._running, alive.tolist()) if a]
         ending = self._end < INF
         events = np.column_stack([self._end[ending], self._host[ending].astype(float), self._cpus[ending]])
-        profile = Profile(self._kept.now, self._kept.names, base.cpus, base.free_cpus, events=events)
+        profile = self._kept.rebased(base.cpus, base.free_cpus, events)
         held = np.zeros(len(profile.names))
         np.add.at(held, self._host, self._cpus)
         profile.free = np.minimum(profile.reported, np.maximum(profile.total - held, 0.0))
