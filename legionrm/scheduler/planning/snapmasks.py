@@ -7,8 +7,10 @@ object; between two changes of the Collection they share one table (its
 contents copy-on-write: any write makes a new one), so a pass's attempts
 and the pass itself would otherwise read the same masks again (the
 availability of every host, then the query over it).  The table, the
-snapshot's time and the query it serves decide both answers: while all
-three are the same, the last answers are given again.  Thread-safe (a
+resources available and the query it serves decide both answers (the
+same table shows the same resources available from a time until the
+first of them goes stale, :meth:`~CollectionSnapshot.alive_until`): while
+all three are the same, the last answers are given again.  Thread-safe (a
 race at worst computes an answer twice).  Pure; no Ray.
 """
 
@@ -21,17 +23,19 @@ import numpy as np
 from legionrm.collection.collection import CollectionSnapshot
 from legionrm.scheduler.planning.snaptables import VaultTable, vault_table
 
-_last: tuple[object, float, str | None, dict[Any, Any]] | None = None
-"""The table, time and served query of the answers kept, and the answers by what was asked."""
+_last: tuple[object, float, float, str | None, dict[Any, Any]] | None = None
+"""The table, the times from and until which it shows the same resources available, and served query of the
+answers kept, and the answers by what was asked."""
 
 
 def _kept(snap: CollectionSnapshot) -> dict[Any, Any]:
-    """The answers kept for ``snap``'s table, time and served query (a new, empty set when another)."""
+    """The answers kept for ``snap``'s table, served query and available resources (a new, empty set when
+    another: the same table read at a time from the first answer's until the first of them goes stale)."""
     global _last
-    last = _last
-    if last is None or last[0] is not snap.table or last[1] != float(snap.now) or last[2] != snap.served_query:
-        last = _last = (snap.table, float(snap.now), snap.served_query, {})
-    return last[3]
+    last, now = _last, float(snap.now)
+    if last is None or last[0] is not snap.table or not last[1] <= now <= last[2] or last[3] != snap.served_query:
+        last = _last = (snap.table, now, snap.alive_until(), snap.served_query, {})
+    return last[4]
 
 
 def query_mask(snap: CollectionSnapshot, text: str) -> np.ndarray:
