@@ -29,7 +29,6 @@ onto the same free cpus.  Pure; no Ray.
 from __future__ import annotations
 
 import threading
-from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from typing import Literal, NamedTuple, cast
 
@@ -156,7 +155,7 @@ class Backfill:
         shapes, outs = self._shapes, self._outside
         # the least cpus any request from position i on needs (one the rules leave alone: it may always start)
         needs = np.where(np.array(outs, bool)[keys], -1.0, np.array(self._need)[keys])
-        least = np.minimum.accumulate(needs[::-1])[::-1].tolist() + [INF]
+        least = np.append(np.minimum.accumulate(needs[::-1])[::-1], INF)  # (non-decreasing: searched, not read)
         base = self._profile()
         blocked: list[Entry] = []
         holds, reserved, top = self._holds(base, blocked, hints)
@@ -171,7 +170,7 @@ class Backfill:
         passing = fast and not self.depth
         started, trying = 0, True
         # least[i + 1] > all that is free (nothing after i fits) from position stop on (least never falls)
-        stop = bisect_right(least, float(base.free.sum()) + EPS) - 1
+        stop = int(np.searchsorted(least, float(base.free.sum()) + EPS, side="right")) - 1
         for i, k in enumerate(keys.tolist()):
             if passing and known[k] == 2:
                 continue
@@ -205,7 +204,7 @@ class Backfill:
                     due = bool(blocked)
                 fits.changed(holds)
                 known = [0] * len(shapes)
-                stop = bisect_right(least, float(base.free.sum()) + EPS) - 1
+                stop = int(np.searchsorted(least, float(base.free.sum()) + EPS, side="right")) - 1
             elif outcome is None or outs[k]:
                 continue
             elif self.mode == "fcfs":
@@ -233,7 +232,7 @@ class Backfill:
         self.reserved = {}
         base = self._profile()
         fits = Fits(base, [])
-        least: list[float] | None = None  # as in walk, read at the first start
+        least: np.ndarray | None = None  # as in walk, read at the first start
         started, trying = 0, True
         for i, entry in enumerate(order):
             if entry.state != "pending" or (skip is not None and skip(entry)):
@@ -251,8 +250,8 @@ class Backfill:
                 if least is None:
                     keys = self._numbers_of(order)
                     needs = np.where(np.array(self._outside, bool)[keys], -1.0, np.array(self._need)[keys])
-                    least = np.minimum.accumulate(needs[::-1])[::-1].tolist() + [INF]
-                trying = i < bisect_right(least, float(base.free.sum()) + EPS) - 1
+                    least = np.append(np.minimum.accumulate(needs[::-1])[::-1], INF)
+                trying = i < int(np.searchsorted(least, float(base.free.sum()) + EPS, side="right")) - 1
             elif outcome is None or out:
                 continue
             else:
