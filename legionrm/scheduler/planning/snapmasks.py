@@ -1,6 +1,7 @@
 """What the planner reads of a Collection snapshot that only its table
 decides, kept while the table is the same: the rows a MIL query matches
-(:func:`query_mask`) and the vaults (:func:`vaults_of`).
+(:func:`query_mask`), those whose access lists accept a caller
+(:func:`accepts_mask`) and the vaults (:func:`vaults_of`).
 
 A snapshot is taken for every attempt and every pass, and each is a new
 object; between two changes of the Collection they share one table (its
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from legionrm.collection.collection import CollectionSnapshot
+from legionrm.models import Identity
 from legionrm.scheduler.planning.snaptables import VaultTable, vault_table
 
 _last: tuple[object, float, float, str | None, dict[Any, Any]] | None = None
@@ -46,6 +48,18 @@ def query_mask(snap: CollectionSnapshot, text: str) -> np.ndarray:
         mask = snap.mask(text)
         mask.flags.writeable = False
         kept["mask", text] = mask
+    return mask
+
+
+def accepts_mask(snap: CollectionSnapshot, caller: Identity) -> np.ndarray:
+    """``snap.accepts(caller)`` (the rows whose access lists accept ``caller``), read-only."""
+    kept = _kept(snap)
+    key = ("accepts", caller.user, caller.class_name, caller.groups)
+    mask = kept.get(key)
+    if mask is None:
+        mask = snap.accepts(caller)
+        mask.flags.writeable = False
+        kept[key] = mask
     return mask
 
 

@@ -1,4 +1,4 @@
-"""What the planner keeps of a snapshot's table (:func:`base_table`, :func:`query_mask`,
+"""What the planner keeps of a snapshot's table (:func:`base_table`, :func:`query_mask`, :func:`accepts_mask`,
 :func:`vaults_of`) is kept while the same table shows the same resources available, and
 no longer: a host whose heartbeat expires with no write to the Collection (the table the
 same object) leaves every answer at once, as a snapshot read afresh shows it."""
@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from legionrm.collection.collection import Collection
-from legionrm.scheduler.planning.snapmasks import query_mask, vaults_of
+from legionrm.models import AccessPolicy, Identity
+from legionrm.scheduler.planning.snapmasks import accepts_mask, query_mask, vaults_of
 from legionrm.scheduler.planning.snaptables import base_table
 from legionrm.testing import FakeClock, host, vault
 
@@ -59,3 +60,23 @@ def test_the_table_is_built_once_while_the_same_hosts_are_available() -> None:
     assert base_table(c.snapshot()) is built  # the same table, the same hosts available
     clock.now = WINDOW + 1
     assert base_table(c.snapshot()) is not built
+
+
+@pytest.mark.parametrize("caller, accepted", [
+    (Identity(user="alice"), ["h1", "h2"]),
+    (Identity(user="bob"), ["h2"]),
+    (Identity(user="bob", groups=("staff",)), ["h1", "h2"]),
+    (Identity(user="alice", class_name="Shell"), ["h2"]),
+], ids=["allowed", "denied", "by-group", "denied-class"])
+def test_the_access_answers_kept_are_each_callers_own(caller: Identity, accepted: list[str]) -> None:
+    clock = FakeClock(0.0)
+    c = Collection(heartbeat_interval_s=5, stale_after=3, clock=clock)
+    c.join(host("h1", cpus=4, access=AccessPolicy(allow_users=("alice",), allow_groups=("staff",),
+                                                  deny_classes=("Shell",))))
+    c.join(host("h2", cpus=4))
+    snap = c.snapshot()
+    for other in (Identity(user="alice"), Identity(user="bob")):  # (others asked first, on the same table)
+        accepts_mask(snap, other)
+    got = accepts_mask(c.snapshot(), caller)
+    assert sorted(str(n) for n in snap.table.names[got]) == accepted
+    assert got.tolist() == snap.accepts(caller).tolist()
