@@ -114,6 +114,7 @@ class Backfill:
         self._shapes: list[tuple[Demand, float | None]] = []  # each number's demand and walltime
         self._need: list[float] = []
         self._outside: list[bool] = []
+        self._need_col: np.ndarray | None = None  # each shape's need, -1 when outside (None: shapes added since)
         self._reserved: dict[str, float] = {}
         self.blocked: tuple[str, ...] = ()
         """The last pass's blocked top requests, by id (those :attr:`reserved` gives a start of, and any none
@@ -154,7 +155,7 @@ class Backfill:
         hints: dict[str, tuple[float, float]] = {}  # the top reservation's (first moment, start), this pass
         shapes, outs = self._shapes, self._outside
         # the least cpus any request from position i on needs (one the rules leave alone: it may always start)
-        needs = np.where(np.array(outs, bool)[keys], -1.0, np.array(self._need)[keys])
+        needs = self._needs()[keys]
         least = np.append(np.minimum.accumulate(needs[::-1])[::-1], INF)  # (non-decreasing: searched, not read)
         base = self._profile()
         blocked: list[Entry] = []
@@ -249,7 +250,7 @@ class Backfill:
                 fits.changed([])
                 if least is None:
                     keys = self._numbers_of(order)
-                    needs = np.where(np.array(self._outside, bool)[keys], -1.0, np.array(self._need)[keys])
+                    needs = self._needs()[keys]
                     least = np.append(np.minimum.accumulate(needs[::-1])[::-1], INF)
                 trying = i < int(np.searchsorted(least, float(base.free.sum()) + EPS, side="right")) - 1
             elif outcome is None or out:
@@ -274,6 +275,7 @@ class Backfill:
         if self._table != (table, table.epoch):  # other slots: the shapes are read again (and numbered anew)
             self._table, self._by_slot = (table, table.epoch), np.empty(0, np.int64)
             self._numbers, self._shapes, self._need, self._outside = {}, [], [], []
+            self._need_col = None
         if len(self._by_slot) < len(table.requests):
             self._by_slot = np.concatenate([self._by_slot, np.full(len(table.requests) - len(self._by_slot), -1)])
         keys = self._by_slot[slots]
@@ -289,7 +291,14 @@ class Backfill:
             self._shapes.append((demand, walltime))
             self._need.append(need(demand))
             self._outside.append(out)
+            self._need_col = None
         return key
+
+    def _needs(self) -> np.ndarray:
+        """Each shape number's cpus (-1 for one the rules leave alone: it may always start), kept until a shape is added."""
+        if self._need_col is None:
+            self._need_col = np.where(np.array(self._outside, bool), -1.0, np.array(self._need, float))
+        return self._need_col
 
     def gate(self, entry: Entry, order: Sequence[Entry]) -> tuple[Hold, ...] | None:
         """The holds a fresh submission ``entry`` must keep if tried now, or
