@@ -145,8 +145,7 @@ class ProfileKeeper:
         ending = self._end < INF
         events = np.column_stack([self._end[ending], self._host[ending].astype(float), self._cpus[ending]])
         profile = self._kept.rebased(base.cpus, base.free_cpus, events)
-        held = np.zeros(len(profile.names))
-        np.add.at(held, self._host, self._cpus)
+        held = np.bincount(self._host, self._cpus, len(profile.names))  # (summed in order, as np.add.at on zeros)
         profile.free = np.minimum(profile.reported, np.maximum(profile.total - held, 0.0))
         self._kept, self._held = profile, held
         self.token = object()
