@@ -117,8 +117,10 @@ class Entry:
             raise TypeError(f"Entry.draft: no fields {sorted(changes.keys() - _FIELDS)}")
         new = object.__new__(type(self))
         fields = vars(self)
-        vars(new).update({name: fields[name] for name in _ORDER}, history=list(self.history),
-                         instances=dict(self.instances), refs=dict(self.refs), **changes)
+        copied = {name: fields[name] for name in _ORDER}
+        copied.update(history=list(self.history), instances=dict(self.instances), refs=dict(self.refs))
+        copied.update(changes)  # (a change of a list or a map too: it replaces the copy)
+        vars(new).update(copied)
         return new
 
     def info(self) -> RequestInfo:
