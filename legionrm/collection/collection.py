@@ -164,6 +164,11 @@ class CollectionSnapshot:
         until then the same table shows the same of them available."""
         return float(self.numeric(_EXPIRES, rows, np.inf).min(initial=np.inf))
 
+    def alive_until(self) -> float:
+        """The earliest time a resource available in this view goes stale (inf: none): until then the same
+        table shows the same resources available (one stale now stays stale while its heartbeat is the same)."""
+        return self.stale_at(np.flatnonzero(self._alive()))
+
     def rows(self, text: str = "true", caller: Caller = None, include_unavailable: bool = False) -> np.ndarray:
         """Row indices of matching resources, in name order."""
         mask = self.mask(text, caller, include_unavailable)

@@ -110,9 +110,18 @@ class Entry:
         return next((c for c in codes if c != 0), 0) if codes else None
 
     def draft(self, **changes: object) -> "Entry":
-        """A copy to change and write before this entry becomes it (its lists and maps copied)."""
-        return dataclasses.replace(self, **{"history": list(self.history), "instances": dict(self.instances),
-                                            "refs": dict(self.refs), **changes})
+        """A copy to change and write before this entry becomes it (its lists and maps copied):
+        what ``dataclasses.replace`` gives (TypeError for a name no field has), without its call
+        of ``__init__`` (a write's hot path)."""
+        if not changes.keys() <= _FIELDS:
+            raise TypeError(f"Entry.draft: no fields {sorted(changes.keys() - _FIELDS)}")
+        new = object.__new__(type(self))
+        fields = vars(self)
+        copied = {name: fields[name] for name in _ORDER}
+        copied.update(history=list(self.history), instances=dict(self.instances), refs=dict(self.refs))
+        copied.update(changes)  # (a change of a list or a map too: it replaces the copy)
+        vars(new).update(copied)
+        return new
 
     def info(self) -> RequestInfo:
         objs = self.request.objects
@@ -140,3 +149,8 @@ class Entry:
                    reason=item.reason, history=item.history, instances=item.instances, refs=item.refs,
                    failures=item.failures, earliest_start=item.earliest_start, attempts=item.attempts,
                    held=item.held, archived=archived)
+
+
+_ORDER = tuple(f.name for f in dataclasses.fields(Entry))
+_FIELDS = frozenset(_ORDER)
+"""Entry's fields (:meth:`Entry.draft` copies them, in their order)."""

@@ -67,7 +67,7 @@ from legionrm.scheduler.planning.pipeline import (
 from legionrm.scheduler.planning.enginepick import engine_applies, engine_picks
 from legionrm.scheduler.planning.whatof import assign  # noqa: F401  (what of, imported from here by callers)
 from legionrm.scheduler.planning.whatof import Ordered, Rows, Taken, assign_slots
-from legionrm.scheduler.planning.snapmasks import query_mask, vaults_of
+from legionrm.scheduler.planning.snapmasks import accepts_mask, query_mask, vaults_of
 from legionrm.scheduler.planning.snaptables import (
     VaultTable,
     base_table,
@@ -289,10 +289,10 @@ class Planner:
         self, obj: ObjectRequest, caller: Identity, snap: CollectionSnapshot, base: HostTable, keys: list[str],
         ahead: float | None = None, holds: Sequence[Hold] = (),
     ) -> ObjectPlan:
-        ident = Identity(user=caller.user, class_name=obj.class_name, groups=caller.groups)
+        ident = Identity.trusted(user=caller.user, class_name=obj.class_name, groups=caller.groups)  # (valid values)
         text = f'$kind == "host" and ({obj.constraint})'
         matching = query_mask(snap, text)[base.row]
-        accepting = matching & snap.accepts(ident)[base.row]  # the query once, then the access lists
+        accepting = matching & accepts_mask(snap, ident)[base.row]  # the query once, then the access lists
         query_drops = [
             (base.names[~matching], Refusal(code=codes.QUERY_NO_MATCH, reason=f"does not satisfy {obj.constraint!r}",
                                             by=QUERY_FILTER)),

@@ -29,7 +29,6 @@ onto the same free cpus.  Pure; no Ray.
 from __future__ import annotations
 
 import threading
-from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from typing import Literal, NamedTuple, cast
 
@@ -115,6 +114,7 @@ class Backfill:
         self._shapes: list[tuple[Demand, float | None]] = []  # each number's demand and walltime
         self._need: list[float] = []
         self._outside: list[bool] = []
+        self._need_col: np.ndarray | None = None  # each shape's need, -1 when outside (None: shapes added since)
         self._reserved: dict[str, float] = {}
         self.blocked: tuple[str, ...] = ()
         """The last pass's blocked top requests, by id (those :attr:`reserved` gives a start of, and any none
@@ -155,8 +155,8 @@ class Backfill:
         hints: dict[str, tuple[float, float]] = {}  # the top reservation's (first moment, start), this pass
         shapes, outs = self._shapes, self._outside
         # the least cpus any request from position i on needs (one the rules leave alone: it may always start)
-        needs = np.where(np.array(outs, bool)[keys], -1.0, np.array(self._need)[keys])
-        least = np.minimum.accumulate(needs[::-1])[::-1].tolist() + [INF]
+        needs = self._needs()[keys]
+        least = np.append(np.minimum.accumulate(needs[::-1])[::-1], INF)  # (non-decreasing: searched, not read)
         base = self._profile()
         blocked: list[Entry] = []
         holds, reserved, top = self._holds(base, blocked, hints)
@@ -171,7 +171,7 @@ class Backfill:
         passing = fast and not self.depth
         started, trying = 0, True
         # least[i + 1] > all that is free (nothing after i fits) from position stop on (least never falls)
-        stop = bisect_right(least, float(base.free.sum()) + EPS) - 1
+        stop = int(np.searchsorted(least, float(base.free.sum()) + EPS, side="right")) - 1
         for i, k in enumerate(keys.tolist()):
             if passing and known[k] == 2:
                 continue
@@ -205,7 +205,7 @@ class Backfill:
                     due = bool(blocked)
                 fits.changed(holds)
                 known = [0] * len(shapes)
-                stop = bisect_right(least, float(base.free.sum()) + EPS) - 1
+                stop = int(np.searchsorted(least, float(base.free.sum()) + EPS, side="right")) - 1
             elif outcome is None or outs[k]:
                 continue
             elif self.mode == "fcfs":
@@ -233,7 +233,7 @@ class Backfill:
         self.reserved = {}
         base = self._profile()
         fits = Fits(base, [])
-        least: list[float] | None = None  # as in walk, read at the first start
+        least: np.ndarray | None = None  # as in walk, read at the first start
         started, trying = 0, True
         for i, entry in enumerate(order):
             if entry.state != "pending" or (skip is not None and skip(entry)):
@@ -250,9 +250,9 @@ class Backfill:
                 fits.changed([])
                 if least is None:
                     keys = self._numbers_of(order)
-                    needs = np.where(np.array(self._outside, bool)[keys], -1.0, np.array(self._need)[keys])
-                    least = np.minimum.accumulate(needs[::-1])[::-1].tolist() + [INF]
-                trying = i < bisect_right(least, float(base.free.sum()) + EPS) - 1
+                    needs = self._needs()[keys]
+                    least = np.append(np.minimum.accumulate(needs[::-1])[::-1], INF)
+                trying = i < int(np.searchsorted(least, float(base.free.sum()) + EPS, side="right")) - 1
             elif outcome is None or out:
                 continue
             else:
@@ -275,6 +275,7 @@ class Backfill:
         if self._table != (table, table.epoch):  # other slots: the shapes are read again (and numbered anew)
             self._table, self._by_slot = (table, table.epoch), np.empty(0, np.int64)
             self._numbers, self._shapes, self._need, self._outside = {}, [], [], []
+            self._need_col = None
         if len(self._by_slot) < len(table.requests):
             self._by_slot = np.concatenate([self._by_slot, np.full(len(table.requests) - len(self._by_slot), -1)])
         keys = self._by_slot[slots]
@@ -290,7 +291,14 @@ class Backfill:
             self._shapes.append((demand, walltime))
             self._need.append(need(demand))
             self._outside.append(out)
+            self._need_col = None
         return key
+
+    def _needs(self) -> np.ndarray:
+        """Each shape number's cpus (-1 for one the rules leave alone: it may always start), kept until a shape is added."""
+        if self._need_col is None:
+            self._need_col = np.where(np.array(self._outside, bool), -1.0, np.array(self._need, float))
+        return self._need_col
 
     def gate(self, entry: Entry, order: Sequence[Entry]) -> tuple[Hold, ...] | None:
         """The holds a fresh submission ``entry`` must keep if tried now, or

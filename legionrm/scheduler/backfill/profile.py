@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -95,10 +95,13 @@ class Profile:
     (already counted in ``free``) with its end."""
 
     def __init__(self, now: float, names: Sequence[str], total: np.ndarray, free: np.ndarray,
-                 usages: Iterable[Usage] = (), events: Iterable[tuple[float, int, float]] = ()) -> None:
+                 usages: Iterable[Usage] = (), events: Iterable[tuple[float, int, float]] = (),
+                 index: dict[str, int] | None = None) -> None:
+        """``index``: each of ``names``'s position, when the caller has it (the list and the index are then
+        kept as they are: shared with the caller's profile, and never changed)."""
         self.now = now
-        self.names = list(names)
-        self.index = {n: i for i, n in enumerate(self.names)}
+        self.names = list(names) if index is None else cast(list[str], names)
+        self.index = {n: i for i, n in enumerate(self.names)} if index is None else index
         self.total = np.asarray(total, dtype=float)
         self.free = np.minimum(np.maximum(np.asarray(free, dtype=float), 0.0), self.total)
         self.reported = self.free.copy()
@@ -115,6 +118,11 @@ class Profile:
         self.release(*usages)
         self.kept: object = None
         """The keeper's token while this is its profile unchanged (:class:`~.kept.ProfileKeeper`; None: changed)."""
+
+    def rebased(self, total: np.ndarray, free: np.ndarray, events: np.ndarray) -> Profile:
+        """The profile the constructor builds of the same hosts at the same time from ``total``,
+        ``free`` and ``events`` (no usages), with this one's names and index (shared: never changed)."""
+        return Profile(self.now, self.names, total, free, events=events, index=self.index)
 
     def moved_to(self, now: float) -> None:
         """This profile as of ``now`` instead (the same hosts, cpus and work; what it worked out from the time, forgotten)."""
@@ -459,6 +467,11 @@ class UsageCache:
             self._usages[entry.id] = (entry.instances, u)
             out.append(u)
         return out
+
+    def forget(self, ids: Iterable[str]) -> None:
+        """The usages of the requests ``ids`` no longer kept (they no longer run)."""
+        for rid in ids:
+            self._usages.pop(rid, None)
 
 
 class Hosts(NamedTuple):

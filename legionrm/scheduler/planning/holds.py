@@ -62,10 +62,10 @@ _last: tuple[list[str], np.ndarray, np.ndarray] | None = None
 
 
 def _positions(names: list[str], table_names: np.ndarray) -> np.ndarray:
-    """Each of ``names``'s position in ``table_names`` (-1: not there); kept for the same two lists."""
+    """Each of ``names``'s position in ``table_names`` (-1: not there); kept for the same table names and names alike."""
     global _last
     last = _last
-    if last is not None and last[0] is names and last[1] is table_names:
+    if last is not None and last[1] is table_names and (last[0] is names or last[0] == names):
         return last[2]
     where = {str(n): i for i, n in enumerate(table_names)}
     pos = np.fromiter((where.get(n, -1) for n in names), np.int64, len(names))

@@ -42,24 +42,28 @@ def host_groups(snap: CollectionSnapshot) -> np.ndarray:
     return out
 
 
-_last: tuple[object, float, str | None, HostTable] | None = None
-"""The last table :func:`base_table` built, with what it was built from."""
+_last: tuple[object, float, float, str | None, HostTable] | None = None
+"""The last table :func:`base_table` built, with what it was built from: the table contents, the time
+it was built at and the time the first of its hosts goes stale, and the served hosts."""
 
 
 def base_table(snap: CollectionSnapshot) -> HostTable:
     """Every available host in the snapshot as columns, name order.  Read-only
-    arrays: the table of the same table contents, time and served hosts is
-    built once (a pass and each of its attempts read it again, from snapshots
-    of an unchanged Collection)."""
+    arrays: the table of the same table contents and served hosts is built
+    once while the same hosts are available (from its time until the first of
+    them goes stale: a pass and each of its attempts read it again, from
+    snapshots of an unchanged Collection, and so do later passes before a
+    host reports)."""
     global _last
-    last = _last
-    if last is not None and last[0] is snap.table and last[1] == float(snap.now) and last[2] == snap.served_query:
-        return last[3]
+    last, now = _last, float(snap.now)
+    if last is not None and last[0] is snap.table and last[1] <= now <= last[2] and last[3] == snap.served_query:
+        return last[4]
     table = _build(snap)
     for value in vars(table).values():
         if isinstance(value, np.ndarray):
             value.flags.writeable = False
-    _last = (snap.table, float(snap.now), snap.served_query, table)
+    # (a host stale at ``now`` stays stale later while the table is the same: its heartbeat is older than now)
+    _last = (snap.table, now, snap.stale_at(table.row), snap.served_query, table)
     return table
 
 

@@ -110,16 +110,16 @@ def order(jobs: Sequence[PendingJob], fairshare: Mapping[str, float], now: float
     get = fairshare.get
     cols = np.array([(j.submitted, j.cpus, j.qos_priority, get(j.user, 1.0), nan if j.fixed is None else j.fixed)
                      for j in jobs], dtype=float).reshape(n, 5)  # one pass over the jobs, not one per column
-    return order_of(cols, lambda i: jobs[i].id, now, formula)
+    return order_of(cols, lambda i: jobs[i].id, now, formula).tolist()
 
 
-def order_of(cols: np.ndarray, id_of: Callable[[int], str], now: float, formula: Formula) -> list[int]:
+def order_of(cols: np.ndarray, id_of: Callable[[int], str], now: float, formula: Formula) -> np.ndarray:
     """:func:`order` over the jobs as columns: one row per job of ``(submitted,
     cpus, qos priority, fair-share factor, fixed priority or NaN)``;
-    ``id_of(i)``, job ``i``'s id, is read only for ties."""
+    ``id_of(i)``, job ``i``'s id, is read only for ties.  The positions as an int64 array."""
     n = len(cols)
     if n == 0:
-        return []
+        return np.empty(0, np.int64)
     w = formula.weights
     sub, cpus, qp, fixed = cols[:, 0].copy(), cols[:, 1], cols[:, 2], cols[:, 4]
     fs = np.clip(cols[:, 3], 0.0, 1.0)
@@ -132,9 +132,9 @@ def order_of(cols: np.ndarray, id_of: Callable[[int], str], now: float, formula:
     at = np.lexsort((sub, -prio))
     # ties of priority and submission (rare) go by request id: only those runs are sorted again
     same = np.flatnonzero((prio[at][1:] == prio[at][:-1]) & (sub[at][1:] == sub[at][:-1]))
-    out = at.tolist()
+    out = at.astype(np.int64, copy=False)
     for lo, hi in _runs(same.tolist()):
-        out[lo:hi] = sorted(out[lo:hi], key=id_of)
+        out[lo:hi] = sorted(out[lo:hi].tolist(), key=id_of)
     return out
 
 

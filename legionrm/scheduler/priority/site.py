@@ -213,7 +213,7 @@ class SitePolicy:
         running = [entries[i] for i in np.flatnonzero(found == -2).tolist()]
         fs = self.fairshare(running, now, [names[u] for u in set(users.tolist())])
         cols[:, 3] = np.fromiter(map(fs.get, names, repeat(1.0)), np.float64, len(names))[users]
-        ranked = np.asarray(order_of(cols, lambda i: entries[at[i]].id, now, self.formula), np.int64)
+        ranked = order_of(cols, lambda i: entries[at[i]].id, now, self.formula)
         picked = at[ranked].tolist()
         return Ordered(itemgetter(*picked)(entries), table, epoch, slots[ranked])  # (two or more: a tuple)
 

@@ -1,5 +1,5 @@
 """What the queue keeps between passes decides nothing: the backfill profile
-kept (:class:`ProfileKeeper`) is the one :func:`profile_of` builds afresh,
+kept (:class:`ProfileKeeper`: work added, ended work taken out) is the one :func:`profile_of` builds afresh,
 and the reservations kept (:class:`HoldsMemo`) are the ones found afresh, at
 every pass of replays (starts, ends, reports and submissions in between);
 the replays give the same starts and reserved starts with them as without."""
@@ -30,8 +30,8 @@ def same(a: Profile, b: Profile) -> bool:
 @pytest.mark.parametrize("seed,hosts,cpus", [(1, 16, 1), (2, 6, 4), (3, 5, 3)], ids=["16x1", "6x4", "5x3"])
 def test_kept_profile_is_the_fresh_one(policy: str, seed: int, hosts: int, cpus: int) -> None:
     jobs = trace(seed, n=80, procs=hosts * cpus)
-    kept_calls = {"same token": 0, "passes": 0}
-    real = ProfileKeeper.profile
+    kept_calls = {"same token": 0, "passes": 0, "ended taken out": 0}
+    real, rebuild = ProfileKeeper.profile, ProfileKeeper._rebuild
 
     def checked(self: ProfileKeeper, snap, running):  # type: ignore[no-untyped-def]
         token = self.token
@@ -41,9 +41,14 @@ def test_kept_profile_is_the_fresh_one(policy: str, seed: int, hosts: int, cpus:
         assert same(got, profile_of(snap, running))
         return got
 
-    with patch.object(ProfileKeeper, "profile", checked):
+    def taken_out(self: ProfileKeeper, gone, *reread):  # type: ignore[no-untyped-def]
+        kept_calls["ended taken out"] += bool(gone)
+        return rebuild(self, gone, *reread)
+
+    with patch.object(ProfileKeeper, "profile", checked), patch.object(ProfileKeeper, "_rebuild", taken_out):
         kept = replay(jobs, hosts, cpus, policy)
     assert kept_calls["same token"] > 0  # (the test can fail: some passes did reuse the kept profile)
+    assert kept_calls["ended taken out"] > 0  # (and some took the ended requests out of it, not built afresh)
     fresh_profile = lambda self, snap, running: profile_of(snap, running)  # noqa: E731
     with patch.object(ProfileKeeper, "profile", fresh_profile):
         fresh = replay(jobs, hosts, cpus, policy)
