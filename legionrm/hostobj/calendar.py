@@ -35,6 +35,7 @@ Check = Literal["ok", "total", "capacity", "calendar"]
 
 _EPS = 1e-9  # float slack so 0.1+0.2 cpus still fits 0.3
 _ZERO_LE = (0.0).__le__  # x >= 0 (False for a NaN)
+_FLOAT = frozenset({float})
 
 
 SMALL = 8
@@ -341,8 +342,8 @@ class Calendar:
             raise ValueError(f"amount {amount!r} does not match dims {self.dims}")
         if not all(map(_ZERO_LE, vals)):  # a NaN (compares false) or a negative amount (makes room) would overbook
             raise ValueError(f"amount {amount!r} must be non-negative numbers")
-        if type(amount) is tuple:  # (immutable: the same tuple is the same amount; held here, its id never reused)
-            self._read = (amount, vals)
+        if type(amount) is tuple and set(map(type, amount)) <= _FLOAT:
+            self._read = (amount, vals)  # (a tuple of floats never changes: held here, its id is never reused)
         return vals
 
     def _vec(self, amount: Sequence[float] | np.ndarray) -> np.ndarray:
