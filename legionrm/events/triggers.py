@@ -203,14 +203,36 @@ class Triggers:
         the stamped event.  Never raises for a subscriber."""
         with self._lock:
             event = event.replaced(seq=self._next(event.at))  # (a copy without validation: only its seq is new)
-            if self.streams:
-                stream = self._streams.get(event.request_id)
-                if stream is None:
-                    stream = self._streams[event.request_id] = deque(maxlen=self.keep_per_request)
-                    while len(self._streams) > self.keep_requests:
-                        self._streams.popitem(last=False)
-                stream.append(event)
-            matching = [t for t in self._triggers.values() if t.matches(event)]
+            matching = self._keep(event)
+        self._call(matching, event)
+        return event
+
+    def fire_many(self, events: list[StatusEvent]) -> list[StatusEvent]:
+        """:meth:`fire` each of ``events`` in order, under one hold of the lock: events made for
+        this call that nobody else holds yet (a request's instances that started together), so
+        each is stamped in place.  Returns them, stamped."""
+        heard = []
+        with self._lock:
+            for event in events:
+                event.__dict__["seq"] = self._next(event.at)  # (its own: nothing holds it yet)
+                heard.append(self._keep(event))
+        for matching, event in zip(heard, events):
+            self._call(matching, event)
+        return events
+
+    def _keep(self, event: StatusEvent) -> list[Trigger]:
+        """(Under the lock.)  Keep the stamped ``event`` in its request's stream; the triggers that hear it."""
+        if self.streams:
+            stream = self._streams.get(event.request_id)
+            if stream is None:
+                stream = self._streams[event.request_id] = deque(maxlen=self.keep_per_request)
+                while len(self._streams) > self.keep_requests:
+                    self._streams.popitem(last=False)
+            stream.append(event)
+        return [t for t in self._triggers.values() if t.matches(event)] if self._triggers else []
+
+    def _call(self, matching: list[Trigger], event: StatusEvent) -> None:
+        """Call each matching trigger's subscriber (outside the lock); a failure is its trigger's own."""
         for t in matching:
             try:
                 t.subscriber(event)
@@ -218,7 +240,6 @@ class Triggers:
                 self._failed(t, exc)
             else:
                 t.failures = 0
-        return event
 
     def seed(self, events: Iterable[StatusEvent]) -> int:
         """Put past events (:func:`past_events`, oldest first) in their

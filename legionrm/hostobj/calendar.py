@@ -35,6 +35,7 @@ Check = Literal["ok", "total", "capacity", "calendar"]
 
 _EPS = 1e-9  # float slack so 0.1+0.2 cpus still fits 0.3
 _ZERO_LE = (0.0).__le__  # x >= 0 (False for a NaN)
+_FLOAT = frozenset({float})
 
 
 SMALL = 8
@@ -74,6 +75,7 @@ class Calendar:
         # add() right after check() of the same booking does not compute it twice
         self._fit: tuple[int, tuple[tuple[float, ...], tuple[float, ...], float, float]] | None = None
         self._at: tuple[object, float, np.ndarray] | None = None  # the last usage_at, with the arrays it read
+        self._read: tuple[tuple, tuple[float, ...]] | None = None  # the last tuple amount _vals read, and its floats
 
     # --- bookings --------------------------------------------------------------------
 
@@ -327,7 +329,11 @@ class Calendar:
         self._version += 1
 
     def _vals(self, amount: Sequence[float] | np.ndarray) -> tuple[float, ...]:
-        """``amount`` as a tuple of floats, one a dimension, each non-negative; else ValueError."""
+        """``amount`` as a tuple of floats, one a dimension, each non-negative; else ValueError.
+        The floats of the last tuple read are kept with it (a grant checks, then adds, one amount)."""
+        last = self._read
+        if last is not None and last[0] is amount:
+            return last[1]
         try:  # (a nested amount has lists for numbers)
             vals = tuple(map(float, amount.tolist() if isinstance(amount, np.ndarray) else amount))
         except TypeError:
@@ -336,6 +342,8 @@ class Calendar:
             raise ValueError(f"amount {amount!r} does not match dims {self.dims}")
         if not all(map(_ZERO_LE, vals)):  # a NaN (compares false) or a negative amount (makes room) would overbook
             raise ValueError(f"amount {amount!r} must be non-negative numbers")
+        if type(amount) is tuple and set(map(type, amount)) <= _FLOAT:
+            self._read = (amount, vals)  # (a tuple of floats never changes: held here, its id is never reused)
         return vals
 
     def _vec(self, amount: Sequence[float] | np.ndarray) -> np.ndarray:

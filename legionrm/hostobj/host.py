@@ -134,16 +134,17 @@ class HostObject(ResourceObject):
             verdict = self._ask_owner("admit_start", hook, token, class_name)  # (no owner code: nothing to ask)
             if isinstance(verdict, Refusal):
                 return verdict
-        ref = InstanceRef.trusted(  # the host's own values
-            instance_id=f"{self.name}{tokens.TOKEN_ID_SEP}i{next(self._ids)}",
-            class_name=class_name,
-            host=self.name,
-            vault=use_vault,
-            token_id=token.token_id,
-            user=holder.user,
-            started_at=self._now,  # (the call's time)
-            scheduler=res.token.holder.enactor,  # who issued it: only that scheduler sweeps it
-        )
+        ref = InstanceRef.adopt({  # the host's own values, every field in field order
+            "instance_id": f"{self.name}{tokens.TOKEN_ID_SEP}i{next(self._ids)}",
+            "class_name": class_name,
+            "host": self.name,
+            "vault": use_vault,
+            "token_id": token.token_id,
+            "user": holder.user,
+            "started_at": self._now,  # (the call's time)
+            "node_id": None, "work": False, "gpus": (),
+            "scheduler": res.token.holder.enactor,  # who issued it: only that scheduler sweeps it
+        })
         launched = self._launch(ref, token, impl, dict(args or {}))
         if isinstance(launched, Refusal):
             return launched

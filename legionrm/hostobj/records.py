@@ -100,7 +100,11 @@ def public(fn: F) -> F:
                 return fn(self, *args, **kwargs)
             self._depth = 1
             try:
-                now = self._now = self.now()  # (the call's time: what its checks read, the clock read once)
+                # the call's time, what its checks read, the clock read once: now(), its lock held already
+                now = float(self._clock())
+                if now > self._seen:
+                    self._seen = now
+                now = self._now = self._seen
                 if now >= self._next_deadline:  # (what _sweep checks first: nothing is due before it)
                     self._sweep(now)
                 return fn(self, *args, **kwargs)

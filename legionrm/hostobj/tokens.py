@@ -153,13 +153,16 @@ class Signer:
         token = ReservationToken(**fields)
         return token.replaced(signature=self.signature(token))
 
-    def granted(self, **fields: Any) -> ReservationToken:
-        """A new token of ``fields``, signed, built without validation: for a
+    def granted(self, token_id: str, issuer: str, holder: Holder, resources: Resources, vault: str | None,
+                start: float, end: float | None, expires_at: float, reusable: bool) -> ReservationToken:
+        """A new token of these fields, signed, built without validation: for a
         resource's own grant, whose every value is already of the field's type
         (the request's validated holder and amount, names and floats it made).
         The same token, byte for byte, as :meth:`signed` makes of them."""
-        token = ReservationToken.trusted(**fields, signature="")
-        token.__dict__["signature"] = self.signature(token)  # (set in place: nothing holds the new token yet)
+        fields = {"token_id": token_id, "issuer": issuer, "holder": holder, "resources": resources, "vault": vault,
+                  "start": start, "end": end, "expires_at": expires_at, "reusable": reusable, "signature": ""}
+        token = ReservationToken.adopt(fields)
+        fields["signature"] = self.signature(token)  # (its own fields, set in place: nothing holds the new token yet)
         return token
 
     def verify(self, token: ReservationToken) -> bool:

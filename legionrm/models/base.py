@@ -81,6 +81,25 @@ class Frozen(BaseModel):
         return m
 
 
+    @classmethod
+    def adopt(cls, values: dict[str, Any]) -> Any:
+        """One instance whose fields are ``values`` itself: every field, in field order, each trusted and
+        already valid (the dict becomes the model's own: the caller keeps no hold of it).  What
+        :meth:`trusted` makes of them, without a copy; the instances adopted share one fields-set."""
+        m = cls.__new__(cls)
+        _set_dict(m, values)
+        fs = _ALL_SET.get(cls)
+        if fs is None:
+            fs = _ALL_SET[cls] = set(cls.model_fields)
+        _set_fields_set(m, fs)
+        _set_extra(m, None)
+        _set_private(m, None)
+        return m
+
+
+_ALL_SET: dict[type, set[str]] = {}
+"""Per model class, the fields-set its adopted instances share (every field given)."""
+
 _SHAPES: dict[tuple, tuple[dict[str, Any], set[str]]] = {}
 """Per model class and the field names :meth:`Frozen.trusted` is given: the class's defaults in field
 order, and the one fields-set its instances share (a frozen model never changes it; a copy copies it)."""

@@ -61,6 +61,7 @@ class RequestBook:
 
     def __init__(self, clock: Callable[[], float], store: RequestStore | None = None,
                  listener: Callable[[StatusEvent], object] | None = None, *,
+                 listener_many: Callable[[list[StatusEvent]], object] | None = None,
                  keep_s: float = 86_400.0, keep: int = 1000, wants: Callable[[str, bool], bool] | None = None
                  ) -> None:
         self.clock = clock
@@ -75,6 +76,9 @@ class RequestBook:
         self._recent: OrderedDict[str, Entry] = OrderedDict()  # without a store: the recent settled ones
         self.listener = listener
         """Told of every transition and every instance start and end (see the module)."""
+        self.listener_many = listener_many
+        """Told at once of the instances of a request that started together (in order), events
+        nobody else holds; None: :attr:`listener` is told of each."""
         self.wants = wants
         """Does the listener want an event of this status (of an instance: True)?  None: all
         (:meth:`~legionrm.events.triggers.Triggers.wants`: one nobody keeps nor hears is not built)."""
@@ -91,6 +95,19 @@ class RequestBook:
             # listener stamps it: its stamped copy then shares this fields-set, not a new one)
             self.listener(StatusEvent.trusted(seq=0, at=float(self.clock()), request_id=entry.id, user=entry.user,
                                               status=status, object_id=object_id, reason=reason))
+
+    def tell_many(self, entry: Entry, status: EventStatus, told: list[tuple[str, str]]) -> None:
+        """:meth:`tell` of ``(reason, object_id)`` for each of ``told`` (instances of ``entry``), read at
+        one time and handed to :attr:`listener_many` at once when there is one."""
+        if not told or self.listener is None or (self.wants is not None and not self.wants(status, True)):
+            return
+        if self.listener_many is None:
+            for reason, object_id in told:
+                self.tell(entry, status, reason, object_id)
+            return
+        at, rid, user = float(self.clock()), entry.id, entry.user
+        self.listener_many([StatusEvent.trusted(seq=0, at=at, request_id=rid, user=user, status=status,
+                                                object_id=object_id, reason=reason) for reason, object_id in told])
 
     def save(self, entry: Entry) -> None:
         """Write ``entry`` as it is now to the store (no store: nothing)."""
@@ -376,8 +393,7 @@ class RequestBook:
                     id=ref.instance_id, host=ref.host, started_at=ref.started_at, name=(names or {}).get(ref.instance_id))
             self._commit(entry, draft)
             self._by_instance.update({ref.instance_id: entry.id for ref in refs})
-            for ref in refs:
-                self.tell(entry, "started", f"on {ref.host}", ref.instance_id)
+            self.tell_many(entry, "started", [(f"on {ref.host}", ref.instance_id) for ref in refs])
             if moved:
                 self.tell(entry, STATUS_OF[entry.state], reason)
 

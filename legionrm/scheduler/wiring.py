@@ -107,7 +107,8 @@ def wire(settings: SchedulerSettings, ports: SchedulerPorts) -> Wired:
     see its instances.  Raises ConfigError for a bad ``[fairshare]`` table."""
     clock, cluster = ports.clock, settings.cluster
     triggers = Triggers(clocked=True)  # status events: every change the book records is fired there
-    book = RequestBook(clock, ports.store, listener=triggers.fire, keep_s=settings.history_keep_s,
+    book = RequestBook(clock, ports.store, listener=triggers.fire, listener_many=triggers.fire_many,
+                       keep_s=settings.history_keep_s,
                        keep=settings.history_keep, wants=triggers.wants)
     # a scheduler of the cluster's plans over the hosts it serves (its nodepools, its constraint)
     served = next((s for s in cluster.scheduler_specs() if s.name == settings.name and s.serves() != SERVES_ALL), None)

@@ -45,14 +45,16 @@ ops = st.lists(st.one_of(
               st.sampled_from(USERS), st.booleans()),
     st.tuples(st.just("remove"), st.integers(0, 20)),
     st.tuples(st.just("fire"), st.sampled_from(("r1", "r2")), st.sampled_from(STATUSES),
-              st.sampled_from(("alice", "bob")), st.sampled_from((None, "i1", "i2"))),
+              st.sampled_from(("alice", "bob")), st.sampled_from((None, "i1", "i2")), st.integers(0, 3)),
 ), max_size=40)
 
 
 @settings(max_examples=150, deadline=None)
 @given(ops, st.booleans())
 def test_every_event_reaches_exactly_the_matching_live_subscribers(script, streams: bool) -> None:
-    """(Without streams, ``wants`` says yes to every event some trigger hears, and keeps none.)"""
+    """(Without streams, ``wants`` says yes to every event some trigger hears, and keeps none.)
+    A fire of ``n`` > 0 is ``fire_many`` of ``n`` such events at once (a request's instances that started
+    together): each heard as if fired alone, in order, numbered one after the other."""
     reg = Triggers()
     reg.streams = streams
     live: dict[str, tuple[str, frozenset[str], str | None, bool, Recorder]] = {}
@@ -73,15 +75,21 @@ def test_every_event_reaches_exactly_the_matching_live_subscribers(script, strea
                 assert reg.remove(tid) == (tid in live)
                 live.pop(tid, None)
         else:
-            _, rid, status, user, obj = op
+            _, rid, status, user, obj, n = op
             heard = [tid for tid, (subject, statuses, who, instances, _) in live.items()
                      if status in statuses and subject in (EVERY, rid, obj) and who in (None, user)
                      and (instances or obj is None)]
             assert reg.wants(status, obj is not None) if heard or streams else True
-            fired = reg.fire(event(rid, status, user, obj))
-            for tid in heard:
-                expected[tid].append(fired.seq)
+            before = len(reg.events_since(rid))
+            fired = reg.fire_many([event(rid, status, user, obj) for _ in range(n)]) if n else [
+                reg.fire(event(rid, status, user, obj))]
+            assert [e.seq for e in fired] == list(range(fired[0].seq, fired[0].seq + len(fired)))
+            for e in fired:
+                for tid in heard:
+                    expected[tid].append(e.seq)
             assert reg.has_stream(rid) == streams
+            if streams:
+                assert reg.events_since(rid)[before:] == fired
     for tid, rec in recorders.items():
         assert [e.seq for e in rec.got] == expected[tid]
 

@@ -179,3 +179,21 @@ def test_the_plain_python_check_answers_as_the_numpy_one(bookings, amount, start
     assert c.check(amount, start, end) == big
     if len(c):
         assert c._check_small(vals, cap, start, stop) == c._check_big(vals, cap, start, stop)
+
+
+def test_an_amount_read_again_is_read_as_it_is_now() -> None:
+    """The calendar keeps the floats of the last tuple of floats it read (a grant checks, then adds,
+    one amount); a tuple whose parts can change (0-d arrays) is read again every time."""
+    cal = Calendar([4.0, 8.0], ("cpus", "memory_gb"))
+    amount = (2.0, 4.0)
+    assert cal.check(amount, 0.0, None) == "ok"
+    cal.add("a", amount, 0.0, None)
+    cal.add("b", amount, 0.0, None)
+    assert cal.check(amount, 0.0, None) == "capacity"
+    cal = Calendar([4.0, 8.0], ("cpus", "memory_gb"))
+    parts = (np.array(2.0), np.array(4.0))
+    assert cal.check(parts, 0.0, None) == "ok"
+    parts[0][...] = 9.0  # the same tuple, now asking more than the whole capacity
+    assert cal.check(parts, 0.0, None) == "total"
+    with pytest.raises(ValueError):
+        cal.add("c", parts, 0.0, None)

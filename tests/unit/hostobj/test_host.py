@@ -179,6 +179,19 @@ def test_owner_may_veto_again_at_start() -> None:
     assert isinstance(h.start_object(tok, "Foo", Holder(user="ann")), InstanceRef)
 
 
+def test_a_grant_and_a_start_are_the_models_validation_makes() -> None:
+    """A host builds its token and instance ref without validation (they adopt their fields):
+    each must be, field for field and in field order, what the model's validation makes of it."""
+    h = host()
+    tok = h.make_reservation(req(duration_s=60.0, vault=None))
+    ref = h.start_object(tok, "Foo", ANN)
+    for made, model in ((tok, ReservationToken), (ref, InstanceRef)):
+        again = model.model_validate(made.model_dump())
+        assert made == again and list(vars(made)) == list(vars(again)) == list(model.model_fields)
+        assert made.model_fields_set == again.model_fields_set | set(model.model_fields)
+        assert made.model_dump_json() == again.model_dump_json()
+
+
 # --- expiry and instances ------------------------------------------------------
 
 
