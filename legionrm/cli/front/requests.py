@@ -12,6 +12,7 @@ from legionrm.cli.front.connect import client
 from legionrm.cli.front.follow import follow_events
 from legionrm.cli.front.lines import age, columns, ended_line, exit_status, request_json, request_rows, starts
 from legionrm.cli.submitflags import depend_lines
+from legionrm.client.errors import GatewayError
 from legionrm.client.wire import ENDED
 from legionrm.errors import ConfigError
 
@@ -96,10 +97,25 @@ def cli_wait(args: argparse.Namespace) -> int:
 def cli_logs(args: argparse.Namespace) -> int:
     """``legionrm logs ID [--follow] [--stderr] [--instance N]``: stdout to stdout and stderr to
     stderr (``--stderr``: only stderr, to stdout); ``--follow`` prints what comes until the request
-    ended (Ctrl-C stops)."""
+    ended (Ctrl-C stops).  A request whose several instances ran work, with no ``--instance``: each
+    run's output in turn under a ``==> ID instance N: INSTANCE <==`` line (``--follow`` needs one)."""
     c = client(args)
     instance = int(args.instance) if args.instance is not None and args.instance.isdigit() else args.instance
     streams = ("stderr",) if args.stderr else ("stdout", "stderr")
+    if instance is None and not args.follow and not args.json:
+        runs = [i["id"] for i in c.show(args.id).get("instances", ()) if not i.get("requeued")]
+        if len(runs) > 1:  # several instances (a pipeline's stages, a count): each under its name, as tail does
+            for k, iid in enumerate(runs):
+                print(f"{'' if k == 0 else chr(10)}==> {args.id} instance {k}: {iid} <==", flush=True)
+                try:
+                    out = c.logs(args.id, iid)
+                except GatewayError as exc:  # this one has none to show (it runs no command): said, and on
+                    print(f"({exc.code}: {exc.reason})", flush=True)
+                    continue
+                for s in streams:
+                    (sys.stdout if s == "stdout" or args.stderr else sys.stderr).write(str(out.get(s, "")))
+                sys.stdout.flush()
+            return 0
     shown = {s: 0 for s in streams}
     try:
         while True:

@@ -94,3 +94,33 @@ def test_logs_prints_each_stream_once_and_follows_until_the_end(monkeypatch, cap
     assert main(argv) == 0
     got = capsys.readouterr()
     assert (got.out, got.err, fake.calls) == (out, err, instances)
+
+
+class FakeStages(FakeLogs):
+    """A request of three instances: two ran work, the middle one runs none."""
+
+    def logs(self, request_id: str, instance: object = None) -> dict:
+        from legionrm.client.errors import GatewayError
+
+        self.calls.append(instance)
+        if instance == "h~i2":
+            raise GatewayError("SchedulingError", "h~i2 (Worker) runs no command: it has no output to show")
+        return LogsResult(id=request_id, stdout=f"out of {instance}\n", stderr=f"err of {instance}\n").model_dump(mode="json")
+
+    def show(self, request_id: str) -> dict:
+        return RequestInfo(id=request_id, user="alice", state="failed", instances=tuple(
+            InstanceInfo(id=f"h~i{k}", host="h", state="ended") for k in (1, 2, 3))).model_dump(mode="json")
+
+
+def test_logs_of_several_instances_prints_each_under_its_name(monkeypatch, capsys) -> None:
+    from legionrm.cli import main
+    from legionrm.cli.front import requests as front
+
+    fake = FakeStages()
+    monkeypatch.setattr(front, "client", lambda args: fake)
+    assert main(["logs", "r1"]) == 0
+    got = capsys.readouterr()
+    assert got.out == ("==> r1 instance 0: h~i1 <==\nout of h~i1\n\n==> r1 instance 1: h~i2 <==\n"
+                       "(SchedulingError: h~i2 (Worker) runs no command: it has no output to show)\n\n"
+                       "==> r1 instance 2: h~i3 <==\nout of h~i3\n")
+    assert got.err == "err of h~i1\nerr of h~i3\n" and fake.calls == ["h~i1", "h~i2", "h~i3"]
