@@ -34,6 +34,7 @@ top reservation kept between passes: :meth:`Backfill._holds`).  Pure; no Ray.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -44,10 +45,13 @@ from legionrm.scheduler.requests import Entry
 
 
 class ProfileKeeper:
-    """:func:`profile_of` for one Scheduler's passes, kept between them (see the module).  Not thread-safe
-    (a Scheduler runs one pass at a time)."""
+    """:func:`profile_of` for one Scheduler's passes, kept between them (see the module).  Thread-safe:
+    a pass, a fresh submit's check against the reservations and a preemption pass may each ask for the
+    profile at once (the Scheduler actor serves calls beside its tick), and a change to the kept rows is
+    made whole under a lock."""
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()
         self._usages = UsageCache()
         self._table: object = None  # the snapshot's table the base was read from
         self._served: str | None = None
@@ -65,6 +69,10 @@ class ProfileKeeper:
 
     def profile(self, snap: CollectionSnapshot, running: Sequence[Entry]) -> Profile:
         """The profile :func:`profile_of` gives for ``snap`` and ``running``, as a copy of its own."""
+        with self._lock:
+            return self._profile(snap, running)
+
+    def _profile(self, snap: CollectionSnapshot, running: Sequence[Entry]) -> Profile:
         now = float(snap.now)
         gone = self._gone(running) if self._kept is not None and snap.served_query == self._served else None
         if gone is None:

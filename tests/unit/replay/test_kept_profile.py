@@ -84,3 +84,53 @@ def test_reservations_kept_between_passes_are_found_again(policy: str, seed: int
     with patch.object(HoldsMemo, "again", lambda self, base, blocked, hints: None):
         fresh = replay(jobs, hosts, cpus, policy)
     assert kept.outcomes == fresh.outcomes and kept.reserved == fresh.reserved
+
+
+def test_a_profile_asked_for_while_the_kept_one_changes_waits_and_is_right() -> None:
+    """The Scheduler actor serves a submit's check (or a preemption pass) beside its tick's pass: a second
+    call that comes while the first takes ended work out of the kept rows waits for it, then answers
+    what profile_of gives (it read half-changed rows and failed, or answered wrong, before the lock)."""
+    import threading
+
+    from legionrm.scheduler.backfill.profile import UsageCache
+
+    jobs = trace(2, n=80, procs=24)
+    real, forget = ProfileKeeper.profile, UsageCache.forget
+    now: dict[str, object] = {}
+    seen: dict[str, object] = {"second": None, "waited": False}
+
+    def remembered(self: ProfileKeeper, snap, running):  # type: ignore[no-untyped-def]
+        now.update(keeper=self, snap=snap, running=list(running))
+        got = real(self, snap, running)
+        if seen["second"] is not None and not seen.get("joined"):  # the replay goes on once the second answered
+            seen["joined"] = True
+            seen["second"][0].join(10)  # type: ignore[index]
+        return got
+
+    def midway(self: UsageCache, ids) -> None:  # type: ignore[no-untyped-def]
+        forget(self, ids)  # (called inside _rebuild, some of the kept rows changed, the rest not yet)
+        if seen["second"] is not None:
+            return
+        keeper, snap, running = now["keeper"], now["snap"], now["running"]
+        out: dict[str, object] = {}
+
+        def second() -> None:
+            try:
+                out["got"] = real(keeper, snap, running)  # type: ignore[arg-type]
+                out["want"] = profile_of(snap, running)  # type: ignore[arg-type]  (the replay waits meanwhile)
+            except Exception as exc:  # noqa: BLE001 -- shown by the assertion below
+                out["got"] = exc
+
+        t = threading.Thread(target=second)
+        t.start()
+        t.join(0.3)
+        seen["waited"] = t.is_alive()  # it waits for the change under way
+        seen["second"] = (t, out, snap, running)
+
+    with patch.object(ProfileKeeper, "profile", remembered), patch.object(UsageCache, "forget", midway):
+        replay(jobs, 6, 4, "easy")
+    assert seen["second"] is not None  # (the test can fail: some pass took ended work out)
+    t, out, _, _ = seen["second"]  # type: ignore[misc]
+    assert seen["waited"] and seen.get("joined") and not t.is_alive()
+    assert isinstance(out["got"], Profile), out.get("got")
+    assert same(out["got"], out["want"])  # type: ignore[arg-type]
