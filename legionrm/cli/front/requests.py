@@ -16,6 +16,10 @@ from legionrm.client.errors import GatewayError
 from legionrm.client.wire import ENDED
 from legionrm.errors import ConfigError
 
+TYPE_CHECKING = False  # typing's, without importing typing: a CLI call never loads it
+if TYPE_CHECKING:
+    from typing import TextIO
+
 
 def cli_list(args: argparse.Namespace) -> int:
     """``legionrm list [--user U] [--state S] [--all] [--limit N] [--cursor C] [--watch] [--format FMT]
@@ -113,7 +117,7 @@ def cli_logs(args: argparse.Namespace) -> int:
                     print(f"({exc.code}: {exc.reason})", flush=True)
                     continue
                 for s in streams:
-                    (sys.stdout if s == "stdout" or args.stderr else sys.stderr).write(str(out.get(s, "")))
+                    _to(s, args).write(str(out.get(s, "")))
                 sys.stdout.flush()
             return 0
     shown = {s: 0 for s in streams}
@@ -127,7 +131,7 @@ def cli_logs(args: argparse.Namespace) -> int:
                 text = str(out.get(s, ""))
                 if len(text) < shown[s]:  # trimmed under its cap meanwhile: its new tail in full
                     shown[s] = 0
-                (sys.stdout if s == "stdout" or args.stderr else sys.stderr).write(text[shown[s]:])
+                _to(s, args).write(text[shown[s]:])
                 shown[s] = len(text)
             sys.stdout.flush()
             if not args.follow or c.show(args.id)["state"] in ENDED:
@@ -135,6 +139,11 @@ def cli_logs(args: argparse.Namespace) -> int:
             time.sleep(1.0)
     except KeyboardInterrupt:
         return 130
+
+
+def _to(stream: str, args: argparse.Namespace) -> TextIO:
+    """Where ``logs`` writes a run's ``stream``: stdout to stdout, stderr to stderr (``--stderr``: to stdout)."""
+    return sys.stdout if stream == "stdout" or args.stderr else sys.stderr
 
 
 HISTORY_FIELDS = ("instance_id", "request_id", "user", "group", "pool", "class_name", "scheduler", "host", "cpus",

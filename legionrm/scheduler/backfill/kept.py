@@ -60,8 +60,7 @@ class ProfileKeeper:
         self._running: list[tuple[Entry, object]] = []  # (entry, its instance map) counted in the profile, in order
         # a row per instance counted, in the order profile_of counts them: its request (a place in _running),
         # host (a profile position), cpus and end
-        self._owner, self._host = np.empty(0, np.int64), np.empty(0, np.int64)
-        self._cpus, self._end = np.empty(0), np.empty(0)
+        self._no_rows()
         self._held = np.empty(0)  # the cpus they hold per host
         self._kept: Profile | None = None
         self.token: object = object()
@@ -125,9 +124,13 @@ class ProfileKeeper:
         self._at(snap, base)
         self._kept = Profile(now, base.names, base.cpus, base.free_cpus)
         self._running, self._held = [], np.zeros(len(base.names))
+        self._no_rows()
+        self._more(running, self._usages.usages(self._kept, running))
+
+    def _no_rows(self) -> None:
+        """No instance counted: the row columns empty."""
         self._owner, self._host = np.empty(0, np.int64), np.empty(0, np.int64)
         self._cpus, self._end = np.empty(0), np.empty(0)
-        self._more(running, self._usages.usages(self._kept, running))
 
     def _at(self, snap: CollectionSnapshot, base: Hosts) -> None:
         """The hosts' figures read from ``snap`` (``base``)."""
