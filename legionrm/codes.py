@@ -261,6 +261,9 @@ BOOK_DURABLE = code("book.durable", "audit: the durable request book differs fro
 # --- the gateway (the HTTP front door) and its client ------------------------------------------------
 REQUEST_TOO_LARGE = code("request.too_large", "a body over the gateway's size limit (HTTP 413)")
 REQUEST_UNKNOWN = code("request.unknown", "no request of that id")
+REQUEST_NO_INSTANCE = code("request.no_instance",
+                           "the request has no instance of that number or id (logs: give --instance 0 to N-1)")
+REQUEST_NO_OUTPUT = code("request.no_output", "the instance runs no command, or its host's output cannot be reached")
 RATE_LIMITED = code("rate.limited", "the user is over their rate of calls to the gateway (HTTP 429)")
 USER_SELF = code("user.self", "an administrator cannot remove themselves")
 USER_UNKNOWN = code("user.unknown", "no user of that name in the registry")

@@ -129,7 +129,16 @@ class UnknownResourceError(CollectionError, KeyError):
 
 
 class SchedulingError(LegionError):
-    """A scheduling request that cannot be handled at all (malformed)."""
+    """A scheduling request that cannot be handled at all (malformed), or a
+    call about one that cannot be answered.  ``code`` (a registered code,
+    :mod:`legionrm.codes`) says which, where a caller may act on it; None
+    where the message is all there is."""
+
+    code: str | None = None  # (also on a copy Ray made without calling __init__)
+
+    def __init__(self, message: str = "", *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class EnactmentError(LegionError):

@@ -83,8 +83,8 @@ def status_of(exc: BaseException) -> tuple[int, str, str, str]:
         return (403 if exc.code in codes.ROLE_CODES or exc.code == codes.AUTH_IDENTITY else 401), exc.code, exc.reason, exc.by
     if isinstance(exc, Unavailable):
         return 503, Unavailable.code, str(exc), "gateway"
-    if isinstance(exc, SchedulingError) and str(exc).startswith("no request"):
-        return 404, codes.REQUEST_UNKNOWN, str(exc), "scheduler"
+    if isinstance(exc, SchedulingError) and exc.code in (codes.REQUEST_UNKNOWN, codes.REQUEST_NO_INSTANCE):
+        return 404, exc.code, str(exc), "scheduler"
     if isinstance(exc, StoreFault):  # the disk is full or failing: nothing was written, try again later
         return (507 if exc.code == codes.STATE_DISK_FULL else 503), exc.code, str(exc), "state"
     if isinstance(exc, (ConfigError, AuthError)):

@@ -259,7 +259,8 @@ class SchedulerDoor:
         if subject != EVERY:
             entry = self.core.book.get(subject) or self.core.book.owner_of(subject)
             if entry is None:
-                raise SchedulingError(f"no request or object {subject!r} is known to scheduler {self.core.name!r}")
+                raise SchedulingError(f"no request or object {subject!r} is known to scheduler {self.core.name!r}",
+                                      code=codes.REQUEST_UNKNOWN)
             if who is not None:
                 raise_if_refused(may_act_on(who, entry.user, admin_may=True))
         return self.core.triggers.register(subject, statuses, subscriber, user=None if who is None else who.name)

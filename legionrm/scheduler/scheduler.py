@@ -527,7 +527,7 @@ class Scheduler:
     def _entry(self, request_id: str) -> Entry:
         entry = self.book.find(request_id)
         if entry is None:
-            raise SchedulingError(f"no request {request_id!r} is known to scheduler {self.name!r}")
+            raise SchedulingError(f"no request {request_id!r} is known to scheduler {self.name!r}", code=codes.REQUEST_UNKNOWN)
         return entry
 
     def _classes_forget(self, instance_id: str) -> None:

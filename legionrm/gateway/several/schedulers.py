@@ -96,7 +96,7 @@ async def find(request: web.Request, method: str, args: dict[str, Any]) -> Any:
         try:
             return await on(request, name, method, args)
         except SchedulingError as exc:
-            if not str(exc).startswith("no request"):
+            if exc.code != codes.REQUEST_UNKNOWN:
                 raise
             said = exc
         except Unavailable as exc:

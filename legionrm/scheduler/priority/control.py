@@ -35,8 +35,10 @@ class QueueError(SchedulingError):
     """A queue call that cannot act (its ``code`` says why)."""
 
     def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
+        super().__init__(message, code=code)
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:  # it crosses Ray: made again from both arguments
+        return type(self), (str(self.code), str(self))
 
 
 class QueueControl:
@@ -51,7 +53,7 @@ class QueueControl:
         entry = self.book.get(request_id)
         if entry is None:
             if self._info_of is None:
-                raise SchedulingError(f"no request {request_id!r} is known to this scheduler")
+                raise SchedulingError(f"no request {request_id!r} is known to this scheduler", code=codes.REQUEST_UNKNOWN)
             ended = self._info_of(request_id)  # it left the live book: finished (or unknown, raised)
             raise QueueError(codes.QUEUE_NOT_PENDING, f"{request_id} is {ended.state}: only a pending request can be {what}")
         if entry.state != "pending":

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Iterable
 
+from legionrm import codes
 from legionrm.errors import SchedulingError
 from legionrm.hostobj.runner.process import stop_state
 from legionrm.models import AccountRecord, InstanceInfo, InstanceRef, WorkEnd, WorkResult
@@ -132,7 +133,8 @@ class Results:
         id, or the only one it has.  SchedulingError when there is none such."""
         entry = self.book.find(request_id)
         if entry is None:
-            raise SchedulingError(f"no request {request_id!r} is known to scheduler {self.scheduler!r}")
+            raise SchedulingError(f"no request {request_id!r} is known to scheduler {self.scheduler!r}",
+                                  code=codes.REQUEST_UNKNOWN)
         refs = list(entry.refs.values())
         if isinstance(instance, str) and instance in entry.refs:
             return entry, entry.refs[instance]
@@ -141,7 +143,8 @@ class Results:
         if isinstance(instance, int) and 0 <= instance < len(refs):
             return entry, refs[instance]
         which = "it has none yet" if not refs else f"give --instance 0 to {len(refs) - 1}"
-        raise SchedulingError(f"request {request_id!r} has {len(refs)} instance(s): {which}")
+        raise SchedulingError(f"request {request_id!r} has {len(refs)} instance(s): {which}",
+                              code=codes.REQUEST_NO_INSTANCE)
 
     def output(self, request_id: str, instance: int | str | None = None, stream: str = "stdout", offset: int = 0,
                limit: int = 1 << 20) -> tuple[bytes, int, bool]:
@@ -149,9 +152,11 @@ class Results:
         from, and whether the run still goes (more may come)."""
         entry, ref = self.instance(request_id, instance)
         if not ref.work:
-            raise SchedulingError(f"{ref.instance_id} ({ref.class_name}) runs no command: it has no output to show")
+            raise SchedulingError(f"{ref.instance_id} ({ref.class_name}) runs no command: it has no output to show",
+                                  code=codes.REQUEST_NO_OUTPUT)
         read = getattr(self.watch(), "output", None)
         if read is None:
-            raise SchedulingError(f"scheduler {self.scheduler!r} cannot reach its hosts' outputs")
+            raise SchedulingError(f"scheduler {self.scheduler!r} cannot reach its hosts' outputs",
+                                  code=codes.REQUEST_NO_OUTPUT)
         data, at = read(ref, stream, offset, limit)
         return data, at, entry.instances[ref.instance_id].state == "running"

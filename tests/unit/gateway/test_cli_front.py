@@ -66,7 +66,7 @@ def test_views(ann, capsys, verb) -> None:
 
 
 def test_errors_are_one_line(ann, capsys) -> None:
-    run, _ = ann
+    run, request = ann
     assert run("show", "nope")[0] == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("legionrm show: request.unknown") and "\n" not in err
@@ -74,6 +74,11 @@ def test_errors_are_one_line(ann, capsys) -> None:
     assert "auth.forbidden" in capsys.readouterr().err
     assert run("logs", "nope", "--json")[0] == 2
     assert json.loads(capsys.readouterr().out)["error"]["code"] == "request.unknown"
+    assert run("submit", request, "--id", "one")[0] == 0
+    capsys.readouterr()
+    assert run("logs", "one", "--instance", "5")[0] == 2  # its one instance is number 0
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("legionrm logs: request.no_instance: ") and "--instance 0 to 0" in err, err
 
 
 def test_no_credentials_is_one_line(monkeypatch, tmp_path, capsys) -> None:

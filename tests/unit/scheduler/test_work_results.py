@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from legionrm import codes
+
 from legionrm.config import parse_cluster
+from legionrm.errors import SchedulingError
 from legionrm.hostobj.runner.files import session_members
 from legionrm.inprocess import LocalSystem
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
@@ -101,8 +104,9 @@ def test_a_walltime_ends_the_run_timed_out(tmp_path: Path) -> None:
 def test_an_unknown_instance_number_says_which_there_are(tmp_path: Path) -> None:
     s = system(tmp_path)
     assert submit(s, "rn", "alice", "true").ok
-    with pytest.raises(Exception, match="--instance 0 to 0"):
+    with pytest.raises(SchedulingError, match="--instance 0 to 0") as got:
         s.scheduler.results.output("rn", 5)
+    assert got.value.code == codes.REQUEST_NO_INSTANCE  # a registered code, not the class's name
 
 
 def test_as_root_work_runs_only_as_a_mapped_non_root_account(tmp_path: Path, os_accounts: dict[str, str]) -> None:
