@@ -126,7 +126,12 @@ def cli_swf(args: argparse.Namespace) -> int:
             Path(args.starts).write_text("\n".join(lines) + "\n", encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"cannot write: {exc.strerror}", file=args.starts) from None
-    left_out = len(trace.jobs) - len(result.outcomes)
+    left = [f"{n} without processors or run time"] if (n := trace.skipped) else []
+    if big := result.too_big:
+        left.append(f"{len(big)} with more processors than the {hosts * cpus} cpus of {hosts} hosts (job"
+                    f"{'s' if len(big) > 1 else ''} {', '.join(map(str, big[:5]))}{', ...' if len(big) > 5 else ''})")
+    if left:  # (stderr: --json's stdout is the one object)
+        print(f"legionrm simulate: jobs left out: {' and '.join(left)}", file=sys.stderr)
     if args.json:
         print(json.dumps(doc))
     else:
@@ -136,9 +141,6 @@ def cli_swf(args: argparse.Namespace) -> int:
             if k != "policy":
                 t.add_row(k, str(v))
         show(t)
-        if left_out or trace.skipped:
-            print(f"left out: {trace.skipped} jobs without processors or run time, "
-                  f"{left_out} larger than the cluster", file=sys.stderr)
     return 0
 
 

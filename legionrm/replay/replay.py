@@ -85,6 +85,8 @@ class Replay:
 
     outcomes: list[Outcome] = field(default_factory=list)
     reserved: dict[int, float] = field(default_factory=dict)
+    too_big: list[int] = field(default_factory=list)
+    """The jobs left out, by number: more processors than the whole cluster has."""
 
 
 def cluster(hosts: int, cpus_per_host: int, queue: QueueSpec) -> ClusterSpec:
@@ -141,9 +143,14 @@ class _Clock:
 
 def replay(jobs: Sequence[Job], hosts: int, cpus_per_host: int, policy: str | QueueSpec = "easy",
            progress: Callable[[int, int], None] | None = None) -> Replay:
-    """Replay ``jobs`` (see the module).  A job larger than the cluster is
-    refused by the Scheduler (``request.too_big``) and left out."""
+    """Replay ``jobs`` (see the module).  A job of more processors than the
+    whole cluster has is left out (:attr:`Replay.too_big`), as trace
+    simulators leave it out: it could never start, and at the head of an
+    fcfs queue it would hold every job behind it for ever."""
     queue = POLICIES[policy] if isinstance(policy, str) else policy
+    too_big = [j.number for j in jobs if j.procs > hosts * cpus_per_host]
+    if too_big:
+        jobs = [j for j in jobs if j.procs <= hosts * cpus_per_host]
     clock = _Clock()
     sched, fleet = build(cluster(hosts, cpus_per_host, queue), clock)
     # what lives on through the replay (the modules, the cluster just built) is left out of the
@@ -156,7 +163,9 @@ def replay(jobs: Sequence[Job], hosts: int, cpus_per_host: int, policy: str | Qu
     thresholds = gc.get_threshold()
     gc.set_threshold(*GC_THRESHOLDS)
     try:
-        return _run(sched, fleet, jobs, cpus_per_host, clock, progress)
+        out = _run(sched, fleet, jobs, cpus_per_host, clock, progress)
+        out.too_big = too_big
+        return out
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()

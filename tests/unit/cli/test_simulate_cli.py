@@ -4,6 +4,7 @@ checked through the command."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,49 @@ def test_plot_writes_a_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
                  "--plot", str(out)]) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(capsys.readouterr().out.splitlines()) == 3
+
+
+# ``simulate --swf``: the fields the issue names, one job per line (-1: missing)
+TRACE = """; a small trace: job 2 asks for more than the cluster, job 5 has no processors
+1 0 -1 100 2 -1 -1 2 200 -1 1 1 1 -1 -1 -1 -1 -1
+2 5 -1 50 64 -1 -1 64 60 -1 1 2 1 -1 -1 -1 -1 -1
+3 6 -1 10 1 -1 -1 1 -1 -1 1 -1 -1 -1 -1 -1 -1 -1
+4 7 -1 20 2 -1 -1 2 30 -1 1 3 1 -1 -1 -1 -1 -1
+5 8 -1 10 -1 -1 -1 -1 -1 -1 1 3 1 -1 -1 -1 -1 -1
+"""
+SUMMARY_KEYS = ["policy", "jobs", "utilization", "wait_mean_s", "wait_median_s", "wait_p95_s", "wait_max_s",
+                "bounded_slowdown_mean", "makespan_s", "jain_index"]
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "easy", "site"])
+def test_swf_leaves_out_a_job_larger_than_the_cluster_and_says_so(policy: str, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A job no cluster of this size could ever start is left out, not queued: at the head of an fcfs
+    queue it would hold every job behind it for ever (jobs 3 and 4 never ran before)."""
+    trace, starts = tmp_path / "t.swf", tmp_path / "starts.csv"
+    trace.write_text(TRACE)
+    assert main(["simulate", "--swf", str(trace), "--hosts", "2", "--cpus-per-host", "2", "--policy", policy,
+                 "--json", "--starts", str(starts)]) == 0
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert list(doc) == SUMMARY_KEYS and (doc["policy"], doc["jobs"]) == (policy, 3)
+    rows = starts.read_text().splitlines()
+    assert rows[0] == "job,submit,start,end,procs"
+    # each job that ran, by number; 4 waits for 3's cpu, then runs its 20 s
+    assert rows[1:] == ["1,0,0,100,2", "3,6,6,16,1", "4,7,16,36,2"]
+    assert err.strip() == ("legionrm simulate: jobs left out: 1 without processors or run time and 1 with more "
+                           "processors than the 4 cpus of 2 hosts (job 2)")
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("1 0 -1 100\n", "t.swf: line 1: a job has 18 fields, this line 4"),
+    ("1 0 -1 x 2 -1 -1 2 200 -1 1 1 1\n", "t.swf: line 1: fields must be numbers"),
+    ("; only a header\n", "the trace has no job to replay"),
+], ids=["short-line", "not-a-number", "no-jobs"])
+def test_swf_bad_trace_is_one_line_naming_the_line(text: str, says: str, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "t.swf"
+    trace.write_text(text)
+    assert main(["simulate", "--swf", str(trace)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert says in err and "\n" not in err, err
