@@ -135,8 +135,9 @@ def cli_swf(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(doc))
     else:
-        t = table(f"{Path(args.swf).name}: {len(result.outcomes)} jobs on {hosts} hosts x {cpus} cpus, "
-                  f"policy {args.policy}", ("measure", "value"), right=("value",))
+        print(f"{Path(args.swf).name}: {len(result.outcomes)} jobs on {hosts} hosts x {cpus} cpus, "
+              f"policy {args.policy}")  # (a line of its own: as a title it would wrap at the columns' width)
+        t = table(None, ("measure", "value"), right=("value",))
         for k, v in doc.items():
             if k != "policy":
                 t.add_row(k, str(v))

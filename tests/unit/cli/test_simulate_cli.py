@@ -103,3 +103,12 @@ def test_swf_bad_trace_is_one_line_naming_the_line(text: str, says: str, tmp_pat
     assert main(["simulate", "--swf", str(trace)]) == 2
     err = capsys.readouterr().err.strip()
     assert says in err and "\n" not in err, err
+
+
+def test_swf_as_a_table_says_what_ran_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "t.swf"
+    trace.write_text(TRACE)
+    assert main(["simulate", "--swf", str(trace), "--hosts", "2", "--cpus-per-host", "2", "--policy", "fcfs"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "t.swf: 3 jobs on 2 hosts x 2 cpus, policy fcfs"
+    assert lines[1].split() == ["measure", "value"] and lines[2].split() == ["jobs", "3"]
