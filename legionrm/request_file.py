@@ -80,6 +80,9 @@ TOP_KEYS = ("request_id", "pool", "activate", "identity", "object", "wait", "sta
 NUMBERS = {"count": int, "cpus": float, "memory_gb": float, "gpus": int, "storage_gb": float, "walltime_s": float,
            "priority": int, "weight": float}
 """The numeric keys of an ``[[object]]`` table (a boolean is not a number; nan and inf are refused)."""
+_TOP_KEYS, _IDENTITY_KEYS, _OBJECT_KEYS = (frozenset(TOP_KEYS), frozenset(Identity.model_fields),
+                                         frozenset(ObjectRequest.model_fields))
+"""The keys each table may have, built once (a submit through the gateway checks them every call)."""
 STRINGS = ("class_name", "constraint", "vault_constraint", "placement", "ducc_class", "name")
 
 
@@ -92,17 +95,17 @@ def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | N
     advance reservation; it must not be in the past (beyond a minute) nor more
     than a year ahead, and needs a walltime.  At most ``MAX_OBJECTS`` ``[[object]]`` tables, ``MAX_INSTANCES`` instances
     in all, and ``10 * MAX_OBJECTS`` objects to activate."""
-    check_keys(doc, TOP_KEYS, file=file, where="")
+    check_keys(doc, _TOP_KEYS, file=file, where="")
     if "identity" not in doc and user is not None:  # the caller's (the gateway's proven user), when the file names none
         doc = {**doc, "identity": {"user": user}}
     ident = require(doc, "identity", dict, file=file, where="")
-    check_keys(ident, Identity.model_fields, file=file, where="identity")
+    check_keys(ident, _IDENTITY_KEYS, file=file, where="identity")
     identity = model(Identity, ident, file=file, where="identity")
     objects = []
     instances = 0
     for i, t in enumerate(table_count(tables(doc, "object", file), "object", file=file, limit=MAX_OBJECTS)):
         where = f"object[{i}]"
-        check_keys(t, ObjectRequest.model_fields, file=file, where=where)
+        check_keys(t, _OBJECT_KEYS, file=file, where=where)
         for key, typ in NUMBERS.items():
             if key in t:  # (an absent key is fine: a request names a few of these; the gateway's hot path)
                 expect(t, key, typ, None, file=file, where=where)

@@ -131,8 +131,12 @@ def tables(doc: dict[str, Any], name: str, file: str) -> list[dict[str, Any]]:
 
 
 def check_keys(table: dict[str, Any], allowed: Iterable[str], *, file: str, where: str) -> None:
-    """Refuse keys a table does not know (a typo must not pass silently)."""
-    allowed = set(allowed)
+    """Refuse keys a table does not know (a typo must not pass silently).  ``allowed`` a frozenset is
+    used as it is (a hot caller builds it once)."""
+    if not isinstance(allowed, frozenset):
+        allowed = frozenset(allowed)
+    if allowed.issuperset(table):
+        return
     for key in table:
         if key not in allowed:
             raise ConfigError(
