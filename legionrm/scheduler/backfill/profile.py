@@ -161,9 +161,9 @@ class Profile:
         if usage.start <= self.now:
             np.subtract.at(self.free, list(usage.hosts), usage.cpus)
         else:  # (as columns: the events in the same order)
-            self._push(np.column_stack([np.full(len(hosts), usage.start), hosts, -cpus]))
+            self._push(_at(usage.start, hosts, -cpus))
         if usage.end < INF:
-            self._push(np.column_stack([np.full(len(hosts), usage.end), hosts, cpus]))
+            self._push(_at(usage.end, hosts, cpus))
         self._steps = self._later = self._gains = self._seen = self.kept = None
 
     def _push(self, events: Iterable[tuple[float, int, float]] | np.ndarray) -> None:
@@ -382,6 +382,13 @@ class Profile:
         return None
 
 
+def _at(t: float, hosts: np.ndarray, cpus: np.ndarray) -> np.ndarray:
+    """Events ``(t, host, cpus)`` of one time as rows (``np.column_stack`` of the three, built in place)."""
+    out = np.empty((len(hosts), 3))
+    out[:, 0], out[:, 1], out[:, 2] = t, hosts, cpus
+    return out
+
+
 def binding(holds: Sequence[Hold], end: float) -> tuple[bool, ...]:
     """Which ``holds`` bind work that ends at ``end`` (it runs past their start)."""
     return tuple(end > h.start and bool(h.spare) for h in holds)
@@ -400,18 +407,17 @@ def place(free: np.ndarray, demand: Demand, order: np.ndarray | None = None) -> 
         return None
     left = free.copy()
     take = np.zeros(len(free))
-    idx = order if order is not None else np.arange(len(free))
     for count, cpus in sorted(demand, key=lambda d: -d[1]):
         if cpus <= EPS:
             continue
-        slots = np.floor(np.maximum(left[idx], 0.0) / cpus + EPS).astype(np.int64)
+        slots = np.floor(np.maximum(left if order is None else left[order], 0.0) / cpus + EPS).astype(np.int64)
         if int(slots.sum()) < count:
             return None
         cum = slots.cumsum()
-        upto = int(cum.searchsorted(count))  # hosts idx[:upto+1] hold them
-        got = slots[:upto + 1].copy()
+        upto = int(cum.searchsorted(count))  # the first upto+1 hosts (in order) hold them
+        got = slots[:upto + 1]  # (a view: slots is this round's own, read no more)
         got[-1] -= int(cum[upto]) - count
-        used = idx[:upto + 1]
+        used = slice(upto + 1) if order is None else order[:upto + 1]  # (as they come: the first upto+1)
         left[used] -= got * cpus
         take[used] += got * cpus
     return take
