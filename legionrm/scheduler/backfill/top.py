@@ -72,7 +72,7 @@ class Top:
             return False
         hosts = np.asarray(usage.hosts, np.int64)
         cpus = np.asarray(usage.cpus, float)
-        if len(np.unique(hosts)) < len(hosts):  # several instances on one host: what it took there in all
+        if len(set(usage.hosts)) < len(hosts):  # several instances on one host: what it took there in all
             hosts, at = np.unique(hosts, return_inverse=True)
             cpus = np.bincount(at, cpus, minlength=len(hosts))
         if usage.end <= start:  # it ends by the start: the same cpus then, the hosts perhaps in another order
