@@ -17,10 +17,9 @@ class Frozen(BaseModel):
     def replaced(self, **changes: Any) -> Any:
         """A copy with ``changes`` (trusted, already valid values), without
         validation: ``model_copy(update=...)`` for a hot path (a heartbeat)."""
-        m = self.__class__.__new__(self.__class__)
-        d = dict(self.__dict__)
-        d.update(changes)
-        _set_dict(m, d)
+        cls = self.__class__
+        m = cls.__new__(cls)
+        _set_dict(m, {**self.__dict__, **changes})  # (the fields in their order, the changed ones' values new)
         fs = self.__pydantic_fields_set__
         _set_fields_set(m, fs if fs.issuperset(changes) else fs | set(changes))
         _set_extra(m, None)

@@ -102,42 +102,67 @@ class ReplayHosts:
 
     def reserve(self, requests: Sequence[ReservationRequest], groups: Sequence[str | None] | None = None
                 ) -> list[ReservationToken | Refusal]:
-        """Grant each request that fits its host now (see the module), in order."""
-        return [self._reserve(r) for r in requests]
-
-    def _reserve(self, request: ReservationRequest) -> ReservationToken | Refusal:
-        i = self._index.get(request.resource)
-        if i is None:
-            return Refusal(code=codes.RESOURCE_UNKNOWN, reason=f"the replay carries no host {request.resource!r}",
-                           by=request.resource)
-        old = self._by_request.get(request.request_id)
-        if old is not None:  # a repeated id: the same answer, as a host gives it
-            return old
-        name = request.resource
+        """Grant each request that fits its host now (see the module), in order: one batch, one moment (what
+        the requests of a batch share, their amounts and token lives, worked out once)."""
         now = float(self._clock())
-        if (request.start is not None and request.start > now) or request.reusable:
-            return Refusal(code=codes.REQUEST_INVALID, by=name,
-                           reason="a replay's hosts grant no advance reservation and no reusable token")
-        r = request.resources
-        cap, used = self._cap[i], self._used[i]
-        amount = cap if r.exclusive else (float(r.cpus), float(r.memory_gb), float(r.gpus))
-        (a0, a1, a2), (c0, c1, c2) = amount, cap  # (three dimensions, spelt out: once per instance)
-        if r.custom or a0 > c0 + _EPS or a1 > c1 + _EPS or a2 > c2 + _EPS:
-            return Refusal(code=codes.CAPACITY_TOTAL, by=name, reason=f"asks {_show(r)}; capacity is {_show_vec(cap)}")
-        if used[0] + a0 > c0 + _EPS or used[1] + a1 > c1 + _EPS or used[2] + a2 > c2 + _EPS:
-            free = tuple(c - u for c, u in zip(cap, used))
-            return Refusal(code=codes.CAPACITY, by=name, reason=f"asks {_show(r)}; free at start: {_show_vec(free)}")
-        end = now + request.duration_s if request.duration_s is not None else None
-        expires = now + request.timeout_s
-        token = ReservationToken.trusted(  # fields as a host fills them (valid: built here); unsigned (see the module)
-            token_id=f"{name}{TOKEN_ID_SEP}r{next(self._grants)}", issuer=name, holder=request.holder,
-            resources=r, start=now, end=end, expires_at=float(expires if end is None else min(expires, end)))
-        for d in range(3):
-            used[d] += amount[d]
-        self._open[i] += 1
-        self._bookings[token.token_id] = _Booking(i, amount, token, request)  # type: ignore[arg-type]
-        self._by_request[request.request_id] = token
-        return token
+        index, by_request, bookings, cap_of, used_of, open_ = self._index, self._by_request, self._bookings, \
+            self._cap, self._used, self._open
+        grants, trusted = self._grants, ReservationToken.trusted
+        amounts: dict[tuple[int, int], tuple[float, float, float] | None] = {}  # (its resources, host) -> amount
+        lives: dict[tuple[float | None, float], tuple[float | None, float]] = {}  # (duration, timeout) -> (end, expires)
+        out: list[ReservationToken | Refusal] = []
+        for request in requests:
+            name = request.resource
+            i = index.get(name)
+            if i is None:
+                out.append(Refusal(code=codes.RESOURCE_UNKNOWN, reason=f"the replay carries no host {name!r}", by=name))
+                continue
+            old = by_request.get(request.request_id)
+            if old is not None:  # a repeated id: the same answer, as a host gives it
+                out.append(old)
+                continue
+            if (request.start is not None and request.start > now) or request.reusable:
+                out.append(Refusal(code=codes.REQUEST_INVALID, by=name,
+                                   reason="a replay's hosts grant no advance reservation and no reusable token"))
+                continue
+            r = request.resources
+            cap, used = cap_of[i], used_of[i]
+            key = (id(r), id(cap))  # (r is held by the request for the whole batch: its id is its own)
+            if key in amounts:
+                amount = amounts[key]
+            else:
+                amount = cap if r.exclusive else (float(r.cpus), float(r.memory_gb), float(r.gpus))
+                (a0, a1, a2), (c0, c1, c2) = amount, cap
+                if r.custom or a0 > c0 + _EPS or a1 > c1 + _EPS or a2 > c2 + _EPS:
+                    amount = None  # more than the host has
+                amounts[key] = amount
+            if amount is None:
+                out.append(Refusal(code=codes.CAPACITY_TOTAL, by=name,
+                                   reason=f"asks {_show(r)}; capacity is {_show_vec(cap)}"))
+                continue
+            (a0, a1, a2), (c0, c1, c2) = amount, cap  # (three dimensions, spelt out: once per instance)
+            if used[0] + a0 > c0 + _EPS or used[1] + a1 > c1 + _EPS or used[2] + a2 > c2 + _EPS:
+                free = tuple(c - u for c, u in zip(cap, used))
+                out.append(Refusal(code=codes.CAPACITY, by=name,
+                                   reason=f"asks {_show(r)}; free at start: {_show_vec(free)}"))
+                continue
+            life = (request.duration_s, request.timeout_s)
+            got = lives.get(life)
+            if got is None:
+                end = now + request.duration_s if request.duration_s is not None else None
+                expires = now + request.timeout_s
+                got = lives[life] = (end, float(expires if end is None else min(expires, end)))
+            token = trusted(  # fields as a host fills them (valid: built here); unsigned (see the module)
+                token_id=f"{name}{TOKEN_ID_SEP}r{next(grants)}", issuer=name, holder=request.holder,
+                resources=r, start=now, end=got[0], expires_at=got[1])
+            used[0] += a0
+            used[1] += a1
+            used[2] += a2
+            open_[i] += 1
+            bookings[token.token_id] = _Booking(i, amount, token, request)
+            by_request[request.request_id] = token
+            out.append(token)
+        return out
 
     def cancel(self, tokens: Sequence[ReservationToken]) -> None:
         """Release each unused reservation; unknown, used or gone tokens are ignored."""
@@ -147,14 +172,14 @@ class ReplayHosts:
                 self._free(b)
 
     def create_instances(self, items: Sequence[CreateItem]) -> list[InstanceRef | Refusal]:
-        """Start each item's instance on its token's host (the checks: see the module)."""
-        return [self._start(it) for it in items]
+        """Start each item's instance on its token's host (the checks: see the module; one batch: one moment)."""
+        now, one = float(self._clock()), self._start
+        return [one(it, now) for it in items]
 
-    def _start(self, item: CreateItem) -> InstanceRef | Refusal:
+    def _start(self, item: CreateItem, now: float) -> InstanceRef | Refusal:
         token: ReservationToken = item.host_token
         name = item.host
         b = self._bookings.get(token.token_id)
-        now = float(self._clock())
         if token.issuer != name:
             return Refusal(code=codes.TOKEN_WRONG_ISSUER, by=name, reason=f"token issued by {token.issuer!r}, not by {name!r}")
         if b is None or (b.token is not token and b.token != token):
@@ -212,7 +237,7 @@ class ReplayHosts:
         cap, used = self._cap[i], self._used[i]
         return (round(cap[0] - used[0], 6), round(cap[1] - used[1], 6), int(round(cap[2] - used[2])),
                 round(used[0] / cap[0], 4) if cap[0] > 0 else 0.0, self._open[i],
-                "busy" if any(u > _EPS for u in used) else "free", 0, self._instances[i], False, "")
+                "busy" if used[0] > _EPS or used[1] > _EPS or used[2] > _EPS else "free", 0, self._instances[i], False, "")
 
     def report(self, names: Iterable[str] | None = None) -> None:
         """Hosts ``names`` (None: all) expire their unused reservations that timed out and send

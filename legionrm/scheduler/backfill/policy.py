@@ -171,7 +171,7 @@ class Backfill:
         passing = fast and not self.depth
         started, trying = 0, True
         # least[i + 1] > all that is free (nothing after i fits) from position stop on (least never falls)
-        stop = int(np.searchsorted(least, float(base.free.sum()) + EPS, side="right")) - 1
+        stop = int(least.searchsorted(float(base.free.sum()) + EPS, side="right")) - 1
         for i, k in enumerate(keys.tolist()):
             if passing and known[k] == 2:
                 continue
@@ -205,7 +205,7 @@ class Backfill:
                     due = bool(blocked)
                 fits.changed(holds)
                 known = [0] * len(shapes)
-                stop = int(np.searchsorted(least, float(base.free.sum()) + EPS, side="right")) - 1
+                stop = int(least.searchsorted(float(base.free.sum()) + EPS, side="right")) - 1
             elif outcome is None or outs[k]:
                 continue
             elif self.mode == "fcfs":
@@ -252,7 +252,7 @@ class Backfill:
                     keys = self._numbers_of(order)
                     needs = self._needs()[keys]
                     least = np.append(np.minimum.accumulate(needs[::-1])[::-1], INF)
-                trying = i < int(np.searchsorted(least, float(base.free.sum()) + EPS, side="right")) - 1
+                trying = i < int(least.searchsorted(float(base.free.sum()) + EPS, side="right")) - 1
             elif outcome is None or out:
                 continue
             else:
@@ -279,7 +279,7 @@ class Backfill:
         if len(self._by_slot) < len(table.requests):
             self._by_slot = np.concatenate([self._by_slot, np.full(len(table.requests) - len(self._by_slot), -1)])
         keys = self._by_slot[slots]
-        for i in np.flatnonzero(keys < 0).tolist():
+        for i in (keys < 0).nonzero()[0].tolist():
             keys[i] = self._by_slot[slots[i]] = self._number(order[i].request)
         return keys
 

@@ -134,7 +134,7 @@ class Profile:
         running work the report predates, and what :meth:`add` counted):
         for the planner, whose host table is the report (none when the
         report is current)."""
-        taken = np.flatnonzero(self.free < self.reported - EPS)
+        taken = (self.free < self.reported - EPS).nonzero()[0]
         if not len(taken):
             return ()
         return (Hold("", -INF, Spare(self.names, taken, self.free[taken])),)
@@ -161,9 +161,9 @@ class Profile:
         if usage.start <= self.now:
             np.subtract.at(self.free, list(usage.hosts), usage.cpus)
         else:  # (as columns: the events in the same order)
-            self._push(np.column_stack([np.full(len(hosts), usage.start), hosts, -cpus]))
+            self._push(_at(usage.start, hosts, -cpus))
         if usage.end < INF:
-            self._push(np.column_stack([np.full(len(hosts), usage.end), hosts, cpus]))
+            self._push(_at(usage.end, hosts, cpus))
         self._steps = self._later = self._gains = self._seen = self.kept = None
 
     def _push(self, events: Iterable[tuple[float, int, float]] | np.ndarray) -> None:
@@ -182,7 +182,7 @@ class Profile:
             new = new[np.argsort(new[:, 0], kind="stable")]
             self._pending = []
             if len(t) and len(new) * 8 < len(t):
-                at = np.searchsorted(t, new[:, 0], side="right")
+                at = t.searchsorted(new[:, 0], side="right")
                 self._ev = (np.insert(t, at, new[:, 0]), np.insert(h, at, new[:, 1].astype(np.int64)),
                             np.insert(d, at, new[:, 2]))
             else:
@@ -198,10 +198,10 @@ class Profile:
         to ``end``).  The spare of a host is what is free there at ``start``
         that the reservation does not take."""
         spare_all = self._free_at(start) - take
-        hosts = np.flatnonzero(take > EPS)
+        hosts = (take > EPS).nonzero()[0]
         self.add(Usage(tuple(hosts.tolist()), tuple(take[hosts].tolist()), end, start))
         # only hosts whose spare is less than the host's total bind anyone
-        bound = np.flatnonzero(spare_all < self.total - EPS)
+        bound = (spare_all < self.total - EPS).nonzero()[0]
         return Hold(request_id, start, Spare(self.names, bound, np.maximum(spare_all[bound], 0.0)))
 
     # --- reading --------------------------------------------------------------
@@ -226,7 +226,7 @@ class Profile:
         if self._seen is not None and self._seen[0] == t:  # the moment shadow() just placed at
             return self._seen[1].copy()
         times, upto, hosts, cpus = self.later()
-        k = max(int(np.searchsorted(times, t, side="right")) - 1, 0)
+        k = max(int(times.searchsorted(t, side="right")) - 1, 0)
         return np.minimum(self._row(k), self.total)
 
     def later(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -235,9 +235,9 @@ class Profile:
         is now): the sparse form of :meth:`steps`."""
         if self._later is None:
             t, h, d = self._events()
-            lo = int(np.searchsorted(t, self.now, side="right"))
+            lo = int(t.searchsorted(self.now, side="right"))
             t, h, d = t[lo:], h[lo:], d[lo:]
-            ends = np.append(np.flatnonzero(t[1:] != t[:-1]) + 1, len(t)) if len(t) else np.empty(0, np.int64)
+            ends = np.append((t[1:] != t[:-1]).nonzero()[0] + 1, len(t)) if len(t) else np.empty(0, np.int64)
             self._later = (np.concatenate([[self.now], t[ends - 1]]), np.concatenate([[0], ends]), h, d)
         return self._later
 
@@ -319,7 +319,7 @@ class Profile:
             self._gains = np.concatenate([[0.0], np.cumsum(cpus)])[upto]
         sums = float(self.free.sum()) + self._gains
         k = int(np.searchsorted(sums + EPS + 1e-6 * np.maximum(np.abs(sums), 1.0), total_need, side="left"))
-        k = max(k, int(np.searchsorted(times, since, side="left")))
+        k = max(k, int(times.searchsorted(since, side="left")))
         if k >= len(times):
             return None
         first = float(times[k])
@@ -327,7 +327,7 @@ class Profile:
             count, size = items[0]
             slots = lambda j: int(np.floor(np.maximum(np.minimum(self._sum_row(j), self.total), 0.0) / size + EPS).sum())
             lo, hi = k, len(times)
-            at = int(np.searchsorted(times, by, side="left"))
+            at = int(times.searchsorted(by, side="left"))
             if lo <= at < hi and slots(at) >= count:
                 hi = at
             while lo < hi:
@@ -370,7 +370,7 @@ class Profile:
         for k in range(len(times)):
             if k + 1 < len(times) and times[k + 1] == times[k]:
                 continue
-            last = int(np.searchsorted(times, times[k] + wall, side="left"))
+            last = int(times.searchsorted(times[k] + wall, side="left"))
             window = free[k:max(last, k + 1)].min(axis=0)
             if need(demand) > window.sum() + EPS:
                 continue
@@ -380,6 +380,13 @@ class Profile:
             if take is not None:
                 return float(times[k]), take
         return None
+
+
+def _at(t: float, hosts: np.ndarray, cpus: np.ndarray) -> np.ndarray:
+    """Events ``(t, host, cpus)`` of one time as rows (``np.column_stack`` of the three, built in place)."""
+    out = np.empty((len(hosts), 3))
+    out[:, 0], out[:, 1], out[:, 2] = t, hosts, cpus
+    return out
 
 
 def binding(holds: Sequence[Hold], end: float) -> tuple[bool, ...]:
@@ -400,18 +407,17 @@ def place(free: np.ndarray, demand: Demand, order: np.ndarray | None = None) -> 
         return None
     left = free.copy()
     take = np.zeros(len(free))
-    idx = order if order is not None else np.arange(len(free))
     for count, cpus in sorted(demand, key=lambda d: -d[1]):
         if cpus <= EPS:
             continue
-        slots = np.floor(np.maximum(left[idx], 0.0) / cpus + EPS).astype(np.int64)
+        slots = np.floor(np.maximum(left if order is None else left[order], 0.0) / cpus + EPS).astype(np.int64)
         if int(slots.sum()) < count:
             return None
-        cum = np.cumsum(slots)
-        upto = int(np.searchsorted(cum, count))  # hosts idx[:upto+1] hold them
-        got = slots[:upto + 1].copy()
+        cum = slots.cumsum()
+        upto = int(cum.searchsorted(count))  # the first upto+1 hosts (in order) hold them
+        got = slots[:upto + 1]  # (a view: slots is this round's own, read no more)
         got[-1] -= int(cum[upto]) - count
-        used = idx[:upto + 1]
+        used = slice(upto + 1) if order is None else order[:upto + 1]  # (as they come: the first upto+1)
         left[used] -= got * cpus
         take[used] += got * cpus
     return take

@@ -72,12 +72,12 @@ class Top:
             return False
         hosts = np.asarray(usage.hosts, np.int64)
         cpus = np.asarray(usage.cpus, float)
-        if len(np.unique(hosts)) < len(hosts):  # several instances on one host: what it took there in all
+        if len(set(usage.hosts)) < len(hosts):  # several instances on one host: what it took there in all
             hosts, at = np.unique(hosts, return_inverse=True)
             cpus = np.bincount(at, cpus, minlength=len(hosts))
         if usage.end <= start:  # it ends by the start: the same cpus then, the hosts perhaps in another order
             room = np.maximum(np.minimum(self.row[hosts], total[hosts]), 0.0)
-            if not bool(np.any(np.floor(room / self.smallest + EPS) > 0)):
+            if not bool((np.floor(room / self.smallest + EPS) > 0).any()):
                 return True  # (no instance fits on its hosts then: the order of the others is the same)
             placed = profile.placed(np.minimum(self.row, total), self.demand)
             if placed is None:  # (several kinds: another order may not place them all)
@@ -85,11 +85,11 @@ class Top:
             take = placed
         else:
             spare = np.minimum(self.row[hosts], total[hosts]) - take[hosts]
-            if bool(np.any(self.row[hosts] > total[hosts])) or bool(np.any(cpus > spare + EPS)):
+            if bool((self.row[hosts] > total[hosts]).any()) or bool((cpus > spare + EPS).any()):
                 return False
             self.row[hosts] -= cpus
         self.found = Shadow(start, take, self.found.first, self.found.row)
         spare_all = np.minimum(self.row, total) - take
-        bound = np.flatnonzero(spare_all < total - EPS)  # (as Profile.holding: the hosts it binds)
+        bound = (spare_all < total - EPS).nonzero()[0]  # (as Profile.holding: the hosts it binds)
         self.hold = Hold(self.hold.request_id, start, Spare(profile.names, bound, np.maximum(spare_all[bound], 0.0)))
         return True

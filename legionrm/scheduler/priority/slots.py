@@ -50,7 +50,7 @@ class Slots:
         """Each entry's request's slot, numbering those not seen before."""
         # (read in C, no Python loop: a pass looks up every waiting request)
         found = np.fromiter(map(self.of.get, map(id, map(_REQUEST, entries)), repeat(-1)), np.int64, len(entries))
-        for i in np.flatnonzero(found < 0).tolist():
+        for i in (found < 0).nonzero()[0].tolist():
             request = entries[i].request
             slot = self.of.get(id(request))  # (two entries may share one request)
             found[i] = self.add(request) if slot is None else slot
