@@ -1,5 +1,7 @@
 """Ray shells for host, host group, vault and class objects (the class object's
-shell and the remote ports live in :mod:`legionrm.hostobj.classes.actor`; re-exported here).
+shell and the remote ports live in :mod:`legionrm.hostobj.classes.actor`; its
+:class:`ClassActor` is re-exported here; the Scheduler's ports to these actors
+live in :mod:`legionrm.scheduler.remote.actor`).
 
 Each actor holds one core and forwards to it; a daemon thread expires
 reservations and sends a heartbeat every ``heartbeat_s`` (the cores lock
@@ -20,18 +22,12 @@ from typing import Any, Mapping, Sequence
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from legionrm.auth import CallSigner, signed
 from legionrm.auth.actordoor import own, own_or_refusal, require_visible, visible
 from legionrm.auth.hostdoor import token_route
 from legionrm.auth.resources import auth_sink, guard_resources, resource_doors
 from legionrm.homefs import private_umask
 from legionrm.hostobj.build import build_host, build_vault
-from legionrm.hostobj.classes.actor import (  # noqa: F401 - re-exported
-    DEFAULT_TIMEOUT_S,
-    ClassActor,
-    RemoteHostPort,
-    RemoteVaultPort,
-)
+from legionrm.hostobj.classes.actor import ClassActor
 from legionrm.hostobj.durable import Keeper
 from legionrm.hostobj.group import HostGroup, InstanceKey, TokenRef
 from legionrm.hostobj.live.calls import OwnerCalls
@@ -409,38 +405,6 @@ class VaultActor(_OneResource, VaultStateCalls, OwnerCalls):
         self._drop_shelf()
 
 
-WATCH_TIMEOUT_S = 5.0
-"""How long the Scheduler's watch waits for a host's carrier to answer."""
-
-
-class RemoteCarrier:
-    """``list_instances(host)`` on the actor carrying a host (the watch's view), signed with ``signer``
-    and made out to ``to`` (a host that actor carries)."""
-
-    def __init__(self, handle: Any, signer: CallSigner | None = None, to: str = "") -> None:
-        self.handle, self.signer, self.to = handle, signer, to
-
-    def list_instances(self, host: str | None) -> list:
-        proof = signed(self.signer, "list_instances", {"host": host}, to=self.to)
-        return ray.get(self.handle.list_instances.remote(host, proof=proof), timeout=WATCH_TIMEOUT_S)
-
-    def work_results(self, host: str, instance_ids: list[str]) -> dict:
-        if not hasattr(self.handle, "work_results"):  # a host group: simulated hosts run no work
-            return {}
-        proof = signed(self.signer, "work_results", {"instance_ids": instance_ids}, to=self.to)
-        return ray.get(self.handle.work_results.remote(instance_ids, proof=proof), timeout=WATCH_TIMEOUT_S)
-
-    def set_drain(self, host: str, reason: str | None) -> bool:
-        """Drain ``host`` for ``reason`` (None: resume it); False when this actor does not carry it."""
-        proof = signed(self.signer, "drain", {"host": host, "reason": reason}, to=self.to)
-        return bool(ray.get(self.handle.drain.remote(host, reason, proof=proof), timeout=WATCH_TIMEOUT_S))
-
-    def work_output(self, host: str, instance_id: str, stream: str, offset: int, limit: int) -> tuple[bytes, int]:
-        args = {"instance_id": instance_id, "stream": stream, "offset": offset, "limit": limit}
-        proof = signed(self.signer, "work_output", args, to=self.to)
-        return ray.get(self.handle.work_output.remote(**args, proof=proof), timeout=WATCH_TIMEOUT_S)
-
-
 # --- spawning ----------------------------------------------------------------
 
 
@@ -517,22 +481,3 @@ def spawn_class(
     """A ClassActor, named ``class:<name>``; ``hosts`` maps host name -> carrier handle."""
     return ClassActor.options(**_opts(class_name(spec.name), detached)).remote(spec, dict(hosts or {}), dict(vaults or {}),
                                                                                auth_home=auth_home)
-
-
-def cancel_reservation_at(vaults: dict[str, Any], carriers: dict[str, Any], signer: Any, resource: str,
-                          token_id: str) -> bool:
-    """Cancel one reservation at the actor of ``vaults`` or ``carriers`` that carries ``resource``,
-    signed by ``signer`` (the auditor's repair); False when it could not."""
-    try:
-        if (vault := vaults.get(resource)) is not None:  # one resource: by its token id
-            return ray.get(vault.cancel_reservation.remote(token_id, proof=signed(
-                signer, "cancel_reservation", {"token": token_id}, to=resource)), timeout=WATCH_TIMEOUT_S) is True
-        carrier = carriers.get(resource)  # a host or host group actor: (host, token id)
-        if carrier is None:
-            return False
-        items = [(resource, token_id)]
-        got = ray.get(carrier.cancel_reservations.remote(items, proof=signed(
-            signer, "cancel_reservations", {"items": items}, to=resource)), timeout=WATCH_TIMEOUT_S)
-    except ray.exceptions.RayError:
-        return False
-    return bool(got) and got[0] is True

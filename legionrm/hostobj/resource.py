@@ -12,6 +12,8 @@ contract: idempotency (a retried request gets the same token) -> the request is
 for this resource, with a finite start (an infinite duration is open-ended) ->
 capacity and calendar (the base checks, before any owner code, so an owner can
 only refuse what would fit) -> the owner's ``admit_reservation`` -> a token.
+The checks a token presented to use it goes through are
+:class:`~legionrm.hostobj.tokens.TokenChecks` (a base class).
 """
 
 from __future__ import annotations
@@ -32,10 +34,10 @@ from legionrm.hostobj.durable import Durable
 from legionrm.hostobj.policies import ADMIT, Policy, Verdict, ask_owner
 from legionrm.hostobj.records import Presence, Reservation, audit_view, forget_after, attr_num, public
 from legionrm.hostobj.sink import CollectionSink, NullSink
+from legionrm.hostobj.tokens import TokenChecks
 from legionrm.models import (
     AccessPolicy,
     AttrValue,
-    Holder,
     Refusal,
     ReservationRequest,
     ReservationToken,
@@ -49,7 +51,7 @@ _OPEN = AccessPolicy()
 """The access list of a resource whose owner gave none: anyone (no need to ask it)."""
 
 
-class ResourceObject(Durable, Presence):
+class ResourceObject(Durable, Presence, TokenChecks):
     """A resource that grants reservations as signed tokens.  Thread-safe.
 
     Subclasses set ``kind`` and ``dims`` (the capacity dimensions the calendar
@@ -353,58 +355,6 @@ class ResourceObject(Durable, Presence):
         return ask_owner(hook, call, *args, by=self.name)
 
     def _check_pairing(self, request: ReservationRequest) -> Refusal | None:
-        return None
-
-    def _validate(self, token: ReservationToken, presenter: Holder, class_name: str | None) -> Reservation | Refusal:
-        """Every token check, in order; the reservation when the token may be used now.
-
-        Authentic means the very token this resource granted (equal to its record, signature
-        included: no HMAC to compute), or else a token its signature says was made here."""
-        if token.issuer != self.name:
-            return self._refuse(codes.TOKEN_WRONG_ISSUER, f"token issued by {token.issuer!r}, not by {self.name!r}")
-        res = self._by_token.get(token.token_id)
-        # (the signatures compared first, in constant time: a presented token never learns how much of it matched)
-        if res is None or (res.token is not token and not (tokens.same(token, res.token) and res.token == token)):
-            # Not the token on record (every field and the signature equal to what this resource
-            # granted): its signature must say it was made here, else it is forged or altered.
-            if not self._signer.verify(token):
-                return self._refuse(codes.TOKEN_FORGED, "token signature does not match: forged or altered")
-            if res is not None and not tokens.same(token, res.token):
-                res = None  # well signed here, but not this reservation's token: treated as a forgotten one
-        if res is None:
-            now = self._now
-            if token.expires_at <= now or (token.end is not None and token.end <= now):
-                # the record was forgotten, but the signed token itself says it is over
-                return self._refuse(codes.TOKEN_EXPIRED, f"token {token.token_id!r} expired at {token.expires_at:.0f}")
-            return self._refuse(codes.TOKEN_UNKNOWN, f"no reservation {token.token_id!r} here")
-        if presenter.user != token.holder.user:
-            return self._refuse(
-                codes.TOKEN_WRONG_HOLDER, f"token held by {token.holder.user!r}, presented by {presenter.user!r}"
-            )
-        if class_name is not None and token.holder.class_name is not None and class_name != token.holder.class_name:
-            return self._refuse(
-                codes.TOKEN_WRONG_CLASS, f"token reserved for class {token.holder.class_name!r}, not {class_name!r}"
-            )
-        refusal = self._status_refusal(res)
-        if refusal is not None:
-            return refusal
-        if token.reusable and res.holders:
-            return self._refuse(codes.TOKEN_IN_USE, f"reusable token {token.token_id!r} is in use by {sorted(res.holders)}")
-        now = self._now
-        if now < token.start:
-            return self._refuse(codes.TOKEN_NOT_YET, f"reservation starts at {token.start:.0f}, it is {now:.0f}")
-        return res
-
-    def _status_refusal(self, res: Reservation) -> Refusal | None:
-        tid = res.token.token_id
-        if res.status == "cancelled":
-            return self._refuse(codes.TOKEN_CANCELLED, f"reservation {tid!r} was cancelled")
-        if res.status == "expired":
-            return self._refuse(codes.TOKEN_EXPIRED, f"reservation {tid!r} expired unused at {res.token.expires_at:.0f}")
-        if res.status == "ended":
-            return self._refuse(codes.TOKEN_EXPIRED, f"reservation {tid!r} ended at {res.token.end:.0f}")
-        if res.status == "used":
-            return self._refuse(codes.TOKEN_USED, f"one-shot token {tid!r} was already used")
         return None
 
     def _use(self, res: Reservation, holder_id: str) -> None:

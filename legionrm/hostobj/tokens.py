@@ -11,6 +11,10 @@ A resource signs and checks through its :class:`Signer`: the HMAC keyed once
 (each signature copies the keyed state instead of hashing the key again), and
 the canonical bytes written directly for the usual field types, byte for byte
 what the model's JSON dump gives (anything else takes the dump itself).
+
+A token presented to use it (to start an instance, to take a vault's space)
+is checked by its resource through :class:`TokenChecks`: issuer, signature,
+record, holder, class, status, start, in that order.
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from legionrm.models import Holder, ReservationToken, Resources
+from legionrm import codes
+from legionrm.hostobj.records import Reservation
+from legionrm.models import Holder, Refusal, ReservationToken, Resources
 
 SECRET_BYTES = 32
 TOKEN_ID_SEP = "~"  # token ids are "<resource>~<hex>": a host group routes by the prefix
@@ -205,3 +211,62 @@ def issuer_of(token_id: str) -> str:
     """The resource name a token id was issued by ('' if it has no prefix)."""
     head, sep, _ = token_id.rpartition(TOKEN_ID_SEP)
     return head if sep else ""
+
+
+class TokenChecks:
+    """The checks a token presented to its resource goes through, as its methods
+    (the resource's base class, kept in this module; ``self`` is always a
+    :class:`~legionrm.hostobj.resource.ResourceObject`, whose records, signer and
+    refusals these use)."""
+
+    def _validate(self, token: ReservationToken, presenter: Holder, class_name: str | None) -> Reservation | Refusal:
+        """Every token check, in order; the reservation when the token may be used now.
+
+        Authentic means the very token this resource granted (equal to its record, signature
+        included: no HMAC to compute), or else a token its signature says was made here."""
+        if token.issuer != self.name:
+            return self._refuse(codes.TOKEN_WRONG_ISSUER, f"token issued by {token.issuer!r}, not by {self.name!r}")
+        res = self._by_token.get(token.token_id)
+        # (the signatures compared first, in constant time: a presented token never learns how much of it matched)
+        if res is None or (res.token is not token and not (same(token, res.token) and res.token == token)):
+            # Not the token on record (every field and the signature equal to what this resource
+            # granted): its signature must say it was made here, else it is forged or altered.
+            if not self._signer.verify(token):
+                return self._refuse(codes.TOKEN_FORGED, "token signature does not match: forged or altered")
+            if res is not None and not same(token, res.token):
+                res = None  # well signed here, but not this reservation's token: treated as a forgotten one
+        if res is None:
+            now = self._now
+            if token.expires_at <= now or (token.end is not None and token.end <= now):
+                # the record was forgotten, but the signed token itself says it is over
+                return self._refuse(codes.TOKEN_EXPIRED, f"token {token.token_id!r} expired at {token.expires_at:.0f}")
+            return self._refuse(codes.TOKEN_UNKNOWN, f"no reservation {token.token_id!r} here")
+        if presenter.user != token.holder.user:
+            return self._refuse(
+                codes.TOKEN_WRONG_HOLDER, f"token held by {token.holder.user!r}, presented by {presenter.user!r}"
+            )
+        if class_name is not None and token.holder.class_name is not None and class_name != token.holder.class_name:
+            return self._refuse(
+                codes.TOKEN_WRONG_CLASS, f"token reserved for class {token.holder.class_name!r}, not {class_name!r}"
+            )
+        refusal = self._status_refusal(res)
+        if refusal is not None:
+            return refusal
+        if token.reusable and res.holders:
+            return self._refuse(codes.TOKEN_IN_USE, f"reusable token {token.token_id!r} is in use by {sorted(res.holders)}")
+        now = self._now
+        if now < token.start:
+            return self._refuse(codes.TOKEN_NOT_YET, f"reservation starts at {token.start:.0f}, it is {now:.0f}")
+        return res
+
+    def _status_refusal(self, res: Reservation) -> Refusal | None:
+        tid = res.token.token_id
+        if res.status == "cancelled":
+            return self._refuse(codes.TOKEN_CANCELLED, f"reservation {tid!r} was cancelled")
+        if res.status == "expired":
+            return self._refuse(codes.TOKEN_EXPIRED, f"reservation {tid!r} expired unused at {res.token.expires_at:.0f}")
+        if res.status == "ended":
+            return self._refuse(codes.TOKEN_EXPIRED, f"reservation {tid!r} ended at {res.token.end:.0f}")
+        if res.status == "used":
+            return self._refuse(codes.TOKEN_USED, f"one-shot token {tid!r} was already used")
+        return None

@@ -2,8 +2,9 @@
 
 Threaded (``max_concurrency``) because the Enactor calls back for approval
 while a ``scheduleObjects`` call is waiting on it, and because several
-users' requests may be planned at once.  The adapters below are the only
-places this shell talks to other actors.
+users' requests may be planned at once.  The adapters in
+:mod:`legionrm.scheduler.remote.actor` are the only places this shell talks
+to other actors.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import logging
 import threading
 import time
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 import ray
 
@@ -22,10 +23,8 @@ from legionrm.auth import CallSigner, signed
 from legionrm.auth.guard import SCHEDULER as SCHEDULER_AGENT
 from legionrm.auth.guard import Guard, load_agent
 from legionrm.collection.actor import RemoteCollection
-from legionrm.enactor.mapping import attest_schedules
 from legionrm.events.actor import ActorCallback
 from legionrm.homefs import private_umask
-from legionrm.hostobj.actor import WATCH_TIMEOUT_S, RemoteCarrier, RemoteHostPort, cancel_reservation_at
 from legionrm.hostobj.runner.owner import owner_gate
 from legionrm.models import (
     AuditFinding,
@@ -33,17 +32,12 @@ from legionrm.models import (
     ClusterSpec,
     CycleReport,
     ElasticJobRequest,
-    EnactRequest,
-    EnactResult,
     Identity,
     NodeBinding,
     ObjectRequest,
     ObjectStatus,
-    PlacementFailure,
     Refusal,
     RequestInfo,
-    ReservedStart,
-    ScheduleAttempt,
     ScheduleProposal,
     SchedulerResponse,
     SchedulerSettings,
@@ -54,7 +48,6 @@ from legionrm.models import (
     StatusEvent,
 )
 from legionrm.naming import (
-    ENACTOR,
     SCHEDULER,
     class_name,
     host_name,
@@ -65,13 +58,22 @@ from legionrm.objstate.actor import RayStatePort
 from legionrm.scheduler.audit import audit, repair as repair_findings
 from legionrm.scheduler.intake.door import IntakeCalls
 from legionrm.scheduler.door import SchedulerDoor, own_report, status_for
-from legionrm.scheduler.elastic import CycleRunner, HostStopper
+from legionrm.scheduler.elastic import CycleRunner
 from legionrm.scheduler.ports import PoolGate
 from legionrm.scheduler.priority.calls import QueueCalls
+from legionrm.scheduler.remote.actor import (
+    CALL_TIMEOUT_S,
+    WATCH_TIMEOUT_S,
+    RemoteCarrier,
+    RemoteEnactor,
+    cancel_reservation_at,
+    one_per_actor,
+    ray_stopper,
+    ray_watch,
+)
 from legionrm.scheduler.several.kept import KeptReload
 from legionrm.scheduler.several.actor import PoolActor, RemotePoolGate  # noqa: F401 - re-exported (system.py)
 from legionrm.scheduler.several.actor import NodeJoins, ReloadCalls
-from legionrm.scheduler.watch import HostWatch
 from legionrm.scheduler.watch.calls import HistoryCalls, WorkCalls
 from legionrm.scheduler.grow.actor import request_resources
 from legionrm.scheduler.wiring import SchedulerPorts, wire
@@ -79,102 +81,6 @@ from legionrm.state import AccountingStore, ElasticStore, RequestStore
 from legionrm.state.reloaded import ReloadedStore
 
 log = logging.getLogger(__name__)
-
-CALL_TIMEOUT_S = 120.0
-
-
-class RemoteEnactor:
-    """``enact_schedule`` on an Enactor actor, with this scheduler as approver."""
-
-    def __init__(self, handle: Any, approver: tuple[Any, ...] | None = None, *, signer: CallSigner | None = None,
-                 abandon: Callable[[str], object] | None = None) -> None:
-        self.handle = handle
-        self.approver = approver
-        self.signer = signer
-        """With authentication on: the Scheduler agent's :class:`~legionrm.auth.CallSigner`; each
-        ``enact_schedule`` carries its proof (the Enactor runs no one else's)."""
-        self.attester = signer.credential if signer is not None else None
-        """With authentication on: a :class:`~legionrm.auth.Credential` of the
-        Scheduler, which vouches for each request's holder to every resource its
-        schedules name (an :class:`~legionrm.auth.Attestation` per resource)."""
-        self.abandon = abandon
-        """Called with a request id when the Enactor died (or never answered)
-        during its enactment: cancels what it may have reserved for it."""
-
-    def enact_schedule(self, schedules: EnactRequest) -> EnactResult:
-        # the wire form is plain models: every master goes over anyway, and the actor's
-        # side need not unpickle the planner's drafts (the plan's lazy masters) to read them
-        schedules = schedules if type(schedules.masters) is tuple else schedules.replaced(masters=tuple(schedules.masters))
-        if self.attester is not None:
-            schedules = attest_schedules(self.attester, schedules)
-        try:
-            if self.signer is None:
-                return ray.get(self.handle.enact_schedule.remote(schedules, self.approver), timeout=CALL_TIMEOUT_S)
-            proof = self.signer.sign("enact_schedule", {"request": schedules, "approver": self.approver[1]
-                                                        if self.approver else None}, to=ENACTOR)
-            return ray.get(self.handle.enact_schedule.remote(schedules, self.approver, proof=proof),
-                           timeout=CALL_TIMEOUT_S)
-        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:
-            # the Enactor died (Ray restarts it) or hung: nothing it reserved for this request
-            # is held by anyone now, so cancel it, and answer the request as not placed
-            if self.abandon is not None:
-                self.abandon(schedules.request_id)
-            why = f"the enactor did not finish: {type(exc).__name__}"
-            return EnactResult(ok=False, attempts=(ScheduleAttempt(master=0, deltas_tried=0, succeeded=False, failures=(
-                PlacementFailure(key="*", resource="enactor", code=codes.ENACTOR_LOST, reason=why),)),))
-
-    def start_reserved(self, held: ReservedStart) -> EnactResult:
-        try:
-            proof = signed(self.signer, "start_reserved", {"held": held}, to=ENACTOR)
-            return ray.get(self.handle.start_reserved.remote(held, self.approver, proof=proof), timeout=CALL_TIMEOUT_S)
-        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:
-            return EnactResult(ok=False, attempts=(ScheduleAttempt(master=0, deltas_tried=0, succeeded=False, failures=(
-                PlacementFailure(key="*", resource="enactor", code=codes.ENACTOR_LOST,
-                                 reason=f"the enactor did not start the reservation: {type(exc).__name__}"),)),))
-
-
-class RemoteClassPort:
-    """``instance_stopped`` on a class actor (the stopper tells the class), signed with ``signer``
-    and made out to ``to`` (the class actor's name)."""
-
-    def __init__(self, handle: Any, signer: CallSigner | None = None, to: str = "") -> None:
-        self.handle, self.signer, self.to = handle, signer, to
-
-    def instance_stopped(self, instance_id: str) -> bool:
-        proof = signed(self.signer, "instance_stopped", {"instance_id": instance_id}, to=self.to)
-        return ray.get(self.handle.instance_stopped.remote(instance_id, proof=proof), timeout=CALL_TIMEOUT_S)
-
-
-def ray_stopper(carriers: dict[str, Any], classes: dict[str, Any], signer: CallSigner | None = None) -> HostStopper:
-    """A stopper over Ray: a host's carrier from ``carriers`` (host name ->
-    host or host-group actor), else the host's own named actor.  With
-    ``signer`` (the Scheduler agent's) each stop carries its proof."""
-
-    def port(host: str) -> RemoteHostPort | None:
-        handle = carriers.get(host) or named_actor(host_name(host))
-        return RemoteHostPort(handle, CALL_TIMEOUT_S, signer=signer, to=host) if handle is not None else None
-
-    return HostStopper(port, {name: RemoteClassPort(h, signer, class_name(name)) for name, h in classes.items()})
-
-
-def _unique(named: dict[str, Any]) -> dict[Any, tuple[str, Any]]:
-    """(a resource name it carries, its handle) by actor, from resource name -> carrier actor (a group carries
-    many hosts, each with its own copy of the handle): one call per actor, made out to that name (a group hears it).
-    Ray's actor handles are equal (and hash alike) when they name the same actor."""
-    return {h: (name, h) for name, h in named.items()}
-
-
-def ray_watch(carriers: dict[str, Any], signer: CallSigner | None = None) -> HostWatch:
-    """The instance watch over Ray: a host's carrier, else the host's own named actor."""
-
-    def carrier(host: str) -> RemoteCarrier | None:
-        handle = carriers.get(host) or named_actor(host_name(host))
-        return RemoteCarrier(handle, signer, host) if handle is not None else None
-
-    def every() -> list[RemoteCarrier]:
-        return [RemoteCarrier(h, signer, name) for name, h in _unique(carriers).values()]
-
-    return HostWatch(carrier, every)
 
 
 @ray.remote(num_cpus=0, max_concurrency=8, concurrency_groups={"control": 4})
@@ -268,7 +174,7 @@ class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls, NodeJoins, IntakeCalls
         ``<request_id>/...``): an enactment nobody finishes leaves nothing
         reserved.  Returns how many were cancelled (unreachable actors: their
         tokens time out)."""
-        handles = _unique({**self._carriers, **self._vaults})
+        handles = one_per_actor({**self._carriers, **self._vaults})
         ids = [f"{request_id}/"]
         refs = [h.cancel_requests.remote(ids, True, proof=signed(self._signer, "cancel_requests",
                                                                   {"request_ids": ids, "prefix": True}, to=name))
@@ -385,7 +291,7 @@ class SchedulerActor(WorkCalls, HistoryCalls, QueueCalls, NodeJoins, IntakeCalls
         """The auditor over the live system (an administrator's): one batched call per host group,
         host, vault and class actor (each with a timeout); a resource that cannot be asked is itself a finding."""
         self.door.require_admin(proof, "audit", {"repair": True} if repair else {}, "audit")
-        handles, s = _unique({**self._carriers, **self._vaults}), self._signer
+        handles, s = one_per_actor({**self._carriers, **self._vaults}), self._signer
         refs = {hid: h.audit_views.remote(proof=signed(s, "audit_views", {}, to=name))
                 for hid, (name, h) in handles.items()}
         class_refs = {n: h.list_instances.remote(proof=signed(s, "list_instances", {}, to=class_name(n)))

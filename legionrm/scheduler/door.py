@@ -207,8 +207,9 @@ class SchedulerDoor:
 
     def top(self, request_id: str, proof: Any = None) -> RequestInfo:
         self.require_admin(proof, "top", {"request_id": request_id}, "put a request on top")
-        tasks = frozenset(task_ids(self.core.request_info(request_id)))  # an array's go on top together
-        return each_task(self.core.request_info, request_id, lambda rid: self.control.top(rid, beside=tasks))
+        info = self.core.request_info(request_id)  # read once: its tasks, and each_task's first look
+        tasks = frozenset(task_ids(info))  # an array's go on top together
+        return each_task(self.core.request_info, request_id, lambda rid: self.control.top(rid, beside=tasks), info)
 
     def share(self, proof: Any = None) -> ShareReport:
         """The fair-share tree (a user: the groups and their own row)."""

@@ -52,7 +52,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "legionrm.scheduler.intake"),  # the Scheduler's parts (intake: submits and cancels in groups)
     ("legionrm.scheduler.stages",),  # over the enactment
     ("legionrm.scheduler.scheduler",),
-    ("legionrm.scheduler.mobility", "legionrm.scheduler.grow.actor"),
+    ("legionrm.scheduler.mobility", "legionrm.scheduler.grow.actor",
+     "legionrm.scheduler.remote"),  # remote: the Scheduler's ports over Ray (its shell's adapters)
     ("legionrm.scheduler.door", "legionrm.scheduler.wiring"),
     ("legionrm.scheduler.audit", "legionrm.scheduler.several.actor"),
     ("legionrm.scheduler.actor", "legionrm.inprocess"),

@@ -7,8 +7,8 @@ or host actors (one real node each); the class keeps one
 :class:`RemoteHostPort` per carrying actor, so its core's batched
 ``create_instances`` asks each carrier once for all its starts, and sends to
 every carrier before it waits on any (:meth:`RemoteHostPort.send_starts`).
-Every remote call has a timeout.  ``legionrm.hostobj.actor`` re-exports these
-names and spawns the actor (:func:`~legionrm.hostobj.actor.spawn_class`).
+Every remote call has a timeout.  ``legionrm.hostobj.actor`` re-exports
+:class:`ClassActor` and spawns it (:func:`~legionrm.hostobj.actor.spawn_class`).
 """
 
 from __future__ import annotations

@@ -121,10 +121,11 @@ def task_ids(info: RequestInfo) -> list[str]:
 
 
 def each_task(info_of: Callable[[str], RequestInfo], request_id: str,
-              act: Callable[[str], RequestInfo]) -> RequestInfo:
+              act: Callable[[str], RequestInfo], info: RequestInfo | None = None) -> RequestInfo:
     """``act(request_id)`` (``hold``, ``release``, ``update``, ``top``); on an array's id, ``act`` on each
-    of its tasks that waits (one that started or ended meanwhile is left as it is), then the array's summary."""
-    info = info_of(request_id)
+    of its tasks that waits (one that started or ended meanwhile is left as it is), then the array's summary.
+    ``info``: ``request_id``'s info when the caller has just read it (else it is read here)."""
+    info = info if info is not None else info_of(request_id)
     tasks = task_ids(info)
     if not tasks:
         return act(request_id)

@@ -11,7 +11,8 @@ Both answer "run", "not now" (with the earliest start from the calendar) or
 Modules, lowest first: ``select`` (syntax and models), ``nodes`` (the node
 table), ``nodestate`` (the calendar and its views), ``chunkfit`` (does a
 chunk fit a host), ``psets`` (placement sets), ``base`` (config, result,
-path choice, :class:`PathPlacer`, the flow both paths share), ``buckets`` and
+path choice, :class:`PathPlacer`, the flow both paths share), ``bucketset``
+(alike hosts' buckets and their live pool bitmaps), ``buckets`` and
 ``pernode`` (the two paths), ``engine`` (:class:`Placer`, the entry point),
 ``scenario`` (``legionrm place`` files).
 

@@ -235,6 +235,24 @@ def test_update_and_top_of_an_array_act_on_each_waiting_task_together() -> None:
     assert len(set(prios)) == 1 and prios[0] > 50
 
 
+@pytest.mark.parametrize("rid, reads", [("arr", 2), ("other", 1)], ids=["an-array", "one-request"])
+def test_top_reads_the_request_once_before_it_acts(rid: str, reads: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``top`` reads the request's info once for its tasks and what it acts on (an array's
+    summary once more at the end, after its tasks moved)."""
+    from legionrm.scheduler.door import SchedulerDoor
+    from tests.unit.scheduler.priority.test_site_queue import _Guard, caller
+
+    s, _ = system()
+    admin = SchedulerDoor(s.scheduler, _Guard(caller("root", admin=True)))  # type: ignore[arg-type]
+    s.scheduler.scheduleObjects(array("arr", "0-3%1"))
+    s.scheduler.scheduleObjects(req("other", count=2))
+    read, seen = s.scheduler.request_info, []
+    monkeypatch.setattr(s.scheduler, "request_info", lambda r: seen.append(r) or read(r))
+    admin.top(rid)
+    assert seen.count(rid) == reads
+    assert s.scheduler.request_info("arr").array_counts == {"running": 1, "pending": 3}
+
+
 @pytest.mark.parametrize("archived", [False, True], ids=["in-the-live-book", "in-the-history"])
 @pytest.mark.parametrize("verb", ["hold", "release", "update", "top"])
 def test_a_queue_verb_on_a_finished_request_names_its_state(verb: str, archived: bool, tmp_path) -> None:

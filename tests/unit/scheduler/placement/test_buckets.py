@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from legionrm.scheduler.placement import PlaceConfig, Placer, requested_resources
-from legionrm.scheduler.placement.buckets import BucketPlacer, BucketSet, first_true
+from legionrm.scheduler.placement.buckets import BucketPlacer
+from legionrm.scheduler.placement.bucketset import BucketSet, first_true
 from legionrm.scheduler.placement.chunkfit import (
     BadValue,
     _few_per_host,

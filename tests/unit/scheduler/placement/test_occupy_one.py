@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from legionrm.scheduler.placement.base import PlaceConfig
-from legionrm.scheduler.placement.buckets import BucketPlacer, BucketSet
+from legionrm.scheduler.placement.buckets import BucketPlacer
+from legionrm.scheduler.placement.bucketset import BucketSet
 from legionrm.scheduler.placement.nodes import NodeSpec, NodeTable
 from legionrm.scheduler.placement.nodestate import HostState
 from legionrm.scheduler.placement.select import SelectRequest
