@@ -39,7 +39,8 @@ Reservation thrashing (releasing a reservation and asking for the same
 resource for the same mapping again) is counted in ``EnactResult.thrash``;
 keeping every reservation a delta still uses keeps it at zero in the common
 case.  Tokens carry a timeout, so a crashed enactor leaks nothing for long;
-a live one cancels what it holds on every failure path, exceptions included.
+a live one cancels what it holds on every failure path, exceptions included
+(what one enactment holds, and letting go of it: :mod:`legionrm.enactor.holding`).
 Request ids are ``<request_id>/<key>/<host|vault>/<n>`` where ``n`` counts
 the requests this enactment made for that slot, so replaying an enactment
 sends the same ids and resources answer them idempotently.
@@ -47,18 +48,16 @@ sends the same ids and resources answer them idempotently.
 
 from __future__ import annotations
 
-import logging
-import math
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Callable, Literal, Sequence
+from typing import Callable, Literal
 
 from legionrm import codes
 from legionrm.auth.attest import attestation_key, reservation_of
 from legionrm.enactor.after import waves
 from legionrm.enactor.ports import NO_ARGS, CreateItem, ResourcePort
 from legionrm.enactor.held import start_reserved
+from legionrm.enactor.holding import Held, Holding, Run
 from legionrm.enactor.mapping import (
     RequestShape,
     Slot,
@@ -87,8 +86,6 @@ from legionrm.models import (
     ScheduleProposal,
 )
 
-log = logging.getLogger(__name__)
-
 Approver = Callable[[ScheduleProposal], "bool | Refusal"]
 
 
@@ -97,30 +94,7 @@ def approve_all(proposal: ScheduleProposal) -> bool:
     return True
 
 
-@dataclass(slots=True)
-class _Held:
-    token: ReservationToken
-    spec: tuple  # what the reservation was made for; a target with another spec conflicts
-    placement: Placement  # the placement it was made for (the same one: the same spec, no need to compare)
-
-
-@dataclass
-class _Run:
-    """The state of one enactment (never shared between enactments)."""
-
-    request: EnactRequest
-    held: dict[Slot, _Held] = field(default_factory=dict)
-    released: set[tuple[str, str, str]] = field(default_factory=set)  # (resource, key, kind)
-    sent: dict[tuple[str, str], int] = field(default_factory=dict)  # requests per slot: request-id suffix
-    made: int = 0
-    n_released: int = 0
-    thrash: int = 0
-    started: list[InstanceRef] = field(default_factory=list)
-    soonest: float = math.inf  # no held token expires before this (a bound: those released may have set it)
-    shape: RequestShape | None = None  # the reservation requests' shared, validated part (made once)
-
-
-class Enactor:
+class Enactor(Holding):
     """The enactor core: pure Python, talks to resources only through ``port``.
 
     ``clock`` is the time source used to notice expired tokens (tests pass a
@@ -168,7 +142,7 @@ class Enactor:
         sends the same request ids, so resources answer it idempotently.
         """
         approver = approve or self.approve
-        run = _Run(request=schedules)
+        run = Run(request=schedules)
         result: EnactResult | None = None
         try:
             result = self._enact(run, approver)
@@ -192,7 +166,7 @@ class Enactor:
 
     # --- the algorithm ----------------------------------------------------
 
-    def _enact(self, run: _Run, approver: Approver) -> EnactResult:
+    def _enact(self, run: Run, approver: Approver) -> EnactResult:
         req = run.request
         attempts: list[ScheduleAttempt] = []
         for mi, master in enumerate(req.masters):
@@ -219,7 +193,7 @@ class Enactor:
         return self._result(run, False, attempts)
 
     def _negotiate_master(
-        self, run: _Run, master: MasterSchedule
+        self, run: Run, master: MasterSchedule
     ) -> tuple[bool, dict[str, Placement], list[PlacementFailure], int, set[int]]:
         """Reserve one master, repairing failures with its deltas.
 
@@ -266,7 +240,7 @@ class Enactor:
         return (not failing, mapping, failures, tried, used)
 
     def _reconcile(
-        self, run: _Run, target: dict[str, Placement], ask, failures: list[PlacementFailure]
+        self, run: Run, target: dict[str, Placement], ask, failures: list[PlacementFailure]
     ) -> dict[str, list[PlacementFailure]]:
         """Make the held reservations match ``target`` for the keys in ``ask``.
 
@@ -305,7 +279,7 @@ class Enactor:
         return failing
 
     def _reserve(
-        self, run: _Run, target: dict[str, Placement], missing: list[tuple[Slot, tuple]], failures
+        self, run: Run, target: dict[str, Placement], missing: list[tuple[Slot, tuple]], failures
     ) -> dict[str, list[PlacementFailure]]:
         req = run.request
         requests: list[ReservationRequest] = []
@@ -333,7 +307,7 @@ class Enactor:
                 run.made += 1
                 if run.released and (rq.resource, k, kind) in run.released:
                     run.thrash += 1
-                run.held[(k, kind)] = _Held(ans, sp, target[k])
+                run.held[(k, kind)] = Held(ans, sp, target[k])
                 if ans.expires_at < run.soonest:
                     run.soonest = ans.expires_at
             else:
@@ -347,7 +321,7 @@ class Enactor:
     # --- approval and start ---------------------------------------------------
 
     def _confirm(
-        self, run: _Run, approver: Approver, mi: int, mapping: dict[str, Placement], stage: Literal["reserve", "start"]
+        self, run: Run, approver: Approver, mi: int, mapping: dict[str, Placement], stage: Literal["reserve", "start"]
     ) -> PlacementFailure | None:
         """Ask the scheduler to confirm; None when it approves, else why not."""
         proposal = ScheduleProposal.trusted(  # (the request's own, validated placements)
@@ -363,7 +337,7 @@ class Enactor:
 
     def _start_all(
         self,
-        run: _Run,
+        run: Run,
         mi: int,
         master: MasterSchedule,
         mapping: dict[str, Placement],
@@ -424,7 +398,7 @@ class Enactor:
             if not pending:
                 return False, mapping, failures, tried
 
-    def _start_wave(self, run: _Run, mapping: dict[str, Placement], ready: list[str], started: set[str],
+    def _start_wave(self, run: Run, mapping: dict[str, Placement], ready: list[str], started: set[str],
                     vetoed: dict[str, list[PlacementFailure]], failures: list[PlacementFailure]) -> None:
         """Create the instances of ``ready`` in one batch; the started join
         ``started``, the refused ``vetoed`` (their host token released: a
@@ -448,7 +422,7 @@ class Enactor:
                 newly.append(k)
         self._release(run, [(k, "host") for k in newly if (k, "host") in run.held])
 
-    def _create_item(self, run: _Run, p: Placement) -> CreateItem:
+    def _create_item(self, run: Run, p: Placement) -> CreateItem:
         req, held, key = run.request, run.held, p.key
         slot = (key, "start")
         n = run.sent.get(slot, 0)
@@ -459,59 +433,9 @@ class Enactor:
             f"{req.request_id}/{key}/start/{n}", key, p.class_name, p.host, p.vault, held[(key, "host")].token,
             vault.token if vault else None, req.holder, args or NO_ARGS, p.group)
 
-    # --- release ------------------------------------------------------------
-
-    def _drop_expired(self, run: _Run) -> None:
-        """Forget held tokens that have (or are about to) expire; cancel them
-        too (idempotent), in case the resource's clock is behind ours."""
-        limit = self.clock() + self.min_token_life_s
-        if limit < run.soonest:  # (nothing held expires yet: no need to look at each)
-            return
-        gone = [s for s, h in run.held.items() if h.token.expires_at <= limit]
-        if gone:
-            self.port.cancel([run.held[s].token for s in gone])
-            for s in gone:
-                del run.held[s]
-        run.soonest = min((h.token.expires_at for h in run.held.values()), default=math.inf)
-
-    def _release(self, run: _Run, slots: Sequence[Slot]) -> None:
-        if not slots:
-            return
-        # Cancel first, forget after: if the cancel raises, the rollback still
-        # sees these tokens and tries again.
-        self.port.cancel([run.held[s].token for s in slots])
-        for s in slots:
-            h = run.held.pop(s)
-            run.released.add((h.spec[0], s[0], s[1]))
-        run.n_released += len(slots)
-
-    def _release_all(self, run: _Run) -> None:
-        self._release(run, list(run.held))
-
-    def _rollback(self, run: _Run) -> None:
-        """Undo everything this enactment holds; never raises (tokens time out anyway)."""
-        try:
-            if run.started:
-                self.port.stop_instances(list(run.started))
-                run.started.clear()
-        except Exception:  # noqa: BLE001 - cleanup must go on
-            log.exception("enactor %s: stopping instances of %s failed", self.name, run.request.request_id)
-        # Cancel is idempotent, so one retry of a failed batch is safe; after
-        # that the tokens are left to time out at their resources.
-        for attempt in (1, 2):
-            try:
-                self._release_all(run)
-                break
-            except Exception:  # noqa: BLE001
-                log.warning(
-                    "enactor %s: cancelling reservations of %s failed (attempt %d)",
-                    self.name, run.request.request_id, attempt, exc_info=True,
-                )
-        run.held.clear()
-
     def _result(
         self,
-        run: _Run,
+        run: Run,
         ok: bool,
         attempts: list[ScheduleAttempt],
         *,
