@@ -15,7 +15,8 @@ import ray
 from legionrm.auth import CallSigner
 from legionrm.auth.guard import Guard
 from legionrm.auth.resources import COLLECTION
-from legionrm.collection.collection import Collection, CollectionSnapshot
+from legionrm.collection.collection import Collection
+from legionrm.collection.view import CollectionSnapshot
 from legionrm.collection.door import CollectionDoor
 from legionrm.models import (
     AttrValue,

@@ -29,6 +29,9 @@ them itself) so ``$name == "batch1"`` works.
 
 A Collection may serve the resources of sub-collections, polled with a MIL
 query every ``interval_s`` seconds (Legion's hierarchy of collections).
+
+Planners read the Collection at one instant through ``snapshot()``: a
+:class:`~legionrm.collection.view.CollectionSnapshot`.
 """
 
 from __future__ import annotations
@@ -38,27 +41,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, cast
 
-import numpy as np
-
-from legionrm.collection.kindmask import KIND_QUERY, kind_mask
-from legionrm.collection.snapshot import TableSnapshot
 from legionrm.collection.table import AttributeTable
+from legionrm.collection.view import ACCESS, EXPIRES, HEARTBEAT, OFF, RESERVED_PREFIX, Caller, CollectionSnapshot
 from legionrm.errors import CollectionError, UnknownResourceError
 from legionrm.mil import compile_query
-from legionrm.mil import values as V
-from legionrm.models import (
-    AccessPolicy,
-    AttrValue,
-    Identity,
-    QueryResult,
-    ResourceRecord,
-)
-
-Caller = Identity | str | None
-"""Who asks: an Identity, a bare user name, or None for nobody in particular."""
-
-RESERVED_PREFIX = "@"
-_ACCESS, _HEARTBEAT, _EXPIRES, _OFF = "@access", "@heartbeat", "@expires", "@off"
+from legionrm.models import AccessPolicy, AttrValue, QueryResult, ResourceRecord
 
 
 class CollectionSource(Protocol):
@@ -76,152 +63,6 @@ class _Sub:
     interval_s: float
     next_poll: float = 0.0
     members: set[str] = field(default_factory=set)
-
-
-class CollectionSnapshot:
-    """An immutable view of the Collection at one instant: planners read one of
-    these per decision and never re-read live state half way."""
-
-    def __init__(
-        self,
-        table: TableSnapshot,
-        records: Mapping[str, ResourceRecord],
-        policies: tuple[AccessPolicy, ...],
-        now: float,
-        served: str | None = None,
-    ) -> None:
-        self.table = table
-        self._records = records
-        self._policies = policies
-        self.now = now
-        self._served = served
-        self._alive_mask: np.ndarray | None = None
-
-    @property
-    def served_query(self) -> str | None:
-        """The MIL query the resources this view serves match (None: every resource)."""
-        return self._served
-
-    def served(self, text: str) -> "CollectionSnapshot":
-        """This view as one scheduler sees it: the resources not matching the
-        MIL ``text`` are unavailable (a scheduler serving some nodepools plans
-        over their hosts alone).  Raises MILError on a bad ``text``."""
-        compile_query(text)
-        both = text if self._served is None else f"({self._served}) and ({text})"
-        return CollectionSnapshot(self.table, self._records, self._policies, self.now, both)
-
-    def __len__(self) -> int:
-        return len(self._records)
-
-    def mask(self, text: str, caller: Caller = None, include_unavailable: bool = False) -> np.ndarray:
-        """A bool per row of ``self.table``: the resource matches ``text``, is
-        available (unless ``include_unavailable``) and accepts ``caller`` (a
-        bare string is the user name of an Identity without a class).
-        Raises MILError on a bad query."""
-        query = compile_query(text)
-        if KIND_QUERY.fullmatch(text):  # (the hosts, the vaults: kept while the kind column is the same)
-            mask = kind_mask(text, self.table, lambda: query.mask(self.table))
-        else:
-            mask = query.mask(self.table)
-        if not include_unavailable:
-            mask = mask & self._alive()
-        if caller is not None:
-            mask = mask & self.accepts(caller)
-        return mask
-
-    def accepts(self, caller: Caller) -> np.ndarray:
-        """A bool per row: the resource's access policy accepts ``caller``
-        (``mask(text, caller)`` is ``mask(text) & accepts(caller)``)."""
-        if caller is None:
-            return np.ones(len(self.table.names), bool)
-        who = Identity(user=caller) if isinstance(caller, str) else caller
-        ok = np.array([p.accepts(who) for p in self._policies] or [False], dtype=bool)
-        ids = self.numeric(_ACCESS, None, -1.0).astype(np.int64)
-        return (ids >= 0) & ok[np.clip(ids, 0, len(ok) - 1)]
-
-    def _alive(self) -> np.ndarray:
-        if self._alive_mask is None:
-            expires = self.numeric(_EXPIRES, None, -np.inf)
-            off = self.numeric(_OFF, None, 0.0) != 0
-            alive = (expires >= self.now) & ~off
-            if self._served is not None:
-                alive &= compile_query(self._served).mask(self.table)
-            self._alive_mask = alive
-        return self._alive_mask
-
-    def unavailable(self, text: str, caller: Caller = None) -> list[str]:
-        """Names of the resources this view serves that match ``text`` and
-        accept ``caller`` but are unavailable now (stale: silent past their
-        heartbeat window, or varied off): what work waiting for them may yet
-        get when they report again.  Sorted; a pure read.  Raises MILError."""
-        down = self.mask(text, caller, include_unavailable=True) & ~self._alive()
-        if self._served is not None:  # a resource it does not serve is no one it waits for
-            down &= compile_query(self._served).mask(self.table)
-        return sorted(str(n) for n in self.table.names[down])
-
-    def stale_at(self, rows: np.ndarray) -> float:
-        """The earliest time one of ``rows`` goes stale (its last heartbeat expires; inf: none of them):
-        until then the same table shows the same of them available."""
-        return float(self.numeric(_EXPIRES, rows, np.inf).min(initial=np.inf))
-
-    def alive_until(self) -> float:
-        """The earliest time a resource available in this view goes stale (inf: none): until then the same
-        table shows the same resources available (one stale now stays stale while its heartbeat is the same)."""
-        return self.stale_at(np.flatnonzero(self._alive()))
-
-    def rows(self, text: str = "true", caller: Caller = None, include_unavailable: bool = False) -> np.ndarray:
-        """Row indices of matching resources, in name order."""
-        mask = self.mask(text, caller, include_unavailable)
-        order = self.table.name_order()
-        return order[mask[order]]
-
-    def numeric(self, attr: str, rows: np.ndarray | None, default: float) -> np.ndarray:
-        """``attr`` as float64 at ``rows`` (all rows when None); ``default``
-        where a resource does not export it or exports a non-number."""
-        return _floats(self.table.column(attr), len(self.table.names), rows, default)
-
-    def score(self, text: str, rows: np.ndarray | None = None, default: float = 0.0) -> np.ndarray:
-        """The MIL expression ``text`` as float64 at ``rows`` (all rows when
-        None): a number as it is, a boolean as 0 or 1, and ``default`` where it
-        is undefined, an error or not a number (HTCondor's Rank reads those as
-        0.0).  Pure read.  Raises MILError on a bad expression."""
-        out = _floats(compile_query(text).values(self.table), len(self.table.names), rows, default)
-        out[~np.isfinite(out)] = default  # an infinite or NaN rank would not sort as a number
-        return out
-
-    def names(self, text: str = "true", caller: Caller = None, include_unavailable: bool = False) -> list[str]:
-        """Names of matching resources, sorted.  Raises MILError on a bad query."""
-        return [str(n) for n in self.table.names[self.rows(text, caller, include_unavailable)]]
-
-    def query(self, text: str, caller: Caller = None, include_unavailable: bool = False) -> QueryResult:
-        """The records matching ``text`` (sorted by name).  Raises MILError."""
-        t0 = time.perf_counter()
-        names = self.names(text, caller, include_unavailable)
-        records = tuple(self.record(n) for n in names)
-        return QueryResult(
-            query=text, records=records, considered=len(self._records), elapsed_ms=(time.perf_counter() - t0) * 1e3
-        )
-
-    def record(self, name: str) -> ResourceRecord:
-        """The record of ``name`` as of this snapshot (availability computed now)."""
-        try:
-            rec = self._records[name]
-        except KeyError:
-            raise UnknownResourceError(f"no resource named {name!r} in the collection") from None
-        available = self.is_available(name)
-        return rec if rec.available == available else rec.model_copy(update={"available": available})
-
-    def is_available(self, name: str) -> bool:
-        rec = self._records[name]
-        attrs = rec.attributes
-        return not attrs.get(_OFF, False) and float(attrs.get(_EXPIRES, -np.inf)) >= self.now
-
-    def attribute_names(self) -> list[str]:
-        """Attributes some resource exports (reserved ones left out)."""
-        return sorted(a for a in self.table.attribute_names() if not a.startswith(RESERVED_PREFIX))
-
-    def resource_names(self) -> list[str]:
-        return sorted(self._records)
 
 
 class Collection:
@@ -281,7 +122,7 @@ class Collection:
         with self._lock:
             rec = self._get(name)
             now = float(self._clock())
-            beat = {_HEARTBEAT: now, _EXPIRES: now + self.stale_window_s}
+            beat = {HEARTBEAT: now, EXPIRES: now + self.stale_window_s}
             merged = {k: v for k, v in {**rec.attributes, **attrs}.items() if v is not None} | beat
             self._put(rec.replaced(attributes=merged), changed={**attrs, **beat})
 
@@ -293,7 +134,7 @@ class Collection:
         failed: list[tuple[int, Exception]] = []
         with self._lock:
             now = float(self._clock())
-            beat = {_HEARTBEAT: now, _EXPIRES: now + self.stale_window_s}
+            beat = {HEARTBEAT: now, EXPIRES: now + self.stale_window_s}
             writes: list[tuple[str, dict[str, AttrValue | None]]] = []
             at: list[int] = []  # the position in ``updates`` of each write
             if _plain_batch(updates, self._records):  # (the hosts' reports: every name known, no reserved key)
@@ -450,10 +291,10 @@ class Collection:
             if record.nodepool is not None:
                 attrs["nodepool"] = record.nodepool
             attrs.update(record.attributes)
-            attrs[_ACCESS] = self._policy_id(record.access)
-            attrs[_HEARTBEAT] = now
-            attrs[_EXPIRES] = now + lifetime_s
-            attrs[_OFF] = self._is_off(record.name)
+            attrs[ACCESS] = self._policy_id(record.access)
+            attrs[HEARTBEAT] = now
+            attrs[EXPIRES] = now + lifetime_s
+            attrs[OFF] = self._is_off(record.name)
             self._put(record.model_copy(update={"attributes": attrs, "available": True}), replace=True)
 
     def _policy_id(self, policy: AccessPolicy) -> int:
@@ -484,17 +325,17 @@ class Collection:
         with self._lock:
             rec = self._get(name)
             off = self._is_off(name)
-            self._put(rec.model_copy(update={"attributes": {**rec.attributes, _OFF: off}}), changed={_OFF: off})
+            self._put(rec.model_copy(update={"attributes": {**rec.attributes, OFF: off}}), changed={OFF: off})
 
 
 def public(rec: ResourceRecord) -> ResourceRecord:
     """``rec`` without the Collection's reserved bookkeeping attributes."""
     attrs = {k: v for k, v in rec.attributes.items() if not k.startswith(RESERVED_PREFIX)}
-    hb = rec.attributes.get(_HEARTBEAT)
+    hb = rec.attributes.get(HEARTBEAT)
     update: dict = {"attributes": attrs}
     if hb is not None:
         update["last_heartbeat"] = float(hb)
-    if rec.attributes.get(_OFF):
+    if rec.attributes.get(OFF):
         update["available"] = False
     return rec.model_copy(update=update)
 
@@ -514,22 +355,3 @@ def _check_public(name: str, attrs: Mapping[str, object]) -> None:
             raise CollectionError(
                 f"resource {name!r}: attribute {key!r} is reserved (names starting with '@' belong to the collection)"
             )
-
-
-def _floats(col: Any, n: int, rows: np.ndarray | None, default: float) -> np.ndarray:
-    """A column (None: absent everywhere) as float64 at ``rows`` (all when
-    None): ints, floats and booleans as numbers, ``default`` elsewhere.  A
-    fresh array: the caller may write to it."""
-    if col is not None and col.uniform in (V.INT, V.FLOAT, V.BOOL):  # one kind everywhere: no masks
-        arr = {V.INT: col.i, V.FLOAT: col.f, V.BOOL: col.b}[col.uniform]
-        if arr is not None:
-            vals = arr if arr.shape == (n,) else np.broadcast_to(arr, (n,))  # (a full column as it is: no wrapper)
-            return (vals if rows is None else vals[rows]).astype(np.float64)
-    out = np.full(n, default, dtype=np.float64)
-    if col is not None:
-        tags = col.tags()
-        for tag, arr in ((V.INT, col.i), (V.FLOAT, col.f), (V.BOOL, col.b)):
-            if arr is not None:
-                sel = tags == tag
-                out[sel] = np.broadcast_to(arr, (n,))[sel]
-    return out if rows is None else out[rows]

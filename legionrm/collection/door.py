@@ -29,7 +29,8 @@ from legionrm.auth import VerifiedCaller, may_write_record, require_admin
 from legionrm.auth.errors import AuthRefusedError
 from legionrm.auth.guard import Guard, raise_if_refused
 from legionrm.collection.answering import RefusedWrites, signer_of
-from legionrm.collection.collection import Caller, Collection, CollectionSnapshot
+from legionrm.collection.collection import Collection
+from legionrm.collection.view import Caller, CollectionSnapshot
 from legionrm.models import AttrValue, Identity, QueryResult, RefusedWrite, ResourceRecord
 
 

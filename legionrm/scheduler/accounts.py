@@ -20,7 +20,7 @@ import logging
 from typing import Callable
 
 from legionrm import codes
-from legionrm.collection.collection import CollectionSnapshot
+from legionrm.collection.view import CollectionSnapshot
 from legionrm.models import PlacementFailure, Refusal, Resources, SchedulingRequest
 from legionrm.scheduler.grow import Grower
 from legionrm.scheduler.ports import PoolGate, SnapshotSource, Swappable

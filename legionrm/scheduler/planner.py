@@ -35,7 +35,7 @@ import numpy as np
 
 from legionrm import codes
 from legionrm.scheduler.planning.window import ahead_of, window_table
-from legionrm.collection.collection import CollectionSnapshot
+from legionrm.collection.view import CollectionSnapshot
 from legionrm.models import (
     ClassSpec,
     Identity,

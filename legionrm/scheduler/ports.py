@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from typing import Callable, Generic, Protocol, TypeVar
 
-from legionrm.collection.collection import CollectionSnapshot
+from legionrm.collection.view import CollectionSnapshot
 from legionrm.models import (
     EnactRequest,
     EnactResult,

@@ -18,6 +18,7 @@ CORE = (
     "legionrm/models",
     "legionrm/state",
     "legionrm/collection/collection.py",
+    "legionrm/collection/view.py",
     "legionrm/collection/table.py",
     "legionrm/collection/column.py",
     "legionrm/collection/snapshot.py",

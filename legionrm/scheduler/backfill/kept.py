@@ -39,7 +39,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from legionrm.collection.collection import CollectionSnapshot
+from legionrm.collection.view import CollectionSnapshot
 from legionrm.scheduler.backfill.profile import INF, Hosts, Profile, Usage, UsageCache, hosts_of
 from legionrm.scheduler.requests import Entry
 

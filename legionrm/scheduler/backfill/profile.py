@@ -27,7 +27,7 @@ from typing import NamedTuple, cast
 
 import numpy as np
 
-from legionrm.collection.collection import CollectionSnapshot
+from legionrm.collection.view import CollectionSnapshot
 from legionrm.scheduler.planning.holds import Hold
 from legionrm.scheduler.requests import Entry
 

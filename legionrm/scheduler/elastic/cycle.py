@@ -60,7 +60,7 @@ import time
 from dataclasses import replace
 from typing import Callable
 
-from legionrm.collection.collection import CollectionSnapshot
+from legionrm.collection.view import CollectionSnapshot
 from legionrm.errors import SchedulingError
 from legionrm.models import CycleReport, ElasticChange, Identity, InstanceRef
 from legionrm.scheduler.elastic.book import ElasticBook, Ledger, drop, owe

@@ -28,7 +28,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from legionrm.collection.collection import CollectionSnapshot
+from legionrm.collection.view import CollectionSnapshot
 from legionrm.errors import LegionError, SchedulingError
 from legionrm import codes
 from legionrm.models import (

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from legionrm.collection.collection import CollectionSnapshot
+from legionrm.collection.view import CollectionSnapshot
 from legionrm.scheduler.fairshare import DuccCore
 
 HOSTS = '$kind == "host"'

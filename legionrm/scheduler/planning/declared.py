@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from legionrm.collection.collection import Collection, CollectionSnapshot
+from legionrm.collection.collection import Collection
+from legionrm.collection.view import CollectionSnapshot
 from legionrm.models import Identity, ResourceRecord
 from legionrm.models.cluster import HostSpec
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from legionrm.collection.collection import CollectionSnapshot
+from legionrm.collection.view import CollectionSnapshot
 from legionrm.models import DeltaSchedule, Identity, Placement, Refusal
 from legionrm.scheduler.planning.drafts import Columns
 from legionrm.scheduler.planning.snaptables import VaultTable

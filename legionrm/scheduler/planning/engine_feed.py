@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from legionrm.collection.collection import CollectionSnapshot
+from legionrm.collection.view import CollectionSnapshot
 from legionrm.models import ObjectRequest
 from legionrm.scheduler.planning.pipeline import HostTable
 from legionrm.scheduler.placement import (

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from legionrm.collection.collection import CollectionSnapshot
+from legionrm.collection.view import CollectionSnapshot
 from legionrm.models import ObjectRequest
 from legionrm.scheduler.planning.engine_feed import EngineFeed
 from legionrm.scheduler.planning.pipeline import HostTable

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from legionrm.collection.collection import CollectionSnapshot
+from legionrm.collection.view import CollectionSnapshot
 from legionrm.models import Identity
 from legionrm.scheduler.planning.snaptables import VaultTable, vault_table
 

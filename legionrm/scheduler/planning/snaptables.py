@@ -10,7 +10,7 @@ import fnmatch
 import numpy as np
 
 from legionrm import codes
-from legionrm.collection.collection import CollectionSnapshot
+from legionrm.collection.view import CollectionSnapshot
 from legionrm.mil import values as V
 from legionrm.models import Identity, ObjectRequest, Refusal
 from legionrm.models.reservations import BUILTIN_KINDS

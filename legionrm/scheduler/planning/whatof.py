@@ -11,7 +11,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from legionrm.collection.collection import CollectionSnapshot
+from legionrm.collection.view import CollectionSnapshot
 from legionrm.models import ObjectRequest
 from legionrm.scheduler.planning.pipeline import INF, HostTable
 from legionrm.scheduler.planning.snaptables import host_groups

@@ -18,7 +18,7 @@ import dataclasses
 import numpy as np
 
 from legionrm.heartbeat import CALENDAR, CALENDAR_STEPS, decode
-from legionrm.collection.collection import CollectionSnapshot
+from legionrm.collection.view import CollectionSnapshot
 from legionrm.models import SchedulingRequest
 from legionrm.scheduler.planning.pipeline import INF, HostTable
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from legionrm import codes
-from legionrm.collection.collection import CollectionSnapshot
+from legionrm.collection.view import CollectionSnapshot
 from legionrm.errors import LegionError
 from legionrm.models import Identity, InstanceRef
 from legionrm.scheduler.backfill import Profile, demand_of, usage_of, walltime_of
