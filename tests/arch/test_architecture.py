@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.collection", "legionrm.naming", "legionrm.objstate.actor", "legionrm.events.actor"),
     ("legionrm.hostobj", "legionrm.enactor"),
     ("legionrm.scheduler.entry",),  # one request and its states' rules (the book holds them)
+    ("legionrm.scheduler.book",),  # the request book's parts (its base classes)
     ENGINES[:3] + ("legionrm.scheduler.planning.pipeline", "legionrm.scheduler.ports", "legionrm.scheduler.requests",
                    "legionrm.scheduler.confirm", "legionrm.scheduler.replan", "legionrm.scheduler.grow"),
     ("legionrm.scheduler.priority",  # the site's order over the book's entries (the queue and config read it)
