@@ -1,6 +1,6 @@
 """The backfill profile kept between passes: built again only from what changed.
 
-:func:`~legionrm.scheduler.backfill.profile.profile_of` builds a pass's
+:func:`~legionrm.scheduler.backfill.running.profile_of` builds a pass's
 :class:`Profile` from a Collection snapshot (each host's total and reported
 free cpus) and the running requests (the cpus each holds until its walltime
 ends).  Most passes follow one that saw much the same: a pass after a
@@ -40,7 +40,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from legionrm.collection.view import CollectionSnapshot
-from legionrm.scheduler.backfill.profile import INF, Hosts, Profile, Usage, UsageCache, hosts_of
+from legionrm.scheduler.backfill.profile import INF, Profile, Usage
+from legionrm.scheduler.backfill.running import Hosts, UsageCache, hosts_of
 from legionrm.scheduler.requests import Entry
 
 

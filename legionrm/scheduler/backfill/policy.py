@@ -37,7 +37,8 @@ import numpy as np
 from legionrm.models import SchedulingRequest
 from legionrm.scheduler.backfill.fits import Fits
 from legionrm.scheduler.backfill.memo import Found, HoldsMemo, Reserved
-from legionrm.scheduler.backfill.profile import EPS, INF, Demand, Profile, Shadow, Usage, need, usage_of
+from legionrm.scheduler.backfill.profile import EPS, INF, Demand, Profile, Shadow, Usage, need
+from legionrm.scheduler.backfill.running import usage_of
 from legionrm.scheduler.backfill.top import Top
 from legionrm.scheduler.planning.holds import Hold
 from legionrm.scheduler.priority.slots import Ordered, Slots

@@ -92,7 +92,7 @@ def test_a_profile_asked_for_while_the_kept_one_changes_waits_and_is_right() -> 
     what profile_of gives (it read half-changed rows and failed, or answered wrong, before the lock)."""
     import threading
 
-    from legionrm.scheduler.backfill.profile import UsageCache
+    from legionrm.scheduler.backfill.running import UsageCache
 
     jobs = trace(2, n=80, procs=24)
     real, forget = ProfileKeeper.profile, UsageCache.forget
