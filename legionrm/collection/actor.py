@@ -16,8 +16,8 @@ from legionrm.auth import CallSigner
 from legionrm.auth.guard import Guard
 from legionrm.auth.resources import COLLECTION
 from legionrm.collection.collection import Collection
-from legionrm.collection.view import CollectionSnapshot
 from legionrm.collection.door import CollectionDoor
+from legionrm.collection.view import CollectionSnapshot
 from legionrm.models import (
     AttrValue,
     CollectionSettings,

@@ -42,7 +42,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, cast
 
 from legionrm.collection.table import AttributeTable
-from legionrm.collection.view import ACCESS, EXPIRES, HEARTBEAT, OFF, RESERVED_PREFIX, Caller, CollectionSnapshot
+from legionrm.collection.view import (
+    ACCESS,
+    EXPIRES,
+    HEARTBEAT,
+    OFF,
+    RESERVED_PREFIX,
+    Caller,
+    CollectionSnapshot,
+)
 from legionrm.errors import CollectionError, UnknownResourceError
 from legionrm.mil import compile_query
 from legionrm.models import AccessPolicy, AttrValue, QueryResult, ResourceRecord

@@ -15,7 +15,12 @@ from __future__ import annotations
 import logging
 
 from legionrm.scheduler.watch.hosts import sweep_orphans
-from legionrm.scheduler.watch.settle import end_written, settle_cancels, settle_finished, settle_half_done
+from legionrm.scheduler.watch.settle import (
+    end_written,
+    settle_cancels,
+    settle_finished,
+    settle_half_done,
+)
 from legionrm.state import StoreFault
 
 ORPHAN_SWEEP_TICKS = 10
