@@ -56,10 +56,9 @@ from legionrm.models import (
 from legionrm.naming import POOLS, class_name, host_name, named_actor, vault_name
 from legionrm.scheduler.pools import refused_or_reconfigured, specs_of
 from legionrm.scheduler.ports import PoolGate
+from legionrm.scheduler.remote.actor import CALL_TIMEOUT_S
 from legionrm.scheduler.several.kept import KeptReload
 from legionrm.scheduler.several.served import ServedCollection
-
-CALL_TIMEOUT_S = 120.0
 
 
 @ray.remote(num_cpus=0, max_concurrency=4)
