@@ -16,6 +16,7 @@ rounding left behind, one per entity per order per round.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Callable
@@ -71,16 +72,16 @@ def apportion_qshares(entities: list[Entity], vshares: np.ndarray, rebalance: bo
     # than the arithmetic); each entity's arrays are read once here and written back at the end.
     wanted = {e: e.wanted.tolist() for e in entities}
     given = {e: e.given.tolist() for e in entities}
+    given_q = {e: e.given_q() for e in entities}  # qshares given so far, kept up to date
     nshares = nshares_from_v(vshares).tolist()
     pos = {e: i for i, e in enumerate(entities)}
-
-    def given_q(e: Entity) -> int:
-        return sum(o * n for o, n in enumerate(given[e]))
+    # the orders any entity wants now (nonzero: a superset, which is safe); wants only shrink
+    wanted_orders = set().union(*(itertools.compress(range(L), wanted[e]) for e in entities))
 
     def neediest_first(es: list[Entity]) -> list[Entity]:
         if not rebalance:
             return list(es)
-        return sorted(es, key=lambda e: (given_q(e) / e.weight, pos[e]))
+        return sorted(es, key=lambda e: (given_q[e] / e.weight, pos[e]))
 
     working = list(entities)
     shares_given = True
@@ -104,8 +105,19 @@ def apportion_qshares(entities: list[Entity], vshares: np.ndarray, rebalance: bo
             deserved[e] += 1
             left -= 1
         gpr = {e: 0 for e in working}
+        # an order no entity wants gives nothing (see ``wanted_orders``), but each still
+        # pulls the satisfied entities' weights again: ``satisfied`` is that list while gpr stands
+        satisfied: list[float] | None = None
         for o in range(maxorder, 0, -1):
             if nshares[o] == 0:
+                continue
+            if o not in wanted_orders:
+                if satisfied is None:
+                    satisfied = [e.weight for e in working if deserved[e] - gpr[e] <= 0]
+                for weight in satisfied:
+                    allweights -= weight
+                if allweights <= 0:
+                    break
                 continue
             total_taken = 0
             for e in working:
@@ -127,13 +139,16 @@ def apportion_qshares(entities: list[Entity], vshares: np.ndarray, rebalance: bo
                 w[0] -= taken
                 total_taken += taken
                 gpr[e] += taken * o
+                given_q[e] += taken * o
             if total_taken > 0:
                 shares_given = True
                 remove_shares_by_order(vshares, total_taken, o)
                 nshares = nshares_from_v(vshares).tolist()
-            for e in working:
-                if deserved[e] - gpr[e] <= 0:
-                    allweights -= e.weight
+                satisfied = None
+            if satisfied is None:
+                satisfied = [e.weight for e in working if deserved[e] - gpr[e] <= 0]
+            for weight in satisfied:
+                allweights -= weight
             if allweights <= 0:
                 break
         working = [e for e in working if wanted[e][0] > 0 and given[e][0] < e.cap]
@@ -155,6 +170,7 @@ def apportion_qshares(entities: list[Entity], vshares: np.ndarray, rebalance: bo
                 g_[0] += 1
                 w[o] -= 1
                 w[0] -= 1
+                given_q[e] += o
                 remove_shares_by_order(vshares, 1, o)
                 holes = vshares.tolist()
                 more = True
