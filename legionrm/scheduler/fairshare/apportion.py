@@ -16,6 +16,7 @@ rounding left behind, one per entity per order per round.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Callable
@@ -67,13 +68,20 @@ def apportion_qshares(entities: list[Entity], vshares: np.ndarray, rebalance: bo
         return
     L = len(vshares)
     maxorder = L - 1
-    nshares = nshares_from_v(vshares)
+    # The per-order bookkeeping runs on Python ints (a numpy scalar read or write costs more
+    # than the arithmetic); each entity's arrays are read once here and written back at the end.
+    wanted = {e: e.wanted.tolist() for e in entities}
+    given = {e: e.given.tolist() for e in entities}
+    given_q = {e: e.given_q() for e in entities}  # qshares given so far, kept up to date
+    nshares = nshares_from_v(vshares).tolist()
     pos = {e: i for i, e in enumerate(entities)}
+    # the orders any entity wants now (nonzero: a superset, which is safe); wants only shrink
+    wanted_orders = set().union(*(itertools.compress(range(L), wanted[e]) for e in entities))
 
     def neediest_first(es: list[Entity]) -> list[Entity]:
         if not rebalance:
             return list(es)
-        return sorted(es, key=lambda e: (e.given_q() / e.weight, pos[e]))
+        return sorted(es, key=lambda e: (given_q[e] / e.weight, pos[e]))
 
     working = list(entities)
     shares_given = True
@@ -83,7 +91,7 @@ def apportion_qshares(entities: list[Entity], vshares: np.ndarray, rebalance: bo
         allweights = float(sum(e.weight for e in working))
         if allweights <= 0:
             break
-        total_q = int(nshares[1])
+        total_q = nshares[1]
         deserved = {}
         left = total_q
         for e in working:
@@ -97,56 +105,79 @@ def apportion_qshares(entities: list[Entity], vshares: np.ndarray, rebalance: bo
             deserved[e] += 1
             left -= 1
         gpr = {e: 0 for e in working}
+        # an order no entity wants gives nothing (see ``wanted_orders``), but each still
+        # pulls the satisfied entities' weights again: ``satisfied`` is that list while gpr stands
+        satisfied: list[float] | None = None
         for o in range(maxorder, 0, -1):
             if nshares[o] == 0:
                 continue
+            if o not in wanted_orders:
+                if satisfied is None:
+                    satisfied = [e.weight for e in working if deserved[e] - gpr[e] <= 0]
+                for weight in satisfied:
+                    allweights -= weight
+                if allweights <= 0:
+                    break
+                continue
             total_taken = 0
             for e in working:
-                if e.wanted[o] <= 0 or e.given[0] >= e.cap:
+                w, g_ = wanted[e], given[e]
+                if w[o] <= 0 or g_[0] >= e.cap:
                     continue
-                dgiven = int(nshares[o]) * (e.weight / allweights) * o
+                dgiven = nshares[o] * (e.weight / allweights) * o
                 t = min(max(0, deserved[e] - gpr[e]), int(math.ceil(dgiven)))
                 g = t // o
                 if t % o > 0 and g == 0:
-                    g = min(1, int(nshares[o]))
-                g = min(g, e.cap - int(e.given[0]))
-                taken = min(g, int(e.wanted[o]), int(nshares[o]) - total_taken)
+                    g = min(1, nshares[o])
+                g = min(g, e.cap - g_[0])
+                taken = min(g, w[o], nshares[o] - total_taken)
                 if taken <= 0:
                     continue
-                e.given[o] += taken
-                e.given[0] += taken
-                e.wanted[o] -= taken
-                e.wanted[0] -= taken
+                g_[o] += taken
+                g_[0] += taken
+                w[o] -= taken
+                w[0] -= taken
                 total_taken += taken
                 gpr[e] += taken * o
+                given_q[e] += taken * o
             if total_taken > 0:
                 shares_given = True
                 remove_shares_by_order(vshares, total_taken, o)
-                nshares = nshares_from_v(vshares)
-            for e in working:
-                if deserved[e] - gpr[e] <= 0:
-                    allweights -= e.weight
+                nshares = nshares_from_v(vshares).tolist()
+                satisfied = None
+            if satisfied is None:
+                satisfied = [e.weight for e in working if deserved[e] - gpr[e] <= 0]
+            for weight in satisfied:
+                allweights -= weight
             if allweights <= 0:
                 break
-        working = [e for e in working if e.wanted[0] > 0 and e.given[0] < e.cap]
-        working = [e for e in working if np.any((e.wanted[1:] > 0) & (nshares[1:] > 0))]
+        working = [e for e in working if wanted[e][0] > 0 and given[e][0] < e.cap]
+        left_orders = [o for o in range(1, L) if nshares[o] > 0]
+        working = [e for e in working if any(wanted[e][o] > 0 for o in left_orders)]
     # bonus: whole holes left by rounding, one per entity per order per round
-    given = True
-    while nshares[1] > 0 and given:
-        given = False
+    holes = vshares.tolist()
+    more = True
+    while nshares[1] > 0 and more:
+        more = False
         for e in neediest_first(entities):
+            w, g_ = wanted[e], given[e]
             for o in range(maxorder, 0, -1):
-                if vshares[o] <= 0 or e.wanted[o] <= 0 or e.given[0] >= e.cap:
+                if holes[o] <= 0 or w[o] <= 0 or g_[0] >= e.cap:
                     continue
                 if e.can_bonus is not None and not e.can_bonus(o):
                     continue
-                e.given[o] += 1
-                e.given[0] += 1
-                e.wanted[o] -= 1
-                e.wanted[0] -= 1
+                g_[o] += 1
+                g_[0] += 1
+                w[o] -= 1
+                w[0] -= 1
+                given_q[e] += o
                 remove_shares_by_order(vshares, 1, o)
-                given = True
-        nshares = nshares_from_v(vshares)
+                holes = vshares.tolist()
+                more = True
+        nshares = nshares_from_v(vshares).tolist()
+    for e in entities:
+        e.wanted[:] = wanted[e]
+        e.given[:] = given[e]
 
 
 # --- How Much over the nodepool tree -------------------------------------------------

@@ -21,6 +21,7 @@ counted (not yet placed) nshares from ``n``/``v`` only.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
@@ -223,9 +224,10 @@ class PoolTables:
     def nshares_subtree(self, pool: NodePool) -> np.ndarray:
         return nshares_from_v(self.subtree_v(pool))
 
-    def machines_with_free(self, pool: NodePool, size: int) -> Iterable[str]:
-        """Machines of ``pool`` (local) whose free space is exactly ``size``; a snapshot."""
-        if size >= self.L:
+    def machines_with_free(self, pool: NodePool, size: int, limit: int | None = None) -> Iterable[str]:
+        """Machines of ``pool`` (local) whose free space is exactly ``size``, in bucket order;
+        a snapshot of the first ``limit`` of them (all when None)."""
+        if size >= self.L or not self.bucket[pool.index][size]:
             return ()
-        return list(self.bucket[pool.index][size])
+        return list(itertools.islice(self.bucket[pool.index][size], limit))
 

@@ -32,7 +32,9 @@ def _fill(ctx: CycleContext, job: Job, pool: NodePool, needed: int, fixed: bool,
     for size in range(job.order, tables.L):
         if needed <= 0:
             break
-        for name in tables.machines_with_free(pool, size):
+        # each machine visited takes at least one process (its free space is ``size`` >= the order),
+        # so without the skip no more than ``needed`` machines are visited: snapshot only those
+        for name in tables.machines_with_free(pool, size, None if only_free_of_jobs else needed):
             if needed <= 0:
                 break
             if only_free_of_jobs and any(

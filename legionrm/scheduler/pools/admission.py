@@ -30,6 +30,7 @@ runs per leaf), and the tests check both give the same result.
 from __future__ import annotations
 
 from enum import Enum
+from operator import add
 
 import numpy as np
 
@@ -37,6 +38,7 @@ from legionrm import codes
 from legionrm.errors import AdmissionError
 from legionrm.models import Refusal
 from legionrm.scheduler.pools.gang import (
+    ACCOUNTS,
     ADMISSION_ORDER,
     CONTROLLER,
     NON_PREEMPTIBLE,
@@ -100,8 +102,97 @@ def enqueue(pool: ResourcePool, gang: Gang) -> None:
 
 # --- the admitters ----------------------------------------------------------
 
+_K = len(KINDS)
+_ENTITLEMENT, _SLACK_ENTITLEMENT, _CONTROLLER_LIMIT, _RESERVATION = range(4)  # the admitters, as _Ledger.failing names them
 
-def _over(kind_values: np.ndarray, bound: np.ndarray) -> str:
+
+def _floor(d: float) -> float:
+    """:func:`~legionrm.scheduler.pools.vec.sub_floor` of one kind: a difference below EPS is 0."""
+    return 0.0 if d < EPS else d
+
+
+def _over_by(base: list[float], need: list[float], bound: list[float]) -> bool:
+    """:func:`~legionrm.scheduler.pools.vec.exceeds` of ``base + need`` against ``bound``, kind by kind."""
+    for b, n, m in zip(base, need, bound):
+        if b + n - m >= EPS:
+            return True
+    return False
+
+
+class _Ledger:
+    """A leaf's allocation accounts and demands as Python floats, for one admission call.
+
+    On four-kind vectors a numpy operation costs far more than its arithmetic, so the
+    admission loop reads the pool's arrays once, does per gang the same float
+    operations in the same order as the vector code would (so every result is the
+    same to the bit), and writes them back with :meth:`flush`.  Anything that works on
+    the pool's arrays in between must :meth:`flush` first and :meth:`load` after.
+    """
+
+    __slots__ = ("pool", "alloc", "demand", "slack_demand", "slack_ent", "non_slack_ent", "ctrl_limit", "reservation")
+
+    def __init__(self, pool: ResourcePool) -> None:
+        self.pool = pool
+        self.load()
+        self.slack_ent: list[float] = pool.slack_entitlement.tolist()
+        self.non_slack_ent: list[float] = pool.non_slack_entitlement.tolist()
+        self.ctrl_limit: list[float] | None = None if pool.controller_limit is None else pool.controller_limit.tolist()
+        self.reservation: list[float] = pool.reservation.tolist()
+
+    def load(self) -> None:
+        p = self.pool
+        self.alloc: list[float] = p.alloc.ravel().tolist()  # the six accounts, row after row
+        self.demand: list[float] = p.demand.tolist()
+        self.slack_demand: list[float] = p.slack_demand.tolist()
+
+    def flush(self) -> None:
+        p = self.pool
+        p.alloc = np.array(self.alloc, dtype=np.float64).reshape(len(ACCOUNTS), _K)
+        p.demand = np.array(self.demand, dtype=np.float64)
+        p.slack_demand = np.array(self.slack_demand, dtype=np.float64)
+
+    def row(self, account: int) -> list[float]:
+        return self.alloc[account * _K : (account + 1) * _K]
+
+    def non_slack_used(self) -> list[float]:
+        """``sub_floor(total, slack)``: what non-revocable work holds."""
+        return [_floor(t - s) for t, s in zip(self.row(TOTAL), self.row(SLACK))]
+
+    def failing(self, gang: Gang, need: list[float], preemption_enabled: bool) -> int | None:
+        """The first admitter ``gang`` (of total ``need``) fails, in :func:`check`'s order; None when it passes all."""
+        revocable = gang.revocable
+        if revocable:
+            if _over_by(self.row(SLACK), need, self.slack_ent):
+                return _SLACK_ENTITLEMENT
+        elif _over_by(self.non_slack_used(), need, self.non_slack_ent):
+            return _ENTITLEMENT
+        if self.ctrl_limit is not None and not revocable and gang.controller:
+            if _over_by(self.row(CONTROLLER), need, self.ctrl_limit):
+                return _CONTROLLER_LIMIT
+        if preemption_enabled and not revocable and not gang.preemptible:
+            if _over_by(self.row(NON_PREEMPTIBLE), need, self.reservation):
+                return _RESERVATION
+        return None
+
+    def add_demand(self, gang: Gang) -> None:
+        need = gang.need.tolist()
+        if gang.revocable:
+            self.slack_demand = list(map(add, self.slack_demand, need))
+        else:
+            self.demand = list(map(add, self.demand, need))
+
+    def drop_demand(self, gang: Gang) -> None:
+        need = gang.need.tolist()
+        if gang.revocable:
+            self.slack_demand = [_floor(d - n) for d, n in zip(self.slack_demand, need)]
+        else:
+            self.demand = [_floor(d - n) for d, n in zip(self.demand, need)]
+
+    def charge(self, gang: Gang) -> None:
+        self.alloc = list(map(add, self.alloc, gang.acct.ravel().tolist()))
+
+
+def _over(kind_values: list[float], bound: list[float]) -> str:
     over = [k for i, k in enumerate(KINDS) if kind_values[i] - bound[i] >= EPS]
     k = over[0] if over else KINDS[0]
     i = KINDS.index(k)
@@ -110,28 +201,24 @@ def _over(kind_values: np.ndarray, bound: np.ndarray) -> str:
 
 def check(pool: ResourcePool, gang: Gang, *, preemption_enabled: bool = True) -> Refusal | None:
     """The three admitters in order; None when the gang may be admitted now.  Pure."""
-    a, need = pool.alloc, gang.need
-    if gang.revocable:
-        used = a[SLACK] + need
-        if exceeds(used, pool.slack_entitlement):
-            return Refusal(code=codes.RESPOOL_SLACK_ENTITLEMENT, by=pool.path,
-                           reason=f"revocable gang {gang.id} over slack entitlement: {_over(used, pool.slack_entitlement)}")  # fmt: skip
+    ledger = _Ledger(pool)
+    need = gang.need.tolist()
+    failed = ledger.failing(gang, need, preemption_enabled)
+    if failed is None:
+        return None
+    if failed == _SLACK_ENTITLEMENT:
+        used, bound = ledger.row(SLACK), ledger.slack_ent
+        code, what = codes.RESPOOL_SLACK_ENTITLEMENT, f"revocable gang {gang.id} over slack entitlement"
+    elif failed == _ENTITLEMENT:
+        used, bound = ledger.non_slack_used(), ledger.non_slack_ent
+        code, what = codes.RESPOOL_ENTITLEMENT, f"gang {gang.id} over non-slack entitlement"
+    elif failed == _CONTROLLER_LIMIT:
+        used, bound = ledger.row(CONTROLLER), ledger.ctrl_limit or []
+        code, what = codes.RESPOOL_CONTROLLER_LIMIT, f"controller gang {gang.id} over controller limit"
     else:
-        used = sub_floor(a[TOTAL], a[SLACK]) + need
-        if exceeds(used, pool.non_slack_entitlement):
-            return Refusal(code=codes.RESPOOL_ENTITLEMENT, by=pool.path,
-                           reason=f"gang {gang.id} over non-slack entitlement: {_over(used, pool.non_slack_entitlement)}")  # fmt: skip
-    if gang.controller and not gang.revocable and pool.controller_limit is not None:
-        used = a[CONTROLLER] + need
-        if exceeds(used, pool.controller_limit):
-            return Refusal(code=codes.RESPOOL_CONTROLLER_LIMIT, by=pool.path,
-                           reason=f"controller gang {gang.id} over controller limit: {_over(used, pool.controller_limit)}")  # fmt: skip
-    if preemption_enabled and not gang.preemptible and not gang.revocable:
-        used = a[NON_PREEMPTIBLE] + need
-        if exceeds(used, pool.reservation):
-            return Refusal(code=codes.RESPOOL_RESERVATION, by=pool.path,
-                           reason=f"non-preemptible gang {gang.id} over reservation: {_over(used, pool.reservation)}")  # fmt: skip
-    return None
+        used, bound = ledger.row(NON_PREEMPTIBLE), ledger.reservation
+        code, what = codes.RESPOOL_RESERVATION, f"non-preemptible gang {gang.id} over reservation"
+    return Refusal(code=code, by=pool.path, reason=f"{what}: {_over(list(map(add, used, need)), bound)}")
 
 
 def _admissible_run(pool: ResourcePool, window: list[Gang], preemption_enabled: bool) -> int:
@@ -183,12 +270,25 @@ def _drop_invalid(pool: ResourcePool, gang: Gang, queue: QueueType) -> None:
 
 def try_admit(pool: ResourcePool, gang: Gang, queue: QueueType, *, preemption_enabled: bool = True) -> AdmissionOutcome:
     """TryAdmit for the gang at the head of ``queue``: admit it, drop its killed tasks, move it, or stop."""
+    ledger = _Ledger(pool)
+    outcome = _try_admit(ledger, gang, queue, preemption_enabled)
+    ledger.flush()
+    return outcome
+
+
+def _try_admit(ledger: _Ledger, gang: Gang, queue: QueueType, preemption_enabled: bool) -> AdmissionOutcome:
+    """:func:`try_admit` on the ledger's floats (the pool's arrays are stale until it flushes)."""
+    pool = ledger.pool
     if pool.invalid_tasks and any(t in pool.invalid_tasks for t in gang.task_ids):
+        ledger.flush()
         _drop_invalid(pool, gang, queue)
+        ledger.load()
         return AdmissionOutcome.INVALID
-    if check(pool, gang, preemption_enabled=preemption_enabled) is None:
-        remove_from_queue(pool, gang, queue)
-        pool.alloc = pool.alloc + gang.acct
+    q = pool.queues[queue]
+    if ledger.failing(gang, gang.need.tolist(), preemption_enabled) is None:
+        if q.remove(gang):
+            ledger.drop_demand(gang)
+        ledger.charge(gang)
         return AdmissionOutcome.ADMITTED
     if queue is not QueueType.PENDING:
         return AdmissionOutcome.FULL
@@ -200,8 +300,10 @@ def try_admit(pool: ResourcePool, gang: Gang, queue: QueueType, *, preemption_en
         target = QueueType.REVOCABLE
     else:
         return AdmissionOutcome.FULL  # head-of-line blocking: pending stops here for this call
-    remove_from_queue(pool, gang, queue)
-    add_to_queue(pool, gang, target)
+    if q.remove(gang):
+        ledger.drop_demand(gang)
+    pool.queues[target].push(gang)
+    ledger.add_demand(gang)
     return AdmissionOutcome.SKIP
 
 
@@ -222,6 +324,7 @@ def dequeue_gangs(
     if not pool.is_leaf:
         raise AdmissionError(f"resource pool {pool.path} is not a leaf node")
     admitted: list[Gang] = []
+    ledger = _Ledger(pool)
     for qt in ADMISSION_ORDER:
         left = limit - len(admitted)
         if left <= 0:
@@ -234,17 +337,19 @@ def dequeue_gangs(
             if not q:
                 break
             if bulk and streak >= _STREAK_FOR_WINDOWS:
+                ledger.flush()
                 window = q.head(min(left - tries, width))
                 run = _admissible_run(pool, window, preemption_enabled)
                 width = width * 4 if run == len(window) else _FIRST_WINDOW
                 if run:
                     admitted.extend(_admit_head(pool, qt, run))
+                    ledger.load()
                     tries += run
                     continue
                 streak = 0
             head = q.peek()
             assert head is not None
-            outcome = try_admit(pool, head, qt, preemption_enabled=preemption_enabled)
+            outcome = _try_admit(ledger, head, qt, preemption_enabled)
             tries += 1
             if outcome is AdmissionOutcome.ADMITTED:
                 admitted.append(head)
@@ -253,4 +358,5 @@ def dequeue_gangs(
                 break
             else:
                 streak = 0
+    ledger.flush()
     return admitted
