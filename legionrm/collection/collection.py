@@ -369,7 +369,7 @@ def public(rec: ResourceRecord) -> ResourceRecord:
         update["last_heartbeat"] = float(hb)
     if rec.attributes.get(OFF):
         update["available"] = False
-    return rec.model_copy(update=update)
+    return rec.replaced(**update)
 
 
 def _plain_batch(updates: list[tuple[str, Mapping[str, Any] | None]], records: Mapping[str, object]) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from legionrm.collection.column import value_at
 from legionrm.mil import values as V
 from legionrm.mil.columns import Column, ColumnTable, StringDict
 
@@ -74,7 +75,9 @@ class TableSnapshot(ColumnTable):
     def row_values(self, row: int, attrs: Iterable[str]) -> list[V.Value]:
         """The values of ``attrs`` at ``row``, as Python values (UNDEFINED where not exported)."""
         cols, strings = self._columns, self.strings.strings
-        return [V.UNDEFINED if (c := cols.get(a)) is None else c.value(row, strings) for a in attrs]
+        return [V.UNDEFINED if (c := cols.get(a)) is None
+                else value_at(c, c.uniform if c.uniform is not None else c.tag.item(row), row, strings)  # type: ignore[union-attr]
+                for a in attrs]
 
     def values(self, attr: str, rows: np.ndarray) -> list[V.Value]:
         """``attr``'s values at ``rows`` (row indices), as Python values (UNDEFINED where not

@@ -28,7 +28,7 @@ from typing import Any, cast
 import numpy as np
 
 from legionrm.collection.attrvalues import TAG_OF, as_column, check_values, typed_values
-from legionrm.collection.column import MutableColumn
+from legionrm.collection.column import MutableColumn, value_at
 from legionrm.collection.snapshot import TableSnapshot
 from legionrm.errors import CollectionError, UnknownResourceError
 from legionrm.mil import values as V
@@ -328,7 +328,7 @@ class AttributeTable:
             t = c.tag_at(row)
             if t == V.UNDEF:
                 continue
-            out[attr] = Column(1, uniform=t, b=c.b, i=c.i, f=c.f, s=c.s).value(row, strings)
+            out[attr] = value_at(c, t, row, strings)
         return out
 
     def names(self) -> list[str]:

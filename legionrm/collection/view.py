@@ -186,13 +186,17 @@ class CollectionSnapshot:
     def _current(self, rec: ResourceRecord, values: list[Any]) -> ResourceRecord:
         """``rec`` with the ``values`` of its attributes (in their order) and its availability now."""
         attrs = dict(zip(rec.attributes, values))
-        available = not attrs.get(OFF, False) and float(attrs.get(EXPIRES, -np.inf)) >= self.now
+        available = _available(attrs, self.now)
         if rec.available == available:
             return rec.replaced(attributes=attrs)
         return rec.replaced(attributes=attrs, available=available)
 
     def is_available(self, name: str) -> bool:
-        return self.record(name).available
+        if name not in self._records:
+            raise UnknownResourceError(f"no resource named {name!r} in the collection")
+        row = self.table.index(name)
+        assert row is not None  # (a record has its row)
+        return _available(dict(zip((OFF, EXPIRES), self.table.row_values(row, (OFF, EXPIRES)))), self.now)
 
     def attribute_names(self) -> list[str]:
         """Attributes some resource exports (reserved ones left out)."""
@@ -200,6 +204,11 @@ class CollectionSnapshot:
 
     def resource_names(self) -> list[str]:
         return sorted(self._records)
+
+
+def _available(attrs: Mapping[str, Any], now: float) -> bool:
+    """Not varied off, and heard from within its window at ``now``."""
+    return not attrs.get(OFF, False) and float(attrs.get(EXPIRES, -np.inf)) >= now
 
 
 def _floats(col: Any, n: int, rows: np.ndarray | None, default: float) -> np.ndarray:
