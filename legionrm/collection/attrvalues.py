@@ -1,7 +1,7 @@
 """Attribute values as callers give them, checked and made MIL values (no Ray).
 
 One resource's attributes (:func:`check_values`), many updates' values of one
-attribute at once (:func:`plain_values`, the heartbeats' fast path), or a
+attribute at once (:func:`typed_values`, the heartbeats' fast path), or a
 whole column of a bulk insert (:func:`as_column`).  A value that is not bool,
 int (64-bit), float or str is refused with a
 :class:`~legionrm.errors.CollectionError` naming the resource or column.
@@ -9,7 +9,7 @@ int (64-bit), float or str is refused with a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,22 +18,33 @@ from legionrm.errors import CollectionError
 from legionrm.mil import values as V
 from legionrm.mil.columns import Column, StringDict, column_from_values
 
-_PLAIN = frozenset({bool, float, str})
+_ARRAY_OF = {bool: bool, int: np.int64, float: np.float64, str: None}
+"""The numpy dtype of the values of each plain type (strings are coded by the table)."""
+
+TAG_OF = {bool: V.BOOL, int: V.INT, float: V.FLOAT, str: V.STR}
+"""The tag of a plain value by its type (:func:`legionrm.mil.values.tag_of`'s first cases)."""
 
 
-def plain_values(attr: object, vals: list[Any]) -> bool:
-    """True when ``attr`` is a good name and every value is already a MIL value
-    as it stands (bool, float, str, or an int within 64 bits): what
-    :func:`check_values` would pass unchanged, checked per column."""
+def typed_values(attr: object, vals: Sequence[Any]) -> tuple[int | None, np.ndarray | None] | None:
+    """``attr``'s values in many updates, when ``attr`` is a good name and every value is a MIL
+    value as it stands (bool, float, str, or an int within 64 bits): what :func:`check_values`
+    would pass unchanged, checked per column.  Returns (tag, array): the one kind they share and
+    their numpy array (None for strings), or (None, None) when they are of several kinds; None
+    when one must be refused or converted (for :func:`check_values`, update by update)."""
     if not isinstance(attr, str) or not attr:
-        return False
+        return None
     kinds = set(map(type, vals))
-    if int in kinds:
+    if not kinds <= _ARRAY_OF.keys():
+        return None
+    if len(kinds) != 1:
         ints = [v for v in vals if type(v) is int]
-        if min(ints) < V.INT64_MIN or max(ints) > V.INT64_MAX:
-            return False
-        kinds.discard(int)
-    return kinds <= _PLAIN
+        return (None, None) if not ints or V.INT64_MIN <= min(ints) and max(ints) <= V.INT64_MAX else None
+    kind = kinds.pop()
+    dtype = _ARRAY_OF[kind]
+    try:  # (an int beyond 64 bits overflows)
+        return TAG_OF[kind], None if dtype is None else np.array(vals, dtype=dtype)
+    except OverflowError:
+        return None
 
 
 def check_values(name: str, attrs: Mapping[str, Any]) -> dict[str, V.Value]:

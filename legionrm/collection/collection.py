@@ -7,6 +7,12 @@ resources that would accept that caller, as Legion's collection does.  A
 resource whose heartbeats stop for ``stale_after`` intervals is unavailable and
 left out of answers unless asked for; ``vary_off`` takes one out by hand.
 
+The attribute table (:mod:`legionrm.collection.table`) holds every attribute's value now.  A
+resource's record holds the rest (kind, nodepool, access) and the attributes it exports, in
+order; the values there may be older than the table's (a batch of heartbeats that adds and
+withdraws none writes the table alone), so every reading takes them from the table
+(:meth:`CollectionSnapshot.record`).
+
 Bookkeeping lives in the columnar attribute table beside the exported attributes, under
 reserved names that start with ``@`` (an owner cannot export those, and no MIL
 ``$identifier`` can name them, so a query never sees them; every name MIL can
@@ -39,6 +45,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, Callable, Mapping, Protocol, cast
 
 from legionrm.collection.table import AttributeTable
@@ -97,8 +104,11 @@ class Collection:
         """A resource silent for longer than this is unavailable."""
         self._clock = clock
         self._table = AttributeTable()
-        # name -> record with its public attributes plus the reserved bookkeeping ones
+        # name -> record with its public attributes plus the reserved bookkeeping ones: the
+        # names, in order; the values may lag the table's (see the module).  Shared with
+        # snapshots until the next change (copy-on-write: _writable)
         self._records: dict[str, ResourceRecord] = {}
+        self._records_shared = False
         self._policies: list[AccessPolicy] = []
         self._policy_ids: dict[AccessPolicy, int] = {}
         self._subs: dict[str, _Sub] = {}
@@ -146,7 +156,8 @@ class Collection:
             writes: list[tuple[str, dict[str, AttrValue | None]]] = []
             at: list[int] = []  # the position in ``updates`` of each write
             if _plain_batch(updates, self._records):  # (the hosts' reports: every name known, no reserved key)
-                writes = [(name, {**attrs, **beat} if attrs else dict(beat)) for name, attrs in updates]
+                writes = cast("list[tuple[str, dict[str, AttrValue | None]]]",
+                              [(name, attrs or {}) for name, attrs in updates] if None in map(itemgetter(1), updates) else updates)
                 at = list(range(len(updates)))
                 updates = []
             for k, (name, attrs) in enumerate(updates):
@@ -158,30 +169,30 @@ class Collection:
                 except (UnknownResourceError, CollectionError) as exc:
                     failed.append((k, exc))
                     continue
-                writes.append((name, {**attrs, **beat}))
+                writes.append((name, attrs))
                 at.append(k)
-            refused = self._table.update_many(writes)
-            skip = {w for w, _ in refused}
-            records = self._records
-            for w, (name, changed) in enumerate(writes):  # the records follow the table
-                if w in skip:
-                    continue
-                rec = records[name]
-                merged: dict[str, AttrValue]
-                if None in changed.values():  # a withdrawn attribute
-                    merged = {k: v for k, v in {**rec.attributes, **changed}.items() if v is not None}
-                else:
-                    merged = rec.attributes | cast("dict[str, AttrValue]", changed)
-                records[name] = rec.replaced(attributes=merged)
+            refused, reshaped = self._table.write_many(writes, same=beat)
             failed += [(at[w], exc) for w, exc in refused]
+            if reshaped:  # the records of the heartbeats that add or withdraw an attribute follow the table
+                self._reshape([writes[w] for w in reshaped])
         if failed:
             raise min(failed, key=lambda f: f[0])[1]
+
+    def _reshape(self, writes: list[tuple[str, dict[str, AttrValue | None]]]) -> None:
+        """The records of the heartbeats ``writes`` (written to the table), made anew with the names
+        of the attributes they now export (the values there are the table's: see the module)."""
+        records = self._writable()
+        for name, attrs in writes:  # (in turn: a resource twice takes its record as the one before left it)
+            rec = records[name]
+            merged = {a: v for a, v in {**rec.attributes, **attrs}.items() if v is not None}
+            records[name] = rec.replaced(attributes=merged)
 
     def leave(self, name: str) -> bool:
         """A resource leaves.  Idempotent: returns False if it was not there."""
         with self._lock:
-            if self._records.pop(name, None) is None:
+            if name not in self._records:
                 return False
+            del self._writable()[name]
             self._table.remove(name)
             self._varied_off.discard(name)
             self._sub_off.discard(name)
@@ -209,7 +220,7 @@ class Collection:
         """An immutable view for one decision (cheap: the table is copy-on-write)."""
         with self._lock:
             return CollectionSnapshot(
-                self._table.snapshot(), dict(self._records), tuple(self._policies), float(self._clock())
+                self._table.snapshot(), self._share_records(), tuple(self._policies), float(self._clock())
             )
 
     def query(self, text: str, caller: Caller = None, include_unavailable: bool = False) -> QueryResult:
@@ -222,7 +233,8 @@ class Collection:
     def retrieve_all_attributes(self, name: str) -> dict[str, AttrValue]:
         """Every attribute ``name`` exports.  Raises UnknownResourceError."""
         with self._lock:
-            return dict(public(self._get(name)).attributes)
+            rec, now = self._get(name), self._table.get(name)
+            return dict(public(rec.replaced(attributes={a: now[a] for a in rec.attributes})).attributes)
 
     def record(self, name: str) -> ResourceRecord:
         """The public record of ``name`` with its availability now."""
@@ -323,7 +335,19 @@ class Collection:
         values and raises CollectionError having changed nothing, so a refused
         join or heartbeat leaves no trace here either."""
         self._table.upsert(rec.name, rec.attributes if changed is None else changed, replace=replace)
-        self._records[rec.name] = rec
+        self._writable()[rec.name] = rec
+
+    def _share_records(self) -> dict[str, ResourceRecord]:
+        """The records, for a snapshot: shared until the next change copies them."""
+        self._records_shared = True
+        return self._records
+
+    def _writable(self) -> dict[str, ResourceRecord]:
+        """The records, to change: a copy first if a snapshot holds them."""
+        if self._records_shared:
+            self._records = dict(self._records)
+            self._records_shared = False
+        return self._records
 
     def _is_off(self, name: str) -> bool:
         return name in self._varied_off or name in self._sub_off
@@ -345,16 +369,20 @@ def public(rec: ResourceRecord) -> ResourceRecord:
         update["last_heartbeat"] = float(hb)
     if rec.attributes.get(OFF):
         update["available"] = False
-    return rec.model_copy(update=update)
+    return rec.replaced(**update)
 
 
 def _plain_batch(updates: list[tuple[str, Mapping[str, Any] | None]], records: Mapping[str, object]) -> bool:
     """Every update names a known resource and no reserved (or non-text) attribute: what
     :func:`_check_public` and the lookups would pass, checked on the distinct keys at once."""
-    keys = set().union(*(a for _, a in updates if a))
+    if not updates:
+        return True
+    names, attrs = zip(*updates)
+    if not set(map(type, attrs)) <= {dict, type(None)}:
+        return False
+    keys = set().union(*filter(None, attrs))
     return (all(isinstance(k, str) and not k.startswith(RESERVED_PREFIX) for k in keys)
-            and all(isinstance(a, dict) or a is None for _, a in updates)
-            and all(map(records.__contains__, [n for n, _ in updates])))
+            and all(map(records.__contains__, names)))
 
 
 def _check_public(name: str, attrs: Mapping[str, object]) -> None:

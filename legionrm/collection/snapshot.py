@@ -8,10 +8,13 @@ later upserts and removals never change it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
+from legionrm.collection.column import value_at
+from legionrm.mil import values as V
 from legionrm.mil.columns import Column, ColumnTable, StringDict
 
 
@@ -25,19 +28,19 @@ class TableSnapshot(ColumnTable):
 
     def __init__(
         self, names: np.ndarray, columns: dict[str, Column], strings: StringDict, version: int,
-        order_box: list[np.ndarray | None] | None = None,
+        order_box: list[Any] | None = None,
     ) -> None:
         self.names = names
         self._columns = columns
         self.strings = strings
         self.version = version
-        self._index: dict[str, int] | None = None
-        self._order_box: list[np.ndarray | None] = order_box if order_box is not None else [None]
+        self._order_box: list[Any] = order_box if order_box is not None else [None, None]
 
     @property
     def membership(self) -> object:
         """An object that stays the same (``is``) between snapshots with the
-        same resources in the same rows: a new one after every join or leave."""
+        same resources in the same rows: a new one after every join or leave.  It holds
+        what is worked out once per membership: the name order, and the rows by name."""
         return self._order_box
 
     def name_order(self) -> np.ndarray:
@@ -62,7 +65,41 @@ class TableSnapshot(ColumnTable):
         return np.flatnonzero(q.mask(self))
 
     def index(self, name: str) -> int | None:
-        """The row of ``name`` in this snapshot, or None (index built on first use)."""
-        if self._index is None:
-            self._index = {str(nm): k for k, nm in enumerate(self.names.tolist())}
-        return self._index.get(name)
+        """The row of ``name`` in this snapshot, or None (the index is built on first use, once
+        per membership: snapshots between the same joins and leaves share it)."""
+        index = self._order_box[1]
+        if index is None:
+            index = self._order_box[1] = {str(nm): k for k, nm in enumerate(self.names.tolist())}
+        return index.get(name)
+
+    def row_values(self, row: int, attrs: Iterable[str]) -> list[V.Value]:
+        """The values of ``attrs`` at ``row``, as Python values (UNDEFINED where not exported)."""
+        cols, strings = self._columns, self.strings.strings
+        return [V.UNDEFINED if (c := cols.get(a)) is None
+                else value_at(c, c.uniform if c.uniform is not None else c.tag.item(row), row, strings)  # type: ignore[union-attr]
+                for a in attrs]
+
+    def values(self, attr: str, rows: np.ndarray) -> list[V.Value]:
+        """``attr``'s values at ``rows`` (row indices), as Python values (UNDEFINED where not
+        exported): :meth:`row_values` of many rows, read one kind at a time."""
+        m = len(rows)
+        out: list[V.Value] = [V.UNDEFINED] * m
+        col = self._columns.get(attr)
+        if col is None or m == 0:
+            return out
+        tags = col.tags()[rows]
+        for t, arr in ((V.BOOL, col.b), (V.INT, col.i), (V.FLOAT, col.f), (V.STR, col.s), (V.ERR, None)):
+            at = np.flatnonzero(tags == t)
+            if at.size == 0:
+                continue
+            if arr is None:  # (errors: a table holds none)
+                vals: list[Any] = [V.ERROR] * at.size
+            else:
+                vals = np.broadcast_to(arr, (col.n,))[rows[at]].tolist()
+                if t == V.STR:
+                    vals = list(map(self.strings.strings.__getitem__, vals))
+            if at.size == m:
+                return vals
+            for k, v in zip(at.tolist(), vals):
+                out[k] = v
+        return out

@@ -22,19 +22,20 @@ checked by :mod:`legionrm.collection.attrvalues`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from operator import itemgetter
+from typing import Any, cast
 
 import numpy as np
 
-from legionrm.collection.attrvalues import as_column, check_values, plain_values
-from legionrm.collection.column import MutableColumn
+from legionrm.collection.attrvalues import TAG_OF, as_column, check_values, typed_values
+from legionrm.collection.column import MutableColumn, value_at
 from legionrm.collection.snapshot import TableSnapshot
 from legionrm.errors import CollectionError, UnknownResourceError
 from legionrm.mil import values as V
 from legionrm.mil.columns import Column, StringDict
 
-_TAG_OF = {bool: V.BOOL, int: V.INT, float: V.FLOAT, str: V.STR}
-"""The tag of a plain value by its type (:func:`legionrm.mil.values.tag_of`'s first cases)."""
+_FIELD = {V.BOOL: "b", V.INT: "i", V.FLOAT: "f", V.STR: "s"}
+"""The array a column keeps values of each kind in."""
 
 
 class AttributeTable:
@@ -51,7 +52,7 @@ class AttributeTable:
         self._strings = StringDict()
         self._version = 0
         self._snapshot: TableSnapshot | None = None
-        self._order_box: list[np.ndarray | None] = [None]  # name order, shared by snapshots of one membership
+        self._order_box: list[Any] = [None, None]  # name order and index, shared by snapshots of one membership
 
     # --- size -------------------------------------------------------------------
 
@@ -96,7 +97,7 @@ class AttributeTable:
                 self._column(attr)
         row = self._n
         self._names_before_write(row)
-        self._order_box = [None]
+        self._order_box = [None, None]
         self._names[row] = name
         self._index[name] = row
         self._n += 1
@@ -136,63 +137,101 @@ class AttributeTable:
             self._column(attr).put(row, v, self._strings)
         self._changed()
 
-    def update_many(self, updates: Sequence[tuple[str, Mapping[str, Any]]]) -> list[tuple[int, Exception]]:
+    def update_many(
+        self, updates: Sequence[tuple[str, Mapping[str, Any]]], same: Mapping[str, Any] | None = None
+    ) -> list[tuple[int, Exception]]:
         """Merge attributes into many existing resources at once (heartbeats):
-        as :meth:`upsert` of each, but written column by column, one numpy
-        write per attribute where the rows keep their kind.  An update naming
-        an unknown resource, or with a value that is not bool / int (64-bit)
-        / float / str, changes nothing and comes back as an error; the
-        others are applied.  Returns the refused ones: (position, error), in order."""
+        as :meth:`upsert` of each with ``same`` added to it (values every
+        update writes: the batch's time), but written column by column, one
+        numpy write per attribute where the rows keep their kind.  An update
+        naming an unknown resource, or with a value that is not bool / int
+        (64-bit) / float / str, changes nothing and comes back as an error;
+        the others are applied.  Returns the refused ones: (position, error), in order."""
+        return self.write_many(updates, same)[0]
+
+    def write_many(
+        self, updates: Sequence[tuple[str, Mapping[str, Any]]], same: Mapping[str, Any] | None = None
+    ) -> tuple[list[tuple[int, Exception]], list[int]]:
+        """:meth:`update_many`, telling also which updates add an attribute to their resource or
+        withdraw one (a None, had it the attribute or not): (refused, reshaped), as positions."""
+        if not updates:
+            return [], []
+        same = dict(same or {})
+        names, attrs = zip(*updates)
+        rows = list(map(self._index.get, names))
+        if None in rows or len(set(rows)) < len(rows):
+            return self._update_each(updates, same)  # an unknown resource, or one twice: update by update
+        at = np.asarray(rows, dtype=np.int64)
+        columns = {**_by_attribute(at, attrs), **{attr: (at, [v]) for attr, v in same.items()}}
+        typed = [typed_values(attr, vals) for attr, (_, vals) in columns.items()]
+        if None in typed:
+            return self._update_each(updates, same)  # a value to refuse or convert somewhere (the rare path)
+        reshaped: set[int] = set()
+        for (attr, (where, vals)), (tag, arr) in zip(columns.items(), typed):  # type: ignore[misc]
+            if attr in same:
+                vals, arr = vals * len(rows), arr if arr is None else arr[0]  # (one value, every row)
+            reshaped.update(self._write_column(attr, where, vals, tag, arr))
+        if columns:
+            self._changed()
+        return [], sorted(map(dict(zip(rows, range(len(rows)))).__getitem__, reshaped)) if reshaped else []
+
+    def _update_each(
+        self, updates: Sequence[tuple[str, Mapping[str, Any]]], same: Mapping[str, Any]
+    ) -> tuple[list[tuple[int, Exception]], list[int]]:
+        """:meth:`write_many` checking update by update (unknown names, values to refuse or
+        convert, a resource updated twice: the last write wins)."""
         errors: list[tuple[int, Exception]] = []
         by_attr: dict[str, tuple[list[int], list[Any]]] = {}
+        at: dict[int, list[int]] = {}  # row -> the positions of its updates
+        withdrawn: set[int] = set()  # the rows an update withdraws an attribute of
         for k, (name, attrs) in enumerate(updates):
             row = self._index.get(name)
             if row is None:
                 errors.append((k, UnknownResourceError(f"unknown resource {name!r}")))
                 continue
-            for attr, v in attrs.items():
-                rows, vals = by_attr.setdefault(attr, ([], []))
-                rows.append(row)
+            try:
+                values = check_values(name, {**attrs, **same})
+            except CollectionError as exc:
+                errors.append((k, exc))
+                continue
+            at.setdefault(row, []).append(k)
+            if V.UNDEFINED in values.values():
+                withdrawn.add(row)
+            for attr, v in values.items():
+                where, vals = by_attr.setdefault(attr, ([], []))
+                where.append(row)
                 vals.append(v)
-        if any(not plain_values(attr, vals) for attr, (_, vals) in by_attr.items()):
-            # a value to refuse or convert somewhere: check update by update (the rare path)
-            good: list[tuple[str, Mapping[str, Any]]] = []
-            for k, (name, attrs) in enumerate(updates):
-                if name not in self._index:
-                    continue
-                try:
-                    good.append((name, check_values(name, attrs)))
-                except CollectionError as exc:
-                    errors.append((k, exc))
-            errors.sort(key=lambda e: e[0])
-            by_attr = {}
-            for name, values in good:
-                for attr, v in values.items():
-                    rows, vals = by_attr.setdefault(attr, ([], []))
-                    rows.append(self._index[name])
-                    vals.append(v)
-        for attr, (rows, vals) in by_attr.items():
-            self._write_column(attr, rows, vals)
+        reshaped = withdrawn
+        for attr, (where, vals) in by_attr.items():
+            if attr not in self._cols and all(v is V.UNDEFINED for v in vals):
+                continue
+            kinds = set(map(type, vals))  # (the tags of few distinct types, not of every value)
+            tags = {TAG_OF[k] for k in kinds} if kinds <= TAG_OF.keys() else {V.tag_of(v) for v in vals}
+            reshaped.update(self._write_column(attr, np.asarray(where, dtype=np.int64), vals,
+                                               tags.pop() if len(tags) == 1 else None, distinct=len(set(where)) == len(where)))
         if by_attr:
             self._changed()
-        return errors
+        return errors, sorted(k for row in reshaped for k in at[row])
 
-    def _write_column(self, attr: str, rows: list[int], vals: list[V.Value]) -> None:
-        """Write ``vals`` at ``rows`` of one attribute (a row may repeat: the last wins)."""
-        if attr not in self._cols and all(v is V.UNDEFINED for v in vals):
-            return
+    def _write_column(self, attr: str, rows: np.ndarray, vals: Sequence[V.Value], tag: int | None,
+                      arr: Any = None, distinct: bool = True) -> list[int]:
+        """Write ``vals`` (MIL values, all of the one kind ``tag`` unless it is None; ``arr``: them
+        as an array, or one value for every row, if at hand) at ``rows`` of one attribute (unless
+        ``distinct``, a row may repeat: the last wins).  Returns the rows that gained or lost it."""
         c = self._column(attr)
-        kinds = set(map(type, vals))  # (the tags of few distinct types, not of every value)
-        tags = {_TAG_OF[k] for k in kinds} if kinds <= _TAG_OF.keys() else {V.tag_of(v) for v in vals}
-        t = tags.pop() if len(tags) == 1 else None
-        field = {V.BOOL: "b", V.INT: "i", V.FLOAT: "f"}.get(t) if t is not None else None
-        if field is None or c.tag is not None or c.utag != t or len(set(rows)) != len(rows):
-            for row, v in zip(rows, vals):  # kinds change (or a row repeats): row by row, keeping counts
-                c.put(row, v, self._strings)
-            return
-        # every row already has this kind and keeps it: the counts stand, one write
-        c.before_write(min(rows))
-        c.data(field)[np.asarray(rows, dtype=np.int64)] = vals
+        field = _FIELD.get(tag)  # type: ignore[arg-type]
+        if field and distinct and (c.utag == tag if c.tag is None else bool((c.tag[rows] == tag).all())):
+            # every row already has this kind and keeps it: the counts stand, one write
+            c.before_write(int(rows.min()))
+            c.data(field)[rows] = list(map(self._strings.code, cast("Sequence[str]", vals))) if field == "s" else vals if arr is None else arr
+            return []
+        reshaped = []
+        for row, v in zip(rows.tolist(), vals):  # kinds change (or a row repeats): row by row, keeping counts
+            had = c.tag_at(row) != V.UNDEF
+            c.put(row, v, self._strings)
+            if had == (v is V.UNDEFINED):
+                reshaped.append(row)
+        return reshaped
 
     def remove(self, name: str) -> None:
         """Drop resource ``name``; raises UnknownResourceError if it is not here."""
@@ -206,7 +245,7 @@ class AttributeTable:
                 c.before_write(row)
                 for k, a in list(c.arrays()):
                     a[row] = a[last]
-        self._order_box = [None]
+        self._order_box = [None, None]
         if row != last:
             self._names_before_write(row)
             moved = self._names[last]
@@ -240,7 +279,7 @@ class AttributeTable:
         for attr in prepared:  # new columns: undefined on the existing rows only
             self._column(attr)
         self._names_before_write(start)
-        self._order_box = [None]
+        self._order_box = [None, None]
         self._names[start : start + m] = np.asarray(names, dtype=object)
         for k, nm in enumerate(names):
             self._index[nm] = start + k
@@ -289,7 +328,7 @@ class AttributeTable:
             t = c.tag_at(row)
             if t == V.UNDEF:
                 continue
-            out[attr] = Column(1, uniform=t, b=c.b, i=c.i, f=c.f, s=c.s).value(row, strings)
+            out[attr] = value_at(c, t, row, strings)
         return out
 
     def names(self) -> list[str]:
@@ -311,3 +350,28 @@ class AttributeTable:
                 cols[attr] = col
         self._snapshot = TableSnapshot(names, cols, self._strings, self._version, self._order_box)
         return self._snapshot
+
+
+def _by_attribute(rows: np.ndarray, attrs: Sequence[Mapping[str, Any]]) -> dict[str, tuple[np.ndarray, list[Any]]]:
+    """The updates' values column by column: attribute -> (its rows, its values), the attributes
+    in the order they first appear.  Read out whole for the updates with the same attribute names
+    (a host group's hosts report the same ones), not value by value."""
+    names = _by_attribute_names(attrs)
+    if sum(map(len, attrs)) == len(names) * len(attrs):  # (every update names them all: the common case)
+        return {attr: (rows, list(map(itemgetter(attr), attrs))) for attr in attrs[0]}
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for k, shape in enumerate(map(tuple, attrs)):
+        groups.setdefault(shape, []).append(k)
+    at: dict[str, tuple[list[int], list[Any]]] = {}
+    for shape, ks in groups.items():
+        mine = [attrs[k] for k in ks]
+        for attr in shape:
+            where, got = at.setdefault(attr, ([], []))
+            where += ks
+            got += map(itemgetter(attr), mine)
+    return {attr: (rows[where], vals) for attr, (where, vals) in at.items()}
+
+
+def _by_attribute_names(attrs: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Every attribute some update names."""
+    return set().union(*attrs)

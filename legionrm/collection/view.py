@@ -51,6 +51,7 @@ class CollectionSnapshot:
         self.now = now
         self._served = served
         self._alive_mask: np.ndarray | None = None
+        self._made: dict[str, ResourceRecord] = {}  # the records read so far, with the table's values
 
     @property
     def served_query(self) -> str | None:
@@ -151,25 +152,51 @@ class CollectionSnapshot:
     def query(self, text: str, caller: Caller = None, include_unavailable: bool = False) -> QueryResult:
         """The records matching ``text`` (sorted by name).  Raises MILError."""
         t0 = time.perf_counter()
-        names = self.names(text, caller, include_unavailable)
-        records = tuple(self.record(n) for n in names)
+        rows = self.rows(text, caller, include_unavailable)
+        records = self._records_at([str(n) for n in self.table.names[rows]], rows)
         return QueryResult(
             query=text, records=records, considered=len(self._records), elapsed_ms=(time.perf_counter() - t0) * 1e3
         )
 
     def record(self, name: str) -> ResourceRecord:
-        """The record of ``name`` as of this snapshot (availability computed now)."""
-        try:
-            rec = self._records[name]
-        except KeyError:
-            raise UnknownResourceError(f"no resource named {name!r} in the collection") from None
-        available = self.is_available(name)
-        return rec if rec.available == available else rec.model_copy(update={"available": available})
+        """The record of ``name`` as of this snapshot: its attributes' values from the table,
+        its availability computed now."""
+        got = self._made.get(name)
+        if got is None:
+            try:
+                rec = self._records[name]
+            except KeyError:
+                raise UnknownResourceError(f"no resource named {name!r} in the collection") from None
+            row = self.table.index(name)
+            assert row is not None  # (a record has its row)
+            got = self._made[name] = self._current(rec, self.table.row_values(row, rec.attributes))
+        return got
+
+    def _records_at(self, names: list[str], rows: np.ndarray) -> tuple[ResourceRecord, ...]:
+        """:meth:`record` of each of ``names`` (at ``rows``), the values read column by column."""
+        todo = [k for k, name in enumerate(names) if name not in self._made]
+        if todo:
+            recs = [self._records[names[k]] for k in todo]
+            at = rows[todo]
+            cols = {a: self.table.values(a, at) for a in set().union(*(r.attributes for r in recs))}
+            for j, rec in enumerate(recs):
+                self._made[rec.name] = self._current(rec, [cols[a][j] for a in rec.attributes])
+        return tuple(map(self._made.__getitem__, names))
+
+    def _current(self, rec: ResourceRecord, values: list[Any]) -> ResourceRecord:
+        """``rec`` with the ``values`` of its attributes (in their order) and its availability now."""
+        attrs = dict(zip(rec.attributes, values))
+        available = _available(attrs, self.now)
+        if rec.available == available:
+            return rec.replaced(attributes=attrs)
+        return rec.replaced(attributes=attrs, available=available)
 
     def is_available(self, name: str) -> bool:
-        rec = self._records[name]
-        attrs = rec.attributes
-        return not attrs.get(OFF, False) and float(attrs.get(EXPIRES, -np.inf)) >= self.now
+        if name not in self._records:
+            raise UnknownResourceError(f"no resource named {name!r} in the collection")
+        row = self.table.index(name)
+        assert row is not None  # (a record has its row)
+        return _available(dict(zip((OFF, EXPIRES), self.table.row_values(row, (OFF, EXPIRES)))), self.now)
 
     def attribute_names(self) -> list[str]:
         """Attributes some resource exports (reserved ones left out)."""
@@ -177,6 +204,11 @@ class CollectionSnapshot:
 
     def resource_names(self) -> list[str]:
         return sorted(self._records)
+
+
+def _available(attrs: Mapping[str, Any], now: float) -> bool:
+    """Not varied off, and heard from within its window at ``now``."""
+    return not attrs.get(OFF, False) and float(attrs.get(EXPIRES, -np.inf)) >= now
 
 
 def _floats(col: Any, n: int, rows: np.ndarray | None, default: float) -> np.ndarray:
