@@ -119,6 +119,9 @@ class UsageLedger:
         self._at: float | None = None
         self._raw: dict[str, float] = {}
         self._decayed: dict[str, float] = {}
+        # what _sums read of the last running columns while the users with finished work stay the same:
+        # (those columns, how many such users, the users in order, each stretch's user's place there)
+        self._read: tuple[Stretches, int, list[str], np.ndarray] | None = None
 
     def add(self, uses: Iterable[Use], now: float) -> None:
         """Count finished work (each stretch once: the caller reads each record once)."""
@@ -153,15 +156,18 @@ class UsageLedger:
         self._age(now)
         if not isinstance(running, Stretches):
             running = Stretches.of(running if isinstance(running, list) else list(running))
-        users = list(self._raw)  # the finished users first, then the running ones as they first appear
-        users += [u for u in running.users if u not in self._raw]
+        read = self._read  # (users are only ever added to _raw: the same count, the same users)
+        if read is None or read[0] is not running or read[1] != len(self._raw):
+            users = list(self._raw)  # the finished users first, then the running ones as they first appear
+            users += [u for u in running.users if u not in self._raw]
+            number = np.fromiter(map({u: i for i, u in enumerate(users)}.__getitem__, running.users), np.int64,
+                                 len(running.users))
+            read = self._read = (running, len(self._raw), users, number[running.who][running.each])
+        _, _, users, who = read
         raw = np.fromiter(map(self._raw.get, users, repeat(0.0)), np.float64, len(users)) if raw_too else None
         dec = np.fromiter(map(self._decayed.get, users, repeat(0.0)), np.float64, len(users))
         if len(running.each):
-            number = np.fromiter(map({u: i for i, u in enumerate(users)}.__getitem__, running.users), np.int64,
-                                 len(running.users))
             each, cpus, start = running.each, running.cpus, running.start
-            who = number[running.who][each]
             end = np.minimum(running.end, now)
             if raw is not None:
                 ran = end - start

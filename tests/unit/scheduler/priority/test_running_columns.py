@@ -41,6 +41,9 @@ def test_columns_give_the_one_by_one_usage_as_work_starts_and_ends(half_life: fl
             # the decayed usage alone (the fair-share factors' read): the same figures, users in the same order
             assert [(u, struct.pack("<d", d)) for u, d in ledger.decayed(at, kept.columns(book.entries())).items()] \
                 == [(u, b[8:]) for u, b in want]
+    # finished work of a new user comes in, the same work running: the users read again (the new one first)
+    ledger.add([Use("u9", 1.0, 0.0, 5.0)], now[0])
+    assert bits(ledger.usage(now[0], kept.columns(book.entries()))) == bits(ledger.usage(now[0], kept(book.entries())))
     book.end_instances(book.get("r1"), ["r1-0", "r1-4"], "ended", "done")
     book.end_instances(book.get("r3"), [f"r3-{i}" for i in range(5)], "ended", "done")
     now[0] += 3
