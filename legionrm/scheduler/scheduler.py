@@ -145,7 +145,8 @@ class Scheduler(Ticking):
         self._depend = self.queue.depend = Depend(book, clock)  # dependencies, begin_at, arrays (scheduler.depend)
         self._arrays = Arrays(book, self._depend)
         self._profiles = ProfileKeeper()  # the hosts' cpus over time, kept between passes
-        self.backfill = Backfill(self._queue_spec.policy, self._queue_spec.backfill_depth, profile=self._profile)
+        self.backfill = Backfill(self._queue_spec.policy, self._queue_spec.backfill_depth, profile=self._profile,
+                                 usage=self._profiles.usage)
         self._preemption = Preemption(book, self.queue.site, self._profile, self.backfill.depth, enactment.stop,
                                      accounts.book_back, clock, self.queue.claim, lambda: collection.get().snapshot())
         self._stages = Stages(work_classes(settings.cluster.classes), book, planner, collection, enactment,

@@ -41,7 +41,7 @@ import numpy as np
 
 from legionrm.collection.view import CollectionSnapshot
 from legionrm.scheduler.backfill.profile import INF, Profile, Usage
-from legionrm.scheduler.backfill.running import Hosts, UsageCache, hosts_of
+from legionrm.scheduler.backfill.running import Hosts, UsageCache, hosts_of, usage_of
 from legionrm.scheduler.requests import Entry
 
 
@@ -71,6 +71,14 @@ class ProfileKeeper:
         """The profile :func:`profile_of` gives for ``snap`` and ``running``, as a copy of its own."""
         with self._lock:
             return self._profile(snap, running)
+
+    def usage(self, entry: Entry, profile: Profile) -> Usage:
+        """:func:`usage_of` ``entry`` on ``profile`` (a copy this keeper gave): for a pass that just started
+        ``entry``, kept so the next profile counts it without reading it again."""
+        usage = usage_of(entry, profile)
+        with self._lock:
+            self._usages.keep(entry, profile, usage)
+        return usage
 
     def _profile(self, snap: CollectionSnapshot, running: Sequence[Entry]) -> Profile:
         now = float(snap.now)

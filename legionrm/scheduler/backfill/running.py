@@ -64,13 +64,21 @@ class UsageCache:
         return [u for _, u in kept.values()]
 
     def more(self, profile: Profile, running: Iterable[Entry]) -> list[Usage]:
-        """:meth:`usages` of ``running``, kept beside those kept already (``profile``: the hosts of the last call)."""
+        """:meth:`usages` of ``running``, kept beside those kept already (``profile``: the hosts of the last call;
+        a usage :meth:`keep` was given for the same instance map is not read again)."""
         out = []
         for entry in running:
-            u = usage_of(entry, profile)
+            got = self._usages.get(entry.id)
+            u = got[1] if got is not None and got[0] is entry.instances else usage_of(entry, profile)
             self._usages[entry.id] = (entry.instances, u)
             out.append(u)
         return out
+
+    def keep(self, entry: Entry, profile: Profile, usage: Usage) -> None:
+        """``usage``, :func:`usage_of` ``entry`` on ``profile`` (a pass's, which just started it), kept for
+        :meth:`more` when ``profile`` has the hosts of the last call (else it is read again there)."""
+        if profile.names is self._names or profile.names == self._names:
+            self._usages[entry.id] = (entry.instances, usage)
 
     def forget(self, ids: Iterable[str]) -> None:
         """The usages of the requests ``ids`` no longer kept (they no longer run)."""

@@ -33,7 +33,7 @@ from legionrm.scheduler.priority.usage import Stretches, Usage, UsageLedger, Use
 from legionrm.scheduler.requests import Entry
 
 HOLDING = ("admitted", "placing", "reserved", "running")
-_REQUEST, _STATE = attrgetter("request"), attrgetter("state")
+_REQUEST, _STATE, _INSTANCES = attrgetter("request"), attrgetter("state"), attrgetter("instances")
 _RUNNING = "running"
 _NOT_PENDING = {"pending": 0, "running": -2}
 """How :meth:`SitePolicy.order` numbers a request by state (a pending one: its slot; the rest: -3)."""
@@ -146,18 +146,24 @@ class SitePolicy:
         """Each user's raw and decayed cpu-seconds: finished work (records read once each) and running work."""
         now = self._clock() if now is None else now
         with self._lock:
-            while self._records is not None:
-                self._row, got = self._records.after(self._row)
-                if not got:
-                    break
-                self._ledger.add((Use(r.user, r.cpus, r.start, r.end) for r in got), now)
+            self._read_records(now)
             return self._ledger.usage(now, self._running.columns(entries))
+
+    def _read_records(self, now: float) -> None:
+        """(Under the lock.)  The accounting records not read yet, counted in the ledger."""
+        while self._records is not None:
+            self._row, got = self._records.after(self._row)
+            if not got:
+                break
+            self._ledger.add((Use(r.user, r.cpus, r.start, r.end) for r in got), now)
 
     def fairshare(self, entries: list[Entry], now: float, users: Iterable[str] | None = None) -> dict[str, float]:
         """Each user's fair-share factor (of ``users``, default every user in ``entries``, and all with usage)."""
-        usage = self.usage(entries, now)
+        with self._lock:  # (the decayed usage of :meth:`usage`, without its raw usage)
+            self._read_records(now)
+            decayed = self._ledger.decayed(now, self._running.columns(entries))
         every = {e.user for e in entries} if users is None else set(users)
-        return self.tree.factors({u: v.decayed for u, v in usage.items()}, every)
+        return self.tree.factors(decayed, every)
 
     # --- the order and the limits ----------------------------------------------------------
 
@@ -323,6 +329,7 @@ class RunningUses:
     def __init__(self) -> None:
         self._kept: dict[str, _Kept] = {}
         self._columns: tuple[list[_Kept], Stretches] = ([], Stretches.of([]))
+        self._last: tuple[list, list, list, list] | None = None  # the last call's entries, states, requests, maps
 
     def __call__(self, entries: Iterable[Entry]) -> list[Use]:
         out: list[Use] = []
@@ -331,7 +338,16 @@ class RunningUses:
         return out
 
     def columns(self, entries: Iterable[Entry]) -> Stretches:
-        """The same stretches as :class:`Stretches` (kept while the running requests' stretches are the same)."""
+        """The same stretches as :class:`Stretches` (kept while the running requests' stretches are the same;
+        given back without a look at each request when ``entries`` are the last call's, each in the same state
+        with the same request and instance map: a pass after one that started and ended nothing)."""
+        entries = list(entries)  # (kept: compared with the next call's)
+        key = (entries, list(map(_STATE, entries)), list(map(_REQUEST, entries)), list(map(_INSTANCES, entries)))
+        last = self._last
+        if (last is not None and len(entries) == len(last[0]) and key[1] == last[1]
+                and all(all(map(is_, key[i], last[i])) for i in (0, 2, 3))):
+            return self._columns[1]
+        self._last = key
         kept = [k for k in self._read(entries) if k.uses]
         was, columns = self._columns
         if len(kept) == len(was) and all(map(is_, kept, was)):

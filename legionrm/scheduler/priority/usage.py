@@ -44,7 +44,9 @@ def _decayed_terms(cpus: np.ndarray, start: np.ndarray, end: np.ndarray, now: fl
         out[live] = cpus * (end - start)
         return out
     k = math.log(2.0) / half_life_s
-    grow = np.fromiter(map(math.exp, (-k * (now - end)).tolist()), np.float64, len(end))
+    grow = np.ones(len(end))  # (exp(-k * 0.0) is 1.0 exactly: work running until now, most stretches here)
+    past = np.flatnonzero(end != now)
+    grow[past] = np.fromiter(map(math.exp, (-k * (now - end[past])).tolist()), np.float64, len(past))
     part = np.fromiter(map(math.expm1, (-k * (end - start)).tolist()), np.float64, len(end))
     out[live] = cpus * grow * -part / k
     return out
@@ -117,6 +119,9 @@ class UsageLedger:
         self._at: float | None = None
         self._raw: dict[str, float] = {}
         self._decayed: dict[str, float] = {}
+        # what _sums read of the last running columns while the users with finished work stay the same:
+        # (those columns, how many such users, the users in order, each stretch's user's place there)
+        self._read: tuple[Stretches, int, list[str], np.ndarray] | None = None
 
     def add(self, uses: Iterable[Use], now: float) -> None:
         """Count finished work (each stretch once: the caller reads each record once)."""
@@ -135,23 +140,40 @@ class UsageLedger:
         :func:`decayed_cpu_seconds` works them out (``math``'s exp and expm1, the
         same operations in the same order), summed into its user's total in order
         (``np.add.at`` adds unbuffered, one index after another)."""
+        users, raw, dec = self._sums(now, running, True)
+        assert raw is not None
+        return {u: Usage(r, d) for u, r, d in zip(users, raw.tolist(), dec.tolist())}
+
+    def decayed(self, now: float, running: Stretches) -> dict[str, float]:
+        """Each user's decayed usage at ``now``, as :meth:`usage` gives it (the same figures, users in the
+        same order), without the raw usage (the fair-share factors read only this)."""
+        users, _, dec = self._sums(now, running, False)
+        return dict(zip(users, dec.tolist()))
+
+    def _sums(self, now: float, running: Iterable[Use] | Stretches, raw_too: bool
+              ) -> tuple[list[str], np.ndarray | None, np.ndarray]:
+        """:meth:`usage`'s users and their raw (when ``raw_too``) and decayed sums, as columns."""
         self._age(now)
         if not isinstance(running, Stretches):
             running = Stretches.of(running if isinstance(running, list) else list(running))
-        users = list(self._raw)  # the finished users first, then the running ones as they first appear
-        users += [u for u in running.users if u not in self._raw]
-        raw = np.fromiter(map(self._raw.get, users, repeat(0.0)), np.float64, len(users))
-        dec = np.fromiter(map(self._decayed.get, users, repeat(0.0)), np.float64, len(users))
-        if len(running.each):
+        read = self._read  # (users are only ever added to _raw: the same count, the same users)
+        if read is None or read[0] is not running or read[1] != len(self._raw):
+            users = list(self._raw)  # the finished users first, then the running ones as they first appear
+            users += [u for u in running.users if u not in self._raw]
             number = np.fromiter(map({u: i for i, u in enumerate(users)}.__getitem__, running.users), np.int64,
                                  len(running.users))
+            read = self._read = (running, len(self._raw), users, number[running.who][running.each])
+        _, _, users, who = read
+        raw = np.fromiter(map(self._raw.get, users, repeat(0.0)), np.float64, len(users)) if raw_too else None
+        dec = np.fromiter(map(self._decayed.get, users, repeat(0.0)), np.float64, len(users))
+        if len(running.each):
             each, cpus, start = running.each, running.cpus, running.start
-            who = number[running.who][each]
             end = np.minimum(running.end, now)
-            ran = end - start
-            np.add.at(raw, who, (cpus * np.where(ran > 0.0, ran, 0.0))[each])  # (max(0.0, ran), as Python's max picks)
+            if raw is not None:
+                ran = end - start
+                np.add.at(raw, who, (cpus * np.where(ran > 0.0, ran, 0.0))[each])  # (max(0.0, ran), as Python's max)
             np.add.at(dec, who, _decayed_terms(cpus, start, end, now, self.half_life_s)[each])
-        return {u: Usage(r, d) for u, r, d in zip(users, raw.tolist(), dec.tolist())}
+        return users, raw, dec
 
     def _age(self, now: float) -> None:
         if self._at is not None and now > self._at:

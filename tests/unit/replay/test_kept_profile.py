@@ -30,8 +30,8 @@ def same(a: Profile, b: Profile) -> bool:
 @pytest.mark.parametrize("seed,hosts,cpus", [(1, 16, 1), (2, 6, 4), (3, 5, 3)], ids=["16x1", "6x4", "5x3"])
 def test_kept_profile_is_the_fresh_one(policy: str, seed: int, hosts: int, cpus: int) -> None:
     jobs = trace(seed, n=80, procs=hosts * cpus)
-    kept_calls = {"same token": 0, "passes": 0, "ended taken out": 0}
-    real, rebuild = ProfileKeeper.profile, ProfileKeeper._rebuild
+    kept_calls = {"same token": 0, "passes": 0, "ended taken out": 0, "usage from the pass": 0}
+    real, rebuild, usage = ProfileKeeper.profile, ProfileKeeper._rebuild, ProfileKeeper.usage
 
     def checked(self: ProfileKeeper, snap, running):  # type: ignore[no-untyped-def]
         token = self.token
@@ -45,9 +45,15 @@ def test_kept_profile_is_the_fresh_one(policy: str, seed: int, hosts: int, cpus:
         kept_calls["ended taken out"] += bool(gone)
         return rebuild(self, gone, *reread)
 
-    with patch.object(ProfileKeeper, "profile", checked), patch.object(ProfileKeeper, "_rebuild", taken_out):
+    def from_pass(self: ProfileKeeper, entry, profile):  # type: ignore[no-untyped-def]
+        kept_calls["usage from the pass"] += 1
+        return usage(self, entry, profile)
+
+    with patch.object(ProfileKeeper, "profile", checked), patch.object(ProfileKeeper, "_rebuild", taken_out), \
+            patch.object(ProfileKeeper, "usage", from_pass):
         kept = replay(jobs, hosts, cpus, policy)
     assert kept_calls["same token"] > 0  # (the test can fail: some passes did reuse the kept profile)
+    assert kept_calls["usage from the pass"] > 0  # (and the next profile counted the usages the passes read)
     assert kept_calls["ended taken out"] > 0  # (and some took the ended requests out of it, not built afresh)
     fresh_profile = lambda self, snap, running: profile_of(snap, running)  # noqa: E731
     with patch.object(ProfileKeeper, "profile", fresh_profile):

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
 import pytest
 
 from legionrm.models import Identity, InstanceRef, ObjectRequest, SchedulingRequest
 from legionrm.scheduler.priority.site import RunningUses
-from legionrm.scheduler.priority.usage import UsageLedger, Use
+from legionrm.scheduler.priority.usage import UsageLedger, Use, _decayed_terms, decayed_cpu_seconds
 from legionrm.scheduler.requests import RequestBook
 from tests.unit.scheduler.priority.books import run
 
@@ -37,8 +38,29 @@ def test_columns_give_the_one_by_one_usage_as_work_starts_and_ends(half_life: fl
         for at in (now[0], now[0] + 0.5):  # time moves with the same work running: the columns kept
             want = bits(ledger.usage(at, kept(book.entries())))
             assert bits(ledger.usage(at, kept.columns(book.entries()))) == want
+            # the decayed usage alone (the fair-share factors' read): the same figures, users in the same order
+            assert [(u, struct.pack("<d", d)) for u, d in ledger.decayed(at, kept.columns(book.entries())).items()] \
+                == [(u, b[8:]) for u, b in want]
+    # finished work of a new user comes in, the same work running: the users read again (the new one first)
+    ledger.add([Use("u9", 1.0, 0.0, 5.0)], now[0])
+    assert bits(ledger.usage(now[0], kept.columns(book.entries()))) == bits(ledger.usage(now[0], kept(book.entries())))
     book.end_instances(book.get("r1"), ["r1-0", "r1-4"], "ended", "done")
     book.end_instances(book.get("r3"), [f"r3-{i}" for i in range(5)], "ended", "done")
     now[0] += 3
     assert bits(ledger.usage(now[0], kept.columns(book.entries()))) == bits(ledger.usage(now[0], kept(book.entries())))
+    # a request that stops running (its state alone changes) leaves the columns the next call gives
+    book.get("r0").state = "finished"
+    assert bits(ledger.usage(now[0], kept.columns(book.entries()))) == bits(ledger.usage(now[0], kept(book.entries())))
     assert kept.columns([]).each.size == 0 and ledger.usage(now[0], kept.columns([])) == ledger.usage(now[0], [])
+
+
+@pytest.mark.parametrize("half_life", [0.0, 3600.0, 12345.678], ids=["no-decay", "an-hour", "odd"])
+def test_the_terms_as_columns_are_each_stretch_s_bit_for_bit(half_life: float) -> None:
+    now = 1e9 + 0.25
+    # (cpus, start, end): running until now, ended before now, none, ending before it began, one second
+    rows = [(4.0, now - 7200.5, now), (1.5, now - 50.0, now - 10.0), (0.0, now - 9.0, now), (2.0, now - 1.0, now - 3.0),
+            (3.0, now - 1.0, now), (2.5, 1e9 - 86_400.0, 1e9 - 3600.0)]
+    cpus, start, end = (np.array([r[c] for r in rows]) for c in range(3))
+    got = _decayed_terms(cpus, start, end, now, half_life)
+    want = [decayed_cpu_seconds(c, s, e, now, half_life) for c, s, e in rows]
+    assert [struct.pack("<d", g) for g in got.tolist()] == [struct.pack("<d", w) for w in want]
