@@ -106,9 +106,8 @@ class RequestBook(BookInstances):
             for reason, object_id in told:
                 self.tell(entry, status, reason, object_id)
             return
-        at, rid, user = float(self.clock()), entry.id, entry.user
-        self.listener_many([StatusEvent.trusted(seq=0, at=at, request_id=rid, user=user, status=status,
-                                                object_id=object_id, reason=reason) for reason, object_id in told])
+        fixed = {"seq": 0, "at": float(self.clock()), "request_id": entry.id, "user": entry.user, "status": status}
+        self.listener_many(StatusEvent.trusted_many(fixed, reason=[r for r, _ in told], object_id=[o for _, o in told]))
 
     def save(self, entry: Entry) -> None:
         """Write ``entry`` as it is now to the store (no store: nothing)."""

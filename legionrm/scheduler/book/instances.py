@@ -38,10 +38,11 @@ class BookInstances:
                     raise SchedulingError(f"request {entry.id!r} cannot go from {entry.state} to {state}")
                 draft.state, draft.reason = state, reason
                 self._event(draft, state, reason)
-            for ref in refs:
-                draft.refs[ref.instance_id] = ref
-                draft.instances[ref.instance_id] = InstanceInfo.trusted(  # (a ref's own, valid values)
-                    id=ref.instance_id, host=ref.host, started_at=ref.started_at, name=(names or {}).get(ref.instance_id))
+            ids = [ref.instance_id for ref in refs]
+            draft.refs.update(zip(ids, refs))
+            draft.instances.update(zip(ids, InstanceInfo.trusted_many(  # (the refs' own, valid values)
+                {}, id=ids, host=[ref.host for ref in refs], started_at=[ref.started_at for ref in refs],
+                name=[(names or {}).get(i) for i in ids])))
             self._commit(entry, draft)
             self._by_instance.update({ref.instance_id: entry.id for ref in refs})
             self.tell_many(entry, "started", [(f"on {ref.host}", ref.instance_id) for ref in refs])
