@@ -111,16 +111,8 @@ def apportion_qshares(entities: list[Entity], vshares: np.ndarray, rebalance: bo
         for o in range(maxorder, 0, -1):
             if nshares[o] == 0:
                 continue
-            if o not in wanted_orders:
-                if satisfied is None:
-                    satisfied = [e.weight for e in working if deserved[e] - gpr[e] <= 0]
-                for weight in satisfied:
-                    allweights -= weight
-                if allweights <= 0:
-                    break
-                continue
             total_taken = 0
-            for e in working:
+            for e in working if o in wanted_orders else ():
                 w, g_ = wanted[e], given[e]
                 if w[o] <= 0 or g_[0] >= e.cap:
                     continue
