@@ -10,7 +10,7 @@ it next writes a row a live view can see.  The table
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -19,20 +19,6 @@ from legionrm.mil import values as V
 from legionrm.mil.columns import Column, StringDict
 
 _DTYPES = {"b": bool, "i": np.int64, "f": np.float64, "s": np.int32}
-
-
-def value_at(col: Column | MutableColumn, t: int, row: int, strings: Sequence[str]) -> V.Value:
-    """The value of kind ``t`` (the row's tag) at ``row`` of a column's full-length arrays, as a
-    Python value (what :meth:`Column.value` reads, without making a Column of a table's column)."""
-    if t == V.FLOAT:
-        return col.f.item(row)  # type: ignore[union-attr]
-    if t == V.INT:
-        return col.i.item(row)  # type: ignore[union-attr]
-    if t == V.STR:
-        return strings[col.s.item(row)]  # type: ignore[union-attr]
-    if t == V.BOOL:
-        return col.b.item(row)  # type: ignore[union-attr]
-    return V.UNDEFINED if t == V.UNDEF else V.ERROR
 
 
 class MutableColumn:

@@ -13,9 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from legionrm.collection.column import value_at
 from legionrm.mil import values as V
-from legionrm.mil.columns import Column, ColumnTable, StringDict
+from legionrm.mil.columns import Column, ColumnTable, StringDict, value_at
 
 
 class TableSnapshot(ColumnTable):

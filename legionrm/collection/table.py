@@ -28,11 +28,11 @@ from typing import Any, cast
 import numpy as np
 
 from legionrm.collection.attrvalues import TAG_OF, as_column, check_values, typed_values
-from legionrm.collection.column import MutableColumn, value_at
+from legionrm.collection.column import MutableColumn
 from legionrm.collection.snapshot import TableSnapshot
 from legionrm.errors import CollectionError, UnknownResourceError
 from legionrm.mil import values as V
-from legionrm.mil.columns import Column, StringDict
+from legionrm.mil.columns import Column, StringDict, value_at
 
 _FIELD = {V.BOOL: "b", V.INT: "i", V.FLOAT: "f", V.STR: "s"}
 """The array a column keeps values of each kind in."""
@@ -356,7 +356,7 @@ def _by_attribute(rows: np.ndarray, attrs: Sequence[Mapping[str, Any]]) -> dict[
     """The updates' values column by column: attribute -> (its rows, its values), the attributes
     in the order they first appear.  Read out whole for the updates with the same attribute names
     (a host group's hosts report the same ones), not value by value."""
-    names = _by_attribute_names(attrs)
+    names = set().union(*attrs)  # every attribute some update names
     if sum(map(len, attrs)) == len(names) * len(attrs):  # (every update names them all: the common case)
         return {attr: (rows, list(map(itemgetter(attr), attrs))) for attr in attrs[0]}
     groups: dict[tuple[str, ...], list[int]] = {}
@@ -371,7 +371,3 @@ def _by_attribute(rows: np.ndarray, attrs: Sequence[Mapping[str, Any]]) -> dict[
             got += map(itemgetter(attr), mine)
     return {attr: (rows[where], vals) for attr, (where, vals) in at.items()}
 
-
-def _by_attribute_names(attrs: Sequence[Mapping[str, Any]]) -> set[str]:
-    """Every attribute some update names."""
-    return set().union(*attrs)

@@ -169,28 +169,27 @@ class Column:
 
     def value(self, row: int, strings: Sequence[str]) -> V.Value:
         """The MIL value at ``row`` (strings looked up in ``strings``)."""
-        t = self.uniform if self.uniform is not None else int(self.tag[row])  # type: ignore[index]
-        if t == V.UNDEF:
-            return V.UNDEFINED
-        if t == V.ERR:
-            return V.ERROR
-        if t == V.BOOL:
-            return bool(_at(self.b, row))
-        if t == V.INT:
-            return int(_at(self.i, row))
-        if t == V.FLOAT:
-            return float(_at(self.f, row))
-        return strings[int(_at(self.s, row))]
+        return value_at(self, self.uniform if self.uniform is not None else int(self.tag[row]), row, strings)  # type: ignore[index]
 
     def __repr__(self) -> str:
         kind = V.TAG_NAMES[self.uniform] if self.uniform is not None else "mixed"
         return f"Column(n={self.n}, {kind})"
 
 
-def _at(a: np.ndarray | None, row: int) -> Any:
+def value_at(col: Any, t: int, row: int, strings: Sequence[str]) -> V.Value:
+    """The MIL value of kind ``t`` (the row's tag) at ``row`` of ``col``'s arrays ``b``, ``i``,
+    ``f`` and ``s`` (each of a column's length, or 0-d: one value for every row), as a Python
+    value: what :meth:`Column.value` reads, for any object holding those arrays (a table's own
+    columns read it without a Column made per value)."""
+    if t == V.UNDEF:
+        return V.UNDEFINED
+    if t == V.ERR:
+        return V.ERROR
+    a = col.f if t == V.FLOAT else col.i if t == V.INT else col.s if t == V.STR else col.b
     if a is None:
         raise ValueError("column has no data of that kind")
-    return a[()] if a.ndim == 0 else a[row]
+    v = a.item() if a.ndim == 0 else a.item(row)
+    return strings[v] if t == V.STR else v
 
 
 def column_from_values(values: Sequence[V.Value], dictionary: StringDict) -> Column:
