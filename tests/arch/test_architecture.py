@@ -95,6 +95,7 @@ LAZY = {
     ("legionrm.client.signing", "urllib.parse"): "only to sign a request object (httpx's), never on a CLI call",
     ("legionrm.client.signing", "nacl.bindings"): "libsodium, only for the typed Client's signer (its import costs a CLI call more than it saves)",
     ("legionrm.client.wire", "ssl"): "only an https gateway's calls",
+    ("legionrm.scheduler.grow.actor", "ray.autoscaler.sdk"): "Ray's autoscaler client (click, yaml): only a cluster that grows asks it",
 }
 """Imports inside a function, allowed on purpose (heavy, optional, lazy)."""
 

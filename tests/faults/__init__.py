@@ -1,8 +1,6 @@
 """Fault tests: each module boots one system with a state dir (:func:`durable_system`),
 kills or stalls a part, and checks with the auditor that nothing was lost.
-:func:`lean_cluster` is the default cluster file cut to what a test uses: each
-actor a boot starts is a Ray worker process importing legionrm (about 2 s of
-CPU on the 2-core CI machine), and the file's has 18 of them."""
+Each boots the cluster file cut to what it uses (tests/clusters.py)."""
 
 from __future__ import annotations
 
@@ -12,19 +10,6 @@ import tempfile
 import time
 from contextlib import contextmanager
 from typing import Any, Iterator
-
-from legionrm.config import load_cluster
-from legionrm.models import ClusterSpec
-
-
-def lean_cluster(nodepools: tuple[str, ...] = ("batch", "bigmem"), classes: tuple[str, ...] = ("Worker",)) -> ClusterSpec:
-    """The default cluster file with only the hosts of ``nodepools`` (a host group each), the
-    first vault, the classes ``classes`` and no pools of its own (the root admits what the hosts
-    hold: the file's pools are sized for all its hosts); its QoS and fair share as they are."""
-    spec = load_cluster()
-    return spec.model_copy(update={"hosts": tuple(h for h in spec.hosts if h.nodepool in nodepools),
-                                   "vaults": spec.vaults[:1], "pools": (),
-                                   "classes": tuple(c for c in spec.classes if c.name in classes)})
 
 
 @contextmanager

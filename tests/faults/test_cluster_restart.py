@@ -26,7 +26,8 @@ import pytest
 
 from legionrm.homefs import exposed
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
-from tests.faults import durable_system, lean_cluster
+from tests.clusters import lean_cluster
+from tests.faults import durable_system
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.ray

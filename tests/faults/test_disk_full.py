@@ -27,7 +27,6 @@ from typing import Any, Iterator
 import pytest
 
 from legionrm import codes
-from legionrm.config import load_cluster
 from legionrm.models import (
     Identity,
     ObjectRequest,
@@ -35,6 +34,7 @@ from legionrm.models import (
     SchedulingRequest,
 )
 from legionrm.state import StoreFault
+from tests.clusters import lean_cluster
 from tests.faults import durable_system
 
 pytestmark = pytest.mark.ray
@@ -122,7 +122,7 @@ def test_a_disk_that_fills_mid_load_loses_nothing_and_work_flows_again(ray_clust
     from legionrm.system import call
 
     home = small_fs / "home"
-    with durable_system(load_cluster(), "lrmfull", state_dir=str(home)) as system:
+    with durable_system(lean_cluster(), "lrmfull", state_dir=str(home)) as system:
         hosts = sorted(system.query(HOSTS).names)
         assert hosts
         answers: dict[str, tuple[str, str]] = {}

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from legionrm.config import load_cluster
+from tests.clusters import lean_cluster
 from tests.faults import durable_system
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
 
@@ -24,7 +24,7 @@ CALLERS, REQUESTS = (int(x) for x in os.environ.get("LEGIONRM_LOAD", "20x10").sp
 
 @pytest.fixture(scope="module")
 def system(ray_cluster):
-    with durable_system(load_cluster(), "lrml") as s:
+    with durable_system(lean_cluster(), "lrml") as s:  # Workers on two host groups
         yield s
 
 

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from legionrm.config import load_cluster
+from tests.clusters import with_classes
 from tests.faults import back, durable_system, pid_of
 from legionrm.models import Identity, ObjectRequest, SchedulingRequest
 from legionrm.models.requests import FINAL_STATES
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.ray
 
 @pytest.fixture(scope="module")
 def system(ray_cluster):
-    with durable_system(load_cluster(), "lrmst") as s:
+    with durable_system(with_classes(load_cluster(), "Worker"), "lrmst") as s:
         yield s
 
 

@@ -28,6 +28,7 @@ def live(ray_cluster):
     from legionrm.auth import Registry
     from legionrm.auth.guard import auth_home, ensure_home, signer_for
     from legionrm.config import load_cluster
+    from tests.clusters import with_classes
     from legionrm.gateway.app import make_app
     from legionrm.gateway.control import RayControlPlane
     from legionrm.gateway.serve import in_thread
@@ -41,7 +42,7 @@ def live(ray_cluster):
     reg.add_user("alice", groups=("genomics",))  # bigmem's owners admit her; not mallory or visitor
     for u in ("mallory", "visitor"):
         reg.add_user(u)
-    system = boot(load_cluster(), heartbeat_s=0.5, auth_home=home)
+    system = boot(with_classes(load_cluster(), "Worker"), heartbeat_s=0.5, auth_home=home)
     signers = {u: signer_for(home, u) for u in ("alice", "mallory", "visitor", "ops")}
     # one lone host actor (the host of a Ray node's kind), owned by genomics, and the gateway's dashboard
     EXTRA["home"] = home

@@ -22,6 +22,7 @@ import pytest
 from legionrm.client.client import Client
 from legionrm.client.credentials import Credentials
 from legionrm.config import load_cluster
+from tests.clusters import with_classes
 from tests.ray.browser import Browser, chromium
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +46,7 @@ def dashboard(ray_cluster, ray_nodes, tmp_path_factory):
 
     home = tmp_path_factory.mktemp("dash-home")
     alice = ensure_home(home, operator="ops").add_user("alice").private_key
-    system = boot(load_cluster(), ray_nodes={"ray-a": ray_nodes["node_a"]}, heartbeat_s=0.5, auth_home=home)
+    system = boot(with_classes(load_cluster(), "Worker"), ray_nodes={"ray-a": ray_nodes["node_a"]}, heartbeat_s=0.5, auth_home=home)
     try:
         app = make_app(RayControlPlane(home), home, dashboard_user="ops", dashboard_key=KEY, info={"address": "test"})
         with in_thread(app) as url:

@@ -10,6 +10,7 @@ import pytest
 
 from legionrm.config import load_cluster
 from legionrm.models import HostSpec, Identity, ObjectRequest, SchedulingRequest
+from tests.clusters import with_classes
 
 pytestmark = pytest.mark.ray
 
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.ray
 def system(ray_cluster, ray_nodes):
     from legionrm.system import boot
 
-    spec = load_cluster()
+    spec = with_classes(load_cluster(), "Worker", "Echo")
     spec = spec.model_copy(update={"hosts": spec.hosts + (
         HostSpec(name="ray-a", nodepool="ray", attributes={"site": "local"}),
         HostSpec(name="ray-b", nodepool="ray", attributes={"site": "local"})),
