@@ -75,7 +75,7 @@ def _build(snap: CollectionSnapshot) -> HostTable:
     has_policy = snap.numeric("owner_policies", rows, 0.0)
     risk = np.clip(0.5 * np.minimum(load / np.maximum(cpus, 1.0), 1.0) + 0.5 * (has_policy > 0), 0.0, 1.0)
     return HostTable(
-        row=rows, names=snap.table.names[rows].astype(object),
+        row=rows, row_names=snap.table.names,  # (an object array of str: the hosts' names are read where needed)
         cpus=cpus, memory_gb=mem, gpus=gpus,
         free_cpus=_or(num("free_cpus", np.nan), cpus),
         free_memory_gb=_or(num("free_memory_gb", np.nan), mem),

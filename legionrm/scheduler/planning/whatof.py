@@ -88,13 +88,13 @@ class Ordered:
         return s if self.order is None else s[self.order]
 
     def name(self, k: int) -> object:
-        return self.table.names[k if self.order is None else int(self.order[k])]
+        return self.table.names_at(k if self.order is None else int(self.order[k]))
 
     def names_at(self, picks: list[int]) -> list[str]:
         if not picks:
             return []
         at = np.asarray(picks, dtype=np.int64)
-        return self.table.names[at if self.order is None else self.order[at]].tolist()
+        return self.table.names_at(at if self.order is None else self.order[at]).tolist()
 
     def off(self, used: "Taken") -> "Ordered":
         """The same hosts in the same order with what ``used`` took subtracted."""

@@ -177,7 +177,7 @@ def _table(free: list[float]) -> HostTable:
     n = len(free)
     f = np.array(free, float)
     z = np.zeros(n)
-    return HostTable(row=np.arange(n), names=np.array([f"h{i}" for i in range(n)], object), cpus=np.full(n, 8.0),
+    return HostTable(row=np.arange(n), row_names=np.array([f"h{i}" for i in range(n)], object), cpus=np.full(n, 8.0),
                      memory_gb=np.full(n, 64.0), gpus=z, free_cpus=f, free_memory_gb=np.full(n, 64.0), free_gpus=z,
                      load=z, instances=z, next_event=np.full(n, np.inf), risk=z)
 
