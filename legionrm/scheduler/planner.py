@@ -365,9 +365,10 @@ class Planner:
                                                 stage="plan")
                     chosen[j] = vault
             columns.append(Columns(op.request.class_name, res, op.keys, names, chosen,
-                                   rows.groups[picked_rows].tolist()))
+                                   rows.groups_at(picked_rows)))
             placed_rows.append(picked_rows)
-            used.add(picked_rows, op.request)
+            if op is not objects[-1]:  # what it took, for the object requests after it
+                used.add(picked_rows, op.request)
             taken[picked_rows] = True
             score += int(np.count_nonzero(demoted[picked_rows]))
             spares_by_obj.append(hosts)

@@ -365,6 +365,7 @@ def rank(
     their positions break ties without comparing names)."""
     if len(hosts) == 0:
         return hosts
-    names = np.arange(len(hosts)) if in_name_order else hosts.names.astype(str)
-    keys = [names] + [r.key(ctx, hosts) for r in reversed(rankers)]
-    return hosts.take(np.lexsort(keys))
+    # (a stable sort: a key the same for every host changes no order, nor does the position last)
+    keys = [] if in_name_order else [hosts.names.astype(str)]
+    keys += [k for k in (r.key(ctx, hosts) for r in reversed(rankers)) if not (k == k[0]).all()]
+    return hosts.take(np.lexsort(keys)) if keys else hosts
