@@ -219,7 +219,7 @@ def _floats(col: Any, n: int, rows: np.ndarray | None, default: float) -> np.nda
         arr = {V.INT: col.i, V.FLOAT: col.f, V.BOOL: col.b}[col.uniform]
         if arr is not None:
             vals = arr if arr.shape == (n,) else np.broadcast_to(arr, (n,))  # (a full column as it is: no wrapper)
-            return (vals if rows is None else vals[rows]).astype(np.float64)
+            return vals.astype(np.float64) if rows is None else vals[rows].astype(np.float64, copy=False)  # (a copy once)
     out = np.full(n, default, dtype=np.float64)
     if col is not None:
         tags = col.tags()

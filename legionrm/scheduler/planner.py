@@ -108,7 +108,7 @@ class Plan:
         refused = tuple(
             PlacementFailure(key=span(op.keys, op.request.class_name), resource=str(host), code=r.code,
                              reason=f"{r.by}: {r.reason}", stage="plan")
-            for op in self.objects for names, r in op.outcome.drops for host in names)
+            for op in self.objects for names, r in op.outcome.refused() for host in names)
         return ScheduleSuite(request_id=self.request_id, masters=tuple(self.masters), failures=tuple(self.failures),
                              refused=refused)
 
@@ -294,9 +294,9 @@ class Planner:
         matching = query_mask(snap, text)[base.row]
         accepting = matching & accepts_mask(snap, ident)[base.row]  # the query once, then the access lists
         query_drops = [
-            (base.names[~matching], Refusal(code=codes.QUERY_NO_MATCH, reason=f"does not satisfy {obj.constraint!r}",
+            (base.row[~matching], Refusal(code=codes.QUERY_NO_MATCH, reason=f"does not satisfy {obj.constraint!r}",
                                             by=QUERY_FILTER)),
-            (base.names[matching & ~accepting], Refusal(
+            (base.row[matching & ~accepting], Refusal(
                 code=codes.ACCESS_DENIED, reason=f"does not accept user {caller.user!r} with class {obj.class_name!r}",
                 by=QUERY_FILTER)),
         ]
@@ -365,9 +365,10 @@ class Planner:
                                                 stage="plan")
                     chosen[j] = vault
             columns.append(Columns(op.request.class_name, res, op.keys, names, chosen,
-                                   rows.groups[picked_rows].tolist()))
+                                   rows.groups_at(picked_rows)))
             placed_rows.append(picked_rows)
-            used.add(picked_rows, op.request)
+            if op is not objects[-1]:  # what it took, for the object requests after it
+                used.add(picked_rows, op.request)
             taken[picked_rows] = True
             score += int(np.count_nonzero(demoted[picked_rows]))
             spares_by_obj.append(hosts)
@@ -414,8 +415,8 @@ def _no_hosts(op: ObjectPlan, caller: Identity, declared: DeclaredHosts = Declar
     now (``unseen``), the failure is ``host.unreported`` and not lasting: the
     request waits for that host rather than failing while it restarts."""
     counts: dict[tuple[str, str, str], int] = {}
-    for names, r in op.outcome.drops:
-        counts[(r.by, r.code, r.reason)] = counts.get((r.by, r.code, r.reason), 0) + len(names)
+    for rows, r in op.outcome.drops:
+        counts[(r.by, r.code, r.reason)] = counts.get((r.by, r.code, r.reason), 0) + len(rows)
     key = span(op.keys, op.request.class_name)
     if not counts:
         return PlacementFailure(key=key, resource=PLANNER, code=codes.PLACEMENT_NO_HOSTS, reason="no available hosts", stage="plan")

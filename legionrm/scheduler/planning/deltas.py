@@ -142,10 +142,9 @@ def _first_round(
         if isinstance(vault, Refusal):
             continue
         row = int(spare_rows[pick])
-        g = rows.groups[row]
         cols = columns[oi]
         placement = Placement.trusted(key=keys[k], class_name=cols.class_name, host=h, vault=vault,
-                                      resources=cols.resources, group=None if g is None else str(g))
+                                      resources=cols.resources, group=rows.group_at(row))
         spent[row] = True
         deltas.append(DeltaSchedule.trusted(placements=(placement,)))
         grew = True
@@ -199,9 +198,8 @@ def _delta(
             if isinstance(vault, Refusal):
                 return None
             row = spares.row[k:k + 1]
-            g = rows.groups[row[0]]
             new.append(Placement.trusted(key=key, class_name=cols.class_name, host=h, vault=vault,
-                                         resources=cols.resources, group=None if g is None else str(g)))
+                                         resources=cols.resources, group=rows.group_at(int(row[0]))))
             took.append(int(row[0]))
         mine += took
         if oi != ois[-1]:  # what it took, for the object requests after it (the picks above are all one fit)

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from functools import cached_property
+from typing import Any, Iterator, Protocol
 
 import numpy as np
 
@@ -31,10 +32,12 @@ class HostTable:
     back to its totals for hosts that have not reported; ``next_event`` is the
     time of the host's next calendar event (inf: none); ``risk`` is a 0..1
     estimate that a reservation there is refused (owner policies, load).
+    ``row_names`` are the snapshot's names by row, shared by every table read
+    from it (never gathered by :meth:`take`): ``names`` reads the hosts' own.
     """
 
     row: np.ndarray  # the host's row in the snapshot's table
-    names: np.ndarray
+    row_names: np.ndarray  # the snapshot's names, per snapshot row (row_names[row] names the hosts)
     cpus: np.ndarray
     memory_gb: np.ndarray
     gpus: np.ndarray
@@ -50,10 +53,20 @@ class HostTable:
     kind_free: np.ndarray | None = None  # (hosts, kinds): what it last reported free
 
     def __len__(self) -> int:
-        return len(self.names)
+        return len(self.row)
+
+    @cached_property
+    def names(self) -> np.ndarray:
+        """The hosts' names (an object array of str), read from ``row_names`` on first use: a plan
+        reads the names of the few hosts it uses (:meth:`names_at`), not all of them."""
+        return self.row_names[self.row]
+
+    def names_at(self, idx: np.ndarray | int) -> Any:
+        """The names of the hosts at positions ``idx`` (an array of them; one name for one position)."""
+        return self.row_names[self.row[idx]]
 
     def take(self, idx: np.ndarray) -> "HostTable":
-        return HostTable(**{k: v if k == "kinds" or v is None else v[idx]
+        return HostTable(**{k: v if k in _SHARED or v is None else v[idx]
                             for k, v in ((k, getattr(self, k)) for k in self.__dataclass_fields__)})
 
     def kind(self, name: str, free: bool) -> np.ndarray:
@@ -83,6 +96,10 @@ class HostTable:
             if need > 0:
                 n = np.minimum(n, np.floor(free / need + 1e-9).astype(np.int64))
         return np.maximum(n, 0)
+
+
+_SHARED = frozenset({"row_names", "kinds"})
+"""HostTable's fields about the snapshot, not per host: :meth:`HostTable.take` keeps them as they are."""
 
 
 def _ge(a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
@@ -310,15 +327,20 @@ DEFAULT_RANKERS: tuple[HostRanker, ...] = (
 
 @dataclass
 class FilterOutcome:
-    """The hosts that passed, and per filter the hosts it dropped (kept as
-    arrays: a refusal value is only built when someone asks why)."""
+    """The hosts that passed, and per filter the hosts it dropped, as their
+    snapshot rows (their names are read only when someone asks why)."""
 
     hosts: HostTable
-    drops: list[tuple[np.ndarray, Refusal]] = field(default_factory=list)
+    drops: list[tuple[np.ndarray, Refusal]] = field(default_factory=list)  # (snapshot rows, the refusal)
+
+    def refused(self) -> Iterator[tuple[np.ndarray, Refusal]]:
+        """Per filter that dropped hosts, in order: their names and its refusal."""
+        for rows, refusal in self.drops:
+            yield self.hosts.row_names[rows], refusal
 
     def why(self, name: str) -> Refusal | None:
         """The first filter's refusal of ``name`` (None: it passed or was never a candidate)."""
-        for names, refusal in self.drops:
+        for names, refusal in self.refused():
             if name in names:
                 return refusal
         return None
@@ -330,7 +352,7 @@ def run_filters(ctx: PlanContext, hosts: HostTable, filters: tuple[HostFilter, .
     for f in filters:
         v = f.apply(ctx, out.hosts)
         if not v.keep.all():
-            out.drops.append((out.hosts.names[~v.keep], Refusal(code=v.code, reason=v.reason, by=f.name)))
+            out.drops.append((out.hosts.row[~v.keep], Refusal(code=v.code, reason=v.reason, by=f.name)))
             out.hosts = out.hosts.take(np.flatnonzero(v.keep))
     return out
 
@@ -343,6 +365,7 @@ def rank(
     their positions break ties without comparing names)."""
     if len(hosts) == 0:
         return hosts
-    names = np.arange(len(hosts)) if in_name_order else hosts.names.astype(str)
-    keys = [names] + [r.key(ctx, hosts) for r in reversed(rankers)]
-    return hosts.take(np.lexsort(keys))
+    # (a stable sort: a key the same for every host changes no order, nor does the position last)
+    keys = [] if in_name_order else [hosts.names.astype(str)]
+    keys += [k for k in (r.key(ctx, hosts) for r in reversed(rankers)) if not (k == k[0]).all()]
+    return hosts.take(np.lexsort(keys)) if keys else hosts

@@ -22,24 +22,20 @@ def base_group(snap: CollectionSnapshot, host: str) -> str | None:
     return str(g) if g is not None else None
 
 
-def host_groups(snap: CollectionSnapshot) -> np.ndarray:
-    """:func:`base_group` for every row of the snapshot at once (an object
-    array, None where a resource names no host group), read from the
-    ``host_group`` column: no per-host record lookup."""
-    n = len(snap.table.names)
-    out = np.full(n, None, dtype=object)
+def host_groups(snap: CollectionSnapshot, rows: np.ndarray) -> list[str | None]:
+    """:func:`base_group` of each of the snapshot's ``rows`` (None where a
+    resource names no host group), read from the ``host_group`` column: no
+    per-host record lookup."""
     col = snap.table.column("host_group")
     if col is None:
-        return out
-    tags = np.asarray(col.tags())
-    strs = tags == V.STR
-    if strs.any():
-        ids, at = np.unique(np.asarray(col.s)[strs], return_inverse=True)  # few groups: decode each once
-        strings = snap.table.strings.strings
-        out[strs] = np.asarray([strings[c] for c in ids.tolist()], dtype=object)[at.reshape(-1)]
-    for r in np.flatnonzero(~strs & (tags != V.UNDEF)).tolist():  # a non-string group (rare): as base_group reads it
-        out[r] = base_group(snap, str(snap.table.names[r]))
-    return out
+        return [None] * len(rows)
+    m, s = len(rows), col.s  # (a column's arrays: of its length, or 0-d for every row)
+    tags = [col.uniform] * m if col.uniform is not None else col.tag[rows].tolist()  # type: ignore[index]
+    ids = [0] * m if s is None else [s.item()] * m if s.ndim == 0 else s[rows].tolist()
+    strings, STR, UNDEF = snap.table.strings.strings, V.STR, V.UNDEF
+    # (a non-string group is rare: read as base_group reads it)
+    return [strings[c] if t == STR else None if t == UNDEF else base_group(snap, str(snap.table.names[r]))
+            for t, c, r in zip(tags, ids, rows.tolist())]
 
 
 _last: tuple[object, float, float, str | None, HostTable] | None = None
@@ -75,7 +71,7 @@ def _build(snap: CollectionSnapshot) -> HostTable:
     has_policy = snap.numeric("owner_policies", rows, 0.0)
     risk = np.clip(0.5 * np.minimum(load / np.maximum(cpus, 1.0), 1.0) + 0.5 * (has_policy > 0), 0.0, 1.0)
     return HostTable(
-        row=rows, names=snap.table.names[rows].astype(object),
+        row=rows, row_names=snap.table.names,  # (an object array of str: the hosts' names are read where needed)
         cpus=cpus, memory_gb=mem, gpus=gpus,
         free_cpus=_or(num("free_cpus", np.nan), cpus),
         free_memory_gb=_or(num("free_memory_gb", np.nan), mem),

@@ -88,13 +88,13 @@ class Ordered:
         return s if self.order is None else s[self.order]
 
     def name(self, k: int) -> object:
-        return self.table.names[k if self.order is None else int(self.order[k])]
+        return self.table.names_at(k if self.order is None else int(self.order[k]))
 
     def names_at(self, picks: list[int]) -> list[str]:
         if not picks:
             return []
         at = np.asarray(picks, dtype=np.int64)
-        return self.table.names[at if self.order is None else self.order[at]].tolist()
+        return self.table.names_at(at if self.order is None else self.order[at]).tolist()
 
     def off(self, used: "Taken") -> "Ordered":
         """The same hosts in the same order with what ``used`` took subtracted."""
@@ -145,8 +145,8 @@ class Taken:
 
 class Rows:
     """One make_schedules call's view of the snapshot's rows: host name ->
-    row, each row's place in name order, and the host group of each row
-    (read once per call)."""
+    row, each row's place in name order, and the host group of a row (read
+    for the rows a schedule uses)."""
 
     def __init__(self, snap: CollectionSnapshot, base: HostTable) -> None:
         self.snap = snap
@@ -156,7 +156,6 @@ class Rows:
         self._row_of: dict[str, int] | None = None
         self.name_rank = np.full(self.n, self.n, np.int64)  # the base table is in name order
         self.name_rank[base.row] = np.arange(len(base))
-        self.groups = host_groups(snap)  # per snapshot row
 
     @property
     def _row(self) -> dict[str, int]:
@@ -168,6 +167,9 @@ class Rows:
         row = self._row
         return np.array([row[n] for n in names], dtype=np.int64)
 
-    def group(self, host: str) -> str | None:
-        g = self.groups[self._row[host]]
-        return None if g is None else str(g)
+    def groups_at(self, rows: np.ndarray) -> list[str | None]:
+        """The host group of each of the snapshot's ``rows`` (None: it names none)."""
+        return host_groups(self.snap, rows)
+
+    def group_at(self, row: int) -> str | None:
+        return host_groups(self.snap, np.array([row], dtype=np.int64))[0]

@@ -40,7 +40,7 @@ def window_table(base: HostTable, snap: CollectionSnapshot, start: float, end: f
     kind_free = base.kind_free.copy() if base.kind_free is not None else None  # custom kinds: as the built-in ones
     has = snap.numeric(CALENDAR_STEPS, base.row, 0.0) > 0
     for i in np.flatnonzero(has).tolist():
-        steps = decode(snap.record(str(base.names[i])).attributes.get(CALENDAR))
+        steps = decode(snap.record(str(base.row_names[base.row[i]])).attributes.get(CALENDAR))
         if steps is None:
             continue
         peak = steps.peak(start, end)

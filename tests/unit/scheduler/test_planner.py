@@ -177,7 +177,7 @@ def _table(free: list[float]) -> HostTable:
     n = len(free)
     f = np.array(free, float)
     z = np.zeros(n)
-    return HostTable(row=np.arange(n), names=np.array([f"h{i}" for i in range(n)], object), cpus=np.full(n, 8.0),
+    return HostTable(row=np.arange(n), row_names=np.array([f"h{i}" for i in range(n)], object), cpus=np.full(n, 8.0),
                      memory_gb=np.full(n, 64.0), gpus=z, free_cpus=f, free_memory_gb=np.full(n, 64.0), free_gpus=z,
                      load=z, instances=z, next_event=np.full(n, np.inf), risk=z)
 
@@ -197,3 +197,28 @@ def _table(free: list[float]) -> HostTable:
 )
 def test_assign(mode, free, count, expected) -> None:
     assert assign(ObjectRequest(class_name="A", cpus=1, memory_gb=1, placement=mode), _table(free), count) == expected
+
+
+@pytest.mark.parametrize(
+    "groups, expected",
+    [
+        ({"a": "g1", "b": "g2", "c": "g1", "d": "g2"}, ["g1", "g2", "g1", "g2"]),
+        ({"a": "g1", "c": "g1"}, ["g1", None, "g1", None]),
+        ({"a": 7, "b": "g2", "c": True}, ["7", "g2", "True", None]),
+        ({}, [None, None, None, None]),
+    ],
+    ids=["strings", "some-name-none", "not-a-string-read-as-text", "no-column"],
+)
+def test_each_placement_carries_its_hosts_group(groups: dict, expected: list) -> None:
+    """A placement's host group is its host's ``host_group`` as text (None: it names
+    none), in a master and in the deltas that move its instances to spares alike."""
+    c = Collection(clock=FakeClock())
+    for name in "abcd":
+        extra = {"host_group": groups[name]} if name in groups else {}
+        c.join(host(name, cpus=8, memory_gb=32.0, **extra))
+    plan = Planner(max_masters=2).make_schedules(
+        req(ObjectRequest(class_name="A", count=2, cpus=8, placement="scatter")), c.snapshot())
+    want = dict(zip("abcd", expected))
+    placements = [p for m in plan.masters for p in (*m.placements, *(q for d in m.deltas for q in d.placements))]
+    assert len({p.host for p in placements}) == 4
+    assert all(p.group == want[p.host] for p in placements)

@@ -83,7 +83,7 @@ def test_avoid_filter_drops_only_the_named_hosts() -> None:
     import numpy as np
     names = np.array(["a", "b", "c"], dtype=object)
     z = np.zeros(3)
-    table = HostTable(row=np.arange(3), names=names, cpus=z, memory_gb=z, gpus=z, free_cpus=z, free_memory_gb=z,
+    table = HostTable(row=np.arange(3), row_names=names, cpus=z, memory_gb=z, gpus=z, free_cpus=z, free_memory_gb=z,
                       free_gpus=z, load=z, instances=z, next_event=z, risk=z)
     ctx = PlanContext(ObjectRequest(class_name="W", avoid_hosts=("b",)), None, 0.0)
     v = AvoidFilter().apply(ctx, table)
