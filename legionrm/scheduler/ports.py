@@ -84,13 +84,35 @@ class PoolGate(Protocol):
 
 
 class OpenGate:
-    """No pools configured: everything is admitted."""
+    """No pools configured: everything is admitted, charged to the root
+    (``/``).  It keeps which requests it admitted, so the auditor checks
+    them as it does a pool tree's (a running request it never admitted, or
+    one it still holds after its end) and a restarted pool owner is charged
+    again (:meth:`~legionrm.scheduler.accounts.Accounts.resync`)."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, str] = {}  # (one dict operation per call: atomic for the pool owner's threads)
 
     def admit(self, request: SchedulingRequest) -> Refusal | None:
+        """Always admits (idempotent: admitting a request again keeps one charge)."""
+        self._held[request.request_id] = ROOT_POOL
         return None
 
     def release(self, request_id: str) -> None:
-        return None
+        """Idempotent."""
+        self._held.pop(request_id, None)
+
+    def held(self) -> dict[str, str]:
+        """Admitted request ids (not yet released) -> ``/``."""
+        return dict(self._held)
+
+    def report(self) -> dict[str, dict[str, object]]:
+        """No pools: nothing to report (as ``legionrm pools`` shows it)."""
+        return {}
+
+
+ROOT_POOL = "/"
+"""Where a cluster without pools charges what it admits."""
 
 
 class Stopper(Protocol):

@@ -20,8 +20,7 @@ from typing import Any
 
 import pytest
 
-from legionrm.config import load_cluster
-from tests.clusters import with_classes
+from tests.clusters import lean_cluster
 from tests.faults import back, durable_system, pid_of
 from legionrm.models import HostSpec, Identity, ObjectRequest, SchedulingRequest
 
@@ -32,7 +31,7 @@ BATCH = '$nodepool == "batch"'
 
 @pytest.fixture(scope="module")
 def system(ray_cluster, ray_nodes):
-    spec = with_classes(load_cluster(), "Worker", "Echo")
+    spec = lean_cluster(("batch", "edge"), ("Worker", "Echo"))  # the groups and classes the faults below use
     spec = spec.model_copy(update={"hosts": spec.hosts + (
         HostSpec(name="ray-a", nodepool="ray"), HostSpec(name="ray-b", nodepool="ray"))})
     with durable_system(spec, "lrmf", ray_nodes={"ray-a": ray_nodes["node_a"], "ray-b": ray_nodes["node_b"]}) as s:

@@ -15,12 +15,11 @@ from legionrm.auth.registry import Registry
 from legionrm.client.client import Client
 from legionrm.client.credentials import Credentials
 from legionrm.client.errors import ForbiddenError
-from legionrm.config import load_cluster
 from legionrm.gateway.app import make_app
 from legionrm.gateway.control import RayControlPlane
 from legionrm.gateway.serve import in_thread
 from legionrm.system import boot
-from tests.clusters import with_classes
+from tests.clusters import lean_cluster
 
 pytestmark = pytest.mark.ray
 WORKER = {"object": [{"class_name": "Worker", "count": 1, "cpus": 1}]}
@@ -32,7 +31,7 @@ def door(ray_cluster):
     ensure_home(home, operator="ops")
     reg = Registry(auth_home(home))
     keys = {u: reg.add_user(u).private_key for u in ("alice", "bob")}
-    system = boot(with_classes(load_cluster(), "Worker"), heartbeat_s=0.5, auth_home=home)
+    system = boot(lean_cluster(), heartbeat_s=0.5, auth_home=home)
     app = make_app(RayControlPlane(home), home, dashboard_user="ops", dashboard_key="k")
     try:
         with in_thread(app) as url:

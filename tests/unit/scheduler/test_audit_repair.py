@@ -21,8 +21,8 @@ from legionrm.testing import FakeClock
 from tests.unit.scheduler.test_lifecycle import cluster, hosts, req
 
 
-def system(tmp_path) -> LocalSystem:
-    spec = cluster()
+def system(tmp_path, pools: bool = True) -> LocalSystem:
+    spec = cluster(pools=pools)  # without pools: the open gate, which keeps what it admitted too
     return LocalSystem(spec, clock=FakeClock(), pools=pool_gate(spec), store=RequestStore(tmp_path / "r.db"))
 
 
@@ -133,10 +133,11 @@ CASES: dict[str, tuple[Callable[[LocalSystem], str], str]] = {
 }
 
 
+@pytest.mark.parametrize("pools", [True, False], ids=["pools", "no-pools"])
 @pytest.mark.parametrize("name", list(CASES), ids=list(CASES))
-def test_the_audit_names_it_and_repair_fixes_it(tmp_path, name: str) -> None:
+def test_the_audit_names_it_and_repair_fixes_it(tmp_path, name: str, pools: bool) -> None:
     build, code = CASES[name]
-    s = system(tmp_path)
+    s = system(tmp_path, pools)
     assert findings(s) == []
     subject = build(s)
     found = findings(s)
