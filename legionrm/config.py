@@ -26,6 +26,7 @@ from legionrm.models import (
     RayNodeRule,
     ImplementationSpec,
     QueueSpec,
+    EnactorSpec,
     RunnerSpec,
     SchedulerSpec,
     VaultSpec,
@@ -167,7 +168,7 @@ def _check_builds(build: Any, spec: Any, *, file: str, where: str) -> None:
 def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec:
     """Validate a parsed cluster document; raises ConfigError naming the place."""
     check_keys(doc, ("collection", "host", "vault", "class", "fairshare", "pool", "runner", "qos", "queue", "scheduler",
-                     "ray_node", "autoscaler"), file=file, where="")
+                     "ray_node", "autoscaler", "enactor"), file=file, where="")
     coll = expect(doc, "collection", dict, {}, file=file, where="collection")
     check_keys(coll, CollectionSettings.model_fields, file=file, where="collection")
     bounded(coll, "heartbeat_interval_s", float, None, file=file, where="collection", lo=0, lo_open=True, hi=MAX_INTERVAL_S)
@@ -257,12 +258,16 @@ def parse_cluster(doc: dict[str, Any], *, file: str = "<memory>") -> ClusterSpec
     check_keys(queue, QueueSpec.model_fields, file=file, where="queue")
     bounded(queue, "history_keep_s", float, None, file=file, where="queue", lo=0, hi=366 * 86_400.0)
     bounded(queue, "history_keep", int, None, file=file, where="queue", lo=0, hi=10_000_000)
+    enactor = expect(doc, "enactor", dict, {}, file=file, where="enactor")
+    check_keys(enactor, EnactorSpec.model_fields, file=file, where="enactor")
+    bounded(enactor, "deadline_s", float, None, file=file, where="enactor", lo=0, lo_open=True, hi=600.0)
     schedulers = _schedulers(doc, hosts, classes, file=file)
     spec = model(ClusterSpec, dict(source=file, collection=settings, hosts=tuple(hosts), vaults=tuple(vaults),
                                    classes=tuple(classes), fairshare=fairshare, pools=pools,
                                    qos=tuple(tables(doc, "qos", file)), schedulers=schedulers,
                                    runner=model(RunnerSpec, runner, file=file, where="runner"),
                                    queue=model(QueueSpec, queue, file=file, where="queue"),
+                                   enactor=model(EnactorSpec, enactor, file=file, where="enactor"),
                                    ray_nodes=_ray_nodes(doc, file=file),
                                    autoscaler=_autoscaler(doc, file=file)),
                  file=file, where="")

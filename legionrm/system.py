@@ -312,7 +312,7 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
         # pool owner is charged again by the Scheduler: those three may restart
         system.enactor = EnactorActor.options(**control_plane(ENACTOR, detached=detached, restarts=RESTARTS)).remote(
             groups=system.groups, resources={**system.nodes, **system.vaults}, batched=list({**system.nodes, **system.vaults}),
-            classes=system.classes, **auth,
+            classes=system.classes, deadline_s=spec.enactor.deadline_s, **auth,
         )
         system.pools = PoolActor.options(**control_plane(POOLS, detached=detached, restarts=RESTARTS)).remote(
             pool_gate(spec), **auth)  # one owner: every scheduler shares it

@@ -34,6 +34,7 @@ from legionrm.models.cluster import (  # noqa: F401
     PoolResourceSpec,
     PoolSpec,
     QueueSpec,
+    EnactorSpec,
     RunnerSpec,
     VaultSpec,
 )
@@ -158,6 +159,7 @@ __all__ = [
     "StartRequest",
     "VaultSpec",
     "QueueSpec",
+    "EnactorSpec",
     "NodeBinding",
     "RunnerSpec",
     "WorkEnd",

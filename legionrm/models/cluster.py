@@ -160,6 +160,16 @@ class QueueSpec(Frozen):
     history_keep: int = Field(1000, ge=0, le=10_000_000)
 
 
+class EnactorSpec(Frozen):
+    """The ``[enactor]`` table.  ``deadline_s``: how long the Enactor waits
+    for a host group's, a vault's or a class object's answer to one batched
+    call before it counts that resource dead (``resource.dead``) and tries a
+    delta schedule (docs/enactor.md): long enough for a loaded host to
+    answer, short enough that a stalled one does not hold up the request."""
+
+    deadline_s: float = Field(10.0, gt=0, le=600.0, allow_inf_nan=False)
+
+
 SCHEDULER_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
 """A scheduler's name: it becomes the Ray actor ``scheduler:NAME``."""
 DEFAULT_SCHEDULER = "default"
@@ -248,6 +258,7 @@ class ClusterSpec(Frozen):
     runner: RunnerSpec = RunnerSpec()  # the [runner] table
     qos: tuple[dict[str, Any], ...] = ()  # the [[qos]] tables, checked (scheduler.priority.site_settings)
     queue: QueueSpec = QueueSpec()  # the [queue] table (and the live book's history)
+    enactor: EnactorSpec = EnactorSpec()  # the [enactor] table
     schedulers: tuple[SchedulerSpec, ...] = ()  # the [[scheduler]] tables; none: one scheduler, "default"
     ray_nodes: tuple[RayNodeRule, ...] = ()  # the [[ray_node]] tables: what Ray-node hosts are, by node
     autoscaler: AutoscalerSpec = AutoscalerSpec()  # the [autoscaler] table: grow the Ray cluster for pending work

@@ -22,7 +22,7 @@ import pytest
 
 from tests.clusters import lean_cluster
 from tests.faults import back, durable_system, pid_of
-from legionrm.models import HostSpec, Identity, ObjectRequest, SchedulingRequest
+from legionrm.models import EnactorSpec, HostSpec, Identity, ObjectRequest, SchedulingRequest
 
 pytestmark = pytest.mark.ray
 
@@ -32,6 +32,8 @@ BATCH = '$nodepool == "batch"'
 @pytest.fixture(scope="module")
 def system(ray_cluster, ray_nodes):
     spec = lean_cluster(("batch", "edge"), ("Worker", "Echo"))  # the groups and classes the faults below use
+    # a stalled group is dead to the Enactor after 3 s, not 10: the stall test waits out two deadlines
+    spec = spec.model_copy(update={"enactor": EnactorSpec(deadline_s=3.0)})
     spec = spec.model_copy(update={"hosts": spec.hosts + (
         HostSpec(name="ray-a", nodepool="ray"), HostSpec(name="ray-b", nodepool="ray"))})
     with durable_system(spec, "lrmf", ray_nodes={"ray-a": ray_nodes["node_a"], "ray-b": ray_nodes["node_b"]}) as s:

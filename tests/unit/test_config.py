@@ -103,3 +103,20 @@ def test_a_bad_queue_table_names_its_key(queue, key) -> None:
     with pytest.raises(ConfigError) as err:
         parse_cluster({"queue": queue}, file="c.toml")
     assert "queue" in str(err.value) and key in str(err.value)
+
+
+@pytest.mark.parametrize("table, deadline", [({}, 10.0), ({"deadline_s": 3}, 3.0), ({"deadline_s": 0.5}, 0.5)],
+                         ids=["default", "int", "float"])
+def test_the_enactor_table(table, deadline) -> None:
+    assert parse_cluster({"enactor": table}).enactor.deadline_s == deadline
+
+
+@pytest.mark.parametrize("table, says", [({"deadline_s": 0}, "enactor.deadline_s: must be > 0"),
+                                         ({"deadline_s": 601}, "enactor.deadline_s: must be at most 600"),
+                                         ({"deadline_s": "10s"}, "enactor.deadline_s: must be float"),
+                                         ({"timeout_s": 3}, "enactor.timeout_s: unknown key")],
+                         ids=["zero", "over-ten-minutes", "text", "unknown-key"])
+def test_a_bad_enactor_table_names_its_key(table, says) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_cluster({"enactor": table}, file="c.toml")
+    assert str(err.value).startswith(f"c.toml: {says}"), err.value
