@@ -55,6 +55,7 @@ from rich.table import Table
 from legionrm import codes
 from legionrm.auth import CallSigner, Registry
 from legionrm.auth.guard import auth_home, ensure_home, signer_for
+from legionrm.cli.output import counted
 from legionrm.cli.shell import result_table
 from legionrm.client.client import Client
 from legionrm.client.credentials import Credentials
@@ -161,10 +162,12 @@ def cli_main(args: argparse.Namespace) -> int:
                       f"in a registry under {users.home}")
         with in_thread(make_app(RayControlPlane(users.home), users.home)) as url:
             users.hand_out(url)
-            console.print(f"[green]up[/] in {time.perf_counter() - t0:.1f} s: {len(spec.hosts) + len(spec.vaults)} "
-                          f"resources ({len(spec.hosts) - len(system.nodes)} hosts in {len(system.groups)} host "
-                          f"groups, {len(system.nodes)} Ray nodes, {len(spec.vaults)} vaults), "
-                          f"{len(spec.classes)} classes; the gateway at {url}")
+            console.print(f"[green]up[/] in {time.perf_counter() - t0:.1f} s: "
+                          f"{counted(len(spec.hosts) + len(spec.vaults), 'resource')} "
+                          f"({counted(len(spec.hosts) - len(system.nodes), 'host')} in "
+                          f"{counted(len(system.groups), 'host group')}, {counted(len(system.nodes), 'Ray node')}, "
+                          f"{counted(len(spec.vaults), 'vault')}), {counted(len(spec.classes), 'class')}; "
+                          f"the gateway at {url}")
             ok = all((
                 _front_door(console, system, users),
                 _queries(console, system, users),

@@ -14,6 +14,8 @@ import shutil
 from importlib.resources import as_file, files
 from pathlib import Path
 
+from legionrm.cli.output import counted
+
 
 def copy_examples(dest: str | Path) -> tuple[list[str], list[str]]:
     """Copy every example file into ``dest/examples``; (copied, kept) relative paths.
@@ -41,7 +43,7 @@ def cli_main(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"dir": str(Path(args.dir) / "examples"), "copied": copied, "kept": kept}, indent=2))
         return 0
-    print(f"{len(copied)} example files copied to {Path(args.dir) / 'examples'}"
+    print(f"{counted(len(copied), 'example file')} copied to {Path(args.dir) / 'examples'}"
           + (f" ({len(kept)} already there, kept)" if kept else ""))
     print(f"try:  cd {args.dir} && legionrm simulate examples/scenarios/ducc_s10_doubling.toml --summary")
     return 0

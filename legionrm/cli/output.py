@@ -16,6 +16,14 @@ from rich.table import Table
 NUMERIC = "right"
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and ``noun`` in the number it takes: ``counted(1, "vault")`` is "1 vault",
+    ``counted(2, "class")`` "2 classes", ``counted(0, "host")`` "0 hosts"."""
+    if n == 1:
+        return f"{n} {noun}"
+    return f"{n} {plural or noun + ('es' if noun.endswith(('s', 'x', 'ch', 'sh')) else 's')}"
+
+
 def table(title: str | None, columns: Iterable[str], *, right: Iterable[str] = ()) -> Table:
     """A table in the house style: a header row, two spaces between columns,
     each column at least as wide as its header (so a header is never cut)."""

@@ -51,6 +51,7 @@ from rich.console import Console
 
 from legionrm.auth.guard import auth_home, login_name
 from legionrm.auth.registry import Registry
+from legionrm.cli.output import counted
 from legionrm.client.credentials import read as read_credentials
 from legionrm.config import load_cluster
 from legionrm.errors import LegionError, ResourcesSilentError, SystemNotRunningError
@@ -215,7 +216,8 @@ def cli_up(args: argparse.Namespace) -> int:
                 _start_head(args, state, steps, log, deadline)
             with steps.step(f"connecting to Ray at {state['address']}"):
                 _connect(state["address"], deadline)
-            with steps.step(f"booting {len(spec.hosts)} hosts, {len(spec.vaults)} vaults, {len(spec.classes)} classes, "
+            with steps.step(f"booting {counted(len(spec.hosts), 'host')}, {counted(len(spec.vaults), 'vault')}, "
+                            f"{counted(len(spec.classes), 'class')}, "
                             "each Ray node as a host with a vault, the enactor and the scheduler"):
                 _left(deadline, "booting")
                 try:

@@ -1,6 +1,6 @@
 """The command line's basics: --version from the one version string, help
 on every option, credentials on every user verb, the environment
-documented, --cycles 0 refused, shell completion, the examples copied out."""
+documented, --cycles 0 refused, shell completion, the examples copied out, counts in the number their noun takes."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import legionrm
 from legionrm.cli import COMMANDS, build_parser, main
 from legionrm.cli.completion import script
 from legionrm.cli.examples import copy_examples
+from legionrm.cli.output import counted
 from legionrm.version import __version__
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -104,3 +105,16 @@ def test_packaging_files() -> None:
     assert (ROOT / "legionrm" / "py.typed").exists()
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["legionrm"]
     assert "py.typed" in data and "data/examples/*/*" in data
+
+
+@pytest.mark.parametrize("n, noun, plural, expected", [
+    (1, "vault", None, "1 vault"),
+    (0, "vault", None, "0 vaults"),
+    (2, "class", None, "2 classes"),
+    (1, "class", None, "1 class"),
+    (3, "host group", None, "3 host groups"),
+    (2, "box", None, "2 boxes"),
+    (2, "policy", "policies", "2 policies"),
+], ids=["one", "none", "es-plural", "one-class", "two-words", "x-plural", "given-plural"])
+def test_counted(n: int, noun: str, plural: str | None, expected: str) -> None:
+    assert counted(n, noun, plural) == expected
