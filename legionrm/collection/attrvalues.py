@@ -25,6 +25,14 @@ TAG_OF = {bool: V.BOOL, int: V.INT, float: V.FLOAT, str: V.STR}
 """The tag of a plain value by its type (:func:`legionrm.mil.values.tag_of`'s first cases)."""
 
 
+def common_tag(vals: Sequence[V.Value]) -> int | None:
+    """The MIL tag every one of ``vals`` (MIL values) has, or None when they have several (or none).
+    Reads the tags of the few distinct plain types, not of every value."""
+    kinds = set(map(type, vals))
+    tags = {TAG_OF[k] for k in kinds} if kinds <= TAG_OF.keys() else {V.tag_of(v) for v in vals}
+    return tags.pop() if len(tags) == 1 else None
+
+
 def typed_values(attr: object, vals: Sequence[Any]) -> tuple[int | None, np.ndarray | None] | None:
     """``attr``'s values in many updates, when ``attr`` is a good name and every value is a MIL
     value as it stands (bool, float, str, or an int within 64 bits): what :func:`check_values`

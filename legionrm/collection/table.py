@@ -27,7 +27,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from legionrm.collection.attrvalues import TAG_OF, as_column, check_values, typed_values
+from legionrm.collection.attrvalues import as_column, check_values, common_tag, typed_values
 from legionrm.collection.column import MutableColumn
 from legionrm.collection.snapshot import TableSnapshot
 from legionrm.errors import CollectionError, UnknownResourceError
@@ -205,10 +205,8 @@ class AttributeTable:
         for attr, (where, vals) in by_attr.items():
             if attr not in self._cols and all(v is V.UNDEFINED for v in vals):
                 continue
-            kinds = set(map(type, vals))  # (the tags of few distinct types, not of every value)
-            tags = {TAG_OF[k] for k in kinds} if kinds <= TAG_OF.keys() else {V.tag_of(v) for v in vals}
-            reshaped.update(self._write_column(attr, np.asarray(where, dtype=np.int64), vals,
-                                               tags.pop() if len(tags) == 1 else None, distinct=len(set(where)) == len(where)))
+            reshaped.update(self._write_column(attr, np.asarray(where, dtype=np.int64), vals, common_tag(vals),
+                                               distinct=len(set(where)) == len(where)))
         if by_attr:
             self._changed()
         return errors, sorted(k for row in reshaped for k in at[row])

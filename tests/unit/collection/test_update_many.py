@@ -7,8 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from legionrm.collection.attrvalues import common_tag
 from legionrm.collection.collection import Collection
 from legionrm.errors import CollectionError, UnknownResourceError
+from legionrm.mil import values as V
 from legionrm.testing import FakeClock, host
 
 NAMES = ["h1", "h2", "h3"]
@@ -60,3 +62,18 @@ def test_a_refused_heartbeat_changes_nothing_and_the_others_apply(bad) -> None:
         c.update_many([("h1", bad), ("h2", {"load": 7.5})])
     assert c.retrieve_all_attributes("h1")["load"] == 0.5
     assert c.retrieve_all_attributes("h2")["load"] == 7.5
+
+
+@pytest.mark.parametrize("vals, tag", [
+    ([1, 2, 3], V.INT),
+    ([True, False], V.BOOL),
+    ([True, 1], None),  # (bool is an int to Python, not to MIL)
+    ([1.5, 2.0], V.FLOAT),
+    ([1, 2.0], None),
+    (["a", "b"], V.STR),
+    ([V.UNDEFINED, V.UNDEFINED], V.UNDEF),
+    ([V.UNDEFINED, 1], None),
+    ([], None),
+], ids=["ints", "bools", "bool-and-int", "floats", "int-and-float", "strings", "undefined", "undefined-and-int", "none"])
+def test_common_tag(vals: list, tag: int | None) -> None:
+    assert common_tag(vals) == tag
