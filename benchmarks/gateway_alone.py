@@ -86,11 +86,18 @@ class StandIn:
         return self._roster[1]
 
     async def call(self, user: str | None, target: str, method: str, args: dict[str, Any]) -> Any:
-        from legionrm.models.intake import Cancelled, Submit, Submitted
+        return await self.start(user, target, method, args)
 
+    def start(self, user: str | None, target: str, method: str, args: dict[str, Any]) -> Any:
+        """The batch signed and serialized now (a tree since round gw500f starts its batches as they go)."""
         assert method == "intake_batch", method
         proof = self.signer.acting(user).sign(method, args, to=target)
         pickle.loads(pickle.dumps((args, proof)))  # Ray's serialization of the call, both ways
+        return self._answer(args)
+
+    async def _answer(self, args: dict[str, Any]) -> Any:
+        from legionrm.models.intake import Cancelled, Submit, Submitted
+
         await asyncio.sleep(self.answer_s)
         items = args["items"]
         if isinstance(items, str):  # packed, as a tree since round gw500f sends them
