@@ -86,20 +86,34 @@ class StandIn:
         return self._roster[1]
 
     async def call(self, user: str | None, target: str, method: str, args: dict[str, Any]) -> Any:
-        from legionrm.models.intake import Cancelled, Submit, Submitted
+        return await self.start(user, target, method, args)
 
+    def start(self, user: str | None, target: str, method: str, args: dict[str, Any]) -> Any:
+        """The batch signed and serialized now (a tree since round gw500f starts its batches as they go)."""
         assert method == "intake_batch", method
         proof = self.signer.acting(user).sign(method, args, to=target)
         pickle.loads(pickle.dumps((args, proof)))  # Ray's serialization of the call, both ways
+        return self._answer(args)
+
+    async def _answer(self, args: dict[str, Any]) -> Any:
+        from legionrm.models.intake import Cancelled, Submit, Submitted
+
         await asyncio.sleep(self.answer_s)
+        items = args["items"]
+        if isinstance(items, str):  # packed, as a tree since round gw500f sends them
+            from legionrm.models.intake import unpack_items
+            items = unpack_items(items)
         out: list[Any] = []
-        for item in args["items"]:
+        for item in items:
             if isinstance(item, Submit):
                 rid = item.request.partition('"request_id":"')[2].partition('"')[0]  # (cheaper than the Scheduler's parse)
                 s = self.submitted
                 out.append(Submitted(rid, s.ok, s.state, s.response.replace(TEMPLATE_ID, rid)))
             else:
                 out.append(Cancelled(self.cancelled.info.replace(TEMPLATE_ID, item.request_id)))
+        if isinstance(args["items"], str):
+            from legionrm.models.intake import pack_replies
+            return pack_replies(out)
         return pickle.loads(pickle.dumps(out))
 
     async def close(self) -> None:

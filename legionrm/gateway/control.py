@@ -16,6 +16,7 @@ import asyncio
 import json
 import os
 import time
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -109,11 +110,23 @@ class RayControlPlane:
         return handle
 
     async def call(self, user: str, target: str, method: str, args: dict[str, Any]) -> Any:
-        actor = self._actor(target)
-        proof = self.signer.acting(user).sign(method, args, to=actor)
-        handle = self._handle(actor)
+        return await self.start(user, target, method, args)
+
+    def start(self, user: str, target: str, method: str, args: dict[str, Any]) -> Awaitable[Any]:
+        actor = None
         try:
-            ref = getattr(handle, method).remote(**args, proof=proof)
+            actor = self._actor(target)
+            proof = self.signer.acting(user).sign(method, args, to=actor)
+            ref = getattr(self._handle(actor), method).remote(**args, proof=proof)
+        except Exception as exc:  # noqa: BLE001 -- raised where the call is awaited, as call raises it
+            return self._answer(None, exc, actor, target, method)
+        return self._answer(ref, None, actor, target, method)
+
+    async def _answer(self, ref: Any, raised: Exception | None, actor: str | None, target: str, method: str) -> Any:
+        """The answer of the call ``ref`` (or ``raised``, what starting it raised) as :meth:`call` gives it."""
+        try:
+            if raised is not None:
+                raise raised
             return await asyncio.wait_for(asyncio.wrap_future(ref.future()), self.timeout_s)
         except RayTaskError as exc:
             cause = exc.cause if isinstance(getattr(exc, "cause", None), BaseException) else None
@@ -121,7 +134,8 @@ class RayControlPlane:
                 raise cause from None
             raise Unavailable(f"{target}.{method} failed: {str(exc).strip().splitlines()[-1]}") from None
         except RayActorError:
-            self._handles.pop(actor, None)  # a restarted actor is found again by name
+            if actor is not None:
+                self._handles.pop(actor, None)  # a restarted actor is found again by name
             raise Unavailable(f"the {target} actor is dead or unreachable") from None
         except (TimeoutError, GetTimeoutError):
             raise Unavailable(f"{target}.{method} did not answer within {self.timeout_s:g} s") from None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Awaitable
 from typing import Any
 
 from legionrm.auth.actordoor import ActorDoor
@@ -59,6 +60,10 @@ class LocalPlane:
     def record_reload(self, text: str, roster: Roster) -> None:
         """After a reload: its cluster file is the one the system runs."""
         self.system.spec = parse_cluster(loads_toml(text), file=self.system.spec.source)
+
+    def start(self, user: str, target: str, method: str, args: dict[str, Any]) -> Awaitable[Any]:
+        """:meth:`call`, run when awaited (in process nothing is on its way before that)."""
+        return self.call(user, target, method, args)
 
     async def call(self, user: str, target: str, method: str, args: dict[str, Any]) -> Any:
         if target == f"scheduler:{self.system.scheduler.name}":

@@ -13,6 +13,7 @@ raised it (a :class:`~legionrm.errors.LegionError`: ``AuthRefusedError``,
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any, Protocol
 
 from legionrm import codes
@@ -30,6 +31,12 @@ class Unavailable(LegionError):
 class ControlPlane(Protocol):
     async def call(self, user: str, target: str, method: str, args: dict[str, Any]) -> Any:
         """``method(**args)`` on ``target`` as ``user``; raises what the control plane raised."""
+        ...
+
+    def start(self, user: str, target: str, method: str, args: dict[str, Any]) -> Awaitable[Any]:
+        """:meth:`call` begun now: the call is signed and on its way when this returns (raising nothing
+        itself); awaited, its answer, or what the control plane raised.  The intake sends a batch with it
+        the moment the batch goes, not once the event loop has read the calls that came meanwhile."""
         ...
 
     async def close(self) -> None:

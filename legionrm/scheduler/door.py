@@ -129,7 +129,7 @@ class SchedulerDoor:
                 return refused_at_door(request, ok, key=iid)
         return request
 
-    def intake_batch(self, items: list[Any], proof: Any = None) -> list[Any]:
+    def intake_batch(self, items: list[Any] | str, proof: Any = None) -> list[Any] | bytes:
         """Many users' submits and cancels at once (:func:`legionrm.scheduler.intake.door.intake_batch`)."""
         return intake_door.intake_batch(self, items, proof)
 

@@ -18,10 +18,12 @@ parser.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from legionrm.gateway.intake.collector import BatchMismatch, Collector
 from legionrm.gateway.plane import ControlPlane
 from legionrm.models import SchedulingRequest
-from legionrm.models.intake import Cancel, Cancelled, Submit, Submitted
+from legionrm.models.intake import Cancel, Cancelled, Submit, Submitted, pack_items, unpack_replies
 
 IN_FLIGHT = 1
 """Batches in flight to one scheduler at a time (see the module doc).  One: measured on a quiet
@@ -48,9 +50,11 @@ class Intake:
 
     def _collector(self, to: str) -> Collector[Submit | Cancel]:
         if to not in self._collectors:  # one per scheduler: a batch is one call to one actor
-            async def send(items: list[Submit | Cancel]) -> list[object]:
-                # None: the gateway agent signs the batch as itself; each item names its user
-                return await self.plane.call(None, to, "intake_batch", {"items": items})  # type: ignore[arg-type,no-any-return]
+            def send(items: list[Submit | Cancel]) -> Awaitable[list[object]]:
+                # started now, as the batch goes (see Collector).  None: the gateway agent signs the batch as
+                # itself; each item names its user.  Packed: one text there and one bytes back cost Ray less
+                # than the lists (legionrm.models.intake)
+                return _unpacked(self.plane.start(None, to, "intake_batch", {"items": pack_items(items)}))  # type: ignore[arg-type]
             self._collectors[to] = Collector(send, window_s=self._window_s, max_batch=self._max_batch,
                                              in_flight=self._in_flight, linger_s=self._linger_s)
         return self._collectors[to]
@@ -68,6 +72,11 @@ class Intake:
     async def cancel(self, user: str, request_id: str, reason: str, to: str | None = None) -> Cancelled:
         """``request_id`` cancelled by ``user`` at ``to`` (default: :attr:`target`); its refusal or error raised."""
         return await self._collector(to or self.target).call(Cancel(user, request_id, reason))  # type: ignore[no-any-return]
+
+
+async def _unpacked(sent: Awaitable[bytes]) -> list[object]:
+    """The replies of a batch's call, unpacked (:func:`~legionrm.models.intake.unpack_replies`)."""
+    return unpack_replies(await sent)
 
 
 __all__ = ["BatchMismatch", "Collector", "Intake"]

@@ -23,9 +23,14 @@ batch carries as many of them as are back in time, and a batch -- its Ray
 call, its proof, its sync -- is paid about once a round, not twice.  A lone caller waits for no one (one in play, one
 waiting: it goes at once).
 
-``send(items)`` answers a batch with one reply per item, in order: the
+``send(items)`` is called the moment a batch goes, and what it awaits
+answers the batch with one reply per item, in order: the
 item's answer, or the exception it met (an exception instance is raised to
-that caller alone).  The replies are matched to their callers one to one:
+that caller alone).  What ``send`` does before it returns is done at once,
+before the event loop turns to anything else: a ``send`` that starts its
+call there (the intake's: signed and handed to Ray) sends the batch then,
+not after the calls that reached the loop meanwhile have been read (a task
+started for it would wait behind them).  The replies are matched to their callers one to one:
 a reply list of the wrong length, or a ``send`` that fails, answers every
 item of the batch with that failure, never one caller with another's
 reply.  Pure asyncio: no Ray, no web framework.
@@ -120,12 +125,19 @@ class Collector(Generic[T]):
         self._flying.append(len(batch))
         self.batches += 1
         self.items += len(batch)
-        loop.create_task(self._fly(batch, loop))
+        try:
+            sent: Awaitable[Sequence[Any]] | BaseException = self._send([item for item, _ in batch])  # now: see the module doc
+        except Exception as exc:  # noqa: BLE001 -- every caller of the batch hears it
+            sent = exc
+        loop.create_task(self._fly(batch, sent, loop))
 
-    async def _fly(self, batch: list[tuple[T, asyncio.Future[Any]]], loop: asyncio.AbstractEventLoop) -> None:
+    async def _fly(self, batch: list[tuple[T, asyncio.Future[Any]]], sent: Awaitable[Sequence[Any]] | BaseException,
+                   loop: asyncio.AbstractEventLoop) -> None:
         try:
             try:
-                replies = list(await self._send([item for item, _ in batch]))
+                if isinstance(sent, BaseException):
+                    raise sent
+                replies = list(await sent)
                 if len(replies) != len(batch):
                     raise BatchMismatch(f"a batch of {len(batch)} calls was answered with {len(replies)} replies")
             except BaseException as exc:  # noqa: BLE001 -- every caller of the batch hears it

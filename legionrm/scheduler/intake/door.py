@@ -32,20 +32,26 @@ from legionrm.auth.guard import raise_if_refused
 from legionrm.auth.proof import DELEGATE_KIND
 from legionrm.errors import SchedulingError
 from legionrm.models import RequestInfo, Refusal, SchedulerResponse, SchedulingRequest
-from legionrm.models.intake import Cancel, Cancelled, Submit, Submitted
+from legionrm.models.intake import Cancel, Cancelled, Submit, Submitted, pack_replies, unpack_items
 from legionrm.scheduler.confirm import refused_at_door
 
 
-def intake_batch(door: Any, items: list[Submit | Cancel], proof: Any = None) -> list[Any]:
+def intake_batch(door: Any, items: list[Submit | Cancel] | str, proof: Any = None) -> list[Any] | bytes:
     """Each :class:`Submit` of ``items`` submitted as its user's, each :class:`Cancel` cancelled as its
     user's (the request's owner or an administrator), all in one group (the submits first, one durable
-    write); one reply per item, in order: :class:`Submitted`, :class:`Cancelled`, or the error it met."""
-    callers = _callers(door, proof, "intake_batch", {"items": items}, items)
-    out: list[Any] = [None] * len(items)
+    write); one reply per item, in order: :class:`Submitted`, :class:`Cancelled`, or the error it met.
+    ``items`` packed (:func:`~legionrm.models.intake.pack_items`' text, as the gateway sends them): the
+    proof is checked over the text, then its items read, and the replies come packed
+    (:func:`~legionrm.models.intake.pack_replies`)."""
+    _from_gateway(door, proof, "intake_batch", {"items": items})  # the proof covers the items as they came
+    packed = isinstance(items, str)
+    group = unpack_items(items) if packed else items
+    callers = _callers(door, "intake_batch", group)
+    out: list[Any] = [None] * len(callers)
     submits: list[tuple[int, SchedulingRequest]] = []
     cancels: list[tuple[int, tuple[str, str]]] = []
     intake = door.core.queue.intake
-    for i, (item, who) in enumerate(zip(items, callers)):
+    for i, (item, who) in enumerate(zip(group, callers)):
         try:
             if isinstance(item, Submit):
                 try:
@@ -72,16 +78,20 @@ def intake_batch(door: Any, items: list[Submit | Cancel], proof: Any = None) -> 
         out[i] = reply
     for (i, _), reply in zip(cancels, gone):
         out[i] = reply
-    return [_compact(r) for r in out]
+    replies = [_compact(r) for r in out]
+    return pack_replies(replies) if packed else replies
 
 
-def _callers(door: Any, proof: Any, call: str, args: dict[str, Any], items: Any
-             ) -> list[VerifiedCaller | Refusal | None]:
-    """Each item's caller (None on an open door); AuthRefusedError when the group's proof is not the
-    gateway's, SchedulingError when ``items`` is not a list of Submit and Cancel items."""
+def _from_gateway(door: Any, proof: Any, call: str, args: dict[str, Any]) -> None:
+    """Nothing on an open door or when ``proof`` is the gateway agent's over ``args``; else AuthRefusedError."""
     signer = None if door.guard is None else door.guard.require(proof, call, args)
     if signer is not None and signer.kind != DELEGATE_KIND:
         raise AuthRefusedError(codes.AUTH_FORBIDDEN, f"{signer.name!r} may not send calls of other users", "scheduler")
+
+
+def _callers(door: Any, call: str, items: Any) -> list[VerifiedCaller | Refusal | None]:
+    """Each item's caller (None on an open door); SchedulingError when ``items`` is not a list of Submit
+    and Cancel items."""
     if not isinstance(items, list) or not all(isinstance(it, (Submit, Cancel)) for it in items):
         raise SchedulingError(f"{call} takes a list of Submit and Cancel items")
     if door.guard is None:
@@ -117,6 +127,6 @@ class IntakeCalls:
 
     door: Any
 
-    def intake_batch(self, items: list[Submit | Cancel], proof: Any = None) -> list[Any]:
+    def intake_batch(self, items: list[Submit | Cancel] | str, proof: Any = None) -> list[Any] | bytes:
         """Many users' submits and cancels, one durable write (:func:`intake_batch`)."""
         return self.door.intake_batch(items, proof)  # type: ignore[no-any-return]

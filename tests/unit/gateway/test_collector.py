@@ -76,6 +76,40 @@ def test_a_failed_batch_answers_every_caller_with_the_failure(answer) -> None:
     assert len(got) == 10 and all(isinstance(g, want) for g in got)
 
 
+def test_a_send_that_fails_as_it_starts_answers_every_caller_with_the_failure() -> None:
+    def send(items: list[int]) -> asyncio.Future[list[int]]:
+        raise Boom("no such scheduler")
+
+    async def main() -> list[object]:
+        c = Collector(send, window_s=0.001)
+        return await asyncio.gather(*(c.call(n) for n in range(10)), return_exceptions=True)
+
+    got = run(main())
+    assert len(got) == 10 and all(isinstance(g, Boom) for g in got)
+
+
+def test_a_batch_is_sent_the_moment_it_goes() -> None:
+    """``send`` is called as the batch goes, before the loop runs what was ready beside it (the calls
+    that reached the gateway meanwhile): a batch is not held back while they are read."""
+    log: list[object] = []
+
+    def send(items: list[int]) -> asyncio.Future[list[int]]:
+        log.append(("sent", list(items)))
+        answered = asyncio.get_running_loop().create_future()
+        answered.set_result([n * 2 for n in items])
+        return answered
+
+    async def main() -> int:
+        c = Collector(send)
+        loop = asyncio.get_running_loop()
+        first = loop.create_task(c.call(1))
+        loop.call_soon(log.append, "read another call")  # ready beside the call that sends the batch
+        return await first
+
+    assert run(main()) == 2
+    assert log == [("sent", [1]), "read another call"]
+
+
 def test_calls_arriving_together_go_as_one_batch() -> None:
     sizes: list[int] = []
 

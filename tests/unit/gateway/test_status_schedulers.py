@@ -4,6 +4,7 @@ a system of two schedulers (the in-process one as ``default``, a fake ``gpu`` on
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable
 from typing import Any, Iterator
 
 import httpx
@@ -37,6 +38,9 @@ class TwoSchedulers:
         if method == "list_requests":
             return [RequestInfo(id="g-1", user="ann", state="pending", classes=("Worker",), count=1, submitted=1.0)]
         raise SchedulingError(f"no request in scheduler gpu ({method})")
+
+    def start(self, user: str, target: str, method: str, args: dict[str, Any]) -> Awaitable[Any]:
+        return self.call(user, target, method, args)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.plane, name)

@@ -15,7 +15,7 @@ from legionrm.auth.errors import AuthRefusedError
 from legionrm.auth.guard import Guard
 from legionrm.errors import SchedulingError
 from legionrm.models import RequestInfo, SchedulerResponse
-from legionrm.models.intake import Cancel, Cancelled, Submit, Submitted
+from legionrm.models.intake import Cancel, Cancelled, Submit, Submitted, pack_items, unpack_replies
 from legionrm.scheduler.door import SchedulerDoor
 from tests.unit.scheduler.intake.test_group import held, system
 
@@ -98,3 +98,35 @@ def test_submits_and_cancels_of_one_group_are_answered_in_order(tmp_path) -> Non
     assert [g.request_id for g in got[1:3]] == ["b1", "a2"]
     assert {e.id: e.state for e in w.s.scheduler.book.entries()} == {"a1": "cancelled", "b1": "pending",
                                                                     "a2": "pending"}
+
+
+def test_a_packed_group_is_answered_packed_as_its_list_is(tmp_path) -> None:
+    """The gateway's form: the items as one text, the proof over that text, the replies packed; the same
+    answers, and the same refusals, as the group given as a list."""
+    w = World(tmp_path / "r.db")
+    got = unpack_replies(w.call("gateway", "intake_batch", items=pack_items([
+        submit("alice", held("a1")), submit("nobody", held("n1")), Submit("alice", "{not json")])))
+    assert [type(g) for g in got] == [Submitted, Submitted, SchedulingError]
+    assert [g.state for g in got[:2]] == ["pending", "refused"]
+    gone = unpack_replies(w.call("gateway", "intake_batch", items=pack_items([
+        Cancel("bob", "a1", "x"), Cancel("alice", "a1", "mine")])))
+    assert isinstance(gone[0], AuthRefusedError) and gone[0].code == "auth.not_owner"
+    assert RequestInfo.model_validate_json(gone[1].info).state == "cancelled"
+    with pytest.raises(AuthRefusedError) as refused:
+        w.call("alice", "intake_batch", items=pack_items([submit("alice", held("a2"))]))
+    assert refused.value.code == "auth.forbidden"
+    with pytest.raises(SchedulingError, match="Submit and Cancel"):
+        w.call("gateway", "intake_batch", items='[["s", "alice"]]')
+    assert {e.id for e in w.s.scheduler.book.entries()} == {"a1"}
+
+
+def test_a_packed_groups_proof_covers_its_text(tmp_path) -> None:
+    """A proof made for one packed group does not carry another (nor the same items as a list)."""
+    w = World(tmp_path / "r.db")
+    text = pack_items([submit("alice", held("a1"))])
+    proof = sign_call(w.keys["gateway"], "intake_batch", payload_digest({"items": text}), time.time(), to="scheduler")
+    for items in (pack_items([submit("alice", held("a2"))]), [submit("alice", held("a1"))]):
+        with pytest.raises(AuthRefusedError) as refused:
+            w.door.intake_batch(items, proof=proof)
+        assert refused.value.code == "auth.wrong_call"
+    assert w.s.scheduler.book.entries() == []
