@@ -363,7 +363,7 @@ class RunningUses:
         stack = (lambda c: np.concatenate([getattr(k, c) for k in kept])) if kept else (lambda c: np.zeros(0))
         columns = Stretches(users, np.repeat(np.asarray([number[k.user] for k in kept], np.int64), rows),
                             stack("cpus"), stack("start"), stack("end"),
-                            stack("each").astype(np.int64) + np.repeat(first, [len(k.each) for k in kept]))
+                            stack("each").astype(np.int64) + np.repeat(first, [len(k.each) for k in kept]), True)
         self._columns = (kept, columns)
         return columns
 
