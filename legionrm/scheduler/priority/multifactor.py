@@ -124,10 +124,10 @@ def order_of(cols: np.ndarray, id_of: Callable[[int], str], now: float, formula:
         rows = cols.tolist()
         keys = [(-p, r[0]) for p, r in zip(_priorities_few(rows, now, formula), rows)]
         if all(p == p and s == s for p, s in keys):  # (no NaN: numpy sorts those last, a Python sort cannot)
-            out = sorted(range(n), key=keys.__getitem__)
-            for lo, hi in _runs([k for k in range(n - 1) if keys[out[k]] == keys[out[k + 1]]]):
-                out[lo:hi] = sorted(out[lo:hi], key=id_of)  # (ties, as below)
-            return np.array(out, np.int64)
+            picked = sorted(range(n), key=keys.__getitem__)
+            for lo, hi in _runs([k for k in range(n - 1) if keys[picked[k]] == keys[picked[k + 1]]]):
+                picked[lo:hi] = sorted(picked[lo:hi], key=id_of)  # (ties, as below)
+            return np.array(picked, np.int64)
     sub, prio = cols[:, 0].copy(), priorities(cols, now, formula)
     at = np.lexsort((sub, -prio))
     # ties of priority and submission (rare) go by request id: only those runs are sorted again

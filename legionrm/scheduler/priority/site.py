@@ -406,6 +406,6 @@ class _Kept:
     def uses(self) -> list[Use]:
         """The stretches as :class:`Use`, in the order of the request's instances (made once)."""
         if self._uses is None:
-            rows = self.rows
-            self._uses = [Use(self.user, *rows[i], float("inf")) for i in self.each.tolist()]
+            rows = [Use(self.user, c, s, float("inf")) for c, s in self.rows]  # (frozen: one per row)
+            self._uses = [rows[i] for i in self.each.tolist()]
         return self._uses
