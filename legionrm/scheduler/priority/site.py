@@ -61,7 +61,8 @@ class SitePolicy:
         self._jobs: dict[str, tuple[SchedulingRequest, PendingJob]] = {}
         self._table_lock = threading.Lock()  # the order's table: slots, rows, users' numbers
         self._slots = Slots()
-        self._cols = np.zeros((0, 6))  # each slot's row: submitted, cpus, QoS priority, user, fixed priority, held
+        # each slot's row: submitted, cpus, QoS priority, user, fixed priority, held, unlimited (by these settings)
+        self._cols, self._table_settings = np.zeros((0, 7)), settings
         self._users: dict[str, int] = {}  # each user's number in the rows, and the names by number
         self._user_names: list[str] = []
 
@@ -127,7 +128,7 @@ class SitePolicy:
             self.settings = settings
             self._jobs = {}
         with self._table_lock:  # after the settings: a row worked out before this goes with its table
-            self._slots, self._cols = Slots(), np.zeros((0, 6))
+            self._slots, self._cols, self._table_settings = Slots(), np.zeros((0, 7)), settings
         return None
 
     def reload(self, spec: SitePolicySpec, entries: Iterable[Entry], check: bool = False) -> Refusal | None:
@@ -229,8 +230,8 @@ class SitePolicy:
 
     def _number(self, entries: list[Entry]) -> np.ndarray:
         """Slots for requests not numbered yet, and their rows of :func:`order_of`'s
-        columns, with the user's number in place of the fair-share factor and a
-        last column, 1 when held (under the table's lock)."""
+        columns, with the user's number in place of the fair-share factor, then
+        1 when held, and 1 when :meth:`unlimited` (under the table's lock)."""
         table = self._slots
         slots, rows = [], []
         for entry in entries:
@@ -246,9 +247,9 @@ class SitePolicy:
                 self._user_names.append(job.user)
             rows.append((job.submitted, job.cpus, float(job.qos_priority), float(user),
                          float("nan") if job.fixed is None else float(job.fixed),
-                         0.0 if entry.request.hold is None else 1.0))
+                         0.0 if entry.request.hold is None else 1.0, 1.0 if self._unlimited(entry.request) else 0.0))
         if len(table.requests) > len(self._cols):
-            grown = np.zeros((max(len(table.requests), 2 * len(self._cols)), 6))
+            grown = np.zeros((max(len(table.requests), 2 * len(self._cols)), 7))
             grown[:len(self._cols)] = self._cols
             self._cols = grown
         fresh = np.asarray(slots, np.int64)
@@ -286,7 +287,15 @@ class SitePolicy:
 
     def unlimited(self, request: SchedulingRequest) -> bool:
         """Can no limit ever keep ``request`` waiting: not held, and its QoS is known and has no limit
-        (then :meth:`blocked` is None whatever the pass's counts; a pass need not ask)."""
+        (then :meth:`blocked` is None whatever the pass's counts; a pass need not ask).  Read from
+        the order's row of ``request`` when it has one worked out under these settings."""
+        with self._table_lock:
+            slot = self._slots.of.get(id(request))
+            if slot is not None and self._table_settings is self.settings and self._slots.requests[slot] is request:
+                return bool(self._cols[slot, 6])
+        return self._unlimited(request)
+
+    def _unlimited(self, request: SchedulingRequest) -> bool:
         q = self.settings.qos.get(self.qos_of(request))
         return (request.hold is None and q is not None and q.max_walltime_s is None
                 and q.max_pending_per_user is None and q.max_running_cpus_per_user is None)
