@@ -120,21 +120,57 @@ def order_of(cols: np.ndarray, id_of: Callable[[int], str], now: float, formula:
     n = len(cols)
     if n == 0:
         return np.empty(0, np.int64)
-    w = formula.weights
-    sub, cpus, qp, fixed = cols[:, 0].copy(), cols[:, 1], cols[:, 2], cols[:, 4]
-    fs = np.clip(cols[:, 3], 0.0, 1.0)
-    qos = np.clip(qp / formula.max_qos_priority, 0.0, 1.0) if formula.max_qos_priority > 0 else np.zeros(n)
-    age = (np.clip(np.maximum(now - sub, 0.0) / formula.max_age_s, 0.0, 1.0) if formula.max_age_s > 0
-           else np.zeros(n))
-    size = np.clip(np.maximum(cpus, 0.0) / formula.total_cpus, 0.0, 1.0) if formula.total_cpus > 0 else np.zeros(n)
-    prio = w.qos * qos + w.fairshare * fs + w.age * age + w.size * size
-    prio = np.where(np.isnan(fixed), prio, fixed)
+    if n <= FEW:  # (numpy's calls cost more than a few rows' sums: the same numbers in plain floats)
+        rows = cols.tolist()
+        keys = [(-p, r[0]) for p, r in zip(_priorities_few(rows, now, formula), rows)]
+        if all(p == p and s == s for p, s in keys):  # (no NaN: numpy sorts those last, a Python sort cannot)
+            picked = sorted(range(n), key=keys.__getitem__)
+            for lo, hi in _runs([k for k in range(n - 1) if keys[picked[k]] == keys[picked[k + 1]]]):
+                picked[lo:hi] = sorted(picked[lo:hi], key=id_of)  # (ties, as below)
+            return np.array(picked, np.int64)
+    sub, prio = cols[:, 0].copy(), priorities(cols, now, formula)
     at = np.lexsort((sub, -prio))
     # ties of priority and submission (rare) go by request id: only those runs are sorted again
     same = np.flatnonzero((prio[at][1:] == prio[at][:-1]) & (sub[at][1:] == sub[at][:-1]))
     out = at.astype(np.int64, copy=False)
     for lo, hi in _runs(same.tolist()):
         out[lo:hi] = sorted(out[lo:hi].tolist(), key=id_of)
+    return out
+
+
+def priorities(cols: np.ndarray, now: float, formula: Formula) -> np.ndarray:
+    """Each row's priority (the rows of :func:`order_of`)."""
+    n, w = len(cols), formula.weights
+    sub, cpus, qp, fixed = cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 4]
+    fs = np.clip(cols[:, 3], 0.0, 1.0)
+    qos = np.clip(qp / formula.max_qos_priority, 0.0, 1.0) if formula.max_qos_priority > 0 else np.zeros(n)
+    age = (np.clip(np.maximum(now - sub, 0.0) / formula.max_age_s, 0.0, 1.0) if formula.max_age_s > 0
+           else np.zeros(n))
+    size = np.clip(np.maximum(cpus, 0.0) / formula.total_cpus, 0.0, 1.0) if formula.total_cpus > 0 else np.zeros(n)
+    prio = w.qos * qos + w.fairshare * fs + w.age * age + w.size * size
+    return np.where(np.isnan(fixed), prio, fixed)
+
+
+FEW = 32
+"""Up to how many rows :func:`order_of` works in plain floats."""
+
+
+def _priorities_few(rows: list[list[float]], now: float, formula: Formula) -> list[float]:
+    """:func:`priorities` in Python floats: the same IEEE operations in the same order, so the
+    same numbers (numpy's clip to [0, 1] is a max then a min, each keeping a NaN, as here)."""
+    w = formula.weights
+    mq, ma, tc = formula.max_qos_priority, formula.max_age_s, formula.total_cpus
+    out = []
+    for sub, cpus, qp, fs, fixed in rows:
+        if fixed == fixed:  # (not NaN: an administrator's priority)
+            out.append(fixed)
+            continue
+        qos = (0.0 if 0.0 > (q := qp / mq) else 1.0 if q > 1.0 else q) if mq > 0 else 0.0
+        age = (0.0 if 0.0 > (a := (0.0 if 0.0 > (d := now - sub) else d) / ma) else 1.0 if a > 1.0 else a
+               ) if ma > 0 else 0.0
+        size = (0.0 if 0.0 > (z := (0.0 if 0.0 > cpus else cpus) / tc) else 1.0 if z > 1.0 else z) if tc > 0 else 0.0
+        out.append(w.qos * qos + w.fairshare * (0.0 if 0.0 > fs else 1.0 if fs > 1.0 else fs) + w.age * age
+                   + w.size * size)
     return out
 
 

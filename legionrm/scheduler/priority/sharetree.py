@@ -39,6 +39,7 @@ class ShareTree:
     def __init__(self, groups: Iterable[Group]) -> None:
         self.groups = {g.name: g for g in groups}
         self._group_of = {u: g.name for g in self.groups.values() for u in g.users}
+        self._shares: tuple[frozenset[str], dict[str, float]] | None = None  # the last norm_shares: its users, its answer
 
     def group_of(self, user: str) -> str:
         return self._group_of.get(user, DEFAULT_GROUP)
@@ -68,12 +69,19 @@ class ShareTree:
                 out[user] = parts[g] * (s / inside if inside > 0 else 0.0)
         return out
 
-    def factors(self, usage: Mapping[str, float], users: Iterable[str] = ()) -> dict[str, float]:
-        """Each user's factor given everyone's decayed ``usage`` (users in it and ``users``)."""
-        every = set(usage) | set(users)
-        shares = self.norm_shares(every)
+    def factors(self, usage: Mapping[str, float], users: Iterable[str] = (),
+                only: Iterable[str] | None = None) -> dict[str, float]:
+        """Each user's factor given everyone's decayed ``usage`` (users in it and ``users``); with
+        ``only``, just those of these (each the same figure: a queue's pass reads its waiting users')."""
+        every = frozenset(usage).union(users)
+        kept = self._shares  # (the shares depend on the users alone: kept while they are the same)
+        if kept is None or kept[0] != every:
+            kept = self._shares = (every, self.norm_shares(every))
+        shares = kept[1]
         total = sum(max(0.0, v) for v in usage.values())
-        return {u: factor(max(0.0, usage.get(u, 0.0)) / total if total > 0 else 0.0, s) for u, s in shares.items()}
+        get = usage.get
+        return {u: factor(max(0.0, get(u, 0.0)) / total if total > 0 else 0.0, s)
+                for u, s in (shares.items() if only is None else ((u, shares[u]) for u in only if u in shares))}
 
     def rows(self, usage: Mapping[str, Usage], users: Iterable[str] = ()) -> list[ShareRow]:
         """The tree as ``legionrm share`` prints it: each group, then its users, by name."""

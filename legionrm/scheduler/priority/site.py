@@ -61,7 +61,8 @@ class SitePolicy:
         self._jobs: dict[str, tuple[SchedulingRequest, PendingJob]] = {}
         self._table_lock = threading.Lock()  # the order's table: slots, rows, users' numbers
         self._slots = Slots()
-        self._cols = np.zeros((0, 6))  # each slot's row: submitted, cpus, QoS priority, user, fixed priority, held
+        # each slot's row: submitted, cpus, QoS priority, user, fixed priority, held, unlimited (by these settings)
+        self._cols, self._table_settings = np.zeros((0, 7)), settings
         self._users: dict[str, int] = {}  # each user's number in the rows, and the names by number
         self._user_names: list[str] = []
 
@@ -127,7 +128,7 @@ class SitePolicy:
             self.settings = settings
             self._jobs = {}
         with self._table_lock:  # after the settings: a row worked out before this goes with its table
-            self._slots, self._cols = Slots(), np.zeros((0, 6))
+            self._slots, self._cols, self._table_settings = Slots(), np.zeros((0, 7)), settings
         return None
 
     def reload(self, spec: SitePolicySpec, entries: Iterable[Entry], check: bool = False) -> Refusal | None:
@@ -159,11 +160,14 @@ class SitePolicy:
 
     def fairshare(self, entries: list[Entry], now: float, users: Iterable[str] | None = None) -> dict[str, float]:
         """Each user's fair-share factor (of ``users``, default every user in ``entries``, and all with usage)."""
-        with self._lock:  # (the decayed usage of :meth:`usage`, without its raw usage)
-            self._read_records(now)
-            decayed = self._ledger.decayed(now, self._running.columns(entries))
         every = {e.user for e in entries} if users is None else set(users)
-        return self.tree.factors(decayed, every)
+        return self.tree.factors(self._decayed(entries, now), every)
+
+    def _decayed(self, entries: list[Entry], now: float) -> dict[str, float]:
+        """Each user's decayed usage at ``now`` (:meth:`usage`'s, without the raw usage)."""
+        with self._lock:
+            self._read_records(now)
+            return self._ledger.decayed(now, self._running.columns(entries))
 
     # --- the order and the limits ----------------------------------------------------------
 
@@ -217,7 +221,8 @@ class SitePolicy:
             return Ordered([entries[i] for i in at.tolist()], table, epoch, slots)
         users = cols[:, 3].astype(np.int64)
         running = [entries[i] for i in np.flatnonzero(found == -2).tolist()]
-        fs = self.fairshare(running, now, [names[u] for u in set(users.tolist())])
+        waiting = [names[u] for u in set(users.tolist())]
+        fs = self.tree.factors(self._decayed(running, now), waiting, only=waiting)  # (:meth:`fairshare`'s, of these)
         cols[:, 3] = np.fromiter(map(fs.get, names, repeat(1.0)), np.float64, len(names))[users]
         ranked = order_of(cols, lambda i: entries[at[i]].id, now, self.formula)
         picked = at[ranked].tolist()
@@ -225,8 +230,8 @@ class SitePolicy:
 
     def _number(self, entries: list[Entry]) -> np.ndarray:
         """Slots for requests not numbered yet, and their rows of :func:`order_of`'s
-        columns, with the user's number in place of the fair-share factor and a
-        last column, 1 when held (under the table's lock)."""
+        columns, with the user's number in place of the fair-share factor, then
+        1 when held, and 1 when :meth:`unlimited` (under the table's lock)."""
         table = self._slots
         slots, rows = [], []
         for entry in entries:
@@ -242,9 +247,9 @@ class SitePolicy:
                 self._user_names.append(job.user)
             rows.append((job.submitted, job.cpus, float(job.qos_priority), float(user),
                          float("nan") if job.fixed is None else float(job.fixed),
-                         0.0 if entry.request.hold is None else 1.0))
+                         0.0 if entry.request.hold is None else 1.0, 1.0 if self._unlimited(entry.request) else 0.0))
         if len(table.requests) > len(self._cols):
-            grown = np.zeros((max(len(table.requests), 2 * len(self._cols)), 6))
+            grown = np.zeros((max(len(table.requests), 2 * len(self._cols)), 7))
             grown[:len(self._cols)] = self._cols
             self._cols = grown
         fresh = np.asarray(slots, np.int64)
@@ -282,7 +287,15 @@ class SitePolicy:
 
     def unlimited(self, request: SchedulingRequest) -> bool:
         """Can no limit ever keep ``request`` waiting: not held, and its QoS is known and has no limit
-        (then :meth:`blocked` is None whatever the pass's counts; a pass need not ask)."""
+        (then :meth:`blocked` is None whatever the pass's counts; a pass need not ask).  Read from
+        the order's row of ``request`` when it has one worked out under these settings."""
+        with self._table_lock:
+            slot = self._slots.of.get(id(request))
+            if slot is not None and self._table_settings is self.settings and self._slots.requests[slot] is request:
+                return bool(self._cols[slot, 6])
+        return self._unlimited(request)
+
+    def _unlimited(self, request: SchedulingRequest) -> bool:
         q = self.settings.qos.get(self.qos_of(request))
         return (request.hold is None and q is not None and q.max_walltime_s is None
                 and q.max_pending_per_user is None and q.max_running_cpus_per_user is None)
@@ -348,7 +361,7 @@ class RunningUses:
                 and all(all(map(is_, key[i], last[i])) for i in (0, 2, 3))):
             return self._columns[1]
         self._last = key
-        kept = [k for k in self._read(entries) if k.uses]
+        kept = [k for k in self._read(entries) if len(k.each)]
         was, columns = self._columns
         if len(kept) == len(was) and all(map(is_, kept, was)):
             return columns
@@ -359,7 +372,7 @@ class RunningUses:
         stack = (lambda c: np.concatenate([getattr(k, c) for k in kept])) if kept else (lambda c: np.zeros(0))
         columns = Stretches(users, np.repeat(np.asarray([number[k.user] for k in kept], np.int64), rows),
                             stack("cpus"), stack("start"), stack("end"),
-                            stack("each").astype(np.int64) + np.repeat(first, [len(k.uses) for k in kept]))
+                            stack("each").astype(np.int64) + np.repeat(first, [len(k.each) for k in kept]), True)
         self._columns = (kept, columns)
         return columns
 
@@ -379,21 +392,29 @@ class RunningUses:
 
 
 class _Kept:
-    """One running request's stretches (:func:`_uses`) for its request and instance map,
-    and as the rows of :class:`Stretches`: its distinct stretches, and each one's row."""
+    """One running request's stretches for its request and instance map: each running instance's
+    cpus (its class's first object's) from its start, until now; as the rows of :class:`Stretches`
+    (its distinct stretches, and each instance's row), and as :class:`Use` when asked."""
 
-    __slots__ = ("request", "instances", "user", "uses", "cpus", "start", "end", "each")
+    __slots__ = ("request", "instances", "user", "rows", "cpus", "start", "end", "each", "_uses")
 
     def __init__(self, e: Entry) -> None:
-        self.request, self.instances, self.user, self.uses = e.request, e.instances, e.user, _uses(e)
-        rows: dict[tuple[float, float, float], int] = {}  # (its instances most often share their numbers)
-        self.each = np.fromiter((rows.setdefault((u.cpus, u.start, u.end), len(rows)) for u in self.uses), np.int64,
-                                len(self.uses))
-        self.cpus, self.start, self.end = (np.fromiter((r[c] for r in rows), np.float64, len(rows)) for c in range(3))
+        self.request, self.instances, self.user = e.request, e.instances, e.user
+        cpus = {o.class_name: o.cpus for o in reversed(e.request.objects)}  # a class's first object wins
+        refs = e.refs
+        rows: dict[tuple[float, float], int] = {}  # (its instances most often share their numbers)
+        each = [rows.setdefault((cpus.get(ref.class_name, 0.0), ref.started_at), len(rows))
+                for iid, info in e.instances.items() if info.state == _RUNNING and (ref := refs.get(iid)) is not None]
+        self.rows = list(rows)
+        self.each = np.asarray(each, np.int64)
+        self.cpus, self.start = (np.fromiter((r[c] for r in self.rows), np.float64, len(rows)) for c in range(2))
+        self.end = np.full(len(rows), np.inf)
+        self._uses: list[Use] | None = None
 
-
-def _uses(e: Entry) -> list[Use]:
-    """``e``'s running instances as stretches of cpus from each one's start."""
-    cpus = {o.class_name: o.cpus for o in reversed(e.request.objects)}  # a class's first object wins
-    return [Use(e.user, cpus.get(ref.class_name, 0.0), ref.started_at, float("inf"))
-            for iid in e.live_instances() if (ref := e.refs.get(iid)) is not None]
+    @property
+    def uses(self) -> list[Use]:
+        """The stretches as :class:`Use`, in the order of the request's instances (made once)."""
+        if self._uses is None:
+            rows = [Use(self.user, c, s, float("inf")) for c, s in self.rows]  # (frozen: one per row)
+            self._uses = [rows[i] for i in self.each.tolist()]
+        return self._uses

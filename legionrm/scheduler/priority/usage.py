@@ -52,6 +52,17 @@ def _decayed_terms(cpus: np.ndarray, start: np.ndarray, end: np.ndarray, now: fl
     return out
 
 
+def _terms_until_now(cpus: np.ndarray, start: np.ndarray, now: float, half_life_s: float) -> np.ndarray:
+    """:func:`_decayed_terms` of stretches that run until ``now`` (bit for bit: there, each one's
+    factor for the time since it ended is exp(0) = 1, which changes nothing it multiplies)."""
+    if not (~(cpus <= 0) & ~(now <= start)).all():  # (one that counts 0: worked out as there)
+        return _decayed_terms(cpus, start, np.full(len(start), now), now, half_life_s)
+    if half_life_s <= 0:
+        return cpus * (now - start)
+    k = math.log(2.0) / half_life_s
+    return cpus * -np.fromiter(map(math.expm1, (-k * (now - start)).tolist()), np.float64, len(start)) / k
+
+
 def decayed_cpu_seconds(cpus: float, start: float, end: float, now: float, half_life_s: float) -> float:
     """The decayed cpu-seconds at ``now`` of ``cpus`` held from ``start`` to
     ``end`` (the part after ``now`` is not counted; see the module)."""
@@ -91,7 +102,8 @@ class Stretches:
     """Stretches of work as columns: distinct ones as rows (``users`` in the order they
     first appear, then each row's user as its index in ``users``, its cpus, start and
     end), and ``each`` stretch in order as its row (a row holds the same numbers, so
-    its terms are worked out once and counted once per stretch)."""
+    its terms are worked out once and counted once per stretch); ``until_now`` when
+    every stretch runs until now (each end is infinity: what runs)."""
 
     users: list[str]
     who: np.ndarray
@@ -99,6 +111,7 @@ class Stretches:
     start: np.ndarray
     end: np.ndarray
     each: np.ndarray
+    until_now: bool = False
 
     @classmethod
     def of(cls, uses: list[Use]) -> Stretches:
@@ -168,11 +181,13 @@ class UsageLedger:
         dec = np.fromiter(map(self._decayed.get, users, repeat(0.0)), np.float64, len(users))
         if len(running.each):
             each, cpus, start = running.each, running.cpus, running.start
-            end = np.minimum(running.end, now)
+            end = np.minimum(running.end, now) if raw is not None or not running.until_now else None
             if raw is not None:
                 ran = end - start
                 np.add.at(raw, who, (cpus * np.where(ran > 0.0, ran, 0.0))[each])  # (max(0.0, ran), as Python's max)
-            np.add.at(dec, who, _decayed_terms(cpus, start, end, now, self.half_life_s)[each])
+            terms = (_terms_until_now(cpus, start, now, self.half_life_s) if end is None
+                     else _decayed_terms(cpus, start, end, now, self.half_life_s))
+            np.add.at(dec, who, terms[each])
         return users, raw, dec
 
     def _age(self, now: float) -> None:

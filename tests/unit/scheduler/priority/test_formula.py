@@ -5,11 +5,14 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from legionrm.scheduler.priority import Formula, Group, PendingJob, ShareTree, UsageLedger, Use, Weights, factors, order, rank
+from legionrm.scheduler.priority import multifactor
+from legionrm.scheduler.priority.multifactor import FEW
 from legionrm.scheduler.priority.sharetree import factor
 from legionrm.scheduler.priority.usage import decay, decayed_cpu_seconds
 
@@ -142,3 +145,29 @@ tied = st.lists(st.builds(
 @given(tied, shares)
 def test_ties_of_priority_and_submission_go_by_id_in_the_columns_too(js: list[PendingJob], fs: dict[str, float]) -> None:
     assert [js[i].id for i in order(js, fs, 150.0, F)] == [f.id for f in rank(js, fs, 150.0, F)]
+
+
+_VALUE = st.sampled_from([0.0, -0.0, 1.0, 3.0, 0.5, -2.0, 7.25, 1e9, -1e9, math.inf, math.nan])
+_ROW = st.tuples(st.one_of(st.sampled_from([0.0, 10.0, 10.0, 99.5, -5.0, math.nan]), st.floats(-10.0, 1e6)), _VALUE,
+                 st.sampled_from([0.0, 5.0, 10.0, 20.0]),
+                 st.one_of(st.sampled_from([0.0, 0.5, 1.0, 0.25, 2.0, -1.0, math.nan]), st.floats(0.0, 1.0)),
+                 st.sampled_from([math.nan] * 3 + [5.0, -7.0]))
+_FORMULAS = st.builds(Formula, st.builds(Weights, *(st.sampled_from([0.0, 1.0, 10_000, 333.3, 0.1]) for _ in range(4))),
+                      st.sampled_from([0.0, 100.0, 7 * 86_400.0]), st.sampled_from([0, 10, 3]), st.sampled_from([0.0, 8.0, 7.0]))
+
+
+@settings(max_examples=400)
+@given(st.lists(_ROW, min_size=1, max_size=40), _FORMULAS, st.sampled_from([0.0, 50.0, 1e6, 123.4567]))
+def test_the_few_rows_order_in_plain_floats_is_numpys(rows: list[tuple[float, ...]], formula: Formula, now: float) -> None:
+    """A few rows are ordered without numpy (up to :data:`multifactor.FEW`): each priority the same number as
+    numpy's, and the same order, ties, NaN, infinities and administrators' priorities included."""
+    cols = np.array(rows, dtype=float).reshape(len(rows), 5)
+    got, want = multifactor._priorities_few(cols.tolist(), now, formula), multifactor.priorities(cols, now, formula)
+    assert all(g == w or (g != g and w != w) for g, w in zip(got, want.tolist())), (got, want)
+    ids = [f"r{(len(rows) - i) % 7}" for i in range(len(rows))]  # (later rows' ids first, some the same: ties show)
+    few = multifactor.order_of(cols, ids.__getitem__, now, formula).tolist()
+    try:
+        multifactor.FEW = 0
+        assert few == multifactor.order_of(cols, ids.__getitem__, now, formula).tolist()
+    finally:
+        multifactor.FEW = FEW

@@ -4,14 +4,17 @@ for bit, as work starts and ends and time moves."""
 
 from __future__ import annotations
 
+import math
 import struct
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from legionrm.models import Identity, InstanceRef, ObjectRequest, SchedulingRequest
 from legionrm.scheduler.priority.site import RunningUses
-from legionrm.scheduler.priority.usage import UsageLedger, Use, _decayed_terms, decayed_cpu_seconds
+from legionrm.scheduler.priority.usage import UsageLedger, Use, _decayed_terms, _terms_until_now, decayed_cpu_seconds
 from legionrm.scheduler.requests import RequestBook
 from tests.unit.scheduler.priority.books import run
 
@@ -64,3 +67,17 @@ def test_the_terms_as_columns_are_each_stretch_s_bit_for_bit(half_life: float) -
     got = _decayed_terms(cpus, start, end, now, half_life)
     want = [decayed_cpu_seconds(c, s, e, now, half_life) for c, s, e in rows]
     assert [struct.pack("<d", g) for g in got.tolist()] == [struct.pack("<d", w) for w in want]
+
+
+@settings(max_examples=300, deadline=None)
+@given(half_life=st.sampled_from([0.0, 3600.0, 12345.678]), now=st.floats(0.0, 2e9),
+       rows=st.lists(st.tuples(st.sampled_from([4.0, 1.5, 0.0, -1.0, 17.25, 1e-9]),
+                               st.one_of(st.floats(0.0, 2e9), st.just(-0.0))), min_size=1, max_size=30))
+def test_the_terms_of_what_runs_until_now_are_each_stretch_s_bit_for_bit(
+        half_life: float, now: float, rows: list[tuple[float, float]]) -> None:
+    """What runs (every end infinity) is worked out without the time since each stretch ended:
+    the same numbers as each stretch one by one (and as the general columns)."""
+    cpus, start = np.array([c for c, _ in rows]), np.array([s for _, s in rows])
+    got = _terms_until_now(cpus, start, now, half_life).tolist()
+    want = [decayed_cpu_seconds(c, s, math.inf, now, half_life) for c, s in rows]
+    assert [struct.pack("<d", g) for g in got] == [struct.pack("<d", w) for w in want]

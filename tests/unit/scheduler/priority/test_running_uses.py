@@ -11,13 +11,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from legionrm.models import Identity, InstanceRef, ObjectRequest, SchedulingRequest
-from legionrm.scheduler.priority.site import RunningUses, _uses
+from legionrm.scheduler.priority.site import RunningUses
 from legionrm.scheduler.priority.usage import UsageLedger, Use, decayed_cpu_seconds
-from legionrm.scheduler.requests import RequestBook
+from legionrm.scheduler.requests import Entry, RequestBook
 from tests.unit.scheduler.priority.books import run
 
 
-def fresh(entries: list) -> list:  # type: ignore[type-arg]
+def _uses(e: Entry) -> list[Use]:
+    """``e``'s running instances as stretches of cpus from each one's start (its class's first object's cpus)."""
+    cpus = {o.class_name: o.cpus for o in reversed(e.request.objects)}
+    return [Use(e.user, cpus.get(ref.class_name, 0.0), ref.started_at, float("inf"))
+            for iid in e.live_instances() if (ref := e.refs.get(iid)) is not None]
+
+
+def fresh(entries: list[Entry]) -> list[Use]:
     return [u for e in entries if e.state == "running" for u in _uses(e)]
 
 

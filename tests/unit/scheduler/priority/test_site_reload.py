@@ -82,3 +82,25 @@ def test_settings_that_do_not_validate_are_refused() -> None:
     bad = site_spec(spec()).model_copy(update={"qos": ({"name": "x", "priority": -1},)})
     why = s.reload(bad, [])
     assert why is not None and why.code == "reload.refused" and "priority" in why.reason
+
+
+LIMITED = [{"name": "normal", "default": True}, {"name": "debug", "priority": 50, "max_running_cpus_per_user": 1}]
+
+
+def test_unlimited_as_the_order_kept_it_is_the_fresh_answer_and_not_across_new_settings() -> None:
+    s = site()
+    es = [entry("r0", None), entry("r1", "debug"), entry("r2", "debug")]
+    es[2].request = es[2].request.model_copy(update={"hold": "user"})
+    fresh = [True, True, False]  # (held: a hold keeps it waiting)
+    assert [s.unlimited(e.request) for e in es] == fresh  # (before any order: worked out)
+    s.order(es)
+    assert [s.unlimited(e.request) for e in es] == fresh  # (read from the order's rows)
+    # new settings not yet in the order's table (as between a reload's two steps): worked out afresh
+    s.settings = site_settings(spec(qos=LIMITED))
+    assert [s.unlimited(e.request) for e in es] == [True, False, False]
+    s = site()
+    s.order(es)
+    assert s.reload(site_spec(spec(qos=LIMITED)), es) is None
+    assert [s.unlimited(e.request) for e in es] == [True, False, False]
+    s.order(es)
+    assert [s.unlimited(e.request) for e in es] == [True, False, False]
