@@ -13,7 +13,7 @@ import json
 from legionrm.models import AuditFinding
 from legionrm.naming import require_actor, scheduler_name
 from legionrm.scheduler.several import Roster
-from legionrm.driver import STATE_FILE, call, init_connect, proof_for
+from legionrm.system import STATE_FILE, call, init_connect, proof_for
 
 
 def cli_audit(args: argparse.Namespace) -> int:

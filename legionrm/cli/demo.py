@@ -61,7 +61,7 @@ from legionrm.client.client import Client
 from legionrm.client.credentials import Credentials
 from legionrm.client.errors import GatewayError
 from legionrm.config import load_cluster
-from legionrm.driver import call, instance_actor, local_cluster, node_ids
+from legionrm.system import call, instance_actor, local_cluster, node_ids
 from legionrm.gateway.app import make_app
 from legionrm.gateway.control import RayControlPlane
 from legionrm.gateway.serve import in_thread

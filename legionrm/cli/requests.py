@@ -17,7 +17,7 @@ from legionrm.models import (
 )
 from legionrm.naming import SCHEDULER, require_actor, scheduler_name
 from legionrm.scheduler.several import Roster
-from legionrm.driver import STATE_FILE, call, init_connect, proof_for
+from legionrm.system import STATE_FILE, call, init_connect, proof_for
 
 CALL_TIMEOUT_S = 30.0
 

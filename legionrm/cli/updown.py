@@ -66,7 +66,7 @@ from legionrm.homefs import (
 )
 from legionrm.naming import host_name, instance_actor_names, kill_named, named_actors
 from legionrm.scheduler.several import Roster
-from legionrm.driver import STATE_FILE, init_connect, ray_token_env, ray_token_path
+from legionrm.system import STATE_FILE, init_connect, ray_token_env, ray_token_path
 from legionrm.system import boot
 
 HOME = STATE_FILE.parent

@@ -47,7 +47,7 @@ from legionrm.hostobj.host import HostObject
 from legionrm.hostobj.owners.policy import import_object
 from legionrm.hostobj.runner.instances import is_work
 from legionrm.hostobj.tokens import TOKEN_ID_SEP as ID_SEP
-from legionrm.models import AttrValue, InstanceRef, Refusal, ReservationToken, Resources
+from legionrm.models import AttrValue, InstanceRef, Refusal, ReservationToken, Resources, VaultSpec
 from legionrm.models.reservations import BUILTIN_KINDS, KIND_NAME, custom_kinds
 from legionrm.naming import NAMESPACE, instance_actor_names, instance_name, kill_named
 from legionrm.objstate import with_state_hooks
@@ -353,3 +353,33 @@ class Counter:
     def where(self) -> str:
         """The Ray node id it runs on."""
         return ray.get_runtime_context().get_node_id()
+
+
+# --- Ray nodes as hosts, when a system boots ----------------------------------------------
+
+
+def ray_node_hosts() -> dict[str, str]:
+    """Every live Ray node as a host name (``ray-`` and the first 8 hex digits
+    of its node id, stable across restarts of the driver) -> its node id."""
+    return {f"ray-{n['NodeID'][:8]}": n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+
+
+NODE_VAULT_GB = 10.0
+"""The storage a Ray node's own vault offers (a ``[[vault]]`` of that name in the cluster file replaces it)."""
+
+
+def node_vault_name(host: str) -> str:
+    """The vault of the Ray-node host ``host``: ``ray-1a2b3c4d`` -> ``vault-1a2b3c4d``."""
+    return "vault-" + host.removeprefix("ray-")
+
+
+def node_vaults(ray_nodes: dict[str, str], taken: set[str]) -> dict[str, tuple[VaultSpec, str]]:
+    """A vault for each Ray-node host (name -> its spec and the node id it is pinned to),
+    serving that host alone, but where the cluster file already names that vault."""
+    out: dict[str, tuple[VaultSpec, str]] = {}
+    for host, node_id in sorted(ray_nodes.items()):
+        name = node_vault_name(host)
+        if name not in taken:
+            attrs: dict[str, Any] = {"storage_gb": NODE_VAULT_GB, "serves": host, "ray_node_id": node_id}
+            out[name] = (VaultSpec(name=name, serves=(host,), attributes=attrs), node_id)
+    return out

@@ -59,7 +59,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("legionrm.scheduler.audit", "legionrm.scheduler.several.actor"),
     ("legionrm.scheduler.actor", "legionrm.inprocess"),
     ("legionrm.replay",),  # trace replay: over the in-process system
-    ("legionrm.driver",),  # this process on Ray: connecting, waiting on calls, signing them
     ("legionrm.system",),
     ("legionrm.gateway",),  # the front door: over the control plane (system), under the CLI
     ("legionrm.cli",),
@@ -69,7 +68,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 EXACT = ("legionrm", "legionrm.scheduler", "legionrm.scheduler.ahead", "legionrm.events")
 """Packages placed by their ``__init__`` alone: a new module inside them needs a layer of its own."""
 
-RAY_SHELLS = ("legionrm.system", "legionrm.driver", "legionrm.naming", "legionrm.hostobj.ray_node", "legionrm.cli",
+RAY_SHELLS = ("legionrm.system", "legionrm.naming", "legionrm.hostobj.ray_node", "legionrm.cli",
               "legionrm.metrics", "legionrm.gateway.control")
 """Besides every ``*.actor`` module: where Ray may be imported."""
 
