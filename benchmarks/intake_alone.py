@@ -43,6 +43,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+TICK_EVERY = 50
+"""Batches between two ticks of the Scheduler (the actor ticks each second; the bench sends ~50 batches a second)."""
 REQUEST = {"hold": True, "object": [{"class_name": "Worker", "count": 1, "cpus": 0.5, "memory_gb": 0.5, "walltime_s": 600}]}
 
 
@@ -122,6 +124,8 @@ def pairs(bench: Bench, batches: int, size: int, tag: str, profile: str | None =
         if b:
             used, counted = used + cpu, counted + len(prev)
         prev = mine
+        if b % TICK_EVERY == 0:  # (untimed) the Scheduler's tick, about once a second under the bench's load:
+            bench.system.scheduler.tick()  # the cancelled requests leave the live book for the history
     if prof is not None:
         prof.dump_stats(profile)
     return used / counted
