@@ -164,6 +164,10 @@ def digest(base: Path) -> str:
         for r in replies:
             lines.append(repr(r) if not isinstance(r, BaseException) else f"{type(r).__name__}:{r}:"
                          f"{getattr(r, 'code', '')}")
+    triggers = bench.system.scheduler.triggers
+    for rid in sorted({"a1", "b1", "b2", "n1", "o1", "p1", "w1", "big", "c1"} | {f"r{k}" for k in range(9)}):
+        lines.append(f"{rid}: {[(e, sorted(e.model_fields_set)) for e in triggers.events_since(rid)]!r}"
+                     if triggers.has_stream(rid) else f"{rid}: no stream")
     bench.system.scheduler.book.store.close()
     con = sqlite3.connect(bench.store_path)
     for table in ("requests", "requests_finished"):

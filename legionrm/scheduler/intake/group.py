@@ -37,7 +37,7 @@ from typing import Any, Callable, Sequence
 from legionrm import codes
 from legionrm.errors import SchedulingError
 from legionrm.events.triggers import STATUS_OF
-from legionrm.models import PlacementFailure, Refusal, RequestEvent, SchedulerResponse, SchedulingRequest
+from legionrm.models import EventStatus, PlacementFailure, Refusal, RequestEvent, SchedulerResponse, SchedulingRequest
 from legionrm.scheduler.confirm import refused_at_door
 from legionrm.scheduler.planning.holds import Hold
 from legionrm.scheduler.requests import Entry
@@ -155,16 +155,19 @@ class GroupIntake:
         if not taken and not group:
             return []
         book, site, now = self.core.book, self.core.queue.site, self.steps.clock()
-        drafts = [Entry(request=r, submitted=now, history=[RequestEvent(at=now, state="pending", reason="submitted")])
+        at = float(now)  # (the events are built as trusted, as the book builds its own: their values are valid)
+        drafts = [Entry(request=r, submitted=now, history=[RequestEvent.trusted(at=at, state="pending", reason="submitted")])
                   for _, r in taken]
         held: dict[str, PlacementFailure] = {}
-        next_end = book.next_end() if any(r.hold is not None for _, r in taken) else None
-        for d in drafts:
-            if d.request.hold is not None:  # held: no limit or queue state changes that (site.blocked's first rule)
-                why = site.blocked(d, site.limits([], d.user))
-                held[d.id] = PlacementFailure(key="*", resource=why.by, code=why.code, reason=why.reason, stage="plan")
+        held_ones = [d for d in drafts if d.request.hold is not None]
+        if held_ones:  # held: no limit or queue state changes that (site.blocked's first rule): one look for all
+            next_end, limits = book.next_end(), site.limits([])
+            for d in held_ones:
+                why = site.blocked(d, limits)
+                held[d.id] = PlacementFailure.trusted(key="*", resource=why.by, code=why.code, reason=why.reason,
+                                                      stage="plan")
                 d.reason, d.failures, d.earliest_start = f"{why.code}: {why.reason}"[:500], (held[d.id],), next_end
-                d.history.append(RequestEvent(at=now, state="pending", reason=d.reason))
+                d.history.append(RequestEvent.trusted(at=at, state="pending", reason=d.reason))
         try:  # record: each cancel's transition is in its history (a new entry's history is its own)
             book.commit_group([(None, d) for d in drafts] + [(e, e.draft(state="cancelled", reason=r))
                                                             for _, e, r in group], record=True)
@@ -174,14 +177,16 @@ class GroupIntake:
             for i, _, _ in group:
                 gone[i] = exc
             return [None] * len(taken)
+        told: list[tuple[Entry, EventStatus, str]] = []
         for (i, _), d in zip(taken, drafts):
-            book.tell(d, "pending", "submitted")
+            told.append((d, "pending", "submitted"))
             if d.id in held:
-                book.tell(d, STATUS_OF["pending"], d.reason)
+                told.append((d, STATUS_OF["pending"], d.reason))
                 out[i] = _waiting(d, (held[d.id],), d.reason)
         for i, entry, reason in group:
-            book.tell(entry, STATUS_OF["cancelled"], reason)
+            told.append((entry, STATUS_OF["cancelled"], reason))
             gone[i] = entry.info()
+        book.tell_all(told)
         if group:
             self.core.accounts.book_back_many([e for _, e, _ in group])  # still claimed: none charged meanwhile
         return list(drafts)
@@ -222,9 +227,8 @@ class GroupIntake:
             book.commit_group(changes, record=True)
         except StoreFault as fault:  # in the book as submitted (written): it waits all the same, its reason unwritten
             log.warning("the reasons of %d waiting requests wait for the store: %s", len(waits), fault)
+        book.tell_all([(entry, STATUS_OF["pending"], reason) for _, entry, reason, _ in waits if entry.reason == reason])
         for i, entry, reason, failures in waits:
-            if entry.reason == reason:
-                book.tell(entry, STATUS_OF["pending"], reason)
             out[i] = _waiting(entry, failures, reason)
 
     def owner(self, request_id: str) -> str:
@@ -237,5 +241,5 @@ class GroupIntake:
 def _waiting(entry: Entry, failures: tuple[PlacementFailure, ...], reason: str) -> SchedulerResponse:
     """The answer to a submit that waits (as :meth:`Scheduler.scheduleObjects` gives it)."""
     msg = "; ".join(f"{f.key} on {f.resource or '-'}: {f.code}: {f.reason}" for f in failures[:5])
-    return SchedulerResponse(request_id=entry.id, ok=False, failures=failures, state=entry.state,
-                             message=msg or reason.partition(": ")[2])
+    return SchedulerResponse.trusted(request_id=entry.id, ok=False, failures=tuple(failures), state=entry.state,
+                                     message=msg or reason.partition(": ")[2])  # (the book's values: valid)
