@@ -61,7 +61,6 @@ from legionrm.auth.keys import (
 )
 from legionrm.auth.principals import Principal
 from legionrm.models import Identity, Refusal
-from legionrm.models.base import Frozen
 
 Clock = Callable[[], float]
 NONCE_BYTES = 16
@@ -94,8 +93,10 @@ class CallProof(BaseModel):
         return canonical(CALL_DOMAIN, self.model_dump(mode="json", exclude=skip))
 
 
-class VerifiedCaller(Frozen):
+class VerifiedCaller(BaseModel):
     """Who a verified proof proves: the registry's facts about the principal."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     kind: str
@@ -106,10 +107,9 @@ class VerifiedCaller(Frozen):
 
     @classmethod
     def of(cls, principal: Principal, call: str = "") -> VerifiedCaller:
-        """The caller for ``principal`` as the registry knows it (built as trusted: a principal's fields are
-        valid, its names text; the tuples made tuples as validation would)."""
-        return cls.trusted(name=principal.name, kind=principal.kind, groups=tuple(principal.groups),
-                           roles=tuple(principal.roles), owns=tuple(principal.owns), call=call)
+        """The caller for ``principal`` as the registry knows it."""
+        return cls(name=principal.name, kind=principal.kind, groups=principal.groups,
+                   roles=principal.roles, owns=principal.owns, call=call)
 
     @property
     def is_user(self) -> bool:
@@ -126,7 +126,7 @@ class VerifiedCaller(Frozen):
 
     def identity(self, class_name: str | None = None) -> Identity:
         """The :class:`~legionrm.models.Identity` to hand on, with the registry's groups."""
-        return Identity.trusted(user=self.name, class_name=class_name, groups=self.groups)  # (its own fields: valid)
+        return Identity(user=self.name, class_name=class_name, groups=self.groups)
 
 
 class PrincipalSource(Protocol):

@@ -126,24 +126,18 @@ class Entry:
         return new
 
     def info(self) -> RequestInfo:
-        """What ``list`` and ``show`` print of it: the :class:`RequestInfo` its fields give, built as
-        trusted (each value is of its field's type already: the request's and the book's models are
-        valid, the times made floats and the lists tuples as validation would; a test holds it equal to
-        the validated one)."""
-        request = self.request
-        objs = request.objects
-        return RequestInfo.trusted(
-            id=request.request_id, user=request.identity.user, state=self.state, reason=self.reason,
+        objs = self.request.objects
+        return RequestInfo(
+            id=self.id, user=self.user, state=self.state, reason=self.reason,
             classes=tuple(dict.fromkeys(o.class_name for o in objs)), count=sum(o.count for o in objs),
-            pool=request.pool, submitted=float(self.submitted),
-            earliest_start=None if self.earliest_start is None else float(self.earliest_start),
-            start=request.start,
-            instances=tuple(self.instances.values()), failures=tuple(self.failures), history=tuple(self.history),
-            exit_code=self.exit_code(), qos=request.qos, hold=request.hold, archived=bool(self.archived),
-            after_ok=request.after_ok, after_any=request.after_any, after_not_ok=request.after_not_ok,
-            begin_at=request.begin_at, requeue=request.requeue, array=request.array,
-            array_index=request.array_index,
-            on_preempt=request.on_preempt, array_counts={},
+            pool=self.request.pool, submitted=self.submitted, earliest_start=self.earliest_start,
+            start=self.request.start,
+            instances=tuple(self.instances.values()), failures=self.failures, history=tuple(self.history),
+            exit_code=self.exit_code(), qos=self.request.qos, hold=self.request.hold, archived=self.archived,
+            after_ok=self.request.after_ok, after_any=self.request.after_any, after_not_ok=self.request.after_not_ok,
+            begin_at=self.request.begin_at, requeue=self.request.requeue, array=self.request.array,
+            array_index=self.request.array_index,
+            on_preempt=self.request.on_preempt,
         )
 
     def ended(self) -> float:

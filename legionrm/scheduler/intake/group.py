@@ -155,8 +155,7 @@ class GroupIntake:
         if not taken and not group:
             return []
         book, site, now = self.core.book, self.core.queue.site, self.steps.clock()
-        at = float(now)  # (the events are built as trusted, as the book builds its own: their values are valid)
-        drafts = [Entry(request=r, submitted=now, history=[RequestEvent.trusted(at=at, state="pending", reason="submitted")])
+        drafts = [Entry(request=r, submitted=now, history=[RequestEvent(at=now, state="pending", reason="submitted")])
                   for _, r in taken]
         held: dict[str, PlacementFailure] = {}
         held_ones = [d for d in drafts if d.request.hold is not None]
@@ -164,10 +163,9 @@ class GroupIntake:
             next_end, limits = book.next_end(), site.limits([])
             for d in held_ones:
                 why = site.blocked(d, limits)
-                held[d.id] = PlacementFailure.trusted(key="*", resource=why.by, code=why.code, reason=why.reason,
-                                                      stage="plan")
+                held[d.id] = PlacementFailure(key="*", resource=why.by, code=why.code, reason=why.reason, stage="plan")
                 d.reason, d.failures, d.earliest_start = f"{why.code}: {why.reason}"[:500], (held[d.id],), next_end
-                d.history.append(RequestEvent.trusted(at=at, state="pending", reason=d.reason))
+                d.history.append(RequestEvent(at=now, state="pending", reason=d.reason))
         try:  # record: each cancel's transition is in its history (a new entry's history is its own)
             book.commit_group([(None, d) for d in drafts] + [(e, e.draft(state="cancelled", reason=r))
                                                             for _, e, r in group], record=True)
@@ -241,5 +239,5 @@ class GroupIntake:
 def _waiting(entry: Entry, failures: tuple[PlacementFailure, ...], reason: str) -> SchedulerResponse:
     """The answer to a submit that waits (as :meth:`Scheduler.scheduleObjects` gives it)."""
     msg = "; ".join(f"{f.key} on {f.resource or '-'}: {f.code}: {f.reason}" for f in failures[:5])
-    return SchedulerResponse.trusted(request_id=entry.id, ok=False, failures=tuple(failures), state=entry.state,
-                                     message=msg or reason.partition(": ")[2])  # (the book's values: valid)
+    return SchedulerResponse(request_id=entry.id, ok=False, failures=failures, state=entry.state,
+                             message=msg or reason.partition(": ")[2])
