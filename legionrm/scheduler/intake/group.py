@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 from contextlib import ExitStack
 from dataclasses import dataclass
+from itertools import compress
 from typing import Any, Callable, Sequence
 
 from legionrm import codes
@@ -114,8 +115,8 @@ class GroupIntake:
                ) -> list[tuple[int, SchedulingRequest]]:
         """The requests of the group (checked as a submit is, each claimed); the others answered or left
         to the one-at-a-time path."""
-        book, queue = self.core.book, self.core.queue
-        taken: list[tuple[int, SchedulingRequest]] = []
+        book = self.core.book
+        checked: list[tuple[int, SchedulingRequest]] = []
         for i, request in enumerate(requests):
             if one_at_a_time(request):
                 continue
@@ -126,26 +127,24 @@ class GroupIntake:
                 continue
             if refusal is not None:
                 out[i] = refused_at_door(request, refusal)
-            elif request.request_id in book or not claims.enter_context(queue.claim(request.request_id)):
-                out[i] = SchedulingError(f"request id {request.request_id!r} was already scheduled")
+            elif request.request_id in book:
+                out[i] = _scheduled(request.request_id)
             else:
-                taken.append((i, request))
-        return taken
+                checked.append((i, request))
+        claimed = self.core.queue.claim_each([r.request_id for _, r in checked], claims)  # (a repeated id: not twice)
+        for (i, request), ok in zip(checked, claimed):
+            if not ok:
+                out[i] = _scheduled(request.request_id)
+        return list(compress(checked, claimed))
 
     def _cancellable(self, cancels: Sequence[tuple[str, str]], claims: ExitStack) -> list[tuple[int, Entry, str]]:
         """The cancels of the group: pending requests no attempt holds (each claimed), each once."""
-        book, queue = self.core.book, self.core.queue
-        group: list[tuple[int, Entry, str]] = []
-        seen: set[str] = set()
-        for i, (rid, reason) in enumerate(cancels):
-            entry = book.get(rid)
-            if entry is None or entry.state != "pending" or rid in seen:
-                continue  # the one-at-a-time path answers it (unknown, finished, placed, or under way)
-            if not claims.enter_context(queue.claim(rid)) or entry.state != "pending":
-                continue
-            seen.add(rid)
-            group.append((i, entry, reason))
-        return group
+        book = self.core.book
+        pending = [(i, entry, reason) for i, (rid, reason) in enumerate(cancels)
+                   if (entry := book.get(rid)) is not None and entry.state == "pending"]
+        claimed = self.core.queue.claim_each([e.id for _, e, _ in pending], claims)  # (a repeated id: once)
+        # the one-at-a-time path answers the others (unknown, finished, placed, under way, or changed meanwhile)
+        return [(i, entry, reason) for (i, entry, reason), ok in zip(pending, claimed) if ok and entry.state == "pending"]
 
     def _admit(self, taken: list[tuple[int, SchedulingRequest]], out: list[Reply],
                group: list[tuple[int, Entry, str]], gone: list[Reply]) -> list[Entry | None]:
@@ -234,6 +233,10 @@ class GroupIntake:
         cancel asks); SchedulingError when unknown."""
         entry = self.core.book.get(request_id)  # live: its own user, without building its whole story
         return entry.user if entry is not None else str(self.core.request_info(request_id).user)
+
+
+def _scheduled(request_id: str) -> SchedulingError:
+    return SchedulingError(f"request id {request_id!r} was already scheduled")
 
 
 def _waiting(entry: Entry, failures: tuple[PlacementFailure, ...], reason: str) -> SchedulerResponse:
