@@ -125,9 +125,10 @@ class RequestBook(BookInstances):
                 self.listener(StatusEvent.trusted(seq=0, at=at, request_id=entry.id, user=entry.user, status=status,
                                                   object_id=None, reason=reason))
             return
-        trusted = StatusEvent.trusted
-        self.listener_many([trusted(seq=0, at=at, request_id=entry.id, user=entry.user, status=status, object_id=None,
-                                    reason=reason) for entry, status, reason in told])
+        entries, statuses, reasons = zip(*told)
+        self.listener_many(StatusEvent.trusted_many(
+            {"seq": 0, "at": at, "object_id": None}, request_id=[e.id for e in entries], user=[e.user for e in entries],
+            status=statuses, reason=reasons))
 
     def save(self, entry: Entry) -> None:
         """Write ``entry`` as it is now to the store (no store: nothing)."""
