@@ -43,6 +43,8 @@ class Allowed(BaseModel):
 
 Outcome = Allowed | Refusal
 
+_OWN, _ADMIN = Allowed(reason="own"), Allowed(reason="admin")  # (frozen: every check may hand out the same one)
+
 
 def _refuse(code: str, reason: str) -> Refusal:
     return Refusal(code=code, reason=reason, by="auth")
@@ -51,16 +53,16 @@ def _refuse(code: str, reason: str) -> Refusal:
 def may_act_on(caller: VerifiedCaller, owner_user: str, *, admin_may: bool = False) -> Outcome:
     """May ``caller`` act on something that belongs to ``owner_user``?"""
     if caller.is_user and caller.name == owner_user:
-        return Allowed(reason="own")
+        return _OWN
     if admin_may and caller.is_admin:
-        return Allowed(reason="admin")
+        return _ADMIN
     return _refuse(codes.AUTH_NOT_OWNER, f"{caller.name!r} may not act on what belongs to {owner_user!r}")
 
 
 def require_admin(caller: VerifiedCaller, action: str = "this") -> Outcome:
     """Is ``caller`` an administrator (for ``action``, named in the refusal)?"""
     if caller.is_admin:
-        return Allowed(reason="admin")
+        return _ADMIN
     return _refuse(codes.AUTH_FORBIDDEN, f"only an administrator may {action.replace('_', ' ')}; {caller.name!r} is not one")
 
 

@@ -113,16 +113,17 @@ class SchedulerDoor:
     def admit(self, who: VerifiedCaller, request: SchedulingRequest) -> SchedulingRequest | SchedulerResponse:
         """``request`` as ``who``'s (their identity, a user's hold theirs), or the answer refusing it
         (a user's own priority or weight; another's objects to activate)."""
-        request = request.model_copy(update={"identity": who.identity(request.identity.class_name)})
+        changes: dict[str, Any] = {"identity": who.identity(request.identity.class_name)}  # (valid values: one copy)
         if not who.is_admin:  # the site sets priority: a user's own priority or weight would jump the queue
             field = user_priority(request)
             if field is not None:
-                return refused_at_door(request, Refusal(
+                return refused_at_door(request.replaced(**changes), Refusal(
                     code=codes.REQUEST_PRIORITY, by="scheduler",
                     reason=f"{field}: only an administrator sets a request's priority or weight; "
                            "the site sets them (choose a qos)"), key=field)
             if request.hold is not None:
-                request = request.model_copy(update={"hold": "user"})
+                changes["hold"] = "user"
+        request = request.replaced(**changes)
         for iid in request.activate:
             entry = self.core.book.owner_of(iid)
             if entry is not None and not (ok := may_act_on(who, entry.user, admin_may=True)):

@@ -105,6 +105,8 @@ class Entry:
 
     def exit_code(self) -> int | None:
         """Its runs' first non-zero exit code, else 0; None before any run's result is known."""
+        if not self.instances:  # (no run: nothing to read the history for)
+            return None
         codes = [i.result.exit_code for i in this_run(self.history, self.instances.values())  # a requeued run's own
                  if i.result and i.result.exit_code is not None and not i.requeued]
         return next((c for c in codes if c != 0), 0) if codes else None

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import threading
 from bisect import insort
-from contextlib import contextmanager
+from itertools import compress
+from contextlib import ExitStack, contextmanager
 from operator import attrgetter
 from typing import Any, Callable, Iterator, Literal
 
@@ -114,6 +115,22 @@ class RequestQueue:
             if claimed:
                 with self._lock:
                     self._attempting.discard(request_id)
+
+    def claim_each(self, request_ids: list[str], claims: ExitStack) -> list[bool]:
+        """:meth:`claim` each of ``request_ids`` in order, at once, until ``claims`` closes: whether each
+        was claimed (False: another attempt holds it, or it came earlier in ``request_ids``)."""
+        got: list[bool] = []
+        with self._lock:
+            for rid in request_ids:
+                got.append(rid not in self._attempting)
+                self._attempting.add(rid)  # already there when not claimed
+        if any(got):
+            claims.callback(self._release, list(compress(request_ids, got)))
+        return got
+
+    def _release(self, request_ids: list[str]) -> None:
+        with self._lock:
+            self._attempting.difference_update(request_ids)
 
     def under_way(self, entry: Entry) -> bool:
         """True while an attempt holds ``entry`` (or it is being admitted or placed)."""

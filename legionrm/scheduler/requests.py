@@ -109,6 +109,27 @@ class RequestBook(BookInstances):
         fixed = {"seq": 0, "at": float(self.clock()), "request_id": entry.id, "user": entry.user, "status": status}
         self.listener_many(StatusEvent.trusted_many(fixed, reason=[r for r, _ in told], object_id=[o for _, o in told]))
 
+    def tell_all(self, told: list[tuple[Entry, EventStatus, str]]) -> None:
+        """:meth:`tell` of each ``(entry, status, reason)`` of ``told`` (a status change of each entry
+        itself), in order, read at one time and handed to :attr:`listener_many` at once when there is
+        one: the changes a group commit made together (:meth:`commit_group`)."""
+        if self.listener is None:
+            return
+        if self.wants is not None:
+            told = [t for t in told if self.wants(t[1], False)]
+        if not told:
+            return
+        at = float(self.clock())
+        if self.listener_many is None:
+            for entry, status, reason in told:
+                self.listener(StatusEvent.trusted(seq=0, at=at, request_id=entry.id, user=entry.user, status=status,
+                                                  object_id=None, reason=reason))
+            return
+        entries, statuses, reasons = zip(*told)
+        self.listener_many(StatusEvent.trusted_many(
+            {"seq": 0, "at": at, "object_id": None}, request_id=[e.id for e in entries], user=[e.user for e in entries],
+            status=statuses, reason=reasons))
+
     def save(self, entry: Entry) -> None:
         """Write ``entry`` as it is now to the store (no store: nothing)."""
         if self.store is not None:

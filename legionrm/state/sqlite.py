@@ -251,14 +251,20 @@ class KeyedStore(SqliteFile):
     def _put_rows(self, rows: Iterable[tuple[str, str]], delete: Iterable[str] = (), durable: bool = False,
                   wait: bool = True) -> int:
         """Write (replace) each ``(key, body)`` row and delete the rows keyed ``delete`` (unknown keys
-        are ignored), all in one transaction (``durable``, ``wait`` and the ticket: see :meth:`_write`)."""
+        are ignored), all in one transaction (``durable``, ``wait`` and the ticket: see :meth:`_write`).
+        A row already there gets its new body in place (an upsert: SQLite updates the row where it is,
+        where ``INSERT OR REPLACE`` deleted it and inserted it anew, rewriting its key's index entry too);
+        the table holds the same ``(key, body)`` rows either way."""
         rows, gone = list(rows), [(k,) for k in delete]
         if not rows and not gone:
             return 0
 
         def work(db: sqlite3.Connection) -> None:
-            db.executemany(f"INSERT OR REPLACE INTO {self._table} ({self._key}, body) VALUES (?, ?)", rows)
-            db.executemany(f"DELETE FROM {self._table} WHERE {self._key} = ?", gone)
+            if rows:
+                db.executemany(f"INSERT INTO {self._table} ({self._key}, body) VALUES (?, ?) "
+                               f"ON CONFLICT ({self._key}) DO UPDATE SET body = excluded.body", rows)
+            if gone:
+                db.executemany(f"DELETE FROM {self._table} WHERE {self._key} = ?", gone)
 
         return self._write(work, durable, wait)
 

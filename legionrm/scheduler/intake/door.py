@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from legionrm import codes
 from legionrm.auth import VerifiedCaller, may_act_on
 from legionrm.auth.errors import AuthRefusedError
-from legionrm.auth.guard import raise_if_refused
+from legionrm.auth.guard import ReloadingRegistry, raise_if_refused
 from legionrm.auth.proof import DELEGATE_KIND
 from legionrm.errors import SchedulingError
 from legionrm.models import RequestInfo, Refusal, SchedulerResponse, SchedulingRequest
@@ -97,6 +97,8 @@ def _callers(door: Any, call: str, items: Any) -> list[VerifiedCaller | Refusal 
     if door.guard is None:
         return [None] * len(items)
     registry, known = door.guard.verifier.registry, {}
+    if isinstance(registry, ReloadingRegistry):  # one look at the registry's file for the whole group
+        registry = registry.fresh()
     out: list[VerifiedCaller | Refusal | None] = []
     for user in (it.user if isinstance(it.user, str) else "" for it in items):
         if user not in known:

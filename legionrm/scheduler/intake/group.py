@@ -32,12 +32,13 @@ from __future__ import annotations
 import logging
 from contextlib import ExitStack
 from dataclasses import dataclass
+from itertools import compress
 from typing import Any, Callable, Sequence
 
 from legionrm import codes
 from legionrm.errors import SchedulingError
 from legionrm.events.triggers import STATUS_OF
-from legionrm.models import PlacementFailure, Refusal, RequestEvent, SchedulerResponse, SchedulingRequest
+from legionrm.models import EventStatus, PlacementFailure, Refusal, RequestEvent, SchedulerResponse, SchedulingRequest
 from legionrm.scheduler.confirm import refused_at_door
 from legionrm.scheduler.planning.holds import Hold
 from legionrm.scheduler.requests import Entry
@@ -114,8 +115,8 @@ class GroupIntake:
                ) -> list[tuple[int, SchedulingRequest]]:
         """The requests of the group (checked as a submit is, each claimed); the others answered or left
         to the one-at-a-time path."""
-        book, queue = self.core.book, self.core.queue
-        taken: list[tuple[int, SchedulingRequest]] = []
+        book = self.core.book
+        checked: list[tuple[int, SchedulingRequest]] = []
         for i, request in enumerate(requests):
             if one_at_a_time(request):
                 continue
@@ -126,26 +127,24 @@ class GroupIntake:
                 continue
             if refusal is not None:
                 out[i] = refused_at_door(request, refusal)
-            elif request.request_id in book or not claims.enter_context(queue.claim(request.request_id)):
-                out[i] = SchedulingError(f"request id {request.request_id!r} was already scheduled")
+            elif request.request_id in book:
+                out[i] = _scheduled(request.request_id)
             else:
-                taken.append((i, request))
-        return taken
+                checked.append((i, request))
+        claimed = self.core.queue.claim_each([r.request_id for _, r in checked], claims)  # (a repeated id: not twice)
+        for (i, request), ok in zip(checked, claimed):
+            if not ok:
+                out[i] = _scheduled(request.request_id)
+        return list(compress(checked, claimed))
 
     def _cancellable(self, cancels: Sequence[tuple[str, str]], claims: ExitStack) -> list[tuple[int, Entry, str]]:
         """The cancels of the group: pending requests no attempt holds (each claimed), each once."""
-        book, queue = self.core.book, self.core.queue
-        group: list[tuple[int, Entry, str]] = []
-        seen: set[str] = set()
-        for i, (rid, reason) in enumerate(cancels):
-            entry = book.get(rid)
-            if entry is None or entry.state != "pending" or rid in seen:
-                continue  # the one-at-a-time path answers it (unknown, finished, placed, or under way)
-            if not claims.enter_context(queue.claim(rid)) or entry.state != "pending":
-                continue
-            seen.add(rid)
-            group.append((i, entry, reason))
-        return group
+        book = self.core.book
+        pending = [(i, entry, reason) for i, (rid, reason) in enumerate(cancels)
+                   if (entry := book.get(rid)) is not None and entry.state == "pending"]
+        claimed = self.core.queue.claim_each([e.id for _, e, _ in pending], claims)  # (a repeated id: once)
+        # the one-at-a-time path answers the others (unknown, finished, placed, under way, or changed meanwhile)
+        return [(i, entry, reason) for (i, entry, reason), ok in zip(pending, claimed) if ok and entry.state == "pending"]
 
     def _admit(self, taken: list[tuple[int, SchedulingRequest]], out: list[Reply],
                group: list[tuple[int, Entry, str]], gone: list[Reply]) -> list[Entry | None]:
@@ -158,10 +157,11 @@ class GroupIntake:
         drafts = [Entry(request=r, submitted=now, history=[RequestEvent(at=now, state="pending", reason="submitted")])
                   for _, r in taken]
         held: dict[str, PlacementFailure] = {}
-        next_end = book.next_end() if any(r.hold is not None for _, r in taken) else None
-        for d in drafts:
-            if d.request.hold is not None:  # held: no limit or queue state changes that (site.blocked's first rule)
-                why = site.blocked(d, site.limits([], d.user))
+        held_ones = [d for d in drafts if d.request.hold is not None]
+        if held_ones:  # held: no limit or queue state changes that (site.blocked's first rule): one look for all
+            next_end, limits = book.next_end(), site.limits([])
+            for d in held_ones:
+                why = site.blocked(d, limits)
                 held[d.id] = PlacementFailure(key="*", resource=why.by, code=why.code, reason=why.reason, stage="plan")
                 d.reason, d.failures, d.earliest_start = f"{why.code}: {why.reason}"[:500], (held[d.id],), next_end
                 d.history.append(RequestEvent(at=now, state="pending", reason=d.reason))
@@ -174,14 +174,16 @@ class GroupIntake:
             for i, _, _ in group:
                 gone[i] = exc
             return [None] * len(taken)
+        told: list[tuple[Entry, EventStatus, str]] = []
         for (i, _), d in zip(taken, drafts):
-            book.tell(d, "pending", "submitted")
+            told.append((d, "pending", "submitted"))
             if d.id in held:
-                book.tell(d, STATUS_OF["pending"], d.reason)
+                told.append((d, STATUS_OF["pending"], d.reason))
                 out[i] = _waiting(d, (held[d.id],), d.reason)
         for i, entry, reason in group:
-            book.tell(entry, STATUS_OF["cancelled"], reason)
+            told.append((entry, STATUS_OF["cancelled"], reason))
             gone[i] = entry.info()
+        book.tell_all(told)
         if group:
             self.core.accounts.book_back_many([e for _, e, _ in group])  # still claimed: none charged meanwhile
         return list(drafts)
@@ -222,9 +224,8 @@ class GroupIntake:
             book.commit_group(changes, record=True)
         except StoreFault as fault:  # in the book as submitted (written): it waits all the same, its reason unwritten
             log.warning("the reasons of %d waiting requests wait for the store: %s", len(waits), fault)
+        book.tell_all([(entry, STATUS_OF["pending"], reason) for _, entry, reason, _ in waits if entry.reason == reason])
         for i, entry, reason, failures in waits:
-            if entry.reason == reason:
-                book.tell(entry, STATUS_OF["pending"], reason)
             out[i] = _waiting(entry, failures, reason)
 
     def owner(self, request_id: str) -> str:
@@ -232,6 +233,10 @@ class GroupIntake:
         cancel asks); SchedulingError when unknown."""
         entry = self.core.book.get(request_id)  # live: its own user, without building its whole story
         return entry.user if entry is not None else str(self.core.request_info(request_id).user)
+
+
+def _scheduled(request_id: str) -> SchedulingError:
+    return SchedulingError(f"request id {request_id!r} was already scheduled")
 
 
 def _waiting(entry: Entry, failures: tuple[PlacementFailure, ...], reason: str) -> SchedulerResponse:
