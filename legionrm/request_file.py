@@ -84,6 +84,12 @@ _TOP_KEYS, _IDENTITY_KEYS, _OBJECT_KEYS = (frozenset(TOP_KEYS), frozenset(Identi
                                          frozenset(ObjectRequest.model_fields))
 """The keys each table may have, built once (a submit through the gateway checks them every call)."""
 STRINGS = ("class_name", "constraint", "vault_constraint", "placement", "ducc_class", "name")
+_TYPED: dict[str, type] = {**NUMBERS, **{key: str for key in STRINGS}}
+"""Each typed key of an ``[[object]]`` table, its type: the numbers first, then the strings (the order checked)."""
+_WAITS = frozenset(("requeue", "after_ok", "after_any", "after_not_ok", "begin_at", "array"))
+_NO_WAITS: dict[str, Any] = {"requeue": False, "after_ok": (), "after_any": (), "after_not_ok": (), "begin_at": None,
+                             "array": None}
+"""What :func:`_waits` reads, and what it gives when the request names none of it."""
 
 
 def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | None = None,
@@ -103,24 +109,24 @@ def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | N
     identity = model(Identity, ident, file=file, where="identity")
     objects = []
     instances = 0
+    # (an absent key is skipped, not asked for its default: the gateway parses every submit, and a
+    # request names a few of the keys; the checks run in the same order, so the first error is the same)
     for i, t in enumerate(table_count(tables(doc, "object", file), "object", file=file, limit=MAX_OBJECTS)):
         where = f"object[{i}]"
         check_keys(t, _OBJECT_KEYS, file=file, where=where)
-        for key, typ in NUMBERS.items():
-            if key in t:  # (an absent key is fine: a request names a few of these; the gateway's hot path)
-                expect(t, key, typ, None, file=file, where=where)
-        for key in STRINGS:
+        for key, typ in _TYPED.items():
             if key in t:
-                expect(t, key, str, None, file=file, where=where)
-        _args(t, file=file, where=where)
-        kind_amounts(t, file=file, where=where)
-        after = expect(t, "after", list, [], file=file, where=where)
-        if not all(isinstance(a, str) for a in after):
+                expect(t, key, typ, None, file=file, where=where)
+        if "args" in t:
+            _args(t, file=file, where=where)
+        if "resources" in t:
+            kind_amounts(t, file=file, where=where)
+        if "after" in t and not all(isinstance(a, str) for a in expect(t, "after", list, [], file=file, where=where)):
             raise ConfigError("must be a list of object names", file=file, table=where, key="after")
-        env = expect(t, "env", dict, {}, file=file, where=where)
-        for key, v in env.items():
-            if not isinstance(v, str):
-                raise ConfigError("must be a string", file=file, table=f"{where}.env", key=str(key))
+        if "env" in t:
+            for key, v in expect(t, "env", dict, {}, file=file, where=where).items():
+                if not isinstance(v, str):
+                    raise ConfigError("must be a string", file=file, table=f"{where}.env", key=str(key))
         obj = model(ObjectRequest, t, file=file, where=where)
         instances += obj.count
         if instances > MAX_INSTANCES:
@@ -134,27 +140,32 @@ def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | N
             except MILError as exc:
                 raise ConfigError(str(exc), file=file, table=where, key=key) from None
         objects.append(obj)
-    activate = expect(doc, "activate", list, [], file=file, where="")
+    activate = _opt(doc, "activate", list, [], file)
     if len(activate) > 10 * MAX_OBJECTS or not all(isinstance(a, str) for a in activate):
         raise ConfigError(f"must be a list of at most {10 * MAX_OBJECTS} object names", file=file, key="activate")
     if not objects and not activate:
         raise ConfigError("the request asks for nothing: add an [[object]] table or an activate list", file=file)
-    rid = expect(doc, "request_id", str, None, file=file, where="") or f"req-{uuid.uuid4().hex[:12]}"
-    walltime = expect(doc, "walltime_s", float, None, file=file, where="")
-    start = _start(doc, time.time() if now is None else now, file=file)
+    rid = _opt(doc, "request_id", str, None, file) or f"req-{uuid.uuid4().hex[:12]}"
+    walltime = _opt(doc, "walltime_s", float, None, file)
+    start = _start(doc, time.time() if now is None else now, file=file) if "start" in doc or "start_in" in doc else None
     if start is not None and walltime is None and any(o.walltime_s is None for o in objects):
         raise ConfigError("a request with a start needs a walltime: give walltime_s here or in every [[object]]",
                           file=file, key="walltime_s")
     return model(SchedulingRequest, dict(
-        request_id=rid, identity=identity, pool=expect(doc, "pool", str, "/", file=file, where=""),
-        wait=expect(doc, "wait", bool, True, file=file, where=""),
+        request_id=rid, identity=identity, pool=_opt(doc, "pool", str, "/", file),
+        wait=_opt(doc, "wait", bool, True, file),
         objects=tuple(objects), activate=tuple(activate), start=start, walltime_s=walltime,
-        qos=expect(doc, "qos", str, None, file=file, where=""), priority=expect(doc, "priority", int, None, file=file, where=""),
-        hold="user" if expect(doc, "hold", bool, False, file=file, where="") else None,
-        scheduler=expect(doc, "scheduler", str, None, file=file, where=""),
-        **_waits(doc, file=file),
-        on_preempt=_choice(doc, "on_preempt", ("requeue", "cancel"), file=file),
+        qos=_opt(doc, "qos", str, None, file), priority=_opt(doc, "priority", int, None, file),
+        hold="user" if _opt(doc, "hold", bool, False, file) else None,
+        scheduler=_opt(doc, "scheduler", str, None, file),
+        **(_waits(doc, file=file) if _WAITS.intersection(doc) else _NO_WAITS),
+        on_preempt=_choice(doc, "on_preempt", ("requeue", "cancel"), file=file) if "on_preempt" in doc else None,
     ), file=file, where="")
+
+
+def _opt(doc: dict[str, Any], key: str, typ: type, default: Any, file: str) -> Any:
+    """A top-level key as :func:`~legionrm.tomlio.expect` reads it (``default`` when absent, without the call)."""
+    return expect(doc, key, typ, None, file=file, where="") if key in doc else default
 
 
 def _waits(doc: dict[str, Any], *, file: str) -> dict[str, Any]:

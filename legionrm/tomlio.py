@@ -162,6 +162,21 @@ def expect(
     if key not in table:
         return default
     value = table[key]
+    kind = type(value)
+    if kind is typ:  # exactly the type asked (most values): the checks below, in short
+        if kind is str:
+            if len(value) <= MAX_TEXT:
+                return value
+        elif kind is float:
+            if math.isfinite(value):
+                return value
+        elif kind is int:
+            if -MAX_INT <= value <= MAX_INT:
+                return value
+        elif kind is bool or kind is list or kind is dict:
+            return value
+    elif kind is int and typ is float and -MAX_INT <= value <= MAX_INT:
+        return float(value)
     types = typ if isinstance(typ, tuple) else (typ,)
     if isinstance(value, int) and not isinstance(value, bool) and (int in types or float in types):
         if abs(value) > MAX_INT:
