@@ -1,4 +1,4 @@
-"""parse_request answers a table of requests, good and bad, exactly as it did before it skipped absent keys.
+"""parse_request (and tomlio.expect) answer a table of requests, good and bad, exactly as it did before it skipped absent keys.
 
 ``request_file_pins.json`` holds what the parser of 49562de (main, before the rewrite of round
 gwdoor) answered for each case below: the request's JSON, or the first error's text with its file,
@@ -19,6 +19,7 @@ import pytest
 
 from legionrm.errors import ConfigError
 from legionrm.request_file import parse_request
+from legionrm.tomlio import expect
 
 I = {"identity": {"user": "alice"}}
 O = {"class_name": "Worker"}
@@ -146,3 +147,81 @@ def test_every_pin_has_its_case_and_both_kinds_are_there() -> None:
     assert set(PINS) == set(CASES)
     kinds = {p.split(" ", 1)[0] for p in PINS.values()}
     assert kinds == {"ok", "error"}
+
+
+class _Str(str):
+    pass
+
+
+class _Float(float):
+    pass
+
+
+M = 2**63 - 1
+EXPECT_ROWS = {
+    "str": ("abc", str), "str-at-limit": ("x" * 10_000, str), "str-over-limit": ("x" * 10_001, str),
+    "str-subclass": (_Str("abc"), str), "str-subclass-long": (_Str("x" * 10_001), str), "str-for-int": ("1", int),
+    "float": (0.5, float), "float-nan": (float("nan"), float), "float-inf": (float("-inf"), float),
+    "float-subclass-nan": (_Float("nan"), float), "float-for-int": (1.5, int),
+    "int": (7, int), "int-max": (M, int), "int-min": (-M, int), "int-over": (M + 1, int), "int-under": (-M - 1, int),
+    "int-for-float": (3, float), "int-max-for-float": (M, float), "int-over-for-float": (M + 1, float),
+    "int-for-str": (3, str), "int-for-bool": (0, bool),
+    "bool": (True, bool), "bool-for-int": (True, int), "bool-for-float": (False, float), "bool-for-str": (True, str),
+    "list": ([1], list), "list-for-dict": ([1], dict), "dict": ({"a": 1}, dict), "dict-for-list": ({}, list),
+    "tuple-types-str": ("x", (list, str)), "tuple-types-list": ([], (list, str)), "tuple-types-int": (5, (list, str)),
+    "tuple-types-float-int": (5, (float, dt.datetime)), "tuple-types-bool": (True, (float, dt.datetime, str)),
+    "tuple-types-nan": (float("nan"), (float, str)), "datetime": (dt.datetime(2027, 1, 1), (float, dt.datetime)),
+    "none-for-str": (None, str),
+}
+EXPECT_PINS = {
+    "str": "str 'abc'",
+    "str-at-limit": "str 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    "str-over-limit": 'error f.toml: t.k: longer than 10000 characters',
+    "str-subclass": "_Str 'abc'",
+    "str-subclass-long": 'error f.toml: t.k: longer than 10000 characters',
+    "str-for-int": "error f.toml: t.k: must be int, not str '1'",
+    "float": 'float 0.5',
+    "float-nan": 'error f.toml: t.k: must be a finite number, not nan',
+    "float-inf": 'error f.toml: t.k: must be a finite number, not -inf',
+    "float-subclass-nan": 'error f.toml: t.k: must be a finite number, not nan',
+    "float-for-int": 'error f.toml: t.k: must be int, not float 1.5',
+    "int": 'int 7',
+    "int-max": 'int 9223372036854775807',
+    "int-min": 'int -9223372036854775807',
+    "int-over": 'error f.toml: t.k: number out of range (at most 9223372036854775807 in size)',
+    "int-under": 'error f.toml: t.k: number out of range (at most 9223372036854775807 in size)',
+    "int-for-float": 'float 3.0',
+    "int-max-for-float": 'float 9.223372036854776e+18',
+    "int-over-for-float": 'error f.toml: t.k: number out of range (at most 9223372036854775807 in size)',
+    "int-for-str": 'error f.toml: t.k: must be str, not int 3',
+    "int-for-bool": 'error f.toml: t.k: must be bool, not int 0',
+    "bool": 'bool True',
+    "bool-for-int": 'error f.toml: t.k: must be int, not bool True',
+    "bool-for-float": 'error f.toml: t.k: must be float, not bool False',
+    "bool-for-str": 'error f.toml: t.k: must be str, not bool True',
+    "list": 'list [1]',
+    "list-for-dict": 'error f.toml: t.k: must be dict, not list [1]',
+    "dict": "dict {'a': 1}",
+    "dict-for-list": 'error f.toml: t.k: must be list, not dict {}',
+    "tuple-types-str": "str 'x'",
+    "tuple-types-list": 'list []',
+    "tuple-types-int": 'error f.toml: t.k: must be list or str, not int 5',
+    "tuple-types-float-int": 'float 5.0',
+    "tuple-types-bool": 'error f.toml: t.k: must be float or datetime or str, not bool True',
+    "tuple-types-nan": 'error f.toml: t.k: must be a finite number, not nan',
+    "datetime": 'datetime datetime.datetime(2027, 1, 1, 0, 0)',
+    "none-for-str": 'error f.toml: t.k: must be str, not NoneType None',
+}
+"""What :func:`~legionrm.tomlio.expect` of 49562de answered for each row: the value (its type and repr, cut
+at 80), or the error; its short path for exact types must answer the same."""
+
+
+@pytest.mark.parametrize("name", list(EXPECT_ROWS))
+def test_expect_answers_as_it_did(name: str) -> None:
+    value, typ = EXPECT_ROWS[name]
+    try:
+        got = expect({"k": value}, "k", typ, None, file="f.toml", where="t")
+        answer = f"{type(got).__name__} {got!r}"[:80]
+    except ConfigError as exc:
+        answer = "error " + str(exc)
+    assert answer == EXPECT_PINS[name]
