@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import threading
 from bisect import insort
-from itertools import compress
 from contextlib import ExitStack, contextmanager
+from itertools import compress
 from operator import attrgetter
 from typing import Any, Callable, Iterator, Literal
 

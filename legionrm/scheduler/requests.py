@@ -31,7 +31,7 @@ import threading
 from collections import OrderedDict
 from itertools import chain, compress
 from operator import attrgetter
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from legionrm.errors import SchedulingError
 from legionrm.events.triggers import INSTANCE_STATUS, STATUS_OF
@@ -99,36 +99,36 @@ class RequestBook(BookInstances):
 
     def tell_many(self, entry: Entry, status: EventStatus, told: list[tuple[str, str]]) -> None:
         """:meth:`tell` of ``(reason, object_id)`` for each of ``told`` (instances of ``entry``), read at
-        one time and handed to :attr:`listener_many` at once when there is one."""
+        one time (:meth:`_tell_together`)."""
         if not told or self.listener is None or (self.wants is not None and not self.wants(status, True)):
             return
-        if self.listener_many is None:
-            for reason, object_id in told:
-                self.tell(entry, status, reason, object_id)
-            return
-        fixed = {"seq": 0, "at": float(self.clock()), "request_id": entry.id, "user": entry.user, "status": status}
-        self.listener_many(StatusEvent.trusted_many(fixed, reason=[r for r, _ in told], object_id=[o for _, o in told]))
+        self._tell_together({"seq": 0, "at": float(self.clock()), "request_id": entry.id, "user": entry.user,
+                             "status": status}, reason=[r for r, _ in told], object_id=[o for _, o in told])
 
     def tell_all(self, told: list[tuple[Entry, EventStatus, str]]) -> None:
         """:meth:`tell` of each ``(entry, status, reason)`` of ``told`` (a status change of each entry
-        itself), in order, read at one time and handed to :attr:`listener_many` at once when there is
-        one: the changes a group commit made together (:meth:`commit_group`)."""
+        itself), in order, read at one time (:meth:`_tell_together`): the changes a group commit made
+        together (:meth:`commit_group`)."""
         if self.listener is None:
             return
         if self.wants is not None:
             told = [t for t in told if self.wants(t[1], False)]
         if not told:
             return
-        at = float(self.clock())
-        if self.listener_many is None:
-            for entry, status, reason in told:
-                self.listener(StatusEvent.trusted(seq=0, at=at, request_id=entry.id, user=entry.user, status=status,
-                                                  object_id=None, reason=reason))
-            return
         entries, statuses, reasons = zip(*told)
-        self.listener_many(StatusEvent.trusted_many(
-            {"seq": 0, "at": at, "object_id": None}, request_id=[e.id for e in entries], user=[e.user for e in entries],
-            status=statuses, reason=reasons))
+        self._tell_together({"seq": 0, "at": float(self.clock()), "object_id": None},
+                            request_id=[e.id for e in entries], user=[e.user for e in entries], status=statuses,
+                            reason=reasons)
+
+    def _tell_together(self, fixed: dict[str, Any], **columns: Sequence[Any]) -> None:
+        """The events of ``fixed`` and ``columns`` (:meth:`StatusEvent.trusted_many`, as :meth:`tell` builds
+        each), handed to :attr:`listener_many` at once when there is one, else to the listener in order."""
+        events = StatusEvent.trusted_many(fixed, **columns)
+        if self.listener_many is not None:
+            self.listener_many(events)
+            return
+        for event in events:
+            self.listener(event)  # type: ignore[misc]
 
     def save(self, entry: Entry) -> None:
         """Write ``entry`` as it is now to the store (no store: nothing)."""

@@ -44,6 +44,21 @@ def test_a_groups_events_told_at_once_are_those_told_one_by_one(many, wants) -> 
     assert len(heard_group) == sum(1 for _, s, _ in TOLD if wants is None or s in wants)
 
 
+@pytest.mark.parametrize("many", [True, False], ids=["to-listener-many", "to-listener"])
+@pytest.mark.parametrize("wants", [None, frozenset({"started"}), frozenset()], ids=["all", "only-started", "none"])
+def test_an_entrys_instance_events_told_at_once_are_those_told_one_by_one(many, wants) -> None:
+    entry = Entry(request=req("a", user="u-a"), submitted=1.0)
+    told = [("on h1", "a~i1"), ("on h2", "a~i2"), ("on h1", "a~i3")]
+    one, heard_one = _book(many, wants)
+    for reason, object_id in told:
+        one.tell(entry, "started", reason, object_id)
+    group, heard_group = _book(many, wants)
+    group.tell_many(entry, "started", told)
+    assert [e.model_dump() for e in heard_group] == [e.model_dump() for e in heard_one]
+    assert [e.model_fields_set for e in heard_group] == [e.model_fields_set for e in heard_one]
+    assert len(heard_group) == (0 if wants == frozenset() else len(told))
+
+
 @pytest.mark.parametrize("ids, held_elsewhere, claimed", [
     (["a", "b", "c"], set(), [True, True, True]),
     (["a", "b", "a"], set(), [True, True, False]),
