@@ -150,19 +150,33 @@ def main() -> None:
         info("EngineFeed: new snapshot, same hosts (state + place)", f"{fresh:.1f} ms")
 
     print("\nscheduleObjects, 100 instances per request, until 5,000 placements")
-    # CPU seconds of this process (the machine is shared: under load a wall clock counts others' time)
-    placed, plan_s, sched_s, wall_s = 0, 0.0, 0.0, 0.0
+    # CPU seconds of this process (the machine is shared: under load a wall clock counts others' time).
+    # Each request is planned inside scheduleObjects on the snapshot the last heartbeat left, as in a
+    # deployment: nothing is planned beforehand (a plan before it would build that snapshot's tables
+    # untimed). The planning share is timed around the planner's own call.
+    planner, planning = system.scheduler.planner, [0.0]
+    plan = planner.make_schedules
+
+    def timed_plan(*a: object, **kw: object) -> object:
+        t = time.process_time()
+        try:
+            return plan(*a, **kw)
+        finally:
+            planning[0] += time.process_time() - t
+
+    planner.make_schedules = timed_plan  # (an instance attribute: only this system's planner, only here)
+    placed, sched_s, wall_s, k = 0, 0.0, 0.0, 0
     for k in range(50):
-        p0 = time.process_time()
-        system.scheduler.make_schedules(request(f"probe-{k}", 100))
         s0, w0 = time.process_time(), time.perf_counter()
         r = system.scheduler.scheduleObjects(request(f"s{k}", 100))
-        plan_s, sched_s = plan_s + (s0 - p0), sched_s + (time.process_time() - s0)
+        sched_s += time.process_time() - s0
         wall_s += time.perf_counter() - w0
         if not r.ok:
             break
         placed += len(r.instances)
         system.heartbeat()  # the hosts report what they now hold (not timed: heartbeats are the hosts' work)
+    del planner.make_schedules
+    plan_s = planning[0]
     print(f"{placed} placements in {sched_s:.2f} s of CPU ({wall_s:.2f} s wall) in scheduleObjects: "
           f"{placed / sched_s:,.0f} negotiated placements/s "
           f"(planning {plan_s / sched_s:.0%} of it, {plan_s / max(1, k + 1) * 1000:.1f} ms per request)")
