@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import json
 import pickle
-from json.encoder import encode_basestring_ascii
 from collections.abc import Sequence
+from json.encoder import encode_basestring_ascii
 from typing import Any, NamedTuple
 
 
