@@ -87,9 +87,9 @@ STRINGS = ("class_name", "constraint", "vault_constraint", "placement", "ducc_cl
 _TYPED: dict[str, type] = {**NUMBERS, **{key: str for key in STRINGS}}
 """Each typed key of an ``[[object]]`` table, its type: the numbers first, then the strings (the order checked)."""
 _WAITS = frozenset(("requeue", "after_ok", "after_any", "after_not_ok", "begin_at", "array"))
-_NO_WAITS: dict[str, Any] = {"requeue": False, "after_ok": (), "after_any": (), "after_not_ok": (), "begin_at": None,
-                             "array": None}
-"""What :func:`_waits` reads, and what it gives when the request names none of it."""
+"""What :func:`_waits` reads."""
+_PLAIN = (("pool", str), ("wait", bool), ("qos", str), ("priority", int))
+"""The top-level keys read as they are, in the order they are checked (``hold``, ``scheduler`` follow)."""
 
 
 def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | None = None,
@@ -151,16 +151,27 @@ def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | N
     if start is not None and walltime is None and any(o.walltime_s is None for o in objects):
         raise ConfigError("a request with a start needs a walltime: give walltime_s here or in every [[object]]",
                           file=file, key="walltime_s")
-    return model(SchedulingRequest, dict(
-        request_id=rid, identity=identity, pool=_opt(doc, "pool", str, "/", file),
-        wait=_opt(doc, "wait", bool, True, file),
-        objects=tuple(objects), activate=tuple(activate), start=start, walltime_s=walltime,
-        qos=_opt(doc, "qos", str, None, file), priority=_opt(doc, "priority", int, None, file),
-        hold="user" if _opt(doc, "hold", bool, False, file) else None,
-        scheduler=_opt(doc, "scheduler", str, None, file),
-        **(_waits(doc, file=file) if _WAITS.intersection(doc) else _NO_WAITS),
-        on_preempt=_choice(doc, "on_preempt", ("requeue", "cancel"), file=file) if "on_preempt" in doc else None,
-    ), file=file, where="")
+    # only what the request gives goes to the model (its defaults are what an absent key reads as; the
+    # model validates fewer fields: a submit through the gateway parses every request), in the same order
+    values: dict[str, Any] = {"request_id": rid, "identity": identity, "objects": tuple(objects)}
+    if activate:
+        values["activate"] = tuple(activate)
+    if start is not None:
+        values["start"] = start
+    if walltime is not None:
+        values["walltime_s"] = walltime
+    for key, typ in _PLAIN:
+        if key in doc:
+            values[key] = expect(doc, key, typ, None, file=file, where="")
+    if "hold" in doc and expect(doc, "hold", bool, None, file=file, where=""):
+        values["hold"] = "user"
+    if "scheduler" in doc:
+        values["scheduler"] = expect(doc, "scheduler", str, None, file=file, where="")
+    if _WAITS.intersection(doc):
+        values.update(_waits(doc, file=file))
+    if "on_preempt" in doc:
+        values["on_preempt"] = _choice(doc, "on_preempt", ("requeue", "cancel"), file=file)
+    return model(SchedulingRequest, values, file=file, where="")
 
 
 def _opt(doc: dict[str, Any], key: str, typ: type, default: Any, file: str) -> Any:

@@ -97,6 +97,7 @@ def status_of(exc: BaseException) -> tuple[int, str, str, str]:
 def door(check: SignatureCheck, max_body: int, open_paths: frozenset[str]) -> Any:
     """The middleware: sign-in of every API call but those to ``open_paths`` (see the module doc) and one
     error shape."""
+    callers: dict[tuple[str, tuple[str, ...], tuple[str, ...]], Caller] = {}  # see _caller
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -108,7 +109,7 @@ def door(check: SignatureCheck, max_body: int, open_paths: frozenset[str]) -> An
                 body = await request.read()
                 principal = check.verify(request.method, request.raw_path, request.headers, body)
                 request[BODY] = body
-                request[CALLER] = _caller(request, principal, check.principals)
+                request[CALLER] = _caller(request, principal, check.principals, callers)
             return await handler(request)
         except Refused as r:
             return refusal(r.status, r.code, r.reason)
@@ -128,7 +129,10 @@ def door(check: SignatureCheck, max_body: int, open_paths: frozenset[str]) -> An
     return middleware
 
 
-def _caller(request: web.Request, principal: Any, principals: ReloadingRegistry) -> Caller:
+def _caller(request: web.Request, principal: Any, principals: ReloadingRegistry,
+            callers: dict[tuple[str, tuple[str, ...], tuple[str, ...]], Caller]) -> Caller:
+    """The :class:`Caller` of a call ``principal`` signed.  Without ``--as`` it is made once per user as the
+    registry holds them (name, roles, groups: ``callers``, emptied past 10,000) and shared: it is frozen."""
     as_user = request.headers.get(AS_HEADER)
     if as_user:
         if "admin" not in principal.roles:
@@ -137,7 +141,15 @@ def _caller(request: web.Request, principal: Any, principals: ReloadingRegistry)
         target = principals.principal(as_user)
         if target is None or not target.is_user:
             raise AuthRefusedError(codes.AUTH_UNKNOWN_USER, f"--as {as_user}: no such user", "gateway")
-    return Caller(user=principal.name, roles=principal.roles, groups=principal.groups, acting_as=as_user or None)
+        return Caller(user=principal.name, roles=principal.roles, groups=principal.groups, acting_as=as_user)
+    key = (principal.name, principal.roles, principal.groups)
+    caller = callers.get(key)
+    if caller is None:
+        if len(callers) > 10_000:  # users removed or changed: start afresh
+            callers.clear()
+        caller = callers[key] = Caller(user=principal.name, roles=principal.roles, groups=principal.groups,
+                                       acting_as=None)
+    return caller
 
 
 def require_admin(request: web.Request, action: str) -> Caller:

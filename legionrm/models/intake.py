@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import pickle
 from collections.abc import Sequence
+from json.encoder import encode_basestring_ascii
 from typing import Any, NamedTuple
 
 
@@ -55,8 +56,12 @@ class Submitted(NamedTuple):
     def result_json(self) -> str:
         """The :class:`~legionrm.models.api.SubmitResult` of this answer, as JSON, with the response's
         JSON as it came (a test holds it equal to the model's own)."""
-        return (f'{{"id":{json.dumps(self.request_id)},"ok":{"true" if self.ok else "false"},'
-                f'"state":{json.dumps(self.state)},"response":{self.response}}}')
+        return (f'{{"id":{_text(self.request_id)},"ok":{"true" if self.ok else "false"},'
+                f'"state":{_text(self.state)},"response":{self.response}}}')
+
+
+_text = encode_basestring_ascii
+"""A string as ``json.dumps`` writes it (what its encoder calls for one: ``ensure_ascii``), without its wrapping."""
 
 
 class Cancelled(NamedTuple):

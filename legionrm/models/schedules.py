@@ -219,9 +219,10 @@ class SchedulingRequest(Frozen):
             raise ValueError("a request with a start needs a walltime (walltime_s) for every object")
         if self.array_index is not None and self.array is None:
             raise ValueError("array_index: only a task of an array has one")
-        for kind, ids in self.depends().items():
-            if self.request_id in ids:
-                raise ValueError(f"{kind}: a request cannot wait for itself ({self.request_id!r})")
+        if self.after_ok or self.after_any or self.after_not_ok:  # (most requests wait for none)
+            for kind, ids in self.depends().items():
+                if self.request_id in ids:
+                    raise ValueError(f"{kind}: a request cannot wait for itself ({self.request_id!r})")
         return self
 
 

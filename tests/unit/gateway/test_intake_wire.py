@@ -4,6 +4,8 @@ reads back as its items, anything else as nothing, and its replies cross with th
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 import pytest
@@ -46,6 +48,12 @@ def test_a_submits_answer_is_the_submit_result_the_model_writes(rid: str, ok: bo
 
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=40)  # any text: quotes, escapes, line breaks
+
+
+@given(TEXT, st.booleans(), TEXT)
+def test_a_submits_answer_is_written_as_json_dumps_writes_its_strings(rid: str, ok: bool, state: str) -> None:
+    got = Submitted(rid, ok, state, "{}").result_json()
+    assert got == (f'{{"id":{json.dumps(rid)},"ok":{json.dumps(ok)},"state":{json.dumps(state)},"response":{{}}}}')
 ITEM = st.one_of(st.builds(Submit, TEXT, TEXT), st.builds(Cancel, TEXT, TEXT, TEXT))
 
 
