@@ -219,9 +219,19 @@ class AttributeTable:
         c = self._column(attr)
         field = _FIELD.get(tag)  # type: ignore[arg-type]
         if field and distinct and (c.utag == tag if c.tag is None else bool((c.tag[rows] == tag).all())):
-            # every row already has this kind and keeps it: the counts stand, one write
-            c.before_write(int(rows.min()))
-            c.data(field)[rows] = list(map(self._strings.code, cast("Sequence[str]", vals))) if field == "s" else vals if arr is None else arr
+            # every row already has this kind and keeps it: the counts stand, one write of the values
+            # that differ (none: the column, and the view snapshots share, stay as they are)
+            data = c.data(field)
+            new = np.broadcast_to(np.asarray(list(map(self._strings.code, cast("Sequence[str]", vals))) if field == "s"
+                                             else vals if arr is None else arr, dtype=data.dtype), rows.shape)
+            old = data[rows]
+            differ = old != new
+            if field == "f":  # (bit for bit: -0.0 is not 0.0 here, and a NaN is always written)
+                differ |= np.signbit(old) != np.signbit(new)
+            if differ.any():
+                at = rows[differ]
+                c.before_write(int(at.min()))
+                c.data(field)[at] = new[differ]
             return []
         reshaped = []
         for row, v in zip(rows.tolist(), vals):  # kinds change (or a row repeats): row by row, keeping counts

@@ -95,6 +95,16 @@ class CollectionSnapshot:
         ids = self.numeric(ACCESS, None, -1.0).astype(np.int64)
         return (ids >= 0) & ok[np.clip(ids, 0, len(ok) - 1)]
 
+    @property
+    def policies(self) -> tuple[AccessPolicy, ...]:
+        """The access policies the ``@access`` column numbers (append-only: a number is never reused)."""
+        return self._policies
+
+    def available(self) -> np.ndarray:
+        """A bool per row: the resource is available in this view (``mask(text)`` is
+        ``mask(text, include_unavailable=True) & available()``).  Do not change it."""
+        return self._alive()
+
     def _alive(self) -> np.ndarray:
         if self._alive_mask is None:
             expires = self.numeric(EXPIRES, None, -np.inf)

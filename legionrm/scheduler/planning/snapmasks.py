@@ -17,13 +17,15 @@ race at worst computes an answer twice).  Pure; no Ray.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
-from legionrm.collection.view import CollectionSnapshot
+from legionrm.collection.view import ACCESS, CollectionSnapshot
+from legionrm.mil import compile_query
 from legionrm.models import Identity
-from legionrm.scheduler.planning.snaptables import VaultTable, vault_table
+from legionrm.scheduler.planning.snaptables import VAULT_ATTRIBUTES, VaultTable, vault_table
 
 _last: tuple[object, float, float, str | None, dict[Any, Any]] | None = None
 """The table, the times from and until which it shows the same resources available, and served query of the
@@ -45,7 +47,8 @@ def query_mask(snap: CollectionSnapshot, text: str) -> np.ndarray:
     kept = _kept(snap)
     mask = kept.get(("mask", text))
     if mask is None:
-        mask = snap.mask(text)
+        read = _columns(snap, compile_query(text).attributes)
+        mask = _from_columns(("mask", text), read, lambda: snap.mask(text, include_unavailable=True)) & snap.available()
         mask.flags.writeable = False
         kept["mask", text] = mask
     return mask
@@ -57,9 +60,8 @@ def accepts_mask(snap: CollectionSnapshot, caller: Identity) -> np.ndarray:
     key = ("accepts", caller.user, caller.class_name, caller.groups)
     mask = kept.get(key)
     if mask is None:
-        mask = snap.accepts(caller)
+        mask = kept[key] = _from_columns(key, (*_columns(snap, (ACCESS,)), snap.policies), lambda: snap.accepts(caller))
         mask.flags.writeable = False
-        kept[key] = mask
     return mask
 
 
@@ -68,5 +70,44 @@ def vaults_of(snap: CollectionSnapshot) -> VaultTable:
     kept = _kept(snap)
     table = kept.get("vaults")
     if table is None:
-        table = kept["vaults"] = vault_table(snap)
+        rows = snap.rows('$kind == "vault"', include_unavailable=True)
+        on = snap.available()[rows]
+        read = (*_columns(snap, VAULT_ATTRIBUTES), snap.table.membership, rows.tobytes(), on.tobytes())
+        table = kept["vaults"] = _from_columns("vaults", read, lambda: vault_table(snap))
     return table
+
+
+_across: dict[Any, tuple[tuple[object, ...], Any]] = {}
+"""Answers kept across tables, by what was asked: each with what it was worked out from (:func:`_from_columns`)."""
+
+
+def _columns(snap: CollectionSnapshot, attrs: Iterable[str]) -> tuple[object, ...]:
+    """What a MIL query over ``attrs`` reads of ``snap``'s table: its length and strings, and those
+    columns (immutable objects: the table hands out the same one while nothing is written to it)."""
+    table = snap.table
+    return (len(table), table.strings, *(table.column(a) for a in sorted(attrs)))
+
+
+def _from_columns(key: Any, read: tuple[object, ...], work_out: Callable[[], Any]) -> Any:
+    """``work_out()``, or the answer to ``key`` worked out last from the same ``read``: the same
+    objects (identity: columns, held here while kept, so never another's recycled memory) and equal
+    values (lengths, policies, bytes).  Some columns of the Collection change with every heartbeat, but
+    not those a host query or an access list reads, unless a host's own values change."""
+    got = _across.get(key)
+    if got is not None and len(got[0]) == len(read) and all(
+            a is b or (type(a) in _BY_VALUE and type(a) is type(b) and a == b) for a, b in zip(got[0], read)):
+        return got[1]
+    answer = work_out()
+    if isinstance(answer, np.ndarray):
+        answer.flags.writeable = False
+    if len(_across) >= _KEEP:  # (the oldest first: an answer of requests long gone)
+        del _across[next(iter(_across))]
+    _across[key] = (read, answer)
+    return answer
+
+
+_BY_VALUE = (int, bytes, tuple)
+"""What :func:`_from_columns` compares by value (lengths, rows, policies); anything else by identity alone."""
+
+_KEEP = 256
+"""At most this many answers kept across tables (one a distinct constraint, caller or the vaults)."""
