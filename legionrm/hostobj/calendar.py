@@ -38,6 +38,9 @@ _ZERO_LE = (0.0).__le__  # x >= 0 (False for a NaN)
 _FLOAT = frozenset({float})
 
 
+_UNCHECKED = ("", -1, None)
+"""What :meth:`Calendar.add` gives :meth:`Calendar.add_checked`: no fit found before (it is asked)."""
+
 _READ: tuple[object, tuple[float, ...]] = ((), ())
 """The last tuple of floats a calendar's :meth:`Calendar._vals` read, and its floats (valid
 non-negative numbers: the same answer for any calendar of as many dimensions)."""
@@ -103,7 +106,7 @@ class Calendar:
         that would push usage past capacity at any time (the overbooking guard:
         callers :meth:`check` first and only ever add what fits).
         """
-        self._book(key, self._vals(amount), start, end, None)
+        self.add_checked(key, amount, start, end, _UNCHECKED)
 
     def checked(self, amount: Sequence[float] | np.ndarray, start: float, end: float | None) -> tuple[Check, int, np.ndarray]:
         """:meth:`check`, with the version of the bookings and the capacity it read: :meth:`add_checked`
@@ -116,10 +119,8 @@ class Calendar:
         ``checked``): a fit is not computed again while neither the bookings nor the capacity
         changed since (the version and the capacity it read), else it is asked again, as
         :meth:`add` asks.  The same bookings and errors as :meth:`add`."""
-        same = checked[0] == "ok" and checked[2] is self.capacity
-        self._book(key, self._vals(amount), start, end, checked[1] if same else None)
-
-    def _book(self, key: str, vals: tuple[float, ...], start: float, end: float | None, fit_at: int | None) -> None:
+        vals = self._vals(amount)
+        fit_at = checked[1] if checked[0] == "ok" and checked[2] is self.capacity else None
         stop = math.inf if end is None else float(end)
         if key in self._bookings:
             raise ValueError(f"booking {key!r} exists")
