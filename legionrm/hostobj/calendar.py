@@ -38,6 +38,13 @@ _ZERO_LE = (0.0).__le__  # x >= 0 (False for a NaN)
 _FLOAT = frozenset({float})
 
 
+_UNCHECKED = ("", -1, None)
+"""What :meth:`Calendar.add` gives :meth:`Calendar.add_checked`: no fit found before (it is asked)."""
+
+_READ: tuple[object, tuple[float, ...]] = ((), ())
+"""The last tuple of floats a calendar's :meth:`Calendar._vals` read, and its floats (valid
+non-negative numbers: the same answer for any calendar of as many dimensions)."""
+
 SMALL = 8
 """Up to this many bookings, :meth:`Calendar.check` sums in plain Python (no matrix built)."""
 
@@ -75,7 +82,6 @@ class Calendar:
         # add() right after check() of the same booking does not compute it twice
         self._fit: tuple[int, tuple[tuple[float, ...], tuple[float, ...], float, float]] | None = None
         self._at: tuple[object, float, np.ndarray] | None = None  # the last usage_at, with the arrays it read
-        self._read: tuple[tuple, tuple[float, ...]] | None = None  # the last tuple amount _vals read, and its floats
 
     # --- bookings --------------------------------------------------------------------
 
@@ -100,7 +106,21 @@ class Calendar:
         that would push usage past capacity at any time (the overbooking guard:
         callers :meth:`check` first and only ever add what fits).
         """
+        self.add_checked(key, amount, start, end, _UNCHECKED)
+
+    def checked(self, amount: Sequence[float] | np.ndarray, start: float, end: float | None) -> tuple[Check, int, np.ndarray]:
+        """:meth:`check`, with the version of the bookings and the capacity it read: :meth:`add_checked`
+        of that answer books without asking again while nothing changed the calendar meanwhile."""
+        return self._check(self._vals(amount), start, end), self._version, self.capacity
+
+    def add_checked(self, key: str, amount: Sequence[float] | np.ndarray, start: float, end: float | None,
+                    checked: tuple[Check, int, np.ndarray]) -> None:
+        """:meth:`add`, for the amount and window that :meth:`checked` was asked about (its answer
+        ``checked``): a fit is not computed again while neither the bookings nor the capacity
+        changed since (the version and the capacity it read), else it is asked again, as
+        :meth:`add` asks.  The same bookings and errors as :meth:`add`."""
         vals = self._vals(amount)
+        fit_at = checked[1] if checked[0] == "ok" and checked[2] is self.capacity else None
         stop = math.inf if end is None else float(end)
         if key in self._bookings:
             raise ValueError(f"booking {key!r} exists")
@@ -108,7 +128,7 @@ class Calendar:
             raise ValueError(f"booking {key!r}: start {start} and end {stop} must be times")
         if not stop > start:
             raise ValueError(f"booking {key!r}: end {stop} must be after start {start}")
-        if self._check(vals, start, stop) != "ok":
+        if fit_at != self._version and self._check(vals, start, stop) != "ok":  # (found to fit on these bookings: it fits)
             raise ValueError(f"booking {key!r} would overbook {dict(zip(self.dims, vals))} at {start}")
         self._bookings[key] = Booking(key, vals, float(start), stop)
         self._changed()
@@ -330,9 +350,11 @@ class Calendar:
 
     def _vals(self, amount: Sequence[float] | np.ndarray) -> tuple[float, ...]:
         """``amount`` as a tuple of floats, one a dimension, each non-negative; else ValueError.
-        The floats of the last tuple read are kept with it (a grant checks, then adds, one amount)."""
-        last = self._read
-        if last is not None and last[0] is amount:
+        The floats of the last tuple of floats read, by any calendar, are kept with it (a grant
+        checks, then adds, one amount; a batch's hosts are asked for one amount)."""
+        global _READ
+        last = _READ
+        if last[0] is amount and len(last[1]) == len(self.capacity):
             return last[1]
         try:  # (a nested amount has lists for numbers)
             vals = tuple(map(float, amount.tolist() if isinstance(amount, np.ndarray) else amount))
@@ -343,7 +365,7 @@ class Calendar:
         if not all(map(_ZERO_LE, vals)):  # a NaN (compares false) or a negative amount (makes room) would overbook
             raise ValueError(f"amount {amount!r} must be non-negative numbers")
         if type(amount) is tuple and set(map(type, amount)) <= _FLOAT:
-            self._read = (amount, vals)  # (a tuple of floats never changes: held here, its id is never reused)
+            _READ = (amount, vals)  # (a tuple of floats never changes: held here, its id is never reused)
         return vals
 
     def _vec(self, amount: Sequence[float] | np.ndarray) -> np.ndarray:

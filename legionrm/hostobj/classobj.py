@@ -235,7 +235,7 @@ class ClassObject:
                 while i < len(asks):
                     vt = asks[i].vault_token
                     vkey = None if vt is None else (vt.issuer, vt.token_id)
-                    if wave and (self._full(len(wave)) or vkey in using):
+                    if wave and ((self.max_instances is not None and self._full(len(wave))) or vkey in using):
                         break  # its checks depend on how this round's starts end
                     got = self._admit(i, asks[i])
                     if isinstance(got, Refusal):
@@ -261,7 +261,7 @@ class ClassObject:
             vault_name = vault_token.issuer
         if self.host_list and not any(fnmatch.fnmatchcase(host_name, p) for p in self.host_list):
             return self._refuse(codes.CLASS_HOST_LIST, f"host {host_name!r} is not on the host list of {self.name} ({', '.join(self.host_list)})")
-        if self._full(0):
+        if self.max_instances is not None and self._full(0):  # (no limit: nothing to count)
             return self._refuse(codes.CLASS_MAX_INSTANCES, f"{self.name} already has {len(self._instances)} instances (max {self.max_instances})")
         hook = self.admit_placement
         if self.policy is not None or getattr(hook, "__func__", None) is not ClassObject.admit_placement:

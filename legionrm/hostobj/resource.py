@@ -237,7 +237,8 @@ class ResourceObject(Durable, Presence, TokenChecks):
         start = now if request.start is None or request.start <= now else float(request.start)
         end = start + request.duration_s if request.duration_s is not None and math.isfinite(request.duration_s) else None
         amount = self._amounts(request.resources)
-        fit = self.calendar.check(amount, start, end)
+        checked = self.calendar.checked(amount, start, end)  # (the fit, and the bookings it was found on)
+        fit = checked[0]
         if fit != "ok":
             return self._capacity_refusal(fit, request.resources, start, end)
         hook = self.admit_reservation
@@ -261,7 +262,7 @@ class ResourceObject(Durable, Presence, TokenChecks):
             reusable=bool(request.reusable),
         )
         try:
-            self.calendar.add(token.token_id, amount, start, end)
+            self.calendar.add_checked(token.token_id, amount, start, end, checked)  # (an owner hook's booking: asked again)
         except ValueError:  # an owner hook booked the room meanwhile: the calendar still never overbooks
             return self._capacity_refusal(self.calendar.check(amount, start, end), request.resources, start, end)
         res = Reservation.of(token, request)

@@ -168,7 +168,9 @@ class Signer:
         fields = {"token_id": token_id, "issuer": issuer, "holder": holder, "resources": resources, "vault": vault,
                   "start": start, "end": end, "expires_at": expires_at, "reusable": reusable, "signature": ""}
         token = ReservationToken.adopt(fields)
-        fields["signature"] = self.signature(token)  # (its own fields, set in place: nothing holds the new token yet)
+        mac = self._mac.copy()  # (:meth:`signature` spelt out: once per grant)
+        mac.update(canonical(token))
+        fields["signature"] = mac.hexdigest()  # (its own fields, set in place: nothing holds the new token yet)
         return token
 
     def verify(self, token: ReservationToken) -> bool:
@@ -177,7 +179,9 @@ class Signer:
 
     def token_id(self, resource: str, request_id: str, serial: int = 0) -> str:
         """See :func:`make_token_id`."""
-        return f"{resource}{TOKEN_ID_SEP}{self._hex(f'id:{request_id}:{serial}'.encode())[:20]}"
+        mac = self._mac.copy()  # (:meth:`_hex` spelt out: once per grant)
+        mac.update(f"id:{request_id}:{serial}".encode())
+        return f"{resource}{TOKEN_ID_SEP}{mac.hexdigest()[:20]}"
 
 
 def signature(token: ReservationToken, secret: bytes) -> str:

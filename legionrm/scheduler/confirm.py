@@ -4,6 +4,7 @@ the Enactor's fully reserved schedule.  Pure."""
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any, Callable, Iterable, Mapping
 
 from legionrm import codes
@@ -60,6 +61,9 @@ def validate_request(request: SchedulingRequest, now: float | None = None) -> No
         raise SchedulingError(f"request {request.request_id!r}: {why}")
 
 
+_KEY = attrgetter("key")
+
+
 def check_proposal(keys: frozenset[str] | None, proposal: ScheduleProposal, scheduler: str) -> bool | Refusal:
     """True when ``proposal`` places exactly ``keys`` (the placement keys of
     the request this scheduler is enacting); a Refusal by ``scheduler`` when
@@ -69,7 +73,7 @@ def check_proposal(keys: frozenset[str] | None, proposal: ScheduleProposal, sche
     if keys is None:
         return Refusal(code=codes.APPROVAL_UNKNOWN_REQUEST, by="scheduler",
                        reason=f"scheduler {scheduler!r} is not scheduling request {proposal.request_id!r}")
-    got = frozenset(p.key for p in proposal.placements)
+    got = frozenset(map(_KEY, proposal.placements))  # (read in C: twice per enactment, once per placement)
     if got != keys or len(got) != len(proposal.placements):
         missing, extra = sorted(keys - got), sorted(got - keys)
         return Refusal(code=codes.APPROVAL_KEYS, by="scheduler",

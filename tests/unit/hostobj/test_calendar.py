@@ -197,3 +197,48 @@ def test_an_amount_read_again_is_read_as_it_is_now() -> None:
     assert cal.check(parts, 0.0, None) == "total"
     with pytest.raises(ValueError):
         cal.add("c", parts, 0.0, None)
+
+
+def _meanwhile_nothing(cal: Calendar) -> None:
+    pass
+
+
+def _meanwhile_booked(cal: Calendar) -> None:
+    cal.add("other", (3.0, 1.0), 0.0, None)
+
+
+def _meanwhile_removed(cal: Calendar) -> None:
+    cal.remove("held")
+
+
+def _meanwhile_capacity_cut(cal: Calendar) -> None:
+    cal.capacity = np.array([2.0, 8.0])
+    cal.capacity.flags.writeable = False
+
+
+@pytest.mark.parametrize("meanwhile", [_meanwhile_nothing, _meanwhile_booked, _meanwhile_removed, _meanwhile_capacity_cut],
+                         ids=["nothing", "a booking", "a removal", "capacity cut"])
+@pytest.mark.parametrize("ask", [(2.0, 1.0), (4.0, 1.0), (9.0, 1.0)], ids=["fits", "fits if alone", "over capacity"])
+def test_a_checked_booking_is_booked_as_add_books_it(meanwhile, ask) -> None:
+    """add_checked after checked (something else done between) books, or raises, exactly as add
+    would then: the fit found is trusted only while neither the bookings nor the capacity changed."""
+    def calendar() -> Calendar:
+        cal = Calendar([4.0, 8.0], ("cpus", "memory_gb"))
+        cal.add("held", (1.0, 1.0), 0.0, None)
+        return cal
+
+    fast, plain = calendar(), calendar()
+    checked = fast.checked(ask, 0.0, 10.0)
+    assert checked[0] == plain.check(ask, 0.0, 10.0)
+    meanwhile(fast)
+    meanwhile(plain)
+    errors = []
+    for cal, book in ((fast, lambda: fast.add_checked("new", ask, 0.0, 10.0, checked)),
+                      (plain, lambda: plain.add("new", ask, 0.0, 10.0))):
+        try:
+            book()
+            errors.append(None)
+        except ValueError as exc:
+            errors.append(str(exc))
+    assert errors[0] == errors[1]
+    assert fast.bookings() == plain.bookings()
