@@ -6,7 +6,6 @@ hosts each serves (:class:`VaultTable`).  Pure; no Ray.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable
 
 import numpy as np
 
@@ -43,9 +42,6 @@ _last: tuple[object, float, float, str | None, HostTable] | None = None
 """The last table :func:`base_table` built, with what it was built from: the table contents, the time
 it was built at and the time the first of its hosts goes stale, and the served hosts."""
 
-_made: dict[object, tuple[tuple[object, ...], np.ndarray]] = {}
-"""What the last build worked out, each with what it was worked out from (see :class:`_Reuse`)."""
-
 
 def base_table(snap: CollectionSnapshot) -> HostTable:
     """Every available host in the snapshot as columns, name order.  Read-only
@@ -53,86 +49,36 @@ def base_table(snap: CollectionSnapshot) -> HostTable:
     once while the same hosts are available (from its time until the first of
     them goes stale: a pass and each of its attempts read it again, from
     snapshots of an unchanged Collection, and so do later passes before a
-    host reports).  A table built anew (the Collection changed) reuses each
-    array of the last one that is worked out from the same hosts and the same
-    columns (:class:`_Reuse`): a heartbeat rewrites a few columns of a few hosts."""
-    global _last, _made
+    host reports)."""
+    global _last
     last, now = _last, float(snap.now)
     if last is not None and last[0] is snap.table and last[1] <= now <= last[2] and last[3] == snap.served_query:
         return last[4]
-    reuse = _Reuse(snap, _made)
-    table = _build(snap, reuse)
+    table = _build(snap)
     for value in vars(table).values():
         if isinstance(value, np.ndarray):
             value.flags.writeable = False
     # (a host stale at ``now`` stays stale later while the table is the same: its heartbeat is older than now)
-    _last, _made = (snap.table, now, snap.stale_at(table.row), snap.served_query, table), reuse.made
+    _last = (snap.table, now, snap.stale_at(table.row), snap.served_query, table)
     return table
 
 
-class _Reuse:
-    """The arrays of one build, each the last build's when worked out from the very same inputs.
-
-    A snapshot's Column is immutable, and the Collection's table hands out the same Column
-    object again while nothing is written to it (a write of equal values writes nothing):
-    so an array worked out from the same Column objects (compared by identity, and held
-    here, so never another's recycled memory) and the same rows holds the same values.
-    The hosts' rows are the last build's array when equal in value, so that what is read
-    at them compares by identity too."""
-
-    def __init__(self, snap: CollectionSnapshot, last: dict[object, tuple[tuple[object, ...], np.ndarray]]) -> None:
-        self.snap, self.last = snap, last
-        self.made: dict[object, tuple[tuple[object, ...], np.ndarray]] = {}
-
-    def rows(self) -> np.ndarray:
-        rows = self.snap.rows('$kind == "host"')
-        got = self.last.get("rows")
-        if got is not None and np.array_equal(got[1], rows):
-            rows = got[1]
-        self.made["rows"] = ((), rows)
-        return rows
-
-    def derived(self, key: object, inputs: tuple[object, ...], work_out: Callable[[], np.ndarray]) -> np.ndarray:
-        """``work_out()``, or the last build's ``key`` when it was worked out from the same ``inputs`` (by identity)."""
-        for kept in (self.made, self.last):
-            got = kept.get(key)
-            if got is not None and len(got[0]) == len(inputs) and all(a is b for a, b in zip(got[0], inputs)):
-                out = got[1]
-                break
-        else:
-            out = work_out()
-        self.made[key] = (inputs, out)
-        return out
-
-    def numeric(self, attr: str, rows: np.ndarray, default: float) -> np.ndarray:
-        """``snap.numeric(attr, rows, default)``."""
-        return self.derived(("numeric", attr, default), (self.snap.table.column(attr), rows),
-                            lambda: self.snap.numeric(attr, rows, default))
-
-    def either(self, attr: str, rows: np.ndarray, fallback: np.ndarray) -> np.ndarray:
-        """``attr`` at ``rows`` where a number, ``fallback`` elsewhere."""
-        values = self.numeric(attr, rows, np.nan)
-        return self.derived(("or", attr), (values, fallback), lambda: _or(values, fallback))
-
-
-def _build(snap: CollectionSnapshot, reuse: _Reuse) -> HostTable:
-    rows = reuse.rows()
-    num = lambda attr, default: reuse.numeric(attr, rows, default)  # noqa: E731
+def _build(snap: CollectionSnapshot) -> HostTable:
+    rows = snap.rows('$kind == "host"')
+    num = lambda attr, default: snap.numeric(attr, rows, default)  # noqa: E731
     cpus, mem, gpus = num("cpus", 0.0), num("memory_gb", 0.0), num("gpus", 0.0)
     load = num("load", 0.0)
-    has_policy = num("owner_policies", 0.0)
-    risk = reuse.derived("risk", (load, cpus, has_policy), lambda: np.clip(
-        0.5 * np.minimum(load / np.maximum(cpus, 1.0), 1.0) + 0.5 * (has_policy > 0), 0.0, 1.0))
-    either = lambda attr, fallback: reuse.either(attr, rows, fallback)  # noqa: E731
+    has_policy = snap.numeric("owner_policies", rows, 0.0)
+    risk = np.clip(0.5 * np.minimum(load / np.maximum(cpus, 1.0), 1.0) + 0.5 * (has_policy > 0), 0.0, 1.0)
     return HostTable(
         row=rows, row_names=snap.table.names,  # (an object array of str: the hosts' names are read where needed)
         cpus=cpus, memory_gb=mem, gpus=gpus,
-        free_cpus=either("free_cpus", cpus),
-        free_memory_gb=either("free_memory_gb", mem),
-        free_gpus=either("free_gpus", gpus),
+        free_cpus=_or(num("free_cpus", np.nan), cpus),
+        free_memory_gb=_or(num("free_memory_gb", np.nan), mem),
+        free_gpus=_or(num("free_gpus", np.nan), gpus),
         load=load, instances=num("instances", 0.0),
-        next_event=either("next_event", reuse.derived("never", (rows,), lambda: np.full(len(rows), INF))),
-        risk=risk, **_kind_columns(snap, rows, reuse),
+        next_event=_or(num("next_event", np.nan), np.full(len(rows), INF)),
+        risk=risk, **_kind_columns(snap, rows),
     )
 
 
@@ -144,15 +90,13 @@ def snapshot_kinds(snap: CollectionSnapshot) -> tuple[str, ...]:
     return tuple(sorted(a for a in names if f"free_{a}" in names and a not in BUILTIN_KINDS))
 
 
-def _kind_columns(snap: CollectionSnapshot, rows: np.ndarray, reuse: _Reuse) -> dict[str, object]:
+def _kind_columns(snap: CollectionSnapshot, rows: np.ndarray) -> dict[str, object]:
     """HostTable's ``kinds``, ``kind_total`` and ``kind_free`` for ``rows`` (none: no columns)."""
     kinds = snapshot_kinds(snap)
     if not kinds:
         return {}
-    totals = tuple(reuse.numeric(k, rows, 0.0) for k in kinds)
-    frees = tuple(reuse.either(f"free_{k}", rows, t) for k, t in zip(kinds, totals))
-    total = reuse.derived(("kind_total", kinds), totals, lambda: np.stack(totals, axis=1))
-    free = reuse.derived(("kind_free", kinds), frees, lambda: np.stack(frees, axis=1))
+    total = np.stack([snap.numeric(k, rows, 0.0) for k in kinds], axis=1)
+    free = np.stack([_or(snap.numeric(f"free_{k}", rows, np.nan), total[:, i]) for i, k in enumerate(kinds)], axis=1)
     return {"kinds": kinds, "kind_total": total, "kind_free": free}
 
 

@@ -1,6 +1,6 @@
-"""What the planner derives from a snapshot and reuses on the next one (the host table's arrays,
-the masks of a query and of an access list, the vaults: :mod:`...snaptables`, :mod:`...snapmasks`,
-and the Collection's table keeping a column a write leaves unchanged) equals what a build from
+"""What the planner derives from a snapshot and reuses on the next one (the host table while the
+table is the same, :mod:`...snaptables`; the masks of a query and of an access list, the vaults,
+:mod:`...snapmasks`; and the Collection's table keeping a column a write leaves unchanged) equals what a build from
 nothing makes of the same snapshot, whatever changed between the two: hosts' dynamic and static
 attributes (the same values written again, or new ones), hosts joining, leaving, going stale or
 varied off, and the query the view serves."""
@@ -19,7 +19,7 @@ from legionrm.collection.collection import Collection
 from legionrm.models import AccessPolicy, ClassSpec, Identity, ObjectRequest, SchedulingRequest
 from legionrm.scheduler.planner import Planner
 from legionrm.scheduler.planning import snapmasks, snaptables
-from legionrm.scheduler.planning.snaptables import _build, _Reuse, base_table, vault_table
+from legionrm.scheduler.planning.snaptables import _build, base_table, vault_table
 from legionrm.testing import FakeClock, host, vault
 
 NAMES = [f"h{i}" for i in range(8)]
@@ -53,7 +53,7 @@ step = st.one_of(
 
 def forget() -> None:
     """Drop everything kept between snapshots: the next answers are built from nothing."""
-    snaptables._last, snaptables._made = None, {}
+    snaptables._last = None
     snapmasks._last = None
     snapmasks._across.clear()
     kindmask._kept.clear()
@@ -83,7 +83,7 @@ def check(snap: Any, text: str, caller: Identity, count: int, planner: Planner, 
         got = snap.record(name).attributes
         assert all(same_value(got[k], v) for k, v in attrs.items()), (name, got, attrs)
     table = base_table(snap)
-    fresh = _build(snap, _Reuse(snap, {}))
+    fresh = _build(snap)
     for field in vars(fresh):
         assert same_arrays(getattr(table, field), getattr(fresh, field)), field
     query = f'$kind == "host" and ({text})'
