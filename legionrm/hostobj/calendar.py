@@ -70,7 +70,7 @@ class Calendar:
         if self.capacity.ndim != 1 or (self.capacity < 0).any():
             raise ValueError(f"capacity must be a non-negative vector, not {capacity!r}")
         self.capacity.flags.writeable = False  # (a new capacity is a new array: the bounds below follow it)
-        self._bound: tuple[np.ndarray, list[float], tuple[float, ...]] | None = None
+        self._bound: tuple[np.ndarray, list[float]] | None = None
         self.dims = tuple(dims) if dims is not None else tuple(f"d{i}" for i in range(len(self.capacity)))
         if len(self.dims) != len(self.capacity):
             raise ValueError("dims and capacity differ in length")
@@ -78,9 +78,6 @@ class Calendar:
         self._cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._steps: tuple[int, tuple[np.ndarray, np.ndarray]] | None = None  # (limit, steps) while bookings stay
         self._version = 0  # bumped by every change of the bookings
-        # the last amount and window check() found to fit, with the version it read:
-        # add() right after check() of the same booking does not compute it twice
-        self._fit: tuple[int, tuple[tuple[float, ...], tuple[float, ...], float, float]] | None = None
         self._at: tuple[object, float, np.ndarray] | None = None  # the last usage_at, with the arrays it read
 
     # --- bookings --------------------------------------------------------------------
@@ -213,21 +210,14 @@ class Calendar:
         bound = self._bound
         if bound is None or bound[0] is not self.capacity:  # (the capacity with its slack, per capacity array)
             cap = [c + _EPS for c in self.capacity.tolist()]
-            bound = self._bound = (self.capacity, cap, tuple(cap))
+            bound = self._bound = (self.capacity, cap)
         cap = bound[1]
         if any(map(float.__gt__, vals, cap)):
             return "total"
         if not self._bookings:  # the common case on an idle host: nothing to collide with
             return "ok"
         stop = math.inf if end is None else float(end)
-        # the capacity is part of the question: a calendar whose capacity changed asks again
-        asked = (vals, bound[2], float(start), stop)
-        if self._fit is not None and self._fit[0] == self._version and self._fit[1] == asked:
-            return "ok"
-        fit = self._check_small(vals, cap, start, stop) if len(self._bookings) <= SMALL else self._check_big(vals, cap, start, stop)
-        if fit == "ok":
-            self._fit = (self._version, asked)
-        return fit
+        return self._check_small(vals, cap, start, stop) if len(self._bookings) <= SMALL else self._check_big(vals, cap, start, stop)
 
     def _check_big(self, vals: tuple[float, ...], cap: list[float], start: float, stop: float) -> Check:
         """The check as numpy over the bookings' matrix (many bookings)."""
@@ -345,7 +335,7 @@ class Calendar:
     # --- internals ------------------------------------------------------------------
 
     def _changed(self) -> None:
-        self._cache = self._steps = self._fit = None  # (a fit found before this change is stale: let it go)
+        self._cache = self._steps = None
         self._version += 1
 
     def _vals(self, amount: Sequence[float] | np.ndarray) -> tuple[float, ...]:
