@@ -65,12 +65,17 @@ batch's tokens share them.  The model is kept with its text, so an id is never
 taken for another object's."""
 
 
+_PARTS_KEPT = 64
+"""A batch's tokens share one holder and one amount: a few batches' worth is enough, and a larger
+table would keep a request's models long after it finished."""
+
+
 def _part(model: BaseModel) -> str:
     got = _parts.get(id(model))
     if got is not None and got[0] is model:
         return got[1]
     text = _CANONICAL.encode(model.model_dump(mode="json"))
-    if len(_parts) >= 4096:  # (a bound: a long-lived resource meets many holders)
+    if len(_parts) >= _PARTS_KEPT:  # (a bound: a long-lived resource meets a holder and an amount a request)
         _parts.clear()
     _parts[id(model)] = (model, text)
     return text

@@ -30,8 +30,11 @@ class Slots:
     still wanted; columns kept by slot are then read again.  Not thread-safe:
     one pass at a time numbers (its owner's lock)."""
 
-    SLACK = 1000
-    """How many more slots than twice those still wanted :meth:`crowded` allows."""
+    SLACK = 64
+    """How many more slots than twice those still wanted :meth:`crowded` allows.  Small: the
+    table holds every request it numbered, a model of about a kilobyte each, and a renewal
+    costs only the live requests (at least ``live + SLACK`` new slots apart, so O(1) a new
+    request); 1,000 kept a thousand finished requests' models in a quiet Scheduler's heap."""
 
     def __init__(self) -> None:
         self.of: dict[int, int] = {}

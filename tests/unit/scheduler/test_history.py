@@ -6,18 +6,21 @@ request still answer."""
 
 from __future__ import annotations
 
+import gc
+from collections import deque
+
 import pytest
 
 from legionrm.errors import ConfigError, SchedulingError
 from legionrm.config import parse_cluster
 from legionrm.inprocess import LocalSystem
 from legionrm.scheduler.door import events_since
-from legionrm.models import ClusterSpec, QueueSpec, SchedulerSettings
+from legionrm.models import ClusterSpec, Holder, QueueSpec, Resources, SchedulerSettings, SchedulingRequest
 from legionrm.scheduler.wiring import pool_gate
 from legionrm.scheduler.watch.settle import list_page
 from legionrm.state import RequestStore
 from legionrm.testing import FakeClock
-from tests.unit.scheduler.test_lifecycle import cluster, req
+from tests.unit.scheduler.test_lifecycle import cluster, hosts, req
 
 
 def system(tmp_path=None, keep: int = 1000, keep_s: float = 86_400.0) -> tuple[LocalSystem, FakeClock]:
@@ -94,6 +97,40 @@ def test_the_accounted_instances_are_forgotten_with_their_request(tmp_path) -> N
     run_and_finish(s, clock, [f"r{i}" for i in range(5)])
     assert s.scheduler.results.settled() == []
     assert not s.scheduler.results._accounted  # noqa: SLF001 - the bound itself is what is tested
+
+
+def _kept_models() -> dict[str, int]:
+    """How many requests, amounts and holders the process holds (after a collection)."""
+    gc.collect()
+    kinds = (SchedulingRequest, Resources, Holder)
+    counts = dict.fromkeys((k.__name__ for k in kinds), 0)
+    for obj in gc.get_objects():
+        if type(obj) in kinds:
+            counts[type(obj).__name__] += 1
+    return counts
+
+
+def test_finished_requests_leave_the_heap(tmp_path) -> None:
+    """The models of a finished request go with it: after 400 finished requests the process holds
+    no more requests, amounts or holders than after 100 (a table kept by identity for speed, or a
+    queue's numbering of the requests it met, would keep one a request)."""
+    s, clock = system(tmp_path)
+    for host in hosts(s):
+        host.retain_s = 0.0  # (a host keeps a closed reservation until its token's expiry: not the Scheduler's)
+        host.stopped = deque(maxlen=2)
+
+    def finish(first: int, last: int) -> None:
+        for k in range(first, last, 10):
+            run_and_finish(s, clock, [f"r{i:04d}" for i in range(k, min(k + 10, last))])
+            clock.advance(60)  # (past the tokens' expiry: the hosts forget them)
+            s.tick()
+
+    finish(0, 100)
+    after_100 = _kept_models()
+    finish(100, 400)
+    after_400 = _kept_models()
+    grew = {k: after_400[k] - after_100[k] for k in after_100}
+    assert all(n <= 20 for n in grew.values()), f"300 more finished requests kept {grew} more models"
 
 
 @pytest.mark.parametrize("cursor", ["x", "1.0", "nan/a", "/a"], ids=["no-slash", "no-id", "nan", "no-time"])
