@@ -1,7 +1,7 @@
 """Ray names: the namespace, every legionrm actor's name, and the one
 named-actor lookup.
 
-One of the Ray shells (with ``*/actor.py``, ``system.py``,
+One of the Ray shells (with ``*/actor.py``, ``system/``,
 ``hostobj/ray_node.py`` and ``cli/``): the only modules that import ray.
 """
 
