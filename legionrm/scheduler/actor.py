@@ -72,7 +72,7 @@ from legionrm.scheduler.remote.actor import (
     ray_watch,
 )
 from legionrm.scheduler.several.kept import KeptReload
-from legionrm.scheduler.several.actor import PoolActor, RemotePoolGate  # noqa: F401 - re-exported (legionrm.system.boot)
+from legionrm.scheduler.several.actor import PoolActor, RemotePoolGate  # noqa: F401 - re-exported (legionrm.system.bootstrap)
 from legionrm.scheduler.several.actor import NodeJoins, ReloadCalls
 from legionrm.scheduler.watch.calls import HistoryCalls, WorkCalls
 from legionrm.scheduler.grow.actor import request_resources

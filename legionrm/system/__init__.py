@@ -10,7 +10,7 @@ groups and vaults, the class objects, the Enactor and the Scheduler.
   waits on Ray, :func:`proof_for` signs a call as the driver's user.
 - :mod:`~legionrm.system.handle`: :class:`System`, the handles of one system's
   actors and the driver's signed calls on them.
-- :mod:`~legionrm.system.boot`: :func:`boot` creates the actors, :func:`connect`
+- :mod:`~legionrm.system.bootstrap`: :func:`boot` creates the actors, :func:`connect`
   finds a running system's by name.
 
 ``legionrm up`` starts a Ray head of its own (``ray start --head --block`` in
@@ -27,7 +27,7 @@ import os
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # before Ray is imported: see notes/ray-on-a-small-machine.md
 
 from legionrm.hostobj.ray_node import NODE_VAULT_GB, node_vault_name, node_vaults, ray_node_hosts  # noqa: E402
-from legionrm.system.boot import (  # noqa: E402
+from legionrm.system.bootstrap import (  # noqa: E402
     JOIN_WAIT_S,
     RESTARTS,
     answers,

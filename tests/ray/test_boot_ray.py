@@ -14,7 +14,7 @@ pytestmark = pytest.mark.ray
 
 
 def test_a_boot_that_fails_half_way_leaves_no_named_actor(ray_cluster, monkeypatch) -> None:
-    from legionrm import system as boot_module
+    from legionrm.system import bootstrap as boot_module
 
     def silent(*_args, **_kw) -> None:
         raise TimeoutError("injected: the resources did not answer in time")

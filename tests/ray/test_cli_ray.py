@@ -57,7 +57,7 @@ def test_each_ray_node_gets_a_vault_serving_it_alone(nodes: dict[str, str], take
 def test_raylet_notes_stay_off_a_commands_stdout(capsys: pytest.CaptureFixture[str]) -> None:
     import ray._private.worker as ray_worker
 
-    from legionrm.system import _raylet_notes_to_log
+    from legionrm.system.driver import _raylet_notes_to_log
 
     _raylet_notes_to_log()
     _raylet_notes_to_log()  # twice: wrapped once

@@ -69,11 +69,13 @@ class PoolActor:
     home, only the Scheduler (or an administrator) changes the accounts; any
     verified caller may read the pool totals (no one's requests in them)."""
 
-    def __init__(self, gate: PoolGate, auth_home: str | None = None) -> None:
+    def __init__(self, gate: PoolGate, auth_home: str | None = None, capacity: Resources | None = None) -> None:
+        """``capacity``: the cluster's as its file says, what a first pool of a system without pools is
+        entitled from until a Scheduler's tick reports the live one (a reload right after boot)."""
         self.gate = gate
         self.door = ActorDoor(Guard.for_home(auth_home, by=POOLS) if auth_home else None, "pools")
         self.admitted_by: dict[str, str] = {}  # request id -> the scheduler that admitted it (each audits its own)
-        self.last_capacity: Resources | None = None
+        self.last_capacity = capacity
 
     def ping(self) -> str:
         return "ok"

@@ -105,7 +105,7 @@ def boot(spec: ClusterSpec, *, detached: bool = False, ray_nodes: dict[str, str]
             classes=system.classes, deadline_s=spec.enactor.deadline_s, **auth,
         )
         system.pools = PoolActor.options(**control_plane(POOLS, detached=detached, restarts=RESTARTS)).remote(
-            pool_gate(spec), **auth)  # one owner: every scheduler shares it
+            pool_gate(spec), capacity=spec.capacity(), **auth)  # one owner: every scheduler shares it
         nodes = NodeBinding(known=dict(ray_nodes or {}), heartbeat_s=hb, detached=detached, state_dir=state_dir and str(
             state_dir), restarts=RESTARTS if state_dir is not None else 0) if bind_nodes else None  # as nodes join
         for i, s in enumerate(spec.scheduler_specs()):  # the default (first) keeps scheduler.db, binds the nodes
