@@ -17,16 +17,18 @@ Prints pairs a second (target 500), the p99 of one call (target 500 ms), and
 checks that every request is accounted for: each submit acknowledged once,
 each id in the Scheduler's list exactly once and cancelled, none that was not
 submitted, and each acknowledged request in the state store's file on disk
-(its live table or its history).  With ``--history N`` the Scheduler boots on
-a state store whose history already holds N finished requests (the rate must
-be the same after 100,000 of them as on a fresh system).
+(its live table or its history).  Then the same run again on a new system whose
+Scheduler boots on a state store whose history already holds ``--history``
+finished requests (100,000 by default; 0: no second run): the rate must be the
+same after 100,000 of them as on a fresh system, so that run has the same
+three rows, and its rate is shown beside the fresh one's.
 With ``--profile DIR`` the callers, the gateway and the Scheduler actor are
 sampled with py-spy (``pip install py-spy``) while the pairs run, counting
 only samples that hold the GIL (Python on the CPU, not a thread waiting on a
 socket or an fsync), and the top frames of each are printed; without py-spy
 the gateway runs under cProfile instead.
 
-    python benchmarks/bench_gateway.py [--threads 20] [--pairs 50] [--history 0] [--profile DIR]
+    python benchmarks/bench_gateway.py [--threads 20] [--pairs 50] [--history 100000] [--profile DIR]
 
 Starts its own Ray and shuts it down; leaves nothing running.
 """
@@ -225,14 +227,38 @@ def account(admin: Any, state_dir: Path, acked: dict[str, int], expected: set[st
     return problems
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--threads", type=int, default=20)
-    p.add_argument("--pairs", type=int, default=50, help="submit+cancel pairs per thread")
-    p.add_argument("--history", type=int, default=0, help="finished requests in the history before the run")
-    p.add_argument("--profile", help="a folder: sample the callers, the gateway and the Scheduler with py-spy")
-    args = p.parse_args()
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+@dataclasses.dataclass
+class Run:
+    """What one run of the pairs measured (CPU seconds by process: the callers, the gateway, the Scheduler)."""
+
+    wall: float
+    lat: list[float]
+    errors: list[str]
+    problems: list[str]
+    used: dict[str, float]
+    kernel: dict[str, float]
+    idle: dict[str, float]
+    ray_used: float
+    ray_procs: int
+    in_ray: float
+    batches: list[str]
+
+    @property
+    def pairs(self) -> float:
+        return len(self.lat) / 2
+
+    @property
+    def rate(self) -> float:
+        return self.pairs / self.wall
+
+    @property
+    def p99_ms(self) -> float:
+        return self.lat[min(len(self.lat) - 1, int(0.99 * len(self.lat)))] * 1e3 if self.lat else float("inf")
+
+
+def measure(threads: int, pairs: int, history: int, profile: Path | None) -> Run:
+    """Boot a system (its Scheduler's history holding ``history`` finished requests), start the
+    gateway, run ``threads`` x ``pairs`` submit+cancel pairs, check the books; leaves nothing running."""
     import ray
 
     from legionrm.auth.guard import ensure_home, signer_for
@@ -242,24 +268,19 @@ def main() -> int:
     from legionrm.homefs import private_dir, write_private
     from legionrm.system import boot, local_cluster
 
-    profile = Path(args.profile).resolve() if args.profile else None
-    if profile:
-        profile.mkdir(parents=True, exist_ok=True)
     base = Path(tempfile.mkdtemp(prefix="lrmgw", dir="/tmp"))
     home, state = base / "home", base / "home" / "state"
     private_dir(home)
     registry = ensure_home(home, operator="ops")
-    users = [f"u{k}" for k in range(args.threads)]
+    users = [f"u{k}" for k in range(threads)]
     for u in users:
         registry.add_user(u)
-    print(f"gateway: {args.threads} threads x {args.pairs} submit+cancel pairs through the gateway of a real system "
-          f"({os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f})")
     proc = None
     batches: list[str] = []
-    if args.history:
+    if history:
         private_dir(state)
-        took = seed_history(state, args.history)
-        info("history before the run", f"{args.history} finished", note=f"seeded into the state store in {took:.1f} s")
+        took = seed_history(state, history)
+        info("history before the run", f"{history:,} finished", note=f"seeded into the state store in {took:.1f} s")
     try:
         with local_cluster(workers=()) as cluster:
             system = boot(load_cluster(), heartbeat_s=0.5, auth_home=home, state_dir=state)
@@ -283,7 +304,7 @@ def main() -> int:
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                          for name, p in pids.items()] if profile and (spy_bin := py_spy()) else []
                 in_ray = ray_threads_s(proc.pid)
-                wall, lat, acked, errors = run_pairs(clients, args.pairs, "gw")
+                wall, lat, acked, errors = run_pairs(clients, pairs, "gw")
                 in_ray = ray_threads_s(proc.pid) - in_ray
                 used = {"callers": cpu_s() - before["callers"], "gateway": cpu_s(proc.pid) - before["gateway"],
                         "scheduler": cpu_s(pid) - before["scheduler"]}
@@ -293,7 +314,7 @@ def main() -> int:
                     spy.send_signal(signal.SIGINT)
                 for spy in spies:
                     spy.wait(60)
-                expected = {f"gw-{k}-{n}" for k in range(len(clients)) for n in range(args.pairs)}
+                expected = {f"gw-{k}-{n}" for k in range(len(clients)) for n in range(pairs)}
                 problems = errors[:5] + account(admin, state, acked, expected)
             finally:
                 if proc is not None:
@@ -304,38 +325,80 @@ def main() -> int:
     finally:  # the home and state dir go whatever happened
         shutil.rmtree(base, ignore_errors=True)
     lat.sort()
+    return Run(wall=wall, lat=lat, errors=errors, problems=problems, used=used, kernel=kernel, idle=idle,
+               ray_used=ray_used, ray_procs=len(ray_pids), in_ray=in_ray, batches=batches)
+
+
+def report(run: Run, threads: int) -> None:
+    """The rows of a run on a fresh system: the three checks and where the CPU went."""
     if os.environ.get("BENCH_TAIL"):
+        lat = run.lat
         print("slowest calls (ms):", [round(x * 1e3) for x in lat[-30:]], "p50/p90/p95:",
               [round(lat[int(q * len(lat))] * 1e3) for q in (0.5, 0.9, 0.95)])
-    pairs = len(lat) / 2
-    p99 = lat[min(len(lat) - 1, int(0.99 * len(lat)))] * 1e3 if lat else float("inf")
-    rate = pairs / wall
-    check(f"gateway: submit+cancel pairs a second, {args.threads} callers", f">= {TARGET_PAIRS:.0f}/s", f"{rate:.0f}/s",
-          rate >= TARGET_PAIRS, before="20/s", note=f"{int(pairs)} pairs in {wall:.1f} s, {len(errors)} failed")
-    check("gateway: p99 of one call", f"<= {TARGET_P99_MS:.0f} ms", f"{p99:.0f} ms", p99 <= TARGET_P99_MS,
-          before="1300 ms", note=f"median {lat[len(lat) // 2] * 1e3:.1f} ms" if lat else "")
-    check("gateway: every request accounted for", "0 wrong", f"{len(problems)} wrong", not problems,
-          note="; ".join(problems[:3]))
+    pairs, used = run.pairs, run.used
+    check(f"gateway: submit+cancel pairs a second, {threads} callers", f">= {TARGET_PAIRS:.0f}/s", f"{run.rate:.0f}/s",
+          run.rate >= TARGET_PAIRS, before="20/s", note=f"{int(pairs)} pairs in {run.wall:.1f} s, {len(run.errors)} failed")
+    check("gateway: p99 of one call", f"<= {TARGET_P99_MS:.0f} ms", f"{run.p99_ms:.0f} ms", run.p99_ms <= TARGET_P99_MS,
+          before="1300 ms", note=f"median {run.lat[len(run.lat) // 2] * 1e3:.1f} ms" if run.lat else "")
+    check("gateway: every request accounted for", "0 wrong", f"{len(run.problems)} wrong", not run.problems,
+          note="; ".join(run.problems[:3]))
     info("gateway: CPU per pair, by process", " / ".join(f"{used[k] / max(pairs, 1) * 1e3:.2f}" for k in used) + " ms",
          note="the callers / the gateway / the Scheduler actor (user + system), "
               f"total {sum(used.values()) / max(pairs, 1) * 1e3:.2f} ms")
-    info("gateway: CPU per pair, Ray's own processes", f"{ray_used / max(pairs, 1) * 1e3:.2f} ms",
-         note=f"the raylet and the GCS ({len(ray_pids)} processes): the Ray calls' other end")
+    info("gateway: CPU per pair, Ray's own processes", f"{run.ray_used / max(pairs, 1) * 1e3:.2f} ms",
+         note=f"the raylet and the GCS ({run.ray_procs} processes): the Ray calls' other end")
     info("gateway: of which the kernel's (system), by process",
-         " / ".join(f"{kernel[k] / max(pairs, 1) * 1e3:.2f}" for k in kernel) + " ms",
+         " / ".join(f"{run.kernel[k] / max(pairs, 1) * 1e3:.2f}" for k in run.kernel) + " ms",
          note="the sockets, the fsyncs, the wake-ups: CPU a pair no Python change removes")
-    info("gateway: of the gateway's, Ray's threads", f"{in_ray / max(pairs, 1) * 1e3:.2f} ms",
+    info("gateway: of the gateway's, Ray's threads", f"{run.in_ray / max(pairs, 1) * 1e3:.2f} ms",
          note="its core worker's io and gRPC threads; the rest is the event loop's thread (aiohttp, the door, "
               "the routes, Ray's Python side)")
-    info("gateway: CPU a second with no call, by process", " / ".join(f"{idle[k] * 1e3:.0f}" for k in idle) + " ms",
+    info("gateway: CPU a second with no call, by process", " / ".join(f"{run.idle[k] * 1e3:.0f}" for k in run.idle) + " ms",
          note=f"over {IDLE_S:g} s before the run; less that, a pair costs "
-              + " / ".join(f"{max(used[k] - idle[k] * wall, 0.0) / max(pairs, 1) * 1e3:.2f}" for k in used) + " ms")
-    if batches:  # "... sent N items in M batches": the warm-up's and the run's
-        items, _, count = batches[-1].rpartition("sent ")[2].partition(" items in ")
+              + " / ".join(f"{max(used[k] - run.idle[k] * run.wall, 0.0) / max(pairs, 1) * 1e3:.2f}" for k in used) + " ms")
+    if run.batches:  # "... sent N items in M batches": the warm-up's and the run's
+        items, _, count = run.batches[-1].rpartition("sent ")[2].partition(" items in ")
         info("gateway: items a batch to the Scheduler", f"{int(items) / max(int(count.split()[0]), 1):.1f}",
              note=f"{items} calls in {count} (warm-up included): each batch is one Ray call, one proof, one sync")
+
+
+def report_history(run: Run, fresh: Run, history: int) -> None:
+    """The rows of the run on a system whose history holds ``history`` finished requests, beside the fresh one."""
+    after = f"after {history:,} finished requests"
+    check(f"gateway: pairs a second {after}", f">= {TARGET_PAIRS:.0f}/s", f"{run.rate:.0f}/s", run.rate >= TARGET_PAIRS,
+          note=f"{run.rate / fresh.rate:.2f}x the fresh system's {fresh.rate:.0f}/s; {len(run.errors)} failed")
+    check(f"gateway: p99 of one call {after}", f"<= {TARGET_P99_MS:.0f} ms", f"{run.p99_ms:.0f} ms",
+          run.p99_ms <= TARGET_P99_MS, note=f"fresh: {fresh.p99_ms:.0f} ms")
+    check(f"gateway: every request accounted for {after}", "0 wrong", f"{len(run.problems)} wrong", not run.problems,
+          note="; ".join(run.problems[:3]))
+    per = {k: run.used[k] / max(run.pairs, 1) * 1e3 for k in run.used}
+    was = {k: fresh.used[k] / max(fresh.pairs, 1) * 1e3 for k in fresh.used}
+    info(f"gateway: CPU per pair {after}", " / ".join(f"{per[k]:.2f}" for k in per) + " ms",
+         note="the callers / the gateway / the Scheduler; fresh: " + " / ".join(f"{was[k]:.2f}" for k in was) + " ms")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--threads", type=int, default=20)
+    p.add_argument("--pairs", type=int, default=50, help="submit+cancel pairs per thread")
+    p.add_argument("--history", type=int, default=100_000,
+                   help="then again on a system whose history holds this many finished requests (0: not)")
+    p.add_argument("--profile", help="a folder: sample the callers, the gateway and the Scheduler with py-spy")
+    args = p.parse_args()
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    profile = Path(args.profile).resolve() if args.profile else None
+    if profile:
+        profile.mkdir(parents=True, exist_ok=True)
+    print(f"gateway: {args.threads} threads x {args.pairs} submit+cancel pairs through the gateway of a real system "
+          f"({os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f})")
+    fresh = measure(args.threads, args.pairs, 0, profile)
+    report(fresh, args.threads)
     if profile:
         show_profile(profile)
+    if args.history:
+        print(f"gateway: the same on a fresh system whose history holds {args.history:,} finished requests "
+              f"(load average {os.getloadavg()[0]:.1f})")
+        report_history(measure(args.threads, args.pairs, args.history, None), fresh, args.history)
     return 0
 
 
