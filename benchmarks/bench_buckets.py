@@ -20,7 +20,8 @@
    timed one).  Target: <= 5 ms, and >= 50x faster than a per-host Python
    loop of upstream's shape (node checks, then each requested resource, in
    node order, stopping at 1,000 hosts) on a 90%-busy fleet (on an idle
-   fleet, printed beside it, the loop stops after 1,000 hosts).  The
+   fleet, printed beside it, the loop stops after 1,000 hosts): the median
+   ratio of three rounds, each of 100 requests of its own.  The
    exec_vnode text is made when asked for; its cost is printed separately.
 
 Every answer is checked, untimed: the two paths agree on the requests that
@@ -46,6 +47,7 @@ Run: ``.venv/bin/python benchmarks/bench_buckets.py``
 from __future__ import annotations
 
 import gc
+import statistics
 import time
 from typing import Callable, TypeVar
 
@@ -62,6 +64,8 @@ from legionrm.scheduler.placement.pernode import PerNodePlacer
 from legionrm.scheduler.placement.select import SelectRequest
 
 clock = time.process_time  # (see the module doc: CPU time, the same for every path)
+ROUNDS = 3
+"""Rounds on the 90%-busy fleet, each of its own requests; the row is their median ratio."""
 T = TypeVar("T")
 
 
@@ -292,18 +296,24 @@ def bench_scatter() -> None:
     # a 90%-busy fleet: nine hosts in ten hold running work, so the loop walks ~10,000 hosts to find 1,000
     busy = np.flatnonzero(np.arange(table.n) % 10 != 9)
     state.occupy(busy, 0.0, 3600.0, exclusive=True)
-    tb, tn, tv = _scatter_round(table, bp, pn, 100, 1001)
-    wrong += _scatter_round.wrong  # type: ignore[attr-defined]
+    # three rounds, each of 100 requests of its own (none served by another round's work): a bucket
+    # request is 0.03 ms, so one stray millisecond moves a single round's ratio by a third
+    rounds = []
+    for k in range(ROUNDS):
+        rounds.append((*_scatter_round(table, bp, pn, 100, 1001 + 1000 * k), _scatter_round.pairs))  # type: ignore
+        wrong += _scatter_round.wrong  # type: ignore[attr-defined]
     check("every scatter answer valid (buckets, per-node, loop)", "0 wrong", f"{len(wrong)} wrong", not wrong,
           note="; ".join(wrong[:3]))
-    info("90%-busy fleet: bucket path", f"{tb * 1e3:.3f} ms")
-    info("  + its answer as Python pairs (made when asked for)", f"{_scatter_round.pairs * 1e3:.3f} ms")  # type: ignore
+    ratios = [tv / tb for tb, _, tv, _ in rounds]
+    mid = rounds[ratios.index(statistics.median(ratios))]
+    tb, tn, tv, pairs = mid
+    info("90%-busy fleet: bucket path", f"{tb * 1e3:.3f} ms", note=f"the median round of {ROUNDS}")
+    info("  + its answer as Python pairs (made when asked for)", f"{pairs * 1e3:.3f} ms")
     info("90%-busy fleet: per-node path (numpy filters)", f"{tn * 1e3:.2f} ms")
     info("90%-busy fleet: per-host Python loop (upstream shape)", f"{tv * 1e3:.2f} ms")
-    with_pairs = tv / (tb + _scatter_round.pairs)  # type: ignore[attr-defined]
     check("buckets vs per-host Python loop (1,000-chunk, 90%-busy fleet)", ">= 50x", f"{tv / tb:.1f}x",
-          tv / tb >= 50, before="16.9x", note=f"{with_pairs:.1f}x with the answer made Python pairs")
-
+          tv / tb >= 50, before="16.9x", note=f"median of {ROUNDS} rounds ({', '.join(f'{r:.1f}x' for r in ratios)}); "
+                                              f"{tv / (tb + pairs):.1f}x with the answer made Python pairs")
 
 if __name__ == "__main__":
     bench_cannot_run()
