@@ -188,7 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     if "classad2" in r:
         fastest = min(r["classad2"], r["classad2 stored"])
         ratio = fastest / r["vectorized"]
-        check(f"vectorized vs classad2's fastest way ({n1 // 1000}k)", ">= 100x", f"{ratio:.1f}x", ratio >= 100)
+        if args.quick:  # (the vectorized side's fixed cost weighs more on 10k ads: the target is 100k's)
+            info(f"vectorized vs classad2's fastest way ({n1 // 1000}k)", f"{ratio:.1f}x",
+                 note="a --quick smoke run: the >= 100x target is checked on 100k ads")
+        else:
+            check(f"vectorized vs classad2's fastest way ({n1 // 1000}k)", ">= 100x", f"{ratio:.1f}x", ratio >= 100)
         net = r["classad2 net"] / r["vectorized"]
         info(f"vectorized vs classad2's evaluation alone, no loop ({n1 // 1000}k)", f"{net:.1f}x",
              note="the fastest way's time less an empty Python loop over the same ads")
