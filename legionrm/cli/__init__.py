@@ -309,7 +309,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     rl = add("reload", "apply a cluster file's pools, schedulers, QoS and fair share, and hosts' and vaults' "
                        "policies and access lists to the running system, all or nothing (administrators); "
                        "a refused change changes nothing and says why")
-    rl.add_argument("--cluster", metavar="FILE", help="the cluster file (default: the one the system runs)")
+    rl.add_argument("file", nargs="?", metavar="FILE", help="the cluster file (default: the one the system runs)")
+    rl.add_argument("--cluster", metavar="FILE", help="the same, as a flag")
     gateway_flags(rl)
 
     ex = add("examples", "copy the bundled examples (programs, request files, scenarios) into a directory")

@@ -1,4 +1,4 @@
-"""An administrator's live changes: ``legionrm reload [--cluster FILE]`` (a cluster
+"""An administrator's live changes: ``legionrm reload [FILE | --cluster FILE]`` (a cluster
 file's pools, schedulers, site policy and owners' policies and access lists, all or nothing) and ``legionrm pools
 create|update PATH KIND=RESERVATION:LIMIT[:SHARE]... [--default]`` / ``pools delete PATH``."""
 
@@ -19,9 +19,13 @@ def _print_changes(changes: list[str], as_json: bool) -> None:
 
 
 def cli_reload(args: argparse.Namespace) -> int:
-    """``legionrm reload [--cluster FILE]``: what the file changes applied live, all or nothing
+    """``legionrm reload [FILE | --cluster FILE]``: what the file changes applied live, all or nothing
     (:mod:`legionrm.gateway.several.reload`)."""
-    path = Path(args.cluster) if args.cluster else running_cluster()
+    if args.file and args.cluster and Path(args.file) != Path(args.cluster):
+        raise ConfigError(f"two cluster files given ({args.file} and --cluster {args.cluster}): give one",
+                          file="command line")
+    named = args.file or args.cluster
+    path = Path(named) if named else running_cluster()
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -38,7 +42,7 @@ def running_cluster() -> Path:
     except (OSError, ValueError, AttributeError):
         source = None
     if not source:
-        raise ConfigError("the cluster file the system runs is not known here: give --cluster FILE",
+        raise ConfigError("the cluster file the system runs is not known here: give the cluster file",
                           file=str(home / "up.json"))
     return Path(source)
 

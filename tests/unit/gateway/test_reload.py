@@ -237,6 +237,12 @@ def test_the_admin_verbs_on_the_command_line(gateway, tmp_path, capsys) -> None:
     cluster = tmp_path / "c.toml"
     cluster.write_text(cluster_text(POOLS))
     assert main(["reload", "--cluster", str(cluster), *creds]) == 0 and "pool create /fast" in capsys.readouterr().out
+    assert main(["reload", str(cluster), *creds]) == 0  # the file as an argument, as the flag
+    assert capsys.readouterr().out.strip() == "nothing to change"
+    other = tmp_path / "other.toml"
+    assert main(["reload", str(other), "--cluster", str(cluster), *creds]) == 2  # two files: which one?
+    err = capsys.readouterr().err
+    assert "two cluster files given" in err and err.count("\n") == 1
     assert main(["pools", "create", "/tiny", "cpu=0:1", "memory=0:1024", *creds]) == 0
     assert capsys.readouterr().out.strip() == "pool create /tiny"
     assert main(["pools", "update", "/tiny", "cpu=5:1", *creds]) == 2  # reservation past its limit
