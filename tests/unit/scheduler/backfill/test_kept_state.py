@@ -52,11 +52,11 @@ def change(entries: list[Entry], what: str, pick: int, shape: tuple[tuple[int, f
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(q=queues(), rules=st.sampled_from([("easy", 1), ("easy", 2), ("greedy", 0), ("fcfs", 0)]),
-       steps=st.lists(BETWEEN, min_size=1, max_size=4), slack=st.sampled_from([0, 1000]))
+       steps=st.lists(BETWEEN, min_size=1, max_size=4), slack=st.sampled_from([0, 2, Slots.SLACK, 1000]))
 def test_a_queue_that_kept_its_state_decides_as_a_fresh_one(q: CpuQueue, rules: tuple[str, int],
                                                             steps: list[tuple[float, list]], slack: int) -> None:
     entries = list(q.order)
-    with patch.object(Slots, "SLACK", slack):  # 0: the slots are numbered afresh every few passes
+    with patch.object(Slots, "SLACK", slack):  # 0, 2: numbered afresh every few passes; the default; 1000: never here
         site = SitePolicy(SETTINGS, None, lambda: 0.0, float(q.total.sum()))
         kept = q.rules(Backfill, *rules)  # type: ignore[arg-type]
         for k, (ended, changes) in enumerate([(0.0, [])] + steps):
