@@ -88,8 +88,9 @@ _TYPED: dict[str, type] = {**NUMBERS, **{key: str for key in STRINGS}}
 """Each typed key of an ``[[object]]`` table, its type: the numbers first, then the strings (the order checked)."""
 _WAITS = frozenset(("requeue", "after_ok", "after_any", "after_not_ok", "begin_at", "array"))
 """What :func:`_waits` reads."""
-_PLAIN = (("pool", str), ("wait", bool), ("qos", str), ("priority", int))
-"""The top-level keys read as they are, in the order they are checked (``hold``, ``scheduler`` follow)."""
+_PLAIN = (("pool", str), ("wait", bool), ("qos", str), ("priority", int), ("hold", bool), ("scheduler", str))
+"""The top-level keys read as the file gives them, in the order they are checked (``hold`` then
+becomes the user's hold)."""
 
 
 def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | None = None,
@@ -163,10 +164,8 @@ def parse_request(doc: dict[str, Any], *, file: str = "<memory>", now: float | N
     for key, typ in _PLAIN:
         if key in doc:
             values[key] = expect(doc, key, typ, None, file=file, where="")
-    if "hold" in doc and expect(doc, "hold", bool, None, file=file, where=""):
+    if values.pop("hold", False):  # (held: the user's hold; not held: the model's default)
         values["hold"] = "user"
-    if "scheduler" in doc:
-        values["scheduler"] = expect(doc, "scheduler", str, None, file=file, where="")
     if _WAITS.intersection(doc):
         values.update(_waits(doc, file=file))
     if "on_preempt" in doc:
